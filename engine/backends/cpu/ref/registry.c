@@ -1,0 +1,105 @@
+/* Reference kernel table and helpers shared by the reference kernels. */
+#include "../kernel.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static ks__kernel_table g_ref_table;
+static int g_ref_ready;
+
+const ks__kernel_table *ks__ref_kernels(void) {
+    /* Filling is idempotent and writes identical values, so a benign race at first use from two
+     * threads yields the same table. Sessions call this from create(), normally on one thread. */
+    if (!g_ref_ready) {
+        ks__kernel_table t;
+        memset(&t, 0, sizeof(t));
+        ks__ref_register_conv(&t);
+        ks__ref_register_elementwise(&t);
+        ks__ref_register_data(&t);
+        ks__ref_register_mediapipe(&t);
+        g_ref_table = t;
+        g_ref_ready = 1;
+    }
+    return &g_ref_table;
+}
+
+ks_status ks__kernel_error(ks__kernel_ctx *ctx, ks_status status, const char *fmt, ...) {
+    if (!ctx->err || ctx->err_cap == 0) return status;
+    const ks__op_info *info = ks__op_get_info(ctx->node->op);
+    int n = snprintf(ctx->err, ctx->err_cap, "op '%s' (node %u '%s'): ", info ? info->name : "?",
+                     ctx->node_index, ctx->node->name ? ctx->node->name : "");
+    if (n < 0) n = 0;
+    if ((size_t)n < ctx->err_cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(ctx->err + n, ctx->err_cap - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+int64_t ks__rt_numel(const ks__rt_tensor *t) {
+    return ks__numel(t->rank, t->dims);
+}
+
+void ks__rt_set_shape(ks__rt_tensor *t, ks_dtype dtype, int32_t rank, const int64_t *dims) {
+    int64_t tmp[KS_MAX_RANK];
+    for (int32_t i = 0; i < rank; i++) tmp[i] = dims[i]; /* dims may alias t->dims */
+    t->dtype = dtype;
+    t->rank = rank;
+    for (int32_t i = 0; i < rank; i++) t->dims[i] = tmp[i];
+}
+
+int64_t ks__rt_get_int(const ks__rt_tensor *t, int64_t i) {
+    switch (t->dtype) {
+    case KS_DTYPE_I32: return ((const int32_t *)t->data)[i];
+    case KS_DTYPE_I64: return ((const int64_t *)t->data)[i];
+    case KS_DTYPE_U8: return ((const uint8_t *)t->data)[i];
+    case KS_DTYPE_I8: return ((const int8_t *)t->data)[i];
+    case KS_DTYPE_I16: return ((const int16_t *)t->data)[i];
+    case KS_DTYPE_BOOL: return ((const uint8_t *)t->data)[i] != 0;
+    case KS_DTYPE_F32: return (int64_t)((const float *)t->data)[i];
+    case KS_DTYPE_F16: return (int64_t)ks__f16_to_f32(((const uint16_t *)t->data)[i]);
+    default: return 0;
+    }
+}
+
+double ks__rt_get_f64(const ks__rt_tensor *t, int64_t i) {
+    switch (t->dtype) {
+    case KS_DTYPE_F32: return ((const float *)t->data)[i];
+    case KS_DTYPE_F16: return ks__f16_to_f32(((const uint16_t *)t->data)[i]);
+    default: return (double)ks__rt_get_int(t, i);
+    }
+}
+
+void ks__rt_set_f64(ks__rt_tensor *t, int64_t i, double v) {
+    switch (t->dtype) {
+    case KS_DTYPE_F32: ((float *)t->data)[i] = (float)v; break;
+    case KS_DTYPE_F16: ((uint16_t *)t->data)[i] = ks__f32_to_f16((float)v); break;
+    case KS_DTYPE_I32: ((int32_t *)t->data)[i] = (int32_t)v; break;
+    case KS_DTYPE_I64: ((int64_t *)t->data)[i] = (int64_t)v; break;
+    case KS_DTYPE_U8: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
+    case KS_DTYPE_I8: ((int8_t *)t->data)[i] = (int8_t)v; break;
+    case KS_DTYPE_I16: ((int16_t *)t->data)[i] = (int16_t)v; break;
+    case KS_DTYPE_BOOL: ((uint8_t *)t->data)[i] = v != 0.0; break;
+    default: break;
+    }
+}
+
+float ks__act_apply(float x, int32_t act, float alpha) {
+    switch (act) {
+    case KS_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case KS_ACT_RELU_N1_TO_1: return x < -1.0f ? -1.0f : (x > 1.0f ? 1.0f : x);
+    case KS_ACT_RELU6: return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x);
+    case KS_ACT_TANH: return tanhf(x);
+    case KS_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case KS_ACT_LEAKY_RELU: return x >= 0.0f ? x : alpha * x;
+    case KS_ACT_HARD_SWISH: {
+        float r = x + 3.0f;
+        r = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);
+        return x * r / 6.0f;
+    }
+    default: return x;
+    }
+}

@@ -1,0 +1,123 @@
+/* Kestrel inference engine: models and sessions.
+ *
+ * Usage:
+ *     ks_model *model = NULL;
+ *     ks_session *s = NULL;
+ *     if (ks_model_load_file("blazeface.ksm", NULL, &model) != KS_STATUS_OK) { ... }
+ *     if (ks_session_create(model, &(ks_session_desc){ .num_threads = 1 }, &s)) { ... }
+ *     if (ks_session_reshape(s, NULL)) { ... }        // plan for the model's own input shapes
+ *     ks_tensor in, out;
+ *     ks_session_input(s, 0, &in);
+ *     fill(in.data, in.size_bytes);
+ *     if (ks_session_run(s)) { ... }
+ *     ks_session_output(s, 0, &out);
+ *     ks_session_destroy(s);
+ *     ks_model_destroy(model);
+ *
+ * Thread safety: a ks_model is immutable after load and may be shared by any number of sessions
+ * on any threads. A ks_session is used by one thread at a time (one session per thread).
+ *
+ * Lifecycle: load -> session_create -> session_reshape (shape inference, arena planning; once per
+ * input shape) -> session_run (only calls kernels; never allocates) -> ... -> destroy.
+ */
+#ifndef KESTREL_ENGINE_H
+#define KESTREL_ENGINE_H
+
+#include "kestrel/kestrel.h"
+#include "kestrel/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ks_model ks_model;
+typedef struct ks_session ks_session;
+
+/* Model load flags. */
+#define KS_MODEL_NO_MMAP 0x1u        /* read the file into memory instead of mapping it */
+#define KS_MODEL_SKIP_CHECKSUM 0x2u  /* trust the file; skip the whole-file checksum */
+#define KS_MODEL_COPY_BUFFER 0x4u    /* ks_model_load_buffer copies; the buffer may then go */
+
+typedef struct ks_model_desc {
+    const ks_allocator *allocator; /* NULL: malloc/free. Must outlive the model. */
+    uint32_t flags;                /* KS_MODEL_* */
+} ks_model_desc;
+
+/* Loads a .ksm file. Weights are used in place from a read-only mapping (zero-copy).
+ * desc may be NULL. On failure see ks_last_error(NULL). */
+KS_API ks_status ks_model_load_file(const char *path, const ks_model_desc *desc,
+                                    ks_model **model_out);
+
+/* Loads a .ksm image from memory. Without KS_MODEL_COPY_BUFFER, `data` must outlive the model
+ * and weights are used in place (zero-copy) when `data` is 64-byte aligned. */
+KS_API ks_status ks_model_load_buffer(const void *data, size_t size_bytes,
+                                      const ks_model_desc *desc, ks_model **model_out);
+
+/* Destroys a model. All sessions made from it must be destroyed first. NULL is a no-op. */
+KS_API void ks_model_destroy(ks_model *model);
+
+KS_API uint32_t ks_model_num_inputs(const ks_model *model);
+KS_API uint32_t ks_model_num_outputs(const ks_model *model);
+/* Describes graph input/output `index`. Dynamic dimensions are -1. Names live with the model. */
+KS_API ks_status ks_model_input_info(const ks_model *model, uint32_t index,
+                                     ks_tensor_info *info_out);
+KS_API ks_status ks_model_output_info(const ks_model *model, uint32_t index,
+                                      ks_tensor_info *info_out);
+/* Value of metadata `key` (e.g. "source", "producer"), or NULL. Lives as long as the model. */
+KS_API const char *ks_model_metadata(const ks_model *model, const char *key);
+
+typedef enum ks_precision {
+    KS_PRECISION_DEFAULT = 0, /* fp32 today */
+    KS_PRECISION_F32 = 1,
+    KS_PRECISION_COUNT
+} ks_precision;
+
+/* Session flags. */
+#define KS_SESSION_KEEP_ALL_TENSORS 0x1u /* no memory reuse: every intermediate stays readable */
+
+typedef struct ks_session_desc {
+    int32_t num_threads;           /* 0: 1 thread (the reference backend is single-threaded) */
+    ks_precision precision;        /* 0: default */
+    uint32_t flags;                /* KS_SESSION_* */
+    const ks_allocator *allocator; /* NULL: the model's allocator. Must outlive the session. */
+} ks_session_desc;
+
+/* Creates a session on a model. The model must outlive the session. desc may be NULL. */
+KS_API ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
+                                   ks_session **session_out);
+KS_API void ks_session_destroy(ks_session *session);
+
+/* Shape inference, algorithm choice and arena planning for the given input shapes.
+ * input_shapes has ks_model_num_inputs() entries, or is NULL to use the model's own shapes
+ * (which must then be fully static). Invalidates tensor views obtained before. Allocates. */
+KS_API ks_status ks_session_reshape(ks_session *session, const ks_tensor_shape *input_shapes);
+
+/* Views of input/output `index` in the session's memory, valid until the next reshape or
+ * destroy. Write inputs before run; read outputs after run. Requires a successful reshape. */
+KS_API ks_status ks_session_input(ks_session *session, uint32_t index, ks_tensor *tensor_out);
+KS_API ks_status ks_session_output(ks_session *session, uint32_t index, ks_tensor *tensor_out);
+
+/* Runs the graph once. Never allocates. */
+KS_API ks_status ks_session_run(ks_session *session);
+
+/* Per-op profiling: called after every op of every run, on the running thread. */
+typedef struct ks_op_profile {
+    uint32_t node_index;
+    const char *op_name;   /* e.g. "conv2d" */
+    const char *node_name; /* from the source model */
+    uint64_t elapsed_ns;
+    uint64_t flops;        /* estimated multiply-adds x2; 0 where not meaningful */
+} ks_op_profile;
+typedef void (*ks_profile_fn)(void *user, const ks_op_profile *profile);
+/* Installs (or with fn == NULL removes) the profiling callback. */
+KS_API ks_status ks_session_set_profiler(ks_session *session, ks_profile_fn fn, void *user);
+
+/* Debugging access to every tensor of the graph (for ks-run --dump-all). Tensors whose memory
+ * was reused hold garbage after run unless the session has KS_SESSION_KEEP_ALL_TENSORS. */
+KS_API uint32_t ks_session_num_tensors(const ks_session *session);
+KS_API ks_status ks_session_tensor(ks_session *session, uint32_t index, ks_tensor *tensor_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KESTREL_ENGINE_H */
