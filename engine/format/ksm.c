@@ -1,0 +1,570 @@
+/* .ksm reader and writer. The byte layout is specified in ksm.h.
+ *
+ * The reader treats the image as hostile: it reads through a cursor that refuses to move past
+ * the end of the section it is in, so every count is checked against the bytes that remain
+ * before anything is allocated for it. */
+#include "ksm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- CRC-32 (table built once; values are a pure function, so racing builders agree) ---- */
+
+static uint32_t g_crc_table[8][256];
+static int g_crc_ready;
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        g_crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            g_crc_table[t][i] = (g_crc_table[t - 1][i] >> 8) ^ g_crc_table[0][g_crc_table[t - 1][i] & 0xff];
+    g_crc_ready = 1;
+}
+
+uint32_t ks__crc32(uint32_t crc, const uint8_t *p, size_t n) {
+    if (!g_crc_ready) crc_init();
+    crc = ~crc;
+    /* slicing-by-8: the file is checked at every load, so this is on the start-up path */
+    while (n >= 8) {
+        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                             (uint32_t)p[3] << 24);
+        uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 |
+                      (uint32_t)p[7] << 24;
+        crc = g_crc_table[7][lo & 0xff] ^ g_crc_table[6][(lo >> 8) & 0xff] ^
+              g_crc_table[5][(lo >> 16) & 0xff] ^ g_crc_table[4][lo >> 24] ^
+              g_crc_table[3][hi & 0xff] ^ g_crc_table[2][(hi >> 8) & 0xff] ^
+              g_crc_table[1][(hi >> 16) & 0xff] ^ g_crc_table[0][hi >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) crc = g_crc_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+/* ---- little-endian helpers ---- */
+
+static uint16_t rd16(const uint8_t *p) {
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+static uint32_t rd32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t rd64(const uint8_t *p) {
+    return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
+}
+
+typedef struct cursor {
+    const uint8_t *p;
+    size_t left;
+    bool bad;
+} cursor;
+
+static const uint8_t *take(cursor *c, size_t n) {
+    if (c->bad || n > c->left) {
+        c->bad = true;
+        return NULL;
+    }
+    const uint8_t *r = c->p;
+    c->p += n;
+    c->left -= n;
+    return r;
+}
+static uint8_t get_u8(cursor *c) {
+    const uint8_t *p = take(c, 1);
+    return p ? p[0] : 0;
+}
+static uint16_t get_u16(cursor *c) {
+    const uint8_t *p = take(c, 2);
+    return p ? rd16(p) : 0;
+}
+static uint32_t get_u32(cursor *c) {
+    const uint8_t *p = take(c, 4);
+    return p ? rd32(p) : 0;
+}
+static uint64_t get_u64(cursor *c) {
+    const uint8_t *p = take(c, 8);
+    return p ? rd64(p) : 0;
+}
+static float get_f32(cursor *c) {
+    uint32_t u = get_u32(c);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+#define KSM_MAX_STRING 4096u
+
+/* Reads a string into a NUL-terminated heap copy. */
+static char *get_string(cursor *c, const ks_allocator *a, ks_status *st) {
+    uint32_t n = get_u32(c);
+    if (n > KSM_MAX_STRING) c->bad = true;
+    const uint8_t *p = take(c, n);
+    if (!p) return NULL;
+    char *s = ks__alloc(a, (size_t)n + 1);
+    if (!s) {
+        *st = KS_STATUS_OUT_OF_MEMORY;
+        return NULL;
+    }
+    memcpy(s, p, n);
+    s[n] = 0;
+    return s;
+}
+
+typedef struct section {
+    uint64_t offset, size;
+    bool present;
+} section;
+
+static cursor section_cursor(const uint8_t *data, const section *s) {
+    cursor c = {data + s->offset, (size_t)s->size, false};
+    return c;
+}
+
+#define FAIL(code, ...)                                                                           \
+    do {                                                                                          \
+        st = (code);                                                                              \
+        ks__fmt(err, err_cap, __VA_ARGS__);                                                       \
+        goto error;                                                                               \
+    } while (0)
+
+static const char *k_section_names[] = {"", "META", "TENSORS", "NODES", "GRAPH_IO", "WEIGHTS"};
+
+ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, ks__graph *g,
+                       char *err, size_t err_cap) {
+    ks_status st = KS_STATUS_INVALID_MODEL;
+    section sec[6];
+    memset(sec, 0, sizeof(sec));
+    char *name = NULL;
+    int32_t *ids = NULL;
+
+    if (!data || size < KSM_HEADER_BYTES)
+        FAIL(KS_STATUS_INVALID_MODEL, "file is %zu bytes, shorter than the 64-byte .ksm header",
+             size);
+    if (memcmp(data, KSM_MAGIC, 4) != 0)
+        FAIL(KS_STATUS_INVALID_MODEL, "not a .ksm file (magic is not \"KSMF\")");
+    uint16_t major = rd16(data + 4), minor = rd16(data + 6);
+    if (major > KSM_VERSION_MAJOR)
+        FAIL(KS_STATUS_VERSION_MISMATCH,
+             ".ksm format %u.%u is newer than this Kestrel reads (%d.x); upgrade Kestrel "
+             "(runtime %s)",
+             major, minor, KSM_VERSION_MAJOR, KS_VERSION_STRING);
+    if (major < 1) FAIL(KS_STATUS_INVALID_MODEL, ".ksm major version 0 is invalid");
+    if (rd32(data + 8) != KSM_HEADER_BYTES)
+        FAIL(KS_STATUS_INVALID_MODEL, "header size %u, expected 64", rd32(data + 8));
+    uint32_t flags = rd32(data + 12);
+    if (flags & ~1u) FAIL(KS_STATUS_INVALID_MODEL, "unknown header flags 0x%x", flags);
+    uint64_t file_size = rd64(data + 16);
+    if (file_size != size)
+        FAIL(KS_STATUS_INVALID_MODEL,
+             "header says the file is %llu bytes but it is %zu (truncated or padded)",
+             (unsigned long long)file_size, size);
+    if ((flags & 1u) && verify_checksum) {
+        static const uint8_t zero4[4] = {0, 0, 0, 0};
+        uint32_t crc = ks__crc32(0, data, 28);
+        crc = ks__crc32(crc, zero4, 4);
+        crc = ks__crc32(crc, data + 32, size - 32);
+        if (crc != rd32(data + 28))
+            FAIL(KS_STATUS_CHECKSUM_MISMATCH,
+                 "checksum mismatch: stored 0x%08x, computed 0x%08x (file corrupt)",
+                 rd32(data + 28), crc);
+    }
+    uint32_t num_sections = rd32(data + 24);
+    uint64_t table_off = rd64(data + 32);
+    if (num_sections > KSM_MAX_SECTIONS)
+        FAIL(KS_STATUS_INVALID_MODEL, "%u sections (limit %d)", num_sections, KSM_MAX_SECTIONS);
+    if (table_off > size || (uint64_t)num_sections * 24 > size - table_off)
+        FAIL(KS_STATUS_INVALID_MODEL, "section table at %llu (%u entries) lies outside the file",
+             (unsigned long long)table_off, num_sections);
+    for (uint32_t i = 0; i < num_sections; i++) {
+        const uint8_t *e = data + table_off + (uint64_t)i * 24;
+        uint32_t kind = rd32(e);
+        uint64_t off = rd64(e + 8), sz = rd64(e + 16);
+        if (off > size || sz > size - off)
+            FAIL(KS_STATUS_INVALID_MODEL, "section %u (kind %u) [%llu, +%llu) lies outside the file",
+                 i, kind, (unsigned long long)off, (unsigned long long)sz);
+        if (kind < 1 || kind > 5) continue; /* unknown: skipped (minor-version extension) */
+        if (sec[kind].present)
+            FAIL(KS_STATUS_INVALID_MODEL, "section %s appears twice", k_section_names[kind]);
+        sec[kind].present = true;
+        sec[kind].offset = off;
+        sec[kind].size = sz;
+    }
+    for (int k = 1; k <= 5; k++)
+        if (!sec[k].present)
+            FAIL(KS_STATUS_INVALID_MODEL, "section %s is missing", k_section_names[k]);
+    if (sec[KSM_SECTION_WEIGHTS].offset % KSM_WEIGHT_ALIGN)
+        FAIL(KS_STATUS_INVALID_MODEL, "weight section offset %llu is not 64-byte aligned",
+             (unsigned long long)sec[KSM_SECTION_WEIGHTS].offset);
+
+    /* META */
+    {
+        cursor c = section_cursor(data, &sec[KSM_SECTION_META]);
+        uint32_t n = get_u32(&c);
+        if (n > c.left / 8) c.bad = true;
+        for (uint32_t i = 0; i < n && !c.bad; i++) {
+            char *k = get_string(&c, &g->alloc, &st);
+            char *v = k ? get_string(&c, &g->alloc, &st) : NULL;
+            if (k && v) st = ks__graph_set_meta(g, k, v);
+            ks__free(&g->alloc, k);
+            ks__free(&g->alloc, v);
+            if (st == KS_STATUS_OUT_OF_MEMORY) FAIL(st, "out of memory reading metadata");
+            st = KS_STATUS_INVALID_MODEL;
+        }
+        if (c.bad) FAIL(KS_STATUS_INVALID_MODEL, "META section is truncated or malformed");
+    }
+
+    /* TENSORS */
+    {
+        cursor c = section_cursor(data, &sec[KSM_SECTION_TENSORS]);
+        const uint8_t *wbase = data + sec[KSM_SECTION_WEIGHTS].offset;
+        uint64_t wsize = sec[KSM_SECTION_WEIGHTS].size;
+        uint32_t n = get_u32(&c);
+        /* each tensor record is at least 32 bytes */
+        if (n > c.left / 32) FAIL(KS_STATUS_INVALID_MODEL, "tensor count %u exceeds the section", n);
+        for (uint32_t i = 0; i < n; i++) {
+            name = get_string(&c, &g->alloc, &st);
+            if (!name) {
+                if (st == KS_STATUS_OUT_OF_MEMORY) FAIL(st, "out of memory reading tensors");
+                FAIL(KS_STATUS_INVALID_MODEL, "tensor %u: truncated name", i);
+            }
+            uint8_t dtype = get_u8(&c), rank = get_u8(&c);
+            uint16_t tflags = get_u16(&c);
+            if (rank > KS_MAX_RANK) FAIL(KS_STATUS_INVALID_MODEL, "tensor %u '%s': rank %u > 8", i, name, rank);
+            int64_t dims[KS_MAX_RANK];
+            for (uint32_t d = 0; d < rank; d++) dims[d] = (int64_t)get_u64(&c);
+            uint64_t doff = get_u64(&c), dsize = get_u64(&c);
+            uint32_t qn = get_u32(&c);
+            int32_t qaxis = (int32_t)get_u32(&c);
+            if (c.bad) FAIL(KS_STATUS_INVALID_MODEL, "tensor %u '%s': record truncated", i, name);
+            if (qn > c.left / 8)
+                FAIL(KS_STATUS_INVALID_MODEL, "tensor %u '%s': %u quantization params exceed the section", i, name, qn);
+            int32_t id;
+            st = ks__graph_add_tensor(g, name, (ks_dtype)dtype, rank, dims, &id);
+            if (st) FAIL(st, "tensor %u '%s': %s", i, name, ks_status_string(st));
+            ks__free(&g->alloc, name);
+            name = NULL;
+            ks__tensor *t = &g->tensors[id];
+            if (qn) {
+                t->quant.scales = ks__alloc(&g->alloc, qn * sizeof(float));
+                t->quant.zero_points = ks__alloc(&g->alloc, qn * sizeof(int32_t));
+                if (!t->quant.scales || !t->quant.zero_points)
+                    FAIL(KS_STATUS_OUT_OF_MEMORY, "out of memory reading quantization");
+                for (uint32_t q = 0; q < qn; q++) t->quant.scales[q] = get_f32(&c);
+                for (uint32_t q = 0; q < qn; q++) t->quant.zero_points[q] = (int32_t)get_u32(&c);
+                t->quant.count = qn;
+                t->quant.axis = qaxis;
+            }
+            if (tflags & ~1u)
+                FAIL(KS_STATUS_INVALID_MODEL, "tensor %u '%s': unknown flags 0x%x", i, t->name, tflags);
+            if (tflags & 1u) {
+                if (doff % KSM_WEIGHT_ALIGN || doff > wsize || dsize > wsize - doff)
+                    FAIL(KS_STATUS_INVALID_MODEL,
+                         "tensor %u '%s': data [%llu, +%llu) outside the weight section (%llu bytes)",
+                         i, t->name, (unsigned long long)doff, (unsigned long long)dsize,
+                         (unsigned long long)wsize);
+                t->data = wbase + doff;
+                t->size_bytes = (size_t)dsize;
+                t->flags = KS__TENSOR_CONST | KS__TENSOR_BORROWED;
+            } else if (doff || dsize) {
+                FAIL(KS_STATUS_INVALID_MODEL, "tensor %u '%s': non-constant with data", i, t->name);
+            }
+        }
+        if (c.bad) FAIL(KS_STATUS_INVALID_MODEL, "TENSORS section is truncated");
+    }
+
+    /* NODES */
+    {
+        cursor c = section_cursor(data, &sec[KSM_SECTION_NODES]);
+        uint32_t n = get_u32(&c);
+        if (n > c.left / 24) FAIL(KS_STATUS_INVALID_MODEL, "node count %u exceeds the section", n);
+        for (uint32_t i = 0; i < n; i++) {
+            uint16_t op = get_u16(&c);
+            (void)get_u16(&c);
+            name = get_string(&c, &g->alloc, &st);
+            if (!name) {
+                if (st == KS_STATUS_OUT_OF_MEMORY) FAIL(st, "out of memory reading nodes");
+                FAIL(KS_STATUS_INVALID_MODEL, "node %u: truncated", i);
+            }
+            uint32_t nin = get_u32(&c);
+            if (nin > 1024 || nin > c.left / 4)
+                FAIL(KS_STATUS_INVALID_MODEL, "node %u '%s': %u inputs", i, name, nin);
+            int32_t in_buf[1024], out_buf[1024];
+            for (uint32_t k = 0; k < nin; k++) in_buf[k] = (int32_t)get_u32(&c);
+            uint32_t nout = get_u32(&c);
+            if (nout > 1024 || nout > c.left / 4)
+                FAIL(KS_STATUS_INVALID_MODEL, "node %u '%s': %u outputs", i, name, nout);
+            for (uint32_t k = 0; k < nout; k++) out_buf[k] = (int32_t)get_u32(&c);
+            uint32_t nip = get_u32(&c);
+            if (nip > KS_NODE_MAX_IPARAMS)
+                FAIL(KS_STATUS_INVALID_MODEL, "node %u '%s': %u int params (max %d)", i, name, nip,
+                     KS_NODE_MAX_IPARAMS);
+            int32_t ip[KS_NODE_MAX_IPARAMS] = {0};
+            for (uint32_t k = 0; k < nip; k++) ip[k] = (int32_t)get_u32(&c);
+            uint32_t nfp = get_u32(&c);
+            if (nfp > KS_NODE_MAX_FPARAMS)
+                FAIL(KS_STATUS_INVALID_MODEL, "node %u '%s': %u float params (max %d)", i, name,
+                     nfp, KS_NODE_MAX_FPARAMS);
+            float fp[KS_NODE_MAX_FPARAMS] = {0};
+            for (uint32_t k = 0; k < nfp; k++) fp[k] = get_f32(&c);
+            if (c.bad) FAIL(KS_STATUS_INVALID_MODEL, "node %u '%s': record truncated", i, name);
+            uint32_t idx;
+            st = ks__graph_add_node(g, op, name, nin, in_buf, nout, out_buf, &idx);
+            if (st) FAIL(st, "node %u: %s", i, ks_status_string(st));
+            memcpy(g->nodes[idx].ip, ip, sizeof(ip));
+            memcpy(g->nodes[idx].fp, fp, sizeof(fp));
+            ks__free(&g->alloc, name);
+            name = NULL;
+        }
+    }
+
+    /* GRAPH_IO */
+    {
+        cursor c = section_cursor(data, &sec[KSM_SECTION_GRAPH_IO]);
+        uint32_t nin = get_u32(&c);
+        if (nin > c.left / 4) FAIL(KS_STATUS_INVALID_MODEL, "GRAPH_IO: %u inputs exceed the section", nin);
+        ids = ks__alloc(&g->alloc, ((size_t)nin + 1) * sizeof(int32_t));
+        if (!ids) FAIL(KS_STATUS_OUT_OF_MEMORY, "out of memory reading graph I/O");
+        for (uint32_t k = 0; k < nin; k++) ids[k] = (int32_t)get_u32(&c);
+        uint32_t nout = get_u32(&c);
+        if (c.bad || nout > c.left / 4)
+            FAIL(KS_STATUS_INVALID_MODEL, "GRAPH_IO section is truncated");
+        int32_t *outs = ks__alloc(&g->alloc, ((size_t)nout + 1) * sizeof(int32_t));
+        if (!outs) FAIL(KS_STATUS_OUT_OF_MEMORY, "out of memory reading graph I/O");
+        for (uint32_t k = 0; k < nout; k++) outs[k] = (int32_t)get_u32(&c);
+        st = ks__graph_set_io(g, nin, ids, nout, outs);
+        ks__free(&g->alloc, outs);
+        if (st) FAIL(st, "out of memory reading graph I/O");
+        if (nout == 0) FAIL(KS_STATUS_INVALID_MODEL, "graph has no outputs");
+    }
+
+    {
+        char verr[400];
+        verr[0] = 0;
+        st = ks__graph_validate(g, verr, sizeof(verr));
+        if (st) FAIL(st, "%s", verr);
+        /* graph inputs must not be constants */
+        for (uint32_t i = 0; i < g->num_inputs; i++)
+            if (g->tensors[g->inputs[i]].flags & KS__TENSOR_CONST)
+                FAIL(KS_STATUS_INVALID_MODEL, "graph input %u '%s' is a constant", i,
+                     g->tensors[g->inputs[i]].name);
+    }
+    st = KS_STATUS_OK;
+error:
+    ks__free(&g->alloc, name);
+    ks__free(&g->alloc, ids);
+    return st;
+}
+
+/* ---- writer ---- */
+
+typedef struct wbuf {
+    const ks_allocator *a;
+    uint8_t *p;
+    size_t len, cap;
+    bool oom;
+} wbuf;
+
+static void put(wbuf *b, const void *src, size_t n) {
+    if (b->oom) return;
+    if (b->len + n > b->cap) {
+        size_t nc = b->cap ? b->cap : 4096;
+        while (nc < b->len + n) nc *= 2;
+        uint8_t *np = ks__alloc_aligned(b->a, nc, 64);
+        if (!np) {
+            b->oom = true;
+            return;
+        }
+        if (b->len) memcpy(np, b->p, b->len);
+        ks__free(b->a, b->p);
+        b->p = np;
+        b->cap = nc;
+    }
+    if (src) memcpy(b->p + b->len, src, n);
+    else memset(b->p + b->len, 0, n);
+    b->len += n;
+}
+static void put_u8(wbuf *b, uint8_t v) {
+    put(b, &v, 1);
+}
+static void put_u16(wbuf *b, uint16_t v) {
+    uint8_t x[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
+    put(b, x, 2);
+}
+static void put_u32(wbuf *b, uint32_t v) {
+    uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    put(b, x, 4);
+}
+static void put_u64(wbuf *b, uint64_t v) {
+    put_u32(b, (uint32_t)v);
+    put_u32(b, (uint32_t)(v >> 32));
+}
+static void put_f32(wbuf *b, float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    put_u32(b, u);
+}
+static void put_str(wbuf *b, const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    if (n > KSM_MAX_STRING) n = KSM_MAX_STRING;
+    put_u32(b, (uint32_t)n);
+    put(b, s, n);
+}
+static void pad_to(wbuf *b, size_t align) {
+    size_t r = b->len % align;
+    if (r) put(b, NULL, align - r);
+}
+static void patch_u32(wbuf *b, size_t at, uint32_t v) {
+    if (b->oom) return;
+    uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    memcpy(b->p + at, x, 4);
+}
+static void patch_u64(wbuf *b, size_t at, uint64_t v) {
+    patch_u32(b, at, (uint32_t)v);
+    patch_u32(b, at + 4, (uint32_t)(v >> 32));
+}
+
+ks_status ks__ksm_write(const ks__graph *g, uint8_t **data_out, size_t *size_out, char *err,
+                        size_t err_cap) {
+    ks_status st = ks__graph_validate(g, err, err_cap);
+    if (st) return st;
+    wbuf b = {&g->alloc, NULL, 0, 0, false};
+    uint64_t *doffs = ks__calloc(&g->alloc, g->num_tensors + 1, sizeof(uint64_t));
+    if (!doffs) {
+        ks__fmt(err, err_cap, "out of memory writing .ksm");
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    /* weight offsets first, so the tensor table can be written in one pass */
+    uint64_t woff = 0;
+    for (uint32_t i = 0; i < g->num_tensors; i++) {
+        if (!(g->tensors[i].flags & KS__TENSOR_CONST)) continue;
+        doffs[i] = woff;
+        woff += (g->tensors[i].size_bytes + KSM_WEIGHT_ALIGN - 1) / KSM_WEIGHT_ALIGN * KSM_WEIGHT_ALIGN;
+    }
+    put(&b, NULL, KSM_HEADER_BYTES);
+    size_t sec_off[6] = {0}, sec_size[6] = {0};
+
+    sec_off[KSM_SECTION_META] = b.len;
+    put_u32(&b, g->num_meta);
+    for (uint32_t i = 0; i < g->num_meta; i++) {
+        put_str(&b, g->meta[i].key);
+        put_str(&b, g->meta[i].value);
+    }
+    sec_size[KSM_SECTION_META] = b.len - sec_off[KSM_SECTION_META];
+
+    sec_off[KSM_SECTION_TENSORS] = b.len;
+    put_u32(&b, g->num_tensors);
+    for (uint32_t i = 0; i < g->num_tensors; i++) {
+        const ks__tensor *t = &g->tensors[i];
+        bool is_const = (t->flags & KS__TENSOR_CONST) != 0;
+        put_str(&b, t->name);
+        put_u8(&b, (uint8_t)t->dtype);
+        put_u8(&b, (uint8_t)t->rank);
+        put_u16(&b, is_const ? 1 : 0);
+        for (int32_t d = 0; d < t->rank; d++) put_u64(&b, (uint64_t)t->dims[d]);
+        put_u64(&b, is_const ? doffs[i] : 0);
+        put_u64(&b, is_const ? t->size_bytes : 0);
+        put_u32(&b, t->quant.count);
+        put_u32(&b, (uint32_t)t->quant.axis);
+        for (uint32_t q = 0; q < t->quant.count; q++) put_f32(&b, t->quant.scales[q]);
+        for (uint32_t q = 0; q < t->quant.count; q++) put_u32(&b, (uint32_t)t->quant.zero_points[q]);
+    }
+    sec_size[KSM_SECTION_TENSORS] = b.len - sec_off[KSM_SECTION_TENSORS];
+
+    sec_off[KSM_SECTION_NODES] = b.len;
+    put_u32(&b, g->num_nodes);
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        const ks__node *n = &g->nodes[i];
+        put_u16(&b, (uint16_t)n->op);
+        put_u16(&b, 0);
+        put_str(&b, n->name);
+        put_u32(&b, n->num_inputs);
+        for (uint32_t k = 0; k < n->num_inputs; k++) put_u32(&b, (uint32_t)n->inputs[k]);
+        put_u32(&b, n->num_outputs);
+        for (uint32_t k = 0; k < n->num_outputs; k++) put_u32(&b, (uint32_t)n->outputs[k]);
+        /* trailing zero params are not stored */
+        uint32_t nip = KS_NODE_MAX_IPARAMS, nfp = KS_NODE_MAX_FPARAMS;
+        while (nip && n->ip[nip - 1] == 0) nip--;
+        while (nfp && n->fp[nfp - 1] == 0.0f) nfp--;
+        put_u32(&b, nip);
+        for (uint32_t k = 0; k < nip; k++) put_u32(&b, (uint32_t)n->ip[k]);
+        put_u32(&b, nfp);
+        for (uint32_t k = 0; k < nfp; k++) put_f32(&b, n->fp[k]);
+    }
+    sec_size[KSM_SECTION_NODES] = b.len - sec_off[KSM_SECTION_NODES];
+
+    sec_off[KSM_SECTION_GRAPH_IO] = b.len;
+    put_u32(&b, g->num_inputs);
+    for (uint32_t k = 0; k < g->num_inputs; k++) put_u32(&b, (uint32_t)g->inputs[k]);
+    put_u32(&b, g->num_outputs);
+    for (uint32_t k = 0; k < g->num_outputs; k++) put_u32(&b, (uint32_t)g->outputs[k]);
+    sec_size[KSM_SECTION_GRAPH_IO] = b.len - sec_off[KSM_SECTION_GRAPH_IO];
+
+    size_t table_off = b.len;
+    put(&b, NULL, 5 * 24);
+
+    pad_to(&b, KSM_WEIGHT_ALIGN);
+    sec_off[KSM_SECTION_WEIGHTS] = b.len;
+    for (uint32_t i = 0; i < g->num_tensors; i++) {
+        const ks__tensor *t = &g->tensors[i];
+        if (!(t->flags & KS__TENSOR_CONST)) continue;
+        put(&b, t->data, t->size_bytes);
+        pad_to(&b, KSM_WEIGHT_ALIGN);
+    }
+    sec_size[KSM_SECTION_WEIGHTS] = b.len - sec_off[KSM_SECTION_WEIGHTS];
+    ks__free(&g->alloc, doffs);
+    if (b.oom) {
+        ks__free(&g->alloc, b.p);
+        ks__fmt(err, err_cap, "out of memory writing .ksm");
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    for (uint32_t k = 1; k <= 5; k++) {
+        size_t e = table_off + (k - 1) * 24;
+        patch_u32(&b, e, k);
+        patch_u32(&b, e + 4, 0);
+        patch_u64(&b, e + 8, sec_off[k]);
+        patch_u64(&b, e + 16, sec_size[k]);
+    }
+    memcpy(b.p, KSM_MAGIC, 4);
+    b.p[4] = KSM_VERSION_MAJOR & 0xff;
+    b.p[5] = KSM_VERSION_MAJOR >> 8;
+    b.p[6] = KSM_VERSION_MINOR & 0xff;
+    b.p[7] = KSM_VERSION_MINOR >> 8;
+    patch_u32(&b, 8, KSM_HEADER_BYTES);
+    patch_u32(&b, 12, 1u);
+    patch_u64(&b, 16, b.len);
+    patch_u32(&b, 24, 5);
+    patch_u64(&b, 32, table_off);
+    patch_u32(&b, 28, ks__crc32(0, b.p, b.len));
+    *data_out = b.p;
+    *size_out = b.len;
+    return KS_STATUS_OK;
+}
+
+ks_status ks__ksm_write_file(const ks__graph *g, const char *path, char *err, size_t err_cap) {
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    ks_status st = ks__ksm_write(g, &buf, &n, err, err_cap);
+    if (st) return st;
+    char tmp[4096];
+    ks__fmt(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        ks__fmt(err, err_cap, "%s: cannot open for writing", tmp);
+        ks__free(&g->alloc, buf);
+        return KS_STATUS_IO_ERROR;
+    }
+    size_t w = fwrite(buf, 1, n, f);
+    int cl = fclose(f);
+    ks__free(&g->alloc, buf);
+    if (w != n || cl != 0 || rename(tmp, path) != 0) {
+        remove(tmp);
+        ks__fmt(err, err_cap, "%s: write failed", path);
+        return KS_STATUS_IO_ERROR;
+    }
+    return KS_STATUS_OK;
+}
