@@ -263,6 +263,12 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
                 }
             }
         }
+        int64_t ne = ks__numel(r->rank, r->dims);
+        if (ne < 0 || (uint64_t)ne * ks_dtype_size(r->dtype) > KS_MAX_TENSOR_BYTES) {
+            ks__object_error(&s->obj, "input %u '%s': shape is too large", i, d->name);
+            return KS_STATUS_INVALID_SHAPE;
+        }
+        r->size_bytes = (size_t)ne * ks_dtype_size(r->dtype);
         s->kind[g->inputs[i]] = T_ARENA;
     }
 

@@ -23,12 +23,21 @@ void ks_npy_free(ks_npy *npy) {
 }
 
 void ks_npy_sanitize_name(const char *name, char *out, size_t cap) {
-    size_t i = 0;
-    for (; name[i] && i + 1 < cap; i++) {
+    size_t len = strlen(name), i = 0;
+    /* File names are limited to 255 bytes: long names keep a prefix plus a hash of the whole
+     * name (FNV-1a 64), so they stay unique and predictable for other tools. */
+    size_t keep = len > KS_NPY_MAX_NAME ? KS_NPY_MAX_NAME - 17 : len;
+    for (; i < keep && i + 1 < cap; i++) {
         char c = name[i];
         int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
                  c == '.' || c == '_' || c == '-';
         out[i] = ok ? c : '_';
+    }
+    if (len > KS_NPY_MAX_NAME && i + 18 <= cap) {
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (size_t k = 0; k < len; k++) h = (h ^ (uint8_t)name[k]) * 0x100000001b3ull;
+        snprintf(out + i, cap - i, "-%016llx", (unsigned long long)h);
+        return;
     }
     if (cap) out[i < cap ? i : cap - 1] = 0;
 }

@@ -17,7 +17,10 @@ ks_status ks_npy_read(const char *path, ks_npy *out, char *err, size_t err_cap);
 void ks_npy_free(ks_npy *npy);
 ks_status ks_npy_write(const char *path, ks_dtype dtype, const ks_tensor_shape *shape,
                        const void *data, size_t size_bytes, char *err, size_t err_cap);
-/* Replaces every character outside [A-Za-z0-9._-] by '_' (the ks-run file-name contract). */
+#define KS_NPY_MAX_NAME 200
+/* Replaces every character outside [A-Za-z0-9._-] by '_' (the ks-run file-name contract). Names
+ * longer than KS_NPY_MAX_NAME bytes become their first KS_NPY_MAX_NAME-17 characters (sanitized),
+ * '-', and 16 lowercase hex digits of the FNV-1a 64-bit hash of the original name. */
 void ks_npy_sanitize_name(const char *name, char *out, size_t cap);
 
 #endif

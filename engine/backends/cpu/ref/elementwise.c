@@ -1,6 +1,1665 @@
-/* Placeholder: replaced by the real family of reference kernels. */
+/* Reference kernels for the elementwise and normalization family: binary arithmetic with numpy
+ * broadcasting, comparisons, WHERE, unary activations, PRELU, SOFTMAX/LOG_SOFTMAX, REDUCE,
+ * ARG_MAX/ARG_MIN, QUANTIZE/DEQUANTIZE and CAST.
+ *
+ * These are the oracle for every fast kernel, so they favour obviously-correct over fast: one
+ * element at a time through a broadcasting odometer.
+ *
+ * Numerics:
+ * - Float elementwise math is done in float, as TFLite does, so float models match it closely.
+ *   Reductions accumulate in double: the oracle must be at least as accurate as any fast kernel.
+ * - Quantized (U8/I8/I16 with per-tensor params) forms follow TFLite's integer kernels:
+ *   ADD/SUB rescale both inputs to a common Q31 scale after a left shift of 20 (15 for I16);
+ *   MUL uses one multiplier s_a * s_b / s_out; RELU/RELU6/RELU_N1_TO_1, LEAKY_RELU, PRELU and
+ *   ABS requantize with TFLite's multipliers; MEAN has TFLite's three paths (4-D over H and W,
+ *   equal in/out params, general float requantization).
+ * - HARD_SWISH on U8/I8 runs TFLite's 16-bit fixed-point kernel.
+ * - Other quantized unary ops (SIGMOID, TANH, ELU, ...) use the semantics of
+ *   TFLite's 8-bit lookup tables: dequantize, compute in float, round(y / s_out) + zp, clamp.
+ *   For SIGMOID this is exactly what TFLite's logistic runs for U8/I8.
+ * - Quantized SOFTMAX follows TFLite's default 8-bit path: a float exp of the raw difference to
+ *   the row maximum, normalized, then round(p / s_out) + zp.
+ * - Anything else quantized (DIV, POW, MAXIMUM with differing params, ...) dequantizes, computes
+ *   in float and requantizes; TFLite either has no integer form for it or rejects it.
+ */
 #include "../kernel.h"
+#include "quant_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------------ */
+/* dtype and tensor helpers                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+static bool is_float_dtype(ks_dtype d) {
+    return d == KS_DTYPE_F32 || d == KS_DTYPE_F16;
+}
+
+static bool is_int_dtype(ks_dtype d) {
+    return d == KS_DTYPE_I32 || d == KS_DTYPE_I64 || d == KS_DTYPE_U8 || d == KS_DTYPE_I8 ||
+           d == KS_DTYPE_I16;
+}
+
+static bool is_qdtype(ks_dtype d) {
+    return d == KS_DTYPE_U8 || d == KS_DTYPE_I8 || d == KS_DTYPE_I16;
+}
+
+static bool is_numeric_dtype(ks_dtype d) {
+    return is_float_dtype(d) || is_int_dtype(d) || d == KS_DTYPE_BOOL;
+}
+
+static bool is_quantized(const ks__rt_tensor *t) {
+    return t->quant->count > 0 && is_qdtype(t->dtype);
+}
+
+static const char *tname(const ks__rt_tensor *t) {
+    return t->def && t->def->name ? t->def->name : "?";
+}
+
+static float q_scale(const ks__rt_tensor *t) {
+    return t->quant->count > 0 && t->quant->scales ? t->quant->scales[0] : 1.0f;
+}
+
+static int32_t q_zp(const ks__rt_tensor *t) {
+    return t->quant->count > 0 && t->quant->zero_points ? t->quant->zero_points[0] : 0;
+}
+
+static float load_f(const ks__rt_tensor *t, int64_t i) {
+    if (t->dtype == KS_DTYPE_F32) return ((const float *)t->data)[i];
+    return ks__f16_to_f32(((const uint16_t *)t->data)[i]);
+}
+
+static void store_f(ks__rt_tensor *t, int64_t i, float v) {
+    if (t->dtype == KS_DTYPE_F32)
+        ((float *)t->data)[i] = v;
+    else
+        ((uint16_t *)t->data)[i] = ks__f32_to_f16(v);
+}
+
+/* Stores with two's-complement wrap-around, as a C++ static_cast to the narrower type does. */
+static void store_i(ks__rt_tensor *t, int64_t i, int64_t v) {
+    uint64_t u = (uint64_t)v;
+    switch (t->dtype) {
+    case KS_DTYPE_I32:
+        ((int32_t *)t->data)[i] = (int32_t)(uint32_t)u;
+        break;
+    case KS_DTYPE_I64:
+        ((int64_t *)t->data)[i] = v;
+        break;
+    case KS_DTYPE_U8:
+        ((uint8_t *)t->data)[i] = (uint8_t)u;
+        break;
+    case KS_DTYPE_I8:
+        ((int8_t *)t->data)[i] = (int8_t)(uint8_t)u;
+        break;
+    case KS_DTYPE_I16:
+        ((int16_t *)t->data)[i] = (int16_t)(uint16_t)u;
+        break;
+    case KS_DTYPE_BOOL:
+        ((uint8_t *)t->data)[i] = v != 0;
+        break;
+    default:
+        break;
+    }
+}
+
+static int64_t load_i(const ks__rt_tensor *t, int64_t i) {
+    return ks__rt_get_int(t, i);
+}
+
+static int64_t dtype_min(ks_dtype d) {
+    switch (d) {
+    case KS_DTYPE_U8:
+        return 0;
+    case KS_DTYPE_I8:
+        return INT8_MIN;
+    case KS_DTYPE_I16:
+        return INT16_MIN;
+    case KS_DTYPE_I32:
+        return INT32_MIN;
+    case KS_DTYPE_BOOL:
+        return 0;
+    default:
+        return INT64_MIN;
+    }
+}
+
+static int64_t dtype_max(ks_dtype d) {
+    switch (d) {
+    case KS_DTYPE_U8:
+        return UINT8_MAX;
+    case KS_DTYPE_I8:
+        return INT8_MAX;
+    case KS_DTYPE_I16:
+        return INT16_MAX;
+    case KS_DTYPE_I32:
+        return INT32_MAX;
+    case KS_DTYPE_BOOL:
+        return 1;
+    default:
+        return INT64_MAX;
+    }
+}
+
+/* int32 product with wrap-around, like TFLite's int32 arithmetic, minus C's signed-overflow UB.
+ * Only 16-bit codes with extreme zero points can get there. */
+static int32_t wrap_mul32(int32_t a, int32_t b) {
+    return (int32_t)(uint32_t)((uint64_t)(int64_t)a * (uint64_t)(int64_t)b);
+}
+
+static int64_t clamp_i64(int64_t v, int64_t lo, int64_t hi) {
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+static void fmt_dims(char *buf, size_t cap, int32_t rank, const int64_t *dims) {
+    size_t n = 0;
+    buf[0] = '\0';
+    n += (size_t)snprintf(buf + n, cap - n, "[");
+    for (int32_t i = 0; i < rank && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, i ? ",%lld" : "%lld", (long long)dims[i]);
+    if (n < cap) snprintf(buf + n, cap - n, "]");
+}
+
+/* Real value of a quantized element (float math, as TFLite's lookup-table builders do). */
+static float deq_f(int64_t q, float scale, int32_t zp) {
+    return scale * (float)(q - zp);
+}
+
+/* TFLite lookup-table requantization: round(y * (1 / scale)) + zp, clamped to the dtype. */
+static int64_t requant_lut(float y, float out_scale, int32_t out_zp, ks_dtype dtype) {
+    float r = roundf(y * (1.0f / out_scale));
+    int64_t q;
+    if (isnan(r))
+        q = 0;
+    else if (r > 2147483520.0f)
+        q = INT32_MAX;
+    else if (r < -2147483520.0f)
+        q = INT32_MIN;
+    else
+        q = (int64_t)r;
+    return clamp_i64(q + out_zp, dtype_min(dtype), dtype_max(dtype));
+}
+
+/* Validates the quantization of a tensor a quantized kernel is about to use. */
+static ks_status check_qparams(ks__kernel_ctx *ctx, const ks__rt_tensor *t, const char *role) {
+    if (t->quant->count == 0)
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
+                                "%s tensor '%s' (%s) has no quantization parameters but the op "
+                                "runs in quantized form",
+                                role, tname(t), ks_dtype_string(t->dtype));
+    if (t->quant->count > 1)
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
+                                "%s tensor '%s' is quantized per channel (%u scales); this op "
+                                "supports per-tensor quantization only",
+                                role, tname(t), t->quant->count);
+    float s = q_scale(t);
+    if (!(s > 0.0f) || !isfinite(s))
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
+                                "%s tensor '%s' has invalid quantization scale %g", role, tname(t),
+                                (double)s);
+    int32_t zp = q_zp(t);
+    if (zp < dtype_min(t->dtype) || zp > dtype_max(t->dtype))
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
+                                "%s tensor '%s' zero point %d is outside the %s range", role,
+                                tname(t), zp, ks_dtype_string(t->dtype));
+    return KS_STATUS_OK;
+}
+
+/* Sets the output shape/dtype; a dtype the graph already gave must agree with what the op makes. */
+static ks_status set_out(ks__kernel_ctx *ctx, ks_dtype dtype, int32_t rank, const int64_t *dims) {
+    ks__rt_tensor *y = ctx->out[0];
+    if (y->dtype != KS_DTYPE_INVALID && y->dtype != dtype)
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
+                                "output '%s' is declared %s but the op produces %s", tname(y),
+                                ks_dtype_string(y->dtype), ks_dtype_string(dtype));
+    ks__rt_set_shape(y, dtype, rank, dims);
+    return KS_STATUS_OK;
+}
+
+static ks_status require_inputs(ks__kernel_ctx *ctx, uint32_t n) {
+    if (ctx->num_inputs < n || ctx->num_outputs < 1 || !ctx->out[0])
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "expected %u inputs and 1 output", n);
+    for (uint32_t i = 0; i < n; i++)
+        if (!ctx->in[i])
+            return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "input %u is missing", i);
+    return KS_STATUS_OK;
+}
+
+static ks_status unsupported_dtype(ks__kernel_ctx *ctx, const ks__rt_tensor *t, const char *what) {
+    return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "unsupported dtype %s for input '%s'%s%s",
+                            ks_dtype_string(t->dtype), tname(t), what ? ": " : "",
+                            what ? what : "");
+}
+
+/* Resolves an axis that may count from the end; returns -1 when out of range. */
+static int32_t resolve_axis(int32_t axis, int32_t rank) {
+    if (axis < 0) axis += rank;
+    return axis >= 0 && axis < rank ? axis : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* numpy broadcasting                                                                           */
+/* ------------------------------------------------------------------------------------------ */
+
+#define BCAST_MAX_INPUTS 3
+
+typedef struct bcast_iter {
+    int32_t rank;
+    uint32_t num_inputs;
+    int64_t dims[KS_MAX_RANK];
+    int64_t stride[BCAST_MAX_INPUTS][KS_MAX_RANK]; /* elements; 0 along broadcast dims */
+    int64_t idx[KS_MAX_RANK];
+    int64_t off[BCAST_MAX_INPUTS];
+} bcast_iter;
+
+static ks_status bcast_shape(ks__kernel_ctx *ctx, uint32_t n, int32_t *rank_out,
+                             int64_t *dims_out) {
+    int32_t rank = 0;
+    for (uint32_t k = 0; k < n; k++)
+        if (ctx->in[k]->rank > rank) rank = ctx->in[k]->rank;
+    if (rank > KS_MAX_RANK)
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "rank %d exceeds %d", rank,
+                                KS_MAX_RANK);
+    for (int32_t d = 0; d < rank; d++) {
+        int64_t out = 1;
+        uint32_t from = 0;
+        for (uint32_t k = 0; k < n; k++) {
+            const ks__rt_tensor *t = ctx->in[k];
+            int32_t j = d - (rank - t->rank);
+            if (j < 0) continue;
+            int64_t v = t->dims[j];
+            if (v == out || v == 1) continue;
+            if (out == 1) {
+                out = v;
+                from = k;
+                continue;
+            }
+            char da[128], db[128];
+            fmt_dims(da, sizeof(da), ctx->in[from]->rank, ctx->in[from]->dims);
+            fmt_dims(db, sizeof(db), t->rank, t->dims);
+            return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE,
+                                    "cannot broadcast input %u '%s' %s with input %u '%s' %s "
+                                    "(output dim %d: %lld vs %lld)",
+                                    from, tname(ctx->in[from]), da, k, tname(t), db, d,
+                                    (long long)out, (long long)v);
+        }
+        dims_out[d] = out;
+    }
+    *rank_out = rank;
+    return KS_STATUS_OK;
+}
+
+static void bcast_init(bcast_iter *it, ks__rt_tensor *const *in, uint32_t n,
+                       const ks__rt_tensor *y) {
+    memset(it, 0, sizeof(*it));
+    it->rank = y->rank;
+    it->num_inputs = n;
+    for (int32_t d = 0; d < y->rank; d++)
+        it->dims[d] = y->dims[d];
+    for (uint32_t k = 0; k < n; k++) {
+        int64_t s = 1;
+        for (int32_t d = y->rank - 1; d >= 0; d--) {
+            int32_t j = d - (y->rank - in[k]->rank);
+            if (j < 0) continue;
+            int64_t dim = in[k]->dims[j];
+            it->stride[k][d] = dim == 1 ? 0 : s;
+            s *= dim;
+        }
+    }
+}
+
+static void bcast_next(bcast_iter *it) {
+    for (int32_t d = it->rank - 1; d >= 0; d--) {
+        it->idx[d]++;
+        for (uint32_t k = 0; k < it->num_inputs; k++)
+            it->off[k] += it->stride[k][d];
+        if (it->idx[d] < it->dims[d]) return;
+        for (uint32_t k = 0; k < it->num_inputs; k++)
+            it->off[k] -= it->stride[k][d] * it->dims[d];
+        it->idx[d] = 0;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* binary arithmetic: ADD SUB MUL DIV FLOOR_DIV FLOOR_MOD POW MAXIMUM MINIMUM                   */
+/* ------------------------------------------------------------------------------------------ */
+
+static float binary_f(uint32_t op, float a, float b) {
+    switch (op) {
+    case KS_OP_ADD:
+        return a + b;
+    case KS_OP_SUB:
+        return a - b;
+    case KS_OP_MUL:
+        return a * b;
+    case KS_OP_DIV:
+        return a / b;
+    case KS_OP_FLOOR_DIV:
+        return floorf(a / b);
+    case KS_OP_FLOOR_MOD: {
+        float r = fmodf(a, b);
+        return r != 0.0f && ((r < 0.0f) != (b < 0.0f)) ? r + b : r;
+    }
+    case KS_OP_POW:
+        return powf(a, b);
+    case KS_OP_MAXIMUM:
+        return a > b || isnan(a) ? a : b;
+    case KS_OP_MINIMUM:
+        return a < b || isnan(a) ? a : b;
+    default:
+        return 0.0f;
+    }
+}
+
+/* Integer arithmetic wraps (computed on uint64) like the int32/int64 kernels of TFLite/ONNX on
+ * two's-complement machines, without C's signed-overflow UB. Returns false on a zero divisor or
+ * a negative integer exponent. */
+static bool binary_i(uint32_t op, int64_t a, int64_t b, int64_t *r) {
+    switch (op) {
+    case KS_OP_ADD:
+        *r = (int64_t)((uint64_t)a + (uint64_t)b);
+        return true;
+    case KS_OP_SUB:
+        *r = (int64_t)((uint64_t)a - (uint64_t)b);
+        return true;
+    case KS_OP_MUL:
+        *r = (int64_t)((uint64_t)a * (uint64_t)b);
+        return true;
+    case KS_OP_DIV:
+    case KS_OP_FLOOR_DIV:
+    case KS_OP_FLOOR_MOD: {
+        if (b == 0) return false;
+        if (a == INT64_MIN && b == -1) {
+            *r = op == KS_OP_FLOOR_MOD ? 0 : INT64_MIN;
+            return true;
+        }
+        int64_t q = a / b, m = a % b;
+        if (op == KS_OP_DIV) {
+            *r = q;
+        } else if (op == KS_OP_FLOOR_DIV) {
+            *r = (m != 0 && ((m < 0) != (b < 0))) ? q - 1 : q;
+        } else {
+            *r = (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
+        }
+        return true;
+    }
+    case KS_OP_POW: {
+        if (b < 0) return false;
+        uint64_t base = (uint64_t)a, acc = 1;
+        uint64_t e = (uint64_t)b;
+        while (e) {
+            if (e & 1u) acc *= base;
+            base *= base;
+            e >>= 1;
+        }
+        *r = (int64_t)acc;
+        return true;
+    }
+    case KS_OP_MAXIMUM:
+        *r = a > b ? a : b;
+        return true;
+    case KS_OP_MINIMUM:
+        *r = a < b ? a : b;
+        return true;
+    default:
+        *r = 0;
+        return true;
+    }
+}
+
+static int64_t act_i(int32_t act, int64_t v) {
+    switch (act) {
+    case KS_ACT_RELU:
+        return v < 0 ? 0 : v;
+    case KS_ACT_RELU6:
+        return clamp_i64(v, 0, 6);
+    case KS_ACT_RELU_N1_TO_1:
+        return clamp_i64(v, -1, 1);
+    default:
+        return v;
+    }
+}
+
+static ks_status binary_infer(ks__kernel_ctx *ctx) {
+    ks_status st = require_inputs(ctx, 2);
+    if (st) return st;
+    const ks__rt_tensor *a = ctx->in[0], *b = ctx->in[1];
+    const ks__rt_tensor *y = ctx->out[0];
+    int32_t act = ctx->node->ip[0];
+    if (act < 0 || act >= KS_ACT_COUNT)
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "unknown fused activation %d", act);
+    if (a->dtype != b->dtype)
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
+                                "input dtypes differ: '%s' is %s, '%s' is %s", tname(a),
+                                ks_dtype_string(a->dtype), tname(b), ks_dtype_string(b->dtype));
+    if (is_quantized(a) || is_quantized(b)) {
+        if ((st = check_qparams(ctx, a, "input")) || (st = check_qparams(ctx, b, "input")))
+            return st;
+        if (y->dtype != KS_DTYPE_INVALID && y->dtype != a->dtype)
+            return ks__kernel_error(
+                ctx, KS_STATUS_UNSUPPORTED, "quantized %s inputs need a %s output, got %s",
+                ks_dtype_string(a->dtype), ks_dtype_string(a->dtype), ks_dtype_string(y->dtype));
+        if ((st = check_qparams(ctx, y, "output"))) return st;
+    } else if (is_float_dtype(a->dtype)) {
+        /* every op and activation is defined */
+    } else if (is_int_dtype(a->dtype)) {
+        if (act != KS_ACT_NONE && act != KS_ACT_RELU && act != KS_ACT_RELU6 &&
+            act != KS_ACT_RELU_N1_TO_1)
+            return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
+                                    "fused activation %d is not defined for %s inputs", act,
+                                    ks_dtype_string(a->dtype));
+    } else {
+        return unsupported_dtype(ctx, a, "expected f32, f16, i32, i64, or quantized u8/i8/i16");
+    }
+    int32_t rank;
+    int64_t dims[KS_MAX_RANK];
+    if ((st = bcast_shape(ctx, 2, &rank, dims))) return st;
+    return set_out(ctx, a->dtype, rank, dims);
+}
+
+/* TFLite quantized ADD/SUB: both inputs are brought to a common scale 2 * max(s_a, s_b) with
+ * 20 bits (15 for int16) of headroom, summed, then scaled to the output. */
+static void binary_add_sub_q(ks__kernel_ctx *ctx, bcast_iter *it, int64_t n, bool sub) {
+    const ks__rt_tensor *a = ctx->in[0], *b = ctx->in[1];
+    ks__rt_tensor *y = ctx->out[0];
+    const int32_t left_shift = y->dtype == KS_DTYPE_I16 ? 15 : 20;
+    const float sa = q_scale(a), sb = q_scale(b), so = q_scale(y);
+    const double twice_max = 2.0 * (double)(sa > sb ? sa : sb);
+    int32_t ma, sha, mb, shb, mo, sho;
+    ks__quant_multiplier((double)sa / twice_max, &ma, &sha);
+    ks__quant_multiplier((double)sb / twice_max, &mb, &shb);
+    ks__quant_multiplier(twice_max / ((double)(1 << left_shift) * (double)so), &mo, &sho);
+    const int32_t za = q_zp(a), zb = q_zp(b), zo = q_zp(y);
+    int32_t lo, hi;
+    ks__quant_act_range(ctx->node->ip[0], so, zo, y->dtype, &lo, &hi);
+    for (int64_t i = 0; i < n; i++, bcast_next(it)) {
+        int32_t va = (int32_t)load_i(a, it->off[0]) - za;
+        int32_t vb = (int32_t)load_i(b, it->off[1]) - zb;
+        int32_t sva = ks__quant_mul(wrap_mul32(va, 1 << left_shift), ma, sha);
+        int32_t svb = ks__quant_mul(wrap_mul32(vb, 1 << left_shift), mb, shb);
+        int32_t raw = sub ? sva - svb : sva + svb;
+        int32_t q = ks__quant_mul(raw, mo, sho) + zo;
+        store_i(y, i, q < lo ? lo : (q > hi ? hi : q));
+    }
+}
+
+static void binary_mul_q(ks__kernel_ctx *ctx, bcast_iter *it, int64_t n) {
+    const ks__rt_tensor *a = ctx->in[0], *b = ctx->in[1];
+    ks__rt_tensor *y = ctx->out[0];
+    const float so = q_scale(y);
+    int32_t mo, sho;
+    ks__quant_multiplier((double)q_scale(a) * (double)q_scale(b) / (double)so, &mo, &sho);
+    const int32_t za = q_zp(a), zb = q_zp(b), zo = q_zp(y);
+    int32_t lo, hi;
+    ks__quant_act_range(ctx->node->ip[0], so, zo, y->dtype, &lo, &hi);
+    for (int64_t i = 0; i < n; i++, bcast_next(it)) {
+        int32_t va = (int32_t)load_i(a, it->off[0]) - za;
+        int32_t vb = (int32_t)load_i(b, it->off[1]) - zb;
+        int32_t q = ks__quant_mul(wrap_mul32(va, vb), mo, sho) + zo;
+        store_i(y, i, q < lo ? lo : (q > hi ? hi : q));
+    }
+}
+
+static bool same_qparams(const ks__rt_tensor *a, const ks__rt_tensor *b) {
+    return q_scale(a) == q_scale(b) && q_zp(a) == q_zp(b);
+}
+
+static ks_status binary_run(ks__kernel_ctx *ctx) {
+    const ks__rt_tensor *a = ctx->in[0], *b = ctx->in[1];
+    ks__rt_tensor *y = ctx->out[0];
+    const uint32_t op = ctx->node->op;
+    const int32_t act = ctx->node->ip[0];
+    const float alpha = ctx->node->fp[0];
+    const int64_t n = ks__rt_numel(y);
+    bcast_iter it;
+    bcast_init(&it, ctx->in, 2, y);
+
+    if (is_quantized(a)) {
+        if (op == KS_OP_ADD || op == KS_OP_SUB) {
+            binary_add_sub_q(ctx, &it, n, op == KS_OP_SUB);
+            return KS_STATUS_OK;
+        }
+        if (op == KS_OP_MUL) {
+            binary_mul_q(ctx, &it, n);
+            return KS_STATUS_OK;
+        }
+        const float so = q_scale(y);
+        const int32_t zo = q_zp(y);
+        int32_t lo, hi;
+        ks__quant_act_range(act, so, zo, y->dtype, &lo, &hi);
+        /* TFLite's MAXIMUM/MINIMUM compare raw values when all params agree. */
+        if ((op == KS_OP_MAXIMUM || op == KS_OP_MINIMUM) && same_qparams(a, b) &&
+            same_qparams(a, y)) {
+            for (int64_t i = 0; i < n; i++, bcast_next(&it)) {
+                int64_t r;
+                binary_i(op, load_i(a, it.off[0]), load_i(b, it.off[1]), &r);
+                store_i(y, i, clamp_i64(r, lo, hi));
+            }
+            return KS_STATUS_OK;
+        }
+        const float sa = q_scale(a), sb = q_scale(b);
+        const int32_t za = q_zp(a), zb = q_zp(b);
+        for (int64_t i = 0; i < n; i++, bcast_next(&it)) {
+            float ra = deq_f(load_i(a, it.off[0]), sa, za);
+            float rb = deq_f(load_i(b, it.off[1]), sb, zb);
+            float r = ks__act_apply(binary_f(op, ra, rb), act, alpha);
+            store_i(y, i, clamp_i64(requant_lut(r, so, zo, y->dtype), lo, hi));
+        }
+        return KS_STATUS_OK;
+    }
+    if (is_float_dtype(a->dtype)) {
+        for (int64_t i = 0; i < n; i++, bcast_next(&it)) {
+            float r = binary_f(op, load_f(a, it.off[0]), load_f(b, it.off[1]));
+            store_f(y, i, ks__act_apply(r, act, alpha));
+        }
+        return KS_STATUS_OK;
+    }
+    for (int64_t i = 0; i < n; i++, bcast_next(&it)) {
+        int64_t va = load_i(a, it.off[0]), vb = load_i(b, it.off[1]), r;
+        if (!binary_i(op, va, vb, &r)) {
+            if (op == KS_OP_POW)
+                return ks__kernel_error(ctx, KS_STATUS_INVALID_ARGUMENT,
+                                        "integer power with negative exponent %lld at output "
+                                        "element %lld",
+                                        (long long)vb, (long long)i);
+            return ks__kernel_error(ctx, KS_STATUS_INVALID_ARGUMENT,
+                                    "integer division by zero at output element %lld",
+                                    (long long)i);
+        }
+        store_i(y, i, act_i(act, r));
+    }
+    return KS_STATUS_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* comparisons and WHERE                                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+static ks_status compare_infer(ks__kernel_ctx *ctx) {
+    ks_status st = require_inputs(ctx, 2);
+    if (st) return st;
+    const ks__rt_tensor *a = ctx->in[0], *b = ctx->in[1];
+    if (a->dtype != b->dtype)
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
+                                "input dtypes differ: '%s' is %s, '%s' is %s", tname(a),
+                                ks_dtype_string(a->dtype), tname(b), ks_dtype_string(b->dtype));
+    if (!is_numeric_dtype(a->dtype))
+        return unsupported_dtype(ctx, a, "expected a numeric or bool tensor");
+    if (is_quantized(a) != is_quantized(b))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
+                                "one input is quantized and the other is not ('%s', '%s')",
+                                tname(a), tname(b));
+    if (is_quantized(a) &&
+        ((st = check_qparams(ctx, a, "input")) || (st = check_qparams(ctx, b, "input"))))
+        return st;
+    int32_t rank;
+    int64_t dims[KS_MAX_RANK];
+    if ((st = bcast_shape(ctx, 2, &rank, dims))) return st;
+    return set_out(ctx, KS_DTYPE_BOOL, rank, dims);
+}
+
+static bool compare_d(uint32_t op, double a, double b) {
+    switch (op) {
+    case KS_OP_EQUAL:
+        return a == b;
+    case KS_OP_NOT_EQUAL:
+        return a != b;
+    case KS_OP_GREATER:
+        return a > b;
+    case KS_OP_GREATER_EQUAL:
+        return a >= b;
+    case KS_OP_LESS:
+        return a < b;
+    case KS_OP_LESS_EQUAL:
+        return a <= b;
+    default:
+        return false;
+    }
+}
+
+static bool compare_i(uint32_t op, int64_t a, int64_t b) {
+    switch (op) {
+    case KS_OP_EQUAL:
+        return a == b;
+    case KS_OP_NOT_EQUAL:
+        return a != b;
+    case KS_OP_GREATER:
+        return a > b;
+    case KS_OP_GREATER_EQUAL:
+        return a >= b;
+    case KS_OP_LESS:
+        return a < b;
+    case KS_OP_LESS_EQUAL:
+        return a <= b;
+    default:
+        return false;
+    }
+}
+
+static ks_status compare_run(ks__kernel_ctx *ctx) {
+    const ks__rt_tensor *a = ctx->in[0], *b = ctx->in[1];
+    ks__rt_tensor *y = ctx->out[0];
+    const uint32_t op = ctx->node->op;
+    const int64_t n = ks__rt_numel(y);
+    uint8_t *out = (uint8_t *)y->data;
+    bcast_iter it;
+    bcast_init(&it, ctx->in, 2, y);
+    if (is_quantized(a) && !same_qparams(a, b)) {
+        /* Compare real values; exact in double for 8/16-bit codes and float scales. */
+        const double sa = q_scale(a), sb = q_scale(b);
+        const int32_t za = q_zp(a), zb = q_zp(b);
+        for (int64_t i = 0; i < n; i++, bcast_next(&it))
+            out[i] = compare_d(op, sa * (double)(load_i(a, it.off[0]) - za),
+                               sb * (double)(load_i(b, it.off[1]) - zb));
+    } else if (is_float_dtype(a->dtype)) {
+        for (int64_t i = 0; i < n; i++, bcast_next(&it))
+            out[i] = compare_d(op, load_f(a, it.off[0]), load_f(b, it.off[1]));
+    } else {
+        for (int64_t i = 0; i < n; i++, bcast_next(&it))
+            out[i] = compare_i(op, load_i(a, it.off[0]), load_i(b, it.off[1]));
+    }
+    return KS_STATUS_OK;
+}
+
+static ks_status where_infer(ks__kernel_ctx *ctx) {
+    ks_status st = require_inputs(ctx, 3);
+    if (st) return st;
+    const ks__rt_tensor *c = ctx->in[0], *a = ctx->in[1], *b = ctx->in[2];
+    if (c->dtype != KS_DTYPE_BOOL) return unsupported_dtype(ctx, c, "the condition must be bool");
+    if (a->dtype != b->dtype)
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
+                                "value dtypes differ: '%s' is %s, '%s' is %s", tname(a),
+                                ks_dtype_string(a->dtype), tname(b), ks_dtype_string(b->dtype));
+    if (!is_numeric_dtype(a->dtype))
+        return unsupported_dtype(ctx, a, "expected a numeric or bool tensor");
+    int32_t rank;
+    int64_t dims[KS_MAX_RANK];
+    if ((st = bcast_shape(ctx, 3, &rank, dims))) return st;
+    return set_out(ctx, a->dtype, rank, dims);
+}
+
+static ks_status where_run(ks__kernel_ctx *ctx) {
+    const ks__rt_tensor *c = ctx->in[0], *a = ctx->in[1], *b = ctx->in[2];
+    ks__rt_tensor *y = ctx->out[0];
+    const size_t es = ks_dtype_size(y->dtype);
+    const int64_t n = ks__rt_numel(y);
+    const uint8_t *cond = (const uint8_t *)c->data;
+    bcast_iter it;
+    bcast_init(&it, ctx->in, 3, y);
+    for (int64_t i = 0; i < n; i++, bcast_next(&it)) {
+        const uint8_t *src = cond[it.off[0]] ? (const uint8_t *)a->data + (size_t)it.off[1] * es
+                                             : (const uint8_t *)b->data + (size_t)it.off[2] * es;
+        memcpy((uint8_t *)y->data + (size_t)i * es, src, es);
+    }
+    return KS_STATUS_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* PRELU                                                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+static ks_status prelu_infer(ks__kernel_ctx *ctx) {
+    ks_status st = require_inputs(ctx, 2);
+    if (st) return st;
+    const ks__rt_tensor *x = ctx->in[0], *al = ctx->in[1];
+    if (x->dtype != al->dtype)
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "input '%s' is %s but alpha '%s' is %s",
+                                tname(x), ks_dtype_string(x->dtype), tname(al),
+                                ks_dtype_string(al->dtype));
+    if (is_quantized(x)) {
+        if ((st = check_qparams(ctx, x, "input")) || (st = check_qparams(ctx, al, "alpha")) ||
+            (st = check_qparams(ctx, ctx->out[0], "output")))
+            return st;
+    } else if (!is_float_dtype(x->dtype)) {
+        return unsupported_dtype(ctx, x, "expected f32, f16 or quantized u8/i8/i16");
+    }
+    int32_t rank;
+    int64_t dims[KS_MAX_RANK];
+    if ((st = bcast_shape(ctx, 2, &rank, dims))) return st;
+    return set_out(ctx, x->dtype, rank, dims);
+}
+
+static ks_status prelu_run(ks__kernel_ctx *ctx) {
+    const ks__rt_tensor *x = ctx->in[0], *al = ctx->in[1];
+    ks__rt_tensor *y = ctx->out[0];
+    const int64_t n = ks__rt_numel(y);
+    bcast_iter it;
+    bcast_init(&it, ctx->in, 2, y);
+    if (!is_quantized(x)) {
+        for (int64_t i = 0; i < n; i++, bcast_next(&it)) {
+            float v = load_f(x, it.off[0]);
+            store_f(y, i, v >= 0.0f ? v : v * load_f(al, it.off[1]));
+        }
+        return KS_STATUS_OK;
+    }
+    /* TFLite: positive side rescales by s_x / s_y, negative side multiplies the zero-point
+     * corrected codes and rescales by s_x * s_alpha / s_y. */
+    const float sx = q_scale(x), sa = q_scale(al), so = q_scale(y);
+    int32_t m1, sh1, m2, sh2;
+    ks__quant_multiplier((double)sx / (double)so, &m1, &sh1);
+    ks__quant_multiplier((double)sx * (double)sa / (double)so, &m2, &sh2);
+    const int32_t zx = q_zp(x), za = q_zp(al), zo = q_zp(y);
+    for (int64_t i = 0; i < n; i++, bcast_next(&it)) {
+        int32_t v = (int32_t)load_i(x, it.off[0]) - zx, q;
+        if (v >= 0) {
+            q = ks__quant_mul(v, m1, sh1);
+        } else {
+            int32_t av = (int32_t)load_i(al, it.off[1]) - za;
+            q = ks__quant_mul(wrap_mul32(v, av), m2, sh2);
+        }
+        store_i(y, i, clamp_i64((int64_t)q + zo, dtype_min(y->dtype), dtype_max(y->dtype)));
+    }
+    return KS_STATUS_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* unary ops                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+static float unary_f(uint32_t op, float x, const float *fp) {
+    switch (op) {
+    case KS_OP_RELU:
+        return x > 0.0f ? x : 0.0f;
+    case KS_OP_RELU6:
+        return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x);
+    case KS_OP_RELU_N1_TO_1:
+        return x < -1.0f ? -1.0f : (x > 1.0f ? 1.0f : x);
+    case KS_OP_LEAKY_RELU:
+        return x >= 0.0f ? x : fp[0] * x;
+    case KS_OP_SIGMOID:
+        return 1.0f / (1.0f + expf(-x));
+    case KS_OP_TANH:
+        return tanhf(x);
+    case KS_OP_HARD_SWISH: {
+        float r = x + 3.0f;
+        r = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);
+        return x * r / 6.0f;
+    }
+    case KS_OP_EXP:
+        return expf(x);
+    case KS_OP_SQRT:
+        return sqrtf(x);
+    case KS_OP_RSQRT:
+        return 1.0f / sqrtf(x);
+    case KS_OP_ABS:
+        return fabsf(x);
+    case KS_OP_NEG:
+        return -x;
+    case KS_OP_FLOOR:
+        return floorf(x);
+    case KS_OP_CEIL:
+        return ceilf(x);
+    case KS_OP_LOG:
+        return logf(x);
+    case KS_OP_CLIP: {
+        float r = x < fp[0] ? fp[0] : x;
+        return r > fp[1] ? fp[1] : r;
+    }
+    case KS_OP_ELU:
+        return x >= 0.0f ? x : fp[0] * expm1f(x);
+    case KS_OP_HARD_SIGMOID: {
+        float r = fp[0] * x + fp[1];
+        return r < 0.0f ? 0.0f : (r > 1.0f ? 1.0f : r);
+    }
+    default:
+        return x;
+    }
+}
+
+/* Integer (non-quantized) unary ops: those that make sense on integers. */
+static bool unary_int_supported(uint32_t op) {
+    switch (op) {
+    case KS_OP_RELU:
+    case KS_OP_RELU6:
+    case KS_OP_RELU_N1_TO_1:
+    case KS_OP_ABS:
+    case KS_OP_NEG:
+    case KS_OP_FLOOR:
+    case KS_OP_CEIL:
+    case KS_OP_CLIP:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static int64_t unary_i(uint32_t op, int64_t x, const float *fp) {
+    switch (op) {
+    case KS_OP_RELU:
+        return x < 0 ? 0 : x;
+    case KS_OP_RELU6:
+        return clamp_i64(x, 0, 6);
+    case KS_OP_RELU_N1_TO_1:
+        return clamp_i64(x, -1, 1);
+    case KS_OP_ABS:
+        return x < 0 ? (int64_t)(0u - (uint64_t)x) : x;
+    case KS_OP_NEG:
+        return (int64_t)(0u - (uint64_t)x);
+    case KS_OP_CLIP: {
+        double lo = ceil((double)fp[0]), hi = floor((double)fp[1]);
+        double v = (double)x;
+        if (v < lo) return lo <= -9.2e18 ? INT64_MIN : (int64_t)lo;
+        if (v > hi) return hi >= 9.2e18 ? INT64_MAX : (int64_t)hi;
+        return x;
+    }
+    default:
+        return x;
+    }
+}
+
+static ks_status unary_infer(ks__kernel_ctx *ctx) {
+    ks_status st = require_inputs(ctx, 1);
+    if (st) return st;
+    const ks__rt_tensor *x = ctx->in[0];
+    uint32_t op = ctx->node->op;
+    if (is_quantized(x)) {
+        if ((st = check_qparams(ctx, x, "input"))) return st;
+        const ks__rt_tensor *y = ctx->out[0];
+        if (y->dtype != KS_DTYPE_INVALID && y->dtype != x->dtype)
+            return ks__kernel_error(
+                ctx, KS_STATUS_UNSUPPORTED, "quantized %s input needs a %s output, got %s",
+                ks_dtype_string(x->dtype), ks_dtype_string(x->dtype), ks_dtype_string(y->dtype));
+        if ((st = check_qparams(ctx, y, "output"))) return st;
+    } else if (is_float_dtype(x->dtype)) {
+        /* all defined */
+    } else if (is_int_dtype(x->dtype)) {
+        if (!unary_int_supported(op))
+            return unsupported_dtype(ctx, x, "this op needs a float or quantized input");
+    } else {
+        return unsupported_dtype(ctx, x, "expected f32, f16, integer or quantized u8/i8/i16");
+    }
+    if (op == KS_OP_CLIP && ctx->node->fp[0] > ctx->node->fp[1])
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "clip min %g > max %g",
+                                (double)ctx->node->fp[0], (double)ctx->node->fp[1]);
+    return set_out(ctx, x->dtype, x->rank, x->dims);
+}
+
+/* ---- TFLite's 8-bit HARD_SWISH (16-bit fixed point, reference_ops::HardSwish) ---- */
+
+static int16_t sat16(int64_t v) {
+    return (int16_t)(v < INT16_MIN ? INT16_MIN : (v > INT16_MAX ? INT16_MAX : v));
+}
+
+/* gemmlowp SaturatingRoundingDoublingHighMul on int16. */
+static int16_t srdhm16(int16_t a, int16_t b) {
+    if (a == INT16_MIN && b == INT16_MIN) return INT16_MAX;
+    int32_t ab = (int32_t)a * (int32_t)b;
+    int32_t nudge = ab >= 0 ? (1 << 14) : (1 - (1 << 14));
+    return (int16_t)((ab + nudge) / (1 << 15));
+}
+
+/* TFLite's non-rounding SaturatingDoublingHighMul: it cancels the bias of the rounding one. */
+static int16_t sdhm16(int16_t a, int16_t b) {
+    if (a == INT16_MIN && b == INT16_MIN) return INT16_MAX;
+    return (int16_t)(((int32_t)a * (int32_t)b) / (1 << 15));
+}
+
+/* Q31 multiplier -> Q15, rounding, saturating (TFLite DownScaleInt32ToInt16Multiplier). */
+static int16_t q31_to_q15(int32_t m) {
+    if (m >= INT32_MAX - (1 << 15)) return INT16_MAX;
+    return (int16_t)((m + (1 << 15)) >> 16);
+}
+
+typedef struct hswish_q {
+    int16_t out_mult, reluish_mult;
+    int32_t out_exp, reluish_exp;
+} hswish_q;
+
+/* Returns false when TFLite would refuse the params (output multiplier above 1). */
+static bool hswish_prepare(float in_scale, float out_scale, hswish_q *h) {
+    const float hires_scale = (1.0f / 128.0f) * in_scale;
+    const float reluish_scale = 3.0f / 32768.0f;
+    int32_t m;
+    ks__quant_multiplier((double)(hires_scale / out_scale), &m, &h->out_exp);
+    h->out_mult = q31_to_q15(m);
+    ks__quant_multiplier((double)(hires_scale / reluish_scale), &m, &h->reluish_exp);
+    h->reluish_mult = q31_to_q15(m);
+    return h->out_exp <= 0;
+}
+
+static int32_t hswish_q_apply(const hswish_q *h, int32_t v, int32_t out_zp) {
+    const int16_t hires = (int16_t)(v * 128);
+    const int16_t pre_out = srdhm16(hires, h->out_mult);
+    int16_t r = hires;
+    if (h->reluish_exp > 0) r = sat16((int64_t)r * (1 << (h->reluish_exp - 1)));
+    r = srdhm16(r, h->reluish_mult);
+    if (h->reluish_exp > 0) r = sat16((int64_t)r * 2);
+    if (h->reluish_exp < 0) r = (int16_t)ks__quant_rounding_shift(r, -h->reluish_exp);
+    r = (int16_t)((r + (1 << 15)) >> 1);
+    const int16_t pre_shift = sdhm16(r, pre_out);
+    return ks__quant_rounding_shift(pre_shift, -h->out_exp) + out_zp;
+}
+
+static ks_status unary_run_q(ks__kernel_ctx *ctx, int64_t n) {
+    const ks__rt_tensor *x = ctx->in[0];
+    ks__rt_tensor *y = ctx->out[0];
+    const uint32_t op = ctx->node->op;
+    const float *fp = ctx->node->fp;
+    const float sx = q_scale(x), so = q_scale(y);
+    const int32_t zx = q_zp(x), zo = q_zp(y);
+    const int64_t qmin = dtype_min(y->dtype), qmax = dtype_max(y->dtype);
+    int32_t m, sh;
+    ks__quant_multiplier((double)sx / (double)so, &m, &sh);
+
+    if (op == KS_OP_RELU || op == KS_OP_RELU6 || op == KS_OP_RELU_N1_TO_1) {
+        /* TFLite QuantizedReluX: requantize, then clamp to the activation's quantized range. */
+        int32_t act = op == KS_OP_RELU    ? KS_ACT_RELU
+                      : op == KS_OP_RELU6 ? KS_ACT_RELU6
+                                          : KS_ACT_RELU_N1_TO_1;
+        int32_t lo, hi;
+        ks__quant_act_range(act, so, zo, y->dtype, &lo, &hi);
+        for (int64_t i = 0; i < n; i++) {
+            int32_t q = zo + ks__quant_mul((int32_t)load_i(x, i) - zx, m, sh);
+            store_i(y, i, q < lo ? lo : (q > hi ? hi : q));
+        }
+        return KS_STATUS_OK;
+    }
+    if (op == KS_OP_LEAKY_RELU && fp[0] >= 0.0f) {
+        int32_t ma, sha;
+        ks__quant_multiplier((double)sx * (double)fp[0] / (double)so, &ma, &sha);
+        for (int64_t i = 0; i < n; i++) {
+            int32_t v = (int32_t)load_i(x, i) - zx;
+            int32_t q = zo + (v >= 0 ? ks__quant_mul(v, m, sh) : ks__quant_mul(v, ma, sha));
+            store_i(y, i, clamp_i64(q, qmin, qmax));
+        }
+        return KS_STATUS_OK;
+    }
+    if (op == KS_OP_ABS) {
+        for (int64_t i = 0; i < n; i++) {
+            int32_t v = (int32_t)load_i(x, i) - zx;
+            int32_t q = zo + ks__quant_mul(v < 0 ? -v : v, m, sh);
+            store_i(y, i, clamp_i64(q, qmin, qmax));
+        }
+        return KS_STATUS_OK;
+    }
+    hswish_q hs;
+    if (op == KS_OP_HARD_SWISH && x->dtype != KS_DTYPE_I16 && hswish_prepare(sx, so, &hs)) {
+        for (int64_t i = 0; i < n; i++)
+            store_i(y, i,
+                    clamp_i64(hswish_q_apply(&hs, (int32_t)load_i(x, i) - zx, zo), qmin, qmax));
+        return KS_STATUS_OK;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        float r = unary_f(op, deq_f(load_i(x, i), sx, zx), fp);
+        store_i(y, i, requant_lut(r, so, zo, y->dtype));
+    }
+    return KS_STATUS_OK;
+}
+
+static ks_status unary_run(ks__kernel_ctx *ctx) {
+    const ks__rt_tensor *x = ctx->in[0];
+    ks__rt_tensor *y = ctx->out[0];
+    const uint32_t op = ctx->node->op;
+    const int64_t n = ks__rt_numel(y);
+    if (is_quantized(x)) return unary_run_q(ctx, n);
+    if (is_float_dtype(x->dtype)) {
+        for (int64_t i = 0; i < n; i++)
+            store_f(y, i, unary_f(op, load_f(x, i), ctx->node->fp));
+        return KS_STATUS_OK;
+    }
+    for (int64_t i = 0; i < n; i++)
+        store_i(y, i, unary_i(op, load_i(x, i), ctx->node->fp));
+    return KS_STATUS_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* SOFTMAX / LOG_SOFTMAX                                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Splits dims around `axis` into outer * len * inner. */
+static void split_axis(const ks__rt_tensor *t, int32_t axis, int64_t *outer, int64_t *len,
+                       int64_t *inner) {
+    int64_t o = 1, in = 1;
+    for (int32_t d = 0; d < axis; d++)
+        o *= t->dims[d];
+    for (int32_t d = axis + 1; d < t->rank; d++)
+        in *= t->dims[d];
+    *outer = o;
+    *len = t->dims[axis];
+    *inner = in;
+}
+
+static ks_status softmax_infer(ks__kernel_ctx *ctx) {
+    ks_status st = require_inputs(ctx, 1);
+    if (st) return st;
+    const ks__rt_tensor *x = ctx->in[0];
+    if (x->rank < 1)
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE, "input '%s' is a scalar", tname(x));
+    if (resolve_axis(ctx->node->ip[0], x->rank) < 0)
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "axis %d out of range for rank %d",
+                                ctx->node->ip[0], x->rank);
+    if (is_quantized(x)) {
+        if ((st = check_qparams(ctx, x, "input")) ||
+            (st = check_qparams(ctx, ctx->out[0], "output")))
+            return st;
+        if (ctx->out[0]->dtype != x->dtype)
+            return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
+                                    "quantized %s input needs a %s output, got %s",
+                                    ks_dtype_string(x->dtype), ks_dtype_string(x->dtype),
+                                    ks_dtype_string(ctx->out[0]->dtype));
+    } else if (!is_float_dtype(x->dtype)) {
+        return unsupported_dtype(ctx, x, "expected f32, f16 or quantized u8/i8/i16");
+    }
+    return set_out(ctx, x->dtype, x->rank, x->dims);
+}
+
+static ks_status softmax_run(ks__kernel_ctx *ctx) {
+    const ks__rt_tensor *x = ctx->in[0];
+    ks__rt_tensor *y = ctx->out[0];
+    const bool log_sm = ctx->node->op == KS_OP_LOG_SOFTMAX;
+    const float beta = ctx->node->fp[0] != 0.0f ? ctx->node->fp[0] : 1.0f;
+    const int32_t axis = resolve_axis(ctx->node->ip[0], x->rank);
+    int64_t outer, len, inner;
+    split_axis(x, axis, &outer, &len, &inner);
+    const bool q = is_quantized(x);
+    const bool q8_softmax = q && !log_sm && x->dtype != KS_DTYPE_I16;
+    const float sx = q_scale(x), so = q_scale(y);
+    const int32_t zx = q_zp(x), zo = q_zp(y);
+
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t in = 0; in < inner; in++) {
+            const int64_t base = o * len * inner + in;
+            if (q8_softmax) {
+                /* TFLite's 8-bit softmax: exp(-s_x * beta * (max - x)) from a float table,
+                 * normalized in float, output = round(p / s_out) + zp. */
+                int64_t mx = INT64_MIN;
+                for (int64_t k = 0; k < len; k++) {
+                    int64_t v = load_i(x, base + k * inner);
+                    if (v > mx) mx = v;
+                }
+                const float neg_scale = -sx * beta;
+                float sum = 0.0f;
+                for (int64_t k = 0; k < len; k++)
+                    sum += expf(neg_scale * (float)(mx - load_i(x, base + k * inner)));
+                const float inv = 1.0f / (sum * so);
+                for (int64_t k = 0; k < len; k++) {
+                    float e = expf(neg_scale * (float)(mx - load_i(x, base + k * inner)));
+                    int64_t qv = (int64_t)roundf(e * inv) + zo;
+                    store_i(y, base + k * inner,
+                            clamp_i64(qv, dtype_min(y->dtype), dtype_max(y->dtype)));
+                }
+                continue;
+            }
+            float mx = -INFINITY;
+            for (int64_t k = 0; k < len; k++) {
+                int64_t i = base + k * inner;
+                float v = q ? deq_f(load_i(x, i), sx, zx) : load_f(x, i);
+                if (v > mx) mx = v;
+            }
+            double sum = 0.0;
+            for (int64_t k = 0; k < len; k++) {
+                int64_t i = base + k * inner;
+                float v = q ? deq_f(load_i(x, i), sx, zx) : load_f(x, i);
+                sum += (double)expf((v - mx) * beta);
+            }
+            const float log_sum = (float)log(sum);
+            const float inv_sum = (float)(1.0 / sum);
+            for (int64_t k = 0; k < len; k++) {
+                int64_t i = base + k * inner;
+                float v = q ? deq_f(load_i(x, i), sx, zx) : load_f(x, i);
+                float r = log_sm ? (v - mx) * beta - log_sum : expf((v - mx) * beta) * inv_sum;
+                if (q)
+                    store_i(y, i, requant_lut(r, so, zo, y->dtype));
+                else
+                    store_f(y, i, r);
+            }
+        }
+    }
+    return KS_STATUS_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* REDUCE                                                                                       */
+/* ------------------------------------------------------------------------------------------ */
+
+enum { RED_MEAN = 0, RED_SUM = 1, RED_MAX = 2, RED_MIN = 3, RED_PROD = 4 };
+
+/* Resolves the node's axes into a mask; false on a bad axis (error already reported). */
+static bool reduce_axes(ks__kernel_ctx *ctx, int32_t rank, uint32_t *mask_out) {
+    const int32_t *ip = ctx->node->ip;
+    int32_t num = ip[2];
+    uint32_t mask = 0;
+    if (num < 0 || num > KS_MAX_RANK) {
+        ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "num_axes %d out of range 0..%d", num,
+                         KS_MAX_RANK);
+        return false;
+    }
+    if (num == 0) {
+        mask = rank >= 32 ? 0xffffffffu : ((1u << rank) - 1u);
+    } else {
+        for (int32_t k = 0; k < num; k++) {
+            int32_t a = resolve_axis(ip[3 + k], rank);
+            if (a < 0) {
+                ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "axis %d out of range for rank %d",
+                                 ip[3 + k], rank);
+                return false;
+            }
+            mask |= 1u << a;
+        }
+    }
+    *mask_out = mask;
+    return true;
+}
+
+static ks_status reduce_infer(ks__kernel_ctx *ctx) {
+    ks_status st = require_inputs(ctx, 1);
+    if (st) return st;
+    const ks__rt_tensor *x = ctx->in[0];
+    const int32_t kind = ctx->node->ip[0];
+    const bool keep = ctx->node->ip[1] != 0;
+    if (kind < RED_MEAN || kind > RED_PROD)
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "unknown reduce kind %d", kind);
+    if (is_quantized(x)) {
+        if ((st = check_qparams(ctx, x, "input")) ||
+            (st = check_qparams(ctx, ctx->out[0], "output")))
+            return st;
+        if (ctx->out[0]->dtype != x->dtype)
+            return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
+                                    "quantized %s input needs a %s output, got %s",
+                                    ks_dtype_string(x->dtype), ks_dtype_string(x->dtype),
+                                    ks_dtype_string(ctx->out[0]->dtype));
+    } else if (!is_float_dtype(x->dtype) && !is_int_dtype(x->dtype)) {
+        return unsupported_dtype(ctx, x, "expected f32, f16, integer or quantized u8/i8/i16");
+    }
+    uint32_t mask;
+    if (!reduce_axes(ctx, x->rank, &mask)) return KS_STATUS_INVALID_MODEL;
+    int32_t rank = 0;
+    int64_t dims[KS_MAX_RANK];
+    for (int32_t d = 0; d < x->rank; d++) {
+        if (mask & (1u << d)) {
+            if (keep) dims[rank++] = 1;
+        } else {
+            dims[rank++] = x->dims[d];
+        }
+    }
+    return set_out(ctx, x->dtype, rank, dims);
+}
+
+/* Iterates the reduced sub-space of one output element: offsets of the reduced axes. */
+typedef struct red_iter {
+    int32_t n;
+    int64_t dims[KS_MAX_RANK];
+    int64_t stride[KS_MAX_RANK];
+    int64_t idx[KS_MAX_RANK];
+    int64_t off;
+} red_iter;
+
+static void red_next(red_iter *r) {
+    for (int32_t d = r->n - 1; d >= 0; d--) {
+        r->idx[d]++;
+        r->off += r->stride[d];
+        if (r->idx[d] < r->dims[d]) return;
+        r->off -= r->stride[d] * r->dims[d];
+        r->idx[d] = 0;
+    }
+}
+
+typedef struct red_plan {
+    red_iter kept;    /* odometer over kept axes, in output order */
+    red_iter reduced; /* template for the reduced axes */
+    int64_t count;    /* elements per reduction */
+} red_plan;
+
+static void reduce_plan(const ks__rt_tensor *x, uint32_t mask, red_plan *p) {
+    memset(p, 0, sizeof(*p));
+    int64_t strides[KS_MAX_RANK];
+    int64_t s = 1;
+    for (int32_t d = x->rank - 1; d >= 0; d--) {
+        strides[d] = s;
+        s *= x->dims[d];
+    }
+    p->count = 1;
+    for (int32_t d = 0; d < x->rank; d++) {
+        red_iter *r = (mask & (1u << d)) ? &p->reduced : &p->kept;
+        r->dims[r->n] = x->dims[d];
+        r->stride[r->n] = strides[d];
+        r->n++;
+        if (mask & (1u << d)) p->count *= x->dims[d];
+    }
+}
+
+/* TFLite's quantized MEAN: the 4-D H/W reduction with keepdims has its own integer kernel. */
+static void reduce_mean_q4d(const ks__rt_tensor *x, ks__rt_tensor *y, red_plan *p) {
+    const float sx = q_scale(x), so = q_scale(y);
+    const int32_t zx = q_zp(x), zo = q_zp(y);
+    const int64_t n_out = ks__rt_numel(y);
+    const int32_t num = (int32_t)p->count;
+    if (x->dtype == KS_DTYPE_U8) {
+        /* reference_ops::Mean (uint8): integer sum, one multiplier s_x / (n * s_y), rounded
+         * bias for the zero points. */
+        float t = (float)zx * sx / so;
+        t = t > 0.0f ? t + 0.5f : t - 0.5f;
+        const int32_t bias = zo - (int32_t)t;
+        int32_t m, sh;
+        ks__quant_multiplier((double)(sx / ((float)num * so)), &m, &sh);
+        for (int64_t o = 0; o < n_out; o++, red_next(&p->kept)) {
+            red_iter r = p->reduced;
+            r.off = p->kept.off;
+            int64_t sum = 0;
+            for (int64_t k = 0; k < p->count; k++, red_next(&r))
+                sum += load_i(x, r.off);
+            int32_t acc = ks__quant_mul((int32_t)clamp_i64(sum, INT32_MIN, INT32_MAX), m, sh);
+            acc += bias;
+            store_i(y, o, clamp_i64(acc, 0, 255));
+        }
+        return;
+    }
+    /* reference_integer_ops::Mean: zero-point corrected sum, rescale by s_x / s_y, then divide
+     * by the count rounding half away from zero. */
+    int32_t m, sh;
+    ks__quant_multiplier((double)sx / (double)so, &m, &sh);
+    for (int64_t o = 0; o < n_out; o++, red_next(&p->kept)) {
+        red_iter r = p->reduced;
+        r.off = p->kept.off;
+        int64_t sum = 0;
+        for (int64_t k = 0; k < p->count; k++, red_next(&r))
+            sum += load_i(x, r.off) - zx;
+        int32_t acc = ks__quant_mul((int32_t)clamp_i64(sum, INT32_MIN, INT32_MAX), m, sh);
+        acc = acc > 0 ? (acc + num / 2) / num : (acc - num / 2) / num;
+        store_i(y, o, clamp_i64((int64_t)acc + zo, dtype_min(y->dtype), dtype_max(y->dtype)));
+    }
+}
+
+static ks_status reduce_run(ks__kernel_ctx *ctx) {
+    const ks__rt_tensor *x = ctx->in[0];
+    ks__rt_tensor *y = ctx->out[0];
+    const int32_t kind = ctx->node->ip[0];
+    uint32_t mask;
+    if (!reduce_axes(ctx, x->rank, &mask)) return KS_STATUS_INVALID_MODEL;
+    red_plan p;
+    reduce_plan(x, mask, &p);
+    const int64_t n_out = ks__rt_numel(y);
+    const bool q = is_quantized(x);
+    const float sx = q_scale(x), so = q_scale(y);
+    const int32_t zx = q_zp(x), zo = q_zp(y);
+
+    if (q && kind == RED_MEAN && p.count > 0 && p.count <= (1 << 23)) {
+        if (ctx->node->ip[1] != 0 && x->rank == 4 && mask == 0x6u) {
+            reduce_mean_q4d(x, y, &p);
+            return KS_STATUS_OK;
+        }
+        for (int64_t o = 0; o < n_out; o++, red_next(&p.kept)) {
+            red_iter r = p.reduced;
+            r.off = p.kept.off;
+            int64_t sum = 0;
+            for (int64_t k = 0; k < p.count; k++, red_next(&r))
+                sum += load_i(x, r.off);
+            int64_t v;
+            if (same_qparams(x, y)) {
+                /* TFLite's plain integer mean: truncating division of the raw sum. */
+                v = sum / p.count;
+            } else {
+                const float scale = sx / so;
+                const float bias = -(float)zx * scale;
+                float mean = (float)sum / (float)p.count;
+                v = requant_lut(mean * scale + bias, 1.0f, zo, y->dtype);
+            }
+            store_i(y, o, clamp_i64(v, dtype_min(y->dtype), dtype_max(y->dtype)));
+        }
+        return KS_STATUS_OK;
+    }
+
+    for (int64_t o = 0; o < n_out; o++, red_next(&p.kept)) {
+        red_iter r = p.reduced;
+        r.off = p.kept.off;
+        if (is_int_dtype(x->dtype) && (!q || kind == RED_MAX || kind == RED_MIN)) {
+            /* Raw integer reduction (quantized MAX/MIN compare codes, as TFLite). */
+            int64_t acc = kind == RED_PROD  ? 1
+                          : kind == RED_MAX ? dtype_min(x->dtype)
+                          : kind == RED_MIN ? dtype_max(x->dtype)
+                                            : 0;
+            for (int64_t k = 0; k < p.count; k++, red_next(&r)) {
+                int64_t v = load_i(x, r.off);
+                switch (kind) {
+                case RED_MAX:
+                    acc = v > acc ? v : acc;
+                    break;
+                case RED_MIN:
+                    acc = v < acc ? v : acc;
+                    break;
+                case RED_PROD:
+                    acc = (int64_t)((uint64_t)acc * (uint64_t)v);
+                    break;
+                default:
+                    acc = (int64_t)((uint64_t)acc + (uint64_t)v);
+                    break;
+                }
+            }
+            if (kind == RED_MEAN && p.count > 0) acc /= p.count;
+            if (q && !same_qparams(x, y)) acc = requant_lut(deq_f(acc, sx, zx), so, zo, y->dtype);
+            store_i(y, o, acc);
+            continue;
+        }
+        /* Float (and quantized SUM/PROD, computed on real values) in double. */
+        double acc = kind == RED_PROD  ? 1.0
+                     : kind == RED_MAX ? -INFINITY
+                     : kind == RED_MIN ? INFINITY
+                                       : 0.0;
+        for (int64_t k = 0; k < p.count; k++, red_next(&r)) {
+            double v = q ? (double)deq_f(load_i(x, r.off), sx, zx) : (double)load_f(x, r.off);
+            switch (kind) {
+            case RED_MAX:
+                acc = v > acc || isnan(v) ? v : acc;
+                break;
+            case RED_MIN:
+                acc = v < acc || isnan(v) ? v : acc;
+                break;
+            case RED_PROD:
+                acc *= v;
+                break;
+            default:
+                acc += v;
+                break;
+            }
+        }
+        if (kind == RED_MEAN) acc = p.count > 0 ? acc / (double)p.count : NAN;
+        if (q)
+            store_i(y, o, requant_lut((float)acc, so, zo, y->dtype));
+        else
+            store_f(y, o, (float)acc);
+    }
+    return KS_STATUS_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* ARG_MAX / ARG_MIN                                                                            */
+/* ------------------------------------------------------------------------------------------ */
+
+static ks_status arg_infer(ks__kernel_ctx *ctx) {
+    ks_status st = require_inputs(ctx, 1);
+    if (st) return st;
+    const ks__rt_tensor *x = ctx->in[0];
+    ks__rt_tensor *y = ctx->out[0];
+    if (!is_float_dtype(x->dtype) && !is_int_dtype(x->dtype) && x->dtype != KS_DTYPE_BOOL)
+        return unsupported_dtype(ctx, x, "expected a numeric tensor");
+    if (x->rank < 1)
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE, "input '%s' is a scalar", tname(x));
+    const int32_t axis = resolve_axis(ctx->node->ip[0], x->rank);
+    if (axis < 0)
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "axis %d out of range for rank %d",
+                                ctx->node->ip[0], x->rank);
+    if (x->dims[axis] == 0)
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE,
+                                "input '%s' has an empty reduction axis %d", tname(x), axis);
+    ks_dtype od = y->dtype == KS_DTYPE_INVALID ? KS_DTYPE_I64 : y->dtype;
+    if (od != KS_DTYPE_I32 && od != KS_DTYPE_I64)
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
+                                "output '%s' dtype %s: index outputs must be i32 or i64", tname(y),
+                                ks_dtype_string(od));
+    int32_t rank = 0;
+    int64_t dims[KS_MAX_RANK];
+    for (int32_t d = 0; d < x->rank; d++) {
+        if (d == axis) {
+            if (ctx->node->ip[1]) dims[rank++] = 1;
+        } else {
+            dims[rank++] = x->dims[d];
+        }
+    }
+    return set_out(ctx, od, rank, dims);
+}
+
+static ks_status arg_run(ks__kernel_ctx *ctx) {
+    const ks__rt_tensor *x = ctx->in[0];
+    ks__rt_tensor *y = ctx->out[0];
+    const bool is_max = ctx->node->op == KS_OP_ARG_MAX;
+    const int32_t axis = resolve_axis(ctx->node->ip[0], x->rank);
+    int64_t outer, len, inner;
+    split_axis(x, axis, &outer, &len, &inner);
+    const bool fl = is_float_dtype(x->dtype);
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t in = 0; in < inner; in++) {
+            const int64_t base = o * len * inner + in;
+            int64_t best = 0;
+            if (fl) {
+                float bv = load_f(x, base);
+                for (int64_t k = 1; k < len; k++) {
+                    float v = load_f(x, base + k * inner);
+                    if (is_max ? v > bv : v < bv) {
+                        bv = v;
+                        best = k;
+                    }
+                }
+            } else {
+                /* Quantized inputs compare raw codes: the affine map is monotonic. */
+                int64_t bv = load_i(x, base);
+                for (int64_t k = 1; k < len; k++) {
+                    int64_t v = load_i(x, base + k * inner);
+                    if (is_max ? v > bv : v < bv) {
+                        bv = v;
+                        best = k;
+                    }
+                }
+            }
+            store_i(y, o * inner + in, best);
+        }
+    }
+    return KS_STATUS_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* QUANTIZE / DEQUANTIZE / CAST                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Per-channel parameters: the channel of flat element i along quant->axis. */
+typedef struct qchan {
+    const ks__quant *q;
+    int64_t inner, len;
+} qchan;
+
+static ks_status qchan_init(ks__kernel_ctx *ctx, const ks__rt_tensor *t, qchan *c) {
+    c->q = t->quant;
+    c->inner = 1;
+    c->len = 1;
+    if (t->quant->count <= 1) return KS_STATUS_OK;
+    int32_t axis = resolve_axis(t->quant->axis, t->rank);
+    if (axis < 0 || t->dims[axis] != (int64_t)t->quant->count)
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
+                                "tensor '%s': %u per-channel scales do not match axis %d", tname(t),
+                                t->quant->count, t->quant->axis);
+    for (int32_t d = axis + 1; d < t->rank; d++)
+        c->inner *= t->dims[d];
+    c->len = t->dims[axis];
+    return KS_STATUS_OK;
+}
+
+static uint32_t qchan_of(const qchan *c, int64_t i) {
+    return c->q->count <= 1 ? 0u : (uint32_t)((i / c->inner) % c->len);
+}
+
+static ks_status check_scales(ks__kernel_ctx *ctx, const ks__rt_tensor *t, const char *role) {
+    if (t->quant->count == 0 || !t->quant->scales || !t->quant->zero_points)
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
+                                "%s tensor '%s' (%s) has no quantization parameters", role,
+                                tname(t), ks_dtype_string(t->dtype));
+    for (uint32_t c = 0; c < t->quant->count; c++) {
+        float s = t->quant->scales[c];
+        if (!(s > 0.0f) || !isfinite(s))
+            return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
+                                    "%s tensor '%s' has invalid quantization scale %g (channel "
+                                    "%u)",
+                                    role, tname(t), (double)s, c);
+    }
+    return KS_STATUS_OK;
+}
+
+static ks_status quantize_infer(ks__kernel_ctx *ctx) {
+    ks_status st = require_inputs(ctx, 1);
+    if (st) return st;
+    const ks__rt_tensor *x = ctx->in[0];
+    ks__rt_tensor *y = ctx->out[0];
+    if (!is_qdtype(y->dtype))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
+                                "output '%s' dtype %s: quantize produces u8, i8 or i16", tname(y),
+                                ks_dtype_string(y->dtype));
+    if ((st = check_scales(ctx, y, "output"))) return st;
+    if (x->dtype == KS_DTYPE_F32 || x->dtype == KS_DTYPE_F16) {
+        /* float -> quantized; per-channel output params allowed */
+    } else if (is_qdtype(x->dtype)) {
+        if ((st = check_qparams(ctx, x, "input")) || (st = check_qparams(ctx, y, "output")))
+            return st;
+    } else {
+        return unsupported_dtype(ctx, x, "quantize takes f32/f16, or u8/i8/i16 to requantize");
+    }
+    ks_dtype od = y->dtype;
+    if ((st = set_out(ctx, od, x->rank, x->dims))) return st;
+    qchan c;
+    return qchan_init(ctx, y, &c);
+}
+
+static ks_status quantize_run(ks__kernel_ctx *ctx) {
+    const ks__rt_tensor *x = ctx->in[0];
+    ks__rt_tensor *y = ctx->out[0];
+    const int64_t n = ks__rt_numel(y);
+    const int64_t lo = dtype_min(y->dtype), hi = dtype_max(y->dtype);
+    if (is_qdtype(x->dtype)) {
+        /* TFLite Requantize: (q - zp_in) * (s_in / s_out) as a Q31 multiplier, + zp_out. */
+        int32_t m, sh;
+        ks__quant_multiplier((double)q_scale(x) / (double)q_scale(y), &m, &sh);
+        const int32_t zx = q_zp(x), zo = q_zp(y);
+        for (int64_t i = 0; i < n; i++) {
+            int32_t v = ks__quant_mul((int32_t)load_i(x, i) - zx, m, sh) + zo;
+            store_i(y, i, clamp_i64(v, lo, hi));
+        }
+        return KS_STATUS_OK;
+    }
+    qchan c;
+    ks_status st = qchan_init(ctx, y, &c);
+    if (st) return st;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t ch = qchan_of(&c, i);
+        /* TFLite AffineQuantize: round-half-away(x / scale) + zp, in float. */
+        float r = roundf(load_f(x, i) / y->quant->scales[ch]);
+        int64_t v;
+        if (isnan(r))
+            v = 0;
+        else if (r > 2147483520.0f)
+            v = INT32_MAX;
+        else if (r < -2147483520.0f)
+            v = INT32_MIN;
+        else
+            v = (int64_t)r;
+        store_i(y, i, clamp_i64(v + y->quant->zero_points[ch], lo, hi));
+    }
+    return KS_STATUS_OK;
+}
+
+static ks_status dequantize_infer(ks__kernel_ctx *ctx) {
+    ks_status st = require_inputs(ctx, 1);
+    if (st) return st;
+    const ks__rt_tensor *x = ctx->in[0];
+    if (x->dtype == KS_DTYPE_F16) {
+        /* plain conversion */
+    } else if (is_qdtype(x->dtype) || x->dtype == KS_DTYPE_I32) {
+        if ((st = check_scales(ctx, x, "input"))) return st;
+        qchan c;
+        if ((st = qchan_init(ctx, x, &c))) return st;
+    } else {
+        return unsupported_dtype(ctx, x, "dequantize takes u8, i8, i16, i32 or f16");
+    }
+    return set_out(ctx, KS_DTYPE_F32, x->rank, x->dims);
+}
+
+static ks_status dequantize_run(ks__kernel_ctx *ctx) {
+    const ks__rt_tensor *x = ctx->in[0];
+    ks__rt_tensor *y = ctx->out[0];
+    const int64_t n = ks__rt_numel(y);
+    float *out = (float *)y->data;
+    if (x->dtype == KS_DTYPE_F16) {
+        for (int64_t i = 0; i < n; i++)
+            out[i] = load_f(x, i);
+        return KS_STATUS_OK;
+    }
+    qchan c;
+    ks_status st = qchan_init(ctx, x, &c);
+    if (st) return st;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t ch = qchan_of(&c, i);
+        /* TFLite keeps the scale in double for this product. */
+        out[i] = (float)((double)x->quant->scales[ch] *
+                         (double)(load_i(x, i) - x->quant->zero_points[ch]));
+    }
+    return KS_STATUS_OK;
+}
+
+static ks_status cast_infer(ks__kernel_ctx *ctx) {
+    ks_status st = require_inputs(ctx, 1);
+    if (st) return st;
+    const ks__rt_tensor *x = ctx->in[0];
+    ks__rt_tensor *y = ctx->out[0];
+    if (!is_numeric_dtype(x->dtype)) return unsupported_dtype(ctx, x, "cast takes numeric input");
+    if (!is_numeric_dtype(y->dtype))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
+                                "output '%s' dtype %s: cast produces a numeric or bool tensor",
+                                tname(y), ks_dtype_string(y->dtype));
+    return set_out(ctx, y->dtype, x->rank, x->dims);
+}
+
+/* Float -> integer truncates toward zero (static_cast); out-of-range values saturate and NaN
+ * becomes 0 instead of C's undefined behaviour. */
+static int64_t float_to_int(double v, ks_dtype d) {
+    if (isnan(v)) return 0;
+    double t = trunc(v);
+    double lo = (double)dtype_min(d), hi = (double)dtype_max(d);
+    if (t <= lo) return dtype_min(d);
+    if (t >= hi) return dtype_max(d);
+    return (int64_t)t;
+}
+
+static ks_status cast_run(ks__kernel_ctx *ctx) {
+    const ks__rt_tensor *x = ctx->in[0];
+    ks__rt_tensor *y = ctx->out[0];
+    const int64_t n = ks__rt_numel(y);
+    const bool fin = is_float_dtype(x->dtype), fout = is_float_dtype(y->dtype);
+    for (int64_t i = 0; i < n; i++) {
+        if (y->dtype == KS_DTYPE_BOOL) {
+            ((uint8_t *)y->data)[i] = fin ? load_f(x, i) != 0.0f : load_i(x, i) != 0;
+        } else if (fout) {
+            store_f(y, i, fin ? load_f(x, i) : (float)load_i(x, i));
+        } else if (fin) {
+            store_i(y, i, float_to_int(load_f(x, i), y->dtype));
+        } else {
+            store_i(y, i, load_i(x, i));
+        }
+    }
+    return KS_STATUS_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* registration                                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+static void reg(ks__kernel_table *t, uint32_t op, ks__infer_fn infer, ks__run_fn run) {
+    t->k[op].infer = infer;
+    t->k[op].run = run;
+}
 
 void ks__ref_register_elementwise(ks__kernel_table *t) {
-    (void)t;
+    static const uint32_t binary[] = {KS_OP_ADD, KS_OP_SUB,       KS_OP_MUL,
+                                      KS_OP_DIV, KS_OP_FLOOR_DIV, KS_OP_FLOOR_MOD,
+                                      KS_OP_POW, KS_OP_MAXIMUM,   KS_OP_MINIMUM};
+    static const uint32_t unary[] = {
+        KS_OP_RELU, KS_OP_RELU6,      KS_OP_RELU_N1_TO_1, KS_OP_LEAKY_RELU, KS_OP_SIGMOID,
+        KS_OP_TANH, KS_OP_HARD_SWISH, KS_OP_EXP,          KS_OP_SQRT,       KS_OP_RSQRT,
+        KS_OP_ABS,  KS_OP_NEG,        KS_OP_FLOOR,        KS_OP_CEIL,       KS_OP_LOG,
+        KS_OP_CLIP, KS_OP_ELU,        KS_OP_HARD_SIGMOID};
+    static const uint32_t compare[] = {KS_OP_EQUAL,         KS_OP_NOT_EQUAL, KS_OP_GREATER,
+                                       KS_OP_GREATER_EQUAL, KS_OP_LESS,      KS_OP_LESS_EQUAL};
+    for (size_t i = 0; i < sizeof(binary) / sizeof(binary[0]); i++)
+        reg(t, binary[i], binary_infer, binary_run);
+    for (size_t i = 0; i < sizeof(unary) / sizeof(unary[0]); i++)
+        reg(t, unary[i], unary_infer, unary_run);
+    for (size_t i = 0; i < sizeof(compare) / sizeof(compare[0]); i++)
+        reg(t, compare[i], compare_infer, compare_run);
+    reg(t, KS_OP_WHERE, where_infer, where_run);
+    reg(t, KS_OP_PRELU, prelu_infer, prelu_run);
+    reg(t, KS_OP_SOFTMAX, softmax_infer, softmax_run);
+    reg(t, KS_OP_LOG_SOFTMAX, softmax_infer, softmax_run);
+    reg(t, KS_OP_REDUCE, reduce_infer, reduce_run);
+    reg(t, KS_OP_ARG_MAX, arg_infer, arg_run);
+    reg(t, KS_OP_ARG_MIN, arg_infer, arg_run);
+    reg(t, KS_OP_QUANTIZE, quantize_infer, quantize_run);
+    reg(t, KS_OP_DEQUANTIZE, dequantize_infer, dequantize_run);
+    reg(t, KS_OP_CAST, cast_infer, cast_run);
 }
