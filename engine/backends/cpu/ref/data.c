@@ -482,7 +482,7 @@ static ks_status squeeze_infer(ks__kernel_ctx *ctx) {
             drop[d] = x->dims[d] == 1;
     } else {
         for (int32_t i = 0; i < ip[0]; i++) {
-            int32_t a;
+            int32_t a = 0;
             if ((st = norm_axis(ctx, ip[1 + i], x->rank, "squeeze axis", &a))) return st;
             if (x->dims[a] != 1)
                 return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE,
@@ -1013,7 +1013,7 @@ static void strides_without_axis(int32_t full_rank, const int64_t *full_dims, in
 
 static ks_status pack_run(ks__kernel_ctx *ctx) {
     int32_t axis;
-    int64_t dims[KS_MAX_RANK], dst_strides[KS_MAX_RANK], src_strides[KS_MAX_RANK], axis_stride;
+    int64_t dims[KS_MAX_RANK], dst_strides[KS_MAX_RANK], src_strides[KS_MAX_RANK], axis_stride = 0;
     ks_status st = pack_plan(ctx, &axis, dims);
     if (st) return st;
     int32_t rank = ctx->in[0]->rank;
@@ -1061,7 +1061,7 @@ static ks_status unpack_infer(ks__kernel_ctx *ctx) {
 
 static ks_status unpack_run(ks__kernel_ctx *ctx) {
     int32_t axis;
-    int64_t dims[KS_MAX_RANK], dst_strides[KS_MAX_RANK], src_strides[KS_MAX_RANK], axis_stride;
+    int64_t dims[KS_MAX_RANK], dst_strides[KS_MAX_RANK], src_strides[KS_MAX_RANK], axis_stride = 0;
     ks_status st = unpack_plan(ctx, &axis, dims);
     if (st) return st;
     const ks__rt_tensor *x = ctx->in[0];
@@ -1408,7 +1408,7 @@ static ks_status gather_plan(ks__kernel_ctx *ctx, int32_t *axis, int32_t *out_ra
 }
 
 static ks_status gather_infer(ks__kernel_ctx *ctx) {
-    int32_t axis, rank;
+    int32_t axis = 0, rank = 0;
     int64_t dims[KS_MAX_RANK];
     ks_status st = gather_plan(ctx, &axis, &rank, dims);
     if (st || (st = set_out_dtype(ctx, 0, ctx->in[0]->dtype))) return st;
@@ -1416,7 +1416,7 @@ static ks_status gather_infer(ks__kernel_ctx *ctx) {
 }
 
 static ks_status gather_run(ks__kernel_ctx *ctx) {
-    int32_t axis, rank;
+    int32_t axis = 0, rank = 0;
     int64_t dims[KS_MAX_RANK];
     ks_status st = gather_plan(ctx, &axis, &rank, dims);
     if (st || (st = check_out_run(ctx, 0, rank, dims))) return st;
