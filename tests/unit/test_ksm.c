@@ -10,6 +10,8 @@
 #include <cmocka.h>
 
 #include "kestrel/engine.h"
+#include "convert.h"
+#include "fileio.h"
 #include "ksm.h"
 
 /* x[1,4] + c[4] -> relu -> reshape [2,2] -> y */
@@ -212,6 +214,49 @@ static void test_oom_injection(void **state) {
     ks__free(NULL, img);
 }
 
+/* The same OOM loop on a real converted model (BlazeFace short range, from the pinned npm
+ * package that scripts/setup fetches): every allocation in load, session create and reshape. */
+static void test_oom_injection_real_model(void **state) {
+    (void)state;
+    const char *path = KS_SOURCE_DIR "/models/face_detection/face_detection_short_range.tflite";
+    uint8_t *src = NULL;
+    size_t src_n = 0;
+    char err[512];
+    if (ks_read_file(path, (size_t)1 << 30, &src, &src_n, err, sizeof(err)) != KS_STATUS_OK) {
+        print_message("skipped: %s (run scripts/setup)\n", err);
+        skip();
+    }
+    ks__graph g;
+    ks__graph_init(&g, NULL);
+    assert_int_equal(ks__import_tflite(src, src_n, "face_detection_short_range.tflite", &g, err,
+                                       sizeof(err)),
+                     KS_STATUS_OK);
+    assert_int_equal(ks__graph_optimize(&g, err, sizeof(err)), KS_STATUS_OK);
+    uint8_t *img = NULL;
+    size_t n = 0;
+    assert_int_equal(ks__ksm_write(&g, &img, &n, err, sizeof(err)), KS_STATUS_OK);
+    ks__graph_free(&g);
+    free(src);
+    long k = 0;
+    for (;; k++) {
+        counting_alloc c = {0, 0, k};
+        ks_allocator a = {c_alloc, c_free, &c};
+        ks_model *m = NULL;
+        ks_session *s = NULL;
+        ks_status st = ks_model_load_buffer(img, n, &(ks_model_desc){.allocator = &a}, &m);
+        if (st == KS_STATUS_OK) st = ks_session_create(m, NULL, &s);
+        if (st == KS_STATUS_OK) st = ks_session_reshape(s, NULL);
+        if (st != KS_STATUS_OK) assert_int_equal(st, KS_STATUS_OUT_OF_MEMORY);
+        ks_session_destroy(s);
+        ks_model_destroy(m);
+        assert_int_equal(c.live, 0);
+        if (st == KS_STATUS_OK) break;
+    }
+    print_message("OOM injection: %ld allocations failed in turn, all clean\n", k);
+    assert_true(k > 10);
+    ks__free(NULL, img);
+}
+
 static void test_status_and_version(void **state) {
     (void)state;
     assert_int_equal(ks_version(), KS_VERSION_HEX);
@@ -229,7 +274,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),        cmocka_unit_test(test_truncated_and_flipped),
         cmocka_unit_test(test_newer_major_refused), cmocka_unit_test(test_file_load),
-        cmocka_unit_test(test_oom_injection),     cmocka_unit_test(test_status_and_version),
+        cmocka_unit_test(test_oom_injection), cmocka_unit_test(test_oom_injection_real_model),     cmocka_unit_test(test_status_and_version),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
