@@ -65,14 +65,13 @@ static ks_status transform_landmarks_infer(ks__kernel_ctx *ctx) {
     int64_t n = ks__rt_numel(x);
     if (x->rank < 1 || (d != 2 && d != 3) || n < 0 || n % d != 0)
         return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE,
-                                "landmarks of rank %d, %lld values, %d dims per landmark",
-                                x->rank, (long long)n, d);
+                                "landmarks of rank %d, %lld values, %d dims per landmark", x->rank,
+                                (long long)n, d);
     ks__rt_set_shape(ctx->out[0], KS_DTYPE_F32, x->rank, x->dims);
     return KS_STATUS_OK;
 }
 
-static float dot4(float a0, float a1, float a2, float a3, float b0, float b1, float b2,
-                  float b3) {
+static float dot4(float a0, float a1, float a2, float a3, float b0, float b1, float b2, float b3) {
     return a0 * b0 + a1 * b1 + a2 * b2 + a3 * b3;
 }
 
@@ -201,7 +200,8 @@ static void mat4_mul(float *a, const float *b) {
     for (int i = 0; i < 4; i++) {
         for (int j = 0; j < 4; j++) {
             float sum = 0.0f;
-            for (int k = 0; k < 4; k++) sum += a[i * 4 + k] * b[k * 4 + j];
+            for (int k = 0; k < 4; k++)
+                sum += a[i * 4 + k] * b[k * 4 + j];
             r[i * 4 + j] = sum;
         }
     }
@@ -212,7 +212,8 @@ static void mat4_mul(float *a, const float *b) {
 static void mat3_apply(const float *m, const float *v, float *out) {
     for (int r = 0; r < 3; r++) {
         float sum = 0.0f;
-        for (int k = 0; k < 3; k++) sum += m[r * 3 + k] * v[k];
+        for (int k = 0; k < 3; k++)
+            sum += m[r * 3 + k] * v[k];
         out[r] = sum;
     }
 }
