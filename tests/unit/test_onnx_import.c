@@ -175,8 +175,14 @@ static float *run_graph(const ks__graph *g, const float *in, int64_t *numel_out)
         for (uint32_t k = 0; k < nd->num_outputs; k++)
             outs[k] = &rt[nd->outputs[k]];
         char err[256] = "";
-        ks__kernel_ctx ctx = {nd, n,    ins, nd->num_inputs, outs, nd->num_outputs,
-                              0,  NULL, err, sizeof(err)};
+        ks__kernel_ctx ctx = {.node = nd,
+                              .node_index = n,
+                              .in = ins,
+                              .num_inputs = nd->num_inputs,
+                              .out = outs,
+                              .num_outputs = nd->num_outputs,
+                              .err = err,
+                              .err_cap = sizeof(err)};
         const ks__kernel *k = &kt->k[nd->op];
         assert_non_null(k->infer);
         ks_status st = k->infer(&ctx);

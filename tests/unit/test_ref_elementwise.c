@@ -820,7 +820,8 @@ static void test_quantized_mean(void **state) {
     tt *ins[1] = {&tx};
     int32_t ip[KS_NODE_MAX_IPARAMS];
     float fp[KS_NODE_MAX_FPARAMS];
-    /* 4-D H/W keepdims (tf2 mobilenet), general path (no keepdims), equal-params path */
+    /* 4-D H/W keepdims (tf2 mobilenet), no keepdims, equal params: all within a quantum of the
+     * real mean (exact values: test_quantized_mean_sum_exact) */
     for (int variant = 0; variant < 3; variant++) {
         full_params(ip, fp);
         ip[0] = 0;
@@ -841,6 +842,127 @@ static void test_quantized_mean(void **state) {
             int32_t want = requant_ref(acc / (H * W), ty.scale, ty.zp, -128, 127);
             if (abs(y[c] - want) > 1)
                 fail_msg("variant %d channel %d: got %d want %d", variant, c, y[c], want);
+        }
+    }
+}
+
+/* Quantized MEAN/SUM outputs recorded from LiteRT 2.3.0's reference kernels (BUILTIN_REF) on
+ * one-op models, inputs x[i] = f((7 i^2 + 13 i + salt) % 251) with f(v) = v - 125 (I8), v (U8),
+ * 97 (v - 125) (I16). The first case (tf2 mobilenet's global pool) hits channels 6 and 13 where
+ * the old 4-D kernel (rescale, then divide by the count rounding) was one quantum off. */
+typedef struct qred_case {
+    int32_t kind, keep;
+    ks_dtype dtype;
+    int32_t rank;
+    int64_t dims[4];
+    int32_t num_axes, axes[2];
+    float sx, so;
+    int32_t zx, zo, salt, num_out;
+    int32_t want[16];
+} qred_case;
+
+static void test_quantized_mean_sum_exact(void **state) {
+    (void)state;
+    static const qred_case cases[] = {
+        {.kind = 0,
+         .keep = 1,
+         .dtype = KS_DTYPE_I8,
+         .rank = 4,
+         .dims = {1, 7, 7, 16},
+         .num_axes = 2,
+         .axes = {1, 2},
+         .sx = 0.0235294122248888f,
+         .so = 0.019077831879258156f,
+         .zx = -128,
+         .zo = -128,
+         .salt = 1,
+         .num_out = 16,
+         .want = {39, 23, 24, 42, 1, 22, 36, 22, 44, 14, 14, 44, 22, 36, 22, 1}},
+        {.kind = 0,
+         .keep = 0,
+         .dtype = KS_DTYPE_U8,
+         .rank = 3,
+         .dims = {2, 5, 6},
+         .num_axes = 1,
+         .axes = {-1},
+         .sx = 0.05f,
+         .so = 0.05f,
+         .zx = 128,
+         .zo = 128,
+         .salt = 2,
+         .num_out = 10,
+         .want = {98, 137, 135, 135, 137, 99, 64, 114, 82, 94}},
+        {.kind = 0,
+         .keep = 0,
+         .dtype = KS_DTYPE_I16,
+         .rank = 3,
+         .dims = {3, 4, 10},
+         .num_axes = 2,
+         .axes = {0, 2},
+         .sx = 0.001f,
+         .so = 0.0007f,
+         .zx = 0,
+         .zo = 0,
+         .salt = 3,
+         .num_out = 4,
+         .want = {-374, -1737, 1922, -3312}},
+        {.kind = 1,
+         .keep = 1,
+         .dtype = KS_DTYPE_U8,
+         .rank = 3,
+         .dims = {2, 3, 4},
+         .num_axes = 2,
+         .axes = {0, 2},
+         .sx = 0.02f,
+         .so = 0.3f,
+         .zx = 100,
+         .zo = 7,
+         .salt = 4,
+         .num_out = 3,
+         .want = {0, 49, 28}},
+    };
+    static int8_t x8[7 * 7 * 16], y8[16];
+    static uint8_t xu8[60], yu8[16];
+    static int16_t x16[120], y16[16];
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const qred_case *k = &cases[c];
+        int64_t n = 1;
+        for (int32_t d = 0; d < k->rank; d++)
+            n *= k->dims[d];
+        void *xd = k->dtype == KS_DTYPE_I8   ? (void *)x8
+                   : k->dtype == KS_DTYPE_U8 ? (void *)xu8
+                                             : (void *)x16;
+        void *yd = k->dtype == KS_DTYPE_I8   ? (void *)y8
+                   : k->dtype == KS_DTYPE_U8 ? (void *)yu8
+                                             : (void *)y16;
+        for (int64_t i = 0; i < n; i++) {
+            int32_t v = (int32_t)((i * i * 7 + i * 13 + k->salt) % 251);
+            if (k->dtype == KS_DTYPE_I8) x8[i] = (int8_t)(v - 125);
+            if (k->dtype == KS_DTYPE_U8) xu8[i] = (uint8_t)v;
+            if (k->dtype == KS_DTYPE_I16) x16[i] = (int16_t)((v - 125) * 97);
+        }
+        tt tx, ty;
+        tt_init(&tx, "x", k->dtype, k->rank, k->dims, xd);
+        tt_quant(&tx, k->sx, k->zx);
+        tt_init(&ty, "y", k->dtype, 0, NULL, yd);
+        tt_quant(&ty, k->so, k->zo);
+        tt *ins[1] = {&tx};
+        int32_t ip[KS_NODE_MAX_IPARAMS];
+        float fp[KS_NODE_MAX_FPARAMS];
+        full_params(ip, fp);
+        ip[0] = k->kind;
+        ip[1] = k->keep;
+        ip[2] = k->num_axes;
+        ip[3] = k->axes[0];
+        ip[4] = k->axes[1];
+        assert_int_equal(run_node(KS_OP_REDUCE, ip, fp, ins, 1, &ty, sizeof(y16)), 0);
+        assert_int_equal(ks__rt_numel(&ty.rt), k->num_out);
+        for (int32_t o = 0; o < k->num_out; o++) {
+            int32_t got = k->dtype == KS_DTYPE_I8   ? y8[o]
+                          : k->dtype == KS_DTYPE_U8 ? yu8[o]
+                                                    : y16[o];
+            if (got != k->want[o])
+                fail_msg("case %zu output %d: got %d want %d", c, o, got, k->want[o]);
         }
     }
 }
@@ -932,6 +1054,7 @@ int main(void) {
         cmocka_unit_test(test_quantized_unary),
         cmocka_unit_test(test_quantized_softmax),
         cmocka_unit_test(test_quantized_mean),
+        cmocka_unit_test(test_quantized_mean_sum_exact),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

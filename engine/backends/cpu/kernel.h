@@ -44,6 +44,12 @@ typedef struct ks__kernel_ctx {
     void *scratch;
     char *err; /* message buffer (err_cap bytes) */
     size_t err_cap;
+    /* Fast variants only (impl.h): packed constant data made at reshape, the thread pool (NULL:
+     * run on the calling thread) and its size. Reference kernels ignore these. */
+    void *packed;
+    size_t packed_bytes;
+    struct ks__pool *pool;
+    uint32_t num_threads;
 } ks__kernel_ctx;
 
 typedef ks_status (*ks__infer_fn)(ks__kernel_ctx *ctx);

@@ -11,8 +11,8 @@
  * - Quantized (U8/I8/I16 with per-tensor params) forms follow TFLite's integer kernels:
  *   ADD/SUB rescale both inputs to a common Q31 scale after a left shift of 20 (15 for I16);
  *   MUL uses one multiplier s_a * s_b / s_out; RELU/RELU6/RELU_N1_TO_1, LEAKY_RELU, PRELU and
- *   ABS requantize with TFLite's multipliers; MEAN has TFLite's three paths (4-D over H and W,
- *   equal in/out params, general float requantization).
+ *   ABS requantize with TFLite's multipliers; MEAN and SUM run TFLite's integer
+ *   QuantizedMeanOrSum (1/count folded into the output multiplier).
  * - HARD_SWISH on U8/I8 runs TFLite's 16-bit fixed-point kernel.
  * - Other quantized unary ops (SIGMOID, TANH, ELU, ...) use the semantics of
  *   TFLite's 8-bit lookup tables: dequantize, compute in float, round(y / s_out) + zp, clamp.
@@ -1220,45 +1220,53 @@ static void reduce_plan(const ks__rt_tensor *x, uint32_t mask, red_plan *p) {
     }
 }
 
-/* TFLite's quantized MEAN: the 4-D H/W reduction with keepdims has its own integer kernel. */
-static void reduce_mean_q4d(const ks__rt_tensor *x, ks__rt_tensor *y, red_plan *p) {
-    const float sx = q_scale(x), so = q_scale(y);
+/* True when every zero-point corrected sum of `count` codes fits in int32, the accumulator
+ * TFLite's integer MEAN/SUM uses (where TFLite would wrap, the float path is used instead).
+ * Only reductions of millions of elements (tens of thousands for I16) fail this. */
+static bool q_sum_fits_i32(const ks__rt_tensor *x, int64_t count) {
+    const int64_t zx = q_zp(x);
+    const int64_t lo = dtype_min(x->dtype) - zx, hi = dtype_max(x->dtype) - zx;
+    const int64_t max_dev = hi > -lo ? hi : -lo;
+    return max_dev == 0 || count <= INT32_MAX / max_dev;
+}
+
+/* TFLite's quantized MEAN and SUM (reference_ops::QuantizedMeanOrSum, which LiteRT uses for
+ * U8/I8/I16 whatever the axes and whether or not the in/out params differ): the zero-point
+ * corrected integer sum is scaled by one fixed-point multiplier for s_x / s_y. For MEAN the
+ * 1/count goes into that multiplier: it is shifted left by floor(log2(count)) bits (at most 32,
+ * and no further than a total shift of -31), divided by count with truncation, and the shift
+ * lowered to match. That multiplier carries fewer significant bits than s_x / (count * s_y)
+ * quantized directly, so ~1% of outputs land one quantum away from the rounded real mean;
+ * reproducing the folding literally is what makes the result bit-exact. */
+static void reduce_q_mean_sum(const ks__rt_tensor *x, ks__rt_tensor *y, red_plan *p, bool mean) {
     const int32_t zx = q_zp(x), zo = q_zp(y);
     const int64_t n_out = ks__rt_numel(y);
-    const int32_t num = (int32_t)p->count;
-    if (x->dtype == KS_DTYPE_U8) {
-        /* reference_ops::Mean (uint8): integer sum, one multiplier s_x / (n * s_y), rounded
-         * bias for the zero points. */
-        float t = (float)zx * sx / so;
-        t = t > 0.0f ? t + 0.5f : t - 0.5f;
-        const int32_t bias = zo - (int32_t)t;
-        int32_t m, sh;
-        ks__quant_multiplier((double)(sx / ((float)num * so)), &m, &sh);
-        for (int64_t o = 0; o < n_out; o++, red_next(&p->kept)) {
-            red_iter r = p->reduced;
-            r.off = p->kept.off;
-            int64_t sum = 0;
-            for (int64_t k = 0; k < p->count; k++, red_next(&r))
-                sum += load_i(x, r.off);
-            int32_t acc = ks__quant_mul((int32_t)clamp_i64(sum, INT32_MIN, INT32_MAX), m, sh);
-            acc += bias;
-            store_i(y, o, clamp_i64(acc, 0, 255));
-        }
+    if (p->count == 0) {
+        /* Empty reduction: TFLite leaves the raw code 0 (not the zero point). */
+        for (int64_t o = 0; o < n_out; o++)
+            store_i(y, o, 0);
         return;
     }
-    /* reference_integer_ops::Mean: zero-point corrected sum, rescale by s_x / s_y, then divide
-     * by the count rounding half away from zero. */
     int32_t m, sh;
-    ks__quant_multiplier((double)sx / (double)so, &m, &sh);
+    ks__quant_multiplier((double)q_scale(x) / (double)q_scale(y), &m, &sh);
+    if (mean) {
+        int32_t bits = 0;
+        while (bits < 62 && (p->count >> (bits + 1)) != 0)
+            bits++;
+        if (bits > 32) bits = 32;
+        if (bits > 31 + sh) bits = 31 + sh;
+        if (bits < 0) bits = 0;
+        m = (int32_t)((int64_t)((uint64_t)(uint32_t)m << bits) / p->count);
+        sh -= bits;
+    }
     for (int64_t o = 0; o < n_out; o++, red_next(&p->kept)) {
         red_iter r = p->reduced;
         r.off = p->kept.off;
         int64_t sum = 0;
         for (int64_t k = 0; k < p->count; k++, red_next(&r))
             sum += load_i(x, r.off) - zx;
-        int32_t acc = ks__quant_mul((int32_t)clamp_i64(sum, INT32_MIN, INT32_MAX), m, sh);
-        acc = acc > 0 ? (acc + num / 2) / num : (acc - num / 2) / num;
-        store_i(y, o, clamp_i64((int64_t)acc + zo, dtype_min(y->dtype), dtype_max(y->dtype)));
+        int64_t v = (int64_t)ks__quant_mul((int32_t)sum, m, sh) + zo;
+        store_i(y, o, clamp_i64(v, dtype_min(y->dtype), dtype_max(y->dtype)));
     }
 }
 
@@ -1275,29 +1283,8 @@ static ks_status reduce_run(ks__kernel_ctx *ctx) {
     const float sx = q_scale(x), so = q_scale(y);
     const int32_t zx = q_zp(x), zo = q_zp(y);
 
-    if (q && kind == RED_MEAN && p.count > 0 && p.count <= (1 << 23)) {
-        if (ctx->node->ip[1] != 0 && x->rank == 4 && mask == 0x6u) {
-            reduce_mean_q4d(x, y, &p);
-            return KS_STATUS_OK;
-        }
-        for (int64_t o = 0; o < n_out; o++, red_next(&p.kept)) {
-            red_iter r = p.reduced;
-            r.off = p.kept.off;
-            int64_t sum = 0;
-            for (int64_t k = 0; k < p.count; k++, red_next(&r))
-                sum += load_i(x, r.off);
-            int64_t v;
-            if (same_qparams(x, y)) {
-                /* TFLite's plain integer mean: truncating division of the raw sum. */
-                v = sum / p.count;
-            } else {
-                const float scale = sx / so;
-                const float bias = -(float)zx * scale;
-                float mean = (float)sum / (float)p.count;
-                v = requant_lut(mean * scale + bias, 1.0f, zo, y->dtype);
-            }
-            store_i(y, o, clamp_i64(v, dtype_min(y->dtype), dtype_max(y->dtype)));
-        }
+    if (q && (kind == RED_MEAN || kind == RED_SUM) && q_sum_fits_i32(x, p.count)) {
+        reduce_q_mean_sum(x, y, &p, kind == RED_MEAN);
         return KS_STATUS_OK;
     }
 

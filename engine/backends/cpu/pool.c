@@ -1,0 +1,171 @@
+/* Kestrel's thread pool (impl.h). One job at a time; the caller works too.
+ *
+ * Why spin then sleep: inference issues one parallel_for per op, hundreds per frame, with gaps of
+ * microseconds. Sleeping on a condition variable between them costs a futex wake-up (tens of
+ * microseconds) per op; spinning briefly catches the next op while it is still hot, and the
+ * bounded spin keeps idle apps from burning a core. */
+#include "impl.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define KS_POOL_SPIN 20000
+#define KS_POOL_MAX_THREADS 64
+
+struct ks__pool {
+    ks_allocator alloc;
+    uint32_t num_threads; /* including the caller */
+    pthread_t *threads;
+    uint32_t num_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_done;
+    atomic_uint generation;
+    atomic_uint active;
+    atomic_size_t next_chunk;
+    atomic_bool stop;
+    /* the current job */
+    ks__range_fn fn;
+    void *arg;
+    size_t num_items, chunk, num_chunks;
+};
+
+typedef struct worker_arg {
+    ks__pool *pool;
+    uint32_t index;
+} worker_arg;
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ volatile("pause");
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+static void do_chunks(ks__pool *p, uint32_t thread) {
+    for (;;) {
+        size_t c = atomic_fetch_add(&p->next_chunk, 1);
+        if (c >= p->num_chunks) break;
+        size_t begin = c * p->chunk, end = begin + p->chunk;
+        if (end > p->num_items) end = p->num_items;
+        p->fn(p->arg, begin, end, thread);
+    }
+}
+
+static void *worker_main(void *varg) {
+    ks__pool *p = ((worker_arg *)varg)->pool;
+    uint32_t index = ((worker_arg *)varg)->index;
+    unsigned seen = 0;
+    for (;;) {
+        unsigned gen = atomic_load(&p->generation);
+        for (int spin = 0; gen == seen && spin < KS_POOL_SPIN && !atomic_load(&p->stop); spin++) {
+            cpu_relax();
+            gen = atomic_load(&p->generation);
+        }
+        if (gen == seen && !atomic_load(&p->stop)) {
+            pthread_mutex_lock(&p->mu);
+            while ((gen = atomic_load(&p->generation)) == seen && !atomic_load(&p->stop))
+                pthread_cond_wait(&p->cv_work, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->stop)) break;
+        seen = gen;
+        do_chunks(p, index);
+        if (atomic_fetch_sub(&p->active, 1) == 1) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_broadcast(&p->cv_done);
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
+    return NULL;
+}
+
+ks_status ks__pool_create(const ks_allocator *alloc, uint32_t num_threads, ks__pool **pool_out) {
+    if (num_threads == 0) num_threads = 1;
+    if (num_threads > KS_POOL_MAX_THREADS) num_threads = KS_POOL_MAX_THREADS;
+    ks_allocator a = ks__allocator_or_default(alloc);
+    ks__pool *p = ks__alloc(&a, sizeof(*p) + sizeof(worker_arg) * num_threads);
+    if (!p) return KS_STATUS_OUT_OF_MEMORY;
+    memset(p, 0, sizeof(*p));
+    p->alloc = a;
+    p->num_threads = num_threads;
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->active, 0);
+    atomic_init(&p->next_chunk, 0);
+    atomic_init(&p->stop, false);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv_work, NULL);
+    pthread_cond_init(&p->cv_done, NULL);
+    if (num_threads > 1) {
+        p->threads = ks__alloc(&a, sizeof(pthread_t) * num_threads);
+        if (!p->threads) {
+            ks__pool_destroy(p);
+            return KS_STATUS_OUT_OF_MEMORY;
+        }
+        worker_arg *args = (worker_arg *)(p + 1);
+        for (uint32_t i = 1; i < num_threads; i++) {
+            args[i].pool = p;
+            args[i].index = i;
+            if (pthread_create(&p->threads[i - 1], NULL, worker_main, &args[i]) != 0) {
+                ks__pool_destroy(p);
+                return KS_STATUS_OUT_OF_MEMORY;
+            }
+            p->num_started++;
+        }
+    }
+    *pool_out = p;
+    return KS_STATUS_OK;
+}
+
+void ks__pool_destroy(ks__pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->stop, true);
+    pthread_cond_broadcast(&p->cv_work);
+    pthread_mutex_unlock(&p->mu);
+    for (uint32_t i = 0; i < p->num_started; i++) pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv_work);
+    pthread_cond_destroy(&p->cv_done);
+    ks_allocator a = p->alloc;
+    ks__free(&a, p->threads);
+    ks__free(&a, p);
+}
+
+uint32_t ks__pool_threads(const ks__pool *p) {
+    return p ? p->num_threads : 1;
+}
+
+void ks__parallel_for(ks__pool *p, size_t num_items, size_t grain, ks__range_fn fn, void *arg) {
+    if (num_items == 0) return;
+    if (grain == 0) grain = 1;
+    uint32_t workers = p ? p->num_started : 0;
+    if (workers == 0 || num_items <= grain) {
+        fn(arg, 0, num_items, 0);
+        return;
+    }
+    /* a few chunks per thread balance uneven work without much contention */
+    size_t max_chunks = (size_t)(workers + 1) * 4;
+    size_t num_chunks = (num_items + grain - 1) / grain;
+    if (num_chunks > max_chunks) num_chunks = max_chunks;
+    p->fn = fn;
+    p->arg = arg;
+    p->num_items = num_items;
+    p->chunk = (num_items + num_chunks - 1) / num_chunks;
+    p->num_chunks = (num_items + p->chunk - 1) / p->chunk;
+    atomic_store(&p->next_chunk, 0);
+    atomic_store(&p->active, workers);
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add(&p->generation, 1);
+    pthread_cond_broadcast(&p->cv_work);
+    pthread_mutex_unlock(&p->mu);
+    do_chunks(p, 0);
+    for (int spin = 0; atomic_load(&p->active) != 0 && spin < KS_POOL_SPIN; spin++) cpu_relax();
+    if (atomic_load(&p->active) != 0) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->active) != 0) pthread_cond_wait(&p->cv_done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
