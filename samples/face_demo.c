@@ -48,7 +48,8 @@ static float iou(const face *a, const face *b) {
     float iy = fminf(a->ymax, b->ymax) - fmaxf(a->ymin, b->ymin);
     if (ix <= 0 || iy <= 0) return 0;
     float inter = ix * iy;
-    float ua = (a->xmax - a->xmin) * (a->ymax - a->ymin) + (b->xmax - b->xmin) * (b->ymax - b->ymin);
+    float ua =
+        (a->xmax - a->xmin) * (a->ymax - a->ymin) + (b->xmax - b->xmin) * (b->ymax - b->ymin);
     return inter / (ua - inter);
 }
 
@@ -88,22 +89,26 @@ int main(int argc, char **argv) {
     }
     /* letterbox: scale the long side to 128, center, pad with 0 (= mid-grey in [-1,1]) */
     float scale = (float)INPUT_PX / (float)(w > h ? w : h);
-    float pad_x = ((float)INPUT_PX - (float)w * scale) / 2, pad_y = ((float)INPUT_PX - (float)h * scale) / 2;
+    float pad_x = ((float)INPUT_PX - (float)w * scale) / 2,
+          pad_y = ((float)INPUT_PX - (float)h * scale) / 2;
     float *t = in.data;
     for (int y = 0; y < INPUT_PX; y++)
         for (int x = 0; x < INPUT_PX; x++) {
-            float sx = ((float)x + 0.5f - pad_x) / scale - 0.5f, sy = ((float)y + 0.5f - pad_y) / scale - 0.5f;
+            float sx = ((float)x + 0.5f - pad_x) / scale - 0.5f,
+                  sy = ((float)y + 0.5f - pad_y) / scale - 0.5f;
             for (int ch = 0; ch < 3; ch++) {
                 float v = 0;
                 if (sx >= -0.5f && sy >= -0.5f && sx <= (float)w - 0.5f && sy <= (float)h - 0.5f) {
                     /* bilinear sample */
-                    float fx = fmaxf(0, fminf(sx, (float)w - 1)), fy = fmaxf(0, fminf(sy, (float)h - 1));
+                    float fx = fmaxf(0, fminf(sx, (float)w - 1)),
+                          fy = fmaxf(0, fminf(sy, (float)h - 1));
                     int x0 = (int)fx, y0 = (int)fy;
                     int x1 = x0 + 1 < w ? x0 + 1 : x0, y1 = y0 + 1 < h ? y0 + 1 : y0;
                     float ax = fx - (float)x0, ay = fy - (float)y0;
                     float p00 = px[(y0 * w + x0) * 3 + ch], p01 = px[(y0 * w + x1) * 3 + ch];
                     float p10 = px[(y1 * w + x0) * 3 + ch], p11 = px[(y1 * w + x1) * 3 + ch];
-                    float p = (p00 * (1 - ax) + p01 * ax) * (1 - ay) + (p10 * (1 - ax) + p11 * ax) * ay;
+                    float p =
+                        (p00 * (1 - ax) + p01 * ax) * (1 - ay) + (p10 * (1 - ax) + p11 * ax) * ay;
                     v = p / 127.5f - 1.0f;
                 }
                 t[(y * INPUT_PX + x) * 3 + ch] = v;
@@ -115,7 +120,8 @@ int main(int argc, char **argv) {
     }
     ks_session_output(s, 0, &boxes);
     ks_session_output(s, 1, &scores);
-    if (boxes.size_bytes != NUM_ANCHORS * 16 * sizeof(float) || scores.size_bytes != NUM_ANCHORS * sizeof(float)) {
+    if (boxes.size_bytes != NUM_ANCHORS * 16 * sizeof(float) ||
+        scores.size_bytes != NUM_ANCHORS * sizeof(float)) {
         fprintf(stderr, "face_demo: unexpected output shapes\n");
         goto done;
     }
@@ -160,15 +166,18 @@ int main(int argc, char **argv) {
             wsum += wgt;
             if (j != i) faces[j].score = -1;
         }
-        float x0 = (acc.xmin / wsum * INPUT_PX - pad_x) / scale, y0 = (acc.ymin / wsum * INPUT_PX - pad_y) / scale;
-        float x1 = (acc.xmax / wsum * INPUT_PX - pad_x) / scale, y1 = (acc.ymax / wsum * INPUT_PX - pad_y) / scale;
-        printf("face %d: score %.3f box [x0=%.0f y0=%.0f x1=%.0f y1=%.0f] px; right eye (%.0f, %.0f) "
-               "left eye (%.0f, %.0f)\n",
-               kept, (double)faces[i].score, (double)x0, (double)y0, (double)x1, (double)y1,
-               (double)((faces[i].kp[0][0] * INPUT_PX - pad_x) / scale),
-               (double)((faces[i].kp[0][1] * INPUT_PX - pad_y) / scale),
-               (double)((faces[i].kp[1][0] * INPUT_PX - pad_x) / scale),
-               (double)((faces[i].kp[1][1] * INPUT_PX - pad_y) / scale));
+        float x0 = (acc.xmin / wsum * INPUT_PX - pad_x) / scale,
+              y0 = (acc.ymin / wsum * INPUT_PX - pad_y) / scale;
+        float x1 = (acc.xmax / wsum * INPUT_PX - pad_x) / scale,
+              y1 = (acc.ymax / wsum * INPUT_PX - pad_y) / scale;
+        printf(
+            "face %d: score %.3f box [x0=%.0f y0=%.0f x1=%.0f y1=%.0f] px; right eye (%.0f, %.0f) "
+            "left eye (%.0f, %.0f)\n",
+            kept, (double)faces[i].score, (double)x0, (double)y0, (double)x1, (double)y1,
+            (double)((faces[i].kp[0][0] * INPUT_PX - pad_x) / scale),
+            (double)((faces[i].kp[0][1] * INPUT_PX - pad_y) / scale),
+            (double)((faces[i].kp[1][0] * INPUT_PX - pad_x) / scale),
+            (double)((faces[i].kp[1][1] * INPUT_PX - pad_y) / scale));
         kept++;
     }
     if (kept == 0) printf("no face found\n");

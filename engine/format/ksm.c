@@ -17,12 +17,14 @@ static int g_crc_ready;
 static void crc_init(void) {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
         g_crc_table[0][i] = c;
     }
     for (uint32_t i = 0; i < 256; i++)
         for (int t = 1; t < 8; t++)
-            g_crc_table[t][i] = (g_crc_table[t - 1][i] >> 8) ^ g_crc_table[0][g_crc_table[t - 1][i] & 0xff];
+            g_crc_table[t][i] =
+                (g_crc_table[t - 1][i] >> 8) ^ g_crc_table[0][g_crc_table[t - 1][i] & 0xff];
     g_crc_ready = 1;
 }
 
@@ -33,8 +35,8 @@ uint32_t ks__crc32(uint32_t crc, const uint8_t *p, size_t n) {
     while (n >= 8) {
         uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
                              (uint32_t)p[3] << 24);
-        uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 |
-                      (uint32_t)p[7] << 24;
+        uint32_t hi =
+            (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
         crc = g_crc_table[7][lo & 0xff] ^ g_crc_table[6][(lo >> 8) & 0xff] ^
               g_crc_table[5][(lo >> 16) & 0xff] ^ g_crc_table[4][lo >> 24] ^
               g_crc_table[3][hi & 0xff] ^ g_crc_table[2][(hi >> 8) & 0xff] ^
@@ -42,7 +44,8 @@ uint32_t ks__crc32(uint32_t crc, const uint8_t *p, size_t n) {
         p += 8;
         n -= 8;
     }
-    while (n--) crc = g_crc_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    while (n--)
+        crc = g_crc_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
     return ~crc;
 }
 
@@ -125,11 +128,11 @@ static cursor section_cursor(const uint8_t *data, const section *s) {
     return c;
 }
 
-#define FAIL(code, ...)                                                                           \
-    do {                                                                                          \
-        st = (code);                                                                              \
-        ks__fmt(err, err_cap, __VA_ARGS__);                                                       \
-        goto error;                                                                               \
+#define FAIL(code, ...)                                                                            \
+    do {                                                                                           \
+        st = (code);                                                                               \
+        ks__fmt(err, err_cap, __VA_ARGS__);                                                        \
+        goto error;                                                                                \
     } while (0)
 
 static const char *k_section_names[] = {"", "META", "TENSORS", "NODES", "GRAPH_IO", "WEIGHTS"};
@@ -185,8 +188,9 @@ ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, k
         uint32_t kind = rd32(e);
         uint64_t off = rd64(e + 8), sz = rd64(e + 16);
         if (off > size || sz > size - off)
-            FAIL(KS_STATUS_INVALID_MODEL, "section %u (kind %u) [%llu, +%llu) lies outside the file",
-                 i, kind, (unsigned long long)off, (unsigned long long)sz);
+            FAIL(KS_STATUS_INVALID_MODEL,
+                 "section %u (kind %u) [%llu, +%llu) lies outside the file", i, kind,
+                 (unsigned long long)off, (unsigned long long)sz);
         if (kind < 1 || kind > 5) continue; /* unknown: skipped (minor-version extension) */
         if (sec[kind].present)
             FAIL(KS_STATUS_INVALID_MODEL, "section %s appears twice", k_section_names[kind]);
@@ -225,7 +229,8 @@ ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, k
         uint64_t wsize = sec[KSM_SECTION_WEIGHTS].size;
         uint32_t n = get_u32(&c);
         /* each tensor record is at least 32 bytes */
-        if (n > c.left / 32) FAIL(KS_STATUS_INVALID_MODEL, "tensor count %u exceeds the section", n);
+        if (n > c.left / 32)
+            FAIL(KS_STATUS_INVALID_MODEL, "tensor count %u exceeds the section", n);
         for (uint32_t i = 0; i < n; i++) {
             name = get_string(&c, &g->alloc, &st);
             if (!name) {
@@ -234,15 +239,18 @@ ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, k
             }
             uint8_t dtype = get_u8(&c), rank = get_u8(&c);
             uint16_t tflags = get_u16(&c);
-            if (rank > KS_MAX_RANK) FAIL(KS_STATUS_INVALID_MODEL, "tensor %u '%s': rank %u > 8", i, name, rank);
+            if (rank > KS_MAX_RANK)
+                FAIL(KS_STATUS_INVALID_MODEL, "tensor %u '%s': rank %u > 8", i, name, rank);
             int64_t dims[KS_MAX_RANK];
-            for (uint32_t d = 0; d < rank; d++) dims[d] = (int64_t)get_u64(&c);
+            for (uint32_t d = 0; d < rank; d++)
+                dims[d] = (int64_t)get_u64(&c);
             uint64_t doff = get_u64(&c), dsize = get_u64(&c);
             uint32_t qn = get_u32(&c);
             int32_t qaxis = (int32_t)get_u32(&c);
             if (c.bad) FAIL(KS_STATUS_INVALID_MODEL, "tensor %u '%s': record truncated", i, name);
             if (qn > c.left / 8)
-                FAIL(KS_STATUS_INVALID_MODEL, "tensor %u '%s': %u quantization params exceed the section", i, name, qn);
+                FAIL(KS_STATUS_INVALID_MODEL,
+                     "tensor %u '%s': %u quantization params exceed the section", i, name, qn);
             int32_t id;
             st = ks__graph_add_tensor(g, name, (ks_dtype)dtype, rank, dims, &id);
             if (st) FAIL(st, "tensor %u '%s': %s", i, name, ks_status_string(st));
@@ -254,17 +262,21 @@ ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, k
                 t->quant.zero_points = ks__alloc(&g->alloc, qn * sizeof(int32_t));
                 if (!t->quant.scales || !t->quant.zero_points)
                     FAIL(KS_STATUS_OUT_OF_MEMORY, "out of memory reading quantization");
-                for (uint32_t q = 0; q < qn; q++) t->quant.scales[q] = get_f32(&c);
-                for (uint32_t q = 0; q < qn; q++) t->quant.zero_points[q] = (int32_t)get_u32(&c);
+                for (uint32_t q = 0; q < qn; q++)
+                    t->quant.scales[q] = get_f32(&c);
+                for (uint32_t q = 0; q < qn; q++)
+                    t->quant.zero_points[q] = (int32_t)get_u32(&c);
                 t->quant.count = qn;
                 t->quant.axis = qaxis;
             }
             if (tflags & ~1u)
-                FAIL(KS_STATUS_INVALID_MODEL, "tensor %u '%s': unknown flags 0x%x", i, t->name, tflags);
+                FAIL(KS_STATUS_INVALID_MODEL, "tensor %u '%s': unknown flags 0x%x", i, t->name,
+                     tflags);
             if (tflags & 1u) {
                 if (doff % KSM_WEIGHT_ALIGN || doff > wsize || dsize > wsize - doff)
                     FAIL(KS_STATUS_INVALID_MODEL,
-                         "tensor %u '%s': data [%llu, +%llu) outside the weight section (%llu bytes)",
+                         "tensor %u '%s': data [%llu, +%llu) outside the weight section (%llu "
+                         "bytes)",
                          i, t->name, (unsigned long long)doff, (unsigned long long)dsize,
                          (unsigned long long)wsize);
                 t->data = wbase + doff;
@@ -294,23 +306,27 @@ ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, k
             if (nin > 1024 || nin > c.left / 4)
                 FAIL(KS_STATUS_INVALID_MODEL, "node %u '%s': %u inputs", i, name, nin);
             int32_t in_buf[1024], out_buf[1024];
-            for (uint32_t k = 0; k < nin; k++) in_buf[k] = (int32_t)get_u32(&c);
+            for (uint32_t k = 0; k < nin; k++)
+                in_buf[k] = (int32_t)get_u32(&c);
             uint32_t nout = get_u32(&c);
             if (nout > 1024 || nout > c.left / 4)
                 FAIL(KS_STATUS_INVALID_MODEL, "node %u '%s': %u outputs", i, name, nout);
-            for (uint32_t k = 0; k < nout; k++) out_buf[k] = (int32_t)get_u32(&c);
+            for (uint32_t k = 0; k < nout; k++)
+                out_buf[k] = (int32_t)get_u32(&c);
             uint32_t nip = get_u32(&c);
             if (nip > KS_NODE_MAX_IPARAMS)
                 FAIL(KS_STATUS_INVALID_MODEL, "node %u '%s': %u int params (max %d)", i, name, nip,
                      KS_NODE_MAX_IPARAMS);
             int32_t ip[KS_NODE_MAX_IPARAMS] = {0};
-            for (uint32_t k = 0; k < nip; k++) ip[k] = (int32_t)get_u32(&c);
+            for (uint32_t k = 0; k < nip; k++)
+                ip[k] = (int32_t)get_u32(&c);
             uint32_t nfp = get_u32(&c);
             if (nfp > KS_NODE_MAX_FPARAMS)
                 FAIL(KS_STATUS_INVALID_MODEL, "node %u '%s': %u float params (max %d)", i, name,
                      nfp, KS_NODE_MAX_FPARAMS);
             float fp[KS_NODE_MAX_FPARAMS] = {0};
-            for (uint32_t k = 0; k < nfp; k++) fp[k] = get_f32(&c);
+            for (uint32_t k = 0; k < nfp; k++)
+                fp[k] = get_f32(&c);
             if (c.bad) FAIL(KS_STATUS_INVALID_MODEL, "node %u '%s': record truncated", i, name);
             uint32_t idx;
             st = ks__graph_add_node(g, op, name, nin, in_buf, nout, out_buf, &idx);
@@ -326,16 +342,19 @@ ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, k
     {
         cursor c = section_cursor(data, &sec[KSM_SECTION_GRAPH_IO]);
         uint32_t nin = get_u32(&c);
-        if (nin > c.left / 4) FAIL(KS_STATUS_INVALID_MODEL, "GRAPH_IO: %u inputs exceed the section", nin);
+        if (nin > c.left / 4)
+            FAIL(KS_STATUS_INVALID_MODEL, "GRAPH_IO: %u inputs exceed the section", nin);
         ids = ks__alloc(&g->alloc, ((size_t)nin + 1) * sizeof(int32_t));
         if (!ids) FAIL(KS_STATUS_OUT_OF_MEMORY, "out of memory reading graph I/O");
-        for (uint32_t k = 0; k < nin; k++) ids[k] = (int32_t)get_u32(&c);
+        for (uint32_t k = 0; k < nin; k++)
+            ids[k] = (int32_t)get_u32(&c);
         uint32_t nout = get_u32(&c);
         if (c.bad || nout > c.left / 4)
             FAIL(KS_STATUS_INVALID_MODEL, "GRAPH_IO section is truncated");
         int32_t *outs = ks__alloc(&g->alloc, ((size_t)nout + 1) * sizeof(int32_t));
         if (!outs) FAIL(KS_STATUS_OUT_OF_MEMORY, "out of memory reading graph I/O");
-        for (uint32_t k = 0; k < nout; k++) outs[k] = (int32_t)get_u32(&c);
+        for (uint32_t k = 0; k < nout; k++)
+            outs[k] = (int32_t)get_u32(&c);
         st = ks__graph_set_io(g, nin, ids, nout, outs);
         ks__free(&g->alloc, outs);
         if (st) FAIL(st, "out of memory reading graph I/O");
@@ -373,7 +392,8 @@ static void put(wbuf *b, const void *src, size_t n) {
     if (b->oom) return;
     if (b->len + n > b->cap) {
         size_t nc = b->cap ? b->cap : 4096;
-        while (nc < b->len + n) nc *= 2;
+        while (nc < b->len + n)
+            nc *= 2;
         uint8_t *np = ks__alloc_aligned(b->a, nc, 64);
         if (!np) {
             b->oom = true;
@@ -384,8 +404,10 @@ static void put(wbuf *b, const void *src, size_t n) {
         b->p = np;
         b->cap = nc;
     }
-    if (src) memcpy(b->p + b->len, src, n);
-    else memset(b->p + b->len, 0, n);
+    if (src)
+        memcpy(b->p + b->len, src, n);
+    else
+        memset(b->p + b->len, 0, n);
     b->len += n;
 }
 static void put_u8(wbuf *b, uint8_t v) {
@@ -443,7 +465,8 @@ ks_status ks__ksm_write(const ks__graph *g, uint8_t **data_out, size_t *size_out
     for (uint32_t i = 0; i < g->num_tensors; i++) {
         if (!(g->tensors[i].flags & KS__TENSOR_CONST)) continue;
         doffs[i] = woff;
-        woff += (g->tensors[i].size_bytes + KSM_WEIGHT_ALIGN - 1) / KSM_WEIGHT_ALIGN * KSM_WEIGHT_ALIGN;
+        woff +=
+            (g->tensors[i].size_bytes + KSM_WEIGHT_ALIGN - 1) / KSM_WEIGHT_ALIGN * KSM_WEIGHT_ALIGN;
     }
     put(&b, NULL, KSM_HEADER_BYTES);
     size_t sec_off[6] = {0}, sec_size[6] = {0};
@@ -465,13 +488,16 @@ ks_status ks__ksm_write(const ks__graph *g, uint8_t **data_out, size_t *size_out
         put_u8(&b, (uint8_t)t->dtype);
         put_u8(&b, (uint8_t)t->rank);
         put_u16(&b, is_const ? 1 : 0);
-        for (int32_t d = 0; d < t->rank; d++) put_u64(&b, (uint64_t)t->dims[d]);
+        for (int32_t d = 0; d < t->rank; d++)
+            put_u64(&b, (uint64_t)t->dims[d]);
         put_u64(&b, is_const ? doffs[i] : 0);
         put_u64(&b, is_const ? t->size_bytes : 0);
         put_u32(&b, t->quant.count);
         put_u32(&b, (uint32_t)t->quant.axis);
-        for (uint32_t q = 0; q < t->quant.count; q++) put_f32(&b, t->quant.scales[q]);
-        for (uint32_t q = 0; q < t->quant.count; q++) put_u32(&b, (uint32_t)t->quant.zero_points[q]);
+        for (uint32_t q = 0; q < t->quant.count; q++)
+            put_f32(&b, t->quant.scales[q]);
+        for (uint32_t q = 0; q < t->quant.count; q++)
+            put_u32(&b, (uint32_t)t->quant.zero_points[q]);
     }
     sec_size[KSM_SECTION_TENSORS] = b.len - sec_off[KSM_SECTION_TENSORS];
 
@@ -483,25 +509,33 @@ ks_status ks__ksm_write(const ks__graph *g, uint8_t **data_out, size_t *size_out
         put_u16(&b, 0);
         put_str(&b, n->name);
         put_u32(&b, n->num_inputs);
-        for (uint32_t k = 0; k < n->num_inputs; k++) put_u32(&b, (uint32_t)n->inputs[k]);
+        for (uint32_t k = 0; k < n->num_inputs; k++)
+            put_u32(&b, (uint32_t)n->inputs[k]);
         put_u32(&b, n->num_outputs);
-        for (uint32_t k = 0; k < n->num_outputs; k++) put_u32(&b, (uint32_t)n->outputs[k]);
+        for (uint32_t k = 0; k < n->num_outputs; k++)
+            put_u32(&b, (uint32_t)n->outputs[k]);
         /* trailing zero params are not stored */
         uint32_t nip = KS_NODE_MAX_IPARAMS, nfp = KS_NODE_MAX_FPARAMS;
-        while (nip && n->ip[nip - 1] == 0) nip--;
-        while (nfp && n->fp[nfp - 1] == 0.0f) nfp--;
+        while (nip && n->ip[nip - 1] == 0)
+            nip--;
+        while (nfp && n->fp[nfp - 1] == 0.0f)
+            nfp--;
         put_u32(&b, nip);
-        for (uint32_t k = 0; k < nip; k++) put_u32(&b, (uint32_t)n->ip[k]);
+        for (uint32_t k = 0; k < nip; k++)
+            put_u32(&b, (uint32_t)n->ip[k]);
         put_u32(&b, nfp);
-        for (uint32_t k = 0; k < nfp; k++) put_f32(&b, n->fp[k]);
+        for (uint32_t k = 0; k < nfp; k++)
+            put_f32(&b, n->fp[k]);
     }
     sec_size[KSM_SECTION_NODES] = b.len - sec_off[KSM_SECTION_NODES];
 
     sec_off[KSM_SECTION_GRAPH_IO] = b.len;
     put_u32(&b, g->num_inputs);
-    for (uint32_t k = 0; k < g->num_inputs; k++) put_u32(&b, (uint32_t)g->inputs[k]);
+    for (uint32_t k = 0; k < g->num_inputs; k++)
+        put_u32(&b, (uint32_t)g->inputs[k]);
     put_u32(&b, g->num_outputs);
-    for (uint32_t k = 0; k < g->num_outputs; k++) put_u32(&b, (uint32_t)g->outputs[k]);
+    for (uint32_t k = 0; k < g->num_outputs; k++)
+        put_u32(&b, (uint32_t)g->outputs[k]);
     sec_size[KSM_SECTION_GRAPH_IO] = b.len - sec_off[KSM_SECTION_GRAPH_IO];
 
     size_t table_off = b.len;

@@ -29,15 +29,12 @@
  *             string name; u8 dtype (ks_dtype); u8 rank (<= 8); u16 flags (bit 0: constant);
  *             i64 dims[rank] (-1: dynamic);
  *             u64 data_offset (from WEIGHTS section start, multiple of 64); u64 data_size;
- *             u32 quant_count; i32 quant_axis; f32 scales[quant_count]; i32 zero_points[quant_count]
- *           }   non-constant tensors have data_offset = data_size = 0.
- * NODES:    u32 count; count x {
- *             u16 op (ops.inc id); u16 reserved (0); string name;
- *             u32 num_inputs; i32 inputs[num_inputs] (-1 = absent optional);
- *             u32 num_outputs; i32 outputs[num_outputs];
- *             u32 num_iparams (<= 32); i32 iparams[]; u32 num_fparams (<= 8); f32 fparams[]
- *           }   nodes are stored in execution order.
- * GRAPH_IO: u32 num_inputs; i32 tensor ids[]; u32 num_outputs; i32 tensor ids[]
+ *             u32 quant_count; i32 quant_axis; f32 scales[quant_count]; i32
+ * zero_points[quant_count] }   non-constant tensors have data_offset = data_size = 0. NODES:    u32
+ * count; count x { u16 op (ops.inc id); u16 reserved (0); string name; u32 num_inputs; i32
+ * inputs[num_inputs] (-1 = absent optional); u32 num_outputs; i32 outputs[num_outputs]; u32
+ * num_iparams (<= 32); i32 iparams[]; u32 num_fparams (<= 8); f32 fparams[] }   nodes are stored in
+ * execution order. GRAPH_IO: u32 num_inputs; i32 tensor ids[]; u32 num_outputs; i32 tensor ids[]
  * WEIGHTS:  raw constant bytes, each constant 64-byte aligned, zero padding between.
  *
  * The reader checks every count, offset and size against the section it lies in before use, then

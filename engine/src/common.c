@@ -14,47 +14,78 @@ const char *ks_version_string(void) {
 
 const char *ks_status_string(ks_status status) {
     switch (status) {
-    case KS_STATUS_OK: return "ok";
-    case KS_STATUS_INVALID_ARGUMENT: return "invalid argument";
-    case KS_STATUS_OUT_OF_MEMORY: return "out of memory";
-    case KS_STATUS_IO_ERROR: return "i/o error";
-    case KS_STATUS_INVALID_MODEL: return "invalid model";
-    case KS_STATUS_UNSUPPORTED: return "unsupported";
-    case KS_STATUS_VERSION_MISMATCH: return "version mismatch";
-    case KS_STATUS_CHECKSUM_MISMATCH: return "checksum mismatch";
-    case KS_STATUS_INVALID_SHAPE: return "invalid shape";
-    case KS_STATUS_INVALID_STATE: return "invalid state";
-    case KS_STATUS_LIMIT_EXCEEDED: return "limit exceeded";
-    case KS_STATUS_INTERNAL: return "internal error";
-    default: return "unknown status";
+    case KS_STATUS_OK:
+        return "ok";
+    case KS_STATUS_INVALID_ARGUMENT:
+        return "invalid argument";
+    case KS_STATUS_OUT_OF_MEMORY:
+        return "out of memory";
+    case KS_STATUS_IO_ERROR:
+        return "i/o error";
+    case KS_STATUS_INVALID_MODEL:
+        return "invalid model";
+    case KS_STATUS_UNSUPPORTED:
+        return "unsupported";
+    case KS_STATUS_VERSION_MISMATCH:
+        return "version mismatch";
+    case KS_STATUS_CHECKSUM_MISMATCH:
+        return "checksum mismatch";
+    case KS_STATUS_INVALID_SHAPE:
+        return "invalid shape";
+    case KS_STATUS_INVALID_STATE:
+        return "invalid state";
+    case KS_STATUS_LIMIT_EXCEEDED:
+        return "limit exceeded";
+    case KS_STATUS_INTERNAL:
+        return "internal error";
+    default:
+        return "unknown status";
     }
 }
 
 const char *ks_dtype_string(ks_dtype dtype) {
     switch (dtype) {
-    case KS_DTYPE_F32: return "f32";
-    case KS_DTYPE_F16: return "f16";
-    case KS_DTYPE_I32: return "i32";
-    case KS_DTYPE_I64: return "i64";
-    case KS_DTYPE_U8: return "u8";
-    case KS_DTYPE_I8: return "i8";
-    case KS_DTYPE_BOOL: return "bool";
-    case KS_DTYPE_I16: return "i16";
-    default: return "invalid";
+    case KS_DTYPE_F32:
+        return "f32";
+    case KS_DTYPE_F16:
+        return "f16";
+    case KS_DTYPE_I32:
+        return "i32";
+    case KS_DTYPE_I64:
+        return "i64";
+    case KS_DTYPE_U8:
+        return "u8";
+    case KS_DTYPE_I8:
+        return "i8";
+    case KS_DTYPE_BOOL:
+        return "bool";
+    case KS_DTYPE_I16:
+        return "i16";
+    default:
+        return "invalid";
     }
 }
 
 size_t ks_dtype_size(ks_dtype dtype) {
     switch (dtype) {
-    case KS_DTYPE_F32: return 4;
-    case KS_DTYPE_F16: return 2;
-    case KS_DTYPE_I32: return 4;
-    case KS_DTYPE_I64: return 8;
-    case KS_DTYPE_U8: return 1;
-    case KS_DTYPE_I8: return 1;
-    case KS_DTYPE_BOOL: return 1;
-    case KS_DTYPE_I16: return 2;
-    default: return 0;
+    case KS_DTYPE_F32:
+        return 4;
+    case KS_DTYPE_F16:
+        return 2;
+    case KS_DTYPE_I32:
+        return 4;
+    case KS_DTYPE_I64:
+        return 8;
+    case KS_DTYPE_U8:
+        return 1;
+    case KS_DTYPE_I8:
+        return 1;
+    case KS_DTYPE_BOOL:
+        return 1;
+    case KS_DTYPE_I16:
+        return 2;
+    default:
+        return 0;
     }
 }
 

@@ -57,8 +57,10 @@ void *ks__calloc(const ks_allocator *a, size_t count, size_t size_bytes) {
 
 void ks__free(const ks_allocator *a, void *ptr) {
     if (!ptr) return;
-    if (a && a->free) a->free(a->user, ptr);
-    else free(ptr);
+    if (a && a->free)
+        a->free(a->user, ptr);
+    else
+        free(ptr);
 }
 
 char *ks__strdup(const ks_allocator *a, const char *s) {
@@ -93,7 +95,8 @@ static void free_tensor(ks__graph *g, ks__tensor *t) {
 
 void ks__graph_free(ks__graph *g) {
     if (!g) return;
-    for (uint32_t i = 0; i < g->num_tensors; i++) free_tensor(g, &g->tensors[i]);
+    for (uint32_t i = 0; i < g->num_tensors; i++)
+        free_tensor(g, &g->tensors[i]);
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         ks__free(&g->alloc, g->nodes[i].name);
         ks__free(&g->alloc, g->nodes[i].inputs);
@@ -118,7 +121,8 @@ static ks_status grow(ks__graph *g, void **arr, uint32_t *cap, uint32_t need, si
     if (need <= *cap) return KS_STATUS_OK;
     if (need > (1u << 26)) return KS_STATUS_LIMIT_EXCEEDED;
     uint32_t nc = *cap ? *cap : 16;
-    while (nc < need) nc *= 2;
+    while (nc < need)
+        nc *= 2;
     void *n = ks__calloc(&g->alloc, nc, elem_size);
     if (!n) return KS_STATUS_OUT_OF_MEMORY;
     if (*arr) memcpy(n, *arr, (size_t)*cap * elem_size);
@@ -131,8 +135,8 @@ static ks_status grow(ks__graph *g, void **arr, uint32_t *cap, uint32_t need, si
 ks_status ks__graph_add_tensor(ks__graph *g, const char *name, ks_dtype dtype, int32_t rank,
                                const int64_t *dims, int32_t *id_out) {
     if (rank < 0 || rank > KS_MAX_RANK || (rank > 0 && !dims)) return KS_STATUS_INVALID_ARGUMENT;
-    ks_status st = grow(g, (void **)&g->tensors, &g->cap_tensors, g->num_tensors + 1,
-                        sizeof(ks__tensor));
+    ks_status st =
+        grow(g, (void **)&g->tensors, &g->cap_tensors, g->num_tensors + 1, sizeof(ks__tensor));
     if (st) return st;
     ks__tensor *t = &g->tensors[g->num_tensors];
     memset(t, 0, sizeof(*t));
@@ -140,7 +144,8 @@ ks_status ks__graph_add_tensor(ks__graph *g, const char *name, ks_dtype dtype, i
     if (!t->name) return KS_STATUS_OUT_OF_MEMORY;
     t->dtype = dtype;
     t->rank = rank;
-    for (int32_t i = 0; i < rank; i++) t->dims[i] = dims[i];
+    for (int32_t i = 0; i < rank; i++)
+        t->dims[i] = dims[i];
     *id_out = (int32_t)g->num_tensors++;
     return KS_STATUS_OK;
 }
@@ -179,8 +184,10 @@ ks_status ks__graph_set_quant(ks__graph *g, int32_t id, uint32_t count, int32_t 
         return KS_STATUS_OUT_OF_MEMORY;
     }
     memcpy(t->quant.scales, scales, count * sizeof(float));
-    if (zero_points) memcpy(t->quant.zero_points, zero_points, count * sizeof(int32_t));
-    else memset(t->quant.zero_points, 0, count * sizeof(int32_t));
+    if (zero_points)
+        memcpy(t->quant.zero_points, zero_points, count * sizeof(int32_t));
+    else
+        memset(t->quant.zero_points, 0, count * sizeof(int32_t));
     t->quant.count = count;
     t->quant.axis = axis;
     return KS_STATUS_OK;
@@ -190,8 +197,7 @@ ks_status ks__graph_add_node(ks__graph *g, uint32_t op, const char *name, uint32
                              const int32_t *inputs, uint32_t num_outputs, const int32_t *outputs,
                              uint32_t *index_out) {
     if (num_inputs > 1024 || num_outputs > 1024) return KS_STATUS_LIMIT_EXCEEDED;
-    ks_status st =
-        grow(g, (void **)&g->nodes, &g->cap_nodes, g->num_nodes + 1, sizeof(ks__node));
+    ks_status st = grow(g, (void **)&g->nodes, &g->cap_nodes, g->num_nodes + 1, sizeof(ks__node));
     if (st) return st;
     ks__node *n = &g->nodes[g->num_nodes];
     memset(n, 0, sizeof(*n));
@@ -304,7 +310,8 @@ ks_status ks__graph_validate(const ks__graph *g, char *err, size_t err_cap) {
             if (n < 0 || (uint64_t)n * ks_dtype_size(t->dtype) != t->size_bytes) {
                 ks__fmt(err, err_cap,
                         "tensor %u '%s': constant holds %zu bytes, shape and dtype need %lld", i,
-                        t->name, t->size_bytes, (long long)(n < 0 ? -1 : n * (int64_t)ks_dtype_size(t->dtype)));
+                        t->name, t->size_bytes,
+                        (long long)(n < 0 ? -1 : n * (int64_t)ks_dtype_size(t->dtype)));
                 goto done;
             }
             defined[i] = 1;
@@ -319,8 +326,8 @@ ks_status ks__graph_validate(const ks__graph *g, char *err, size_t err_cap) {
         }
         for (uint32_t q = 0; q < t->quant.count; q++) {
             if (!(t->quant.scales[q] > 0.0f) || !isfinite(t->quant.scales[q])) {
-                ks__fmt(err, err_cap, "tensor %u '%s': invalid quantization scale %g", i,
-                        t->name, (double)t->quant.scales[q]);
+                ks__fmt(err, err_cap, "tensor %u '%s': invalid quantization scale %g", i, t->name,
+                        (double)t->quant.scales[q]);
                 goto done;
             }
         }
@@ -350,20 +357,20 @@ ks_status ks__graph_validate(const ks__graph *g, char *err, size_t err_cap) {
             int32_t id = n->inputs[k];
             if (id == -1 && k >= info->min_inputs) continue;
             if (id < 0 || (uint32_t)id >= g->num_tensors || !defined[id]) {
-                ks__fmt(err, err_cap, "node %u '%s' (%s): input %u (tensor %d) is %s", ni,
-                        n->name, info->name, k, id,
+                ks__fmt(err, err_cap, "node %u '%s' (%s): input %u (tensor %d) is %s", ni, n->name,
+                        info->name, k, id,
                         (id < 0 || (uint32_t)id >= g->num_tensors) ? "out of range"
-                                                                    : "used before defined");
+                                                                   : "used before defined");
                 goto done;
             }
         }
         for (uint32_t k = 0; k < n->num_outputs; k++) {
             int32_t id = n->outputs[k];
             if (id < 0 || (uint32_t)id >= g->num_tensors || defined[id]) {
-                ks__fmt(err, err_cap, "node %u '%s' (%s): output %u (tensor %d) is %s", ni,
-                        n->name, info->name, k, id,
+                ks__fmt(err, err_cap, "node %u '%s' (%s): output %u (tensor %d) is %s", ni, n->name,
+                        info->name, k, id,
                         (id < 0 || (uint32_t)id >= g->num_tensors) ? "out of range"
-                                                                    : "defined twice");
+                                                                   : "defined twice");
                 goto done;
             }
             defined[id] = 1;

@@ -68,7 +68,7 @@ typedef enum ks__pad_mode {
 typedef enum ks__resize_coord {
     KS_RESIZE_ASYMMETRIC = 0,
     KS_RESIZE_ALIGN_CORNERS = 1,
-    KS_RESIZE_HALF_PIXEL = 2,         /* TFLite half_pixel_centers, ONNX half_pixel */
+    KS_RESIZE_HALF_PIXEL = 2, /* TFLite half_pixel_centers, ONNX half_pixel */
     KS_RESIZE_PYTORCH_HALF_PIXEL = 3,
     KS_RESIZE_TF_HALF_PIXEL_FOR_NN = 4,
     KS_RESIZE_COORD_COUNT

@@ -159,7 +159,8 @@ void ks__tensor_info_from_def(const ks__tensor *t, ks_tensor_info *info) {
     info->name = t->name;
     info->dtype = t->dtype;
     info->shape.rank = t->rank;
-    for (int32_t d = 0; d < t->rank; d++) info->shape.dims[d] = t->dims[d];
+    for (int32_t d = 0; d < t->rank; d++)
+        info->shape.dims[d] = t->dims[d];
     if (t->quant.count) {
         info->scale = t->quant.scales[0];
         info->zero_point = t->quant.zero_points[0];

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../backends/cpu/kernel.h"
+#include "../backends/cpu/impl.h"
 #include "model.h"
 
 #define KS_MAX_TENSOR_BYTES (UINT64_C(1) << 32)
@@ -31,14 +31,14 @@ struct ks_session {
     uint32_t flags;
     const ks__kernel_table *kernels;
 
-    ks__rt_tensor *rt;        /* per tensor */
-    ks__rt_tensor **ptrs;     /* per node: inputs then outputs */
-    uint32_t *ptr_off;        /* per node offset into ptrs */
-    uint8_t *kind;            /* per tensor T_* */
-    uint8_t *skip;            /* per node: evaluated at reshape */
-    size_t *scratch_bytes;    /* per node */
-    uint8_t **scratch;        /* per node */
-    void **known_bufs;        /* reshape-time values, freed at the next reshape */
+    ks__rt_tensor *rt;     /* per tensor */
+    ks__rt_tensor **ptrs;  /* per node: inputs then outputs */
+    uint32_t *ptr_off;     /* per node offset into ptrs */
+    uint8_t *kind;         /* per tensor T_* */
+    uint8_t *skip;         /* per node: evaluated at reshape */
+    size_t *scratch_bytes; /* per node */
+    uint8_t **scratch;     /* per node */
+    void **known_bufs;     /* reshape-time values, freed at the next reshape */
     uint32_t num_known_bufs;
     /* planner work arrays (per tensor) */
     int32_t *group, *first, *last;
@@ -48,14 +48,29 @@ struct ks_session {
     size_t arena_bytes;
     bool ready;
 
+    /* fast variants (impl.h), chosen per node at reshape */
+    uint32_t isa;
+    ks__pool *pool;
+    uint32_t num_threads;
+    const ks__impl **impl; /* per node; NULL: reference kernel */
+    void **packed;         /* per node, freed at the next reshape */
+    size_t *packed_bytes;
+
     ks_profile_fn prof;
     void *prof_user;
     char kerr[KS_ERROR_CAP - 32];
 };
 
 static void free_plan(ks_session *s) {
-    for (uint32_t i = 0; i < s->num_known_bufs; i++) ks__free(&s->alloc, s->known_bufs[i]);
+    for (uint32_t i = 0; i < s->num_known_bufs; i++)
+        ks__free(&s->alloc, s->known_bufs[i]);
     s->num_known_bufs = 0;
+    for (uint32_t i = 0; s->packed && s->packed_bytes && s->impl && i < s->g->num_nodes; i++) {
+        ks__free(&s->alloc, s->packed[i]);
+        s->packed[i] = NULL;
+        s->packed_bytes[i] = 0;
+        s->impl[i] = NULL;
+    }
     ks__free(&s->alloc, s->arena);
     s->arena = NULL;
     s->arena_bytes = 0;
@@ -79,6 +94,10 @@ void ks_session_destroy(ks_session *s) {
     ks__free(&a, s->last);
     ks__free(&a, s->gbytes);
     ks__free(&a, s->offset);
+    ks__free(&a, s->impl);
+    ks__free(&a, s->packed);
+    ks__free(&a, s->packed_bytes);
+    ks__pool_destroy(s->pool);
     s->obj.magic = 0;
     ks__free(&a, s);
 }
@@ -95,13 +114,14 @@ ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
     }
     if (desc && (desc->num_threads < 0 || desc->precision >= KS_PRECISION_COUNT ||
                  (desc->flags & ~KS_SESSION_KEEP_ALL_TENSORS))) {
-        ks__object_error(NULL, "ks_session_create: invalid desc (num_threads %d, precision %d, "
-                               "flags 0x%x)",
+        ks__object_error(NULL,
+                         "ks_session_create: invalid desc (num_threads %d, precision %d, "
+                         "flags 0x%x)",
                          desc->num_threads, (int)desc->precision, desc->flags);
         return KS_STATUS_INVALID_ARGUMENT;
     }
-    ks_allocator a = ks__allocator_or_default(desc && desc->allocator ? desc->allocator
-                                                                      : &model->alloc);
+    ks_allocator a =
+        ks__allocator_or_default(desc && desc->allocator ? desc->allocator : &model->alloc);
     ks_session *s = ks__alloc(&a, sizeof(*s));
     if (!s) {
         ks__object_error(NULL, "out of memory creating a session");
@@ -133,11 +153,21 @@ ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
     s->last = ks__calloc(&a, nt + nn, sizeof(int32_t));
     s->gbytes = ks__calloc(&a, nt + nn, sizeof(size_t));
     s->offset = ks__calloc(&a, nt + nn, sizeof(size_t));
-    if (!s->rt || !s->ptrs || !s->ptr_off || !s->kind || !s->skip || !s->scratch_bytes ||
-        !s->scratch || !s->known_bufs || !s->group || !s->first || !s->last || !s->gbytes ||
-        !s->offset) {
+    s->impl = ks__calloc(&a, nn, sizeof(*s->impl));
+    s->packed = ks__calloc(&a, nn, sizeof(void *));
+    s->packed_bytes = ks__calloc(&a, nn, sizeof(size_t));
+    if (!s->impl || !s->packed || !s->packed_bytes || !s->rt || !s->ptrs || !s->ptr_off ||
+        !s->kind || !s->skip || !s->scratch_bytes || !s->scratch || !s->known_bufs || !s->group ||
+        !s->first || !s->last || !s->gbytes || !s->offset) {
         ks_session_destroy(s);
         ks__object_error(NULL, "out of memory creating a session");
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    s->isa = ks__cpu_isa();
+    s->num_threads = desc && desc->num_threads > 0 ? (uint32_t)desc->num_threads : 1u;
+    if (s->num_threads > 1 && ks__pool_create(&a, s->num_threads, &s->pool) != KS_STATUS_OK) {
+        ks_session_destroy(s);
+        ks__object_error(NULL, "cannot start %u threads", (unsigned)(desc ? desc->num_threads : 1));
         return KS_STATUS_OUT_OF_MEMORY;
     }
     uint32_t p = 0;
@@ -146,7 +176,8 @@ ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
         s->ptr_off[i] = p;
         for (uint32_t k = 0; k < n->num_inputs; k++)
             s->ptrs[p++] = n->inputs[k] >= 0 ? &s->rt[n->inputs[k]] : NULL;
-        for (uint32_t k = 0; k < n->num_outputs; k++) s->ptrs[p++] = &s->rt[n->outputs[k]];
+        for (uint32_t k = 0; k < n->num_outputs; k++)
+            s->ptrs[p++] = &s->rt[n->outputs[k]];
     }
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         const ks__kernel *k = &s->kernels->k[g->nodes[i].op];
@@ -172,10 +203,15 @@ static void make_ctx(ks_session *s, uint32_t i, ks__kernel_ctx *ctx) {
     ctx->num_outputs = n->num_outputs;
     ctx->err = s->kerr;
     ctx->err_cap = sizeof(s->kerr);
+    ctx->pool = s->pool;
+    ctx->num_threads = ks__pool_threads(s->pool);
+    ctx->packed = s->packed[i];
+    ctx->packed_bytes = s->packed_bytes[i];
 }
 
 static int32_t find(int32_t *group, int32_t x) {
-    while (group[x] != x) x = group[x] = group[group[x]];
+    while (group[x] != x)
+        x = group[x] = group[group[x]];
     return x;
 }
 
@@ -209,6 +245,42 @@ static size_t place_buffers(ks_session *s, const int32_t *order, uint32_t count)
     return total;
 }
 
+/* Picks the fastest kernel variant for node i at its inferred shapes and packs its constants.
+ * The reference kernel stays when no variant applies. */
+static ks_status choose_impl(ks_session *s, uint32_t i, ks__kernel_ctx *ctx) {
+    const ks__impl *im = s->isa ? ks__impl_select(ctx, s->isa) : NULL;
+    if (!im) return KS_STATUS_OK;
+    size_t packed_bytes = 0;
+    ctx->scratch_bytes = 0;
+    s->kerr[0] = 0;
+    ks_status st = im->plan(ctx, &packed_bytes);
+    if (st == KS_STATUS_OK && packed_bytes) {
+        s->packed[i] = ks__alloc_aligned(&s->alloc, packed_bytes, 64);
+        if (!s->packed[i]) {
+            ks__object_error(&s->obj, "out of memory packing weights of node %u", i);
+            return KS_STATUS_OUT_OF_MEMORY;
+        }
+        s->packed_bytes[i] = packed_bytes;
+        ctx->packed = s->packed[i];
+        ctx->packed_bytes = packed_bytes;
+        if (im->pack) st = im->pack(ctx);
+    }
+    if (st) {
+        ks__object_error(&s->obj, "%s: %s", im->name, s->kerr[0] ? s->kerr : "plan failed");
+        return st;
+    }
+    s->impl[i] = im;
+    s->scratch_bytes[i] = ctx->scratch_bytes;
+    return KS_STATUS_OK;
+}
+
+const char *ks__session_kernel_name(const ks_session *s, uint32_t node);
+const char *ks__session_kernel_name(const ks_session *s, uint32_t node) {
+    if (!s || node >= s->g->num_nodes) return NULL;
+    if (s->skip[node]) return s->skip[node] == 2 ? "view" : "reshape-time";
+    return s->impl[node] ? s->impl[node]->name : "ref";
+}
+
 ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes) {
     if (!s) return KS_STATUS_INVALID_ARGUMENT;
     const ks__graph *g = s->g;
@@ -239,15 +311,14 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
         if (input_shapes) {
             const ks_tensor_shape *sh = &input_shapes[i];
             if (sh->rank != d->rank) {
-                ks__object_error(&s->obj, "input %u '%s': rank %d given, the model has rank %d",
-                                 i, d->name, sh->rank, d->rank);
+                ks__object_error(&s->obj, "input %u '%s': rank %d given, the model has rank %d", i,
+                                 d->name, sh->rank, d->rank);
                 return KS_STATUS_INVALID_SHAPE;
             }
             for (int32_t k = 0; k < d->rank; k++) {
                 if (sh->dims[k] < 0 || (d->dims[k] >= 0 && sh->dims[k] != d->dims[k])) {
-                    ks__object_error(&s->obj,
-                                     "input %u '%s': dim %d is %lld, the model needs %lld", i,
-                                     d->name, k, (long long)sh->dims[k], (long long)d->dims[k]);
+                    ks__object_error(&s->obj, "input %u '%s': dim %d is %lld, the model needs %lld",
+                                     i, d->name, k, (long long)sh->dims[k], (long long)d->dims[k]);
                     return KS_STATUS_INVALID_SHAPE;
                 }
                 r->dims[k] = sh->dims[k];
@@ -308,8 +379,9 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
             o->size_bytes = (size_t)ne * es;
             out_total += o->size_bytes;
         }
-        bool fold = (info->flags & KS_OPF_SHAPE_ONLY) ||
-                    ((info->flags & KS_OPF_FOLDABLE) && all_known && out_total <= KS_FOLD_MAX_BYTES);
+        bool fold =
+            (info->flags & KS_OPF_SHAPE_ONLY) ||
+            ((info->flags & KS_OPF_FOLDABLE) && all_known && out_total <= KS_FOLD_MAX_BYTES);
         if (fold) {
             for (uint32_t k = 0; k < n->num_outputs; k++) {
                 ks__rt_tensor *o = &s->rt[n->outputs[k]];
@@ -341,7 +413,10 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
             }
             s->skip[i] = 1;
         } else {
-            for (uint32_t k = 0; k < n->num_outputs; k++) s->kind[n->outputs[k]] = T_ARENA;
+            for (uint32_t k = 0; k < n->num_outputs; k++)
+                s->kind[n->outputs[k]] = T_ARENA;
+            st = choose_impl(s, i, &ctx);
+            if (st) goto error;
         }
     }
 
@@ -354,18 +429,21 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
         s->last[t] = -1;
         s->gbytes[t] = 0;
     }
-    for (uint32_t i = 0; i < g->num_inputs; i++) s->first[g->inputs[i]] = -1;
+    for (uint32_t i = 0; i < g->num_inputs; i++)
+        s->first[g->inputs[i]] = -1;
     for (uint32_t i = 0; i < nn; i++) {
         if (s->skip[i]) continue;
         const ks__node *n = &g->nodes[i];
         for (uint32_t k = 0; k < n->num_inputs; k++)
-            if (n->inputs[k] >= 0 && (int32_t)i > s->last[n->inputs[k]]) s->last[n->inputs[k]] = (int32_t)i;
+            if (n->inputs[k] >= 0 && (int32_t)i > s->last[n->inputs[k]])
+                s->last[n->inputs[k]] = (int32_t)i;
         for (uint32_t k = 0; k < n->num_outputs; k++)
             if ((int32_t)i < s->first[n->outputs[k]]) s->first[n->outputs[k]] = (int32_t)i;
         s->first[nt + i] = s->last[nt + i] = (int32_t)i;
         s->gbytes[nt + i] = align64(s->scratch_bytes[i]);
     }
-    for (uint32_t i = 0; i < g->num_outputs; i++) s->last[g->outputs[i]] = (int32_t)nn;
+    for (uint32_t i = 0; i < g->num_outputs; i++)
+        s->last[g->outputs[i]] = (int32_t)nn;
     for (uint32_t i = 0; i < g->num_inputs; i++)
         if (s->last[g->inputs[i]] < 0) s->last[g->inputs[i]] = 0;
     if (keep_all) {
@@ -387,8 +465,7 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
         bool alias = false;
         if ((info->flags & KS_OPF_VIEW) && same_bytes) alias = true;
         if (!keep_all && (info->flags & KS_OPF_UNARY) == KS_OPF_UNARY && same_bytes &&
-            s->rt[in].dtype == s->rt[out].dtype && s->last[gi] == (int32_t)i &&
-            s->first[gi] >= 0)
+            s->rt[in].dtype == s->rt[out].dtype && s->last[gi] == (int32_t)i && s->first[gi] >= 0)
             alias = true;
         if (!alias) continue;
         s->group[out] = gi;
@@ -432,7 +509,8 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
     }
     memset(s->arena, 0, s->arena_bytes);
     for (uint32_t t = 0; t < nt; t++)
-        if (s->kind[t] == T_ARENA) s->rt[t].data = (uint8_t *)s->arena + s->offset[find(s->group, (int32_t)t)];
+        if (s->kind[t] == T_ARENA)
+            s->rt[t].data = (uint8_t *)s->arena + s->offset[find(s->group, (int32_t)t)];
     for (uint32_t i = 0; i < nn; i++)
         s->scratch[i] = s->scratch_bytes[i] ? (uint8_t *)s->arena + s->offset[nt + i] : NULL;
     ks__free(&s->alloc, order);
@@ -493,7 +571,8 @@ ks_status ks_session_run(ks_session *s) {
         ctx.scratch = s->scratch[i];
         s->kerr[0] = 0;
         uint64_t t0 = s->prof ? now_ns() : 0;
-        ks_status st = s->kernels->k[n->op].run(&ctx);
+        const ks__impl *im = s->impl[i];
+        ks_status st = im ? im->run(&ctx) : s->kernels->k[n->op].run(&ctx);
         if (st) {
             ks__object_error(&s->obj, "%s", s->kerr[0] ? s->kerr : "kernel failed");
             return st;
@@ -505,6 +584,7 @@ ks_status ks_session_run(ks_session *s) {
             p.node_name = n->name;
             p.elapsed_ns = now_ns() - t0;
             p.flops = node_flops(s, n);
+            p.kernel_name = im ? im->name : "ref";
             s->prof(s->prof_user, &p);
         }
     }

@@ -17,8 +17,10 @@ int main(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     int optimize = 1, quiet = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--no-optimize") == 0) optimize = 0;
-        else if (strcmp(argv[i], "--quiet") == 0) quiet = 1;
+        if (strcmp(argv[i], "--no-optimize") == 0)
+            optimize = 0;
+        else if (strcmp(argv[i], "--quiet") == 0)
+            quiet = 1;
         else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage();
             return 0;
@@ -26,8 +28,10 @@ int main(int argc, char **argv) {
             fprintf(stderr, "ks-convert: unknown option %s\n", argv[i]);
             usage();
             return 2;
-        } else if (!in) in = argv[i];
-        else if (!out) out = argv[i];
+        } else if (!in)
+            in = argv[i];
+        else if (!out)
+            out = argv[i];
         else {
             usage();
             return 2;

@@ -9,6 +9,7 @@
 #include "model.h"
 
 size_t ks__session_arena_bytes(const ks_session *s);
+const char *ks__session_kernel_name(const ks_session *s, uint32_t node);
 
 typedef struct prof_acc {
     uint64_t flops;
@@ -23,17 +24,23 @@ static void on_op(void *user, const ks_op_profile *p) {
 
 static void print_shape(FILE *f, int32_t rank, const int64_t *dims) {
     fputc('[', f);
-    for (int32_t i = 0; i < rank; i++) fprintf(f, "%s%lld", i ? "," : "", (long long)dims[i]);
+    for (int32_t i = 0; i < rank; i++)
+        fprintf(f, "%s%lld", i ? "," : "", (long long)dims[i]);
     fputc(']', f);
 }
 
 static void xml_escape(FILE *f, const char *s) {
     for (; *s; s++) {
-        if (*s == '<') fputs("&lt;", f);
-        else if (*s == '>') fputs("&gt;", f);
-        else if (*s == '&') fputs("&amp;", f);
-        else if (*s == '"') fputs("&quot;", f);
-        else fputc(*s, f);
+        if (*s == '<')
+            fputs("&lt;", f);
+        else if (*s == '>')
+            fputs("&gt;", f);
+        else if (*s == '&')
+            fputs("&amp;", f);
+        else if (*s == '"')
+            fputs("&quot;", f);
+        else
+            fputc(*s, f);
     }
 }
 
@@ -58,7 +65,8 @@ static int write_svg(const ks__graph *g, const ks_session *s, const char *path) 
         free(row_count);
         return 1;
     }
-    for (uint32_t t = 0; t < nt; t++) producer[t] = -1;
+    for (uint32_t t = 0; t < nt; t++)
+        producer[t] = -1;
     int32_t max_level = 0, max_cols = 1;
     for (uint32_t i = 0; i < nn; i++) {
         const ks__node *n = &g->nodes[i];
@@ -72,12 +80,15 @@ static int write_svg(const ks__graph *g, const ks_session *s, const char *path) 
         col[i] = row_count[lv]++;
         if (row_count[lv] > max_cols) max_cols = row_count[lv];
         if (lv > max_level) max_level = lv;
-        for (uint32_t k = 0; k < n->num_outputs; k++) producer[n->outputs[k]] = (int32_t)i;
+        for (uint32_t k = 0; k < n->num_outputs; k++)
+            producer[n->outputs[k]] = (int32_t)i;
     }
     const int bw = 170, bh = 40, gx = 20, gy = 30;
     int width = max_cols * (bw + gx) + gx, height = (max_level + 1) * (bh + gy) + gy;
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "font-family=\"monospace\" font-size=\"11\">\n", width, height);
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "font-family=\"monospace\" font-size=\"11\">\n",
+            width, height);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     for (uint32_t i = 0; i < nn; i++) {
         const ks__node *n = &g->nodes[i];
@@ -87,8 +98,8 @@ static int write_svg(const ks__graph *g, const ks_session *s, const char *path) 
             if (id < 0 || producer[id] < 0) continue;
             int32_t p = producer[id];
             int x1 = gx + col[p] * (bw + gx) + bw / 2, y1 = gy + level[p] * (bh + gy) + bh;
-            fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#888\"/>\n", x1,
-                    y1, x2, y2);
+            fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#888\"/>\n", x1, y1,
+                    x2, y2);
         }
     }
     for (uint32_t i = 0; i < nn; i++) {
@@ -96,10 +107,12 @@ static int write_svg(const ks__graph *g, const ks_session *s, const char *path) 
         int x = gx + col[i] * (bw + gx), y = gy + level[i] * (bh + gy);
         fprintf(f, "<g><title>");
         xml_escape(f, n->name);
-        fprintf(f, "</title><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"5\" "
-                   "fill=\"#e8f0fe\" stroke=\"#3367d6\"/>\n", x, y, bw, bh);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", x + bw / 2,
-                y + 16, ks__op_get_info(n->op)->name);
+        fprintf(f,
+                "</title><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"5\" "
+                "fill=\"#e8f0fe\" stroke=\"#3367d6\"/>\n",
+                x, y, bw, bh);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", x + bw / 2, y + 16,
+                ks__op_get_info(n->op)->name);
         const ks__tensor *o = &g->tensors[n->outputs[0]];
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">", x + bw / 2,
                 y + 32);
@@ -125,9 +138,12 @@ int main(int argc, char **argv) {
     const char *path = NULL, *svg = NULL;
     int show_nodes = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--svg") == 0 && i + 1 < argc) svg = argv[++i];
-        else if (strcmp(argv[i], "--nodes") == 0) show_nodes = 1;
-        else if (argv[i][0] != '-' && !path) path = argv[i];
+        if (strcmp(argv[i], "--svg") == 0 && i + 1 < argc)
+            svg = argv[++i];
+        else if (strcmp(argv[i], "--nodes") == 0)
+            show_nodes = 1;
+        else if (argv[i][0] != '-' && !path)
+            path = argv[i];
         else {
             fprintf(stderr, "usage: ks-inspect MODEL.ksm [--nodes] [--svg OUT.svg]\n");
             return 2;
@@ -160,7 +176,8 @@ int main(int argc, char **argv) {
     }
     uint32_t hist[KS_OP_MAX_ID] = {0};
     uint64_t weight_bytes = 0;
-    for (uint32_t i = 0; i < g->num_nodes; i++) hist[g->nodes[i].op]++;
+    for (uint32_t i = 0; i < g->num_nodes; i++)
+        hist[g->nodes[i].op]++;
     for (uint32_t t = 0; t < g->num_tensors; t++)
         if (g->tensors[t].flags & KS__TENSOR_CONST) weight_bytes += g->tensors[t].size_bytes;
     printf("nodes: %u, tensors: %u, weights: %llu bytes\nop histogram:\n", g->num_nodes,
@@ -204,18 +221,24 @@ int main(int argc, char **argv) {
                     print_shape(stdout, tv.info.shape.rank, tv.info.shape.dims);
             }
             int last = KS_NODE_MAX_IPARAMS;
-            while (last > 0 && n->ip[last - 1] == 0) last--;
+            while (last > 0 && n->ip[last - 1] == 0)
+                last--;
             if (last) {
                 printf(" ip=");
-                for (int k = 0; k < last; k++) printf("%s%d", k ? "," : "", n->ip[k]);
+                for (int k = 0; k < last; k++)
+                    printf("%s%d", k ? "," : "", n->ip[k]);
             }
             int lastf = KS_NODE_MAX_FPARAMS;
-            while (lastf > 0 && n->fp[lastf - 1] == 0.0f) lastf--;
+            while (lastf > 0 && n->fp[lastf - 1] == 0.0f)
+                lastf--;
             if (lastf) {
                 printf(" fp=");
-                for (int k = 0; k < lastf; k++) printf("%s%g", k ? "," : "", (double)n->fp[k]);
+                for (int k = 0; k < lastf; k++)
+                    printf("%s%g", k ? "," : "", (double)n->fp[k]);
             }
-            if (planned && acc.node_flops[i]) printf(" flops=%llu", (unsigned long long)acc.node_flops[i]);
+            if (planned && acc.node_flops[i])
+                printf(" flops=%llu", (unsigned long long)acc.node_flops[i]);
+            if (planned) printf(" kernel=%s", ks__session_kernel_name(s, i));
             printf("\n");
         }
     }

@@ -162,7 +162,8 @@ int main(int argc, char **argv) {
     }
     rc = 0;
 done:
-    for (int i = 0; i < MAX_INPUTS; i++) ks_npy_free(&npys[i]);
+    for (int i = 0; i < MAX_INPUTS; i++)
+        ks_npy_free(&npys[i]);
     ks_session_destroy(s);
     ks_model_destroy(model);
     return rc;

@@ -18,8 +18,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         ks_model_input_info(m, i, &info);
         int64_t n = 1;
         for (int32_t k = 0; k < info.shape.rank; k++) {
-            if (info.shape.dims[k] < 0 || info.shape.dims[k] > 4096) small = 0;
-            else n *= info.shape.dims[k];
+            if (info.shape.dims[k] < 0 || info.shape.dims[k] > 4096)
+                small = 0;
+            else
+                n *= info.shape.dims[k];
         }
         if (n > 65536) small = 0;
     }

@@ -48,7 +48,8 @@ int main(int argc, char **argv) {
                 dp[4] = {1, 3, 3, 3};
         int32_t x, w, b, y, p;
         float wv[54], bv[3] = {0.1f, -0.2f, 0.3f};
-        for (int i = 0; i < 54; i++) wv[i] = (float)((i * 7) % 11 - 5) / 10.0f;
+        for (int i = 0; i < 54; i++)
+            wv[i] = (float)((i * 7) % 11 - 5) / 10.0f;
         ks__graph_add_tensor(&g, "x", KS_DTYPE_F32, 4, dx, &x);
         ks__graph_add_tensor(&g, "w", KS_DTYPE_F32, 4, dw, &w);
         ks__graph_set_const(&g, w, wv, sizeof(wv), true);

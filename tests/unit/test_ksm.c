@@ -32,7 +32,8 @@ static void build_graph(ks__graph *g) {
     int32_t in_add[2] = {x, c}, in_reshape[2] = {r, shp};
     assert_int_equal(ks__graph_add_node(g, KS_OP_ADD, "add", 2, in_add, 1, &s, NULL), 0);
     assert_int_equal(ks__graph_add_node(g, KS_OP_RELU, "relu", 1, &s, 1, &r, NULL), 0);
-    assert_int_equal(ks__graph_add_node(g, KS_OP_RESHAPE, "reshape", 2, in_reshape, 1, &y, NULL), 0);
+    assert_int_equal(ks__graph_add_node(g, KS_OP_RESHAPE, "reshape", 2, in_reshape, 1, &y, NULL),
+                     0);
     assert_int_equal(ks__graph_set_io(g, 1, &x, 1, &y), 0);
     assert_int_equal(ks__graph_set_meta(g, "producer", "test"), 0);
 }
@@ -96,7 +97,8 @@ static void test_truncated_and_flipped(void **state) {
     for (size_t len = 0; len < n; len += (len < 128 ? 1 : 7)) {
         memcpy(copy, img, len);
         ks_model *m = NULL;
-        ks_status st = ks_model_load_buffer(copy, len, &(ks_model_desc){.flags = KS_MODEL_COPY_BUFFER}, &m);
+        ks_status st =
+            ks_model_load_buffer(copy, len, &(ks_model_desc){.flags = KS_MODEL_COPY_BUFFER}, &m);
         assert_int_not_equal(st, KS_STATUS_OK);
         assert_null(m);
         assert_true(strlen(ks_last_error(NULL)) > 0);
@@ -109,16 +111,15 @@ static void test_truncated_and_flipped(void **state) {
         size_t pos = (size_t)rand() % n;
         copy[pos] ^= (uint8_t)(1u << (rand() % 8));
         ks_model *m = NULL;
-        ks_status st = ks_model_load_buffer(copy, n, &(ks_model_desc){.flags = KS_MODEL_COPY_BUFFER}, &m);
+        ks_status st =
+            ks_model_load_buffer(copy, n, &(ks_model_desc){.flags = KS_MODEL_COPY_BUFFER}, &m);
         if (pos < 28 || pos >= 32) {
             assert_int_not_equal(st, KS_STATUS_OK);
         }
         ks_model_destroy(m);
         m = NULL;
-        st = ks_model_load_buffer(copy, n,
-                                  &(ks_model_desc){.flags = KS_MODEL_COPY_BUFFER |
-                                                            KS_MODEL_SKIP_CHECKSUM},
-                                  &m);
+        st = ks_model_load_buffer(
+            copy, n, &(ks_model_desc){.flags = KS_MODEL_COPY_BUFFER | KS_MODEL_SKIP_CHECKSUM}, &m);
         if (st == KS_STATUS_OK) {
             ks_session *s = NULL;
             if (ks_session_create(m, NULL, &s) == KS_STATUS_OK &&
@@ -228,9 +229,9 @@ static void test_oom_injection_real_model(void **state) {
     }
     ks__graph g;
     ks__graph_init(&g, NULL);
-    assert_int_equal(ks__import_tflite(src, src_n, "face_detection_short_range.tflite", &g, err,
-                                       sizeof(err)),
-                     KS_STATUS_OK);
+    assert_int_equal(
+        ks__import_tflite(src, src_n, "face_detection_short_range.tflite", &g, err, sizeof(err)),
+        KS_STATUS_OK);
     assert_int_equal(ks__graph_optimize(&g, err, sizeof(err)), KS_STATUS_OK);
     uint8_t *img = NULL;
     size_t n = 0;
@@ -272,9 +273,10 @@ static void test_status_and_version(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),        cmocka_unit_test(test_truncated_and_flipped),
+        cmocka_unit_test(test_round_trip),          cmocka_unit_test(test_truncated_and_flipped),
         cmocka_unit_test(test_newer_major_refused), cmocka_unit_test(test_file_load),
-        cmocka_unit_test(test_oom_injection), cmocka_unit_test(test_oom_injection_real_model),     cmocka_unit_test(test_status_and_version),
+        cmocka_unit_test(test_oom_injection),       cmocka_unit_test(test_oom_injection_real_model),
+        cmocka_unit_test(test_status_and_version),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -77,7 +77,8 @@ static void init(void) {
         memcpy(brand, regs, 48);
         brand[48] = 0;
         const char *p = brand;
-        while (*p == ' ') p++;
+        while (*p == ' ')
+            p++;
         snprintf(g_name, sizeof(g_name), "%s", p);
     }
 #elif defined(__aarch64__)
@@ -101,15 +102,16 @@ void ks__isa_string(uint32_t isa, char *buf, size_t cap) {
     static const struct {
         uint32_t bit;
         const char *name;
-    } names[] = {{KS_ISA_AVX2, "avx2"},           {KS_ISA_AVX512, "avx512"},
-                 {KS_ISA_AVX512_VNNI, "avx512vnni"}, {KS_ISA_AVX_VNNI, "avxvnni"},
-                 {KS_ISA_NEON, "neon"},           {KS_ISA_NEON_FP16, "fp16"},
-                 {KS_ISA_NEON_DOT, "dotprod"}};
+    } names[] = {
+        {KS_ISA_AVX2, "avx2"},        {KS_ISA_AVX512, "avx512"}, {KS_ISA_AVX512_VNNI, "avx512vnni"},
+        {KS_ISA_AVX_VNNI, "avxvnni"}, {KS_ISA_NEON, "neon"},     {KS_ISA_NEON_FP16, "fp16"},
+        {KS_ISA_NEON_DOT, "dotprod"}};
     size_t len = 0;
     if (cap) buf[0] = 0;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (!(isa & names[i].bit)) continue;
-        int n = snprintf(buf + len, cap > len ? cap - len : 0, "%s%s", len ? "," : "", names[i].name);
+        int n =
+            snprintf(buf + len, cap > len ? cap - len : 0, "%s%s", len ? "," : "", names[i].name);
         if (n > 0) len += (size_t)n;
         if (len >= cap) break;
     }

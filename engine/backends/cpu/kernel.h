@@ -27,9 +27,9 @@ typedef struct ks__rt_tensor {
     /* During infer: non-NULL only for constants and values already computed at reshape time
      * (shape arithmetic); during run: always valid. */
     void *data;
-    size_t size_bytes;         /* numel * dtype size, set by the session after infer */
-    const ks__quant *quant;    /* never NULL; quant->count == 0 means float / not quantized */
-    const ks__tensor *def;     /* graph definition (name, flags) */
+    size_t size_bytes;      /* numel * dtype size, set by the session after infer */
+    const ks__quant *quant; /* never NULL; quant->count == 0 means float / not quantized */
+    const ks__tensor *def;  /* graph definition (name, flags) */
 } ks__rt_tensor;
 
 typedef struct ks__kernel_ctx {

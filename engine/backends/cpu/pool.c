@@ -125,7 +125,8 @@ void ks__pool_destroy(ks__pool *p) {
     atomic_store(&p->stop, true);
     pthread_cond_broadcast(&p->cv_work);
     pthread_mutex_unlock(&p->mu);
-    for (uint32_t i = 0; i < p->num_started; i++) pthread_join(p->threads[i], NULL);
+    for (uint32_t i = 0; i < p->num_started; i++)
+        pthread_join(p->threads[i], NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv_work);
     pthread_cond_destroy(&p->cv_done);
@@ -162,10 +163,12 @@ void ks__parallel_for(ks__pool *p, size_t num_items, size_t grain, ks__range_fn 
     pthread_cond_broadcast(&p->cv_work);
     pthread_mutex_unlock(&p->mu);
     do_chunks(p, 0);
-    for (int spin = 0; atomic_load(&p->active) != 0 && spin < KS_POOL_SPIN; spin++) cpu_relax();
+    for (int spin = 0; atomic_load(&p->active) != 0 && spin < KS_POOL_SPIN; spin++)
+        cpu_relax();
     if (atomic_load(&p->active) != 0) {
         pthread_mutex_lock(&p->mu);
-        while (atomic_load(&p->active) != 0) pthread_cond_wait(&p->cv_done, &p->mu);
+        while (atomic_load(&p->active) != 0)
+            pthread_cond_wait(&p->cv_done, &p->mu);
         pthread_mutex_unlock(&p->mu);
     }
 }

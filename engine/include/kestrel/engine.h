@@ -34,9 +34,9 @@ typedef struct ks_model ks_model;
 typedef struct ks_session ks_session;
 
 /* Model load flags. */
-#define KS_MODEL_NO_MMAP 0x1u        /* read the file into memory instead of mapping it */
-#define KS_MODEL_SKIP_CHECKSUM 0x2u  /* trust the file; skip the whole-file checksum */
-#define KS_MODEL_COPY_BUFFER 0x4u    /* ks_model_load_buffer copies; the buffer may then go */
+#define KS_MODEL_NO_MMAP 0x1u       /* read the file into memory instead of mapping it */
+#define KS_MODEL_SKIP_CHECKSUM 0x2u /* trust the file; skip the whole-file checksum */
+#define KS_MODEL_COPY_BUFFER 0x4u   /* ks_model_load_buffer copies; the buffer may then go */
 
 typedef struct ks_model_desc {
     const ks_allocator *allocator; /* NULL: malloc/free. Must outlive the model. */
@@ -76,7 +76,7 @@ typedef enum ks_precision {
 #define KS_SESSION_KEEP_ALL_TENSORS 0x1u /* no memory reuse: every intermediate stays readable */
 
 typedef struct ks_session_desc {
-    int32_t num_threads;           /* 0: 1 thread (the reference backend is single-threaded) */
+    int32_t num_threads;           /* 0: 1 thread. Threads split each op's work. */
     ks_precision precision;        /* 0: default */
     uint32_t flags;                /* KS_SESSION_* */
     const ks_allocator *allocator; /* NULL: the model's allocator. Must outlive the session. */
@@ -106,7 +106,8 @@ typedef struct ks_op_profile {
     const char *op_name;   /* e.g. "conv2d" */
     const char *node_name; /* from the source model */
     uint64_t elapsed_ns;
-    uint64_t flops;        /* estimated multiply-adds x2; 0 where not meaningful */
+    uint64_t flops;          /* estimated multiply-adds x2; 0 where not meaningful */
+    const char *kernel_name; /* the kernel variant chosen at reshape, e.g. "ref" */
 } ks_op_profile;
 typedef void (*ks_profile_fn)(void *user, const ks_op_profile *profile);
 /* Installs (or with fn == NULL removes) the profiling callback. */

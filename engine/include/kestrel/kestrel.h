@@ -49,17 +49,17 @@ KS_API const char *ks_version_string(void);
 /* Status codes. Values are stable (append-only). */
 typedef enum ks_status {
     KS_STATUS_OK = 0,
-    KS_STATUS_INVALID_ARGUMENT = 1, /* a caller passed NULL, a bad index or an inconsistent desc */
-    KS_STATUS_OUT_OF_MEMORY = 2,    /* an allocation failed; nothing leaked */
-    KS_STATUS_IO_ERROR = 3,         /* a file could not be opened, read, mapped or written */
-    KS_STATUS_INVALID_MODEL = 4,    /* a model file is truncated, corrupt or inconsistent */
-    KS_STATUS_UNSUPPORTED = 5,      /* valid input that Kestrel does not implement (op, dtype) */
-    KS_STATUS_VERSION_MISMATCH = 6, /* the file needs a newer Kestrel */
+    KS_STATUS_INVALID_ARGUMENT = 1,  /* a caller passed NULL, a bad index or an inconsistent desc */
+    KS_STATUS_OUT_OF_MEMORY = 2,     /* an allocation failed; nothing leaked */
+    KS_STATUS_IO_ERROR = 3,          /* a file could not be opened, read, mapped or written */
+    KS_STATUS_INVALID_MODEL = 4,     /* a model file is truncated, corrupt or inconsistent */
+    KS_STATUS_UNSUPPORTED = 5,       /* valid input that Kestrel does not implement (op, dtype) */
+    KS_STATUS_VERSION_MISMATCH = 6,  /* the file needs a newer Kestrel */
     KS_STATUS_CHECKSUM_MISMATCH = 7, /* stored checksum does not match the content */
-    KS_STATUS_INVALID_SHAPE = 8,    /* shapes do not fit the graph */
-    KS_STATUS_INVALID_STATE = 9,    /* call order violated, e.g. run before reshape */
-    KS_STATUS_LIMIT_EXCEEDED = 10,  /* a named safety limit was hit (size, count, depth) */
-    KS_STATUS_INTERNAL = 11,        /* a bug in Kestrel; please report it */
+    KS_STATUS_INVALID_SHAPE = 8,     /* shapes do not fit the graph */
+    KS_STATUS_INVALID_STATE = 9,     /* call order violated, e.g. run before reshape */
+    KS_STATUS_LIMIT_EXCEEDED = 10,   /* a named safety limit was hit (size, count, depth) */
+    KS_STATUS_INTERNAL = 11,         /* a bug in Kestrel; please report it */
     KS_STATUS_COUNT
 } ks_status;
 

@@ -19,7 +19,8 @@ ks_status ks_read_file(const char *path, size_t max_bytes, uint8_t **data_out, s
     long n = ftell(f);
     if (n < 0 || fseek(f, 0, SEEK_SET) != 0) goto io;
     if ((unsigned long)n > max_bytes) {
-        ks__fmt(err, err_cap, "%s: %ld bytes is larger than the %zu-byte limit", path, n, max_bytes);
+        ks__fmt(err, err_cap, "%s: %ld bytes is larger than the %zu-byte limit", path, n,
+                max_bytes);
         fclose(f);
         return KS_STATUS_LIMIT_EXCEEDED;
     }

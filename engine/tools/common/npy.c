@@ -11,7 +11,7 @@ static const struct {
     const char *descr;
     ks_dtype dtype;
 } k_types[] = {
-    {"<f4", KS_DTYPE_F32}, {"<f2", KS_DTYPE_F16}, {"<i4", KS_DTYPE_I32}, {"<i8", KS_DTYPE_I64},
+    {"<f4", KS_DTYPE_F32}, {"<f2", KS_DTYPE_F16}, {"<i4", KS_DTYPE_I32},  {"<i8", KS_DTYPE_I64},
     {"|u1", KS_DTYPE_U8},  {"|i1", KS_DTYPE_I8},  {"|b1", KS_DTYPE_BOOL}, {"<i2", KS_DTYPE_I16},
     {"<u1", KS_DTYPE_U8},  {"<i1", KS_DTYPE_I8},  {"<b1", KS_DTYPE_BOOL},
 };
@@ -35,7 +35,8 @@ void ks_npy_sanitize_name(const char *name, char *out, size_t cap) {
     }
     if (len > KS_NPY_MAX_NAME && i + 18 <= cap) {
         uint64_t h = 0xcbf29ce484222325ull;
-        for (size_t k = 0; k < len; k++) h = (h ^ (uint8_t)name[k]) * 0x100000001b3ull;
+        for (size_t k = 0; k < len; k++)
+            h = (h ^ (uint8_t)name[k]) * 0x100000001b3ull;
         snprintf(out + i, cap - i, "-%016llx", (unsigned long long)h);
         return;
     }
@@ -104,7 +105,8 @@ ks_status ks_npy_read(const char *path, ks_npy *out, char *err, size_t err_cap) 
     p++;
     out->shape.rank = 0;
     while (*p && *p != ')') {
-        while (*p == ' ' || *p == ',') p++;
+        while (*p == ' ' || *p == ',')
+            p++;
         if (*p == ')') break;
         char *end;
         long long v = strtoll(p, &end, 10);
@@ -162,10 +164,19 @@ ks_status ks_npy_write(const char *path, ks_dtype dtype, const ks_tensor_shape *
         return KS_STATUS_IO_ERROR;
     }
     size_t hlen = (size_t)hl + padn + 1;
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
+    unsigned char pre[10] = {0x93,
+                             'N',
+                             'U',
+                             'M',
+                             'P',
+                             'Y',
+                             1,
+                             0,
+                             (unsigned char)(hlen & 0xff),
                              (unsigned char)(hlen >> 8)};
     int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)hl, f) == (size_t)hl;
-    for (size_t i = 0; ok && i < padn; i++) ok = fputc(' ', f) != EOF;
+    for (size_t i = 0; ok && i < padn; i++)
+        ok = fputc(' ', f) != EOF;
     ok = ok && fputc('\n', f) != EOF;
     ok = ok && fwrite(data, 1, size_bytes, f) == size_bytes;
     if (fclose(f) != 0) ok = 0;

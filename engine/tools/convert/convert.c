@@ -13,7 +13,9 @@ ks_status ks__import_any(const uint8_t *data, size_t size_bytes, const char *sou
     if (size_bytes >= 2 && (data[0] == 0x08 || data[0] == 0x12 || data[0] == 0x1a ||
                             data[0] == 0x22 || data[0] == 0x3a || data[0] == 0x42))
         return ks__import_onnx(data, size_bytes, source_name, g, err, err_cap);
-    ks__fmt(err, err_cap, "%s: neither a TFLite flatbuffer (no 'TFL3' identifier) nor an ONNX "
-                          "protobuf", source_name);
+    ks__fmt(err, err_cap,
+            "%s: neither a TFLite flatbuffer (no 'TFL3' identifier) nor an ONNX "
+            "protobuf",
+            source_name);
     return KS_STATUS_INVALID_MODEL;
 }
