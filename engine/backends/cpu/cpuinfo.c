@@ -35,7 +35,7 @@ static uint32_t detect(void) {
     uint64_t xcr0 = osxsave ? xgetbv0() : 0;
     int ymm_ok = (xcr0 & 0x6) == 0x6, zmm_ok = (xcr0 & 0xe6) == 0xe6;
     unsigned b7 = 0, c7 = 0, a71 = 0;
-    if (__get_cpuid_max(0, NULL) >= 7) {
+    if ((unsigned)__get_cpuid_max(0, NULL) >= 7u) {
         __cpuid_count(7, 0, a, b7, c7, d);
         unsigned bb, cc, dd;
         __cpuid_count(7, 1, a71, bb, cc, dd);
@@ -69,7 +69,7 @@ static void init(void) {
     snprintf(g_name, sizeof(g_name), "unknown");
 #if KS_X86
     unsigned regs[12];
-    if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
+    if ((unsigned)__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
         for (unsigned i = 0; i < 3; i++)
             __get_cpuid(0x80000002u + i, &regs[4 * i], &regs[4 * i + 1], &regs[4 * i + 2],
                         &regs[4 * i + 3]);

@@ -54,13 +54,14 @@ ks_status ks__f32_dw_pack(ks__kernel_ctx *ctx, uint32_t cb);
 ks_status ks__f32_dw_run(ks__kernel_ctx *ctx, const ks__f32_dw_config *cfg);
 
 /* ---- POOL2D (float) ----
- * Reduces, for num_px output pixels, a window of rows x cols input pixels starting at in[px]
- * (row stride row_stride floats, pixel stride `channels`), into out (pixel stride out_stride),
- * channels [0, channels). kind 0: max; 1: average (sum times scale[px]). */
-typedef void (*ks__f32_pool_ukernel)(size_t num_px, size_t channels, size_t rows, size_t cols,
-                                     const float *const *in, size_t row_stride, int kind,
-                                     const float *scale, float *out, size_t out_stride,
-                                     const ks__f32_act *act);
+ * For num_px output pixels, reduces a window of rows[px] x cols[px] input pixels whose top-left
+ * pixel is in[px] (pixel stride px_stride floats, row stride row_stride floats) over channels
+ * [0, channels), into out + px * out_stride. kind 0: max; 1: average (sum times scale[px]). An
+ * empty window (rows or cols 0) yields 0 before the activation, as the reference does. */
+typedef void (*ks__f32_pool_ukernel)(size_t num_px, size_t channels, const float *const *in,
+                                     const uint32_t *rows, const uint32_t *cols, size_t px_stride,
+                                     size_t row_stride, int kind, const float *scale, float *out,
+                                     size_t out_stride, const ks__f32_act *act);
 
 typedef struct ks__f32_pool_config {
     uint32_t cb;

@@ -3,7 +3,8 @@
  *   2. layout cleanup: cancel inverse TRANSPOSE pairs and move NCHW->NHWC transposes up through
  *      elementwise ops, concat and pad (the "NHWC twin" of a tensor, below),
  *   3. fusions: BatchNorm-style MUL/ADD into conv/fc weights, zero PAD into conv/avg-pool pads,
- *      a following activation into the producer's fused act,
+ *      a residual ADD into the conv producing one operand, a following activation into the
+ *      producer's fused act,
  *   4. dead-code removal, topological re-ordering and tensor id compaction.
  * The loop repeats until nothing changes. Graph inputs and outputs keep their ids' names,
  * dtypes and declared shapes.
@@ -811,6 +812,60 @@ static uint32_t fuse_activations(pass_ctx *p) {
     return changes;
 }
 
+/* Same known shape (no -1 dims) for tensors a and b. */
+static int same_known_shape(const ks__graph *g, int32_t a, int32_t b) {
+    const ks__tensor *ta = &g->tensors[a], *tb = &g->tensors[b];
+    if (ta->rank != tb->rank) return 0;
+    for (int32_t i = 0; i < ta->rank; i++)
+        if (ta->dims[i] < 0 || ta->dims[i] != tb->dims[i]) return 0;
+    return 1;
+}
+
+/* ADD(conv(x), r) where the conv (float, no fused act) feeds only this ADD and neither operand
+ * broadcasts -> conv(x, residual = r) with the ADD's act. Residual blocks then cost one pass over
+ * the activation instead of three (conv write, ADD read of both, ADD write). r cannot depend on
+ * the conv's output (that output has no other reader), so compact()'s re-ordering always finds
+ * a valid order. */
+static ks_status fuse_residual_add(pass_ctx *p, uint32_t *changes) {
+    ks__graph *g = p->g;
+    *changes = 0;
+    for (uint32_t n = 0; n < g->num_nodes; n++) {
+        ks__node *a = &g->nodes[n];
+        if (a->op != KS_OP_ADD || a->num_inputs != 2 || a->num_outputs != 1) continue;
+        int32_t y = a->outputs[0];
+        if (y < 0 || !is_float_plain(g, y)) continue;
+        for (int side = 0; side < 2; side++) {
+            int32_t t = a->inputs[side], r = a->inputs[1 - side];
+            if (t < 0 || r < 0 || t == r || !single_internal_use(p, t) || !is_float_plain(g, t) ||
+                !is_float_plain(g, r) || !same_known_shape(g, t, y) || !same_known_shape(g, r, y))
+                continue;
+            int32_t pr = p->producer[t];
+            if (pr < 0) continue;
+            ks__node *c = &g->nodes[pr];
+            if (c->op != KS_OP_CONV2D || c->ip[10] != KS_ACT_NONE || c->num_outputs != 1 ||
+                c->num_inputs < 2 || c->num_inputs > 3 || !is_float_plain(g, c->inputs[0]))
+                continue;
+            int32_t *ins = ks__alloc(&g->alloc, 4 * sizeof(int32_t));
+            if (!ins) return oom(p);
+            for (uint32_t k = 0; k < 3; k++)
+                ins[k] = k < c->num_inputs ? c->inputs[k] : -1;
+            ins[3] = r;
+            ks__free(&g->alloc, c->inputs);
+            c->inputs = ins;
+            c->num_inputs = 4;
+            c->ip[10] = a->ip[0];
+            c->fp[0] = a->fp[0];
+            c->outputs[0] = y;
+            p->producer[y] = pr;
+            p->uses[t] = 0;
+            a->op = 0;
+            (*changes)++;
+            break;
+        }
+    }
+    return KS_STATUS_OK;
+}
+
 /* Per-output-channel view of a constant c for y[..., C]: 1 if c broadcasts only along the last
  * axis (all other dims 1) with C or 1 values, and does not grow y's rank. */
 static int per_channel(const ks__graph *g, int32_t c, int32_t y, int64_t ch) {
@@ -1193,6 +1248,9 @@ ks_status ks__graph_optimize(ks__graph *g, char *err, size_t err_cap) {
         changes += remove_noop_reshapes(&p);
         changes += fold_pads(&p);
         st = fold_affine(&p, &c);
+        changes += c;
+        if (st) break;
+        st = fuse_residual_add(&p, &c);
         changes += c;
         if (st) break;
         changes += fuse_activations(&p);

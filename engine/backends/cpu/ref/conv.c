@@ -333,6 +333,21 @@ static ks_status conv_infer(ks__kernel_ctx *ctx) {
     int64_t dims[4] = {g.n, g.oh, g.ow, g.oc};
     if ((st = ks__conv_check_dims(ctx, "output", 4, dims, 0))) return st;
     if ((st = check_bias(ctx, 2, g.oc, quant))) return st;
+    const ks__rt_tensor *res = opt_input(ctx, 3);
+    if (res && quant)
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
+                                "a residual input is not supported on quantized convs");
+    if (res) {
+        int same = res->rank == 4;
+        for (int i = 0; same && i < 4; i++)
+            same = res->dims[i] == dims[i];
+        if (!same || res->dtype != KS_DTYPE_F32 || res->quant->count != 0)
+            return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE,
+                                    "residual must be F32 with the output's shape "
+                                    "[%lld,%lld,%lld,%lld] (dtype %d, rank %d)",
+                                    (long long)dims[0], (long long)dims[1], (long long)dims[2],
+                                    (long long)dims[3], (int)res->dtype, (int)res->rank);
+    }
     if (quant) {
         if ((st = check_act_quant(ctx, x, "input 0")) || (st = check_weight_quant(ctx, w, g.oc)) ||
             (st = check_quant_output(ctx, g.act)))
@@ -355,10 +370,13 @@ static ks_status conv_run(ks__kernel_ctx *ctx) {
     ks_status st = conv_geometry(ctx, &g);
     if (st) return st;
     const ks__rt_tensor *x = ctx->in[0], *w = ctx->in[1], *b = opt_input(ctx, 2);
+    const ks__rt_tensor *res = opt_input(ctx, 3);
     ks__rt_tensor *y = ctx->out[0];
     int quant = ks__conv_is_quant(x);
     int32_t *mult = NULL, *shift = NULL;
     int32_t xzp = 0, yzp = 0, lo = 0, hi = 0;
+    if (res && (quant || res->dtype != KS_DTYPE_F32 || ks__rt_numel(res) != ks__rt_numel(y)))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "residual does not match the output");
     if (quant) {
         if (!ctx->scratch || ctx->scratch_bytes < (size_t)g.oc * 2 * sizeof(int32_t))
             return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "scratch buffer missing");
@@ -404,6 +422,7 @@ static ks_status conv_run(ks__kernel_ctx *ctx) {
                         ks__conv_store_q(y, yi + co, v);
                     } else {
                         if (b) facc += ks__conv_load_f(b, co, co);
+                        if (res) facc += ((const float *)res->data)[yi + co];
                         ((float *)y->data)[yi + co] = ks__act_apply((float)facc, g.act, g.alpha);
                     }
                 }
@@ -480,6 +499,21 @@ static ks_status tconv_infer(ks__kernel_ctx *ctx) {
     int64_t dims[4] = {g.n, g.oh, g.ow, g.oc};
     if ((st = ks__conv_check_dims(ctx, "output", 4, dims, 0))) return st;
     if ((st = check_bias(ctx, 2, g.oc, quant))) return st;
+    const ks__rt_tensor *res = opt_input(ctx, 3);
+    if (res && quant)
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
+                                "a residual input is not supported on quantized convs");
+    if (res) {
+        int same = res->rank == 4;
+        for (int i = 0; same && i < 4; i++)
+            same = res->dims[i] == dims[i];
+        if (!same || res->dtype != KS_DTYPE_F32 || res->quant->count != 0)
+            return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE,
+                                    "residual must be F32 with the output's shape "
+                                    "[%lld,%lld,%lld,%lld] (dtype %d, rank %d)",
+                                    (long long)dims[0], (long long)dims[1], (long long)dims[2],
+                                    (long long)dims[3], (int)res->dtype, (int)res->rank);
+    }
     if (quant) {
         if ((st = check_act_quant(ctx, x, "input 0")) || (st = check_weight_quant(ctx, w, g.oc)) ||
             (st = check_quant_output(ctx, g.act)))
@@ -503,10 +537,13 @@ static ks_status tconv_run(ks__kernel_ctx *ctx) {
     ks_status st = tconv_geometry(ctx, &g);
     if (st) return st;
     const ks__rt_tensor *x = ctx->in[0], *w = ctx->in[1], *b = opt_input(ctx, 2);
+    const ks__rt_tensor *res = opt_input(ctx, 3);
     ks__rt_tensor *y = ctx->out[0];
     int quant = ks__conv_is_quant(x);
     int32_t *mult = NULL, *shift = NULL;
     int32_t xzp = 0, yzp = 0, lo = 0, hi = 0;
+    if (res && (quant || res->dtype != KS_DTYPE_F32 || ks__rt_numel(res) != ks__rt_numel(y)))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "residual does not match the output");
     if (quant) {
         if (!ctx->scratch || ctx->scratch_bytes < (size_t)g.oc * 2 * sizeof(int32_t))
             return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "scratch buffer missing");
@@ -553,6 +590,7 @@ static ks_status tconv_run(ks__kernel_ctx *ctx) {
                         ks__conv_store_q(y, yi + co, v);
                     } else {
                         if (b) facc += ks__conv_load_f(b, co, co);
+                        if (res) facc += ((const float *)res->data)[yi + co];
                         ((float *)y->data)[yi + co] = ks__act_apply((float)facc, g.act, g.alpha);
                     }
                 }

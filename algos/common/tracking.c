@@ -1,0 +1,262 @@
+/* Tracking and smoothing: see tracking.h. */
+#include "tracking.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ir.h" /* ks__alloc / ks__free */
+#include "vision_util.h"
+
+/* ---- One Euro --------------------------------------------------------------------------- */
+
+static float default_if_zero(float v, float d) {
+    return v == 0.0f ? d : v;
+}
+
+void ks__one_euro_init(ks__one_euro *f, const ks__one_euro_params *params) {
+    memset(f, 0, sizeof(*f));
+    ks__one_euro_params p;
+    memset(&p, 0, sizeof(p));
+    if (params) p = *params;
+    f->p.frequency_hz = default_if_zero(p.frequency_hz, 30.0f);
+    f->p.min_cutoff = default_if_zero(p.min_cutoff, 1.0f);
+    f->p.beta = p.beta;
+    f->p.d_cutoff = default_if_zero(p.d_cutoff, 1.0f);
+    ks__one_euro_reset(f);
+}
+
+void ks__one_euro_reset(ks__one_euro *f) {
+    f->frequency_hz = f->p.frequency_hz;
+    f->has_timestamp = false;
+    f->has_value = false;
+    f->last_timestamp_us = 0;
+    f->raw_prev = f->x_prev = f->dx_prev = 0.0f;
+}
+
+/* Smoothing factor of a first-order low-pass with the given cutoff at the current rate. */
+static float alpha_for(float cutoff_hz, float frequency_hz) {
+    float te = 1.0f / frequency_hz;
+    float tau = 1.0f / (2.0f * (float)KS__PI * cutoff_hz);
+    return 1.0f / (1.0f + tau / te);
+}
+
+float ks__one_euro_apply(ks__one_euro *f, float value, float value_scale, int64_t timestamp_us) {
+    if (f->has_timestamp && timestamp_us <= f->last_timestamp_us) return value;
+    if (f->has_timestamp) f->frequency_hz = 1e6f / (float)(timestamp_us - f->last_timestamp_us);
+    f->last_timestamp_us = timestamp_us;
+    f->has_timestamp = true;
+    if (!f->has_value) {
+        f->has_value = true;
+        f->raw_prev = f->x_prev = value;
+        f->dx_prev = 0.0f;
+        return value;
+    }
+    float dx = (value - f->raw_prev) * value_scale * f->frequency_hz;
+    float a_d = alpha_for(f->p.d_cutoff, f->frequency_hz);
+    float edx = a_d * dx + (1.0f - a_d) * f->dx_prev;
+    float cutoff = f->p.min_cutoff + f->p.beta * fabsf(edx);
+    float a = alpha_for(cutoff, f->frequency_hz);
+    float x = a * value + (1.0f - a) * f->x_prev;
+    f->dx_prev = edx;
+    f->raw_prev = value;
+    f->x_prev = x;
+    return x;
+}
+
+/* ---- landmark smoother ------------------------------------------------------------------ */
+
+struct ks__landmark_smoother {
+    ks_allocator alloc;
+    bool has_alloc;
+    size_t num_landmarks;
+    ks__one_euro *filters; /* 3 per landmark: x, y, z */
+};
+
+ks_status ks__landmark_smoother_create(const ks_allocator *alloc, size_t num_landmarks,
+                                       const ks__one_euro_params *params,
+                                       ks__landmark_smoother **out) {
+    ks_status status = KS_STATUS_OK;
+    ks__landmark_smoother *s = NULL;
+    if (!out || num_landmarks == 0 || num_landmarks > 100000) {
+        status = KS_STATUS_INVALID_ARGUMENT;
+        goto error;
+    }
+    s = ks__alloc(alloc, sizeof(*s));
+    if (!s) {
+        status = KS_STATUS_OUT_OF_MEMORY;
+        goto error;
+    }
+    memset(s, 0, sizeof(*s));
+    if (alloc) s->alloc = *alloc, s->has_alloc = true;
+    s->num_landmarks = num_landmarks;
+    s->filters = ks__alloc(alloc, num_landmarks * 3 * sizeof(ks__one_euro));
+    if (!s->filters) {
+        status = KS_STATUS_OUT_OF_MEMORY;
+        goto error;
+    }
+    for (size_t i = 0; i < num_landmarks * 3; i++)
+        ks__one_euro_init(&s->filters[i], params);
+    *out = s;
+    return KS_STATUS_OK;
+error:
+    ks__landmark_smoother_destroy(s);
+    return status;
+}
+
+void ks__landmark_smoother_destroy(ks__landmark_smoother *s) {
+    if (!s) return;
+    const ks_allocator *a = s->has_alloc ? &s->alloc : NULL;
+    ks_allocator copy;
+    if (a) copy = *a, a = &copy; /* s is freed before the allocator copy is last used */
+    ks__free(a, s->filters);
+    ks__free(a, s);
+}
+
+void ks__landmark_smoother_reset(ks__landmark_smoother *s) {
+    if (!s) return;
+    for (size_t i = 0; i < s->num_landmarks * 3; i++)
+        ks__one_euro_reset(&s->filters[i]);
+}
+
+ks_status ks__landmark_smoother_apply(ks__landmark_smoother *s, ks__landmark *lm, size_t n,
+                                      float object_scale, int64_t timestamp_us) {
+    if (!s || !lm || n != s->num_landmarks) return KS_STATUS_INVALID_ARGUMENT;
+    /* A vanishing object would blow the derivative up; MediaPipe skips scaling below a minimum
+     * object size, we clamp instead so the filter stays continuous. */
+    float value_scale = 1.0f / fmaxf(object_scale, 1e-6f);
+    if (!isfinite(value_scale)) value_scale = 1.0f;
+    for (size_t i = 0; i < n; i++) {
+        ks__one_euro *f = &s->filters[3 * i];
+        lm[i].x = ks__one_euro_apply(&f[0], lm[i].x, value_scale, timestamp_us);
+        lm[i].y = ks__one_euro_apply(&f[1], lm[i].y, value_scale, timestamp_us);
+        lm[i].z = ks__one_euro_apply(&f[2], lm[i].z, value_scale, timestamp_us);
+    }
+    return KS_STATUS_OK;
+}
+
+/* ---- tracker ---------------------------------------------------------------------------- */
+
+void ks__tracker_init(ks__tracker *t, const ks__tracker_options *opt) {
+    memset(t, 0, sizeof(*t));
+    if (opt) t->opt = *opt;
+    if (!(t->opt.iou_threshold > 0.0f)) t->opt.iou_threshold = 0.3f;
+    if (t->opt.max_missed_frames <= 0) t->opt.max_missed_frames = 2;
+    if (t->opt.min_hits <= 0) t->opt.min_hits = 1;
+    t->next_id = 1;
+}
+
+static ks__detection predicted(const ks__track *tr) {
+    ks__detection d = tr->det;
+    float steps = (float)(tr->missed + 1);
+    float dx = tr->vx * steps, dy = tr->vy * steps;
+    d.xmin += dx, d.xmax += dx, d.ymin += dy, d.ymax += dy;
+    return d;
+}
+
+void ks__tracker_update(ks__tracker *t, ks__detection *dets, size_t n) {
+    size_t nd = n < KS__TRACKER_MAX_DETECTIONS ? n : KS__TRACKER_MAX_DETECTIONS;
+    int32_t det_track[KS__TRACKER_MAX_DETECTIONS]; /* matched track slot, or -1 */
+    bool track_matched[KS__TRACKER_MAX_TRACKS] = {false};
+    ks__detection pred[KS__TRACKER_MAX_TRACKS];
+    for (size_t i = 0; i < n; i++)
+        dets[i].track_id = -1;
+    for (size_t i = 0; i < nd; i++)
+        det_track[i] = -1;
+    for (size_t k = 0; k < t->num_tracks; k++)
+        pred[k] = predicted(&t->tracks[k]);
+
+    /* Greedy association, best IoU first. T and D are small (<= 64 x 256), so repeated scans
+     * beat building and sorting a pair list and need no scratch. */
+    for (;;) {
+        float best = t->opt.iou_threshold;
+        int32_t bk = -1, bi = -1;
+        for (size_t k = 0; k < t->num_tracks; k++) {
+            if (track_matched[k]) continue;
+            for (size_t i = 0; i < nd; i++) {
+                if (det_track[i] >= 0) continue;
+                if (t->opt.per_class && dets[i].class_id != t->tracks[k].det.class_id) continue;
+                float iou = ks__box_overlap(&pred[k], &dets[i], KS__OVERLAP_IOU);
+                if (iou >= best && (iou > best || bk < 0))
+                    best = iou, bk = (int32_t)k, bi = (int32_t)i;
+            }
+        }
+        if (bk < 0) break;
+        track_matched[bk] = true;
+        det_track[bi] = bk;
+    }
+
+    for (size_t i = 0; i < nd; i++) {
+        if (det_track[i] < 0) continue;
+        ks__track *tr = &t->tracks[det_track[i]];
+        float ocx = (tr->det.xmin + tr->det.xmax) * 0.5f,
+              ocy = (tr->det.ymin + tr->det.ymax) * 0.5f;
+        float ncx = (dets[i].xmin + dets[i].xmax) * 0.5f,
+              ncy = (dets[i].ymin + dets[i].ymax) * 0.5f;
+        /* Velocity per frame over the frames since the last match; blended with the previous
+         * estimate once there is one, so one noisy box does not throw the prediction off. */
+        float frames = (float)(tr->missed + 1);
+        float vx = (ncx - ocx) / frames, vy = (ncy - ocy) / frames;
+        if (tr->hits >= 2) {
+            tr->vx = 0.5f * tr->vx + 0.5f * vx, tr->vy = 0.5f * tr->vy + 0.5f * vy;
+        } else {
+            tr->vx = vx, tr->vy = vy;
+        }
+        tr->det = dets[i];
+        tr->hits++;
+        tr->missed = 0;
+        if (tr->hits >= t->opt.min_hits) tr->confirmed = true;
+        tr->det.track_id = tr->id;
+        if (tr->confirmed) dets[i].track_id = tr->id;
+    }
+
+    /* Unmatched tracks coast or die; compact survivors in place (order kept so ids stay in
+     * creation order). */
+    size_t kept = 0;
+    for (size_t k = 0; k < t->num_tracks; k++) {
+        ks__track tr = t->tracks[k];
+        if (!track_matched[k]) {
+            tr.missed++;
+            /* An unconfirmed track that misses a frame is noise: drop it at once. */
+            if (tr.missed > t->opt.max_missed_frames || !tr.confirmed) continue;
+        }
+        t->tracks[kept++] = tr;
+    }
+    t->num_tracks = kept;
+
+    for (size_t i = 0; i < nd; i++) {
+        if (det_track[i] >= 0 || t->num_tracks >= KS__TRACKER_MAX_TRACKS) continue;
+        ks__track *tr = &t->tracks[t->num_tracks++];
+        memset(tr, 0, sizeof(*tr));
+        tr->id = t->next_id++;
+        if (t->next_id <= 0) t->next_id = 1; /* wrapped after 2^31 tracks */
+        tr->det = dets[i];
+        tr->det.track_id = tr->id;
+        tr->hits = 1;
+        tr->confirmed = tr->hits >= t->opt.min_hits;
+        if (tr->confirmed) dets[i].track_id = tr->id;
+    }
+}
+
+/* ---- mask smoothing --------------------------------------------------------------------- */
+
+static float binary_entropy_bits(float p) {
+    if (p <= 0.0f || p >= 1.0f) return 0.0f;
+    return -(p * log2f(p) + (1.0f - p) * log2f(1.0f - p));
+}
+
+void ks__mask_smooth(const float *cur, const float *prev, float *out, size_t n,
+                     float combine_with_previous_ratio) {
+    for (size_t i = 0; i < n; i++) {
+        float p = cur[i];
+        if (!prev) {
+            out[i] = p;
+            continue;
+        }
+        float pc = p < 0.0f ? 0.0f : (p > 1.0f ? 1.0f : p);
+        if (pc != pc) pc = 0.5f; /* NaN: maximally uncertain */
+        float certainty = 1.0f - binary_entropy_bits(pc);
+        float u = 1.0f - certainty * certainty;
+        float q = prev[i];
+        out[i] = p + (q - p) * (u * combine_with_previous_ratio);
+    }
+}

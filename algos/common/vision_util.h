@@ -1,0 +1,27 @@
+/* Small helpers shared by the algos/common building blocks. Not a published API. */
+#ifndef KESTREL_ALGOS_VISION_UTIL_H
+#define KESTREL_ALGOS_VISION_UTIL_H
+
+#include <stddef.h>
+
+#include "kestrel/kestrel.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KS__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define KS__PRINTF(a, b)
+#endif
+
+#define KS__PI 3.14159265358979323846
+
+/* Formats a message into err (NUL-terminated, truncated to err_size) and returns `status`.
+ * err may be NULL when err_size is 0. */
+ks_status ks__vision_fail(char *err, size_t err_size, ks_status status, const char *fmt, ...)
+    KS__PRINTF(4, 5);
+
+/* Logistic function, safe for large |x|. */
+float ks__sigmoid(float x);
+/* Wraps an angle to [-pi, pi) (MediaPipe NormalizeRadians). */
+float ks__normalize_radians(float angle_rad);
+
+#endif /* KESTREL_ALGOS_VISION_UTIL_H */

@@ -1,0 +1,33 @@
+/* AVX2 + FMA helpers shared by the f32 depthwise / pool / transpose-conv microkernels of this
+ * directory (compiled with this directory's flags only). Not a published API. */
+#ifndef KESTREL_X86_AVX2_F32_DW_SIMD_H
+#define KESTREL_X86_AVX2_F32_DW_SIMD_H
+
+#include <immintrin.h>
+#include <math.h>
+
+#include "../../dwconv.h"
+
+#define KS_INLINE static inline __attribute__((always_inline))
+
+/* Lane mask of the first n (1..8) lanes, for maskload/maskstore of channel tails. */
+KS_INLINE __m256i ks_avx2_mask(size_t n) {
+    static const int32_t tab[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    return _mm256_loadu_si256((const __m256i *)(const void *)(tab + 8 - (n > 8 ? 8 : n)));
+}
+
+/* The fused activation; max(lo, v) / min(hi, v) keep NaN inputs NaN like the reference. */
+KS_INLINE __m256 ks_avx2_act(__m256 v, __m256 lo, __m256 hi, const ks__f32_act *a) {
+    v = _mm256_min_ps(hi, _mm256_max_ps(lo, v));
+    if (a->act == 6 /* KS_ACT_LEAKY_RELU */) {
+        __m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
+        v = _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(a->alpha)), neg);
+    } else if (a->act == 7 /* KS_ACT_HARD_SWISH */) {
+        __m256 r = _mm256_add_ps(v, _mm256_set1_ps(3.0f));
+        r = _mm256_min_ps(_mm256_max_ps(r, _mm256_setzero_ps()), _mm256_set1_ps(6.0f));
+        v = _mm256_div_ps(_mm256_mul_ps(v, r), _mm256_set1_ps(6.0f));
+    }
+    return v;
+}
+
+#endif /* KESTREL_X86_AVX2_F32_DW_SIMD_H */

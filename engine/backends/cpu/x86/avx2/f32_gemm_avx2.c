@@ -1,0 +1,169 @@
+/* f32 indirect-GEMM microkernel for AVX2 + FMA: MR x 16 tiles (gemm.h), and the CONV2D,
+ * FULLY_CONNECTED and MATMUL variants built on it.
+ *
+ * Why 6 x 16: 6 rows x 2 ymm = 12 accumulators, plus 2 weight vectors and a broadcast, uses 15 of
+ * the 16 ymm registers; 12 independent FMAs cover the FMA latency on two pipes. 16 columns divide
+ * every common channel count.
+ */
+#include <immintrin.h>
+
+#include "../../gemm.h"
+
+#define ARCH_MR 6
+#define ARCH_NR 16
+
+#if defined(__clang__)
+#define KS_UNROLL _Pragma("unroll")
+#else
+#define KS_UNROLL _Pragma("GCC unroll 16")
+#endif
+#define KS_INLINE static inline __attribute__((always_inline))
+
+/* e^x for the sigmoid epilogue: Cody-Waite range reduction by ln 2 and a degree-6 polynomial
+ * (Cephes expf coefficients); the clamp keeps 2^n a normal float. */
+KS_INLINE __m256 exp_ps(__m256 x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
+    p = _mm256_add_ps(p, _mm256_set1_ps(1.0f));
+    __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+/* The fused activation, same formulas as ks__act_apply (tanh is done by the caller). */
+KS_INLINE __m256 act_ps(__m256 v, const ks__gemm_epilogue *ep) {
+    const __m256 zero = _mm256_setzero_ps();
+    switch (ep->act) {
+    case KS_ACT_RELU:
+        return _mm256_max_ps(v, zero);
+    case KS_ACT_RELU6:
+        return _mm256_min_ps(_mm256_max_ps(v, zero), _mm256_set1_ps(6.0f));
+    case KS_ACT_RELU_N1_TO_1:
+        return _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(-1.0f)), _mm256_set1_ps(1.0f));
+    case KS_ACT_LEAKY_RELU: {
+        __m256 neg = _mm256_cmp_ps(v, zero, _CMP_LT_OQ);
+        return _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(ep->alpha)), neg);
+    }
+    case KS_ACT_HARD_SWISH: {
+        __m256 r = _mm256_add_ps(v, _mm256_set1_ps(3.0f));
+        r = _mm256_min_ps(_mm256_max_ps(r, zero), _mm256_set1_ps(6.0f));
+        return _mm256_div_ps(_mm256_mul_ps(v, r), _mm256_set1_ps(6.0f));
+    }
+    case KS_ACT_SIGMOID: {
+        __m256 e = exp_ps(_mm256_sub_ps(zero, v));
+        return _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    }
+    default:
+        return v;
+    }
+}
+
+/* Lane mask with the first n (0..8) lanes set. */
+KS_INLINE __m256i lane_mask(size_t n) {
+    static const int32_t k_ones[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    return _mm256_loadu_si256((const __m256i *)(const void *)(k_ones + 8 - n));
+}
+
+KS_INLINE void tile(const size_t MR, size_t nc, size_t kc, size_t ks, const float *const *a,
+                    size_t a_off, const float *zero, const float *w, float *c, size_t cs,
+                    const float *res, size_t rs, const ks__gemm_epilogue *ep) {
+    __m256 acc0[ARCH_MR], acc1[ARCH_MR];
+    const __m256 bias0 = _mm256_load_ps(w), bias1 = _mm256_load_ps(w + 8);
+    w += ARCH_NR;
+    KS_UNROLL for (size_t r = 0; r < MR; r++) {
+        acc0[r] = bias0;
+        acc1[r] = bias1;
+    }
+    do {
+        const float *ap[ARCH_MR];
+        KS_UNROLL for (size_t r = 0; r < MR; r++) {
+            ap[r] = a[r];
+            if (ap[r] != zero) ap[r] += a_off;
+        }
+        a += ARCH_MR;
+        for (size_t k = 0; k < kc; k++) {
+            const __m256 b0 = _mm256_load_ps(w), b1 = _mm256_load_ps(w + 8);
+            w += ARCH_NR;
+            KS_UNROLL for (size_t r = 0; r < MR; r++) {
+                const __m256 av = _mm256_broadcast_ss(ap[r] + k);
+                acc0[r] = _mm256_fmadd_ps(av, b0, acc0[r]);
+                acc1[r] = _mm256_fmadd_ps(av, b1, acc1[r]);
+            }
+        }
+    } while (--ks);
+    const __m256i m0 = lane_mask(nc >= 8 ? 8 : nc),
+                  m1 = lane_mask(nc >= 16 ? 8 : (nc > 8 ? nc - 8 : 0));
+    KS_UNROLL for (size_t r = 0; r < MR; r++) {
+        __m256 v0 = acc0[r], v1 = acc1[r];
+        float *cr = c + r * cs;
+        if (nc == ARCH_NR) {
+            if (res) {
+                v0 = _mm256_add_ps(v0, _mm256_loadu_ps(res + r * rs));
+                v1 = _mm256_add_ps(v1, _mm256_loadu_ps(res + r * rs + 8));
+            }
+            _mm256_storeu_ps(cr, act_ps(v0, ep));
+            _mm256_storeu_ps(cr + 8, act_ps(v1, ep));
+        } else {
+            if (res) {
+                v0 = _mm256_add_ps(v0, _mm256_maskload_ps(res + r * rs, m0));
+                v1 = _mm256_add_ps(v1, _mm256_maskload_ps(res + r * rs + 8, m1));
+            }
+            _mm256_maskstore_ps(cr, m0, act_ps(v0, ep));
+            _mm256_maskstore_ps(cr + 8, m1, act_ps(v1, ep));
+        }
+        if (ep->act == KS_ACT_TANH) ks__gemm_act_scalar(cr, nc, ep);
+    }
+}
+
+static void ks_f32_igemm__avx2_6x16(size_t mr, size_t nc, size_t kc, size_t ks,
+                                    const float *const *a, size_t a_off, const float *zero,
+                                    const float *w, float *c, size_t cs, const float *res,
+                                    size_t rs, const ks__gemm_epilogue *ep) {
+    switch (mr) {
+#define CASE(n)                                                                                    \
+    case n:                                                                                        \
+        tile(n, nc, kc, ks, a, a_off, zero, w, c, cs, res, rs, ep);                                \
+        break;
+        CASE(1)
+        CASE(2)
+        CASE(3)
+        CASE(4)
+        CASE(5)
+        CASE(6)
+#undef CASE
+    default:
+        break;
+    }
+}
+
+static const ks__f32_gemm_arch k_arch = {ARCH_MR, ARCH_NR, 16.0, ks_f32_igemm__avx2_6x16};
+
+static double cost(const ks__kernel_ctx *ctx) {
+    return ks__f32_gemm_cost(ctx, &k_arch);
+}
+static ks_status plan(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
+    return ks__f32_gemm_plan(ctx, &k_arch, packed_bytes_out);
+}
+static ks_status pack(ks__kernel_ctx *ctx) {
+    return ks__f32_gemm_pack(ctx, &k_arch);
+}
+static ks_status run(ks__kernel_ctx *ctx) {
+    return ks__f32_gemm_run(ctx, &k_arch);
+}
+
+const ks__impl ks_f32_conv2d__avx2_6x16 = {
+    "ks_f32_conv2d__avx2_6x16", KS_OP_CONV2D, KS_ISA_AVX2, cost, plan, pack, run};
+const ks__impl ks_f32_fc__avx2_6x16 = {
+    "ks_f32_fc__avx2_6x16", KS_OP_FULLY_CONNECTED, KS_ISA_AVX2, cost, plan, pack, run};
+const ks__impl ks_f32_matmul__avx2_6x16 = {
+    "ks_f32_matmul__avx2_6x16", KS_OP_MATMUL, KS_ISA_AVX2, cost, plan, pack, run};

@@ -1,0 +1,32 @@
+/* AVX-512 helpers shared by the f32 depthwise / pool / transpose-conv microkernels of this
+ * directory (compiled with this directory's flags only). Not a published API. */
+#ifndef KESTREL_X86_AVX512_F32_DW_SIMD_H
+#define KESTREL_X86_AVX512_F32_DW_SIMD_H
+
+#include <immintrin.h>
+#include <math.h>
+
+#include "../../dwconv.h"
+
+#define KS_INLINE static inline __attribute__((always_inline))
+
+/* Mask of the first n (< 16 or >= 16 => all) lanes. */
+KS_INLINE __mmask16 ks_avx512_mask(size_t n) {
+    return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
+}
+
+/* The fused activation; max(lo, v) / min(hi, v) keep NaN inputs NaN like the reference. */
+KS_INLINE __m512 ks_avx512_act(__m512 v, __m512 lo, __m512 hi, const ks__f32_act *a) {
+    v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+    if (a->act == 6 /* KS_ACT_LEAKY_RELU */) {
+        __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+        v = _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(a->alpha));
+    } else if (a->act == 7 /* KS_ACT_HARD_SWISH */) {
+        __m512 r = _mm512_add_ps(v, _mm512_set1_ps(3.0f));
+        r = _mm512_min_ps(_mm512_max_ps(r, _mm512_setzero_ps()), _mm512_set1_ps(6.0f));
+        v = _mm512_div_ps(_mm512_mul_ps(v, r), _mm512_set1_ps(6.0f));
+    }
+    return v;
+}
+
+#endif /* KESTREL_X86_AVX512_F32_DW_SIMD_H */
