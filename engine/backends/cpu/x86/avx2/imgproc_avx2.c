@@ -1,0 +1,277 @@
+/* AVX2 fast path of ks_image_to_tensor (bilinear): 8 destination pixels per step, taps fetched
+ * with 32-bit gathers. Groups whose taps touch the border or would read past a row end fall back
+ * to the scalar reference, which also does the row tails. The arithmetic repeats the scalar
+ * statements one by one with separate multiply and add (no FMA), so results are bit-identical
+ * (tests/unit/test_imgproc.c checks this). */
+#include <immintrin.h>
+
+#include "imgproc_impl.h"
+
+typedef struct vec_rgb {
+    __m256 r, g, b;
+} vec_rgb;
+
+static __m256 byte_f(__m256i v, int shift) {
+    __m256i b = _mm256_and_si256(_mm256_srli_epi32(v, shift), _mm256_set1_epi32(0xff));
+    return _mm256_cvtepi32_ps(b);
+}
+
+static __m256i gather(const uint8_t *base, __m256i offsets) {
+    return _mm256_i32gather_epi32((const int *)(const void *)base, offsets, 1);
+}
+
+static __m256 clamp255(__m256 v) {
+    v = _mm256_max_ps(v, _mm256_setzero_ps());
+    return _mm256_min_ps(v, _mm256_set1_ps(255.0f));
+}
+
+static vec_rgb yuv_to_rgb(const ks__imgproc *p, __m256 Y, __m256 U, __m256 V) {
+    const __m256 c128 = _mm256_set1_ps(128.0f);
+    __m256 yy = _mm256_sub_ps(Y, _mm256_set1_ps(p->y_offset));
+    yy = _mm256_mul_ps(yy, _mm256_set1_ps(p->y_scale));
+    __m256 u = _mm256_sub_ps(U, c128), v = _mm256_sub_ps(V, c128);
+    __m256 t = _mm256_mul_ps(_mm256_set1_ps(p->kr_v), v);
+    __m256 r = _mm256_add_ps(yy, t);
+    t = _mm256_mul_ps(_mm256_set1_ps(p->kg_u), u);
+    __m256 g = _mm256_sub_ps(yy, t);
+    t = _mm256_mul_ps(_mm256_set1_ps(p->kg_v), v);
+    g = _mm256_sub_ps(g, t);
+    t = _mm256_mul_ps(_mm256_set1_ps(p->kb_u), u);
+    __m256 b = _mm256_add_ps(yy, t);
+    vec_rgb out = {clamp255(r), clamp255(g), clamp255(b)};
+    return out;
+}
+
+static __m256 lerp2(__m256 p00, __m256 p01, __m256 p10, __m256 p11, __m256 ax, __m256 ay) {
+    __m256 d = _mm256_sub_ps(p01, p00);
+    d = _mm256_mul_ps(d, ax);
+    __m256 top = _mm256_add_ps(p00, d);
+    d = _mm256_sub_ps(p11, p10);
+    d = _mm256_mul_ps(d, ax);
+    __m256 bot = _mm256_add_ps(p10, d);
+    d = _mm256_sub_ps(bot, top);
+    d = _mm256_mul_ps(d, ay);
+    return _mm256_add_ps(top, d);
+}
+
+/* Largest tap column ix (the left one of a pair) whose gathers stay inside the row. */
+static int32_t fast_x_max(const ks__imgproc *p) {
+    int32_t w = p->width_px, cw = (w + 1) / 2;
+    switch (p->format) {
+    case KS_PIXEL_FORMAT_RGBA:
+    case KS_PIXEL_FORMAT_BGRA:
+        return w - 2;
+    case KS_PIXEL_FORMAT_RGB:
+    case KS_PIXEL_FORMAT_BGR:
+        return w - 3; /* 4-byte read at 3 * (ix + 1) */
+    case KS_PIXEL_FORMAT_GRAY:
+    case KS_PIXEL_FORMAT_NV21:
+    case KS_PIXEL_FORMAT_NV12:
+        return w - 4; /* 4-byte read at ix; NV chroma then ends within 2 * cw */
+    case KS_PIXEL_FORMAT_I420: {
+        int32_t a = w - 4, b = 2 * cw - 8;
+        return a < b ? a : b;
+    }
+    default:
+        return -1;
+    }
+}
+
+/* Bilinear RGB of 8 points whose 4 taps are all inside the fast region. */
+static vec_rgb sample8(const ks__imgproc *p, __m256i ix, __m256i iy, __m256 ax, __m256 ay) {
+    const __m256i one = _mm256_set1_epi32(1);
+    __m256i s0 = _mm256_set1_epi32((int32_t)p->stride_bytes[0]);
+    __m256i row0 = _mm256_mullo_epi32(iy, s0);
+    __m256i row1 = _mm256_add_epi32(row0, s0);
+    const uint8_t *base = p->plane[0];
+    vec_rgb out;
+    switch (p->format) {
+    case KS_PIXEL_FORMAT_RGBA:
+    case KS_PIXEL_FORMAT_BGRA:
+    case KS_PIXEL_FORMAT_RGB:
+    case KS_PIXEL_FORMAT_BGR: {
+        int four = p->format == KS_PIXEL_FORMAT_RGBA || p->format == KS_PIXEL_FORMAT_BGRA;
+        int bgr = p->format == KS_PIXEL_FORMAT_BGRA || p->format == KS_PIXEL_FORMAT_BGR;
+        __m256i bpp = _mm256_set1_epi32(four ? 4 : 3);
+        __m256i c0 = _mm256_mullo_epi32(ix, bpp);
+        __m256i c1 = _mm256_add_epi32(c0, bpp);
+        __m256i v00 = gather(base, _mm256_add_epi32(row0, c0));
+        __m256i v01 = gather(base, _mm256_add_epi32(row0, c1));
+        __m256i v10 = gather(base, _mm256_add_epi32(row1, c0));
+        __m256i v11 = gather(base, _mm256_add_epi32(row1, c1));
+        int rs = bgr ? 16 : 0, bs = bgr ? 0 : 16;
+        out.r = lerp2(byte_f(v00, rs), byte_f(v01, rs), byte_f(v10, rs), byte_f(v11, rs), ax, ay);
+        out.g = lerp2(byte_f(v00, 8), byte_f(v01, 8), byte_f(v10, 8), byte_f(v11, 8), ax, ay);
+        out.b = lerp2(byte_f(v00, bs), byte_f(v01, bs), byte_f(v10, bs), byte_f(v11, bs), ax, ay);
+        return out;
+    }
+    case KS_PIXEL_FORMAT_GRAY: {
+        __m256i v0 = gather(base, _mm256_add_epi32(row0, ix));
+        __m256i v1 = gather(base, _mm256_add_epi32(row1, ix));
+        out.r = lerp2(byte_f(v0, 0), byte_f(v0, 8), byte_f(v1, 0), byte_f(v1, 8), ax, ay);
+        out.g = out.b = out.r;
+        return out;
+    }
+    default:
+        break;
+    }
+    /* YUV: luma pairs from one gather per row, chroma per tap. */
+    __m256i y0 = gather(base, _mm256_add_epi32(row0, ix));
+    __m256i y1 = gather(base, _mm256_add_epi32(row1, ix));
+    __m256 Y[4] = {byte_f(y0, 0), byte_f(y0, 8), byte_f(y1, 0), byte_f(y1, 8)};
+    __m256i cx[2] = {_mm256_srli_epi32(ix, 1), _mm256_srli_epi32(_mm256_add_epi32(ix, one), 1)};
+    __m256i s1 = _mm256_set1_epi32((int32_t)p->stride_bytes[1]);
+    __m256i crow[2] = {_mm256_mullo_epi32(_mm256_srli_epi32(iy, 1), s1),
+                       _mm256_mullo_epi32(_mm256_srli_epi32(_mm256_add_epi32(iy, one), 1), s1)};
+    __m256 U[4], V[4];
+    for (int t = 0; t < 4; t++) {
+        __m256i cr = crow[t >> 1], cc = cx[t & 1];
+        if (p->format == KS_PIXEL_FORMAT_I420) {
+            __m256i s2 = _mm256_set1_epi32((int32_t)p->stride_bytes[2]);
+            __m256i cr2 = _mm256_mullo_epi32(
+                _mm256_srli_epi32(t >> 1 ? _mm256_add_epi32(iy, one) : iy, 1), s2);
+            U[t] = byte_f(gather(p->plane[1], _mm256_add_epi32(cr, cc)), 0);
+            V[t] = byte_f(gather(p->plane[2], _mm256_add_epi32(cr2, cc)), 0);
+        } else {
+            __m256i uv = gather(p->plane[1], _mm256_add_epi32(cr, _mm256_add_epi32(cc, cc)));
+            int nv21 = p->format == KS_PIXEL_FORMAT_NV21;
+            U[t] = byte_f(uv, nv21 ? 8 : 0);
+            V[t] = byte_f(uv, nv21 ? 0 : 8);
+        }
+    }
+    vec_rgb c[4];
+    for (int t = 0; t < 4; t++)
+        c[t] = yuv_to_rgb(p, Y[t], U[t], V[t]);
+    out.r = lerp2(c[0].r, c[1].r, c[2].r, c[3].r, ax, ay);
+    out.g = lerp2(c[0].g, c[1].g, c[2].g, c[3].g, ax, ay);
+    out.b = lerp2(c[0].b, c[1].b, c[2].b, c[3].b, ax, ay);
+    return out;
+}
+
+static void store8(const ks__imgproc *p, int32_t y, int32_t x, const __m256 *val) {
+    size_t plane_px = (size_t)p->out_width_px * (size_t)p->out_height_px;
+    size_t pix = (size_t)y * (size_t)p->out_width_px + (size_t)x;
+    int32_t nc = p->out_channels;
+    __m256 o[3];
+    for (int32_t c = 0; c < nc; c++) {
+        __m256 v = _mm256_sub_ps(val[c], _mm256_set1_ps(p->mean[c]));
+        o[c] = _mm256_mul_ps(v, _mm256_set1_ps(p->scale[c]));
+    }
+    int planar = p->nchw || nc == 1;
+    if (p->out_u8) {
+        uint8_t tmp[3][16];
+        for (int32_t c = 0; c < nc; c++) {
+            __m256 v = clamp255(o[c]);
+            v = _mm256_add_ps(v, _mm256_set1_ps(0.5f));
+            __m256i i = _mm256_cvttps_epi32(v);
+            __m128i w16 =
+                _mm_packus_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
+            __m128i b8 = _mm_packus_epi16(w16, w16);
+            uint8_t *dst = planar ? (uint8_t *)p->out + (size_t)c * plane_px + pix : tmp[c];
+            _mm_storel_epi64((__m128i *)(void *)dst, b8);
+        }
+        if (!planar) {
+            uint8_t *dst = (uint8_t *)p->out + pix * 3;
+            for (int k = 0; k < 8; k++) {
+                dst[3 * k] = tmp[0][k];
+                dst[3 * k + 1] = tmp[1][k];
+                dst[3 * k + 2] = tmp[2][k];
+            }
+        }
+        return;
+    }
+    if (planar) {
+        for (int32_t c = 0; c < nc; c++)
+            _mm256_storeu_ps((float *)p->out + (size_t)c * plane_px + pix, o[c]);
+        return;
+    }
+    /* NHWC, 3 channels: interleave r0 g0 b0 r1 ... through a small buffer. */
+    float tmp[3][8];
+    for (int c = 0; c < 3; c++)
+        _mm256_storeu_ps(tmp[c], o[c]);
+    float *dst = (float *)p->out + pix * 3;
+    for (int k = 0; k < 8; k++) {
+        dst[3 * k] = tmp[0][k];
+        dst[3 * k + 1] = tmp[1][k];
+        dst[3 * k + 2] = tmp[2][k];
+    }
+}
+
+/* Whether all 4 taps (ix..ix+1, iy..iy+1) of every lane lie outside the image: ix + 1 < 0,
+ * ix > w - 1, iy + 1 < 0 or iy > h - 1. */
+static int all_outside(__m256i ix, __m256i iy, __m256i w_px, __m256i h_px) {
+    const __m256i minus1 = _mm256_set1_epi32(-1);
+    __m256i out = _mm256_cmpgt_epi32(minus1, ix);
+    out = _mm256_or_si256(out, _mm256_cmpgt_epi32(ix, _mm256_add_epi32(w_px, minus1)));
+    out = _mm256_or_si256(out, _mm256_cmpgt_epi32(minus1, iy));
+    out = _mm256_or_si256(out, _mm256_cmpgt_epi32(iy, _mm256_add_epi32(h_px, minus1)));
+    return _mm256_movemask_ps(_mm256_castsi256_ps(out)) == 0xff;
+}
+
+void ks__imgproc_rows_avx2(const ks__imgproc *p, int32_t y_begin, int32_t y_end) {
+    const float *m = p->m;
+    const __m256 half = _mm256_set1_ps(0.5f), lo = _mm256_set1_ps(-4.0f);
+    const __m256 hi_x = _mm256_set1_ps((float)p->width_px + 4.0f);
+    const __m256 hi_y = _mm256_set1_ps((float)p->height_px + 4.0f);
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i x_lim = _mm256_set1_epi32(fast_x_max(p) + 1);
+    const __m256i y_lim = _mm256_set1_epi32(p->height_px - 1);
+    const __m256i minus1 = _mm256_set1_epi32(-1);
+    const __m256i w_px = _mm256_set1_epi32(p->width_px), h_px = _mm256_set1_epi32(p->height_px);
+    const int constant_border = p->border != KS_BORDER_REPLICATE;
+    const vec_rgb border = {_mm256_set1_ps(p->border_rgb[0]), _mm256_set1_ps(p->border_rgb[1]),
+                            _mm256_set1_ps(p->border_rgb[2])};
+    for (int32_t y = y_begin; y < y_end; y++) {
+        float dy = (float)y + 0.5f;
+        float bx = m[1] * dy;
+        bx = bx + m[2];
+        float by = m[4] * dy;
+        by = by + m[5];
+        int32_t x = 0;
+        for (; x + 8 <= p->out_width_px; x += 8) {
+            __m256 dx = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(x), iota));
+            dx = _mm256_add_ps(dx, half);
+            __m256 sx = _mm256_mul_ps(_mm256_set1_ps(m[0]), dx);
+            sx = _mm256_add_ps(sx, _mm256_set1_ps(bx));
+            __m256 sy = _mm256_mul_ps(_mm256_set1_ps(m[3]), dx);
+            sy = _mm256_add_ps(sy, _mm256_set1_ps(by));
+            __m256 u = _mm256_min_ps(_mm256_max_ps(_mm256_sub_ps(sx, half), lo), hi_x);
+            __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_sub_ps(sy, half), lo), hi_y);
+            __m256 fu = _mm256_floor_ps(u), fv = _mm256_floor_ps(v);
+            __m256 ax = _mm256_sub_ps(u, fu), ay = _mm256_sub_ps(v, fv);
+            __m256i ix = _mm256_cvttps_epi32(fu), iy = _mm256_cvttps_epi32(fv);
+            __m256i ok =
+                _mm256_and_si256(_mm256_cmpgt_epi32(ix, minus1), _mm256_cmpgt_epi32(x_lim, ix));
+            ok = _mm256_and_si256(ok, _mm256_cmpgt_epi32(iy, minus1));
+            ok = _mm256_and_si256(ok, _mm256_cmpgt_epi32(y_lim, iy));
+            vec_rgb rgb;
+            if (_mm256_movemask_ps(_mm256_castsi256_ps(ok)) == 0xff) {
+                rgb = sample8(p, ix, iy, ax, ay);
+            } else if (constant_border && all_outside(ix, iy, w_px, h_px)) {
+                /* letterbox padding: the scalar lerp of four equal border taps is exact */
+                rgb = border;
+            } else {
+                ks__imgproc_span_scalar(p, y, x, x + 8);
+                continue;
+            }
+            __m256 val[3];
+            if (p->gray_out) {
+                if (p->gray_src) {
+                    val[0] = rgb.r;
+                } else {
+                    __m256 l = _mm256_mul_ps(_mm256_set1_ps(0.299f), rgb.r);
+                    __m256 t = _mm256_mul_ps(_mm256_set1_ps(0.587f), rgb.g);
+                    l = _mm256_add_ps(l, t);
+                    t = _mm256_mul_ps(_mm256_set1_ps(0.114f), rgb.b);
+                    val[0] = _mm256_add_ps(l, t);
+                }
+            } else {
+                val[0] = p->bgr ? rgb.b : rgb.r;
+                val[1] = rgb.g;
+                val[2] = p->bgr ? rgb.r : rgb.b;
+            }
+            store8(p, y, x, val);
+        }
+        if (x < p->out_width_px) ks__imgproc_span_scalar(p, y, x, p->out_width_px);
+    }
+}
