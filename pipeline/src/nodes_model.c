@@ -1,0 +1,378 @@
+/* Model nodes: image_to_tensor (rotated-ROI crop, resize, normalize into an NHWC f32 tensor,
+ * through the engine's one-pass ks_image_to_tensor) and infer (one ks_session per node). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kestrel/imgproc.h"
+#include "pipeline_internal.h"
+
+#define ITT_MAX_SIDE_PX 4096
+
+/* ---------------------------------------------------------------------------------------------
+ * image_to_tensor
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct itt_state {
+    int32_t width_px, height_px;
+    float mean, scale; /* imgproc's normalization: (pixel - mean) * scale maps 0..255 to range */
+    int keep_aspect;
+    int border_zero;
+} itt_state;
+
+static ks_status itt_create(const ks_node_init *init, void **state_out) {
+    itt_state *s = ks__calloc(init->allocator, 1, sizeof(*s));
+    if (!s) return KS_STATUS_OUT_OF_MEMORY;
+    int64_t w = 0, h = 0;
+    float range[2] = {0.0f, 1.0f};
+    uint32_t nr = 0;
+    ks_status st = ks_node_options_int(init->options, "width", 0, &w);
+    if (!st) st = ks_node_options_int(init->options, "height", 0, &h);
+    if (!st) st = ks_node_options_floats(init->options, "range", range, 2, &nr);
+    if (!st) st = ks_node_options_bool(init->options, "keep_aspect", 0, &s->keep_aspect);
+    if (!st) st = ks_node_options_bool(init->options, "border_zero", 0, &s->border_zero);
+    if (st) goto error;
+    if (w < 1 || h < 1 || w > ITT_MAX_SIDE_PX || h > ITT_MAX_SIDE_PX) {
+        snprintf(init->error, init->error_cap,
+                 "options 'width' and 'height' are %lld x %lld; each must be in 1..%d",
+                 (long long)w, (long long)h, ITT_MAX_SIDE_PX);
+        st = KS_STATUS_INVALID_ARGUMENT;
+        goto error;
+    }
+    if (nr != 0 && nr != 2) {
+        snprintf(init->error, init->error_cap, "option 'range' has %u numbers; it takes [lo, hi]",
+                 (unsigned)nr);
+        st = KS_STATUS_INVALID_ARGUMENT;
+        goto error;
+    }
+    s->width_px = (int32_t)w;
+    s->height_px = (int32_t)h;
+    if (!(range[1] != range[0]) || !isfinite(range[0]) || !isfinite(range[1])) {
+        snprintf(init->error, init->error_cap,
+                 "option 'range' [%g, %g] must be two different "
+                 "finite numbers",
+                 (double)range[0], (double)range[1]);
+        st = KS_STATUS_INVALID_ARGUMENT;
+        goto error;
+    }
+    s->scale = (range[1] - range[0]) / 255.0f;
+    s->mean = -range[0] / s->scale;
+    *state_out = s;
+    return KS_STATUS_OK;
+error:
+    ks__free(init->allocator, s);
+    return st;
+}
+
+static ks_pixel_format pixel_format(ks_pixel_layout f) {
+    switch (f) {
+    case KS_PIXEL_GRAY8:
+        return KS_PIXEL_FORMAT_GRAY;
+    case KS_PIXEL_RGB8:
+        return KS_PIXEL_FORMAT_RGB;
+    case KS_PIXEL_RGBA8:
+        return KS_PIXEL_FORMAT_RGBA;
+    case KS_PIXEL_BGR8:
+        return KS_PIXEL_FORMAT_BGR;
+    case KS_PIXEL_BGRA8:
+        return KS_PIXEL_FORMAT_BGRA;
+    default:
+        return KS_PIXEL_FORMAT_INVALID;
+    }
+}
+
+static ks_status itt_process(void *state, ks_node_ctx *ctx) {
+    const itt_state *s = state;
+    const ks_packet_image *img = ks_packet_image_view(ks_node_input(ctx, 0));
+    const ks_packet_rects *roi = ks_packet_rects_view(ks_node_input(ctx, 1));
+    ks_rect r = {0.5f, 0.5f, 1.0f, 1.0f, 0.0f};
+    if (roi) {
+        if (roi->num_rects == 0) return KS_STATUS_OK; /* nothing to crop: no tensor this frame */
+        r = roi->rects[0];
+    }
+    float iw = (float)img->width_px, ih = (float)img->height_px;
+    float cx = r.x_center * iw, cy = r.y_center * ih;
+    float rw = r.width * iw, rh = r.height * ih;
+    if (!(rw > 0.0f) || !(rh > 0.0f) || !isfinite(cx) || !isfinite(cy) || !isfinite(r.rotation_rad))
+        return ks_node_fail(ctx, KS_STATUS_INVALID_ARGUMENT,
+                            "ROI (%g, %g, %g x %g, %g rad) is empty or not finite",
+                            (double)r.x_center, (double)r.y_center, (double)r.width,
+                            (double)r.height, (double)r.rotation_rad);
+    if (s->keep_aspect) {
+        /* Grow the short side so the crop has the tensor's aspect (letterbox, no distortion). */
+        float target = (float)s->height_px / (float)s->width_px;
+        if (rh / rw > target)
+            rw = rh / target;
+        else
+            rh = rw * target;
+    }
+    float c = cosf(r.rotation_rad), sn = sinf(r.rotation_rad);
+    ks_tensor_info info = {.name = NULL, .dtype = KS_DTYPE_F32};
+    info.shape.rank = 4;
+    info.shape.dims[0] = 1;
+    info.shape.dims[1] = s->height_px;
+    info.shape.dims[2] = s->width_px;
+    info.shape.dims[3] = 3;
+    ks_packet *t = NULL;
+    ks_status st = ks_packet_create_tensor(ks_node_allocator(ctx), &info, NULL, &t);
+    if (st)
+        return ks_node_fail(ctx, st, "cannot allocate the %dx%d tensor", (int)s->width_px,
+                            (int)s->height_px);
+    ks_tensor dst = {.info = info};
+    dst.data = ks_packet_mutable_data(t, &dst.size_bytes);
+    /* Destination pixel -> source point: the tensor's unit square onto the rotated ROI. */
+    float sw = (float)s->width_px, sh = (float)s->height_px;
+    ks_image_to_tensor_desc d = {
+        .m = {c * rw / sw, -sn * rh / sh, cx - 0.5f * c * rw + 0.5f * sn * rh, sn * rw / sw,
+              c * rh / sh, cy - 0.5f * sn * rw - 0.5f * c * rh},
+        .border = s->border_zero ? KS_BORDER_CONSTANT : KS_BORDER_REPLICATE,
+        .mean = {s->mean, s->mean, s->mean},
+        .scale = {s->scale, s->scale, s->scale},
+        .channel_order = KS_CHANNEL_ORDER_RGB,
+        .layout = KS_TENSOR_LAYOUT_NHWC,
+    };
+    ks_image src = {.format = pixel_format(img->format),
+                    .width_px = img->width_px,
+                    .height_px = img->height_px,
+                    .planes = {img->data, NULL, NULL},
+                    .stride_bytes = {(int32_t)img->stride_bytes, 0, 0}};
+    st = ks_image_to_tensor(&src, &d, &dst);
+    if (st) {
+        ks_packet_release(t);
+        return ks_node_fail(ctx, st, "%s", ks_last_error(NULL));
+    }
+    st = ks_node_output(ctx, 0, t);
+    if (st || ks_node_num_outputs(ctx) < 2) return st;
+    /* Tensor-normalized (0..1) -> image-normalized coordinates, for projecting results back. */
+    float m[16] = {0};
+    m[0] = c * rw / iw;
+    m[1] = -sn * rh / iw;
+    m[3] = (cx - 0.5f * c * rw + 0.5f * sn * rh) / iw;
+    m[4] = sn * rw / ih;
+    m[5] = c * rh / ih;
+    m[7] = (cy - 0.5f * sn * rw - 0.5f * c * rh) / ih;
+    m[10] = 1.0f;
+    m[15] = 1.0f;
+    ks_packet *mp = NULL;
+    st = ks_packet_create_matrix(ks_node_allocator(ctx), m, &mp);
+    if (st) return ks_node_fail(ctx, st, "out of memory");
+    return ks_node_output(ctx, 1, mp);
+}
+
+static const ks_port itt_in[] = {{"image", KS_PACKET_IMAGE, KS_PACKET_ANY, 0, -1},
+                                 {"roi", KS_PACKET_RECTS, KS_PACKET_ANY, KS_PORT_OPTIONAL, -1}};
+static const ks_port itt_out[] = {
+    {"tensor", KS_PACKET_TENSOR, KS_PACKET_ANY, 0, -1},
+    {"matrix", KS_PACKET_MATRIX, KS_PACKET_ANY, KS_PORT_OPTIONAL, -1}};
+
+static void plain_free(void *state, const ks_allocator *a) {
+    ks__free(a, state);
+}
+
+const ks_node_type ks__image_to_tensor_type = {
+    "image_to_tensor", 2, 2, itt_in, itt_out, itt_create, itt_process, NULL, NULL, plain_free};
+
+/* ---------------------------------------------------------------------------------------------
+ * infer
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct infer_state {
+    ks_model *model;
+    ks_session *session;
+    uint32_t num_inputs, num_outputs;
+    bool dynamic;            /* some input dim is -1: reshape when the input shapes change */
+    bool planned;            /* a reshape succeeded */
+    ks_tensor_shape *shapes; /* num_inputs: the shapes of the current plan */
+    char model_name[KS_PIPELINE_MAX_NAME_BYTES];
+} infer_state;
+
+static void infer_destroy(void *state, const ks_allocator *a) {
+    infer_state *s = state;
+    if (!s) return;
+    ks_session_destroy(s->session);
+    ks_model_destroy(s->model);
+    ks__free(a, s->shapes);
+    ks__free(a, s);
+}
+
+static ks_status load_model(const ks_node_init *init, const char *name, ks_model **out) {
+    ks_model_desc md = {.allocator = init->allocator};
+    ks_bundle_entry e;
+    if (init->bundle && ks_bundle_find(init->bundle, name, &e) == KS_STATUS_OK) {
+        if (e.kind != KS_BUNDLE_MODEL) {
+            snprintf(init->error, init->error_cap, "bundle entry '%s' is a %s, not a model", name,
+                     ks_bundle_kind_string(e.kind));
+            return KS_STATUS_INVALID_MODEL;
+        }
+        /* The bundle's CRC already covered these bytes. */
+        md.flags = KS_MODEL_SKIP_CHECKSUM;
+        ks_status st = ks_model_load_buffer(e.data, e.size_bytes, &md, out);
+        if (st)
+            snprintf(init->error, init->error_cap, "model '%s' from the bundle: %s", name,
+                     ks_last_error(NULL));
+        return st;
+    }
+    char path[1024];
+    if (init->model_dir && init->model_dir[0] && name[0] != '/')
+        snprintf(path, sizeof(path), "%s/%s", init->model_dir, name);
+    else
+        snprintf(path, sizeof(path), "%s", name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(init->error, init->error_cap,
+                 "missing model '%s': no bundle entry of that name and no file '%s'", name, path);
+        return KS_STATUS_IO_ERROR;
+    }
+    fclose(f);
+    ks_status st = ks_model_load_file(path, &md, out);
+    if (st) snprintf(init->error, init->error_cap, "model '%s': %s", path, ks_last_error(NULL));
+    return st;
+}
+
+static ks_status infer_create(const ks_node_init *init, void **state_out) {
+    const char *model = NULL;
+    int64_t threads = 0;
+    ks_status st = ks_node_options_string(init->options, "model", NULL, &model);
+    if (!st) st = ks_node_options_int(init->options, "num_threads", 0, &threads);
+    if (st) return st;
+    if (!model || !model[0]) {
+        snprintf(init->error, init->error_cap,
+                 "option 'model' (bundle entry or .ksm path) is "
+                 "required");
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    const ks__subgraph_env *env = ks__options_env(init->options);
+    if (threads == 0 && env && env->desc) threads = env->desc->num_threads;
+    if (threads < 0 || threads > 256) threads = 1;
+    infer_state *s = ks__calloc(init->allocator, 1, sizeof(*s));
+    if (!s) return KS_STATUS_OUT_OF_MEMORY;
+    snprintf(s->model_name, sizeof(s->model_name), "%s", model);
+    st = load_model(init, model, &s->model);
+    if (st) goto error;
+    s->num_inputs = ks_model_num_inputs(s->model);
+    s->num_outputs = ks_model_num_outputs(s->model);
+    if (init->num_inputs != s->num_inputs || init->num_outputs > s->num_outputs ||
+        init->num_outputs == 0) {
+        snprintf(init->error, init->error_cap,
+                 "model '%s' has %u inputs and %u outputs; the node connects %u inputs and %u "
+                 "outputs (inputs must match, outputs 1..%u)",
+                 model, (unsigned)s->num_inputs, (unsigned)s->num_outputs,
+                 (unsigned)init->num_inputs, (unsigned)init->num_outputs, (unsigned)s->num_outputs);
+        st = KS_STATUS_INVALID_ARGUMENT;
+        goto error;
+    }
+    s->shapes = ks__calloc(init->allocator, s->num_inputs + 1, sizeof(*s->shapes));
+    if (!s->shapes) {
+        st = KS_STATUS_OUT_OF_MEMORY;
+        goto error;
+    }
+    for (uint32_t i = 0; i < s->num_inputs; i++) {
+        ks_tensor_info info;
+        st = ks_model_input_info(s->model, i, &info);
+        if (st) goto error;
+        s->shapes[i] = info.shape;
+        for (int32_t d = 0; d < info.shape.rank; d++)
+            if (info.shape.dims[d] < 0) s->dynamic = true;
+    }
+    st = ks_session_create(
+        s->model, &(ks_session_desc){.num_threads = (int32_t)threads, .allocator = init->allocator},
+        &s->session);
+    if (st) {
+        snprintf(init->error, init->error_cap, "session for model '%s': %s", model,
+                 ks_last_error(NULL));
+        goto error;
+    }
+    /* Static models are planned once here so process never allocates inside the engine. */
+    if (!s->dynamic) {
+        st = ks_session_reshape(s->session, NULL);
+        if (st) {
+            snprintf(init->error, init->error_cap, "reshape of model '%s': %s", model,
+                     ks_last_error(s->session));
+            goto error;
+        }
+        s->planned = true;
+    }
+    *state_out = s;
+    return KS_STATUS_OK;
+error:
+    infer_destroy(s, init->allocator);
+    return st;
+}
+
+static void shape_str(const ks_tensor_shape *sh, char *buf, size_t cap) {
+    size_t used = 0;
+    int w = snprintf(buf, cap, "[");
+    used = w > 0 ? (size_t)w : 0;
+    for (int32_t d = 0; d < sh->rank && d < KS_MAX_RANK && used < cap; d++) {
+        w = snprintf(buf + used, cap - used, "%s%lld", d ? "," : "", (long long)sh->dims[d]);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    if (used < cap) snprintf(buf + used, cap - used, "]");
+}
+
+static bool same_shape(const ks_tensor_shape *a, const ks_tensor_shape *b) {
+    if (a->rank != b->rank) return false;
+    for (int32_t d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d]) return false;
+    return true;
+}
+
+static ks_status infer_process(void *state, ks_node_ctx *ctx) {
+    infer_state *s = state;
+    ks_status st = KS_STATUS_OK;
+    if (s->dynamic) {
+        bool changed = !s->planned;
+        for (uint32_t i = 0; i < s->num_inputs; i++) {
+            const ks_tensor *t = ks_packet_tensor(ks_node_input(ctx, i));
+            if (!same_shape(&t->info.shape, &s->shapes[i])) changed = true;
+            s->shapes[i] = t->info.shape;
+        }
+        if (changed) {
+            s->planned = false;
+            st = ks_session_reshape(s->session, s->shapes);
+            if (st)
+                return ks_node_fail(ctx, st, "reshape of model '%s': %s", s->model_name,
+                                    ks_last_error(s->session));
+            s->planned = true;
+        }
+    }
+    for (uint32_t i = 0; i < s->num_inputs; i++) {
+        const ks_tensor *t = ks_packet_tensor(ks_node_input(ctx, i));
+        ks_tensor dst;
+        st = ks_session_input(s->session, i, &dst);
+        if (st) return ks_node_fail(ctx, st, "%s", ks_last_error(s->session));
+        if (t->info.dtype != dst.info.dtype || t->size_bytes != dst.size_bytes) {
+            char a[128], b[128];
+            shape_str(&t->info.shape, a, sizeof(a));
+            shape_str(&dst.info.shape, b, sizeof(b));
+            return ks_node_fail(ctx, KS_STATUS_INVALID_SHAPE,
+                                "input %u is %s %s (%zu bytes) but model '%s' input '%s' expects "
+                                "%s %s (%zu bytes)",
+                                (unsigned)i, ks_dtype_string(t->info.dtype), a, t->size_bytes,
+                                s->model_name, dst.info.name ? dst.info.name : "?",
+                                ks_dtype_string(dst.info.dtype), b, dst.size_bytes);
+        }
+        if (dst.size_bytes) memcpy(dst.data, t->data, dst.size_bytes);
+    }
+    st = ks_session_run(s->session);
+    if (st)
+        return ks_node_fail(ctx, st, "model '%s': %s", s->model_name, ks_last_error(s->session));
+    for (uint32_t o = 0; o < ks_node_num_outputs(ctx); o++) {
+        ks_tensor src;
+        ks_packet *p = NULL;
+        st = ks_session_output(s->session, o, &src);
+        if (!st) st = ks_packet_create_tensor(ks_node_allocator(ctx), &src.info, src.data, &p);
+        if (st) return ks_node_fail(ctx, st, "output %u of model '%s'", (unsigned)o, s->model_name);
+        st = ks_node_output(ctx, o, p);
+        if (st) return st;
+    }
+    return KS_STATUS_OK;
+}
+
+static const ks_port infer_in[] = {
+    {"tensor", KS_PACKET_TENSOR, KS_PACKET_ANY, KS_PORT_REPEATED, -1}};
+static const ks_port infer_out[] = {
+    {"tensor", KS_PACKET_TENSOR, KS_PACKET_ANY, KS_PORT_REPEATED, -1}};
+
+const ks_node_type ks__infer_type = {
+    "infer", 1, 1, infer_in, infer_out, infer_create, infer_process, NULL, NULL, infer_destroy};

@@ -1,0 +1,130 @@
+/* Internal layout shared by the pipeline sources. Not a published API. */
+#ifndef KESTREL_PIPELINE_INTERNAL_H
+#define KESTREL_PIPELINE_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include <cjson/cJSON.h>
+
+#include "common.h"
+#include "kestrel/bundle.h"
+#include "kestrel/pipeline.h"
+
+/* ---- packets ---- */
+struct ks_packet {
+    atomic_uint refcount;
+    ks_packet_type type;
+    bool published;
+    int64_t timestamp_us;
+    ks_allocator alloc;
+    size_t payload_bytes; /* what ks_packet_mutable_data exposes */
+    void *payload;
+    union {
+        ks_packet_image image;
+        ks_tensor tensor;
+        ks_packet_detections detections;
+        ks_packet_landmarks landmarks;
+        ks_packet_rects rects;
+        ks_packet_mask mask;
+        float matrix[16];
+        int64_t i;
+        double f;
+        int b;
+        const char *s;
+        struct {
+            uint32_t num_items;
+            ks_packet **items;
+        } list;
+    } u;
+};
+
+void ks__packet_stamp(ks_packet *p, int64_t timestamp_us);
+
+/* ---- options ---- */
+/* Context passed to foreach through its options (internal). */
+typedef struct ks__subgraph_env {
+    const cJSON *side;
+    const ks_pipeline_desc *desc;
+    const ks_bundle *bundle;
+    uint32_t depth;
+} ks__subgraph_env;
+
+struct ks_node_options {
+    const cJSON *json; /* the node's "options" object after side-parameter substitution */
+    const ks__subgraph_env *env;
+    char *error;
+    size_t error_cap;
+};
+
+/* ---- node contexts ---- */
+typedef struct ks__pnode ks__pnode;
+struct ks_node_ctx {
+    ks_pipeline *pipeline;
+    ks__pnode *node;
+    int64_t timestamp_us;
+    bool after_frame; /* loopback inputs are visible only after the frame */
+};
+
+/* ---- graphs ---- */
+typedef struct ks__stream {
+    char *name;
+    int32_t producer; /* node index, -1 for a graph input */
+    uint32_t producer_port;
+    ks_packet_type type;
+    ks_packet_type elem_type;
+    ks_packet *packet; /* this frame's packet, or NULL */
+} ks__stream;
+
+struct ks__pnode {
+    char *name;
+    const ks_node_type *type;
+    void *state;
+    uint32_t num_inputs, num_outputs;
+    int32_t *inputs;  /* stream ids; -1 for an unconnected optional input */
+    int32_t *outputs; /* stream ids; -1 for an unused output ("") */
+    ks_packet_type *input_types, *output_types;
+    uint32_t json_index; /* position in the JSON "nodes" array: the tie-break of the schedule */
+    uint64_t num_calls, total_us, max_us;
+};
+
+struct ks_pipeline {
+    ks__object obj; /* must be first: ks_last_error() */
+    ks_allocator alloc;
+    char *name;
+    uint32_t num_streams, cap_streams;
+    ks__stream *streams;
+    uint32_t num_nodes;
+    ks__pnode *nodes; /* in execution order after create */
+    uint32_t num_inputs, num_outputs;
+    int32_t *inputs, *outputs; /* stream ids */
+    bool started;
+    int64_t last_timestamp_us;
+    bool is_subgraph; /* foreach children: timestamps may repeat */
+};
+
+/* Builds a pipeline from a parsed graph object. `side` is an object of side parameter values
+ * (may be NULL); depth counts foreach nesting. Errors go to err. */
+ks_status ks__pipeline_build(const cJSON *graph, const cJSON *side, const ks_pipeline_desc *desc,
+                             const ks_bundle *bundle, uint32_t depth, ks_pipeline **out, char *err,
+                             size_t err_cap);
+/* Runs one frame without the timestamp order check (subgraphs). */
+ks_status ks__pipeline_run(ks_pipeline *p, const ks_packet *const *inputs, int64_t timestamp_us,
+                           ks_packet **outputs);
+
+/* Parses JSON with the document size and depth limits; name is used in messages. */
+ks_status ks__json_parse(const char *text, size_t size_bytes, const char *name, cJSON **out,
+                         char *err, size_t err_cap);
+
+/* ---- built-in node types ---- */
+const ks_node_type *ks__builtin_node_type(const char *name);
+extern const ks_node_type *const ks__builtin_types[];
+extern const uint32_t ks__num_builtin_types;
+
+const ks__subgraph_env *ks__options_env(const ks_node_options *options);
+const cJSON *ks__options_json(const ks_node_options *options);
+
+/* Bundle internals used by the pipeline builder. */
+uint32_t ks__bundle_crc32(uint32_t crc, const uint8_t *data, size_t size_bytes);
+
+#endif /* KESTREL_PIPELINE_INTERNAL_H */
