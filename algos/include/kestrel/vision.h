@@ -1,0 +1,76 @@
+/* Kestrel task APIs: types shared by every box-ready task (face, pose, hands, segmentation,
+ * object detection, classification).
+ *
+ * Usage (every task follows the same pattern):
+ *     ks_face_detector *det = NULL;
+ *     ks_face_detector_desc desc = { .task = { .mode = KS_MODE_VIDEO, .min_score = 0.5f } };
+ *     if (ks_face_detector_create(&desc, &det)) fprintf(stderr, "%s\n", ks_last_error(NULL));
+ *     ks_image img = { .format = KS_PIXEL_FORMAT_NV21, ... };   // see kestrel/imgproc.h
+ *     ks_faces *faces = NULL;
+ *     if (ks_face_detect(det, &img, timestamp_us, &faces) == KS_STATUS_OK) {
+ *         for (uint32_t i = 0; i < faces->count; i++) use(faces->items[i].box);
+ *         ks_faces_release(faces);
+ *     }
+ *     ks_face_detector_destroy(det);
+ *
+ * Conventions: results are in upright image pixels (after the desc's rotation and mirror are
+ * undone), boxes are {x, y, w, h}; result structs are allocated by the task and released
+ * explicitly with their *_release function; desc structs treat zero as "default".
+ *
+ * Thread safety: a task object is used by one thread at a time (VIDEO mode keeps per-stream
+ * state); different task objects may run concurrently. Result structs are plain data.
+ */
+#ifndef KESTREL_VISION_H
+#define KESTREL_VISION_H
+
+#include "kestrel/imgproc.h"
+#include "kestrel/kestrel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ks_running_mode {
+    KS_MODE_IMAGE = 0, /* independent photos: every call detects from scratch */
+    KS_MODE_VIDEO = 1, /* a stream: tracking, stable ids and smoothing; timestamps must increase */
+    KS_MODE_COUNT
+} ks_running_mode;
+
+typedef struct ks_point2f {
+    float x, y;
+} ks_point2f;
+
+typedef struct ks_point3f {
+    float x, y, z;
+} ks_point3f;
+
+/* Axis-aligned box in image pixels: top-left corner and size. */
+typedef struct ks_box {
+    float x, y, w, h;
+} ks_box;
+
+/* Options common to every task (the `task` member of each task's desc). Zero = default. */
+typedef struct ks_task_options {
+    ks_running_mode mode;
+    int32_t num_threads;           /* 0: 1 */
+    float min_score;               /* 0: the task's default threshold */
+    int32_t max_results;           /* 0: the task's default (e.g. 1 face for landmarks) */
+    ks_rotation rotation;          /* how the input is rotated (camera sensor orientation) */
+    int32_t mirror;                /* non-zero: input is mirrored (front camera) */
+    ks_box roi;                    /* w == 0: whole image; else only this region is searched */
+    float smoothing;               /* VIDEO: 0 default, < 0 off, else One Euro min_cutoff (Hz) */
+    const char *model_path;        /* .ksb bundle; NULL: the task's default (see docs/tasks.md) */
+    const ks_allocator *allocator; /* NULL: malloc */
+} ks_task_options;
+
+/* Directory where tasks look for their default bundles when model_path is NULL: the
+ * KESTREL_MODELS_DIR environment variable if set, else the directory given here (NULL resets to
+ * the build-time default). The string is copied. Call before creating tasks. */
+KS_API ks_status ks_set_models_dir(const char *dir);
+/* The current default models directory. Static storage until the next ks_set_models_dir. */
+KS_API const char *ks_models_dir(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KESTREL_VISION_H */
