@@ -21,11 +21,14 @@ struct ks__pool {
     uint32_t num_started;
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_done;
-    atomic_uint generation;
-    atomic_uint active;
-    atomic_size_t next_chunk;
+    /* (generation << 32) | next chunk index. Claiming a chunk is one CAS that also checks the
+     * generation, so a worker that wakes late can never take a chunk of a newer job with the
+     * parameters of an older one. */
+    _Atomic uint64_t ticket;
+    atomic_size_t chunks_done;
+    atomic_bool caller_sleeping;
     atomic_bool stop;
-    /* the current job */
+    /* the current job; written before the generation is published, stable until it is done */
     ks__range_fn fn;
     void *arg;
     size_t num_items, chunk, num_chunks;
@@ -44,40 +47,45 @@ static void cpu_relax(void) {
 #endif
 }
 
-static void do_chunks(ks__pool *p, uint32_t thread) {
+/* Claims and runs chunks of generation gen until none are left. */
+static void do_chunks(ks__pool *p, uint32_t gen, uint32_t thread) {
     for (;;) {
-        size_t c = atomic_fetch_add(&p->next_chunk, 1);
-        if (c >= p->num_chunks) break;
+        uint64_t t = atomic_load(&p->ticket);
+        if ((uint32_t)(t >> 32) != gen || (t & 0xffffffffu) >= p->num_chunks) return;
+        if (!atomic_compare_exchange_weak(&p->ticket, &t, t + 1)) continue;
+        size_t c = (size_t)(t & 0xffffffffu);
         size_t begin = c * p->chunk, end = begin + p->chunk;
         if (end > p->num_items) end = p->num_items;
         p->fn(p->arg, begin, end, thread);
+        if (atomic_fetch_add(&p->chunks_done, 1) + 1 == p->num_chunks &&
+            atomic_load(&p->caller_sleeping)) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_broadcast(&p->cv_done);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
 }
 
 static void *worker_main(void *varg) {
     ks__pool *p = ((worker_arg *)varg)->pool;
     uint32_t index = ((worker_arg *)varg)->index;
-    unsigned seen = 0;
+    uint32_t seen = 0;
     for (;;) {
-        unsigned gen = atomic_load(&p->generation);
+        uint32_t gen = (uint32_t)(atomic_load(&p->ticket) >> 32);
         for (int spin = 0; gen == seen && spin < KS_POOL_SPIN && !atomic_load(&p->stop); spin++) {
             cpu_relax();
-            gen = atomic_load(&p->generation);
+            gen = (uint32_t)(atomic_load(&p->ticket) >> 32);
         }
         if (gen == seen && !atomic_load(&p->stop)) {
             pthread_mutex_lock(&p->mu);
-            while ((gen = atomic_load(&p->generation)) == seen && !atomic_load(&p->stop))
+            while ((gen = (uint32_t)(atomic_load(&p->ticket) >> 32)) == seen &&
+                   !atomic_load(&p->stop))
                 pthread_cond_wait(&p->cv_work, &p->mu);
             pthread_mutex_unlock(&p->mu);
         }
         if (atomic_load(&p->stop)) break;
         seen = gen;
-        do_chunks(p, index);
-        if (atomic_fetch_sub(&p->active, 1) == 1) {
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_broadcast(&p->cv_done);
-            pthread_mutex_unlock(&p->mu);
-        }
+        do_chunks(p, gen, index);
     }
     return NULL;
 }
@@ -91,9 +99,9 @@ ks_status ks__pool_create(const ks_allocator *alloc, uint32_t num_threads, ks__p
     memset(p, 0, sizeof(*p));
     p->alloc = a;
     p->num_threads = num_threads;
-    atomic_init(&p->generation, 0);
-    atomic_init(&p->active, 0);
-    atomic_init(&p->next_chunk, 0);
+    atomic_init(&p->ticket, 0);
+    atomic_init(&p->chunks_done, 0);
+    atomic_init(&p->caller_sleeping, false);
     atomic_init(&p->stop, false);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv_work, NULL);
@@ -156,19 +164,23 @@ void ks__parallel_for(ks__pool *p, size_t num_items, size_t grain, ks__range_fn 
     p->num_items = num_items;
     p->chunk = (num_items + num_chunks - 1) / num_chunks;
     p->num_chunks = (num_items + p->chunk - 1) / p->chunk;
-    atomic_store(&p->next_chunk, 0);
-    atomic_store(&p->active, workers);
+    atomic_store(&p->chunks_done, 0);
+    uint32_t gen = (uint32_t)(atomic_load(&p->ticket) >> 32) + 1;
     pthread_mutex_lock(&p->mu);
-    atomic_fetch_add(&p->generation, 1);
+    atomic_store(&p->ticket, (uint64_t)gen << 32); /* publishes the job */
     pthread_cond_broadcast(&p->cv_work);
     pthread_mutex_unlock(&p->mu);
-    do_chunks(p, 0);
-    for (int spin = 0; atomic_load(&p->active) != 0 && spin < KS_POOL_SPIN; spin++)
+    do_chunks(p, gen, 0);
+    /* Wait for chunks, not for workers: a worker the OS has not scheduled yet simply finds no
+     * chunk left when it wakes. */
+    for (int spin = 0; atomic_load(&p->chunks_done) != p->num_chunks && spin < KS_POOL_SPIN; spin++)
         cpu_relax();
-    if (atomic_load(&p->active) != 0) {
+    if (atomic_load(&p->chunks_done) != p->num_chunks) {
         pthread_mutex_lock(&p->mu);
-        while (atomic_load(&p->active) != 0)
+        atomic_store(&p->caller_sleeping, true);
+        while (atomic_load(&p->chunks_done) != p->num_chunks)
             pthread_cond_wait(&p->cv_done, &p->mu);
+        atomic_store(&p->caller_sleeping, false);
         pthread_mutex_unlock(&p->mu);
     }
 }
