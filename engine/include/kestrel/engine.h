@@ -75,11 +75,24 @@ typedef enum ks_precision {
 /* Session flags. */
 #define KS_SESSION_KEEP_ALL_TENSORS 0x1u /* no memory reuse: every intermediate stays readable */
 
+/* Measured kernel tuning at reshape. OFF: a cost model picks each op's kernel. FAST: the top few
+ * candidates of each distinct op shape are timed briefly. FULL: every candidate is timed. Winners
+ * are cached in tune_cache_path (keyed by CPU model, ISA set and Kestrel version), so a later
+ * reshape with a warm cache is as fast as OFF. */
+typedef enum ks_tune_mode {
+    KS_TUNE_OFF = 0,
+    KS_TUNE_FAST = 1,
+    KS_TUNE_FULL = 2,
+    KS_TUNE_COUNT
+} ks_tune_mode;
+
 typedef struct ks_session_desc {
     int32_t num_threads;           /* 0: 1 thread. Threads split each op's work. */
     ks_precision precision;        /* 0: default */
     uint32_t flags;                /* KS_SESSION_* */
     const ks_allocator *allocator; /* NULL: the model's allocator. Must outlive the session. */
+    ks_tune_mode tune;             /* 0: off */
+    const char *tune_cache_path;   /* NULL: no cache file. Copied; read and written at reshape. */
 } ks_session_desc;
 
 /* Creates a session on a model. The model must outlive the session. desc may be NULL. */
