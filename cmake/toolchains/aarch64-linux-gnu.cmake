@@ -36,5 +36,9 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 set(KS_QEMU_CPU max CACHE STRING "CPU emulated by qemu-aarch64 when running tests (max, cortex-a53, ...)")
 find_program(KS_QEMU_AARCH64 NAMES qemu-aarch64 qemu-aarch64-static)
 if(KS_QEMU_AARCH64)
-  set(CMAKE_CROSSCOMPILING_EMULATOR ${KS_QEMU_AARCH64} -L ${KS_CROSS_SYSROOT} -cpu ${KS_QEMU_CPU})
+  # The sysroot's libc must also win over the multiarch libc6:arm64 (a cmocka dependency) that
+  # its ld.so would otherwise find in /lib/aarch64-linux-gnu: a loader and a libc from different
+  # glibc builds hang in pthread_create.
+  set(CMAKE_CROSSCOMPILING_EMULATOR ${KS_QEMU_AARCH64} -L ${KS_CROSS_SYSROOT}
+    -E LD_LIBRARY_PATH=${KS_CROSS_SYSROOT}/lib -cpu ${KS_QEMU_CPU})
 endif()

@@ -3,7 +3,7 @@
 
 Usage:
     golden_test.py MODEL --ks-convert PATH --ks-run PATH --cache DIR [--results TSV]
-                   [--work DIR] [--sets NAME,...]
+                   [--work DIR] [--sets NAME,...] [--emulator CMD]
 
 MODEL is a path or a path relative to models/ or ../shared/data. The script makes (or reuses)
 the inputs and reference outputs (make_reference.py), converts MODEL with
@@ -17,6 +17,9 @@ input set, and compares every output (rules in golden_common.compare):
 It prints one line per output and appends one row per output to the results TSV (columns in
 RESULT_COLUMNS), read by results_to_md.py for docs/models.md.
 
+--emulator (default: $KS_GOLDEN_EMULATOR) prefixes both tools, for cross builds, e.g.
+`--emulator "qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu max"` (scripts/test-arm64).
+
 Exit status: 0 pass, 1 fail, 77 skip (model file, tool or venv package missing).
 """
 
@@ -24,6 +27,7 @@ import argparse
 import datetime
 import fcntl
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -76,7 +80,11 @@ def main(argv):
     ap.add_argument("--results", help="results TSV to append to")
     ap.add_argument("--sets", help="comma-separated input sets to run (default: all)")
     ap.add_argument("--timeout", type=int, default=1200, help="per tool invocation, seconds")
+    ap.add_argument("--emulator", default=os.environ.get("KS_GOLDEN_EMULATOR", ""),
+                    help="command prefix that runs the tools (cross builds); "
+                         "default $KS_GOLDEN_EMULATOR")
     args = ap.parse_args(argv)
+    emu = shlex.split(args.emulator)
 
     for tool in (args.ks_convert, args.ks_run):
         if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
@@ -97,7 +105,7 @@ def main(argv):
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     ksm = os.path.join(work, s + ".ksm")
-    ok, out = _run([args.ks_convert, model_path, ksm], "ks-convert", args.timeout)
+    ok, out = _run(emu + [args.ks_convert, model_path, ksm], "ks-convert", args.timeout)
     if not ok:
         print(f"FAIL {s}: {out}")
         _append_results(args.results, [dict(date=datetime.date.today().isoformat(), model=s,
@@ -112,7 +120,7 @@ def main(argv):
             continue
         out_dir = os.path.join(work, st["name"])
         os.makedirs(out_dir, exist_ok=True)
-        cmd = [args.ks_run, ksm]
+        cmd = emu + [args.ks_run, ksm]
         for name, rel in st["inputs"].items():
             cmd += ["--input", f"{name}={os.path.join(model_cache, rel)}"]
         cmd += ["--output-dir", out_dir]

@@ -109,6 +109,7 @@ typedef struct dw_geom {
 static int dw_geom_get(const ks__kernel_ctx *ctx, dw_geom *g) {
     const ks__node *nd = ctx->node;
     if (nd->op != KS_OP_CONV2D || ctx->num_inputs < 2 || ctx->num_outputs < 1) return 0;
+    if (opt_in(ctx, 3)) return 0; /* a fused residual add (4th input) is not handled here */
     const ks__rt_tensor *x = ctx->in[0], *w = ctx->in[1], *b = opt_in(ctx, 2);
     const ks__rt_tensor *y = ctx->out[0];
     if (!is_plain_f32(x) || !is_plain_f32(y) || x->rank != 4 || y->rank != 4) return 0;

@@ -31,6 +31,7 @@ static const char *or_default(const char *name) {
     return name ? name : "(image)";
 }
 
+#if KS_HAVE_IMAGE_IO
 static ks_status check_size(const char *name, uint64_t w, uint64_t h, uint64_t max_pixels,
                             char *err, size_t err_cap) {
     if (w == 0 || h == 0) {
@@ -59,6 +60,7 @@ static void fill_view(ks_image_buf *out, uint8_t *pixels, int32_t w, int32_t h, 
     out->image.planes[0] = pixels;
     out->image.stride_bytes[0] = w * comp;
 }
+#endif /* KS_HAVE_IMAGE_IO */
 
 #if KS_HAVE_IMAGE_IO
 

@@ -1,0 +1,77 @@
+/* Inline NEON helpers shared by the arm/neon kernels: fused activations and exp. Not a published
+ * API; included only by files in this directory (AArch64 Advanced SIMD, no extra flags). */
+#ifndef KESTREL_CPU_ARM_NEON_UTIL_H
+#define KESTREL_CPU_ARM_NEON_UTIL_H
+
+#include <arm_neon.h>
+
+#include "../../arm_common.h"
+
+/* Activation constants loaded once per microkernel call. */
+typedef struct neon_act {
+    float32x4_t lo, hi, alpha;
+    int32_t post;
+} neon_act;
+
+static inline neon_act neon_act_load(const ks__arm_act *a) {
+    neon_act v;
+    v.lo = vdupq_n_f32(a->lo);
+    v.hi = vdupq_n_f32(a->hi);
+    v.alpha = vdupq_n_f32(a->alpha);
+    v.post = a->post;
+    return v;
+}
+
+/* x * clamp(x + 3, 0, 6) / 6, as the reference (the /6 becomes a multiply: <= 1 ulp apart). */
+static inline float32x4_t neon_hard_swish(float32x4_t x) {
+    float32x4_t r = vaddq_f32(x, vdupq_n_f32(3.0f));
+    r = vminq_f32(vmaxq_f32(r, vdupq_n_f32(0.0f)), vdupq_n_f32(6.0f));
+    return vmulq_f32(vmulq_f32(x, r), vdupq_n_f32(1.0f / 6.0f));
+}
+
+static inline float32x4_t neon_act_apply(float32x4_t x, const neon_act *a) {
+    x = vminq_f32(vmaxq_f32(x, a->lo), a->hi);
+    if (a->post == KS_ACT_LEAKY_RELU)
+        x = vbslq_f32(vcgeq_f32(x, vdupq_n_f32(0.0f)), x, vmulq_f32(x, a->alpha));
+    else if (a->post == KS_ACT_HARD_SWISH)
+        x = neon_hard_swish(x);
+    return x;
+}
+
+static inline float neon_act_scalar(float x, const ks__arm_act *a) {
+    x = x < a->lo ? a->lo : (x > a->hi ? a->hi : x);
+    return a->post == KS_ACT_NONE ? x : ks__act_apply(x, a->post, a->alpha);
+}
+
+/* e^x for x <= 0 with ~1 ulp error; results below 2^-126 flush to 0 (e^-87.3). Range reduction
+ * x = n ln2 + r, |r| <= ln2/2 (ln2 split in two so n*ln2 is exact), then a degree-6 Taylor
+ * polynomial of e^r (truncation error < 2e-7 relative), scaled by 2^n through the exponent bits. */
+static inline float32x4_t neon_exp_nonpos(float32x4_t x) {
+    const float32x4_t min_x = vdupq_n_f32(-87.3f);
+    uint32x4_t tiny = vcltq_f32(x, min_x);
+    x = vmaxq_f32(x, min_x);
+    float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
+    float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693145751953125f));
+    r = vfmsq_f32(r, n, vdupq_n_f32(1.428606765330187045e-06f));
+    float32x4_t p = vdupq_n_f32(1.0f / 720.0f);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 120.0f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 24.0f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 6.0f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(0.5f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+    int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
+    float32x4_t y = vmulq_f32(p, vreinterpretq_f32_s32(e));
+    return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(y), tiny));
+}
+
+/* 1 / (1 + e^-x), through e = e^-|x| so the exponential never overflows. */
+static inline float32x4_t neon_sigmoid(float32x4_t x) {
+    float32x4_t e = neon_exp_nonpos(vnegq_f32(vabsq_f32(x)));
+    float32x4_t d = vaddq_f32(vdupq_n_f32(1.0f), e);
+    float32x4_t pos = vdivq_f32(vdupq_n_f32(1.0f), d);
+    float32x4_t neg = vdivq_f32(e, d);
+    return vbslq_f32(vcgeq_f32(x, vdupq_n_f32(0.0f)), pos, neg);
+}
+
+#endif /* KESTREL_CPU_ARM_NEON_UTIL_H */

@@ -1,0 +1,531 @@
+/* Portable drivers of the AArch64 NEON fp32 variants (arm_common.h).
+ *
+ * FULLY_CONNECTED is run as a 1x1 conv over a [1, 1, rows, in_size] image, so one indirection
+ * path serves both ops; with a single tap the indirection is one pointer per row and costs next to
+ * nothing against the K x NR work of a tile.
+ */
+#include "arm_common.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ref/conv_internal.h"
+
+/* Packed buffers larger than this many floats mean a corrupt or absurd model. */
+#define ARM_MAX_PACKED_FLOATS ((size_t)1 << 31)
+/* Output channels per GEMM work item, in panels: keeps a tile's row pointers hot while bounding
+ * the weights it streams through. */
+#define ARM_GEMM_PANELS_PER_ITEM 8
+/* Output pixels per depthwise microkernel call (bounds the per-thread pointer scratch). */
+#define ARM_DW_PX_PER_CALL 16
+/* Elements per elementwise work item. */
+#define ARM_ELEMENTWISE_GRAIN 8192
+
+static size_t round_up(size_t v, size_t m) {
+    return (v + m - 1) / m * m;
+}
+
+static size_t max_threads(const ks__kernel_ctx *ctx) {
+    return ctx->num_threads > 0 ? ctx->num_threads : 1;
+}
+
+static int is_plain_f32(const ks__rt_tensor *t) {
+    return t && t->dtype == KS_DTYPE_F32 && (!t->quant || t->quant->count == 0);
+}
+
+/* Graph constants only: at plan time a computed tensor may already point into the arena before
+ * its value exists, so a non-NULL data pointer alone does not mean the value can be packed. */
+static int is_graph_const(const ks__rt_tensor *t) {
+    return t && t->data && (!t->def || (t->def->flags & KS__TENSOR_CONST));
+}
+
+/* Weights the float reference path accepts, constant at reshape. */
+static int is_const_float_weights(const ks__rt_tensor *t) {
+    return is_graph_const(t) &&
+           (t->dtype == KS_DTYPE_F32 || t->dtype == KS_DTYPE_F16 || ks__conv_is_quant(t));
+}
+
+static const ks__rt_tensor *opt_input(const ks__kernel_ctx *ctx, uint32_t idx) {
+    return idx < ctx->num_inputs ? ctx->in[idx] : NULL;
+}
+
+void ks__arm_act_init(ks__arm_act *a, int32_t act, float alpha) {
+    a->lo = -INFINITY;
+    a->hi = INFINITY;
+    a->post = KS_ACT_NONE;
+    a->alpha = alpha;
+    a->scalar_act = KS_ACT_NONE;
+    switch (act) {
+    case KS_ACT_NONE: break;
+    case KS_ACT_RELU: a->lo = 0.0f; break;
+    case KS_ACT_RELU6: a->lo = 0.0f, a->hi = 6.0f; break;
+    case KS_ACT_RELU_N1_TO_1: a->lo = -1.0f, a->hi = 1.0f; break;
+    case KS_ACT_LEAKY_RELU:
+    case KS_ACT_HARD_SWISH: a->post = act; break;
+    default: a->scalar_act = act; break;
+    }
+}
+
+void ks__arm_act_scalar(float *x, size_t n, const ks__arm_act *a) {
+    if (a->scalar_act == KS_ACT_NONE) return;
+    for (size_t i = 0; i < n; i++)
+        x[i] = ks__act_apply(x[i], a->scalar_act, a->alpha);
+}
+
+ks_status ks__arm_plan_nothing(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
+    ctx->scratch_bytes = 0;
+    *packed_bytes_out = 0;
+    return KS_STATUS_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Conv geometry (after the reference infer has set the output shape)                          */
+
+typedef struct arm_conv {
+    size_t n, ih, iw, ic, oh, ow, oc, kh, kw, sh, sw, dh, dw, pt, pl;
+    int32_t act;
+    float alpha;
+} arm_conv;
+
+static size_t one_if_zero(int32_t v) {
+    return v <= 0 ? 1 : (size_t)v;
+}
+
+static size_t leading_pad(int32_t mode, int32_t explicit_pad, size_t in, size_t out, size_t k,
+                          size_t stride, size_t dil) {
+    size_t k_eff = (k - 1) * dil + 1;
+    size_t need = (out - 1) * stride + k_eff;
+    size_t total = need > in ? need - in : 0;
+    switch (mode) {
+    case KS_PAD_EXPLICIT: return explicit_pad > 0 ? (size_t)explicit_pad : 0;
+    case KS_PAD_SAME_UPPER: return total / 2;
+    case KS_PAD_SAME_LOWER: return total - total / 2;
+    default: return 0;
+    }
+}
+
+/* 0 on success; -1 when the node is not a float conv/FC this file handles. `groups_out` gets
+ * the conv's group count (1 for FC). */
+static int conv_geometry(const ks__kernel_ctx *ctx, arm_conv *g, size_t *groups_out) {
+    memset(g, 0, sizeof(*g));
+    if (ctx->num_inputs < 2 || !ctx->in[0] || !ctx->in[1] || ctx->num_outputs < 1) return -1;
+    const ks__rt_tensor *x = ctx->in[0], *w = ctx->in[1], *y = ctx->out[0];
+    const int32_t *ip = ctx->node->ip;
+    if (ctx->node->op == KS_OP_FULLY_CONNECTED) {
+        if (w->rank != 2 || y->rank < 1 || w->dims[0] < 1 || w->dims[1] < 1) return -1;
+        int64_t numel = ks__rt_numel(x);
+        if (numel < 1 || numel % w->dims[1] != 0) return -1;
+        g->n = 1, g->ih = 1, g->oh = 1;
+        g->iw = g->ow = (size_t)(numel / w->dims[1]);
+        g->ic = (size_t)w->dims[1];
+        g->oc = (size_t)w->dims[0];
+        g->kh = g->kw = g->sh = g->sw = g->dh = g->dw = 1;
+        g->act = ip[0];
+        g->alpha = ctx->node->fp[0];
+        *groups_out = 1;
+        return 0;
+    }
+    if (ctx->node->op != KS_OP_CONV2D || x->rank != 4 || w->rank != 4 || y->rank != 4) return -1;
+    /* a fused residual add (4th input) is not handled by the NEON kernels yet */
+    if (ctx->num_inputs > 3 && ctx->in[3]) return -1;
+    for (int i = 0; i < 4; i++)
+        if (x->dims[i] < 1 || w->dims[i] < 1 || y->dims[i] < 1) return -1;
+    g->n = (size_t)x->dims[0], g->ih = (size_t)x->dims[1], g->iw = (size_t)x->dims[2];
+    g->ic = (size_t)x->dims[3];
+    g->oh = (size_t)y->dims[1], g->ow = (size_t)y->dims[2], g->oc = (size_t)y->dims[3];
+    g->kh = (size_t)w->dims[1], g->kw = (size_t)w->dims[2];
+    g->sh = one_if_zero(ip[0]), g->sw = one_if_zero(ip[1]);
+    g->dh = one_if_zero(ip[2]), g->dw = one_if_zero(ip[3]);
+    g->pt = leading_pad(ip[8], ip[4], g->ih, g->oh, g->kh, g->sh, g->dh);
+    g->pl = leading_pad(ip[8], ip[5], g->iw, g->ow, g->kw, g->sw, g->dw);
+    g->act = ip[10];
+    g->alpha = ctx->node->fp[0];
+    *groups_out = one_if_zero(ip[9]);
+    if ((size_t)w->dims[0] != g->oc || (size_t)y->dims[0] != g->n) return -1;
+    if ((size_t)w->dims[3] * *groups_out != g->ic) return -1;
+    return 0;
+}
+
+/* Pointer to channel 0 of the input pixel under tap (ky, kx) of output pixel (n, oy, ox), or
+ * `zero` when the tap falls into the padding. */
+static const float *tap_pointer(const arm_conv *g, const float *x, const float *zero, size_t n,
+                                size_t oy, size_t ox, size_t ky, size_t kx) {
+    /* Unsigned wrap-around turns a negative coordinate into a huge one, caught by the < test. */
+    size_t iy = oy * g->sh + ky * g->dh - g->pt;
+    size_t ix = ox * g->sw + kx * g->dw - g->pl;
+    if (oy * g->sh + ky * g->dh < g->pt || iy >= g->ih) return zero;
+    if (ox * g->sw + kx * g->dw < g->pl || ix >= g->iw) return zero;
+    return x + ((n * g->ih + iy) * g->iw + ix) * g->ic;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* GEMM: CONV2D (groups 1) and FULLY_CONNECTED                                                 */
+
+static int gemm_supported(const ks__kernel_ctx *ctx, arm_conv *g) {
+    size_t groups = 0;
+    if (conv_geometry(ctx, g, &groups) != 0 || groups != 1) return 0;
+    if (!is_plain_f32(ctx->in[0]) || !is_plain_f32(ctx->out[0])) return 0;
+    if (!is_const_float_weights(ctx->in[1])) return 0;
+    const ks__rt_tensor *b = opt_input(ctx, 2);
+    if (b && (!is_graph_const(b) || (b->dtype != KS_DTYPE_F32 && b->dtype != KS_DTYPE_F16) ||
+              ks__rt_numel(b) != (int64_t)g->oc))
+        return 0;
+    return 1;
+}
+
+/* Floats of the packed buffer: panels, then the zero vector. 0 when too large. */
+static size_t gemm_packed_floats(const arm_conv *g, const ks__arm_gemm_config *cfg,
+                                 size_t *panel_floats_out) {
+    size_t k = g->kh * g->kw * g->ic;
+    size_t num_panels = (g->oc + cfg->nr - 1) / cfg->nr;
+    if (k > ARM_MAX_PACKED_FLOATS / cfg->nr) return 0;
+    size_t panel_floats = cfg->nr * (1 + k);
+    if (num_panels > ARM_MAX_PACKED_FLOATS / panel_floats) return 0;
+    *panel_floats_out = panel_floats;
+    return num_panels * panel_floats + round_up(g->ic, 16);
+}
+
+double ks__arm_gemm_cost(const ks__kernel_ctx *ctx, const ks__arm_gemm_config *cfg) {
+    arm_conv g;
+    if (!gemm_supported(ctx, &g)) return -1.0;
+    size_t panel_floats;
+    if (gemm_packed_floats(&g, cfg, &panel_floats) == 0) return -1.0;
+    /* MACs of the padded tiles, at MR*NR MACs per step. */
+    double m = (double)round_up(g.n * g.oh * g.ow, cfg->mr);
+    double n = (double)round_up(g.oc, cfg->nr);
+    return m * n * (double)(g.kh * g.kw * g.ic) / (double)(cfg->mr * cfg->nr);
+}
+
+ks_status ks__arm_gemm_plan(ks__kernel_ctx *ctx, const ks__arm_gemm_config *cfg,
+                            size_t *packed_bytes_out) {
+    arm_conv g;
+    if (!gemm_supported(ctx, &g))
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "NEON GEMM cannot run this node");
+    size_t panel_floats;
+    size_t floats = gemm_packed_floats(&g, cfg, &panel_floats);
+    if (floats == 0)
+        return ks__kernel_error(ctx, KS_STATUS_LIMIT_EXCEEDED,
+                                "packed weights too large (%zu x %zu x %zu x %zu)", g.oc, g.kh,
+                                g.kw, g.ic);
+    size_t ptr_bytes = round_up(g.kh * g.kw * cfg->mr * sizeof(const float *), 64);
+    ctx->scratch_bytes = ptr_bytes * max_threads(ctx);
+    *packed_bytes_out = floats * sizeof(float);
+    return KS_STATUS_OK;
+}
+
+ks_status ks__arm_gemm_pack(ks__kernel_ctx *ctx, const ks__arm_gemm_config *cfg) {
+    arm_conv g;
+    size_t panel_floats;
+    if (!gemm_supported(ctx, &g) || !ctx->packed ||
+        ctx->packed_bytes < gemm_packed_floats(&g, cfg, &panel_floats) * sizeof(float))
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "NEON GEMM pack: bad plan");
+    const ks__rt_tensor *w = ctx->in[1], *b = opt_input(ctx, 2);
+    const size_t nr = cfg->nr, k = g.kh * g.kw * g.ic;
+    float *packed = (float *)ctx->packed;
+    memset(packed, 0, ctx->packed_bytes);
+    for (size_t co = 0; co < g.oc; co++) {
+        float *panel = packed + (co / nr) * panel_floats;
+        size_t j = co % nr;
+        panel[j] = b ? ks__conv_load_f(b, (int64_t)co, (int64_t)co) : 0.0f;
+        if (w->dtype == KS_DTYPE_F32) {
+            const float *src = (const float *)w->data + co * k;
+            for (size_t i = 0; i < k; i++)
+                panel[nr + i * nr + j] = src[i];
+        } else {
+            for (size_t i = 0; i < k; i++)
+                panel[nr + i * nr + j] = ks__conv_load_f(w, (int64_t)(co * k + i), (int64_t)co);
+        }
+    }
+    return KS_STATUS_OK;
+}
+
+typedef struct gemm_job {
+    const ks__arm_gemm_config *cfg;
+    arm_conv g;
+    ks__arm_act act;
+    const float *x, *packed, *zero;
+    float *y;
+    char *scratch;
+    size_t scratch_stride, panel_floats, num_panels, num_chunks, num_pixels;
+} gemm_job;
+
+static void gemm_range(void *arg, size_t begin, size_t end, uint32_t thread) {
+    const gemm_job *j = (const gemm_job *)arg;
+    const arm_conv *g = &j->g;
+    const size_t mr_max = j->cfg->mr, nr = j->cfg->nr, ks = g->kh * g->kw;
+    const float **a = (const float **)(void *)(j->scratch + (size_t)thread * j->scratch_stride);
+    size_t built_tile = (size_t)-1;
+    for (size_t item = begin; item < end; item++) {
+        size_t tile = item / j->num_chunks, chunk = item % j->num_chunks;
+        size_t p0 = tile * mr_max;
+        size_t mr = j->num_pixels - p0 < mr_max ? j->num_pixels - p0 : mr_max;
+        if (tile != built_tile) {
+            for (size_t r = 0; r < mr; r++) {
+                size_t p = p0 + r, ox = p % g->ow, oy = (p / g->ow) % g->oh;
+                size_t n = p / (g->ow * g->oh);
+                for (size_t ky = 0; ky < g->kh; ky++)
+                    for (size_t kx = 0; kx < g->kw; kx++)
+                        a[(ky * g->kw + kx) * mr_max + r] =
+                            tap_pointer(g, j->x, j->zero, n, oy, ox, ky, kx);
+            }
+            for (size_t t = 0; t < ks; t++)
+                for (size_t r = mr; r < mr_max; r++)
+                    a[t * mr_max + r] = a[t * mr_max];
+            built_tile = tile;
+        }
+        size_t pan0 = chunk * ARM_GEMM_PANELS_PER_ITEM;
+        size_t pan1 = pan0 + ARM_GEMM_PANELS_PER_ITEM;
+        if (pan1 > j->num_panels) pan1 = j->num_panels;
+        for (size_t pan = pan0; pan < pan1; pan++) {
+            size_t c0 = pan * nr, nc = g->oc - c0 < nr ? g->oc - c0 : nr;
+            float *c = j->y + p0 * g->oc + c0;
+            j->cfg->ukernel(mr, nc, g->ic, ks, a, j->packed + pan * j->panel_floats, c, g->oc,
+                            &j->act);
+            if (j->act.scalar_act != KS_ACT_NONE)
+                for (size_t r = 0; r < mr; r++)
+                    ks__arm_act_scalar(c + r * g->oc, nc, &j->act);
+        }
+    }
+}
+
+ks_status ks__arm_gemm_run(ks__kernel_ctx *ctx, const ks__arm_gemm_config *cfg) {
+    gemm_job j;
+    memset(&j, 0, sizeof(j));
+    if (!gemm_supported(ctx, &j.g) || !ctx->packed ||
+        ctx->packed_bytes < gemm_packed_floats(&j.g, cfg, &j.panel_floats) * sizeof(float))
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "NEON GEMM run: not planned");
+    j.scratch_stride = round_up(j.g.kh * j.g.kw * cfg->mr * sizeof(const float *), 64);
+    if (!ctx->scratch || ctx->scratch_bytes < j.scratch_stride * ks__pool_threads(ctx->pool))
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "NEON GEMM run: scratch too small");
+    j.cfg = cfg;
+    ks__arm_act_init(&j.act, j.g.act, j.g.alpha);
+    j.x = (const float *)ctx->in[0]->data;
+    j.y = (float *)ctx->out[0]->data;
+    j.packed = (const float *)ctx->packed;
+    j.num_panels = (j.g.oc + cfg->nr - 1) / cfg->nr;
+    j.zero = j.packed + j.num_panels * j.panel_floats;
+    j.scratch = (char *)ctx->scratch;
+    j.num_chunks = (j.num_panels + ARM_GEMM_PANELS_PER_ITEM - 1) / ARM_GEMM_PANELS_PER_ITEM;
+    j.num_pixels = j.g.n * j.g.oh * j.g.ow;
+    size_t num_tiles = (j.num_pixels + cfg->mr - 1) / cfg->mr;
+    ks__parallel_for(ctx->pool, num_tiles * j.num_chunks, 1, gemm_range, &j);
+    return KS_STATUS_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Depthwise CONV2D                                                                            */
+
+static int dw_supported(const ks__kernel_ctx *ctx, arm_conv *g) {
+    size_t groups = 0;
+    if (ctx->node->op != KS_OP_CONV2D || conv_geometry(ctx, g, &groups) != 0) return 0;
+    if (groups != g->ic || g->oc != g->ic || ctx->in[1]->dims[3] != 1) return 0;
+    if (!is_plain_f32(ctx->in[0]) || !is_plain_f32(ctx->out[0])) return 0;
+    if (!is_const_float_weights(ctx->in[1])) return 0;
+    const ks__rt_tensor *b = opt_input(ctx, 2);
+    if (b && (!is_graph_const(b) || (b->dtype != KS_DTYPE_F32 && b->dtype != KS_DTYPE_F16) ||
+              ks__rt_numel(b) != (int64_t)g->oc))
+        return 0;
+    /* Taps bounded so the per-thread pointer scratch stays small. */
+    return g->kh * g->kw <= 256;
+}
+
+static size_t dw_packed_floats(const arm_conv *g) {
+    return round_up(g->oc, 4) * (g->kh * g->kw + 2);
+}
+
+double ks__arm_dw_cost(const ks__kernel_ctx *ctx) {
+    arm_conv g;
+    if (!dw_supported(ctx, &g)) return -1.0;
+    return (double)(g.n * g.oh * g.ow) * (double)round_up(g.oc, 4) * (double)(g.kh * g.kw) / 4.0;
+}
+
+ks_status ks__arm_dw_plan(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
+    arm_conv g;
+    if (!dw_supported(ctx, &g))
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "NEON depthwise cannot run this node");
+    size_t ptr_bytes = round_up(ARM_DW_PX_PER_CALL * g.kh * g.kw * sizeof(const float *), 64);
+    ctx->scratch_bytes = ptr_bytes * max_threads(ctx);
+    *packed_bytes_out = dw_packed_floats(&g) * sizeof(float);
+    return KS_STATUS_OK;
+}
+
+ks_status ks__arm_dw_pack(ks__kernel_ctx *ctx) {
+    arm_conv g;
+    if (!dw_supported(ctx, &g) || !ctx->packed ||
+        ctx->packed_bytes < dw_packed_floats(&g) * sizeof(float))
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "NEON depthwise pack: bad plan");
+    const ks__rt_tensor *w = ctx->in[1], *b = opt_input(ctx, 2);
+    const size_t cp = round_up(g.oc, 4), taps = g.kh * g.kw;
+    float *packed = (float *)ctx->packed;
+    memset(packed, 0, ctx->packed_bytes);
+    for (size_t c = 0; c < g.oc; c++) {
+        packed[c] = b ? ks__conv_load_f(b, (int64_t)c, (int64_t)c) : 0.0f;
+        for (size_t t = 0; t < taps; t++) /* weights [C, KH, KW, 1] */
+            packed[cp * (1 + t) + c] = ks__conv_load_f(w, (int64_t)(c * taps + t), (int64_t)c);
+    }
+    return KS_STATUS_OK;
+}
+
+typedef struct dw_job {
+    arm_conv g;
+    ks__arm_act act;
+    ks__arm_dw_ukernel ukernel;
+    const float *x, *packed, *zero;
+    float *y;
+    char *scratch;
+    size_t scratch_stride, cp;
+} dw_job;
+
+static void dw_range(void *arg, size_t begin, size_t end, uint32_t thread) {
+    const dw_job *j = (const dw_job *)arg;
+    const arm_conv *g = &j->g;
+    const size_t taps = g->kh * g->kw;
+    const float **ptrs = (const float **)(void *)(j->scratch + (size_t)thread * j->scratch_stride);
+    for (size_t row = begin; row < end; row++) { /* row = n * oh + oy */
+        size_t n = row / g->oh, oy = row % g->oh;
+        for (size_t ox0 = 0; ox0 < g->ow; ox0 += ARM_DW_PX_PER_CALL) {
+            size_t num_px = g->ow - ox0 < ARM_DW_PX_PER_CALL ? g->ow - ox0 : ARM_DW_PX_PER_CALL;
+            for (size_t px = 0; px < num_px; px++)
+                for (size_t ky = 0; ky < g->kh; ky++)
+                    for (size_t kx = 0; kx < g->kw; kx++)
+                        ptrs[px * taps + ky * g->kw + kx] =
+                            tap_pointer(g, j->x, j->zero, n, oy, ox0 + px, ky, kx);
+            float *out = j->y + (row * g->ow + ox0) * g->oc;
+            j->ukernel(num_px, g->oc, j->cp, taps, ptrs, j->packed, out, &j->act);
+            ks__arm_act_scalar(out, num_px * g->oc, &j->act);
+        }
+    }
+}
+
+ks_status ks__arm_dw_run(ks__kernel_ctx *ctx, ks__arm_dw_ukernel ukernel) {
+    dw_job j;
+    memset(&j, 0, sizeof(j));
+    if (!dw_supported(ctx, &j.g) || !ctx->packed ||
+        ctx->packed_bytes < dw_packed_floats(&j.g) * sizeof(float))
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "NEON depthwise run: not planned");
+    j.scratch_stride =
+        round_up(ARM_DW_PX_PER_CALL * j.g.kh * j.g.kw * sizeof(const float *), 64);
+    if (!ctx->scratch || ctx->scratch_bytes < j.scratch_stride * ks__pool_threads(ctx->pool))
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "NEON depthwise run: scratch too small");
+    ks__arm_act_init(&j.act, j.g.act, j.g.alpha);
+    j.ukernel = ukernel;
+    j.cp = round_up(j.g.oc, 4);
+    j.x = (const float *)ctx->in[0]->data;
+    j.y = (float *)ctx->out[0]->data;
+    j.packed = (const float *)ctx->packed;
+    j.zero = j.packed + j.cp * (1 + j.g.kh * j.g.kw);
+    j.scratch = (char *)ctx->scratch;
+    ks__parallel_for(ctx->pool, j.g.n * j.g.oh, 1, dw_range, &j);
+    return KS_STATUS_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Elementwise                                                                                 */
+
+enum { OPERAND_OTHER = 0, OPERAND_FULL, OPERAND_SCALAR, OPERAND_CHANNEL };
+
+static int operand_kind(const ks__rt_tensor *t, const ks__rt_tensor *y) {
+    int64_t numel = ks__rt_numel(t), out_numel = ks__rt_numel(y);
+    /* Inference checked that t broadcasts to y, so equal sizes mean equal dims. */
+    if (numel == out_numel) return OPERAND_FULL;
+    if (numel == 1) return OPERAND_SCALAR;
+    if (y->rank >= 1 && t->rank >= 1 && numel == y->dims[y->rank - 1] &&
+        t->dims[t->rank - 1] == numel)
+        return OPERAND_CHANNEL;
+    return OPERAND_OTHER;
+}
+
+double ks__arm_binary_cost(const ks__kernel_ctx *ctx) {
+    uint32_t op = ctx->node->op;
+    if ((op != KS_OP_ADD && op != KS_OP_MUL) || ctx->num_inputs != 2 || ctx->num_outputs != 1)
+        return -1.0;
+    const ks__rt_tensor *a = ctx->in[0], *b = ctx->in[1], *y = ctx->out[0];
+    if (!is_plain_f32(a) || !is_plain_f32(b) || !is_plain_f32(y)) return -1.0;
+    int ka = operand_kind(a, y), kb = operand_kind(b, y);
+    if (ka != OPERAND_FULL && kb != OPERAND_FULL) return -1.0;
+    if (ka == OPERAND_OTHER || kb == OPERAND_OTHER) return -1.0;
+    return (double)ks__rt_numel(y) / 4.0;
+}
+
+typedef struct binary_job {
+    const ks__arm_binary_config *cfg;
+    ks__arm_act act;
+    const float *a, *b; /* a full-size; b per kind */
+    float *y;
+    int kind;
+    size_t row_len; /* OPERAND_CHANNEL: elements per row; else ARM_ELEMENTWISE_GRAIN */
+    size_t numel;
+} binary_job;
+
+static void binary_range(void *arg, size_t begin, size_t end, uint32_t thread) {
+    const binary_job *j = (const binary_job *)arg;
+    (void)thread;
+    for (size_t item = begin; item < end; item++) {
+        size_t i0 = item * j->row_len;
+        size_t n = j->numel - i0 < j->row_len ? j->numel - i0 : j->row_len;
+        const float *b = j->kind == OPERAND_FULL ? j->b + i0 : j->b;
+        if (j->kind == OPERAND_SCALAR)
+            j->cfg->scalar(n, j->a + i0, b, j->y + i0, &j->act);
+        else
+            j->cfg->same(n, j->a + i0, b, j->y + i0, &j->act);
+        ks__arm_act_scalar(j->y + i0, n, &j->act);
+    }
+}
+
+ks_status ks__arm_binary_run(ks__kernel_ctx *ctx, const ks__arm_binary_config *cfg) {
+    if (ks__arm_binary_cost(ctx) < 0)
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "NEON binary cannot run this node");
+    const ks__rt_tensor *a = ctx->in[0], *b = ctx->in[1], *y = ctx->out[0];
+    binary_job j;
+    memset(&j, 0, sizeof(j));
+    j.cfg = cfg;
+    ks__arm_act_init(&j.act, ctx->node->ip[0], ctx->node->fp[0]);
+    j.numel = (size_t)ks__rt_numel(y);
+    if (j.numel == 0) return KS_STATUS_OK;
+    int ka = operand_kind(a, y);
+    if (ka == OPERAND_FULL) { /* broadcast operand (if any) second: ADD/MUL commute */
+        j.a = (const float *)a->data, j.b = (const float *)b->data, j.kind = operand_kind(b, y);
+    } else {
+        j.a = (const float *)b->data, j.b = (const float *)a->data, j.kind = ka;
+    }
+    j.y = (float *)y->data;
+    j.row_len = j.kind == OPERAND_CHANNEL ? (size_t)y->dims[y->rank - 1] : ARM_ELEMENTWISE_GRAIN;
+    size_t items = (j.numel + j.row_len - 1) / j.row_len;
+    /* Short channel rows: give each work item many rows' worth of elements. */
+    size_t grain = j.kind == OPERAND_CHANNEL ? (ARM_ELEMENTWISE_GRAIN + j.row_len - 1) / j.row_len
+                                             : 1;
+    ks__parallel_for(ctx->pool, items, grain, binary_range, &j);
+    return KS_STATUS_OK;
+}
+
+double ks__arm_unary_cost(const ks__kernel_ctx *ctx, uint32_t op) {
+    if (ctx->node->op != op || ctx->num_inputs != 1 || ctx->num_outputs != 1) return -1.0;
+    if (!is_plain_f32(ctx->in[0]) || !is_plain_f32(ctx->out[0])) return -1.0;
+    if (ks__rt_numel(ctx->in[0]) != ks__rt_numel(ctx->out[0])) return -1.0;
+    return (double)ks__rt_numel(ctx->out[0]) / 4.0;
+}
+
+typedef struct unary_job {
+    ks__arm_unary_ukernel ukernel;
+    const float *x;
+    float *y;
+    size_t numel;
+} unary_job;
+
+static void unary_range(void *arg, size_t begin, size_t end, uint32_t thread) {
+    const unary_job *j = (const unary_job *)arg;
+    (void)thread;
+    size_t i0 = begin * ARM_ELEMENTWISE_GRAIN, i1 = end * ARM_ELEMENTWISE_GRAIN;
+    if (i1 > j->numel) i1 = j->numel;
+    j->ukernel(i1 - i0, j->x + i0, j->y + i0);
+}
+
+ks_status ks__arm_unary_run(ks__kernel_ctx *ctx, ks__arm_unary_ukernel ukernel) {
+    if (ks__arm_unary_cost(ctx, ctx->node->op) < 0)
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "NEON unary cannot run this node");
+    unary_job j = {ukernel, (const float *)ctx->in[0]->data, (float *)ctx->out[0]->data,
+                   (size_t)ks__rt_numel(ctx->out[0])};
+    size_t items = (j.numel + ARM_ELEMENTWISE_GRAIN - 1) / ARM_ELEMENTWISE_GRAIN;
+    ks__parallel_for(ctx->pool, items, 1, unary_range, &j);
+    return KS_STATUS_OK;
+}
