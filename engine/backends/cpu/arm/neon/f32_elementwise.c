@@ -53,7 +53,8 @@ const ks__impl ks_f32_vmul__neon_u8 = {"ks_f32_vmul__neon_u8", KS_OP_MUL, KS_ISA
                                        binary_cost, ks__arm_plan_nothing, NULL, vmul_run};
 
 static inline float32x4_t v_relu(float32x4_t x) {
-    return vmaxq_f32(x, vdupq_n_f32(0.0f));
+    /* select, not max: the reference maps NaN to 0 and FMAX would propagate it */
+    return vbslq_f32(vcgtq_f32(x, vdupq_n_f32(0.0f)), x, vdupq_n_f32(0.0f));
 }
 static inline float32x4_t v_relu6(float32x4_t x) {
     return vminq_f32(vmaxq_f32(x, vdupq_n_f32(0.0f)), vdupq_n_f32(6.0f));

@@ -11,6 +11,7 @@
 typedef struct neon_act {
     float32x4_t lo, hi, alpha;
     int32_t post;
+    int32_t nan_to_lo; /* RELU: the reference maps NaN to 0 (x > 0 ? x : 0); others keep NaN */
 } neon_act;
 
 static inline neon_act neon_act_load(const ks__arm_act *a) {
@@ -19,6 +20,7 @@ static inline neon_act neon_act_load(const ks__arm_act *a) {
     v.hi = vdupq_n_f32(a->hi);
     v.alpha = vdupq_n_f32(a->alpha);
     v.post = a->post;
+    v.nan_to_lo = a->lo == 0.0f && a->hi > 3.0e38f;
     return v;
 }
 
@@ -30,7 +32,10 @@ static inline float32x4_t neon_hard_swish(float32x4_t x) {
 }
 
 static inline float32x4_t neon_act_apply(float32x4_t x, const neon_act *a) {
-    x = vminq_f32(vmaxq_f32(x, a->lo), a->hi);
+    if (a->nan_to_lo)
+        x = vbslq_f32(vcgtq_f32(x, a->lo), x, a->lo);
+    else
+        x = vminq_f32(vmaxq_f32(x, a->lo), a->hi);
     if (a->post == KS_ACT_LEAKY_RELU)
         x = vbslq_f32(vcgeq_f32(x, vdupq_n_f32(0.0f)), x, vmulq_f32(x, a->alpha));
     else if (a->post == KS_ACT_HARD_SWISH)
@@ -39,7 +44,10 @@ static inline float32x4_t neon_act_apply(float32x4_t x, const neon_act *a) {
 }
 
 static inline float neon_act_scalar(float x, const ks__arm_act *a) {
-    x = x < a->lo ? a->lo : (x > a->hi ? a->hi : x);
+    if (a->lo == 0.0f && a->hi > 3.0e38f)
+        x = x > 0.0f ? x : 0.0f; /* RELU: NaN -> 0 as the reference */
+    else
+        x = x < a->lo ? a->lo : (x > a->hi ? a->hi : x);
     return a->post == KS_ACT_NONE ? x : ks__act_apply(x, a->post, a->alpha);
 }
 
