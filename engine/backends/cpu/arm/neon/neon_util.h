@@ -24,11 +24,11 @@ static inline neon_act neon_act_load(const ks__arm_act *a) {
     return v;
 }
 
-/* x * clamp(x + 3, 0, 6) / 6, as the reference (the /6 becomes a multiply: <= 1 ulp apart). */
+/* x * clamp(x + 3, 0, 6) / 6 in the reference's order of operations (bit-identical). */
 static inline float32x4_t neon_hard_swish(float32x4_t x) {
     float32x4_t r = vaddq_f32(x, vdupq_n_f32(3.0f));
     r = vminq_f32(vmaxq_f32(r, vdupq_n_f32(0.0f)), vdupq_n_f32(6.0f));
-    return vmulq_f32(vmulq_f32(x, r), vdupq_n_f32(1.0f / 6.0f));
+    return vdivq_f32(vmulq_f32(x, r), vdupq_n_f32(6.0f));
 }
 
 static inline float32x4_t neon_act_apply(float32x4_t x, const neon_act *a) {
