@@ -131,6 +131,13 @@ static ks_status itt_process(void *state, ks_node_ctx *ctx) {
         .channel_order = KS_CHANNEL_ORDER_RGB,
         .layout = KS_TENSOR_LAYOUT_NHWC,
     };
+    /* MediaPipe's ImageToTensor warps in pixel-index space (OpenCV warpAffine: the ROI corner
+     * lands on tensor index 0), while ks_image_to_tensor maps pixel centres. Shifting by half a
+     * destination pixel in source units reproduces MediaPipe's sampling grid, which the models
+     * were trained and tuned with (BlazeFace boxes move by several pixels otherwise). The
+     * output matrix below stays the pixel-centre one. */
+    d.m[2] += 0.5f - 0.5f * (d.m[0] + d.m[1]);
+    d.m[5] += 0.5f - 0.5f * (d.m[3] + d.m[4]);
     ks_image src = {.format = pixel_format(img->format),
                     .width_px = img->width_px,
                     .height_px = img->height_px,

@@ -1,0 +1,184 @@
+/* ks_face_detector: BlazeFace (short or full range) through the face_detector_*.ksb pipeline:
+ * letterboxed preprocessing, SSD decoding with MediaPipe's presets, weighted NMS and, in VIDEO
+ * mode, an IoU tracker for stable ids. This file only converts images in and packets out. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h" /* engine: ks__object, ks__calloc */
+#include "kestrel/face.h"
+#include "task_common.h"
+
+struct ks_face_detector {
+    ks__object obj; /* first: ks_last_error(det) */
+    ks_face_detector_desc desc;
+    ks_allocator alloc;
+    const ks_allocator *alloc_ptr; /* &alloc, or NULL for malloc */
+    ks_bundle *bundle;
+    ks_pipeline *pipeline;
+    int32_t out_faces, out_ids;
+};
+
+/* Results are one allocation: this header, the ks_faces, then the items. The header keeps the
+ * allocator so ks_faces_release needs no handle. */
+typedef struct faces_block {
+    ks_allocator alloc;
+    int has_alloc;
+    ks_faces faces;
+} faces_block;
+
+const char *ks_face_detector_model_string(ks_face_detector_model model) {
+    switch (model) {
+    case KS_FACE_DETECTOR_SHORT_RANGE:
+        return "short_range";
+    case KS_FACE_DETECTOR_FULL_RANGE:
+        return "full_range";
+    default:
+        return "invalid";
+    }
+}
+
+void ks_face_detector_destroy(ks_face_detector *det) {
+    if (!det) return;
+    ks_pipeline_destroy(det->pipeline);
+    ks_bundle_destroy(det->bundle);
+    ks__free(det->alloc_ptr, det);
+}
+
+ks_status ks_face_detector_create(const ks_face_detector_desc *desc, ks_face_detector **out) {
+    ks_face_detector_desc d = desc ? *desc : (ks_face_detector_desc){0};
+    if (!out) {
+        ks__object_error(NULL, "ks_face_detector_create: out is NULL");
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    if ((unsigned)d.model >= KS_FACE_DETECTOR_MODEL_COUNT ||
+        (unsigned)d.task.mode >= KS_MODE_COUNT || d.task.max_results < 0 ||
+        !(d.task.min_score >= 0.0f && d.task.min_score <= 1.0f)) {
+        ks__object_error(NULL,
+                         "ks_face_detector_create: bad desc (model %d, mode %d, max_results %d, "
+                         "min_score %g)",
+                         (int)d.model, (int)d.task.mode, (int)d.task.max_results,
+                         (double)d.task.min_score);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    const ks_allocator *a = d.task.allocator;
+    ks_face_detector *det = ks__calloc(a, 1, sizeof(*det));
+    if (!det) {
+        ks__object_error(NULL, "ks_face_detector_create: out of memory");
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    det->obj.magic = KS__OBJECT_MAGIC;
+    if (a) {
+        det->alloc = *a;
+        det->alloc_ptr = &det->alloc;
+    }
+    d.task.allocator = det->alloc_ptr;
+    det->desc = d;
+    char min_score[32], max_results[32], err[768];
+    snprintf(min_score, sizeof(min_score), "%.9g",
+             d.task.min_score > 0.0f ? (double)d.task.min_score : 0.5);
+    snprintf(max_results, sizeof(max_results), "%d", (int)d.task.max_results);
+    const ks_side_param params[] = {{"min_score", min_score}, {"max_results", max_results}};
+    ks_status st = ks__task_open(&d.task,
+                                 d.model == KS_FACE_DETECTOR_FULL_RANGE ? "face_detector_full.ksb"
+                                                                        : "face_detector_short.ksb",
+                                 NULL, params, 2, &det->bundle, &det->pipeline, err, sizeof(err));
+    if (st) {
+        ks__object_error(NULL, "ks_face_detector_create: %s", err);
+        goto error;
+    }
+    det->out_faces = ks_pipeline_output_index(det->pipeline, "faces");
+    det->out_ids = ks_pipeline_output_index(det->pipeline, "ids");
+    if (det->out_faces < 0 || ks_pipeline_num_inputs(det->pipeline) != 1 ||
+        ks_pipeline_num_outputs(det->pipeline) > 8) {
+        ks__object_error(NULL,
+                         "ks_face_detector_create: the bundle's graph must have one image input "
+                         "a 'faces' output and at most 8 outputs (is it a face detector bundle?)");
+        st = KS_STATUS_INVALID_MODEL;
+        goto error;
+    }
+    *out = det;
+    return KS_STATUS_OK;
+error:
+    ks_face_detector_destroy(det);
+    return st;
+}
+
+static bool in_roi(const ks_box *roi, float cx, float cy) {
+    return roi->w <= 0.0f ||
+           (cx >= roi->x && cx < roi->x + roi->w && cy >= roi->y && cy < roi->y + roi->h);
+}
+
+ks_status ks_face_detect(ks_face_detector *det, const ks_image *image, int64_t timestamp_us,
+                         ks_faces **out) {
+    if (!det || !out) {
+        if (det) ks__object_error(&det->obj, "ks_face_detect: out is NULL");
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    char err[512];
+    ks_packet *frame = NULL, *outs[8] = {NULL};
+    ks_status st = KS_STATUS_OK;
+    uint32_t num_out = ks_pipeline_num_outputs(det->pipeline); /* <= 8, checked at create */
+    st = ks__task_image_packet(det->alloc_ptr, image, det->desc.task.rotation,
+                               det->desc.task.mirror, &frame, err, sizeof(err));
+    if (st) {
+        ks__object_error(&det->obj, "ks_face_detect: %s", err);
+        return st;
+    }
+    const ks_packet_image *view = ks_packet_image_view(frame);
+    float w = (float)view->width_px, h = (float)view->height_px;
+    bool video = det->desc.task.mode == KS_MODE_VIDEO;
+    if (!video) ks_pipeline_reset(det->pipeline); /* photos are independent: no tracking */
+    const ks_packet *in[1] = {frame};
+    st = ks_pipeline_process(det->pipeline, in, video ? timestamp_us : 0, outs);
+    if (st) {
+        ks__object_error(&det->obj, "ks_face_detect: %s", ks_last_error(det->pipeline));
+        goto done;
+    }
+    const ks_packet_detections *pd = ks_packet_detections_view(outs[det->out_faces]);
+    const ks_tensor *ids = det->out_ids >= 0 ? ks_packet_tensor(outs[det->out_ids]) : NULL;
+    uint32_t n = pd ? pd->num_detections : 0;
+    faces_block *b = ks__calloc(det->alloc_ptr, 1, sizeof(*b) + (size_t)n * sizeof(ks_face));
+    if (!b) {
+        ks__object_error(&det->obj, "ks_face_detect: out of memory for %u faces", (unsigned)n);
+        st = KS_STATUS_OUT_OF_MEMORY;
+        goto done;
+    }
+    if (det->alloc_ptr) {
+        b->alloc = det->alloc;
+        b->has_alloc = 1;
+    }
+    b->faces.items = (ks_face *)(b + 1);
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        ks_face *f = &b->faces.items[count];
+        const float *bx = pd->boxes + 4 * (size_t)i;
+        f->box = (ks_box){bx[0] * w, bx[1] * h, (bx[2] - bx[0]) * w, (bx[3] - bx[1]) * h};
+        if (!in_roi(&det->desc.task.roi, f->box.x + 0.5f * f->box.w, f->box.y + 0.5f * f->box.h))
+            continue;
+        f->score = pd->scores[i];
+        f->id = -1;
+        if (video && ids && ids->info.dtype == KS_DTYPE_I32 &&
+            ids->size_bytes >= (i + 1) * sizeof(int32_t))
+            f->id = ((const int32_t *)ids->data)[i];
+        for (uint32_t k = 0; k < KS_FACE_KEYPOINT_COUNT && k < pd->num_keypoints; k++) {
+            const float *kp = pd->keypoints + 2 * ((size_t)i * pd->num_keypoints + k);
+            f->keypoints[k] = (ks_point2f){kp[0] * w, kp[1] * h};
+        }
+        count++;
+    }
+    b->faces.count = count;
+    *out = &b->faces;
+done:
+    for (uint32_t i = 0; i < num_out; i++)
+        ks_packet_release(outs[i]);
+    ks_packet_release(frame);
+    return st;
+}
+
+void ks_faces_release(ks_faces *faces) {
+    if (!faces) return;
+    faces_block *b = (faces_block *)((char *)faces - offsetof(faces_block, faces));
+    ks_allocator a = b->alloc;
+    ks__free(b->has_alloc ? &a : NULL, b);
+}

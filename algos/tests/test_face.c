@@ -1,0 +1,451 @@
+/* Face tasks on real photos: detection where the face is, landmarks inside the face, stable ids
+ * over shifted VIDEO frames, orientation handling, allocator balance and bad inputs. Needs the
+ * face bundles (built by algos/face/bundle.cmake from the pinned models); exits 77 without them.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "image_io.h"
+#include "kestrel/face.h"
+#include "kestrel/pipeline.h"
+
+/* algos/nodes/vision_nodes.h */
+void ks__register_vision_nodes(void);
+
+#define ASTRONAUT KS_SOURCE_DIR "/models/images/skimage_astronaut.png"
+#define MESSI KS_SOURCE_DIR "/models/images/opencv_messi5.jpg"
+#define CORAL_FACE KS_SHARED_DATA "/images/coral_face.jpg"
+
+/* The astronaut's face (512x512 photo): centre and side measured on the image by hand, with a
+ * tolerance that any correct BlazeFace box meets. */
+#define ASTRO_FACE_CX 225.0f
+#define ASTRO_FACE_CY 128.0f
+#define ASTRO_CENTRE_TOL_PX 15.0f
+
+static ks_image_buf g_astro, g_messi;
+
+static int file_exists(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+static int setup(void **state) {
+    (void)state;
+    char err[256];
+    if (ks_image_load(ASTRONAUT, 0, &g_astro, err, sizeof(err)) ||
+        ks_image_load(MESSI, 0, &g_messi, err, sizeof(err))) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    return ks_set_models_dir(KS_BUNDLES_DIR) == KS_STATUS_OK ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    ks_image_buf_free(&g_astro);
+    ks_image_buf_free(&g_messi);
+    return 0;
+}
+
+static void box_centre(const ks_box *b, float *cx, float *cy) {
+    *cx = b->x + 0.5f * b->w;
+    *cy = b->y + 0.5f * b->h;
+}
+
+static int inside(const ks_box *b, float x, float y, float margin_px) {
+    return x >= b->x - margin_px && x <= b->x + b->w + margin_px && y >= b->y - margin_px &&
+           y <= b->y + b->h + margin_px;
+}
+
+static void test_detect_astronaut(void **state) {
+    (void)state;
+    for (int model = 0; model < KS_FACE_DETECTOR_MODEL_COUNT; model++) {
+        ks_face_detector *det = NULL;
+        ks_face_detector_desc desc = {.model = (ks_face_detector_model)model};
+        assert_int_equal(ks_face_detector_create(&desc, &det), KS_STATUS_OK);
+        ks_faces *faces = NULL;
+        assert_int_equal(ks_face_detect(det, &g_astro.image, 0, &faces), KS_STATUS_OK);
+        assert_int_equal(faces->count, 1);
+        const ks_face *f = &faces->items[0];
+        float cx, cy;
+        box_centre(&f->box, &cx, &cy);
+        assert_true(fabsf(cx - ASTRO_FACE_CX) < ASTRO_CENTRE_TOL_PX);
+        assert_true(fabsf(cy - ASTRO_FACE_CY) < ASTRO_CENTRE_TOL_PX);
+        assert_true(f->box.w > 70.0f && f->box.w < 130.0f);
+        assert_true(f->score > 0.8f && f->score <= 1.0f);
+        assert_int_equal(f->id, -1); /* IMAGE mode */
+        for (int k = 0; k < KS_FACE_KEYPOINT_COUNT; k++)
+            assert_true(inside(&f->box, f->keypoints[k].x, f->keypoints[k].y, 2.0f));
+        /* The right eye (subject's) is on the image's left. */
+        assert_true(f->keypoints[KS_FACE_KEYPOINT_RIGHT_EYE].x <
+                    f->keypoints[KS_FACE_KEYPOINT_LEFT_EYE].x);
+        ks_faces_release(faces);
+        ks_face_detector_destroy(det);
+    }
+}
+
+static void test_detect_messi_full_range(void **state) {
+    (void)state;
+    ks_face_detector *det = NULL;
+    ks_face_detector_desc desc = {.model = KS_FACE_DETECTOR_FULL_RANGE};
+    assert_int_equal(ks_face_detector_create(&desc, &det), KS_STATUS_OK);
+    ks_faces *faces = NULL;
+    assert_int_equal(ks_face_detect(det, &g_messi.image, 0, &faces), KS_STATUS_OK);
+    /* One small face (about 30 px) near (242, 114); MediaPipe finds the same one. */
+    assert_int_equal(faces->count, 1);
+    float cx, cy;
+    box_centre(&faces->items[0].box, &cx, &cy);
+    assert_true(fabsf(cx - 242.0f) < 10.0f && fabsf(cy - 113.0f) < 10.0f);
+    ks_faces_release(faces);
+    ks_face_detector_destroy(det);
+}
+
+static void test_detect_shared_photo(void **state) {
+    (void)state;
+    if (!file_exists(CORAL_FACE)) skip();
+    ks_image_buf photo;
+    char err[256];
+    assert_int_equal(ks_image_load(CORAL_FACE, 0, &photo, err, sizeof(err)), KS_STATUS_OK);
+    ks_face_detector *det = NULL;
+    assert_int_equal(ks_face_detector_create(NULL, &det), KS_STATUS_OK);
+    ks_faces *faces = NULL;
+    assert_int_equal(ks_face_detect(det, &photo.image, 0, &faces), KS_STATUS_OK);
+    assert_int_equal(faces->count, 2); /* as MediaPipe's short-range detector */
+    for (uint32_t i = 1; i < faces->count; i++)
+        assert_true(faces->items[i - 1].score >= faces->items[i].score);
+    ks_faces_release(faces);
+    ks_face_detector_destroy(det);
+    ks_image_buf_free(&photo);
+}
+
+static void check_mesh(const ks_face_mesh *f, uint32_t num_landmarks) {
+    assert_int_equal(f->num_landmarks, num_landmarks);
+    float cx, cy;
+    box_centre(&f->box, &cx, &cy);
+    assert_true(fabsf(cx - ASTRO_FACE_CX) < ASTRO_CENTRE_TOL_PX);
+    assert_true(fabsf(cy - ASTRO_FACE_CY) < 2 * ASTRO_CENTRE_TOL_PX);
+    /* Every landmark lies on the face: inside the detector's box grown by 15 %. */
+    const ks_box det_box = {178.0f, 81.0f, 94.0f, 94.0f};
+    for (uint32_t i = 0; i < f->num_landmarks; i++)
+        assert_true(inside(&det_box, f->landmarks[i].x, f->landmarks[i].y, 0.15f * det_box.w));
+    assert_true(f->score > 0.5f);
+    /* Nearly frontal portrait. */
+    assert_true(fabsf(f->yaw_deg) < 20.0f && fabsf(f->roll_deg) < 20.0f &&
+                fabsf(f->pitch_deg) < 30.0f);
+    const ks_face_expressions *e = &f->expressions;
+    const float v[5] = {e->mouth_open, e->left_eye_blink, e->right_eye_blink, e->brow_raise,
+                        e->smile};
+    for (int i = 0; i < 5; i++)
+        assert_true(v[i] >= 0.0f && v[i] <= 1.0f);
+    /* Pose: rotation rows are orthogonal with equal norms (a scaled rotation), face in front
+     * of the camera (z translation < 0). */
+    const float *m = f->pose_matrix;
+    float n0 = m[0] * m[0] + m[1] * m[1] + m[2] * m[2];
+    float n1 = m[4] * m[4] + m[5] * m[5] + m[6] * m[6];
+    float d01 = m[0] * m[4] + m[1] * m[5] + m[2] * m[6];
+    assert_true(n0 > 0.0f && fabsf(n0 - n1) < 1e-3f * n0 && fabsf(d01) < 1e-3f * n0);
+    assert_true(m[11] < 0.0f);
+    assert_true(f->projection_matrix[0] > 0.0f && f->projection_matrix[14] < 0.0f);
+}
+
+static void test_landmarks_astronaut(void **state) {
+    (void)state;
+    for (int refine = 0; refine < 2; refine++) {
+        ks_face_landmarker *fl = NULL;
+        ks_face_landmarker_desc desc = {.refine_landmarks = refine};
+        assert_int_equal(ks_face_landmarker_create(&desc, &fl), KS_STATUS_OK);
+        ks_face_meshes *faces = NULL;
+        assert_int_equal(ks_face_landmarker_detect(fl, &g_astro.image, 0, &faces), KS_STATUS_OK);
+        assert_int_equal(faces->count, 1);
+        check_mesh(&faces->items[0],
+                   refine ? KS_FACE_MESH_NUM_LANDMARKS_WITH_IRIS : KS_FACE_MESH_NUM_LANDMARKS);
+        if (refine) {
+            /* Iris centres (468, 473) sit between their eye corners (33/133, 362/263). */
+            const ks_point3f *p = faces->items[0].landmarks;
+            assert_true(p[468].x > p[33].x && p[468].x < p[133].x);
+            assert_true(p[473].x > p[362].x && p[473].x < p[263].x);
+        }
+        ks_face_meshes_release(faces);
+        ks_face_landmarker_destroy(fl);
+    }
+}
+
+/* Frame k: the astronaut shifted right and down by 3k pixels (edge pixels replicated). */
+static uint8_t *shifted_frame(int k) {
+    int w = g_astro.image.width_px, h = g_astro.image.height_px, d = 3 * k;
+    assert_int_equal(g_astro.image.format, KS_PIXEL_FORMAT_RGB);
+    const uint8_t *src = g_astro.pixels;
+    uint8_t *dst = malloc((size_t)w * (size_t)h * 3);
+    assert_non_null(dst);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            int sx = x - d < 0 ? 0 : x - d, sy = y - d < 0 ? 0 : y - d;
+            memcpy(dst + ((size_t)y * w + x) * 3, src + ((size_t)sy * w + sx) * 3, 3);
+        }
+    return dst;
+}
+
+static void test_video_ids_stable(void **state) {
+    (void)state;
+    ks_face_detector *det = NULL;
+    ks_face_landmarker *fl = NULL;
+    assert_int_equal(
+        ks_face_detector_create(&(ks_face_detector_desc){.task.mode = KS_MODE_VIDEO}, &det),
+        KS_STATUS_OK);
+    assert_int_equal(
+        ks_face_landmarker_create(&(ks_face_landmarker_desc){.task.mode = KS_MODE_VIDEO}, &fl),
+        KS_STATUS_OK);
+    int32_t det_id = -1, mesh_id = -1;
+    float prev_cx = 0.0f;
+    for (int k = 0; k < 6; k++) {
+        uint8_t *px = shifted_frame(k);
+        ks_image img = g_astro.image;
+        img.planes[0] = px;
+        int64_t ts = 33333 * (int64_t)(k + 1);
+        ks_faces *faces = NULL;
+        ks_face_meshes *meshes = NULL;
+        assert_int_equal(ks_face_detect(det, &img, ts, &faces), KS_STATUS_OK);
+        assert_int_equal(ks_face_landmarker_detect(fl, &img, ts, &meshes), KS_STATUS_OK);
+        assert_int_equal(faces->count, 1);
+        assert_int_equal(meshes->count, 1);
+        assert_true(faces->items[0].id >= 1 && meshes->items[0].id >= 1);
+        if (k == 0) {
+            det_id = faces->items[0].id;
+            mesh_id = meshes->items[0].id;
+        }
+        assert_int_equal(faces->items[0].id, det_id);
+        assert_int_equal(meshes->items[0].id, mesh_id);
+        float cx, cy;
+        box_centre(&meshes->items[0].box, &cx, &cy);
+        if (k > 0) assert_true(cx > prev_cx - 1.0f); /* follows the shift (smoothed) */
+        prev_cx = cx;
+        ks_faces_release(faces);
+        ks_face_meshes_release(meshes);
+        free(px);
+    }
+    /* Timestamps must increase in VIDEO mode. */
+    ks_faces *faces = NULL;
+    assert_int_not_equal(ks_face_detect(det, &g_astro.image, 1, &faces), KS_STATUS_OK);
+    assert_null(faces);
+    assert_true(strlen(ks_last_error(det)) > 0);
+    ks_face_detector_destroy(det);
+    ks_face_landmarker_destroy(fl);
+}
+
+/* The same photo delivered rotated 90 degrees clockwise (as a sensor would) with the desc
+ * undoing it gives the upright result. */
+static void test_rotation(void **state) {
+    (void)state;
+    int w = g_astro.image.width_px, h = g_astro.image.height_px;
+    uint8_t *rot = malloc((size_t)w * (size_t)h * 3);
+    assert_non_null(rot);
+    /* rotated image is h x w: pixel (x', y') = upright (y', h - 1 - x') */
+    for (int y = 0; y < w; y++)
+        for (int x = 0; x < h; x++)
+            memcpy(rot + ((size_t)y * h + x) * 3,
+                   g_astro.pixels + ((size_t)(h - 1 - x) * w + y) * 3, 3);
+    ks_image img = {.format = KS_PIXEL_FORMAT_RGB,
+                    .width_px = h,
+                    .height_px = w,
+                    .planes = {rot},
+                    .stride_bytes = {3 * h}};
+    ks_face_detector *det = NULL;
+    ks_face_detector_desc desc = {.task.rotation = KS_ROTATION_270};
+    assert_int_equal(ks_face_detector_create(&desc, &det), KS_STATUS_OK);
+    ks_faces *faces = NULL;
+    assert_int_equal(ks_face_detect(det, &img, 0, &faces), KS_STATUS_OK);
+    assert_int_equal(faces->count, 1);
+    float cx, cy;
+    box_centre(&faces->items[0].box, &cx, &cy);
+    assert_true(fabsf(cx - ASTRO_FACE_CX) < ASTRO_CENTRE_TOL_PX);
+    assert_true(fabsf(cy - ASTRO_FACE_CY) < ASTRO_CENTRE_TOL_PX);
+    ks_faces_release(faces);
+    ks_face_detector_destroy(det);
+    free(rot);
+}
+
+typedef struct counting {
+    long num_alloc, num_free;
+} counting;
+
+static void *count_alloc(void *user, size_t size, size_t align) {
+    void *p = NULL;
+    if (align < sizeof(void *)) align = sizeof(void *);
+    if (posix_memalign(&p, align, size ? size : 1)) return NULL;
+    ((counting *)user)->num_alloc++;
+    return p;
+}
+
+static void count_free(void *user, void *p) {
+    if (!p) return;
+    ((counting *)user)->num_free++;
+    free(p);
+}
+
+static void test_allocator_balance(void **state) {
+    (void)state;
+    counting c = {0, 0};
+    ks_allocator a = {count_alloc, count_free, &c};
+    ks_face_landmarker *fl = NULL;
+    ks_face_landmarker_desc desc = {.task = {.allocator = &a}};
+    assert_int_equal(ks_face_landmarker_create(&desc, &fl), KS_STATUS_OK);
+    ks_face_meshes *faces = NULL;
+    assert_int_equal(ks_face_landmarker_detect(fl, &g_astro.image, 0, &faces), KS_STATUS_OK);
+    ks_face_landmarker_destroy(fl); /* results outlive the task */
+    assert_int_equal(faces->count, 1);
+    ks_face_meshes_release(faces);
+    assert_true(c.num_alloc > 0);
+    assert_int_equal(c.num_alloc, c.num_free);
+}
+
+static void test_bad_inputs(void **state) {
+    (void)state;
+    ks_face_detector *det = NULL;
+    ks_faces *faces = NULL;
+    assert_int_equal(ks_face_detector_create(NULL, NULL), KS_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(ks_face_detector_create(&(ks_face_detector_desc){.model = 7}, &det),
+                     KS_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(
+        ks_face_detector_create(&(ks_face_detector_desc){.task.min_score = 2.0f}, &det),
+        KS_STATUS_INVALID_ARGUMENT);
+    assert_null(det);
+    /* A missing bundle names the path. */
+    assert_int_equal(ks_face_detector_create(
+                         &(ks_face_detector_desc){.task.model_path = "/nonexistent/x.ksb"}, &det),
+                     KS_STATUS_IO_ERROR);
+    assert_non_null(strstr(ks_last_error(NULL), "/nonexistent/x.ksb"));
+    /* The wrong bundle (a landmarker graph has no 'faces' output). */
+    assert_int_equal(
+        ks_face_detector_create(
+            &(ks_face_detector_desc){.task.model_path = KS_BUNDLES_DIR "/face_landmarker.ksb"},
+            &det),
+        KS_STATUS_INVALID_MODEL);
+    /* A file that is not a bundle at all. */
+    assert_int_not_equal(
+        ks_face_detector_create(&(ks_face_detector_desc){.task.model_path = ASTRONAUT}, &det),
+        KS_STATUS_OK);
+    assert_null(det);
+    ks_face_landmarker *fl = NULL;
+    assert_int_equal(
+        ks_face_landmarker_create(&(ks_face_landmarker_desc){.task.max_results = 2}, &fl),
+        KS_STATUS_UNSUPPORTED);
+    assert_null(fl);
+
+    assert_int_equal(ks_face_detector_create(NULL, &det), KS_STATUS_OK);
+    assert_int_equal(ks_face_detect(NULL, &g_astro.image, 0, &faces), KS_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(ks_face_detect(det, NULL, 0, &faces), KS_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(ks_face_detect(det, &g_astro.image, 0, NULL), KS_STATUS_INVALID_ARGUMENT);
+    ks_image empty = g_astro.image;
+    empty.width_px = 0;
+    assert_int_equal(ks_face_detect(det, &empty, 0, &faces), KS_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ks_last_error(det), "empty"));
+    ks_image no_pixels = g_astro.image;
+    no_pixels.planes[0] = NULL;
+    assert_int_equal(ks_face_detect(det, &no_pixels, 0, &faces), KS_STATUS_INVALID_ARGUMENT);
+    ks_image bad_stride = g_astro.image;
+    bad_stride.stride_bytes[0] = 5;
+    assert_int_equal(ks_face_detect(det, &bad_stride, 0, &faces), KS_STATUS_INVALID_ARGUMENT);
+    ks_image huge = g_astro.image;
+    huge.width_px = 1 << 20;
+    assert_int_equal(ks_face_detect(det, &huge, 0, &faces), KS_STATUS_LIMIT_EXCEEDED);
+    assert_null(faces);
+    /* Still usable after errors. */
+    assert_int_equal(ks_face_detect(det, &g_astro.image, 0, &faces), KS_STATUS_OK);
+    assert_int_equal(faces->count, 1);
+    ks_faces_release(faces);
+    ks_face_detector_destroy(det);
+    ks_face_detector_destroy(NULL);
+    ks_face_landmarker_destroy(NULL);
+    ks_faces_release(NULL);
+    ks_face_meshes_release(NULL);
+}
+
+/* The generic nodes the face graphs do not use: nms, mask_smoother, and option checking. */
+static void test_vision_nodes(void **state) {
+    (void)state;
+    ks__register_vision_nodes();
+    ks__register_vision_nodes(); /* idempotent */
+    assert_non_null(ks_node_type_find("ssd_detections"));
+    const char *bad = "{\"inputs\":[\"b\",\"s\"],\"outputs\":[\"d\"],\"nodes\":[{\"type\":"
+                      "\"ssd_detections\",\"name\":\"dec\",\"inputs\":[\"b\",\"s\"],\"outputs\":"
+                      "[\"d\"],\"options\":{\"preset\":\"faces\"}}]}";
+    ks_pipeline *p = NULL;
+    assert_int_equal(ks_pipeline_create_json(bad, strlen(bad), NULL, &p),
+                     KS_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ks_last_error(NULL), "faces"));
+    const char *g = "{\"inputs\":[\"d\",\"m\"],\"outputs\":[\"k\",\"sm\"],\"nodes\":["
+                    "{\"type\":\"nms\",\"inputs\":[\"d\"],\"outputs\":[\"k\"],"
+                    "\"options\":{\"iou_threshold\":0.5}},"
+                    "{\"type\":\"mask_smoother\",\"inputs\":[\"m\"],\"outputs\":[\"sm\"]}]}";
+    assert_int_equal(ks_pipeline_create_json(g, strlen(g), NULL, &p), KS_STATUS_OK);
+    /* Two overlapping boxes (IoU 0.81) and a separate one. */
+    const float boxes[] = {0.1f,  0.1f,  0.3f, 0.3f, 0.11f, 0.11f,
+                           0.31f, 0.31f, 0.6f, 0.6f, 0.8f,  0.8f};
+    const float scores[] = {0.6f, 0.9f, 0.7f};
+    const int32_t classes[] = {0, 0, 0};
+    ks_packet *dp = NULL, *mp = NULL, *outs[2] = {NULL, NULL};
+    assert_int_equal(ks_packet_create_detections(
+                         NULL, &(ks_packet_detections){3, 0, boxes, scores, classes, NULL}, &dp),
+                     KS_STATUS_OK);
+    float mask[4] = {0.0f, 1.0f, 0.5f, 0.5f};
+    assert_int_equal(
+        ks_packet_create_mask(NULL, &(ks_packet_mask){KS_DTYPE_F32, 2, 2, 0, mask}, &mp),
+        KS_STATUS_OK);
+    const ks_packet *in[2] = {dp, mp};
+    assert_int_equal(ks_pipeline_process(p, in, 1, outs), KS_STATUS_OK);
+    const ks_packet_detections *kept = ks_packet_detections_view(outs[0]);
+    assert_non_null(kept);
+    assert_int_equal(kept->num_detections, 2);
+    assert_float_equal(kept->scores[0], 0.9f, 1e-6f);
+    assert_float_equal(kept->scores[1], 0.7f, 1e-6f);
+    ks_packet_release(outs[0]);
+    ks_packet_release(outs[1]);
+    ks_packet_release(mp);
+    /* Second mask: confident pixels follow the new value, uncertain ones lean on the old. */
+    float mask2[4] = {1.0f, 0.0f, 0.5f, 0.9f};
+    assert_int_equal(
+        ks_packet_create_mask(NULL, &(ks_packet_mask){KS_DTYPE_F32, 2, 2, 0, mask2}, &mp),
+        KS_STATUS_OK);
+    in[1] = mp;
+    assert_int_equal(ks_pipeline_process(p, in, 2, outs), KS_STATUS_OK);
+    const ks_packet_mask *sm = ks_packet_mask_view(outs[1]);
+    assert_non_null(sm);
+    const float *v = sm->data;
+    assert_float_equal(v[0], 1.0f, 1e-6f);
+    assert_float_equal(v[1], 0.0f, 1e-6f);
+    assert_float_equal(v[2], 0.5f, 1e-6f);
+    assert_true(v[3] < 0.9f && v[3] > 0.5f);
+    ks_packet_release(outs[0]);
+    ks_packet_release(outs[1]);
+    ks_packet_release(mp);
+    ks_packet_release(dp);
+    ks_pipeline_destroy(p);
+}
+
+int main(void) {
+    if (!file_exists(KS_BUNDLES_DIR "/face_detector_short.ksb") ||
+        !file_exists(KS_BUNDLES_DIR "/face_detector_full.ksb") ||
+        !file_exists(KS_BUNDLES_DIR "/face_landmarker.ksb") ||
+        !file_exists(KS_BUNDLES_DIR "/face_landmarker_attention.ksb") || !file_exists(ASTRONAUT) ||
+        !file_exists(MESSI)) {
+        fprintf(stderr, "test_face: face bundles or test photos missing; skipped\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_detect_astronaut),    cmocka_unit_test(test_detect_messi_full_range),
+        cmocka_unit_test(test_detect_shared_photo), cmocka_unit_test(test_landmarks_astronaut),
+        cmocka_unit_test(test_video_ids_stable),    cmocka_unit_test(test_rotation),
+        cmocka_unit_test(test_allocator_balance),   cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_vision_nodes),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
