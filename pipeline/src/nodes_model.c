@@ -18,6 +18,7 @@ typedef struct itt_state {
     float mean, scale; /* imgproc's normalization: (pixel - mean) * scale maps 0..255 to range */
     int keep_aspect;
     int border_zero;
+    int mediapipe_grid;
 } itt_state;
 
 static ks_status itt_create(const ks_node_init *init, void **state_out) {
@@ -31,6 +32,8 @@ static ks_status itt_create(const ks_node_init *init, void **state_out) {
     if (!st) st = ks_node_options_floats(init->options, "range", range, 2, &nr);
     if (!st) st = ks_node_options_bool(init->options, "keep_aspect", 0, &s->keep_aspect);
     if (!st) st = ks_node_options_bool(init->options, "border_zero", 0, &s->border_zero);
+    if (!st)
+        st = ks_node_options_bool(init->options, "mediapipe_grid", 0, &s->mediapipe_grid);
     if (st) goto error;
     if (w < 1 || h < 1 || w > ITT_MAX_SIDE_PX || h > ITT_MAX_SIDE_PX) {
         snprintf(init->error, init->error_cap,
@@ -131,13 +134,15 @@ static ks_status itt_process(void *state, ks_node_ctx *ctx) {
         .channel_order = KS_CHANNEL_ORDER_RGB,
         .layout = KS_TENSOR_LAYOUT_NHWC,
     };
-    /* MediaPipe's ImageToTensor warps in pixel-index space (OpenCV warpAffine: the ROI corner
-     * lands on tensor index 0), while ks_image_to_tensor maps pixel centres. Shifting by half a
-     * destination pixel in source units reproduces MediaPipe's sampling grid, which the models
-     * were trained and tuned with (BlazeFace boxes move by several pixels otherwise). The
-     * output matrix below stays the pixel-centre one. */
-    d.m[2] += 0.5f - 0.5f * (d.m[0] + d.m[1]);
-    d.m[5] += 0.5f - 0.5f * (d.m[3] + d.m[4]);
+    if (s->mediapipe_grid) {
+        /* MediaPipe's ImageToTensor warps in pixel-index space (OpenCV warpAffine: the ROI
+         * corner lands on tensor index 0), while ks_image_to_tensor maps pixel centres. Shifting
+         * by half a destination pixel in source units reproduces MediaPipe's sampling grid, which
+         * its models were tuned with (BlazeFace boxes move by several pixels otherwise). The
+         * output matrix below stays the pixel-centre one. */
+        d.m[2] += 0.5f - 0.5f * (d.m[0] + d.m[1]);
+        d.m[5] += 0.5f - 0.5f * (d.m[3] + d.m[4]);
+    }
     ks_image src = {.format = pixel_format(img->format),
                     .width_px = img->width_px,
                     .height_px = img->height_px,

@@ -1028,6 +1028,12 @@ static uint32_t fold_pads(pass_ctx *p) {
         if (ci < 0) continue;
         ks__node *cn = &g->nodes[ci];
         int32_t base;
+        /* VALID is EXPLICIT with zero pads (TFLite models pad explicitly before VALID
+         * stride-2 convs) */
+        if (cn->op == KS_OP_CONV2D && cn->inputs[0] == y && cn->ip[8] == KS_PAD_VALID) {
+            cn->ip[8] = KS_PAD_EXPLICIT;
+            cn->ip[4] = cn->ip[5] = cn->ip[6] = cn->ip[7] = 0;
+        }
         if (cn->op == KS_OP_CONV2D && cn->inputs[0] == y && cn->ip[8] == KS_PAD_EXPLICIT)
             base = 4;
         else if (cn->op == KS_OP_POOL2D && cn->ip[9] == 1 && cn->ip[10] == 1 &&

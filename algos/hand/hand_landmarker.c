@@ -1,0 +1,576 @@
+/* Hand landmarker task (kestrel/hand.h).
+ *
+ * Same structure as the pose task (algos/pose/pose_landmarker.c): the bundle's graph runs the
+ * palm detector path (letterboxed 192x192 tensor -> palm_detection) and the per-ROI landmark
+ * path (split ROIs -> foreach: rotated 224x224 crop -> hand_landmark); decoding, NMS, ROIs,
+ * association with tracked hands and smoothing happen here with the algos/common blocks, between
+ * two process calls per frame (internal pipeline timestamps; the graph is stateless). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+#include "detection.h"
+#include "kestrel/bundle.h"
+#include "kestrel/pipeline.h"
+#include "kestrel/hand.h"
+#include "landmarks.h"
+#include "../pose/landmark_task.h"
+#include "tracking.h"
+#include "vision_util.h"
+
+#define HAND_DET_INPUT 192
+#define HAND_LM_INPUT 224
+#define HAND_MAX_CANDIDATES 64
+#define HAND_ASSOCIATION_IOU 0.5f /* MediaPipe AssociationNormRectCalculator threshold */
+
+/* Graph stream order (hand_landmarker.json). */
+enum { IN_DETECT_IMAGE, IN_DETECT_ROI, IN_IMAGE, IN_ROIS, NUM_INPUTS };
+enum {
+    OUT_DET_BOXES,
+    OUT_DET_SCORES,
+    OUT_DET_MATRIX,
+    OUT_LANDMARKS,
+    OUT_FLAGS,
+    OUT_HANDEDNESS,
+    OUT_WORLD,
+    OUT_MATRICES,
+    NUM_OUTPUTS
+};
+
+typedef struct hand_track {
+    int32_t id; /* 0: slot free */
+    ks__rect roi;
+    ks__landmark_smoother *smoother;       /* 21 image landmarks */
+    ks__landmark_smoother *world_smoother; /* 21 world landmarks */
+} hand_track;
+
+struct ks_hand_landmarker {
+    ks__object obj; /* first: ks_last_error() */
+    ks_allocator alloc;
+    ks_running_mode mode;
+    int32_t max_results;
+    float min_score, min_presence;
+    ks_rotation rotation;
+    int32_t mirror;
+    ks_box roi;
+    bool smoothing;
+    ks_bundle *bundle;
+    ks_pipeline *pipeline;
+    int64_t pipeline_ts;
+    int64_t last_ts;
+    bool has_ts;
+    int32_t next_id;
+    ks__ssd_decode_options decode;
+    ks__nms_options nms;
+    ks__anchor *anchors;
+    size_t num_anchors;
+    ks__detection *candidates; /* num_anchors */
+    void *nms_scratch;
+    hand_track tracks[KS_HAND_MAX_RESULTS];
+};
+
+static const uint8_t k_connections[] = {0,  1,  1,  2,  2,  3,  3,  4,  0,  5,  5,  6,  6,  7,
+                                        7,  8,  5,  9,  9,  10, 10, 11, 11, 12, 9,  13, 13, 14,
+                                        14, 15, 15, 16, 13, 17, 0,  17, 17, 18, 18, 19, 19, 20};
+
+const uint8_t *ks_hand_connections(uint32_t *num_out) {
+    if (num_out) *num_out = (uint32_t)(sizeof(k_connections) / 2);
+    return k_connections;
+}
+
+const char *ks_hand_model_string(ks_hand_model model) {
+    switch (model) {
+    case KS_HAND_MODEL_FULL:
+        return "full";
+    case KS_HAND_MODEL_LITE:
+        return "lite";
+    default:
+        return "invalid";
+    }
+}
+
+const char *ks_handedness_string(ks_handedness handedness) {
+    switch (handedness) {
+    case KS_HANDEDNESS_LEFT:
+        return "left";
+    case KS_HANDEDNESS_RIGHT:
+        return "right";
+    default:
+        return "invalid";
+    }
+}
+
+void ks_hand_landmarker_destroy(ks_hand_landmarker *hl) {
+    if (!hl) return;
+    ks_allocator a = hl->alloc;
+    ks_pipeline_destroy(hl->pipeline);
+    ks_bundle_destroy(hl->bundle);
+    for (int i = 0; i < KS_HAND_MAX_RESULTS; i++) {
+        ks__landmark_smoother_destroy(hl->tracks[i].smoother);
+        ks__landmark_smoother_destroy(hl->tracks[i].world_smoother);
+    }
+    ks__free(&a, hl->anchors);
+    ks__free(&a, hl->candidates);
+    ks__free(&a, hl->nms_scratch);
+    ks__free(&a, hl);
+}
+
+ks_status ks_hand_landmarker_create(const ks_hand_landmarker_desc *desc, ks_hand_landmarker **out) {
+    ks_hand_landmarker_desc d = {0};
+    if (desc) d = *desc;
+    if (!out) {
+        ks__object_error(NULL, "ks_hand_landmarker_create: out is NULL");
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    char err[512] = "";
+    ks_status st = ks__lmtask_check_options(&d.task, KS_HAND_MAX_RESULTS, err, sizeof(err));
+    if (!st && ((unsigned)d.model >= KS_HAND_MODEL_COUNT)) {
+        snprintf(err, sizeof(err), "desc.model %d is not a ks_hand_model", (int)d.model);
+        st = KS_STATUS_INVALID_ARGUMENT;
+    }
+    if (!st && (!(d.min_presence >= 0.0f && d.min_presence <= 1.0f))) {
+        snprintf(err, sizeof(err), "desc.min_presence %g is outside [0, 1]",
+                 (double)d.min_presence);
+        st = KS_STATUS_INVALID_ARGUMENT;
+    }
+    if (st) {
+        ks__object_error(NULL, "ks_hand_landmarker_create: %s", err);
+        return st;
+    }
+    ks_allocator a = ks__allocator_or_default(d.task.allocator);
+    ks_hand_landmarker *hl = ks__calloc(&a, 1, sizeof(*hl));
+    if (!hl) {
+        ks__object_error(NULL, "ks_hand_landmarker_create: out of memory");
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    hl->obj.magic = KS__OBJECT_MAGIC;
+    hl->alloc = a;
+    hl->mode = d.task.mode;
+    hl->max_results = d.task.max_results > 0 ? d.task.max_results : 2;
+    hl->min_score = d.task.min_score > 0.0f ? d.task.min_score : 0.5f;
+    hl->min_presence = d.min_presence > 0.0f ? d.min_presence : 0.5f;
+    hl->rotation = d.task.rotation;
+    hl->mirror = d.task.mirror != 0;
+    hl->roi = d.task.roi;
+    hl->smoothing = d.task.mode == KS_MODE_VIDEO && d.task.smoothing >= 0.0f;
+    hl->next_id = 1;
+
+    char name[64];
+    snprintf(name, sizeof(name), "hand_landmarker_%s.ksb", ks_hand_model_string(d.model));
+    st = ks__lmtask_open_pipeline(&d.task, name, &a, &hl->bundle, &hl->pipeline, err, sizeof(err));
+    if (st) goto error;
+    if (ks_pipeline_num_inputs(hl->pipeline) != NUM_INPUTS ||
+        ks_pipeline_num_outputs(hl->pipeline) != NUM_OUTPUTS) {
+        snprintf(err, sizeof(err),
+                 "bundle graph has %u inputs and %u outputs; the hand task needs %d and %d "
+                 "(see algos/hand/hand_landmarker.json)",
+                 ks_pipeline_num_inputs(hl->pipeline), ks_pipeline_num_outputs(hl->pipeline),
+                 NUM_INPUTS, NUM_OUTPUTS);
+        st = KS_STATUS_INVALID_MODEL;
+        goto error;
+    }
+
+    ks__ssd_anchor_options ao;
+    st = ks__ssd_preset_get(KS__SSD_PRESET_PALM, &ao, &hl->decode, &hl->nms);
+    if (!st) st = ks__ssd_anchors_count(&ao, &hl->num_anchors, err, sizeof(err));
+    if (st) goto error;
+    hl->anchors = ks__alloc(&a, hl->num_anchors * sizeof(*hl->anchors));
+    hl->candidates = ks__alloc(&a, hl->num_anchors * sizeof(*hl->candidates));
+    hl->nms_scratch = ks__alloc(&a, ks__nms_scratch_size(hl->num_anchors));
+    if (!hl->anchors || !hl->candidates || !hl->nms_scratch) {
+        snprintf(err, sizeof(err), "out of memory");
+        st = KS_STATUS_OUT_OF_MEMORY;
+        goto error;
+    }
+    st = ks__ssd_anchors_generate(&ao, hl->anchors, hl->num_anchors, &hl->num_anchors, err,
+                                  sizeof(err));
+    if (st) goto error;
+    hl->decode.min_score_thresh = hl->min_score;
+    hl->nms.min_score_threshold = hl->min_score;
+
+    if (hl->smoothing) {
+        /* MediaPipe's hand graph: One Euro min_cutoff 0.05, beta 80 for image landmarks;
+         * 0.1, 40 for world landmarks. */
+        ks__one_euro_params img = {.min_cutoff = d.task.smoothing > 0.0f ? d.task.smoothing : 0.05f,
+                                   .beta = 80.0f,
+                                   .d_cutoff = 1.0f};
+        ks__one_euro_params world = {.min_cutoff = 0.1f, .beta = 40.0f, .d_cutoff = 1.0f};
+        for (int32_t i = 0; i < hl->max_results; i++) {
+            st = ks__landmark_smoother_create(&a, KS_HAND_NUM_LANDMARKS, &img,
+                                              &hl->tracks[i].smoother);
+            if (!st)
+                st = ks__landmark_smoother_create(&a, KS_HAND_NUM_LANDMARKS, &world,
+                                                  &hl->tracks[i].world_smoother);
+            if (st) {
+                snprintf(err, sizeof(err), "out of memory");
+                goto error;
+            }
+        }
+    }
+    *out = hl;
+    return KS_STATUS_OK;
+error:
+    ks__object_error(NULL, "ks_hand_landmarker_create: %s", err);
+    ks_hand_landmarker_destroy(hl);
+    return st;
+}
+
+/* ---- per-frame helpers ------------------------------------------------------------------ */
+
+static float tensor_value_count(const ks_packet *p, const float **data_out) {
+    const ks_tensor *t = p ? ks_packet_tensor(p) : NULL;
+    if (!t || t->info.dtype != KS_DTYPE_F32) {
+        *data_out = NULL;
+        return 0;
+    }
+    *data_out = t->data;
+    return (float)(t->size_bytes / sizeof(float));
+}
+
+/* Runs the detector and returns ROIs of the people found, best first. */
+static ks_status detect_palms(ks_hand_landmarker *hl, ks_packet *image, int32_t iw, int32_t ih,
+                              ks__rect *rois, float *scores, size_t cap, size_t *num_out) {
+    *num_out = 0;
+    ks_packet *roi_packet = NULL;
+    ks_packet *outs[NUM_OUTPUTS] = {0};
+    ks_status st = KS_STATUS_OK;
+    ks_rect area = {0.5f, 0.5f, 1.0f, 1.0f, 0.0f};
+    if (hl->roi.w > 0.0f)
+        area = (ks_rect){(hl->roi.x + 0.5f * hl->roi.w) / (float)iw,
+                         (hl->roi.y + 0.5f * hl->roi.h) / (float)ih, hl->roi.w / (float)iw,
+                         hl->roi.h / (float)ih, 0.0f};
+    ks_rect crop = ks__lmtask_mp_detect_rect(&area, iw, ih, HAND_DET_INPUT);
+    st = ks_packet_create_rects(&hl->alloc, &(ks_packet_rects){1, &crop}, &roi_packet);
+    if (st) return ks__lmtask_error(&hl->obj, st, "out of memory");
+    const ks_packet *ins[NUM_INPUTS] = {image, roi_packet, NULL, NULL};
+    st = ks_pipeline_process(hl->pipeline, ins, ++hl->pipeline_ts, outs);
+    ks_packet_release(roi_packet);
+    if (st) {
+        ks__lmtask_error(&hl->obj, st, "palm detector: %s", ks_last_error(hl->pipeline));
+        goto done;
+    }
+    const float *boxes = NULL, *raw_scores = NULL;
+    size_t nb = (size_t)tensor_value_count(outs[OUT_DET_BOXES], &boxes);
+    size_t ns = (size_t)tensor_value_count(outs[OUT_DET_SCORES], &raw_scores);
+    const float *m = outs[OUT_DET_MATRIX] ? ks_packet_matrix(outs[OUT_DET_MATRIX]) : NULL;
+    if (!boxes || !raw_scores || !m) {
+        st = ks__lmtask_error(&hl->obj, KS_STATUS_INVALID_MODEL,
+                              "palm detector produced no boxes/scores/matrix");
+        goto done;
+    }
+    char err[256];
+    size_t num_cand = 0;
+    st = ks__ssd_decode(&hl->decode, boxes, nb, raw_scores, ns, hl->anchors, hl->num_anchors,
+                        hl->candidates, hl->num_anchors, &num_cand, err, sizeof(err));
+    if (st) {
+        ks__lmtask_error(&hl->obj, st, "palm detector output: %s", err);
+        goto done;
+    }
+    ks__detection dets[HAND_MAX_CANDIDATES];
+    size_t num_dets = 0;
+    ks__nms(&hl->nms, hl->candidates, num_cand, hl->nms_scratch, dets, HAND_MAX_CANDIDATES,
+            &num_dets);
+    ks__roi_options ro;
+    ks__roi_preset_get(KS__ROI_PRESET_HAND_FROM_PALM, &ro);
+    for (size_t i = 0; i < num_dets && *num_out < cap; i++) {
+        ks__lmtask_detection_transform(&dets[i], m, 0.5f / (float)HAND_DET_INPUT);
+        if (dets[i].num_keypoints < 2) continue;
+        ks__rect r;
+        if (ks__roi_from_detection(&ro, &dets[i], iw, ih, &r, err, sizeof(err)) != KS_STATUS_OK)
+            continue;
+        if (!(r.width > 0.0f) || !(r.height > 0.0f)) continue;
+        rois[*num_out] = r;
+        scores[*num_out] = dets[i].score;
+        (*num_out)++;
+    }
+done:
+    for (int i = 0; i < NUM_OUTPUTS; i++)
+        ks_packet_release(outs[i]);
+    return st;
+}
+
+/* Next frame's ROI from the landmarks, as MediaPipe's HandLandmarkLandmarksToRoi: a subset
+ * without the fingertips (they move most), rotation from the wrist towards the middle of the
+ * index, middle and ring finger bases, rotated bounding box x2.0 shifted -0.1 along the hand. */
+static ks_status next_roi(const ks__landmark *lm, int32_t iw, int32_t ih, ks__rect *out) {
+    static const uint8_t subset[] = {0, 1, 2, 3, 5, 6, 9, 10, 13, 14, 17, 18};
+    ks__landmark pts[sizeof(subset) + 1];
+    for (size_t k = 0; k < sizeof(subset); k++)
+        pts[k] = lm[subset[k]];
+    ks__landmark *dir = &pts[sizeof(subset)];
+    *dir = lm[9];
+    dir->x = 0.5f * (0.5f * (lm[5].x + lm[13].x) + lm[9].x);
+    dir->y = 0.5f * (0.5f * (lm[5].y + lm[13].y) + lm[9].y);
+    ks__roi_options ro;
+    ks__roi_preset_get(KS__ROI_PRESET_HAND_FROM_LANDMARKS, &ro);
+    ro.start_index = 0;
+    ro.end_index = (int32_t)sizeof(subset);
+    char err[128];
+    ks_status st =
+        ks__roi_from_landmarks(&ro, pts, sizeof(subset) + 1, iw, ih, out, err, sizeof(err));
+    if (st) return st;
+    return out->width > 0.0f && out->height > 0.0f ? KS_STATUS_OK : KS_STATUS_INVALID_ARGUMENT;
+}
+
+typedef struct hand_work {
+    ks__rect roi;
+    int32_t id;
+    int32_t slot; /* track slot (VIDEO) or -1 */
+    bool keep;
+    float score;
+    ks__landmark lm[KS_HAND_NUM_LANDMARKS];
+    ks_point3f world[KS_HAND_NUM_LANDMARKS];
+    float handedness_raw; /* MediaPipe's P("Left") under its mirrored-input convention */
+    const float *matrix;
+} hand_work;
+
+static int32_t free_slot(const ks_hand_landmarker *hl) {
+    for (int32_t i = 0; i < hl->max_results; i++)
+        if (hl->tracks[i].id == 0) return i;
+    return -1;
+}
+
+ks_status ks_hands_detect(ks_hand_landmarker *hl, const ks_image *image, int64_t timestamp_us,
+                          ks_hands **out) {
+    if (!hl) return KS_STATUS_INVALID_ARGUMENT;
+    if (!image || !out)
+        return ks__lmtask_error(&hl->obj, KS_STATUS_INVALID_ARGUMENT, "ks_hands_detect: %s is NULL",
+                                image ? "out" : "image");
+    if (hl->mode == KS_MODE_VIDEO) {
+        if (hl->has_ts && timestamp_us <= hl->last_ts)
+            return ks__lmtask_error(
+                &hl->obj, KS_STATUS_INVALID_STATE,
+                "ks_hands_detect: timestamp %lld us is not after the previous one (%lld us)",
+                (long long)timestamp_us, (long long)hl->last_ts);
+    }
+    ks_packet *img = NULL;
+    int32_t iw = 0, ih = 0;
+    ks_status st =
+        ks__lmtask_upright_image(&hl->alloc, image, hl->rotation, hl->mirror, &img, &iw, &ih);
+    if (st) return ks__lmtask_error(&hl->obj, st, "ks_hands_detect: %s", ks_last_error(NULL));
+    if (hl->roi.w > 0.0f &&
+        (!(hl->roi.h > 0.0f) || hl->roi.x + hl->roi.w <= 0.0f || hl->roi.y + hl->roi.h <= 0.0f ||
+         hl->roi.x >= (float)iw || hl->roi.y >= (float)ih)) {
+        ks_packet_release(img);
+        return ks__lmtask_error(&hl->obj, KS_STATUS_INVALID_ARGUMENT,
+                                "ks_hands_detect: task.roi (%g, %g, %g x %g) does not overlap "
+                                "the %dx%d image",
+                                (double)hl->roi.x, (double)hl->roi.y, (double)hl->roi.w,
+                                (double)hl->roi.h, (int)iw, (int)ih);
+    }
+
+    hand_work work[KS_HAND_MAX_RESULTS];
+    size_t n = 0;
+    ks_packet *outs[NUM_OUTPUTS] = {0};
+    ks_packet *rois_packet = NULL;
+    ks_hands *res = NULL;
+    bool video = hl->mode == KS_MODE_VIDEO;
+    if (!video) {
+        for (int32_t i = 0; i < KS_HAND_MAX_RESULTS; i++)
+            hl->tracks[i].id = 0;
+    }
+    for (int32_t i = 0; i < hl->max_results; i++) {
+        if (hl->tracks[i].id == 0) continue;
+        work[n] = (hand_work){.roi = hl->tracks[i].roi, .id = hl->tracks[i].id, .slot = i};
+        n++;
+    }
+    if ((int32_t)n < hl->max_results) {
+        ks__rect found[HAND_MAX_CANDIDATES];
+        float scores[HAND_MAX_CANDIDATES];
+        size_t num_found = 0;
+        st = detect_palms(hl, img, iw, ih, found, scores, HAND_MAX_CANDIDATES, &num_found);
+        if (st) goto error;
+        size_t num_tracked = n;
+        for (size_t k = 0; k < num_found && (int32_t)n < hl->max_results; k++) {
+            bool taken = false;
+            for (size_t j = 0; j < n && !taken; j++)
+                taken = ks__lmtask_rect_iou(&found[k], &work[j].roi, iw, ih) > HAND_ASSOCIATION_IOU;
+            if (taken) continue;
+            int32_t slot = video ? free_slot(hl) : -1;
+            work[n] = (hand_work){.roi = found[k], .slot = slot};
+            if (video) {
+                work[n].id = hl->next_id++;
+                hl->tracks[slot].id = work[n].id; /* reserved; filled after the landmarks */
+                ks__landmark_smoother_reset(hl->tracks[slot].smoother);
+                ks__landmark_smoother_reset(hl->tracks[slot].world_smoother);
+            }
+            n++;
+        }
+        (void)num_tracked;
+    }
+
+    if (n > 0) {
+        ks_rect rects[KS_HAND_MAX_RESULTS];
+        for (size_t i = 0; i < n; i++)
+            rects[i] = ks__lmtask_mp_crop_rect(&work[i].roi, iw, ih, HAND_LM_INPUT);
+        st = ks_packet_create_rects(&hl->alloc, &(ks_packet_rects){(uint32_t)n, rects},
+                                    &rois_packet);
+        if (st) {
+            ks__lmtask_error(&hl->obj, st, "out of memory");
+            goto error;
+        }
+        const ks_packet *ins[NUM_INPUTS] = {NULL, NULL, img, rois_packet};
+        st = ks_pipeline_process(hl->pipeline, ins, ++hl->pipeline_ts, outs);
+        if (st) {
+            ks__lmtask_error(&hl->obj, st, "hand landmarks: %s", ks_last_error(hl->pipeline));
+            goto error;
+        }
+    }
+
+    ks__landmarks_decode_options lo = {.num_landmarks = KS_HAND_NUM_LANDMARKS,
+                                       .input_width = HAND_LM_INPUT,
+                                       .input_height = HAND_LM_INPUT};
+    size_t num_kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        hand_work *w = &work[i];
+        const ks_packet *lp = ks_packet_list_item(outs[OUT_LANDMARKS], (uint32_t)i);
+        const ks_packet *fp = ks_packet_list_item(outs[OUT_FLAGS], (uint32_t)i);
+        const ks_packet *hp = ks_packet_list_item(outs[OUT_HANDEDNESS], (uint32_t)i);
+        const ks_packet *wp = ks_packet_list_item(outs[OUT_WORLD], (uint32_t)i);
+        const ks_packet *xp = ks_packet_list_item(outs[OUT_MATRICES], (uint32_t)i);
+        const float *raw = NULL, *flag = NULL, *handed = NULL, *world = NULL;
+        size_t n_raw = (size_t)tensor_value_count(lp, &raw);
+        size_t n_flag = (size_t)tensor_value_count(fp, &flag);
+        size_t n_handed = (size_t)tensor_value_count(hp, &handed);
+        size_t n_world = (size_t)tensor_value_count(wp, &world);
+        w->matrix = xp ? ks_packet_matrix(xp) : NULL;
+        if (!raw || !flag || !handed || !world || !w->matrix ||
+            n_raw != (size_t)KS_HAND_NUM_LANDMARKS * 3 || n_flag < 1 || n_handed < 1 ||
+            n_world != (size_t)KS_HAND_NUM_LANDMARKS * 3) {
+            st = ks__lmtask_error(&hl->obj, KS_STATUS_INVALID_MODEL,
+                                  "hand landmark model outputs have unexpected sizes "
+                                  "(landmarks %zu, flag %zu, handedness %zu, world %zu values; "
+                                  "expected 63, 1, 1, 63)",
+                                  n_raw, n_flag, n_handed, n_world);
+            goto error;
+        }
+        w->score = flag[0];
+        w->handedness_raw = handed[0];
+        if (!(w->score >= hl->min_presence)) {
+            if (w->slot >= 0) hl->tracks[w->slot].id = 0; /* lost: detect again next frame */
+            continue;
+        }
+        char err[256];
+        st = ks__tensors_to_landmarks(&lo, raw, n_raw, w->lm, KS_HAND_NUM_LANDMARKS, err,
+                                      sizeof(err));
+        if (st) {
+            ks__lmtask_error(&hl->obj, st, "hand landmarks: %s", err);
+            goto error;
+        }
+        float roi_w_px = hypotf(w->matrix[0] * (float)iw, w->matrix[4] * (float)ih);
+        for (size_t k = 0; k < KS_HAND_NUM_LANDMARKS; k++) {
+            ks__landmark *l = &w->lm[k];
+            ks__lmtask_mp_project(w->matrix, HAND_LM_INPUT, &l->x, &l->y);
+            l->z = l->z * roi_w_px / (float)iw; /* image-normalized, scale of x */
+        }
+        /* World landmarks come in the ROI's frame: undo its rotation about z. */
+        float c = cosf(w->roi.rotation_rad), s = sinf(w->roi.rotation_rad);
+        for (size_t k = 0; k < KS_HAND_NUM_LANDMARKS; k++) {
+            float x = world[3 * k], y = world[3 * k + 1];
+            w->world[k] = (ks_point3f){c * x - s * y, s * x + c * y, world[3 * k + 2]};
+        }
+        if (video && w->slot >= 0 && hl->smoothing) {
+            float scale = 0.5f * (w->roi.width + w->roi.height);
+            ks__landmark_smoother_apply(hl->tracks[w->slot].smoother, w->lm, KS_HAND_NUM_LANDMARKS,
+                                        scale, timestamp_us);
+            ks__landmark wl[KS_HAND_NUM_LANDMARKS];
+            for (size_t k = 0; k < KS_HAND_NUM_LANDMARKS; k++)
+                wl[k] = (ks__landmark){w->world[k].x, w->world[k].y, w->world[k].z, 0, 0};
+            ks__landmark_smoother_apply(hl->tracks[w->slot].world_smoother, wl,
+                                        KS_HAND_NUM_LANDMARKS, 1.0f, timestamp_us);
+            for (size_t k = 0; k < KS_HAND_NUM_LANDMARKS; k++)
+                w->world[k] = (ks_point3f){wl[k].x, wl[k].y, wl[k].z};
+        }
+        ks__rect next;
+        if (next_roi(w->lm, iw, ih, &next) != KS_STATUS_OK) {
+            if (w->slot >= 0) hl->tracks[w->slot].id = 0;
+            continue;
+        }
+        /* Two tracks that converged on one hand: keep the older (earlier) one. */
+        bool duplicate = false;
+        for (size_t j = 0; j < i && !duplicate; j++)
+            duplicate = work[j].keep &&
+                        ks__lmtask_rect_iou(&next, &work[j].roi, iw, ih) > HAND_ASSOCIATION_IOU;
+        if (duplicate) {
+            if (w->slot >= 0) hl->tracks[w->slot].id = 0;
+            continue;
+        }
+        w->roi = next; /* from here on: the next frame's ROI */
+        w->keep = true;
+        if (w->slot >= 0) hl->tracks[w->slot].roi = next;
+        num_kept++;
+    }
+
+    size_t items_off = ks__lmtask_align(sizeof(ks__lmtask_result_header) + sizeof(ks_hands));
+    size_t total = items_off + num_kept * sizeof(ks_hand);
+    uint8_t *block = ks__lmtask_result_alloc(&hl->alloc, total);
+    if (!block) {
+        st = ks__lmtask_error(&hl->obj, KS_STATUS_OUT_OF_MEMORY,
+                              "ks_hands_detect: out of memory for the result (%zu bytes)", total);
+        goto error;
+    }
+    res = (ks_hands *)(block + sizeof(ks__lmtask_result_header));
+    res->items = num_kept ? (ks_hand *)(block + items_off) : NULL;
+    uint32_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        const hand_work *w = &work[i];
+        if (!w->keep) continue;
+        ks_hand *p = &res->items[count];
+        memset(p, 0, sizeof(*p));
+        p->id = video ? w->id : (int32_t)count + 1;
+        p->score = w->score;
+        /* The model answers P("Left") for a mirrored view; it sees the un-mirrored image here,
+         * so that probability is the person's right hand (see kestrel/hand.h). */
+        float p_right = w->handedness_raw;
+        p->handedness = p_right >= 0.5f ? KS_HANDEDNESS_RIGHT : KS_HANDEDNESS_LEFT;
+        p->handedness_score = p_right >= 0.5f ? p_right : 1.0f - p_right;
+        float x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
+        for (size_t k = 0; k < KS_HAND_NUM_LANDMARKS; k++) {
+            const ks__landmark *l = &w->lm[k];
+            ks_point3f *o = &p->landmarks[k];
+            o->x = l->x * (float)iw;
+            o->y = l->y * (float)ih;
+            o->z = l->z * (float)iw;
+            x0 = fminf(x0, o->x), y0 = fminf(y0, o->y);
+            x1 = fmaxf(x1, o->x), y1 = fmaxf(y1, o->y);
+            p->world_landmarks[k] = w->world[k];
+        }
+        x0 = fmaxf(x0, 0.0f), y0 = fmaxf(y0, 0.0f);
+        x1 = fminf(x1, (float)iw), y1 = fminf(y1, (float)ih);
+        p->box = (ks_box){x0, y0, fmaxf(x1 - x0, 0.0f), fmaxf(y1 - y0, 0.0f)};
+        count++;
+    }
+    res->count = count;
+    for (uint32_t i = 1; i < count; i++) {
+        ks_hand tmp = res->items[i];
+        uint32_t j = i;
+        for (; j > 0 && res->items[j - 1].id > tmp.id; j--)
+            res->items[j] = res->items[j - 1];
+        res->items[j] = tmp;
+    }
+    if (video) {
+        hl->last_ts = timestamp_us;
+        hl->has_ts = true;
+    }
+    for (int i = 0; i < NUM_OUTPUTS; i++)
+        ks_packet_release(outs[i]);
+    ks_packet_release(rois_packet);
+    ks_packet_release(img);
+    *out = res;
+    return KS_STATUS_OK;
+error:
+    /* A failed frame leaves no half-updated tracks behind. */
+    for (int32_t i = 0; i < KS_HAND_MAX_RESULTS; i++)
+        hl->tracks[i].id = 0;
+    for (int i = 0; i < NUM_OUTPUTS; i++)
+        ks_packet_release(outs[i]);
+    ks_packet_release(rois_packet);
+    ks_packet_release(img);
+    return st;
+}
+
+void ks_hands_release(ks_hands *hands) {
+    if (hands) ks__lmtask_result_free(hands);
+}

@@ -1,0 +1,654 @@
+/* Pose landmarker task (kestrel/pose.h).
+ *
+ * The bundle's graph holds everything that touches pixels or models: the detector path
+ * (letterboxed 224x224 tensor -> pose_detection) and the per-ROI landmark path (split ROIs ->
+ * foreach: rotated 256x256 crop -> pose_landmark). The task calls it twice per frame, once per
+ * path, with the geometry in between done here in C with the algos/common blocks: SSD decode,
+ * NMS, ROI from detection / landmarks, association of detections with tracked people, One Euro
+ * smoothing. Keeping the decision logic (detect only when someone is missing, drop lost tracks,
+ * re-associate) in C keeps it testable and independent of the node library.
+ *
+ * The two process calls of a frame use internal, strictly increasing pipeline timestamps: the
+ * graph has no time-dependent node, and the caller's timestamps only drive smoothing. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+#include "detection.h"
+#include "kestrel/bundle.h"
+#include "kestrel/pipeline.h"
+#include "kestrel/pose.h"
+#include "landmarks.h"
+#include "landmark_task.h"
+#include "tracking.h"
+#include "vision_util.h"
+
+#define POSE_DET_INPUT 224
+#define POSE_LM_INPUT 256
+#define POSE_NUM_RAW_LANDMARKS 39 /* 33 + 2 auxiliary (ROI) + 4 unused */
+#define POSE_NUM_ROI_LANDMARKS 35
+#define POSE_MASK_SIZE 256
+#define POSE_HEATMAP_SIZE 64
+#define POSE_HEATMAP_KERNEL 7       /* MediaPipe RefineLandmarksFromHeatmap kernel_size */
+#define POSE_HEATMAP_MIN_SCORE 0.5f /* ... min_confidence_to_refine */
+#define POSE_MAX_CANDIDATES 64
+#define POSE_ASSOCIATION_IOU 0.5f /* MediaPipe AssociationNormRectCalculator threshold */
+
+/* Graph stream order (pose_landmarker.json). */
+enum { IN_DETECT_IMAGE, IN_DETECT_ROI, IN_IMAGE, IN_ROIS, NUM_INPUTS };
+enum {
+    OUT_DET_BOXES,
+    OUT_DET_SCORES,
+    OUT_DET_MATRIX,
+    OUT_LANDMARKS,
+    OUT_FLAGS,
+    OUT_MASKS,
+    OUT_WORLD,
+    OUT_MATRICES,
+    OUT_HEATMAPS,
+    NUM_OUTPUTS
+};
+
+typedef struct pose_track {
+    int32_t id; /* 0: slot free */
+    ks__rect roi;
+    ks__landmark_smoother *smoother;       /* 35 image landmarks */
+    ks__landmark_smoother *world_smoother; /* 33 world landmarks */
+} pose_track;
+
+struct ks_pose_landmarker {
+    ks__object obj; /* first: ks_last_error() */
+    ks_allocator alloc;
+    ks_running_mode mode;
+    int32_t max_results;
+    float min_score, min_presence;
+    int32_t output_mask;
+    ks_rotation rotation;
+    int32_t mirror;
+    ks_box roi;
+    bool smoothing;
+    ks_bundle *bundle;
+    ks_pipeline *pipeline;
+    int64_t pipeline_ts;
+    int64_t last_ts;
+    bool has_ts;
+    int32_t next_id;
+    ks__ssd_decode_options decode;
+    ks__nms_options nms;
+    ks__anchor *anchors;
+    size_t num_anchors;
+    ks__detection *candidates; /* num_anchors */
+    void *nms_scratch;
+    pose_track tracks[KS_POSE_MAX_RESULTS];
+};
+
+static const uint8_t k_connections[] = {
+    0,  1,  1,  2,  2,  3,  3,  7,  0,  4,  4,  5,  5,  6,  6,  8,  9,  10, 11, 12, 11, 13, 13, 15,
+    15, 17, 15, 19, 15, 21, 17, 19, 12, 14, 14, 16, 16, 18, 16, 20, 16, 22, 18, 20, 11, 23, 12, 24,
+    23, 24, 23, 25, 24, 26, 25, 27, 26, 28, 27, 29, 28, 30, 29, 31, 30, 32, 27, 31, 28, 32};
+
+const uint8_t *ks_pose_connections(uint32_t *num_out) {
+    if (num_out) *num_out = (uint32_t)(sizeof(k_connections) / 2);
+    return k_connections;
+}
+
+const char *ks_pose_model_string(ks_pose_model model) {
+    switch (model) {
+    case KS_POSE_MODEL_FULL:
+        return "full";
+    case KS_POSE_MODEL_LITE:
+        return "lite";
+    case KS_POSE_MODEL_HEAVY:
+        return "heavy";
+    default:
+        return "invalid";
+    }
+}
+
+void ks_pose_landmarker_destroy(ks_pose_landmarker *pl) {
+    if (!pl) return;
+    ks_allocator a = pl->alloc;
+    ks_pipeline_destroy(pl->pipeline);
+    ks_bundle_destroy(pl->bundle);
+    for (int i = 0; i < KS_POSE_MAX_RESULTS; i++) {
+        ks__landmark_smoother_destroy(pl->tracks[i].smoother);
+        ks__landmark_smoother_destroy(pl->tracks[i].world_smoother);
+    }
+    ks__free(&a, pl->anchors);
+    ks__free(&a, pl->candidates);
+    ks__free(&a, pl->nms_scratch);
+    ks__free(&a, pl);
+}
+
+ks_status ks_pose_landmarker_create(const ks_pose_landmarker_desc *desc, ks_pose_landmarker **out) {
+    ks_pose_landmarker_desc d = {0};
+    if (desc) d = *desc;
+    if (!out) {
+        ks__object_error(NULL, "ks_pose_landmarker_create: out is NULL");
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    char err[512] = "";
+    ks_status st = ks__lmtask_check_options(&d.task, KS_POSE_MAX_RESULTS, err, sizeof(err));
+    if (!st && ((unsigned)d.model >= KS_POSE_MODEL_COUNT)) {
+        snprintf(err, sizeof(err), "desc.model %d is not a ks_pose_model", (int)d.model);
+        st = KS_STATUS_INVALID_ARGUMENT;
+    }
+    if (!st && (!(d.min_presence >= 0.0f && d.min_presence <= 1.0f))) {
+        snprintf(err, sizeof(err), "desc.min_presence %g is outside [0, 1]",
+                 (double)d.min_presence);
+        st = KS_STATUS_INVALID_ARGUMENT;
+    }
+    if (st) {
+        ks__object_error(NULL, "ks_pose_landmarker_create: %s", err);
+        return st;
+    }
+    ks_allocator a = ks__allocator_or_default(d.task.allocator);
+    ks_pose_landmarker *pl = ks__calloc(&a, 1, sizeof(*pl));
+    if (!pl) {
+        ks__object_error(NULL, "ks_pose_landmarker_create: out of memory");
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    pl->obj.magic = KS__OBJECT_MAGIC;
+    pl->alloc = a;
+    pl->mode = d.task.mode;
+    pl->max_results = d.task.max_results > 0 ? d.task.max_results : 1;
+    pl->min_score = d.task.min_score > 0.0f ? d.task.min_score : 0.5f;
+    pl->min_presence = d.min_presence > 0.0f ? d.min_presence : 0.5f;
+    pl->output_mask = d.output_segmentation != 0;
+    pl->rotation = d.task.rotation;
+    pl->mirror = d.task.mirror != 0;
+    pl->roi = d.task.roi;
+    pl->smoothing = d.task.mode == KS_MODE_VIDEO && d.task.smoothing >= 0.0f;
+    pl->next_id = 1;
+
+    char name[64];
+    snprintf(name, sizeof(name), "pose_landmarker_%s.ksb", ks_pose_model_string(d.model));
+    st = ks__lmtask_open_pipeline(&d.task, name, &a, &pl->bundle, &pl->pipeline, err, sizeof(err));
+    if (st) goto error;
+    if (ks_pipeline_num_inputs(pl->pipeline) != NUM_INPUTS ||
+        ks_pipeline_num_outputs(pl->pipeline) != NUM_OUTPUTS) {
+        snprintf(err, sizeof(err),
+                 "bundle graph has %u inputs and %u outputs; the pose task needs %d and %d "
+                 "(see algos/pose/pose_landmarker.json)",
+                 ks_pipeline_num_inputs(pl->pipeline), ks_pipeline_num_outputs(pl->pipeline),
+                 NUM_INPUTS, NUM_OUTPUTS);
+        st = KS_STATUS_INVALID_MODEL;
+        goto error;
+    }
+
+    ks__ssd_anchor_options ao;
+    st = ks__ssd_preset_get(KS__SSD_PRESET_POSE, &ao, &pl->decode, &pl->nms);
+    if (!st) st = ks__ssd_anchors_count(&ao, &pl->num_anchors, err, sizeof(err));
+    if (st) goto error;
+    pl->anchors = ks__alloc(&a, pl->num_anchors * sizeof(*pl->anchors));
+    pl->candidates = ks__alloc(&a, pl->num_anchors * sizeof(*pl->candidates));
+    pl->nms_scratch = ks__alloc(&a, ks__nms_scratch_size(pl->num_anchors));
+    if (!pl->anchors || !pl->candidates || !pl->nms_scratch) {
+        snprintf(err, sizeof(err), "out of memory");
+        st = KS_STATUS_OUT_OF_MEMORY;
+        goto error;
+    }
+    st = ks__ssd_anchors_generate(&ao, pl->anchors, pl->num_anchors, &pl->num_anchors, err,
+                                  sizeof(err));
+    if (st) goto error;
+    pl->decode.min_score_thresh = pl->min_score;
+    pl->nms.min_score_threshold = pl->min_score;
+
+    if (pl->smoothing) {
+        /* MediaPipe smooths pose landmarks with a velocity filter and world landmarks with One
+         * Euro (min_cutoff 0.1, beta 40); One Euro for both keeps one filter family. */
+        ks__one_euro_params img = {.min_cutoff = d.task.smoothing > 0.0f ? d.task.smoothing : 0.05f,
+                                   .beta = 80.0f,
+                                   .d_cutoff = 1.0f};
+        ks__one_euro_params world = {.min_cutoff = 0.1f, .beta = 40.0f, .d_cutoff = 1.0f};
+        for (int32_t i = 0; i < pl->max_results; i++) {
+            st = ks__landmark_smoother_create(&a, POSE_NUM_ROI_LANDMARKS, &img,
+                                              &pl->tracks[i].smoother);
+            if (!st)
+                st = ks__landmark_smoother_create(&a, KS_POSE_NUM_LANDMARKS, &world,
+                                                  &pl->tracks[i].world_smoother);
+            if (st) {
+                snprintf(err, sizeof(err), "out of memory");
+                goto error;
+            }
+        }
+    }
+    *out = pl;
+    return KS_STATUS_OK;
+error:
+    ks__object_error(NULL, "ks_pose_landmarker_create: %s", err);
+    ks_pose_landmarker_destroy(pl);
+    return st;
+}
+
+/* ---- per-frame helpers ------------------------------------------------------------------ */
+
+static float tensor_value_count(const ks_packet *p, const float **data_out) {
+    const ks_tensor *t = p ? ks_packet_tensor(p) : NULL;
+    if (!t || t->info.dtype != KS_DTYPE_F32) {
+        *data_out = NULL;
+        return 0;
+    }
+    *data_out = t->data;
+    return (float)(t->size_bytes / sizeof(float));
+}
+
+/* Runs the detector and returns ROIs of the people found, best first. */
+static ks_status detect_people(ks_pose_landmarker *pl, ks_packet *image, int32_t iw, int32_t ih,
+                               ks__rect *rois, float *scores, size_t cap, size_t *num_out) {
+    *num_out = 0;
+    ks_packet *roi_packet = NULL;
+    ks_packet *outs[NUM_OUTPUTS] = {0};
+    ks_status st = KS_STATUS_OK;
+    ks_rect area = {0.5f, 0.5f, 1.0f, 1.0f, 0.0f};
+    if (pl->roi.w > 0.0f)
+        area = (ks_rect){(pl->roi.x + 0.5f * pl->roi.w) / (float)iw,
+                         (pl->roi.y + 0.5f * pl->roi.h) / (float)ih, pl->roi.w / (float)iw,
+                         pl->roi.h / (float)ih, 0.0f};
+    ks_rect crop = ks__lmtask_mp_detect_rect(&area, iw, ih, POSE_DET_INPUT);
+    st = ks_packet_create_rects(&pl->alloc, &(ks_packet_rects){1, &crop}, &roi_packet);
+    if (st) return ks__lmtask_error(&pl->obj, st, "out of memory");
+    const ks_packet *ins[NUM_INPUTS] = {image, roi_packet, NULL, NULL};
+    st = ks_pipeline_process(pl->pipeline, ins, ++pl->pipeline_ts, outs);
+    ks_packet_release(roi_packet);
+    if (st) {
+        ks__lmtask_error(&pl->obj, st, "pose detector: %s", ks_last_error(pl->pipeline));
+        goto done;
+    }
+    const float *boxes = NULL, *raw_scores = NULL;
+    size_t nb = (size_t)tensor_value_count(outs[OUT_DET_BOXES], &boxes);
+    size_t ns = (size_t)tensor_value_count(outs[OUT_DET_SCORES], &raw_scores);
+    const float *m = outs[OUT_DET_MATRIX] ? ks_packet_matrix(outs[OUT_DET_MATRIX]) : NULL;
+    if (!boxes || !raw_scores || !m) {
+        st = ks__lmtask_error(&pl->obj, KS_STATUS_INVALID_MODEL,
+                              "pose detector produced no boxes/scores/matrix");
+        goto done;
+    }
+    char err[256];
+    size_t num_cand = 0;
+    st = ks__ssd_decode(&pl->decode, boxes, nb, raw_scores, ns, pl->anchors, pl->num_anchors,
+                        pl->candidates, pl->num_anchors, &num_cand, err, sizeof(err));
+    if (st) {
+        ks__lmtask_error(&pl->obj, st, "pose detector output: %s", err);
+        goto done;
+    }
+    ks__detection dets[POSE_MAX_CANDIDATES];
+    size_t num_dets = 0;
+    ks__nms(&pl->nms, pl->candidates, num_cand, pl->nms_scratch, dets, POSE_MAX_CANDIDATES,
+            &num_dets);
+    ks__roi_options ro;
+    ks__roi_preset_get(KS__ROI_PRESET_POSE_FROM_DETECTION, &ro);
+    for (size_t i = 0; i < num_dets && *num_out < cap; i++) {
+        ks__lmtask_detection_transform(&dets[i], m, 0.5f / (float)POSE_DET_INPUT);
+        if (dets[i].num_keypoints < 2) continue;
+        ks__rect r;
+        if (ks__roi_from_detection(&ro, &dets[i], iw, ih, &r, err, sizeof(err)) != KS_STATUS_OK)
+            continue;
+        if (!(r.width > 0.0f) || !(r.height > 0.0f)) continue;
+        rois[*num_out] = r;
+        scores[*num_out] = dets[i].score;
+        (*num_out)++;
+    }
+done:
+    for (int i = 0; i < NUM_OUTPUTS; i++)
+        ks_packet_release(outs[i]);
+    return st;
+}
+
+/* Maps the 256x256 ROI mask into an image-sized plane (bilinear; 0 outside the ROI). The
+ * crop matrix maps ROI-normalized (u, v) to image-normalized points; its inverse takes each
+ * image pixel centre back into the mask. The model's mask output is a logit map. */
+static void project_mask(const float *roi_mask, const float *m, int32_t iw, int32_t ih,
+                         float *out) {
+    float a = m[0] * (float)iw, b = m[1] * (float)iw, c = m[3] * (float)iw;
+    float d = m[4] * (float)ih, e = m[5] * (float)ih, f = m[7] * (float)ih;
+    float det = a * e - b * d;
+    if (!(fabsf(det) > 1e-12f)) {
+        memset(out, 0, (size_t)iw * (size_t)ih * sizeof(float));
+        return;
+    }
+    /* Inverse: pixel (x, y) -> (u, v) in ROI units. */
+    float ia = e / det, ib = -b / det, id = -d / det, ie = a / det;
+    const int32_t n = POSE_MASK_SIZE;
+    for (int32_t y = 0; y < ih; y++) {
+        float py = (float)y + 0.5f - f;
+        for (int32_t x = 0; x < iw; x++) {
+            float px = (float)x + 0.5f - c;
+            float u = (ia * px + ib * py) * (float)n - 0.5f;
+            float v = (id * px + ie * py) * (float)n - 0.5f;
+            float val = 0.0f;
+            if (u > -1.0f && v > -1.0f && u < (float)n && v < (float)n) {
+                int32_t x0 = (int32_t)floorf(u), y0 = (int32_t)floorf(v);
+                float fx = u - (float)x0, fy = v - (float)y0;
+                float acc = 0.0f;
+                for (int32_t k = 0; k < 4; k++) {
+                    int32_t sx = x0 + (k & 1), sy = y0 + (k >> 1);
+                    float w = ((k & 1) ? fx : 1.0f - fx) * ((k >> 1) ? fy : 1.0f - fy);
+                    sx = sx < 0 ? 0 : (sx >= n ? n - 1 : sx);
+                    sy = sy < 0 ? 0 : (sy >= n ? n - 1 : sy);
+                    acc += w * roi_mask[(size_t)sy * (size_t)n + (size_t)sx];
+                }
+                val = ks__sigmoid(acc);
+            }
+            out[(size_t)y * (size_t)iw + (size_t)x] = val;
+        }
+    }
+}
+
+/* MediaPipe's RefineLandmarksFromHeatmapCalculator: each ROI-normalized landmark moves to the
+ * confidence-weighted centroid of a 7x7 window of its heatmap channel around it, when the
+ * window's best confidence reaches 0.5. hm is [64 x 64 x channels], channels-last logits. */
+static void refine_from_heatmap(ks__landmark *lm, size_t n, const float *hm, size_t channels) {
+    const int32_t size = POSE_HEATMAP_SIZE, half = (POSE_HEATMAP_KERNEL - 1) / 2;
+    for (size_t i = 0; i < n && i < channels; i++) {
+        if (!(lm[i].x >= 0.0f && lm[i].x < 1.0f && lm[i].y >= 0.0f && lm[i].y < 1.0f)) continue;
+        int32_t cx = (int32_t)(lm[i].x * (float)size), cy = (int32_t)(lm[i].y * (float)size);
+        int32_t x0 = cx - half < 0 ? 0 : cx - half,
+                x1 = cx + half + 1 > size ? size : cx + half + 1;
+        int32_t y0 = cy - half < 0 ? 0 : cy - half,
+                y1 = cy + half + 1 > size ? size : cy + half + 1;
+        float sum = 0.0f, best = 0.0f, wx = 0.0f, wy = 0.0f;
+        for (int32_t y = y0; y < y1; y++) {
+            for (int32_t x = x0; x < x1; x++) {
+                float c = ks__sigmoid(hm[((size_t)y * (size_t)size + (size_t)x) * channels + i]);
+                sum += c;
+                best = fmaxf(best, c);
+                wx += (float)x * c;
+                wy += (float)y * c;
+            }
+        }
+        if (best >= POSE_HEATMAP_MIN_SCORE && sum > 0.0f) {
+            lm[i].x = wx / (float)size / sum;
+            lm[i].y = wy / (float)size / sum;
+        }
+    }
+}
+
+typedef struct pose_work {
+    ks__rect roi;
+    int32_t id;
+    int32_t slot; /* track slot (VIDEO) or -1 */
+    bool keep;
+    float score;
+    ks__landmark lm[POSE_NUM_RAW_LANDMARKS];
+    ks_point3f world[KS_POSE_NUM_LANDMARKS];
+    const float *mask_raw; /* 256x256, inside the landmark output packet */
+    const float *matrix;
+} pose_work;
+
+static int32_t free_slot(const ks_pose_landmarker *pl) {
+    for (int32_t i = 0; i < pl->max_results; i++)
+        if (pl->tracks[i].id == 0) return i;
+    return -1;
+}
+
+ks_status ks_pose_detect(ks_pose_landmarker *pl, const ks_image *image, int64_t timestamp_us,
+                         ks_poses **out) {
+    if (!pl) return KS_STATUS_INVALID_ARGUMENT;
+    if (!image || !out)
+        return ks__lmtask_error(&pl->obj, KS_STATUS_INVALID_ARGUMENT, "ks_pose_detect: %s is NULL",
+                                image ? "out" : "image");
+    if (pl->mode == KS_MODE_VIDEO) {
+        if (pl->has_ts && timestamp_us <= pl->last_ts)
+            return ks__lmtask_error(
+                &pl->obj, KS_STATUS_INVALID_STATE,
+                "ks_pose_detect: timestamp %lld us is not after the previous one (%lld us)",
+                (long long)timestamp_us, (long long)pl->last_ts);
+    }
+    ks_packet *img = NULL;
+    int32_t iw = 0, ih = 0;
+    ks_status st =
+        ks__lmtask_upright_image(&pl->alloc, image, pl->rotation, pl->mirror, &img, &iw, &ih);
+    if (st) return ks__lmtask_error(&pl->obj, st, "ks_pose_detect: %s", ks_last_error(NULL));
+    if (pl->roi.w > 0.0f &&
+        (!(pl->roi.h > 0.0f) || pl->roi.x + pl->roi.w <= 0.0f || pl->roi.y + pl->roi.h <= 0.0f ||
+         pl->roi.x >= (float)iw || pl->roi.y >= (float)ih)) {
+        ks_packet_release(img);
+        return ks__lmtask_error(&pl->obj, KS_STATUS_INVALID_ARGUMENT,
+                                "ks_pose_detect: task.roi (%g, %g, %g x %g) does not overlap "
+                                "the %dx%d image",
+                                (double)pl->roi.x, (double)pl->roi.y, (double)pl->roi.w,
+                                (double)pl->roi.h, (int)iw, (int)ih);
+    }
+
+    pose_work work[KS_POSE_MAX_RESULTS];
+    size_t n = 0;
+    ks_packet *outs[NUM_OUTPUTS] = {0};
+    ks_packet *rois_packet = NULL;
+    ks_poses *res = NULL;
+    bool video = pl->mode == KS_MODE_VIDEO;
+    if (!video) {
+        for (int32_t i = 0; i < KS_POSE_MAX_RESULTS; i++)
+            pl->tracks[i].id = 0;
+    }
+    for (int32_t i = 0; i < pl->max_results; i++) {
+        if (pl->tracks[i].id == 0) continue;
+        work[n] = (pose_work){.roi = pl->tracks[i].roi, .id = pl->tracks[i].id, .slot = i};
+        n++;
+    }
+    if ((int32_t)n < pl->max_results) {
+        ks__rect found[POSE_MAX_CANDIDATES];
+        float scores[POSE_MAX_CANDIDATES];
+        size_t num_found = 0;
+        st = detect_people(pl, img, iw, ih, found, scores, POSE_MAX_CANDIDATES, &num_found);
+        if (st) goto error;
+        size_t num_tracked = n;
+        for (size_t k = 0; k < num_found && (int32_t)n < pl->max_results; k++) {
+            bool taken = false;
+            for (size_t j = 0; j < n && !taken; j++)
+                taken = ks__lmtask_rect_iou(&found[k], &work[j].roi, iw, ih) > POSE_ASSOCIATION_IOU;
+            if (taken) continue;
+            int32_t slot = video ? free_slot(pl) : -1;
+            work[n] = (pose_work){.roi = found[k], .slot = slot};
+            if (video) {
+                work[n].id = pl->next_id++;
+                pl->tracks[slot].id = work[n].id; /* reserved; filled after the landmarks */
+                ks__landmark_smoother_reset(pl->tracks[slot].smoother);
+                ks__landmark_smoother_reset(pl->tracks[slot].world_smoother);
+            }
+            n++;
+        }
+        (void)num_tracked;
+    }
+
+    if (n > 0) {
+        ks_rect rects[KS_POSE_MAX_RESULTS];
+        for (size_t i = 0; i < n; i++)
+            rects[i] = ks__lmtask_mp_crop_rect(&work[i].roi, iw, ih, POSE_LM_INPUT);
+        st = ks_packet_create_rects(&pl->alloc, &(ks_packet_rects){(uint32_t)n, rects},
+                                    &rois_packet);
+        if (st) {
+            ks__lmtask_error(&pl->obj, st, "out of memory");
+            goto error;
+        }
+        const ks_packet *ins[NUM_INPUTS] = {NULL, NULL, img, rois_packet};
+        st = ks_pipeline_process(pl->pipeline, ins, ++pl->pipeline_ts, outs);
+        if (st) {
+            ks__lmtask_error(&pl->obj, st, "pose landmarks: %s", ks_last_error(pl->pipeline));
+            goto error;
+        }
+    }
+
+    ks__landmarks_decode_options lo = {.num_landmarks = POSE_NUM_RAW_LANDMARKS,
+                                       .input_width = POSE_LM_INPUT,
+                                       .input_height = POSE_LM_INPUT,
+                                       .visibility_activation = KS__ACTIVATION_SIGMOID,
+                                       .presence_activation = KS__ACTIVATION_SIGMOID};
+    ks__roi_options next_ro;
+    ks__roi_preset_get(KS__ROI_PRESET_POSE_FROM_LANDMARKS, &next_ro);
+    size_t num_kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        pose_work *w = &work[i];
+        const ks_packet *lp = ks_packet_list_item(outs[OUT_LANDMARKS], (uint32_t)i);
+        const ks_packet *fp = ks_packet_list_item(outs[OUT_FLAGS], (uint32_t)i);
+        const ks_packet *mp = ks_packet_list_item(outs[OUT_MASKS], (uint32_t)i);
+        const ks_packet *wp = ks_packet_list_item(outs[OUT_WORLD], (uint32_t)i);
+        const ks_packet *xp = ks_packet_list_item(outs[OUT_MATRICES], (uint32_t)i);
+        const ks_packet *hp = ks_packet_list_item(outs[OUT_HEATMAPS], (uint32_t)i);
+        const float *raw = NULL, *flag = NULL, *mask = NULL, *world = NULL, *heat = NULL;
+        size_t n_heat = (size_t)tensor_value_count(hp, &heat);
+        size_t n_raw = (size_t)tensor_value_count(lp, &raw);
+        size_t n_flag = (size_t)tensor_value_count(fp, &flag);
+        size_t n_mask = (size_t)tensor_value_count(mp, &mask);
+        size_t n_world = (size_t)tensor_value_count(wp, &world);
+        w->matrix = xp ? ks_packet_matrix(xp) : NULL;
+        if (!raw || !flag || n_flag < 1 || !w->matrix ||
+            n_raw != (size_t)POSE_NUM_RAW_LANDMARKS * 5 || !world ||
+            n_world < (size_t)KS_POSE_NUM_LANDMARKS * 3 ||
+            (mask && n_mask != (size_t)POSE_MASK_SIZE * POSE_MASK_SIZE)) {
+            st = ks__lmtask_error(&pl->obj, KS_STATUS_INVALID_MODEL,
+                                  "pose landmark model outputs have unexpected sizes "
+                                  "(landmarks %zu, flag %zu, mask %zu, world %zu values; "
+                                  "expected 195, 1, 65536, 117)",
+                                  n_raw, n_flag, n_mask, n_world);
+            goto error;
+        }
+        w->score = flag[0];
+        if (!(w->score >= pl->min_presence)) {
+            if (w->slot >= 0) pl->tracks[w->slot].id = 0; /* lost: detect again next frame */
+            continue;
+        }
+        char err[256];
+        st = ks__tensors_to_landmarks(&lo, raw, n_raw, w->lm, POSE_NUM_RAW_LANDMARKS, err,
+                                      sizeof(err));
+        if (st) {
+            ks__lmtask_error(&pl->obj, st, "pose landmarks: %s", err);
+            goto error;
+        }
+        if (heat &&
+            n_heat == (size_t)POSE_HEATMAP_SIZE * POSE_HEATMAP_SIZE * POSE_NUM_RAW_LANDMARKS)
+            refine_from_heatmap(w->lm, KS_POSE_NUM_LANDMARKS, heat, POSE_NUM_RAW_LANDMARKS);
+        float roi_w_px = hypotf(w->matrix[0] * (float)iw, w->matrix[4] * (float)ih);
+        for (size_t k = 0; k < POSE_NUM_RAW_LANDMARKS; k++) {
+            ks__landmark *l = &w->lm[k];
+            ks__lmtask_mp_project(w->matrix, POSE_LM_INPUT, &l->x, &l->y);
+            l->z = l->z * roi_w_px / (float)iw; /* image-normalized, scale of x */
+        }
+        /* World landmarks come in the ROI's frame: undo its rotation about z. */
+        float c = cosf(w->roi.rotation_rad), s = sinf(w->roi.rotation_rad);
+        for (size_t k = 0; k < KS_POSE_NUM_LANDMARKS; k++) {
+            float x = world[3 * k], y = world[3 * k + 1];
+            w->world[k] = (ks_point3f){c * x - s * y, s * x + c * y, world[3 * k + 2]};
+        }
+        w->mask_raw = mask;
+        if (video && w->slot >= 0 && pl->smoothing) {
+            float scale = 0.5f * (w->roi.width + w->roi.height);
+            ks__landmark_smoother_apply(pl->tracks[w->slot].smoother, w->lm, POSE_NUM_ROI_LANDMARKS,
+                                        scale, timestamp_us);
+            ks__landmark wl[KS_POSE_NUM_LANDMARKS];
+            for (size_t k = 0; k < KS_POSE_NUM_LANDMARKS; k++)
+                wl[k] = (ks__landmark){w->world[k].x, w->world[k].y, w->world[k].z, 0, 0};
+            ks__landmark_smoother_apply(pl->tracks[w->slot].world_smoother, wl,
+                                        KS_POSE_NUM_LANDMARKS, 1.0f, timestamp_us);
+            for (size_t k = 0; k < KS_POSE_NUM_LANDMARKS; k++)
+                w->world[k] = (ks_point3f){wl[k].x, wl[k].y, wl[k].z};
+        }
+        ks__rect next;
+        if (ks__roi_from_landmarks(&next_ro, w->lm, POSE_NUM_ROI_LANDMARKS, iw, ih, &next, err,
+                                   sizeof(err)) != KS_STATUS_OK ||
+            !(next.width > 0.0f) || !(next.height > 0.0f)) {
+            if (w->slot >= 0) pl->tracks[w->slot].id = 0;
+            continue;
+        }
+        /* Two tracks that converged on one person: keep the older (earlier) one. */
+        bool duplicate = false;
+        for (size_t j = 0; j < i && !duplicate; j++)
+            duplicate = work[j].keep &&
+                        ks__lmtask_rect_iou(&next, &work[j].roi, iw, ih) > POSE_ASSOCIATION_IOU;
+        if (duplicate) {
+            if (w->slot >= 0) pl->tracks[w->slot].id = 0;
+            continue;
+        }
+        w->roi = next; /* from here on: the next frame's ROI */
+        w->keep = true;
+        if (w->slot >= 0) pl->tracks[w->slot].roi = next;
+        num_kept++;
+    }
+
+    /* One allocation: header, items, masks. */
+    size_t mask_px = pl->output_mask ? (size_t)iw * (size_t)ih : 0;
+    size_t items_off = ks__lmtask_align(sizeof(ks__lmtask_result_header) + sizeof(ks_poses));
+    size_t masks_off = ks__lmtask_align(items_off + num_kept * sizeof(ks_pose));
+    if (mask_px && num_kept > (SIZE_MAX - masks_off) / (mask_px * sizeof(float))) {
+        st = ks__lmtask_error(&pl->obj, KS_STATUS_LIMIT_EXCEEDED,
+                              "ks_pose_detect: %u masks of %dx%d do not fit in memory",
+                              (unsigned)num_kept, (int)iw, (int)ih);
+        goto error;
+    }
+    size_t total = masks_off + num_kept * mask_px * sizeof(float);
+    uint8_t *block = ks__lmtask_result_alloc(&pl->alloc, total);
+    if (!block) {
+        st = ks__lmtask_error(&pl->obj, KS_STATUS_OUT_OF_MEMORY,
+                              "ks_pose_detect: out of memory for the result (%zu bytes)", total);
+        goto error;
+    }
+    res = (ks_poses *)(block + sizeof(ks__lmtask_result_header));
+    res->items = num_kept ? (ks_pose *)(block + items_off) : NULL;
+    res->mask_width_px = pl->output_mask ? iw : 0;
+    res->mask_height_px = pl->output_mask ? ih : 0;
+    uint32_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        const pose_work *w = &work[i];
+        if (!w->keep) continue;
+        ks_pose *p = &res->items[count];
+        memset(p, 0, sizeof(*p));
+        p->id = video ? w->id : (int32_t)count + 1;
+        p->score = w->score;
+        float x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
+        for (size_t k = 0; k < KS_POSE_NUM_LANDMARKS; k++) {
+            const ks__landmark *l = &w->lm[k];
+            ks_pose_landmark *o = &p->landmarks[k];
+            o->x = l->x * (float)iw;
+            o->y = l->y * (float)ih;
+            o->z = l->z * (float)iw;
+            o->visibility = l->visibility;
+            o->presence = l->presence;
+            x0 = fminf(x0, o->x), y0 = fminf(y0, o->y);
+            x1 = fmaxf(x1, o->x), y1 = fmaxf(y1, o->y);
+            p->world_landmarks[k] = w->world[k];
+        }
+        x0 = fmaxf(x0, 0.0f), y0 = fmaxf(y0, 0.0f);
+        x1 = fminf(x1, (float)iw), y1 = fminf(y1, (float)ih);
+        p->box = (ks_box){x0, y0, fmaxf(x1 - x0, 0.0f), fmaxf(y1 - y0, 0.0f)};
+        if (mask_px && w->mask_raw) {
+            float *plane = (float *)(block + masks_off) + (size_t)count * mask_px;
+            project_mask(w->mask_raw, w->matrix, iw, ih, plane);
+            p->mask = plane;
+        }
+        count++;
+    }
+    res->count = count;
+    /* Sorted by id: tracked people keep their order across frames. */
+    for (uint32_t i = 1; i < count; i++) {
+        ks_pose tmp = res->items[i];
+        uint32_t j = i;
+        for (; j > 0 && res->items[j - 1].id > tmp.id; j--)
+            res->items[j] = res->items[j - 1];
+        res->items[j] = tmp;
+    }
+    if (video) {
+        pl->last_ts = timestamp_us;
+        pl->has_ts = true;
+    }
+    for (int i = 0; i < NUM_OUTPUTS; i++)
+        ks_packet_release(outs[i]);
+    ks_packet_release(rois_packet);
+    ks_packet_release(img);
+    *out = res;
+    return KS_STATUS_OK;
+error:
+    /* A failed frame leaves no half-updated tracks behind. */
+    for (int32_t i = 0; i < KS_POSE_MAX_RESULTS; i++)
+        pl->tracks[i].id = 0;
+    for (int i = 0; i < NUM_OUTPUTS; i++)
+        ks_packet_release(outs[i]);
+    ks_packet_release(rois_packet);
+    ks_packet_release(img);
+    return st;
+}
+
+void ks_poses_release(ks_poses *poses) {
+    if (poses) ks__lmtask_result_free(poses);
+}
