@@ -1,0 +1,630 @@
+/* Quantized GEMM / indirect-GEMM / depthwise driver (qgemm.h): problem description, weight
+ * packing with zero-point folding and per-channel requantization constants, input conversion,
+ * tiling and threading. Portable C; the ISA files supply the microkernels.
+ *
+ * Why convert the input first: the microkernels then never see a k tail (each pixel's channels
+ * are padded to the k block with a value that contributes nothing), never branch on the input
+ * dtype, and for the int16 path never subtract zero points. The pass reads the input once and
+ * costs a few percent of the GEMM it feeds; its output is laid out exactly like the input (one
+ * row per pixel), so the indirect-GEMM row pointers work unchanged.
+ *
+ * Exactness: everything the kernels add is congruent mod 2^32 to the reference's int64 sum, and
+ * cost() refuses nodes whose true sum may leave int32 (where the reference saturates), so the
+ * wrapped int32 result is the reference's value. The requantization constants are derived with
+ * the reference's rules (legacy float scale product for U8 convs and per-tensor FC).
+ */
+#include "qgemm.h"
+
+#include <string.h>
+
+#include "ref/conv_internal.h"
+#include "ref/quant_util.h"
+
+typedef struct qproblem {
+    int64_t m;       /* GEMM rows (output pixels) */
+    int64_t kc, kcp; /* channels per tap, padded to KR */
+    int64_t ks;      /* taps */
+    int64_t oc;      /* output channels */
+    int64_t pixels;  /* input rows (pixels) converted */
+    int conv;        /* row pointers from conv geometry; else row r = input row r */
+    int64_t ih, iw, ic, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+    const ks__rt_tensor *x, *w, *bias, *y;
+    int legacy; /* TFLite legacy float scale product */
+    int32_t act;
+} qproblem;
+
+static int64_t one_if_zero(int32_t v) {
+    return v == 0 ? 1 : v;
+}
+
+static const ks__rt_tensor *input_at(const ks__kernel_ctx *ctx, uint32_t i) {
+    return i < ctx->num_inputs ? ctx->in[i] : NULL;
+}
+
+static int q8(const ks__rt_tensor *t) {
+    return t && (t->dtype == KS_DTYPE_U8 || t->dtype == KS_DTYPE_I8) && t->quant &&
+           t->quant->count > 0 && t->quant->scales && t->quant->zero_points;
+}
+
+static int32_t dtype_lo(ks_dtype d) {
+    return d == KS_DTYPE_U8 ? 0 : -128;
+}
+
+static int32_t dtype_hi(ks_dtype d) {
+    return d == KS_DTYPE_U8 ? 255 : 127;
+}
+
+/* Largest |v - zp| over the dtype's range. */
+static int64_t max_dev(ks_dtype d, int32_t zp) {
+    int64_t a = (int64_t)zp - dtype_lo(d), b = (int64_t)dtype_hi(d) - zp;
+    a = a < 0 ? -a : a;
+    b = b < 0 ? -b : b;
+    return a > b ? a : b;
+}
+
+static int64_t lead_pad(int32_t mode, int64_t explicit_pad, int64_t in, int64_t out, int64_t k_eff,
+                        int64_t stride) {
+    if (mode == KS_PAD_EXPLICIT) return explicit_pad;
+    if (mode == KS_PAD_VALID) return 0;
+    int64_t total = (out - 1) * stride + k_eff - in;
+    if (total < 0) total = 0;
+    return mode == KS_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+}
+
+/* Checks shared by every quantized variant: per-tensor U8/I8 activations with zero points inside
+ * their dtype, constant U8/I8 weights (per tensor or per output channel), constant I32 bias, a
+ * quantizable activation, and an int32-safe accumulator for reduction depth `depth`. */
+static int check_quant_common(const ks__kernel_ctx *ctx, const qproblem *p, int64_t depth) {
+    const ks__rt_tensor *x = p->x, *w = p->w, *y = p->y, *b = p->bias;
+    if (!q8(x) || !q8(y) || !q8(w) || !w->data) return -1;
+    if (x->quant->count != 1 || y->quant->count != 1) return -1;
+    if (!(x->quant->scales[0] > 0.0f) || !(y->quant->scales[0] > 0.0f)) return -1;
+    if ((int64_t)w->quant->count != 1 && ((int64_t)w->quant->count != p->oc || w->quant->axis != 0))
+        return -1;
+    int32_t xzp = x->quant->zero_points[0], yzp = y->quant->zero_points[0];
+    if (xzp < dtype_lo(x->dtype) || xzp > dtype_hi(x->dtype)) return -1;
+    if (yzp < dtype_lo(y->dtype) || yzp > dtype_hi(y->dtype)) return -1;
+    if (p->act != KS_ACT_NONE && p->act != KS_ACT_RELU && p->act != KS_ACT_RELU6 &&
+        p->act != KS_ACT_RELU_N1_TO_1)
+        return -1;
+    if (b && (b->dtype != KS_DTYPE_I32 || !b->data || ks__rt_numel(b) != p->oc)) return -1;
+    int64_t wdev = 0;
+    for (uint32_t i = 0; i < w->quant->count; i++) {
+        int32_t z = w->quant->zero_points[i];
+        if (z < dtype_lo(w->dtype) || z > dtype_hi(w->dtype)) return -1;
+        int64_t d = max_dev(w->dtype, z);
+        if (d > wdev) wdev = d;
+    }
+    int64_t bmax = 0;
+    for (int64_t c = 0; b && c < p->oc; c++) {
+        int64_t v = ((const int32_t *)b->data)[c];
+        if (v < 0) v = -v;
+        if (v > bmax) bmax = v;
+    }
+    int64_t xdev = max_dev(x->dtype, xzp);
+    if (depth > (INT32_MAX - bmax) / (xdev * wdev + 1)) return -1;
+    (void)ctx;
+    return 0;
+}
+
+static int describe_gemm(const ks__kernel_ctx *ctx, qproblem *p, uint32_t kr) {
+    memset(p, 0, sizeof(*p));
+    if (ctx->num_outputs != 1 || ctx->num_inputs < 2) return -1;
+    const ks__rt_tensor *x = input_at(ctx, 0), *w = input_at(ctx, 1), *y = ctx->out[0];
+    if (!x || !w || !y) return -1;
+    p->x = x, p->w = w, p->y = y, p->bias = input_at(ctx, 2);
+    if (ctx->node->op == KS_OP_CONV2D) {
+        const int32_t *ip = ctx->node->ip;
+        if (input_at(ctx, 3) || x->rank != 4 || w->rank != 4 || y->rank != 4) return -1;
+        if (one_if_zero(ip[9]) != 1) return -1;
+        p->ic = x->dims[3], p->kc = w->dims[3], p->kh = w->dims[1], p->kw = w->dims[2];
+        p->oc = w->dims[0];
+        if (p->kc != p->ic || p->kc < 1 || p->kh < 1 || p->kw < 1 || p->oc < 1 ||
+            y->dims[3] != p->oc || y->dims[0] != x->dims[0])
+            return -1;
+        if (ip[8] < KS_PAD_EXPLICIT || ip[8] > KS_PAD_VALID) return -1;
+        p->ih = x->dims[1], p->iw = x->dims[2], p->oh = y->dims[1], p->ow = y->dims[2];
+        p->sh = one_if_zero(ip[0]), p->sw = one_if_zero(ip[1]);
+        p->dh = one_if_zero(ip[2]), p->dw = one_if_zero(ip[3]);
+        if (p->sh < 1 || p->sw < 1 || p->dh < 1 || p->dw < 1 || p->ih < 1 || p->iw < 1) return -1;
+        p->pt = lead_pad(ip[8], ip[4], p->ih, p->oh, (p->kh - 1) * p->dh + 1, p->sh);
+        p->pl = lead_pad(ip[8], ip[5], p->iw, p->ow, (p->kw - 1) * p->dw + 1, p->sw);
+        p->ks = p->kh * p->kw;
+        p->m = y->dims[0] * p->oh * p->ow;
+        p->pixels = x->dims[0] * p->ih * p->iw;
+        p->conv = !(p->ks == 1 && p->sh == 1 && p->sw == 1 && p->pt == 0 && p->pl == 0 &&
+                    p->oh == p->ih && p->ow == p->iw);
+        p->act = ip[10];
+        p->legacy = x->dtype == KS_DTYPE_U8;
+    } else if (ctx->node->op == KS_OP_FULLY_CONNECTED) {
+        if (w->rank != 2) return -1;
+        int64_t o = w->dims[0], in_size = w->dims[1], numel = ks__rt_numel(x);
+        if (o < 1 || in_size < 1 || numel < 0 || numel % in_size) return -1;
+        if (ks__rt_numel(y) != numel / in_size * o) return -1;
+        p->oc = o, p->kc = in_size, p->ks = 1, p->m = numel / in_size, p->pixels = p->m;
+        p->act = ctx->node->ip[0];
+        p->legacy = q8(w) && w->quant->count == 1;
+    } else {
+        return -1;
+    }
+    if (p->m < 1) return -1;
+    p->kcp = (p->kc + kr - 1) / kr * kr;
+    return check_quant_common(ctx, p, p->ks * p->kc);
+}
+
+/* ---- requantization constants ---- */
+
+static void col_requant(const qproblem *p, int64_t c, int32_t *hdr, size_t stride) {
+    float xs = p->x->quant->scales[0], ys = p->y->quant->scales[0];
+    float ws = p->w->quant->scales[p->w->quant->count == 1 ? 0 : c];
+    double real = p->legacy ? (double)(xs * ws) / (double)ys : (double)xs * (double)ws / (double)ys;
+    int32_t mult, shift;
+    ks__quant_multiplier(real, &mult, &shift);
+    int32_t left = shift > 0 ? (shift > 31 ? 31 : shift) : 0;
+    int32_t right = shift > 0 ? 0 : (-shift > 31 ? 31 : -shift);
+    hdr[KS_Q8_HDR_MULT * stride] = mult;
+    hdr[KS_Q8_HDR_LSHIFT * stride] = left;
+    hdr[KS_Q8_HDR_RSHIFT * stride] = right;
+    hdr[KS_Q8_HDR_RMASK * stride] = (int32_t)((1LL << right) - 1);
+}
+
+static void make_epilogue(const qproblem *p, ks__q8_epilogue *ep) {
+    memset(ep, 0, sizeof(*ep));
+    ep->out_zp = p->y->quant->zero_points[0];
+    ks__quant_act_range(p->act, p->y->quant->scales[0], ep->out_zp, p->y->dtype, &ep->lo, &ep->hi);
+}
+
+static int32_t wzp_at(const ks__rt_tensor *w, int64_t c) {
+    return w->quant->zero_points[w->quant->count == 1 ? 0 : c];
+}
+
+static int32_t load_q(const ks__rt_tensor *t, int64_t i) {
+    return t->dtype == KS_DTYPE_U8 ? ((const uint8_t *)t->data)[i] : ((const int8_t *)t->data)[i];
+}
+
+/* Input zero point as the KR == 4 kernels see it (I8 inputs are flipped to u8 by +128). */
+static int32_t xzp_shifted(const qproblem *p) {
+    return p->x->quant->zero_points[0] + (p->x->dtype == KS_DTYPE_I8 ? 128 : 0);
+}
+
+/* Weight zero point of channel c in s8 terms (U8 weights are shifted by -128). */
+static int32_t wzp_shifted(const qproblem *p, int64_t c) {
+    return wzp_at(p->w, c) - (p->w->dtype == KS_DTYPE_U8 ? 128 : 0);
+}
+
+static int needs_rowsum(const qproblem *p, uint32_t kr) {
+    if (kr != 4) return 0;
+    for (int64_t c = 0; c < p->oc; c++)
+        if (wzp_shifted(p, c) != 0) return 1;
+    return 0;
+}
+
+/* ---- GEMM sizes ---- */
+
+static size_t round_up(size_t v, size_t a) {
+    return (v + a - 1) / a * a;
+}
+
+static size_t esize(const ks__q8_gemm_arch *arch) {
+    return arch->kr == 4 ? 1 : 2;
+}
+
+static size_t num_panels(const qproblem *p, const ks__q8_gemm_arch *arch) {
+    return ((size_t)p->oc + arch->nr - 1) / arch->nr;
+}
+
+static size_t panel_bytes(const qproblem *p, const ks__q8_gemm_arch *arch) {
+    return KS_Q8_HDR_ROWS * arch->nr * sizeof(int32_t) +
+           (size_t)(p->ks * p->kcp) * arch->nr * esize(arch);
+}
+
+static size_t zero_bytes(const qproblem *p, const ks__q8_gemm_arch *arch) {
+    return round_up((size_t)p->kcp * esize(arch), 64);
+}
+
+static size_t abuf_bytes(const qproblem *p, const ks__q8_gemm_arch *arch) {
+    return round_up((size_t)p->pixels * (size_t)p->kcp * esize(arch), 64);
+}
+
+static size_t rowsum_bytes(const qproblem *p) {
+    return round_up((size_t)p->pixels * sizeof(int32_t), 64);
+}
+
+static size_t per_thread_scratch(const qproblem *p, const ks__q8_gemm_arch *arch) {
+    return round_up((size_t)arch->mr * (size_t)p->ks * sizeof(void *), 64) +
+           round_up(arch->mr * sizeof(int32_t), 64);
+}
+
+double ks__q8_gemm_cost(const ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
+    qproblem p;
+    if (describe_gemm(ctx, &p, arch->kr)) return -1.0;
+    double mtiles = (double)((p.m + arch->mr - 1) / arch->mr);
+    double macs =
+        mtiles * arch->mr * (double)num_panels(&p, arch) * arch->nr * (double)(p.ks * p.kcp);
+    return macs / arch->macs_per_cycle + (double)p.pixels * (double)p.kcp / 16.0;
+}
+
+ks_status ks__q8_gemm_plan(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch,
+                           size_t *packed_bytes_out) {
+    qproblem p;
+    if (describe_gemm(ctx, &p, arch->kr))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 gemm cannot run this node");
+    uint32_t threads = ctx->num_threads ? ctx->num_threads : 1;
+    size_t scratch =
+        abuf_bytes(&p, arch) + rowsum_bytes(&p) + per_thread_scratch(&p, arch) * threads;
+    if (scratch > ctx->scratch_bytes) ctx->scratch_bytes = scratch;
+    *packed_bytes_out = zero_bytes(&p, arch) + num_panels(&p, arch) * panel_bytes(&p, arch);
+    return KS_STATUS_OK;
+}
+
+ks_status ks__q8_gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
+    qproblem p;
+    if (describe_gemm(ctx, &p, arch->kr))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 gemm cannot run this node");
+    size_t np = num_panels(&p, arch), pb = panel_bytes(&p, arch), nr = arch->nr, kr = arch->kr;
+    size_t zb = zero_bytes(&p, arch);
+    if (!ctx->packed || ctx->packed_bytes < zb + np * pb)
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "packed buffer too small");
+    int32_t xzp4 = xzp_shifted(&p);
+    if (kr == 4)
+        memset(ctx->packed, (int)(uint8_t)xzp4, zb);
+    else
+        memset(ctx->packed, 0, zb);
+    const int32_t *bias = p.bias ? (const int32_t *)p.bias->data : NULL;
+    int64_t kb = p.kcp / (int64_t)kr, k_padded = p.ks * p.kcp;
+    for (size_t pn = 0; pn < np; pn++) {
+        char *panel = (char *)ctx->packed + zb + pn * pb;
+        int32_t *hdr = (int32_t *)panel;
+        memset(panel, 0, pb);
+        for (size_t j = 0; j < nr; j++) {
+            int64_t co = (int64_t)(pn * nr + j);
+            if (co >= p.oc) continue; /* padding columns: all zero, outputs never stored */
+            int32_t wzp = wzp_at(p.w, co);
+            int64_t wsum = 0;
+            for (int64_t t = 0; t < p.ks; t++) {
+                for (int64_t k = 0; k < p.kc; k++) {
+                    int32_t wv = load_q(p.w, (co * p.ks + t) * p.kc + k);
+                    /* Index of (t, k) within the panel's [t][kb][nr][kr] weight blocks. */
+                    size_t at =
+                        (((size_t)t * (size_t)kb + (size_t)(k / (int64_t)kr)) * nr + j) * kr +
+                        (size_t)(k % (int64_t)kr);
+                    if (kr == 4) {
+                        int32_t ws = wv - (p.w->dtype == KS_DTYPE_U8 ? 128 : 0);
+                        ((int8_t *)(panel + KS_Q8_HDR_ROWS * nr * 4))[at] = (int8_t)ws;
+                        wsum += ws;
+                    } else {
+                        ((int16_t *)(panel + KS_Q8_HDR_ROWS * nr * 4))[at] = (int16_t)(wv - wzp);
+                    }
+                }
+            }
+            int64_t colterm = bias ? bias[co] : 0;
+            if (kr == 4) {
+                int64_t wz = wzp_shifted(&p, co);
+                colterm += -(int64_t)xzp4 * wsum + k_padded * (int64_t)xzp4 * wz;
+                hdr[KS_Q8_HDR_ROWMUL * nr + j] = (int32_t)(uint32_t)(uint64_t)(-wz);
+            }
+            hdr[KS_Q8_HDR_BIAS * nr + j] = (int32_t)(uint32_t)(uint64_t)colterm;
+            col_requant(&p, co, hdr + j, nr);
+        }
+    }
+    return KS_STATUS_OK;
+}
+
+/* ---- GEMM run ---- */
+
+typedef struct qgemm_job {
+    const qproblem *p;
+    const ks__q8_gemm_arch *arch;
+    const char *xin; /* raw input */
+    char *abuf;      /* converted input */
+    int32_t *pixsum; /* per converted row: sum of its A bytes (KR == 4 with rowsum) */
+    const char *zero, *w;
+    char *y;
+    size_t panels, mtiles, pb, per_thread, esz;
+    int tile_major;
+    int32_t zero_sum; /* rowsum contribution of a padding tap */
+    char *thread_mem;
+    ks__q8_epilogue ep;
+} qgemm_job;
+
+static void convert_range(void *arg, size_t begin, size_t end, uint32_t thread) {
+    const qgemm_job *j = (const qgemm_job *)arg;
+    const qproblem *p = j->p;
+    size_t kc = (size_t)p->kc, kcp = (size_t)p->kcp;
+    (void)thread;
+    if (j->arch->kr == 4) {
+        uint8_t flip = p->x->dtype == KS_DTYPE_I8 ? 0x80 : 0;
+        uint8_t pad = (uint8_t)xzp_shifted(p);
+        for (size_t r = begin; r < end; r++) {
+            const uint8_t *src = (const uint8_t *)j->xin + r * kc;
+            uint8_t *dst = (uint8_t *)j->abuf + r * kcp;
+            uint32_t sum = 0;
+            for (size_t k = 0; k < kc; k++) {
+                uint8_t v = (uint8_t)(src[k] ^ flip);
+                dst[k] = v;
+                sum += v;
+            }
+            for (size_t k = kc; k < kcp; k++) {
+                dst[k] = pad;
+                sum += pad;
+            }
+            if (j->pixsum) j->pixsum[r] = (int32_t)sum;
+        }
+        return;
+    }
+    int32_t zp = p->x->quant->zero_points[0];
+    for (size_t r = begin; r < end; r++) {
+        int16_t *dst = (int16_t *)j->abuf + r * kcp;
+        if (p->x->dtype == KS_DTYPE_U8) {
+            const uint8_t *src = (const uint8_t *)j->xin + r * kc;
+            for (size_t k = 0; k < kc; k++)
+                dst[k] = (int16_t)(src[k] - zp);
+        } else {
+            const int8_t *src = (const int8_t *)j->xin + r * kc;
+            for (size_t k = 0; k < kc; k++)
+                dst[k] = (int16_t)(src[k] - zp);
+        }
+        for (size_t k = kc; k < kcp; k++)
+            dst[k] = 0;
+    }
+}
+
+/* Row pointers (and row sums) of tile rows [m0, m0 + mr); rows past mr repeat the last row. */
+static void build_rows(const qgemm_job *j, size_t m0, size_t mr, const void **a, int32_t *rowsum) {
+    const qproblem *p = j->p;
+    size_t MR = j->arch->mr, row_bytes = (size_t)p->kcp * j->esz;
+    if (!p->conv) {
+        for (size_t r = 0; r < MR; r++) {
+            size_t row = m0 + (r < mr ? r : mr - 1);
+            a[r] = j->abuf + row * row_bytes;
+            if (j->pixsum) rowsum[r] = j->pixsum[row];
+        }
+        return;
+    }
+    int64_t plane = p->oh * p->ow;
+    int64_t b = (int64_t)m0 / plane, rem = (int64_t)m0 % plane;
+    int64_t oy = rem / p->ow, ox = rem % p->ow;
+    for (size_t r = 0; r < MR; r++) {
+        if (r > 0 && r < mr && ++ox == p->ow) {
+            ox = 0;
+            if (++oy == p->oh) oy = 0, b++;
+        }
+        int64_t img = b * p->ih * p->iw;
+        int32_t sum = 0;
+        for (int64_t ky = 0; ky < p->kh; ky++) {
+            int64_t iy = oy * p->sh - p->pt + ky * p->dh;
+            int row_ok = iy >= 0 && iy < p->ih;
+            for (int64_t kx = 0; kx < p->kw; kx++) {
+                int64_t ix = ox * p->sw - p->pl + kx * p->dw;
+                size_t t = (size_t)(ky * p->kw + kx);
+                if (row_ok && ix >= 0 && ix < p->iw) {
+                    int64_t pix = img + iy * p->iw + ix;
+                    a[t * MR + r] = j->abuf + (size_t)pix * row_bytes;
+                    if (j->pixsum) sum += j->pixsum[pix];
+                } else {
+                    a[t * MR + r] = j->zero;
+                    sum += j->zero_sum;
+                }
+            }
+        }
+        rowsum[r] = sum;
+    }
+}
+
+static void gemm_range(void *arg, size_t begin, size_t end, uint32_t thread) {
+    const qgemm_job *j = (const qgemm_job *)arg;
+    const qproblem *p = j->p;
+    size_t MR = j->arch->mr, NR = j->arch->nr;
+    char *mem = j->thread_mem + (size_t)thread * j->per_thread;
+    const void **a = (const void **)mem;
+    int32_t *rowsum = (int32_t *)(mem + round_up(MR * (size_t)p->ks * sizeof(void *), 64));
+    size_t built = (size_t)-1;
+    size_t ldc = (size_t)p->oc * 1, kb = (size_t)(p->kcp / j->arch->kr);
+    for (size_t i = begin; i < end; i++) {
+        size_t mt, pn;
+        if (j->tile_major)
+            mt = i / j->panels, pn = i % j->panels;
+        else
+            mt = i % j->mtiles, pn = i / j->mtiles;
+        size_t m0 = mt * MR;
+        size_t mr = (size_t)p->m - m0 < MR ? (size_t)p->m - m0 : MR;
+        if (mt != built) {
+            build_rows(j, m0, mr, a, rowsum);
+            built = mt;
+        }
+        size_t n0 = pn * NR;
+        size_t nc = (size_t)p->oc - n0 < NR ? (size_t)p->oc - n0 : NR;
+        j->arch->ukernel(mr, nc, kb, (size_t)p->ks, a, j->w + pn * j->pb, j->y + m0 * ldc + n0, ldc,
+                         rowsum, &j->ep);
+    }
+}
+
+ks_status ks__q8_gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
+    qproblem p;
+    if (describe_gemm(ctx, &p, arch->kr))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 gemm cannot run this node");
+    uint32_t threads = ks__pool_threads(ctx->pool);
+    size_t need = abuf_bytes(&p, arch) + rowsum_bytes(&p) + per_thread_scratch(&p, arch) * threads;
+    if (!ctx->packed || !ctx->scratch || ctx->scratch_bytes < need)
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL,
+                                "q8 gemm: packed/scratch buffers missing or planned for fewer "
+                                "than %u threads",
+                                threads);
+    qgemm_job j;
+    memset(&j, 0, sizeof(j));
+    j.p = &p;
+    j.arch = arch;
+    j.esz = esize(arch);
+    j.xin = (const char *)p.x->data;
+    j.abuf = (char *)ctx->scratch;
+    j.pixsum = needs_rowsum(&p, arch->kr) ? (int32_t *)((char *)ctx->scratch + abuf_bytes(&p, arch))
+                                          : NULL;
+    j.thread_mem = (char *)ctx->scratch + abuf_bytes(&p, arch) + rowsum_bytes(&p);
+    j.per_thread = per_thread_scratch(&p, arch);
+    j.zero = (const char *)ctx->packed;
+    j.zero_sum = (int32_t)(p.kcp * xzp_shifted(&p));
+    j.w = (const char *)ctx->packed + zero_bytes(&p, arch);
+    j.y = (char *)p.y->data;
+    j.panels = num_panels(&p, arch);
+    j.mtiles = ((size_t)p.m + arch->mr - 1) / arch->mr;
+    j.pb = panel_bytes(&p, arch);
+    make_epilogue(&p, &j.ep);
+    j.ep.use_rowsum = j.pixsum != NULL;
+    j.tile_major = j.panels * j.pb <= (256u << 10);
+    ks__parallel_for(ctx->pool, (size_t)p.pixels, 64, convert_range, &j);
+    ks__parallel_for(ctx->pool, j.panels * j.mtiles, 1, gemm_range, &j);
+    return KS_STATUS_OK;
+}
+
+/* ---- depthwise ---- */
+
+static int describe_dw(const ks__kernel_ctx *ctx, qproblem *p) {
+    memset(p, 0, sizeof(*p));
+    if (ctx->node->op != KS_OP_CONV2D || ctx->num_outputs != 1 || ctx->num_inputs < 2) return -1;
+    const ks__rt_tensor *x = input_at(ctx, 0), *w = input_at(ctx, 1), *y = ctx->out[0];
+    const int32_t *ip = ctx->node->ip;
+    if (!x || !w || !y || input_at(ctx, 3) || x->rank != 4 || w->rank != 4 || y->rank != 4)
+        return -1;
+    p->x = x, p->w = w, p->y = y, p->bias = input_at(ctx, 2);
+    p->ic = x->dims[3], p->oc = w->dims[0], p->kh = w->dims[1], p->kw = w->dims[2];
+    if (w->dims[3] != 1 || one_if_zero(ip[9]) != p->ic || p->oc != p->ic || p->ic < 1 ||
+        p->kh < 1 || p->kw < 1 || y->dims[3] != p->oc || y->dims[0] != x->dims[0])
+        return -1;
+    if (ip[8] < KS_PAD_EXPLICIT || ip[8] > KS_PAD_VALID) return -1;
+    p->ih = x->dims[1], p->iw = x->dims[2], p->oh = y->dims[1], p->ow = y->dims[2];
+    p->sh = one_if_zero(ip[0]), p->sw = one_if_zero(ip[1]);
+    p->dh = one_if_zero(ip[2]), p->dw = one_if_zero(ip[3]);
+    if (p->sh < 1 || p->sw < 1 || p->dh < 1 || p->dw < 1 || p->ih < 1 || p->iw < 1) return -1;
+    p->pt = lead_pad(ip[8], ip[4], p->ih, p->oh, (p->kh - 1) * p->dh + 1, p->sh);
+    p->pl = lead_pad(ip[8], ip[5], p->iw, p->ow, (p->kw - 1) * p->dw + 1, p->sw);
+    p->ks = p->kh * p->kw, p->kc = 1;
+    p->m = y->dims[0] * p->oh * p->ow;
+    p->act = ip[10];
+    p->legacy = x->dtype == KS_DTYPE_U8;
+    if (p->m < 1) return -1;
+    return check_quant_common(ctx, p, p->ks);
+}
+
+static size_t dw_blocks(const qproblem *p, const ks__q8_dw_arch *arch) {
+    return ((size_t)p->oc + arch->cb - 1) / arch->cb;
+}
+
+static size_t dw_block_bytes(const qproblem *p, const ks__q8_dw_arch *arch) {
+    return (KS_Q8_HDR_ROWS + (size_t)p->ks) * arch->cb * sizeof(int32_t);
+}
+
+static size_t dw_zero_bytes(const qproblem *p) {
+    return round_up((size_t)p->ic + 64, 64);
+}
+
+double ks__q8_dw_cost(const ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch) {
+    qproblem p;
+    if (describe_dw(ctx, &p)) return -1.0;
+    return (double)p.m * (double)(dw_blocks(&p, arch) * arch->cb) * (double)p.ks /
+           arch->macs_per_cycle;
+}
+
+ks_status ks__q8_dw_plan(ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch,
+                         size_t *packed_bytes_out) {
+    qproblem p;
+    if (describe_dw(ctx, &p))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 dwconv cannot run this node");
+    uint32_t threads = ctx->num_threads ? ctx->num_threads : 1;
+    size_t scratch = round_up((size_t)p.ks * sizeof(void *), 64) * threads;
+    if (scratch > ctx->scratch_bytes) ctx->scratch_bytes = scratch;
+    *packed_bytes_out = dw_zero_bytes(&p) + dw_blocks(&p, arch) * dw_block_bytes(&p, arch);
+    return KS_STATUS_OK;
+}
+
+ks_status ks__q8_dw_pack(ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch) {
+    qproblem p;
+    if (describe_dw(ctx, &p))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 dwconv cannot run this node");
+    size_t nb = dw_blocks(&p, arch), bb = dw_block_bytes(&p, arch), cb = arch->cb;
+    size_t zb = dw_zero_bytes(&p);
+    if (!ctx->packed || ctx->packed_bytes < zb + nb * bb)
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "packed buffer too small");
+    memset(ctx->packed, (int)(uint8_t)(int8_t)p.x->quant->zero_points[0], zb);
+    const int32_t *bias = p.bias ? (const int32_t *)p.bias->data : NULL;
+    for (size_t blk = 0; blk < nb; blk++) {
+        int32_t *hdr = (int32_t *)((char *)ctx->packed + zb + blk * bb);
+        memset(hdr, 0, bb);
+        int32_t *wp = hdr + KS_Q8_HDR_ROWS * cb;
+        for (size_t j = 0; j < cb; j++) {
+            int64_t c = (int64_t)(blk * cb + j);
+            if (c >= p.oc) continue;
+            int32_t wzp = wzp_at(p.w, c);
+            for (int64_t t = 0; t < p.ks; t++)
+                wp[(size_t)t * cb + j] =
+                    (int32_t)(uint16_t)(int16_t)(load_q(p.w, c * p.ks + t) - wzp);
+            hdr[KS_Q8_HDR_BIAS * cb + j] = bias ? bias[c] : 0;
+            col_requant(&p, c, hdr + j, cb);
+        }
+    }
+    return KS_STATUS_OK;
+}
+
+typedef struct qdw_job {
+    const qproblem *p;
+    const ks__q8_dw_arch *arch;
+    const uint8_t *x, *zero;
+    const char *w;
+    uint8_t *y;
+    char *thread_mem;
+    size_t per_thread;
+    int32_t flip, zp;
+    ks__q8_epilogue ep;
+} qdw_job;
+
+static void dw_range(void *arg, size_t begin, size_t end, uint32_t thread) {
+    const qdw_job *j = (const qdw_job *)arg;
+    const qproblem *p = j->p;
+    const void **a = (const void **)(j->thread_mem + (size_t)thread * j->per_thread);
+    size_t c = (size_t)p->ic;
+    for (size_t row = begin; row < end; row++) { /* row = b * oh + oy */
+        int64_t b = (int64_t)row / p->oh, oy = (int64_t)row % p->oh;
+        const uint8_t *img = j->x + (size_t)(b * p->ih * p->iw) * c;
+        for (int64_t ox = 0; ox < p->ow; ox++) {
+            for (int64_t ky = 0; ky < p->kh; ky++) {
+                int64_t iy = oy * p->sh - p->pt + ky * p->dh;
+                int row_ok = iy >= 0 && iy < p->ih;
+                for (int64_t kx = 0; kx < p->kw; kx++) {
+                    int64_t ix = ox * p->sw - p->pl + kx * p->dw;
+                    a[ky * p->kw + kx] = (row_ok && ix >= 0 && ix < p->iw)
+                                             ? img + (size_t)(iy * p->iw + ix) * c
+                                             : j->zero;
+                }
+            }
+            j->arch->ukernel(c, (size_t)p->ks, a, j->w, j->y + ((size_t)row * p->ow + ox) * c,
+                             j->flip, j->zp, &j->ep);
+        }
+    }
+}
+
+ks_status ks__q8_dw_run(ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch) {
+    qproblem p;
+    if (describe_dw(ctx, &p))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 dwconv cannot run this node");
+    uint32_t threads = ks__pool_threads(ctx->pool);
+    size_t per_thread = round_up((size_t)p.ks * sizeof(void *), 64);
+    if (!ctx->packed || !ctx->scratch || ctx->scratch_bytes < per_thread * threads)
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL,
+                                "q8 dwconv: packed/scratch buffers missing or planned for fewer "
+                                "than %u threads",
+                                threads);
+    qdw_job j;
+    memset(&j, 0, sizeof(j));
+    j.p = &p;
+    j.arch = arch;
+    j.x = (const uint8_t *)p.x->data;
+    j.zero = (const uint8_t *)ctx->packed;
+    j.w = (const char *)ctx->packed + dw_zero_bytes(&p);
+    j.y = (uint8_t *)p.y->data;
+    j.thread_mem = (char *)ctx->scratch;
+    j.per_thread = per_thread;
+    j.flip = p.x->dtype == KS_DTYPE_I8 ? 0x80 : 0;
+    j.zp = p.x->quant->zero_points[0] + (p.x->dtype == KS_DTYPE_I8 ? 128 : 0);
+    make_epilogue(&p, &j.ep);
+    ks__parallel_for(ctx->pool, (size_t)(p.y->dims[0] * p.oh), 1, dw_range, &j);
+    return KS_STATUS_OK;
+}

@@ -1,0 +1,104 @@
+/* Portable driver of the quantized (U8/I8) GEMM, indirect-GEMM and depthwise kernels (qgemm.c).
+ * Not a published API.
+ *
+ * Results are bit-identical to the reference kernels (ref/conv.c), i.e. to TFLite's integer
+ * reference: exact int32 accumulation of (x - x_zp) * (w - w_zp) plus the int32 bias, then
+ * MultiplyByQuantizedMultiplier with the multiplier derived exactly as the reference derives it,
+ * the output zero point and the activation clamp. Variants refuse (cost < 0) any node whose
+ * accumulator could leave the int32 range, where the reference saturates and we would wrap.
+ *
+ * GEMM (CONV2D with groups == 1, FULLY_CONNECTED): an MR x NR tile of
+ *     y = requant(sum_t sum_k A_t[r][k] * W[t][k][n] + colterm[n] + rowsum[r] * rowmul[n])
+ * The driver first converts the input into the kernel's A format (one pass, scratch), with every
+ * pixel's channels padded to a multiple of KR so the microkernel has no k tails:
+ *   KR == 4 (u8 x s8 dot products, VNNI): A = x as u8 (I8 inputs flipped by +128), padded with
+ *      the (shifted) input zero point; W = w as s8 (U8 weights shifted by -128). The zero points
+ *      fold into colterm = bias - x_zp' * sum_k W + K * x_zp' * w_zp' and rowmul = -w_zp', with
+ *      rowsum[r] = sum of the row's A bytes over all taps (0 and skipped when every w_zp' is 0).
+ *   KR == 2 (int16 pairs, AVX2 vpmaddwd): A = x - x_zp and W = w - w_zp as int16, padded with
+ *      0; colterm = bias, no row term. Products are exact in int32 (no vpmaddubsw saturation).
+ * Padding taps point at a vector that holds the padded value (A's zero), so they add nothing.
+ *
+ * Depthwise CONV2D (groups == channels, one output channel per group): per output pixel, taps
+ * given indirectly as for the GEMM (padding taps point at a vector of x_zp), channels in blocks
+ * of CB; weights are packed as int32 words holding (w - w_zp) in the low 16 bits, so the kernel
+ * multiplies with vpmaddwd against zero-extended (x - x_zp).
+ *
+ * Packed panels start with per-column epilogue rows (KS_Q8_HDR_ROWS x NR int32, see below).
+ */
+#ifndef KESTREL_CPU_QGEMM_H
+#define KESTREL_CPU_QGEMM_H
+
+#include "impl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KS_Q8_MAX_MR 16
+
+/* Rows of the per-column header at the start of each packed panel / channel block. */
+enum {
+    KS_Q8_HDR_BIAS = 0,   /* colterm (bias with zero-point folding) */
+    KS_Q8_HDR_ROWMUL = 1, /* -w_zp' (KR == 4 only) */
+    KS_Q8_HDR_MULT = 2,   /* Q31 multiplier */
+    KS_Q8_HDR_LSHIFT = 3, /* left shift (0..31) */
+    KS_Q8_HDR_RSHIFT = 4, /* right shift (0..31) */
+    KS_Q8_HDR_RMASK = 5,  /* (1 << right shift) - 1 */
+    KS_Q8_HDR_ROWS = 6
+};
+
+typedef struct ks__q8_epilogue {
+    int32_t out_zp;
+    int32_t lo, hi;     /* clamp (activation range, within the output dtype) */
+    int32_t use_rowsum; /* add rowsum[r] * rowmul[n] */
+} ks__q8_epilogue;
+
+/* Computes rows [0, mr) x columns [0, nc) of one tile (mr <= MR, nc <= NR).
+ *   a:      ks groups of MR pointers (a[t * MR + r]) into the A buffer, kb * KR elements each;
+ *           rows >= mr repeat a valid row.
+ *   w:      the tile's panel: KS_Q8_HDR_ROWS x NR int32, then ks * kb blocks of NR x KR weights.
+ *   c:      output row r starts at c + r * c_stride (bytes; the output is U8 or I8).
+ *   rowsum: MR int32 (read only when ep->use_rowsum). */
+typedef void (*ks__q8_igemm_fn)(size_t mr, size_t nc, size_t kb, size_t ks, const void *const *a,
+                                const void *w, void *c, size_t c_stride, const int32_t *rowsum,
+                                const ks__q8_epilogue *ep);
+
+typedef struct ks__q8_gemm_arch {
+    uint32_t mr, nr;
+    uint32_t kr;           /* 4: u8 x s8 A/W bytes; 2: int16 A/W */
+    double macs_per_cycle; /* for cost() */
+    ks__q8_igemm_fn ukernel;
+} ks__q8_gemm_arch;
+
+/* One output pixel of a depthwise conv: `channels` channels, ks tap pointers to the input
+ * pixels (raw U8/I8 bytes; padding taps point at a vector of x_zp), weights `w` packed in blocks
+ * of CB channels (KS_Q8_HDR_ROWS x CB int32 header without ROWMUL use, then ks x CB int32). */
+typedef void (*ks__q8_dw_fn)(size_t channels, size_t ks, const void *const *in, const void *w,
+                             void *out, int32_t in_flip, int32_t in_zp, const ks__q8_epilogue *ep);
+
+typedef struct ks__q8_dw_arch {
+    uint32_t cb; /* channel block */
+    double macs_per_cycle;
+    ks__q8_dw_fn ukernel;
+} ks__q8_dw_arch;
+
+/* The impl steps (impl.h). cost() is negative unless the node is a quantized CONV2D (groups 1)
+ * or FULLY_CONNECTED with constant weights and bias whose accumulator provably stays in int32,
+ * with a fused activation the quantized reference supports. */
+double ks__q8_gemm_cost(const ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch);
+ks_status ks__q8_gemm_plan(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch,
+                           size_t *packed_bytes_out);
+ks_status ks__q8_gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch);
+ks_status ks__q8_gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch);
+
+/* Same for depthwise CONV2D (groups == in channels == out channels). */
+double ks__q8_dw_cost(const ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch);
+ks_status ks__q8_dw_plan(ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch, size_t *packed_bytes_out);
+ks_status ks__q8_dw_pack(ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch);
+ks_status ks__q8_dw_run(ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KESTREL_CPU_QGEMM_H */

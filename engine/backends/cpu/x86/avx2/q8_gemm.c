@@ -1,0 +1,189 @@
+/* Quantized microkernels for AVX2 (qgemm.h): the int16 indirect GEMM (6 x 16 tiles, vpmaddwd)
+ * behind quantized CONV2D and FULLY_CONNECTED, and the 8-channel depthwise kernel.
+ *
+ * Why int16 and not vpmaddubsw: maddubs adds two u8 x s8 products into a saturating int16, and
+ * 2 * 255 * 127 overflows it, which would break bit-exactness with the reference. The driver
+ * converts the input once to (x - x_zp) as int16 and packs (w - w_zp) as int16, so vpmaddwd
+ * computes exact 32-bit pair sums and no zero-point correction is needed afterwards.
+ * 6 x 16: 12 ymm accumulators + 2 weight vectors + 1 broadcast = 15 of the 16 registers.
+ *
+ * The requantization is TFLite's MultiplyByQuantizedMultiplier, vectorized exactly (see the
+ * AVX-512 VNNI file for the derivation of the floor((x * m + 2^30) / 2^31) form).
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "../../qgemm.h"
+
+#define ARCH_MR 6
+#define ARCH_NR 16
+#define DW_CB 8
+
+#if defined(__clang__)
+#define KS_UNROLL _Pragma("unroll")
+#else
+#define KS_UNROLL _Pragma("GCC unroll 16")
+#endif
+#define KS_INLINE static inline __attribute__((always_inline))
+
+KS_INLINE __m256i requant(__m256i v, const int32_t *hdr, size_t stride) {
+    __m256i mult = _mm256_loadu_si256((const __m256i *)(hdr + KS_Q8_HDR_MULT * stride));
+    __m256i lsh = _mm256_loadu_si256((const __m256i *)(hdr + KS_Q8_HDR_LSHIFT * stride));
+    __m256i rsh = _mm256_loadu_si256((const __m256i *)(hdr + KS_Q8_HDR_RSHIFT * stride));
+    __m256i mask = _mm256_loadu_si256((const __m256i *)(hdr + KS_Q8_HDR_RMASK * stride));
+    const __m256i nudge = _mm256_set1_epi64x(1LL << 30);
+    v = _mm256_sllv_epi32(v, lsh);
+    __m256i even = _mm256_add_epi64(_mm256_mul_epi32(v, mult), nudge);
+    __m256i odd = _mm256_add_epi64(
+        _mm256_mul_epi32(_mm256_srli_epi64(v, 32), _mm256_srli_epi64(mult, 32)), nudge);
+    __m256i high = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+    __m256i rem = _mm256_and_si256(high, mask);
+    __m256i thr = _mm256_sub_epi32(_mm256_srli_epi32(mask, 1), _mm256_srai_epi32(high, 31));
+    __m256i res = _mm256_srav_epi32(high, rsh);
+    return _mm256_sub_epi32(res, _mm256_cmpgt_epi32(rem, thr));
+}
+
+/* Adds the zero point, clamps and stores the low byte of n (<= 8) lanes. */
+KS_INLINE void store_out(void *dst, __m256i v, const ks__q8_epilogue *ep, size_t n) {
+    v = _mm256_add_epi32(v, _mm256_set1_epi32(ep->out_zp));
+    v = _mm256_max_epi32(v, _mm256_set1_epi32(ep->lo));
+    v = _mm256_min_epi32(v, _mm256_set1_epi32(ep->hi));
+    v = _mm256_and_si256(v, _mm256_set1_epi32(0xFF));
+    __m128i w16 = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    __m128i b = _mm_packus_epi16(w16, w16);
+    if (n == 8) {
+        _mm_storel_epi64((__m128i *)dst, b);
+    } else {
+        uint8_t tmp[16];
+        _mm_storeu_si128((__m128i *)tmp, b);
+        memcpy(dst, tmp, n);
+    }
+}
+
+static void ks_q8_igemm__avx2_6x16(size_t mr, size_t nc, size_t kb, size_t ks, const void *const *a,
+                                   const void *w, void *c, size_t c_stride, const int32_t *rowsum,
+                                   const ks__q8_epilogue *ep) {
+    (void)rowsum; /* the int16 path folds zero points into A and W */
+    __m256i acc[ARCH_MR][2];
+    KS_UNROLL for (int r = 0; r < ARCH_MR; r++) {
+        acc[r][0] = _mm256_setzero_si256();
+        acc[r][1] = _mm256_setzero_si256();
+    }
+    const int32_t *hdr = (const int32_t *)w;
+    const char *wp = (const char *)w + KS_Q8_HDR_ROWS * ARCH_NR * 4;
+    for (size_t t = 0; t < ks; t++) {
+        const int32_t *ar[ARCH_MR];
+        KS_UNROLL for (int r = 0; r < ARCH_MR; r++) ar[r] = (const int32_t *)a[t * ARCH_MR + r];
+        for (size_t k = 0; k < kb; k++) {
+            __m256i w0 = _mm256_loadu_si256((const __m256i *)wp);
+            __m256i w1 = _mm256_loadu_si256((const __m256i *)(wp + 32));
+            wp += 64;
+            KS_UNROLL for (int r = 0; r < ARCH_MR; r++) {
+                __m256i b = _mm256_set1_epi32(ar[r][k]);
+                acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(b, w0));
+                acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(b, w1));
+            }
+        }
+    }
+    for (size_t h = 0; h < 2; h++) {
+        if (nc <= h * 8) break;
+        size_t n = nc - h * 8 < 8 ? nc - h * 8 : 8;
+        const int32_t *hh = hdr + h * 8;
+        __m256i bias = _mm256_loadu_si256((const __m256i *)(hh + KS_Q8_HDR_BIAS * ARCH_NR));
+        KS_UNROLL for (int r = 0; r < ARCH_MR; r++) {
+            if ((size_t)r >= mr) break;
+            __m256i v = requant(_mm256_add_epi32(acc[r][h], bias), hh, ARCH_NR);
+            store_out((char *)c + (size_t)r * c_stride + h * 8, v, ep, n);
+        }
+    }
+}
+
+/* 8 input bytes of channels [c0, c0 + n) of one pixel, flipped to u8 and widened to int32. */
+KS_INLINE __m256i load_x(const uint8_t *p, size_t n, __m128i flip, __m256i zp) {
+    __m128i b;
+    if (n == 8) {
+        b = _mm_loadl_epi64((const __m128i *)p);
+    } else {
+        uint8_t tmp[16] = {0};
+        memcpy(tmp, p, n);
+        b = _mm_loadl_epi64((const __m128i *)tmp);
+    }
+    return _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_xor_si128(b, flip)), zp);
+}
+
+static void ks_q8_dw__avx2_c8(size_t channels, size_t ks, const void *const *in, const void *w,
+                              void *out, int32_t in_flip, int32_t in_zp,
+                              const ks__q8_epilogue *ep) {
+    const size_t block_ints = (KS_Q8_HDR_ROWS + ks) * DW_CB;
+    const __m128i flip = _mm_set1_epi8((char)in_flip);
+    const __m256i zp = _mm256_set1_epi32(in_zp);
+    const int32_t *hdr = (const int32_t *)w;
+    for (size_t c0 = 0; c0 < channels; c0 += DW_CB, hdr += block_ints) {
+        size_t n = channels - c0 < DW_CB ? channels - c0 : DW_CB;
+        const int32_t *wp = hdr + KS_Q8_HDR_ROWS * DW_CB;
+        __m256i acc0 = _mm256_loadu_si256((const __m256i *)(hdr + KS_Q8_HDR_BIAS * DW_CB));
+        __m256i acc1 = _mm256_setzero_si256();
+        size_t t = 0;
+        for (; t + 2 <= ks; t += 2) {
+            __m256i x0 = load_x((const uint8_t *)in[t] + c0, n, flip, zp);
+            __m256i x1 = load_x((const uint8_t *)in[t + 1] + c0, n, flip, zp);
+            acc0 = _mm256_add_epi32(acc0,
+                                    _mm256_madd_epi16(x0, _mm256_loadu_si256((const __m256i *)wp)));
+            acc1 = _mm256_add_epi32(
+                acc1, _mm256_madd_epi16(x1, _mm256_loadu_si256((const __m256i *)(wp + DW_CB))));
+            wp += 2 * DW_CB;
+        }
+        if (t < ks) {
+            __m256i x0 = load_x((const uint8_t *)in[t] + c0, n, flip, zp);
+            acc0 = _mm256_add_epi32(acc0,
+                                    _mm256_madd_epi16(x0, _mm256_loadu_si256((const __m256i *)wp)));
+        }
+        __m256i v = requant(_mm256_add_epi32(acc0, acc1), hdr, DW_CB);
+        store_out((char *)out + c0, v, ep, n);
+    }
+}
+
+static const ks__q8_gemm_arch k_gemm = {ARCH_MR, ARCH_NR, 2, 16.0, ks_q8_igemm__avx2_6x16};
+static const ks__q8_dw_arch k_dw = {DW_CB, 4.0, ks_q8_dw__avx2_c8};
+
+static double gemm_cost(const ks__kernel_ctx *ctx) {
+    return ks__q8_gemm_cost(ctx, &k_gemm);
+}
+static ks_status gemm_plan(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
+    return ks__q8_gemm_plan(ctx, &k_gemm, packed_bytes_out);
+}
+static ks_status gemm_pack(ks__kernel_ctx *ctx) {
+    return ks__q8_gemm_pack(ctx, &k_gemm);
+}
+static ks_status gemm_run(ks__kernel_ctx *ctx) {
+    return ks__q8_gemm_run(ctx, &k_gemm);
+}
+static double dw_cost(const ks__kernel_ctx *ctx) {
+    return ks__q8_dw_cost(ctx, &k_dw);
+}
+static ks_status dw_plan(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
+    return ks__q8_dw_plan(ctx, &k_dw, packed_bytes_out);
+}
+static ks_status dw_pack(ks__kernel_ctx *ctx) {
+    return ks__q8_dw_pack(ctx, &k_dw);
+}
+static ks_status dw_run(ks__kernel_ctx *ctx) {
+    return ks__q8_dw_run(ctx, &k_dw);
+}
+
+const ks__impl ks_q8_conv2d__avx2_6x16 = {"ks_q8_conv2d__avx2_6x16",
+                                          KS_OP_CONV2D,
+                                          KS_ISA_AVX2,
+                                          gemm_cost,
+                                          gemm_plan,
+                                          gemm_pack,
+                                          gemm_run};
+const ks__impl ks_q8_fc__avx2_6x16 = {"ks_q8_fc__avx2_6x16",
+                                      KS_OP_FULLY_CONNECTED,
+                                      KS_ISA_AVX2,
+                                      gemm_cost,
+                                      gemm_plan,
+                                      gemm_pack,
+                                      gemm_run};
+const ks__impl ks_q8_dwconv__avx2_c8 = {
+    "ks_q8_dwconv__avx2_c8", KS_OP_CONV2D, KS_ISA_AVX2, dw_cost, dw_plan, dw_pack, dw_run};

@@ -1,0 +1,149 @@
+/* Quantized (U8/I8) ADD and SUB of same-shape tensors for AVX2, bit-exact with the reference
+ * (TFLite's integer add: both inputs are shifted left by 20 bits, rescaled to twice the larger
+ * input scale with their own fixed-point multipliers, summed, and rescaled to the output).
+ * Broadcasting inputs and I16 are left to the reference kernel. The three rescalings use the
+ * same exact vectorized MultiplyByQuantizedMultiplier as the quantized GEMM epilogue; the last
+ * n % 8 elements use the scalar reference helpers.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "../../impl.h"
+#include "../../ref/quant_util.h"
+
+#define KS_INLINE static inline __attribute__((always_inline))
+
+enum { LEFT_SHIFT = 20 };
+
+typedef struct qmul {
+    int32_t mult, shift, left, right;
+} qmul;
+
+typedef struct vadd_job {
+    const uint8_t *a, *b;
+    uint8_t *y;
+    int32_t flip; /* 0x80 for I8: maps the bytes to u8 (value + 128) */
+    int32_t za, zb, zo, lo, hi;
+    int sub;
+    qmul ma, mb, mo;
+} vadd_job;
+
+static void make_qmul(double real, qmul *q) {
+    ks__quant_multiplier(real, &q->mult, &q->shift);
+    q->left = q->shift > 0 ? (q->shift > 31 ? 31 : q->shift) : 0;
+    q->right = q->shift > 0 ? 0 : (-q->shift > 31 ? 31 : -q->shift);
+}
+
+KS_INLINE __m256i requant(__m256i v, const qmul *q) {
+    const __m256i mult = _mm256_set1_epi32(q->mult);
+    const __m256i mask = _mm256_set1_epi32((int32_t)((1LL << q->right) - 1));
+    const __m256i nudge = _mm256_set1_epi64x(1LL << 30);
+    v = _mm256_sll_epi32(v, _mm_cvtsi32_si128(q->left));
+    __m256i even = _mm256_add_epi64(_mm256_mul_epi32(v, mult), nudge);
+    __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(v, 32), mult), nudge);
+    __m256i high = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+    __m256i rem = _mm256_and_si256(high, mask);
+    __m256i thr = _mm256_sub_epi32(_mm256_srli_epi32(mask, 1), _mm256_srai_epi32(high, 31));
+    __m256i res = _mm256_sra_epi32(high, _mm_cvtsi32_si128(q->right));
+    return _mm256_sub_epi32(res, _mm256_cmpgt_epi32(rem, thr));
+}
+
+static int32_t load_one(const uint8_t *p, int32_t flip) {
+    return (int32_t)(uint8_t)(*p ^ (uint8_t)flip);
+}
+
+static void vadd_range(void *arg, size_t begin, size_t end, uint32_t thread) {
+    const vadd_job *j = (const vadd_job *)arg;
+    (void)thread;
+    const __m128i flip = _mm_set1_epi8((char)j->flip);
+    const __m256i za = _mm256_set1_epi32(j->za), zb = _mm256_set1_epi32(j->zb);
+    const __m256i zo = _mm256_set1_epi32(j->zo);
+    const __m256i lo = _mm256_set1_epi32(j->lo), hi = _mm256_set1_epi32(j->hi);
+    const __m256i byte = _mm256_set1_epi32(0xFF);
+    size_t i = begin;
+    for (; i + 8 <= end; i += 8) {
+        __m128i ba = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(j->a + i)), flip);
+        __m128i bb = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(j->b + i)), flip);
+        __m256i va = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(ba), za), LEFT_SHIFT);
+        __m256i vb = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(bb), zb), LEFT_SHIFT);
+        va = requant(va, &j->ma);
+        vb = requant(vb, &j->mb);
+        __m256i raw = j->sub ? _mm256_sub_epi32(va, vb) : _mm256_add_epi32(va, vb);
+        __m256i q = _mm256_add_epi32(requant(raw, &j->mo), zo);
+        q = _mm256_and_si256(_mm256_min_epi32(_mm256_max_epi32(q, lo), hi), byte);
+        __m128i w16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        _mm_storel_epi64((__m128i *)(j->y + i), _mm_packus_epi16(w16, w16));
+    }
+    for (; i < end; i++) {
+        int32_t va = (int32_t)((uint32_t)(load_one(j->a + i, j->flip) - j->za) << LEFT_SHIFT);
+        int32_t vb = (int32_t)((uint32_t)(load_one(j->b + i, j->flip) - j->zb) << LEFT_SHIFT);
+        int32_t sva = ks__quant_mul(va, j->ma.mult, j->ma.shift);
+        int32_t svb = ks__quant_mul(vb, j->mb.mult, j->mb.shift);
+        int32_t q = ks__quant_mul(j->sub ? sva - svb : sva + svb, j->mo.mult, j->mo.shift) + j->zo;
+        q = q < j->lo ? j->lo : (q > j->hi ? j->hi : q);
+        j->y[i] = (uint8_t)q;
+    }
+}
+
+static int per_tensor_q8(const ks__rt_tensor *t, ks_dtype dtype) {
+    return t && t->dtype == dtype && t->quant && t->quant->count == 1 && t->quant->scales &&
+           t->quant->zero_points && t->quant->scales[0] > 0.0f;
+}
+
+/* Same dtype (U8 or I8) and per-tensor quantization everywhere, identical shapes, zero points
+ * inside the dtype. */
+static int describe(const ks__kernel_ctx *ctx, vadd_job *j) {
+    memset(j, 0, sizeof(*j));
+    if (ctx->num_inputs != 2 || ctx->num_outputs != 1) return -1;
+    const ks__rt_tensor *a = ctx->in[0], *b = ctx->in[1], *y = ctx->out[0];
+    if (!a || !b || !y || (a->dtype != KS_DTYPE_U8 && a->dtype != KS_DTYPE_I8)) return -1;
+    if (!per_tensor_q8(a, a->dtype) || !per_tensor_q8(b, a->dtype) || !per_tensor_q8(y, a->dtype))
+        return -1;
+    if (a->rank != y->rank || b->rank != y->rank) return -1;
+    for (int32_t d = 0; d < y->rank; d++)
+        if (a->dims[d] != y->dims[d] || b->dims[d] != y->dims[d]) return -1;
+    int32_t off = a->dtype == KS_DTYPE_I8 ? 128 : 0;
+    j->flip = off ? 0x80 : 0;
+    j->za = a->quant->zero_points[0] + off;
+    j->zb = b->quant->zero_points[0] + off;
+    j->zo = y->quant->zero_points[0];
+    if (j->za < 0 || j->za > 255 || j->zb < 0 || j->zb > 255 || j->zo + off < 0 ||
+        j->zo + off > 255)
+        return -1;
+    j->sub = ctx->node->op == KS_OP_SUB;
+    const float sa = a->quant->scales[0], sb = b->quant->scales[0], so = y->quant->scales[0];
+    const double twice_max = 2.0 * (double)(sa > sb ? sa : sb);
+    make_qmul((double)sa / twice_max, &j->ma);
+    make_qmul((double)sb / twice_max, &j->mb);
+    make_qmul(twice_max / ((double)(1 << LEFT_SHIFT) * (double)so), &j->mo);
+    ks__quant_act_range(ctx->node->ip[0], so, j->zo, y->dtype, &j->lo, &j->hi);
+    j->a = (const uint8_t *)a->data;
+    j->b = (const uint8_t *)b->data;
+    j->y = (uint8_t *)y->data;
+    return 0;
+}
+
+static double cost(const ks__kernel_ctx *ctx) {
+    vadd_job j;
+    if (describe(ctx, &j)) return -1.0;
+    return (double)ks__rt_numel(ctx->out[0]) / 8.0;
+}
+
+static ks_status plan(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
+    (void)ctx;
+    *packed_bytes_out = 0;
+    return KS_STATUS_OK;
+}
+
+static ks_status run(ks__kernel_ctx *ctx) {
+    vadd_job j;
+    if (describe(ctx, &j))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 add cannot run this node");
+    ks__parallel_for(ctx->pool, (size_t)ks__rt_numel(ctx->out[0]), 8192, vadd_range, &j);
+    return KS_STATUS_OK;
+}
+
+const ks__impl ks_q8_vadd__avx2 = {
+    "ks_q8_vadd__avx2", KS_OP_ADD, KS_ISA_AVX2, cost, plan, NULL, run};
+const ks__impl ks_q8_vsub__avx2 = {
+    "ks_q8_vsub__avx2", KS_OP_SUB, KS_ISA_AVX2, cost, plan, NULL, run};
