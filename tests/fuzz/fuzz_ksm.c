@@ -5,6 +5,11 @@
 #include "kestrel/engine.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+size_t ks__session_arena_bytes(const ks_session *s);
+
+/* A valid file may legitimately describe gigabytes of activations or hours of compute (a conv
+ * with a huge dilation or padding); only small plans are run so each input stays fast. */
+#define FUZZ_MAX_ARENA_BYTES (1u << 20)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ks_model *m = NULL;
@@ -27,7 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     ks_session *s = NULL;
     if (small && ks_session_create(m, NULL, &s) == KS_STATUS_OK &&
-        ks_session_reshape(s, NULL) == KS_STATUS_OK)
+        ks_session_reshape(s, NULL) == KS_STATUS_OK &&
+        ks__session_arena_bytes(s) <= FUZZ_MAX_ARENA_BYTES)
         (void)ks_session_run(s);
     ks_session_destroy(s);
     ks_model_destroy(m);

@@ -1,0 +1,199 @@
+/* ks_image_classifier: the bundle's graph (model_input -> infer -> cls_scores) on the upright
+ * RGB frame, then top-k with the labels the config names. */
+#include "kestrel/classify.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../segment/task_util.h"
+
+#define KS__CLS_CONFIG "classifier_config"
+#define KS__CLS_DEFAULT_BUNDLE "classifier_mobilenet_v2.ksb"
+#define KS__CLS_DEFAULT_RESULTS 5
+#define KS__CLS_MAX_RESULTS 1000
+
+struct ks_image_classifier {
+    ks__object obj; /* first: ks_last_error(classifier) */
+    ks_image_classifier_desc desc;
+    ks_bundle *bundle;
+    ks_pipeline *pipeline;
+    ks__labels labels;
+    int32_t label_offset; /* outputs below this index (e.g. background) are not reported */
+    int32_t out_scores;
+};
+
+typedef struct cls_result {
+    ks_classifications pub;
+    const ks_allocator *alloc;
+} cls_result;
+
+void ks_image_classifier_destroy(ks_image_classifier *c) {
+    if (!c) return;
+    ks_pipeline_destroy(c->pipeline);
+    ks__taskutil_labels_free(c->desc.task.allocator, &c->labels);
+    ks_bundle_destroy(c->bundle);
+    ks__taskutil_free(c->desc.task.allocator, c);
+}
+
+ks_status ks_image_classifier_create(const ks_image_classifier_desc *desc,
+                                     ks_image_classifier **out) {
+    ks_image_classifier_desc dd = {0};
+    if (desc) dd = *desc;
+    const ks_task_options *t = &dd.task;
+    char err[512] = "";
+    ks_image_classifier *c = NULL;
+    cJSON *cfg = NULL;
+    ks_status st = KS_STATUS_INVALID_ARGUMENT;
+    if (!out || (unsigned)t->mode >= KS_MODE_COUNT || (unsigned)t->rotation >= KS_ROTATION_COUNT ||
+        t->num_threads < 0 || !(t->min_score >= 0.0f && t->min_score <= 1.0f) ||
+        t->max_results < 0 || t->max_results > KS__CLS_MAX_RESULTS) {
+        ks__object_error(NULL,
+                         "ks_image_classifier_create: bad desc (out %p, mode %d, rotation %d, "
+                         "num_threads %d, min_score %g, max_results %d (0..%d))",
+                         (void *)out, (int)t->mode, (int)t->rotation, (int)t->num_threads,
+                         (double)t->min_score, (int)t->max_results, KS__CLS_MAX_RESULTS);
+        return st;
+    }
+    st = ks__cls_register_nodes();
+    if (st) {
+        ks__object_error(NULL, "ks_image_classifier_create: %s", ks_last_error(NULL));
+        return st;
+    }
+    c = ks__taskutil_alloc(t->allocator, sizeof(*c));
+    if (!c) {
+        ks__object_error(NULL, "ks_image_classifier_create: out of memory");
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    memset(c, 0, sizeof(*c));
+    c->obj.magic = KS__OBJECT_MAGIC;
+    c->desc = dd;
+    st = ks__taskutil_open_bundle(t, KS__CLS_DEFAULT_BUNDLE, &c->bundle, err, sizeof(err));
+    if (st) goto error;
+    st = ks__taskutil_config(c->bundle, KS__CLS_CONFIG, &cfg, err, sizeof(err));
+    if (st) goto error;
+    const char *labels = NULL;
+    double offset = 0;
+    st = ks__cfg_string(cfg, "labels", NULL, &labels, err, sizeof(err));
+    if (!st) st = ks__cfg_number(cfg, "label_offset", 0, &offset, err, sizeof(err));
+    if (!st)
+        st = ks__taskutil_labels(t->allocator, c->bundle, labels, &c->labels, err, sizeof(err));
+    if (st) goto error;
+    if (!(offset >= 0 && offset <= 16)) {
+        snprintf(err, sizeof(err), "config '%s': label_offset %g must be in 0..16", KS__CLS_CONFIG,
+                 offset);
+        st = KS_STATUS_INVALID_MODEL;
+        goto error;
+    }
+    c->label_offset = (int32_t)offset;
+    ks_pipeline_desc pd = {.allocator = t->allocator, .num_threads = t->num_threads};
+    st = ks_pipeline_create_bundle(c->bundle, &pd, &c->pipeline);
+    if (st) {
+        snprintf(err, sizeof(err), "%s", ks_last_error(NULL));
+        goto error;
+    }
+    c->out_scores = ks_pipeline_output_index(c->pipeline, "scores");
+    if (ks_pipeline_num_inputs(c->pipeline) != 1 || c->out_scores < 0 ||
+        ks_pipeline_num_outputs(c->pipeline) > 8) {
+        snprintf(err, sizeof(err),
+                 "graph must take one image input and output stream 'scores' (at most 8 outputs)");
+        st = KS_STATUS_INVALID_MODEL;
+        goto error;
+    }
+    cJSON_Delete(cfg);
+    *out = c;
+    return KS_STATUS_OK;
+error:
+    cJSON_Delete(cfg);
+    ks__object_error(NULL, "ks_image_classifier_create: %s", err);
+    ks_image_classifier_destroy(c);
+    return st;
+}
+
+/* Labels files either list the skipped classes too (imagenet_labels.txt starts with
+ * "background", one line per model output) or start at the first reported class. */
+static const char *label_for(const ks_image_classifier *c, size_t class_index, size_t n) {
+    size_t first = (size_t)c->label_offset;
+    size_t li = c->labels.count + first > n ? class_index : class_index - first;
+    return li < c->labels.count ? c->labels.names[li] : "";
+}
+
+void ks_classifications_release(ks_classifications *r) {
+    if (!r) return;
+    cls_result *cr = (cls_result *)r;
+    ks__taskutil_free(cr->alloc, cr);
+}
+
+ks_status ks_image_classify(ks_image_classifier *c, const ks_image *image, int64_t timestamp_us,
+                            ks_classifications **out) {
+    if (!c || !out) {
+        ks__object_error(c ? &c->obj : NULL, "ks_image_classify: %s is NULL",
+                         c ? "out" : "classifier");
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    const ks_allocator *alloc = c->desc.task.allocator;
+    char err[512] = "";
+    ks_packet *frame = NULL, *outs[8] = {NULL};
+    ks_status st = ks__taskutil_upright_packet(alloc, image, c->desc.task.rotation,
+                                               c->desc.task.mirror, &frame, err, sizeof(err));
+    if (st) {
+        ks__object_error(&c->obj, "ks_image_classify: %s", err);
+        return st;
+    }
+    /* Classification keeps no state across frames: any timestamp order is fine. */
+    ks_pipeline_reset(c->pipeline);
+    uint32_t num_out = ks_pipeline_num_outputs(c->pipeline);
+    const ks_packet *in[1] = {frame};
+    st = ks_pipeline_process(c->pipeline, in, timestamp_us, outs);
+    ks_packet_release(frame);
+    if (st) {
+        ks__object_error(&c->obj, "ks_image_classify: %s", ks_last_error(c->pipeline));
+        return st;
+    }
+    const ks_tensor *scores = ks_packet_tensor(outs[c->out_scores]);
+    size_t n = scores ? scores->size_bytes / sizeof(float) : 0;
+    const float *p = scores ? scores->data : NULL;
+    uint32_t k =
+        c->desc.task.max_results ? (uint32_t)c->desc.task.max_results : KS__CLS_DEFAULT_RESULTS;
+    size_t first = (size_t)c->label_offset;
+    size_t avail = n > first ? n - first : 0;
+    if (k > avail) k = (uint32_t)avail;
+    /* Partial selection sort: k is small (<= 1000) and runs once per image. */
+    size_t label_bytes = 0;
+    uint32_t idx[KS__CLS_MAX_RESULTS];
+    uint32_t count = 0;
+    for (; count < k; count++) {
+        size_t best = SIZE_MAX;
+        for (size_t i = first; i < n; i++) {
+            int taken = 0;
+            for (uint32_t j = 0; j < count && !taken; j++)
+                taken = idx[j] == i;
+            if (!taken && (best == SIZE_MAX || p[i] > p[best])) best = i;
+        }
+        if (best == SIZE_MAX || p[best] < c->desc.task.min_score) break;
+        idx[count] = (uint32_t)best;
+        label_bytes += strlen(label_for(c, best, n)) + 1;
+    }
+    cls_result *r =
+        ks__taskutil_alloc(alloc, sizeof(*r) + count * sizeof(ks_class_score) + label_bytes + 1);
+    if (!r) {
+        ks__object_error(&c->obj, "ks_image_classify: out of memory");
+        st = KS_STATUS_OUT_OF_MEMORY;
+        goto done;
+    }
+    r->alloc = alloc;
+    ks_class_score *items = (ks_class_score *)(r + 1);
+    char *text = (char *)(items + count);
+    for (uint32_t j = 0; j < count; j++) {
+        const char *name = label_for(c, idx[j], n);
+        size_t len = strlen(name);
+        memcpy(text, name, len + 1);
+        items[j] = (ks_class_score){.class_id = (int32_t)idx[j], .label = text, .score = p[idx[j]]};
+        text += len + 1;
+    }
+    r->pub = (ks_classifications){.count = count, .items = items};
+    *out = &r->pub;
+done:
+    for (uint32_t i = 0; i < num_out && i < 8; i++)
+        ks_packet_release(outs[i]);
+    return st;
+}

@@ -1,0 +1,185 @@
+/* ks_object_detector: the bundle's graph (model_input -> infer -> det_decode) on the upright
+ * RGB frame; labels come from the bundle entry its config names. */
+#include "kestrel/detect.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../segment/task_util.h"
+
+#define KS__DET_CONFIG "detector_config"
+#define KS__DET_DEFAULT_BUNDLE "object_detector_yolox.ksb"
+
+struct ks_object_detector {
+    ks__object obj; /* first: ks_last_error(detector) */
+    ks_object_detector_desc desc;
+    ks_bundle *bundle;
+    ks_pipeline *pipeline;
+    ks__labels labels;
+    int32_t out_dets, out_tracks;
+};
+
+typedef struct det_result {
+    ks_detected_objects pub;
+    const ks_allocator *alloc;
+} det_result;
+
+void ks_object_detector_destroy(ks_object_detector *d) {
+    if (!d) return;
+    ks_pipeline_destroy(d->pipeline);
+    ks__taskutil_labels_free(d->desc.task.allocator, &d->labels);
+    ks_bundle_destroy(d->bundle);
+    ks__taskutil_free(d->desc.task.allocator, d);
+}
+
+ks_status ks_object_detector_create(const ks_object_detector_desc *desc, ks_object_detector **out) {
+    ks_object_detector_desc dd = {0};
+    if (desc) dd = *desc;
+    const ks_task_options *t = &dd.task;
+    char err[512] = "";
+    ks_object_detector *d = NULL;
+    cJSON *cfg = NULL;
+    ks_status st = KS_STATUS_INVALID_ARGUMENT;
+    if (!out || (unsigned)t->mode >= KS_MODE_COUNT || (unsigned)t->rotation >= KS_ROTATION_COUNT ||
+        t->num_threads < 0 || !(t->min_score >= 0.0f && t->min_score <= 1.0f) ||
+        t->max_results < 0 || t->max_results > 1000) {
+        ks__object_error(NULL,
+                         "ks_object_detector_create: bad desc (out %p, mode %d, rotation %d, "
+                         "num_threads %d, min_score %g, max_results %d (0..1000))",
+                         (void *)out, (int)t->mode, (int)t->rotation, (int)t->num_threads,
+                         (double)t->min_score, (int)t->max_results);
+        return st;
+    }
+    st = ks__det_register_nodes();
+    if (st) {
+        ks__object_error(NULL, "ks_object_detector_create: %s", ks_last_error(NULL));
+        return st;
+    }
+    d = ks__taskutil_alloc(t->allocator, sizeof(*d));
+    if (!d) {
+        ks__object_error(NULL, "ks_object_detector_create: out of memory");
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    memset(d, 0, sizeof(*d));
+    d->obj.magic = KS__OBJECT_MAGIC;
+    d->desc = dd;
+    st = ks__taskutil_open_bundle(t, KS__DET_DEFAULT_BUNDLE, &d->bundle, err, sizeof(err));
+    if (st) goto error;
+    st = ks__taskutil_config(d->bundle, KS__DET_CONFIG, &cfg, err, sizeof(err));
+    if (st) goto error;
+    const char *labels = NULL;
+    st = ks__cfg_string(cfg, "labels", NULL, &labels, err, sizeof(err));
+    if (!st)
+        st = ks__taskutil_labels(t->allocator, d->bundle, labels, &d->labels, err, sizeof(err));
+    if (st) goto error;
+    char score[32], maxr[32];
+    snprintf(score, sizeof(score), "%.6g", (double)t->min_score);
+    snprintf(maxr, sizeof(maxr), "%d", (int)t->max_results);
+    ks_side_param side[] = {{"min_score", score},
+                            {"max_results", maxr},
+                            {"track", t->mode == KS_MODE_VIDEO ? "true" : "false"}};
+    ks_pipeline_desc pd = {.allocator = t->allocator,
+                           .side_params = side,
+                           .num_side_params = 3,
+                           .num_threads = t->num_threads};
+    st = ks_pipeline_create_bundle(d->bundle, &pd, &d->pipeline);
+    if (st) {
+        snprintf(err, sizeof(err), "%s", ks_last_error(NULL));
+        goto error;
+    }
+    d->out_dets = ks_pipeline_output_index(d->pipeline, "detections");
+    d->out_tracks = ks_pipeline_output_index(d->pipeline, "track_ids");
+    if (ks_pipeline_num_inputs(d->pipeline) != 1 || d->out_dets < 0 ||
+        ks_pipeline_num_outputs(d->pipeline) > 8) {
+        snprintf(err, sizeof(err),
+                 "graph must take one image input and output stream 'detections' (at most 8 "
+                 "outputs)");
+        st = KS_STATUS_INVALID_MODEL;
+        goto error;
+    }
+    cJSON_Delete(cfg);
+    *out = d;
+    return KS_STATUS_OK;
+error:
+    cJSON_Delete(cfg);
+    ks__object_error(NULL, "ks_object_detector_create: %s", err);
+    ks_object_detector_destroy(d);
+    return st;
+}
+
+void ks_detected_objects_release(ks_detected_objects *o) {
+    if (!o) return;
+    det_result *r = (det_result *)o;
+    ks__taskutil_free(r->alloc, r);
+}
+
+ks_status ks_object_detect(ks_object_detector *d, const ks_image *image, int64_t timestamp_us,
+                           ks_detected_objects **out) {
+    if (!d || !out) {
+        ks__object_error(d ? &d->obj : NULL, "ks_object_detect: %s is NULL",
+                         d ? "out" : "detector");
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    const ks_allocator *alloc = d->desc.task.allocator;
+    char err[512] = "";
+    ks_packet *frame = NULL, *outs[8] = {NULL};
+    ks_status st = ks__taskutil_upright_packet(alloc, image, d->desc.task.rotation,
+                                               d->desc.task.mirror, &frame, err, sizeof(err));
+    if (st) {
+        ks__object_error(&d->obj, "ks_object_detect: %s", err);
+        return st;
+    }
+    const ks_packet_image *up = ks_packet_image_view(frame);
+    float w = (float)up->width_px, h = (float)up->height_px;
+    if (d->desc.task.mode == KS_MODE_IMAGE) ks_pipeline_reset(d->pipeline);
+    uint32_t num_out = ks_pipeline_num_outputs(d->pipeline);
+    const ks_packet *in[1] = {frame};
+    st = ks_pipeline_process(d->pipeline, in, timestamp_us, outs);
+    ks_packet_release(frame);
+    if (st) {
+        ks__object_error(&d->obj, "ks_object_detect: %s", ks_last_error(d->pipeline));
+        return st;
+    }
+    const ks_packet_detections *det = ks_packet_detections_view(outs[d->out_dets]);
+    const ks_tensor *tracks = d->out_tracks >= 0 ? ks_packet_tensor(outs[d->out_tracks]) : NULL;
+    uint32_t n = det ? det->num_detections : 0;
+    size_t label_bytes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int32_t c = det->class_ids[i];
+        label_bytes +=
+            (c >= 0 && (uint32_t)c < d->labels.count ? strlen(d->labels.names[c]) : 0) + 1;
+    }
+    det_result *r = ks__taskutil_alloc(alloc, sizeof(det_result) + n * sizeof(ks_detected_object) +
+                                                  label_bytes);
+    if (!r) {
+        ks__object_error(&d->obj, "ks_object_detect: out of memory for %u objects", (unsigned)n);
+        st = KS_STATUS_OUT_OF_MEMORY;
+        goto done;
+    }
+    r->alloc = alloc;
+    ks_detected_object *items = (ks_detected_object *)(r + 1);
+    char *text = (char *)(items + n);
+    for (uint32_t i = 0; i < n; i++) {
+        const float *b = det->boxes + 4 * i;
+        int32_t c = det->class_ids[i];
+        const char *name = c >= 0 && (uint32_t)c < d->labels.count ? d->labels.names[c] : "";
+        size_t len = strlen(name);
+        memcpy(text, name, len + 1);
+        items[i] =
+            (ks_detected_object){.box = {b[0] * w, b[1] * h, (b[2] - b[0]) * w, (b[3] - b[1]) * h},
+                                 .class_id = c,
+                                 .label = text,
+                                 .score = det->scores[i],
+                                 .track_id = -1};
+        if (tracks && tracks->info.dtype == KS_DTYPE_I32 &&
+            tracks->size_bytes >= (i + 1) * sizeof(int32_t))
+            items[i].track_id = ((const int32_t *)tracks->data)[i];
+        text += len + 1;
+    }
+    r->pub = (ks_detected_objects){.count = n, .items = items};
+    *out = &r->pub;
+done:
+    for (uint32_t i = 0; i < num_out && i < 8; i++)
+        ks_packet_release(outs[i]);
+    return st;
+}

@@ -1,0 +1,164 @@
+/* Segmentation nodes.
+ *
+ * seg_mask: model output tensor [1, h, w, 1] (person probability, already through the model's
+ * sigmoid) + the frame image -> f32 mask at the image's size. With option `smoothing` in (0, 1)
+ * it blends each frame with the previous one the way MediaPipe's SegmentationSmoothingCalculator
+ * does (ks__mask_smooth). Smoothing runs at model resolution, before upsampling: the blend is
+ * per pixel and the upsampling is linear, so this costs h*w instead of the image's pixel count
+ * and differs from smoothing after upsampling only at edges between uncertain pixels. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "task_util.h"
+#include "tracking.h"
+
+typedef struct seg_mask_state {
+    float smoothing; /* combine-with-previous ratio; 0: off */
+    float *prev;     /* previous smoothed mask at model resolution, or NULL */
+    int32_t prev_w, prev_h;
+    size_t cap_px; /* capacity of prev */
+    const ks_allocator *alloc;
+} seg_mask_state;
+
+static void seg_mask_destroy(void *state, const ks_allocator *a) {
+    seg_mask_state *s = state;
+    if (!s) return;
+    ks__taskutil_free(a, s->prev);
+    ks__taskutil_free(a, s);
+}
+
+static ks_status seg_mask_create(const ks_node_init *init, void **state_out) {
+    double ratio = 0.0;
+    ks_status st = ks_node_options_float(init->options, "smoothing", 0.0, &ratio);
+    if (st) return st;
+    if (!(ratio >= 0.0 && ratio < 1.0)) {
+        snprintf(init->error, init->error_cap, "option 'smoothing' is %g; it must be in [0, 1)",
+                 ratio);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    seg_mask_state *s = ks__taskutil_alloc(init->allocator, sizeof(*s));
+    if (!s) return KS_STATUS_OUT_OF_MEMORY;
+    memset(s, 0, sizeof(*s));
+    s->smoothing = (float)ratio;
+    s->alloc = init->allocator;
+    *state_out = s;
+    return KS_STATUS_OK;
+}
+
+static void seg_mask_reset(void *state) {
+    seg_mask_state *s = state;
+    s->prev_w = s->prev_h = 0; /* buffers stay; the next frame starts fresh */
+}
+
+/* Bilinear resize with pixel-centre alignment and edge clamping (OpenCV INTER_LINEAR). */
+static void resize_bilinear(const float *src, int32_t sw, int32_t sh, float *dst, int32_t dw,
+                            int32_t dh) {
+    float sx = (float)sw / (float)dw, sy = (float)sh / (float)dh;
+    for (int32_t y = 0; y < dh; y++) {
+        float fy = ((float)y + 0.5f) * sy - 0.5f;
+        if (fy < 0.0f) fy = 0.0f;
+        int32_t y0 = (int32_t)fy;
+        if (y0 > sh - 1) y0 = sh - 1;
+        int32_t y1 = y0 + 1 < sh ? y0 + 1 : sh - 1;
+        float wy = fy - (float)y0;
+        if (wy > 1.0f) wy = 1.0f;
+        const float *r0 = src + (size_t)y0 * (size_t)sw, *r1 = src + (size_t)y1 * (size_t)sw;
+        float *out = dst + (size_t)y * (size_t)dw;
+        for (int32_t x = 0; x < dw; x++) {
+            float fx = ((float)x + 0.5f) * sx - 0.5f;
+            if (fx < 0.0f) fx = 0.0f;
+            int32_t x0 = (int32_t)fx;
+            if (x0 > sw - 1) x0 = sw - 1;
+            int32_t x1 = x0 + 1 < sw ? x0 + 1 : sw - 1;
+            float wx = fx - (float)x0;
+            if (wx > 1.0f) wx = 1.0f;
+            float top = r0[x0] + (r0[x1] - r0[x0]) * wx;
+            float bot = r1[x0] + (r1[x1] - r1[x0]) * wx;
+            out[x] = top + (bot - top) * wy;
+        }
+    }
+}
+
+static ks_status seg_mask_process(void *state, ks_node_ctx *ctx) {
+    seg_mask_state *s = state;
+    const ks_tensor *t = ks_packet_tensor(ks_node_input(ctx, 0));
+    const ks_packet_image *img = ks_packet_image_view(ks_node_input(ctx, 1));
+    const ks_tensor_shape *sh = &t->info.shape;
+    /* Accept [1, h, w, 1], [1, h, w] and [h, w]. */
+    int64_t h = 0, w = 0, c = 1;
+    if (sh->rank == 4 && sh->dims[0] == 1) {
+        h = sh->dims[1];
+        w = sh->dims[2];
+        c = sh->dims[3];
+    } else if (sh->rank == 3 && sh->dims[0] == 1) {
+        h = sh->dims[1];
+        w = sh->dims[2];
+    } else if (sh->rank == 2) {
+        h = sh->dims[0];
+        w = sh->dims[1];
+    }
+    if (t->info.dtype != KS_DTYPE_F32 || c != 1 || h < 1 || w < 1 || h > 4096 || w > 4096 ||
+        t->size_bytes != (size_t)(h * w) * sizeof(float))
+        return ks_node_fail(ctx, KS_STATUS_INVALID_SHAPE,
+                            "mask tensor must be f32 [1, h, w, 1] with h, w in 1..4096 (rank %d, "
+                            "dtype %s, %zu bytes)",
+                            (int)sh->rank, ks_dtype_string(t->info.dtype), t->size_bytes);
+    const float *src = t->data;
+    size_t n = (size_t)(h * w);
+    if (s->smoothing > 0.0f) {
+        if (s->cap_px < n) {
+            /* Grows only when the model's output size changes (never for a fixed model). */
+            ks__taskutil_free(s->alloc, s->prev);
+            s->prev = ks__taskutil_alloc(s->alloc, n * sizeof(float));
+            s->prev_w = s->prev_h = 0;
+            s->cap_px = s->prev ? n : 0;
+            if (!s->prev) return ks_node_fail(ctx, KS_STATUS_OUT_OF_MEMORY, "mask history");
+        }
+        int have_prev = s->prev_w == (int32_t)w && s->prev_h == (int32_t)h;
+        ks__mask_smooth(src, have_prev ? s->prev : NULL, s->prev, n, s->smoothing);
+        s->prev_w = (int32_t)w;
+        s->prev_h = (int32_t)h;
+        src = s->prev;
+    }
+    ks_packet *out = NULL;
+    ks_status st = ks_packet_create_mask(ks_node_allocator(ctx),
+                                         &(ks_packet_mask){.dtype = KS_DTYPE_F32,
+                                                           .width_px = img->width_px,
+                                                           .height_px = img->height_px,
+                                                           .stride_bytes = 0,
+                                                           .data = NULL},
+                                         &out);
+    if (st)
+        return ks_node_fail(ctx, st, "cannot allocate a %d x %d mask", (int)img->width_px,
+                            (int)img->height_px);
+    size_t size_bytes = 0;
+    float *dst = ks_packet_mutable_data(out, &size_bytes);
+    resize_bilinear(src, (int32_t)w, (int32_t)h, dst, img->width_px, img->height_px);
+    /* The model's sigmoid already bounds values; clamp what bilinear rounding may push out. */
+    size_t num_px = (size_t)img->width_px * (size_t)img->height_px;
+    for (size_t i = 0; i < num_px; i++) {
+        float v = dst[i];
+        dst[i] = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : (v == v ? v : 0.0f));
+    }
+    return ks_node_output(ctx, 0, out);
+}
+
+static const ks_port seg_mask_in[] = {{"tensor", KS_PACKET_TENSOR, KS_PACKET_ANY, 0, -1},
+                                      {"image", KS_PACKET_IMAGE, KS_PACKET_ANY, 0, -1}};
+static const ks_port seg_mask_out[] = {{"mask", KS_PACKET_MASK, KS_PACKET_ANY, 0, -1}};
+
+static const ks_node_type seg_mask_type = {"seg_mask",
+                                           2,
+                                           1,
+                                           seg_mask_in,
+                                           seg_mask_out,
+                                           seg_mask_create,
+                                           seg_mask_process,
+                                           NULL,
+                                           seg_mask_reset,
+                                           seg_mask_destroy};
+
+ks_status ks__seg_register_nodes(void) {
+    return ks__taskutil_register(&seg_mask_type);
+}

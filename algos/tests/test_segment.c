@@ -1,0 +1,168 @@
+/* Selfie segmentation task on real images: the mask covers the astronaut and not the wall, both
+ * models, VIDEO smoothing and timestamps, rotation geometry, u8 output, bad inputs. Exits 77
+ * (skip) when the bundles were not built (models not fetched). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "image_io.h"
+#include "kestrel/segment.h"
+
+#define ASTRONAUT KS_SOURCE_DIR "/models/images/skimage_astronaut.png"
+
+static ks_image_buf g_img;
+
+static float at(const ks_segmentation *m, int x, int y) {
+    return m->mask[(size_t)y * (size_t)m->width_px + (size_t)x];
+}
+
+static ks_segmentation *run(const ks_segmenter_desc *desc, const ks_image *img) {
+    ks_segmenter *s = NULL;
+    if (ks_segmenter_create(desc, &s)) fail_msg("%s", ks_last_error(NULL));
+    ks_segmentation *m = NULL;
+    if (ks_segment(s, img, 0, &m)) fail_msg("%s", ks_last_error(s));
+    ks_segmenter_destroy(s);
+    return m;
+}
+
+static void test_astronaut_general(void **state) {
+    (void)state;
+    ks_segmenter_desc d = {.output_u8 = 1};
+    ks_segmentation *m = run(&d, &g_img.image);
+    assert_int_equal(m->width_px, 512);
+    assert_int_equal(m->height_px, 512);
+    /* Face, chest and suit are person; the wall above the shoulders on the right is not. */
+    assert_true(at(m, 225, 120) > 0.9f);
+    assert_true(at(m, 200, 300) > 0.9f);
+    assert_true(at(m, 470, 60) < 0.1f);
+    assert_true(at(m, 30, 20) < 0.1f);
+    assert_true(m->person_fraction > 0.3f && m->person_fraction < 0.8f);
+    assert_non_null(m->mask_u8);
+    assert_int_equal(m->mask_u8[120 * 512 + 225], (uint8_t)(at(m, 225, 120) * 255.0f + 0.5f));
+    ks_segmentation_release(m);
+}
+
+static void test_astronaut_landscape(void **state) {
+    (void)state;
+    ks_segmenter_desc d = {.model = KS_SEGMENTER_LANDSCAPE};
+    ks_segmentation *m = run(&d, &g_img.image);
+    assert_null(m->mask_u8);
+    assert_true(at(m, 225, 120) > 0.8f);
+    assert_true(at(m, 470, 60) < 0.2f);
+    ks_segmentation_release(m);
+}
+
+/* A frame stored rotated 90 degrees clockwise, declared as such, gives the upright mask. */
+static void test_rotation_undone(void **state) {
+    (void)state;
+    const ks_image *up = &g_img.image;
+    int w = up->width_px, h = up->height_px, bpp = up->format == KS_PIXEL_FORMAT_RGBA ? 4 : 3;
+    /* The sensor frame: upright rotated 90 degrees counter-clockwise, so turning it clockwise
+     * by 90 (KS_ROTATION_90) restores the upright image. */
+    uint8_t *rot = malloc((size_t)w * (size_t)h * 3);
+    assert_non_null(rot);
+    const uint8_t *src = up->planes[0];
+    int stride = up->stride_bytes[0] ? up->stride_bytes[0] : w * bpp;
+    for (int y = 0; y < w; y++)     /* rotated image is h wide, w tall */
+        for (int x = 0; x < h; x++) /* rotated (x, y) = upright (w - 1 - y, x) */
+            memcpy(rot + ((size_t)y * (size_t)h + (size_t)x) * 3,
+                   src + (size_t)x * (size_t)stride + (size_t)(w - 1 - y) * (size_t)bpp, 3);
+    ks_image ri = {.format = KS_PIXEL_FORMAT_RGB,
+                   .width_px = h,
+                   .height_px = w,
+                   .planes = {rot},
+                   .stride_bytes = {h * 3}};
+    ks_segmentation *a = run(&(ks_segmenter_desc){0}, up);
+    ks_segmentation *b = run(&(ks_segmenter_desc){.task = {.rotation = KS_ROTATION_90}}, &ri);
+    assert_int_equal(b->width_px, w);
+    assert_int_equal(b->height_px, h);
+    double diff = 0.0;
+    for (size_t i = 0; i < (size_t)w * (size_t)h; i++)
+        diff += a->mask[i] > b->mask[i] ? a->mask[i] - b->mask[i] : b->mask[i] - a->mask[i];
+    assert_true(diff / ((double)w * h) < 1e-4);
+    ks_segmentation_release(a);
+    ks_segmentation_release(b);
+    free(rot);
+}
+
+static void test_video_smoothing_and_timestamps(void **state) {
+    (void)state;
+    ks_segmenter *s = NULL;
+    assert_int_equal(ks_segmenter_create(&(ks_segmenter_desc){.task = {.mode = KS_MODE_VIDEO}}, &s),
+                     KS_STATUS_OK);
+    ks_segmentation *m = NULL;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(ks_segment(s, &g_img.image, 1000 + 33333 * i, &m), KS_STATUS_OK);
+        assert_true(at(m, 225, 120) > 0.9f);
+        ks_segmentation_release(m);
+        m = NULL;
+    }
+    /* Time must move forward in a stream. */
+    assert_int_equal(ks_segment(s, &g_img.image, 10, &m), KS_STATUS_INVALID_STATE);
+    assert_null(m);
+    assert_non_null(strstr(ks_last_error(s), "ks_segment"));
+    ks_segmenter_destroy(s);
+}
+
+static void test_bad_inputs(void **state) {
+    (void)state;
+    ks_segmenter *s = NULL;
+    assert_int_equal(ks_segmenter_create(&(ks_segmenter_desc){.model = 7}, &s),
+                     KS_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(
+        ks_segmenter_create(&(ks_segmenter_desc){.task = {.model_path = "/nonexistent/x.ksb"}}, &s),
+        KS_STATUS_IO_ERROR);
+    assert_non_null(strstr(ks_last_error(NULL), "/nonexistent/x.ksb"));
+    assert_null(s);
+    assert_int_equal(ks_segmenter_create(NULL, NULL), KS_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(ks_segmenter_create(NULL, &s), KS_STATUS_OK);
+    ks_segmentation *m = NULL;
+    assert_int_equal(ks_segment(s, NULL, 0, &m), KS_STATUS_INVALID_ARGUMENT);
+    ks_image empty = g_img.image;
+    empty.width_px = 0;
+    assert_int_equal(ks_segment(s, &empty, 0, &m), KS_STATUS_INVALID_ARGUMENT);
+    ks_image huge = g_img.image;
+    huge.width_px = 1 << 20;
+    assert_int_equal(ks_segment(s, &huge, 0, &m), KS_STATUS_LIMIT_EXCEEDED);
+    ks_image bad_stride = g_img.image;
+    bad_stride.stride_bytes[0] = 5;
+    assert_int_not_equal(ks_segment(s, &bad_stride, 0, &m), KS_STATUS_OK);
+    assert_int_equal(ks_segment(s, &g_img.image, 0, NULL), KS_STATUS_INVALID_ARGUMENT);
+    assert_null(m);
+    ks_segmenter_destroy(s);
+    ks_segmenter_destroy(NULL);
+    ks_segmentation_release(NULL);
+}
+
+int main(void) {
+    if (access(KS_BUNDLES_DIR "/selfie_segmenter.ksb", R_OK) != 0 ||
+        access(KS_BUNDLES_DIR "/selfie_segmenter_landscape.ksb", R_OK) != 0 ||
+        access(ASTRONAUT, R_OK) != 0) {
+        printf("test_segment: skipped: bundles in " KS_BUNDLES_DIR " or " ASTRONAUT
+               " missing (run scripts/setup, build ks_bundles)\n");
+        return 77;
+    }
+    ks_set_models_dir(KS_BUNDLES_DIR);
+    char err[256];
+    if (ks_image_load(ASTRONAUT, 0, &g_img, err, sizeof(err))) {
+        printf("%s\n", err);
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_astronaut_general),
+        cmocka_unit_test(test_astronaut_landscape),
+        cmocka_unit_test(test_rotation_undone),
+        cmocka_unit_test(test_video_smoothing_and_timestamps),
+        cmocka_unit_test(test_bad_inputs),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    ks_image_buf_free(&g_img);
+    return rc;
+}
