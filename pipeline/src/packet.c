@@ -188,10 +188,11 @@ ks_status ks_packet_create_detections(const ks_allocator *allocator, const ks_pa
     ks_packet *p = NULL;
     ks_status st = packet_new(allocator, KS_PACKET_DETECTIONS, total, 0, &p);
     if (st) return st;
-    float *boxes = p->payload;
-    float *scores = boxes + n * 4;
-    float *kps = scores + n;
-    int32_t *ids = (int32_t *)(kps + kp);
+    /* an empty list has no payload: no pointer arithmetic on NULL */
+    float *boxes = total ? p->payload : NULL;
+    float *scores = boxes ? boxes + n * 4 : NULL;
+    float *kps = scores ? scores + n : NULL;
+    int32_t *ids = kps ? (int32_t *)(kps + kp) : NULL;
     if (n) {
         memcpy(boxes, d->boxes, n * 4 * sizeof(float));
         memcpy(scores, d->scores, n * sizeof(float));
