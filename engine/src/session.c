@@ -17,9 +17,11 @@
 
 #include "../backends/cpu/impl.h"
 #include "model.h"
+#include "tune.h"
 
 #define KS_MAX_TENSOR_BYTES (UINT64_C(1) << 32)
 #define KS_FOLD_MAX_BYTES (UINT64_C(1) << 24)
+#define KS_DEFAULT_MAX_MEMORY_BYTES ((size_t)2 << 30)
 
 enum { T_UNUSED = 0, T_CONST, T_KNOWN, T_ARENA };
 
@@ -29,6 +31,7 @@ struct ks_session {
     const ks__graph *g;
     ks_allocator alloc;
     uint32_t flags;
+    size_t max_memory_bytes;
     const ks__kernel_table *kernels;
 
     ks__rt_tensor *rt;     /* per tensor */
@@ -55,6 +58,7 @@ struct ks_session {
     const ks__impl **impl; /* per node; NULL: reference kernel */
     void **packed;         /* per node, freed at the next reshape */
     size_t *packed_bytes;
+    ks__tuner *tuner; /* NULL: tuning off (tune.h) */
 
     ks_profile_fn prof;
     void *prof_user;
@@ -97,6 +101,7 @@ void ks_session_destroy(ks_session *s) {
     ks__free(&a, s->impl);
     ks__free(&a, s->packed);
     ks__free(&a, s->packed_bytes);
+    ks__tuner_destroy(s->tuner);
     ks__pool_destroy(s->pool);
     s->obj.magic = 0;
     ks__free(&a, s);
@@ -113,11 +118,12 @@ ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
         return KS_STATUS_INVALID_ARGUMENT;
     }
     if (desc && (desc->num_threads < 0 || desc->precision >= KS_PRECISION_COUNT ||
-                 (desc->flags & ~KS_SESSION_KEEP_ALL_TENSORS))) {
+                 (desc->flags & ~KS_SESSION_KEEP_ALL_TENSORS) || (int)desc->tune < 0 ||
+                 desc->tune >= KS_TUNE_COUNT)) {
         ks__object_error(NULL,
                          "ks_session_create: invalid desc (num_threads %d, precision %d, "
-                         "flags 0x%x)",
-                         desc->num_threads, (int)desc->precision, desc->flags);
+                         "flags 0x%x, tune %d)",
+                         desc->num_threads, (int)desc->precision, desc->flags, (int)desc->tune);
         return KS_STATUS_INVALID_ARGUMENT;
     }
     ks_allocator a =
@@ -133,6 +139,8 @@ ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
     s->model = model;
     s->g = &model->graph;
     s->flags = desc ? desc->flags : 0;
+    s->max_memory_bytes =
+        desc && desc->max_memory_bytes ? desc->max_memory_bytes : KS_DEFAULT_MAX_MEMORY_BYTES;
     s->kernels = ks__ref_kernels();
 
     const ks__graph *g = s->g;
@@ -168,6 +176,13 @@ ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
     if (s->num_threads > 1 && ks__pool_create(&a, s->num_threads, &s->pool) != KS_STATUS_OK) {
         ks_session_destroy(s);
         ks__object_error(NULL, "cannot start %u threads", (unsigned)(desc ? desc->num_threads : 1));
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    /* Measured kernel choice (tune.h): the tuner copies the cache path. */
+    if (desc && desc->tune != KS_TUNE_OFF &&
+        ks__tuner_create(&a, desc->tune, desc->tune_cache_path, &s->tuner) != KS_STATUS_OK) {
+        ks_session_destroy(s);
+        ks__object_error(NULL, "out of memory creating a session");
         return KS_STATUS_OUT_OF_MEMORY;
     }
     uint32_t p = 0;
@@ -245,10 +260,13 @@ static size_t place_buffers(ks_session *s, const int32_t *order, uint32_t count)
     return total;
 }
 
-/* Picks the fastest kernel variant for node i at its inferred shapes and packs its constants.
- * The reference kernel stays when no variant applies. */
+/* Picks the fastest kernel variant for node i at its inferred shapes (by the cost model, or
+ * measured when the session tunes) and packs its constants. The reference kernel stays when no
+ * variant applies. */
 static ks_status choose_impl(ks_session *s, uint32_t i, ks__kernel_ctx *ctx) {
-    const ks__impl *im = s->isa ? ks__impl_select(ctx, s->isa) : NULL;
+    const ks__impl *im = NULL;
+    if (s->isa)
+        im = s->tuner ? ks__tune_select(s->tuner, ctx, s->isa) : ks__impl_select(ctx, s->isa);
     if (!im) return KS_STATUS_OK;
     size_t packed_bytes = 0;
     ctx->scratch_bytes = 0;
@@ -344,6 +362,7 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
     }
 
     /* shape inference, with reshape-time evaluation of decidable values */
+    size_t known_bytes = 0;
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         const ks__node *n = &g->nodes[i];
         const ks__op_info *info = ks__op_get_info(n->op);
@@ -385,6 +404,15 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
         if (fold) {
             for (uint32_t k = 0; k < n->num_outputs; k++) {
                 ks__rt_tensor *o = &s->rt[n->outputs[k]];
+                known_bytes += o->size_bytes;
+                if (known_bytes > s->max_memory_bytes) {
+                    st = KS_STATUS_LIMIT_EXCEEDED;
+                    ks__object_error(&s->obj,
+                                     "values computed at reshape exceed the session's memory "
+                                     "limit of %zu bytes at node %u '%s'",
+                                     s->max_memory_bytes, i, n->name);
+                    goto error;
+                }
                 void *buf = ks__alloc_aligned(&s->alloc, o->size_bytes ? o->size_bytes : 1, 64);
                 if (!buf) {
                     st = KS_STATUS_OUT_OF_MEMORY;
@@ -501,6 +529,14 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
         order[b] = v;
     }
     s->arena_bytes = place_buffers(s, order, nbuf);
+    if (s->arena_bytes > s->max_memory_bytes) {
+        st = KS_STATUS_LIMIT_EXCEEDED;
+        ks__object_error(&s->obj,
+                         "the plan needs a %zu-byte arena, above the session's limit of %zu "
+                         "bytes (ks_session_desc.max_memory_bytes)",
+                         s->arena_bytes, s->max_memory_bytes);
+        goto error;
+    }
     s->arena = ks__alloc_aligned(&s->alloc, s->arena_bytes ? s->arena_bytes : 64, 64);
     if (!s->arena) {
         st = KS_STATUS_OUT_OF_MEMORY;

@@ -31,7 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (n > 65536) small = 0;
     }
     ks_session *s = NULL;
-    if (small && ks_session_create(m, NULL, &s) == KS_STATUS_OK &&
+    ks_session_desc sd = {.max_memory_bytes = 64u << 20};
+    if (small && ks_session_create(m, &sd, &s) == KS_STATUS_OK &&
         ks_session_reshape(s, NULL) == KS_STATUS_OK &&
         ks__session_arena_bytes(s) <= FUZZ_MAX_ARENA_BYTES)
         (void)ks_session_run(s);

@@ -91,6 +91,8 @@ typedef struct ks_session_desc {
     ks_precision precision;        /* 0: default */
     uint32_t flags;                /* KS_SESSION_* */
     const ks_allocator *allocator; /* NULL: the model's allocator. Must outlive the session. */
+    size_t max_memory_bytes;       /* cap on the planned arena; 0: 2 GiB. Exceeding it makes
+                                      reshape fail with KS_STATUS_LIMIT_EXCEEDED. */
     ks_tune_mode tune;             /* 0: off */
     const char *tune_cache_path;   /* NULL: no cache file. Copied; read and written at reshape. */
 } ks_session_desc;
