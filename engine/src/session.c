@@ -28,722 +28,653 @@
 enum { T_UNUSED = 0, T_CONST, T_KNOWN, T_ARENA };
 
 struct ks_session {
-  ks__object obj; /* must be first */
-  const ks_model *model;
-  const ks__graph *g;
-  ks_allocator alloc;
-  uint32_t flags;
-  size_t max_memory_bytes;
-  const ks__kernel_table *kernels;
+    ks__object obj; /* must be first */
+    const ks_model *model;
+    const ks__graph *g;
+    ks_allocator alloc;
+    uint32_t flags;
+    size_t max_memory_bytes;
+    const ks__kernel_table *kernels;
 
-  ks__rt_tensor *rt;     /* per tensor */
-  ks__rt_tensor **ptrs;  /* per node: inputs then outputs */
-  uint32_t *ptr_off;     /* per node offset into ptrs */
-  uint8_t *kind;         /* per tensor T_* */
-  uint8_t *skip;         /* per node: evaluated at reshape */
-  size_t *scratch_bytes; /* per node */
-  uint8_t **scratch;     /* per node */
-  void **known_bufs;     /* reshape-time values, freed at the next reshape */
-  uint32_t num_known_bufs;
-  /* planner work arrays (per tensor) */
-  int32_t *group, *first, *last;
-  size_t *gbytes, *offset;
+    ks__rt_tensor *rt;     /* per tensor */
+    ks__rt_tensor **ptrs;  /* per node: inputs then outputs */
+    uint32_t *ptr_off;     /* per node offset into ptrs */
+    uint8_t *kind;         /* per tensor T_* */
+    uint8_t *skip;         /* per node: evaluated at reshape */
+    size_t *scratch_bytes; /* per node */
+    uint8_t **scratch;     /* per node */
+    void **known_bufs;     /* reshape-time values, freed at the next reshape */
+    uint32_t num_known_bufs;
+    /* planner work arrays (per tensor) */
+    int32_t *group, *first, *last;
+    size_t *gbytes, *offset;
 
-  void *arena;
-  size_t arena_bytes;
-  bool ready;
+    void *arena;
+    size_t arena_bytes;
+    bool ready;
 
-  /* fast variants (impl.h), chosen per node at reshape */
-  uint32_t isa;
-  ks__pool *pool;
-  uint32_t num_threads;
-  const ks__impl **impl; /* per node; NULL: reference kernel */
-  void **packed;         /* per node, freed at the next reshape */
-  size_t *packed_bytes;
+    /* fast variants (impl.h), chosen per node at reshape */
+    uint32_t isa;
+    ks__pool *pool;
+    uint32_t num_threads;
+    const ks__impl **impl; /* per node; NULL: reference kernel */
+    void **packed;         /* per node, freed at the next reshape */
+    size_t *packed_bytes;
 
-  ks_profile_fn prof;
-  void *prof_user;
-  char kerr[KS_ERROR_CAP - 32];
+    ks_profile_fn prof;
+    void *prof_user;
+    char kerr[KS_ERROR_CAP - 32];
 };
 
 static void free_plan(ks_session *s) {
-  for (uint32_t i = 0; i < s->num_known_bufs; i++)
-    ks__free(&s->alloc, s->known_bufs[i]);
-  s->num_known_bufs = 0;
-  for (uint32_t i = 0;
-       s->packed && s->packed_bytes && s->impl && i < s->g->num_nodes; i++) {
-    ks__free(&s->alloc, s->packed[i]);
-    s->packed[i] = NULL;
-    s->packed_bytes[i] = 0;
-    s->impl[i] = NULL;
-  }
-  ks__free(&s->alloc, s->arena);
-  s->arena = NULL;
-  s->arena_bytes = 0;
-  s->ready = false;
+    for (uint32_t i = 0; i < s->num_known_bufs; i++)
+        ks__free(&s->alloc, s->known_bufs[i]);
+    s->num_known_bufs = 0;
+    for (uint32_t i = 0; s->packed && s->packed_bytes && s->impl && i < s->g->num_nodes; i++) {
+        ks__free(&s->alloc, s->packed[i]);
+        s->packed[i] = NULL;
+        s->packed_bytes[i] = 0;
+        s->impl[i] = NULL;
+    }
+    ks__free(&s->alloc, s->arena);
+    s->arena = NULL;
+    s->arena_bytes = 0;
+    s->ready = false;
 }
 
 void ks_session_destroy(ks_session *s) {
-  if (!s)
-    return;
-  free_plan(s);
-  ks_allocator a = s->alloc;
-  ks__free(&a, s->rt);
-  ks__free(&a, s->ptrs);
-  ks__free(&a, s->ptr_off);
-  ks__free(&a, s->kind);
-  ks__free(&a, s->skip);
-  ks__free(&a, s->scratch_bytes);
-  ks__free(&a, s->scratch);
-  ks__free(&a, s->known_bufs);
-  ks__free(&a, s->group);
-  ks__free(&a, s->first);
-  ks__free(&a, s->last);
-  ks__free(&a, s->gbytes);
-  ks__free(&a, s->offset);
-  ks__free(&a, s->impl);
-  ks__free(&a, s->packed);
-  ks__free(&a, s->packed_bytes);
-  ks__pool_destroy(s->pool);
-  s->obj.magic = 0;
-  ks__free(&a, s);
+    if (!s) return;
+    free_plan(s);
+    ks_allocator a = s->alloc;
+    ks__free(&a, s->rt);
+    ks__free(&a, s->ptrs);
+    ks__free(&a, s->ptr_off);
+    ks__free(&a, s->kind);
+    ks__free(&a, s->skip);
+    ks__free(&a, s->scratch_bytes);
+    ks__free(&a, s->scratch);
+    ks__free(&a, s->known_bufs);
+    ks__free(&a, s->group);
+    ks__free(&a, s->first);
+    ks__free(&a, s->last);
+    ks__free(&a, s->gbytes);
+    ks__free(&a, s->offset);
+    ks__free(&a, s->impl);
+    ks__free(&a, s->packed);
+    ks__free(&a, s->packed_bytes);
+    ks__pool_destroy(s->pool);
+    s->obj.magic = 0;
+    ks__free(&a, s);
 }
 
 const ks__graph *ks__model_graph(const ks_model *m) {
-  return m ? &m->graph : NULL;
+    return m ? &m->graph : NULL;
 }
 
 ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
                             ks_session **session_out) {
-  if (!model || !session_out) {
-    ks__object_error(
-        NULL, "ks_session_create: model and session_out must not be NULL");
-    return KS_STATUS_INVALID_ARGUMENT;
-  }
-  if (desc && (desc->num_threads < 0 || desc->precision >= KS_PRECISION_COUNT ||
-               (desc->flags & ~KS_SESSION_KEEP_ALL_TENSORS))) {
-    ks__object_error(
-        NULL,
-        "ks_session_create: invalid desc (num_threads %d, precision %d, "
-        "flags 0x%x)",
-        desc->num_threads, (int)desc->precision, desc->flags);
-    return KS_STATUS_INVALID_ARGUMENT;
-  }
-  ks_allocator a = ks__allocator_or_default(
-      desc && desc->allocator ? desc->allocator : &model->alloc);
-  ks_session *s = ks__alloc(&a, sizeof(*s));
-  if (!s) {
-    ks__object_error(NULL, "out of memory creating a session");
-    return KS_STATUS_OUT_OF_MEMORY;
-  }
-  memset(s, 0, sizeof(*s));
-  s->obj.magic = KS__OBJECT_MAGIC;
-  s->alloc = a;
-  s->model = model;
-  s->g = &model->graph;
-  s->flags = desc ? desc->flags : 0;
-  s->max_memory_bytes = desc && desc->max_memory_bytes
-                            ? desc->max_memory_bytes
-                            : KS_DEFAULT_MAX_MEMORY_BYTES;
-  s->kernels = ks__ref_kernels();
-
-  const ks__graph *g = s->g;
-  uint32_t nt = g->num_tensors ? g->num_tensors : 1,
-           nn = g->num_nodes ? g->num_nodes : 1;
-  size_t nptr = 1;
-  for (uint32_t i = 0; i < g->num_nodes; i++)
-    nptr += g->nodes[i].num_inputs + g->nodes[i].num_outputs;
-  s->rt = ks__calloc(&a, nt, sizeof(*s->rt));
-  s->ptrs = ks__calloc(&a, nptr, sizeof(*s->ptrs));
-  s->ptr_off = ks__calloc(&a, nn, sizeof(*s->ptr_off));
-  s->kind = ks__calloc(&a, nt, 1);
-  s->skip = ks__calloc(&a, nn, 1);
-  s->scratch_bytes = ks__calloc(&a, nn, sizeof(size_t));
-  s->scratch = ks__calloc(&a, nn, sizeof(uint8_t *));
-  s->known_bufs = ks__calloc(&a, nt + nn, sizeof(void *));
-  s->group = ks__calloc(&a, nt + nn, sizeof(int32_t));
-  s->first = ks__calloc(&a, nt + nn, sizeof(int32_t));
-  s->last = ks__calloc(&a, nt + nn, sizeof(int32_t));
-  s->gbytes = ks__calloc(&a, nt + nn, sizeof(size_t));
-  s->offset = ks__calloc(&a, nt + nn, sizeof(size_t));
-  s->impl = ks__calloc(&a, nn, sizeof(*s->impl));
-  s->packed = ks__calloc(&a, nn, sizeof(void *));
-  s->packed_bytes = ks__calloc(&a, nn, sizeof(size_t));
-  if (!s->impl || !s->packed || !s->packed_bytes || !s->rt || !s->ptrs ||
-      !s->ptr_off || !s->kind || !s->skip || !s->scratch_bytes || !s->scratch ||
-      !s->known_bufs || !s->group || !s->first || !s->last || !s->gbytes ||
-      !s->offset) {
-    ks_session_destroy(s);
-    ks__object_error(NULL, "out of memory creating a session");
-    return KS_STATUS_OUT_OF_MEMORY;
-  }
-  s->isa = ks__cpu_isa();
-  s->num_threads =
-      desc && desc->num_threads > 0 ? (uint32_t)desc->num_threads : 1u;
-  if (s->num_threads > 1 &&
-      ks__pool_create(&a, s->num_threads, &s->pool) != KS_STATUS_OK) {
-    ks_session_destroy(s);
-    ks__object_error(NULL, "cannot start %u threads",
-                     (unsigned)(desc ? desc->num_threads : 1));
-    return KS_STATUS_OUT_OF_MEMORY;
-  }
-  uint32_t p = 0;
-  for (uint32_t i = 0; i < g->num_nodes; i++) {
-    const ks__node *n = &g->nodes[i];
-    s->ptr_off[i] = p;
-    for (uint32_t k = 0; k < n->num_inputs; k++)
-      s->ptrs[p++] = n->inputs[k] >= 0 ? &s->rt[n->inputs[k]] : NULL;
-    for (uint32_t k = 0; k < n->num_outputs; k++)
-      s->ptrs[p++] = &s->rt[n->outputs[k]];
-  }
-  for (uint32_t i = 0; i < g->num_nodes; i++) {
-    const ks__kernel *k = &s->kernels->k[g->nodes[i].op];
-    if (!k->infer || !k->run) {
-      ks__object_error(
-          NULL, "node %u '%s': op '%s' has no CPU kernel in this build", i,
-          g->nodes[i].name, ks__op_get_info(g->nodes[i].op)->name);
-      ks_session_destroy(s);
-      return KS_STATUS_UNSUPPORTED;
+    if (!model || !session_out) {
+        ks__object_error(NULL, "ks_session_create: model and session_out must not be NULL");
+        return KS_STATUS_INVALID_ARGUMENT;
     }
-  }
-  *session_out = s;
-  return KS_STATUS_OK;
+    if (desc && (desc->num_threads < 0 || desc->precision >= KS_PRECISION_COUNT ||
+                 (desc->flags & ~KS_SESSION_KEEP_ALL_TENSORS))) {
+        ks__object_error(NULL,
+                         "ks_session_create: invalid desc (num_threads %d, precision %d, "
+                         "flags 0x%x)",
+                         desc->num_threads, (int)desc->precision, desc->flags);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    ks_allocator a =
+        ks__allocator_or_default(desc && desc->allocator ? desc->allocator : &model->alloc);
+    ks_session *s = ks__alloc(&a, sizeof(*s));
+    if (!s) {
+        ks__object_error(NULL, "out of memory creating a session");
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    memset(s, 0, sizeof(*s));
+    s->obj.magic = KS__OBJECT_MAGIC;
+    s->alloc = a;
+    s->model = model;
+    s->g = &model->graph;
+    s->flags = desc ? desc->flags : 0;
+    s->max_memory_bytes =
+        desc && desc->max_memory_bytes ? desc->max_memory_bytes : KS_DEFAULT_MAX_MEMORY_BYTES;
+    s->kernels = ks__ref_kernels();
+
+    const ks__graph *g = s->g;
+    uint32_t nt = g->num_tensors ? g->num_tensors : 1, nn = g->num_nodes ? g->num_nodes : 1;
+    size_t nptr = 1;
+    for (uint32_t i = 0; i < g->num_nodes; i++)
+        nptr += g->nodes[i].num_inputs + g->nodes[i].num_outputs;
+    s->rt = ks__calloc(&a, nt, sizeof(*s->rt));
+    s->ptrs = ks__calloc(&a, nptr, sizeof(*s->ptrs));
+    s->ptr_off = ks__calloc(&a, nn, sizeof(*s->ptr_off));
+    s->kind = ks__calloc(&a, nt, 1);
+    s->skip = ks__calloc(&a, nn, 1);
+    s->scratch_bytes = ks__calloc(&a, nn, sizeof(size_t));
+    s->scratch = ks__calloc(&a, nn, sizeof(uint8_t *));
+    s->known_bufs = ks__calloc(&a, nt + nn, sizeof(void *));
+    s->group = ks__calloc(&a, nt + nn, sizeof(int32_t));
+    s->first = ks__calloc(&a, nt + nn, sizeof(int32_t));
+    s->last = ks__calloc(&a, nt + nn, sizeof(int32_t));
+    s->gbytes = ks__calloc(&a, nt + nn, sizeof(size_t));
+    s->offset = ks__calloc(&a, nt + nn, sizeof(size_t));
+    s->impl = ks__calloc(&a, nn, sizeof(*s->impl));
+    s->packed = ks__calloc(&a, nn, sizeof(void *));
+    s->packed_bytes = ks__calloc(&a, nn, sizeof(size_t));
+    if (!s->impl || !s->packed || !s->packed_bytes || !s->rt || !s->ptrs || !s->ptr_off ||
+        !s->kind || !s->skip || !s->scratch_bytes || !s->scratch || !s->known_bufs || !s->group ||
+        !s->first || !s->last || !s->gbytes || !s->offset) {
+        ks_session_destroy(s);
+        ks__object_error(NULL, "out of memory creating a session");
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    s->isa = ks__cpu_isa();
+    s->num_threads = desc && desc->num_threads > 0 ? (uint32_t)desc->num_threads : 1u;
+    if (s->num_threads > 1 && ks__pool_create(&a, s->num_threads, &s->pool) != KS_STATUS_OK) {
+        ks_session_destroy(s);
+        ks__object_error(NULL, "cannot start %u threads", (unsigned)(desc ? desc->num_threads : 1));
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    uint32_t p = 0;
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        const ks__node *n = &g->nodes[i];
+        s->ptr_off[i] = p;
+        for (uint32_t k = 0; k < n->num_inputs; k++)
+            s->ptrs[p++] = n->inputs[k] >= 0 ? &s->rt[n->inputs[k]] : NULL;
+        for (uint32_t k = 0; k < n->num_outputs; k++)
+            s->ptrs[p++] = &s->rt[n->outputs[k]];
+    }
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        const ks__kernel *k = &s->kernels->k[g->nodes[i].op];
+        if (!k->infer || !k->run) {
+            ks__object_error(NULL, "node %u '%s': op '%s' has no CPU kernel in this build", i,
+                             g->nodes[i].name, ks__op_get_info(g->nodes[i].op)->name);
+            ks_session_destroy(s);
+            return KS_STATUS_UNSUPPORTED;
+        }
+    }
+    *session_out = s;
+    return KS_STATUS_OK;
 }
 
 static void make_ctx(ks_session *s, uint32_t i, ks__kernel_ctx *ctx) {
-  const ks__node *n = &s->g->nodes[i];
-  memset(ctx, 0, sizeof(*ctx));
-  ctx->node = n;
-  ctx->node_index = i;
-  ctx->in = &s->ptrs[s->ptr_off[i]];
-  ctx->num_inputs = n->num_inputs;
-  ctx->out = &s->ptrs[s->ptr_off[i] + n->num_inputs];
-  ctx->num_outputs = n->num_outputs;
-  ctx->err = s->kerr;
-  ctx->err_cap = sizeof(s->kerr);
-  ctx->pool = s->pool;
-  ctx->num_threads = ks__pool_threads(s->pool);
-  ctx->packed = s->packed[i];
-  ctx->packed_bytes = s->packed_bytes[i];
+    const ks__node *n = &s->g->nodes[i];
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->node = n;
+    ctx->node_index = i;
+    ctx->in = &s->ptrs[s->ptr_off[i]];
+    ctx->num_inputs = n->num_inputs;
+    ctx->out = &s->ptrs[s->ptr_off[i] + n->num_inputs];
+    ctx->num_outputs = n->num_outputs;
+    ctx->err = s->kerr;
+    ctx->err_cap = sizeof(s->kerr);
+    ctx->pool = s->pool;
+    ctx->num_threads = ks__pool_threads(s->pool);
+    ctx->packed = s->packed[i];
+    ctx->packed_bytes = s->packed_bytes[i];
 }
 
 static int32_t find(int32_t *group, int32_t x) {
-  while (group[x] != x)
-    x = group[x] = group[group[x]];
-  return x;
+    while (group[x] != x)
+        x = group[x] = group[group[x]];
+    return x;
 }
 
-static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+static size_t align64(size_t n) {
+    return (n + 63) & ~(size_t)63;
+}
 
 /* Places buffers [0, count) (bytes gbytes[], lifetime [first, last]) into one
  * arena. */
-static size_t place_buffers(ks_session *s, const int32_t *order,
-                            uint32_t count) {
-  size_t total = 0;
-  for (uint32_t oi = 0; oi < count; oi++) {
-    int32_t b = order[oi];
-    size_t best = 0;
-    /* Candidate offsets: 0 and the end of every placed, overlapping buffer.
-     * Take the lowest candidate where the buffer fits between all overlapping
-     * placed ones. */
-    for (;;) {
-      bool moved = false;
-      for (uint32_t pj = 0; pj < oi; pj++) {
-        int32_t c = order[pj];
-        if (s->last[c] < s->first[b] || s->last[b] < s->first[c])
-          continue;
-        if (best < s->offset[c] + s->gbytes[c] &&
-            s->offset[c] < best + s->gbytes[b]) {
-          best = s->offset[c] + s->gbytes[c];
-          moved = true;
+static size_t place_buffers(ks_session *s, const int32_t *order, uint32_t count) {
+    size_t total = 0;
+    for (uint32_t oi = 0; oi < count; oi++) {
+        int32_t b = order[oi];
+        size_t best = 0;
+        /* Candidate offsets: 0 and the end of every placed, overlapping buffer.
+         * Take the lowest candidate where the buffer fits between all overlapping
+         * placed ones. */
+        for (;;) {
+            bool moved = false;
+            for (uint32_t pj = 0; pj < oi; pj++) {
+                int32_t c = order[pj];
+                if (s->last[c] < s->first[b] || s->last[b] < s->first[c]) continue;
+                if (best < s->offset[c] + s->gbytes[c] && s->offset[c] < best + s->gbytes[b]) {
+                    best = s->offset[c] + s->gbytes[c];
+                    moved = true;
+                }
+            }
+            if (!moved) break;
         }
-      }
-      if (!moved)
-        break;
+        s->offset[b] = best;
+        if (best + s->gbytes[b] > total) total = best + s->gbytes[b];
     }
-    s->offset[b] = best;
-    if (best + s->gbytes[b] > total)
-      total = best + s->gbytes[b];
-  }
-  return total;
+    return total;
 }
 
 /* Picks the fastest kernel variant for node i at its inferred shapes and packs
  * its constants. The reference kernel stays when no variant applies. */
 static ks_status choose_impl(ks_session *s, uint32_t i, ks__kernel_ctx *ctx) {
-  const ks__impl *im = s->isa ? ks__impl_select(ctx, s->isa) : NULL;
-  if (!im)
-    return KS_STATUS_OK;
-  size_t packed_bytes = 0;
-  ctx->scratch_bytes = 0;
-  s->kerr[0] = 0;
-  ks_status st = im->plan(ctx, &packed_bytes);
-  if (st == KS_STATUS_OK && packed_bytes) {
-    s->packed[i] = ks__alloc_aligned(&s->alloc, packed_bytes, 64);
-    if (!s->packed[i]) {
-      ks__object_error(&s->obj, "out of memory packing weights of node %u", i);
-      return KS_STATUS_OUT_OF_MEMORY;
+    const ks__impl *im = s->isa ? ks__impl_select(ctx, s->isa) : NULL;
+    if (!im) return KS_STATUS_OK;
+    size_t packed_bytes = 0;
+    ctx->scratch_bytes = 0;
+    s->kerr[0] = 0;
+    ks_status st = im->plan(ctx, &packed_bytes);
+    if (st == KS_STATUS_OK && packed_bytes) {
+        s->packed[i] = ks__alloc_aligned(&s->alloc, packed_bytes, 64);
+        if (!s->packed[i]) {
+            ks__object_error(&s->obj, "out of memory packing weights of node %u", i);
+            return KS_STATUS_OUT_OF_MEMORY;
+        }
+        s->packed_bytes[i] = packed_bytes;
+        ctx->packed = s->packed[i];
+        ctx->packed_bytes = packed_bytes;
+        if (im->pack) st = im->pack(ctx);
     }
-    s->packed_bytes[i] = packed_bytes;
-    ctx->packed = s->packed[i];
-    ctx->packed_bytes = packed_bytes;
-    if (im->pack)
-      st = im->pack(ctx);
-  }
-  if (st) {
-    ks__object_error(&s->obj, "%s: %s", im->name,
-                     s->kerr[0] ? s->kerr : "plan failed");
-    return st;
-  }
-  s->impl[i] = im;
-  s->scratch_bytes[i] = ctx->scratch_bytes;
-  return KS_STATUS_OK;
+    if (st) {
+        ks__object_error(&s->obj, "%s: %s", im->name, s->kerr[0] ? s->kerr : "plan failed");
+        return st;
+    }
+    s->impl[i] = im;
+    s->scratch_bytes[i] = ctx->scratch_bytes;
+    return KS_STATUS_OK;
 }
 
 const char *ks__session_kernel_name(const ks_session *s, uint32_t node);
 const char *ks__session_kernel_name(const ks_session *s, uint32_t node) {
-  if (!s || node >= s->g->num_nodes)
-    return NULL;
-  if (s->skip[node])
-    return s->skip[node] == 2 ? "view" : "reshape-time";
-  return s->impl[node] ? s->impl[node]->name : "ref";
+    if (!s || node >= s->g->num_nodes) return NULL;
+    if (s->skip[node]) return s->skip[node] == 2 ? "view" : "reshape-time";
+    return s->impl[node] ? s->impl[node]->name : "ref";
 }
 
-ks_status ks_session_reshape(ks_session *s,
-                             const ks_tensor_shape *input_shapes) {
-  if (!s)
-    return KS_STATUS_INVALID_ARGUMENT;
-  const ks__graph *g = s->g;
-  ks_status st = KS_STATUS_OK;
-  free_plan(s);
-  int32_t *order = NULL;
+ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes) {
+    if (!s) return KS_STATUS_INVALID_ARGUMENT;
+    const ks__graph *g = s->g;
+    ks_status st = KS_STATUS_OK;
+    free_plan(s);
+    int32_t *order = NULL;
 
-  for (uint32_t t = 0; t < g->num_tensors; t++) {
-    const ks__tensor *d = &g->tensors[t];
-    ks__rt_tensor *r = &s->rt[t];
-    memset(r, 0, sizeof(*r));
-    r->dtype = d->dtype;
-    r->rank = d->rank;
-    memcpy(r->dims, d->dims, sizeof(r->dims));
-    r->quant = &d->quant;
-    r->def = d;
-    if (d->flags & KS__TENSOR_CONST) {
-      r->data = (void *)d->data;
-      r->size_bytes = d->size_bytes;
-      s->kind[t] = T_CONST;
-    } else {
-      s->kind[t] = T_UNUSED;
-    }
-  }
-  for (uint32_t i = 0; i < g->num_inputs; i++) {
-    ks__rt_tensor *r = &s->rt[g->inputs[i]];
-    const ks__tensor *d = r->def;
-    if (input_shapes) {
-      const ks_tensor_shape *sh = &input_shapes[i];
-      if (sh->rank != d->rank) {
-        ks__object_error(&s->obj,
-                         "input %u '%s': rank %d given, the model has rank %d",
-                         i, d->name, sh->rank, d->rank);
-        return KS_STATUS_INVALID_SHAPE;
-      }
-      for (int32_t k = 0; k < d->rank; k++) {
-        if (sh->dims[k] < 0 || (d->dims[k] >= 0 && sh->dims[k] != d->dims[k])) {
-          ks__object_error(
-              &s->obj, "input %u '%s': dim %d is %lld, the model needs %lld", i,
-              d->name, k, (long long)sh->dims[k], (long long)d->dims[k]);
-          return KS_STATUS_INVALID_SHAPE;
+    for (uint32_t t = 0; t < g->num_tensors; t++) {
+        const ks__tensor *d = &g->tensors[t];
+        ks__rt_tensor *r = &s->rt[t];
+        memset(r, 0, sizeof(*r));
+        r->dtype = d->dtype;
+        r->rank = d->rank;
+        memcpy(r->dims, d->dims, sizeof(r->dims));
+        r->quant = &d->quant;
+        r->def = d;
+        if (d->flags & KS__TENSOR_CONST) {
+            r->data = (void *)d->data;
+            r->size_bytes = d->size_bytes;
+            s->kind[t] = T_CONST;
+        } else {
+            s->kind[t] = T_UNUSED;
         }
-        r->dims[k] = sh->dims[k];
-      }
-    } else {
-      for (int32_t k = 0; k < d->rank; k++) {
-        if (d->dims[k] < 0) {
-          ks__object_error(
-              &s->obj,
-              "input %u '%s': dim %d is dynamic; pass input_shapes to "
-              "ks_session_reshape",
-              i, d->name, k);
-          return KS_STATUS_INVALID_SHAPE;
+    }
+    for (uint32_t i = 0; i < g->num_inputs; i++) {
+        ks__rt_tensor *r = &s->rt[g->inputs[i]];
+        const ks__tensor *d = r->def;
+        if (input_shapes) {
+            const ks_tensor_shape *sh = &input_shapes[i];
+            if (sh->rank != d->rank) {
+                ks__object_error(&s->obj, "input %u '%s': rank %d given, the model has rank %d", i,
+                                 d->name, sh->rank, d->rank);
+                return KS_STATUS_INVALID_SHAPE;
+            }
+            for (int32_t k = 0; k < d->rank; k++) {
+                if (sh->dims[k] < 0 || (d->dims[k] >= 0 && sh->dims[k] != d->dims[k])) {
+                    ks__object_error(&s->obj, "input %u '%s': dim %d is %lld, the model needs %lld",
+                                     i, d->name, k, (long long)sh->dims[k], (long long)d->dims[k]);
+                    return KS_STATUS_INVALID_SHAPE;
+                }
+                r->dims[k] = sh->dims[k];
+            }
+        } else {
+            for (int32_t k = 0; k < d->rank; k++) {
+                if (d->dims[k] < 0) {
+                    ks__object_error(&s->obj,
+                                     "input %u '%s': dim %d is dynamic; pass input_shapes to "
+                                     "ks_session_reshape",
+                                     i, d->name, k);
+                    return KS_STATUS_INVALID_SHAPE;
+                }
+            }
         }
-      }
+        int64_t ne = ks__numel(r->rank, r->dims);
+        if (ne < 0 || (uint64_t)ne * ks_dtype_size(r->dtype) > KS_MAX_TENSOR_BYTES) {
+            ks__object_error(&s->obj, "input %u '%s': shape is too large", i, d->name);
+            return KS_STATUS_INVALID_SHAPE;
+        }
+        r->size_bytes = (size_t)ne * ks_dtype_size(r->dtype);
+        s->kind[g->inputs[i]] = T_ARENA;
     }
-    int64_t ne = ks__numel(r->rank, r->dims);
-    if (ne < 0 ||
-        (uint64_t)ne * ks_dtype_size(r->dtype) > KS_MAX_TENSOR_BYTES) {
-      ks__object_error(&s->obj, "input %u '%s': shape is too large", i,
-                       d->name);
-      return KS_STATUS_INVALID_SHAPE;
-    }
-    r->size_bytes = (size_t)ne * ks_dtype_size(r->dtype);
-    s->kind[g->inputs[i]] = T_ARENA;
-  }
 
-  /* shape inference, with reshape-time evaluation of decidable values */
-  size_t known_bytes = 0;
-  for (uint32_t i = 0; i < g->num_nodes; i++) {
-    const ks__node *n = &g->nodes[i];
-    const ks__op_info *info = ks__op_get_info(n->op);
-    ks__kernel_ctx ctx;
-    make_ctx(s, i, &ctx);
-    s->kerr[0] = 0;
-    s->skip[i] = 0;
-    st = s->kernels->k[n->op].infer(&ctx);
-    if (st) {
-      ks__object_error(&s->obj, "%s",
-                       s->kerr[0] ? s->kerr : "shape inference failed");
-      goto error;
-    }
-    s->scratch_bytes[i] = ctx.scratch_bytes;
-    bool all_known = true;
-    for (uint32_t k = 0; k < n->num_inputs; k++) {
-      int32_t id = n->inputs[k];
-      if (id >= 0 && s->kind[id] != T_CONST && s->kind[id] != T_KNOWN)
-        all_known = false;
-    }
-    uint64_t out_total = 0;
-    for (uint32_t k = 0; k < n->num_outputs; k++) {
-      ks__rt_tensor *o = &s->rt[n->outputs[k]];
-      int64_t ne = ks__numel(o->rank, o->dims);
-      size_t es = ks_dtype_size(o->dtype);
-      if (ne < 0 || es == 0 || (uint64_t)ne * es > KS_MAX_TENSOR_BYTES) {
-        ks__object_error(
-            &s->obj,
-            "node %u '%s' (%s): output %u '%s' has an invalid or too large "
-            "shape (%lld elements of %s)",
-            i, n->name, info->name, k, o->def->name, (long long)ne,
-            ks_dtype_string(o->dtype));
-        st = KS_STATUS_INVALID_SHAPE;
-        goto error;
-      }
-      o->size_bytes = (size_t)ne * es;
-      out_total += o->size_bytes;
-    }
-    bool fold = (info->flags & KS_OPF_SHAPE_ONLY) ||
-                ((info->flags & KS_OPF_FOLDABLE) && all_known &&
-                 out_total <= KS_FOLD_MAX_BYTES);
-    if (fold) {
-      for (uint32_t k = 0; k < n->num_outputs; k++) {
-        ks__rt_tensor *o = &s->rt[n->outputs[k]];
-        known_bytes += o->size_bytes;
-        if (known_bytes > s->max_memory_bytes) {
-          st = KS_STATUS_LIMIT_EXCEEDED;
-          ks__object_error(
-              &s->obj,
-              "values computed at reshape exceed the session's memory "
-              "limit of %zu bytes at node %u '%s'",
-              s->max_memory_bytes, i, n->name);
-          goto error;
+    /* shape inference, with reshape-time evaluation of decidable values */
+    size_t known_bytes = 0;
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        const ks__node *n = &g->nodes[i];
+        const ks__op_info *info = ks__op_get_info(n->op);
+        ks__kernel_ctx ctx;
+        make_ctx(s, i, &ctx);
+        s->kerr[0] = 0;
+        s->skip[i] = 0;
+        st = s->kernels->k[n->op].infer(&ctx);
+        if (st) {
+            ks__object_error(&s->obj, "%s", s->kerr[0] ? s->kerr : "shape inference failed");
+            goto error;
         }
-        void *buf =
-            ks__alloc_aligned(&s->alloc, o->size_bytes ? o->size_bytes : 1, 64);
-        if (!buf) {
-          st = KS_STATUS_OUT_OF_MEMORY;
-          ks__object_error(&s->obj, "out of memory in reshape");
-          goto error;
+        s->scratch_bytes[i] = ctx.scratch_bytes;
+        bool all_known = true;
+        for (uint32_t k = 0; k < n->num_inputs; k++) {
+            int32_t id = n->inputs[k];
+            if (id >= 0 && s->kind[id] != T_CONST && s->kind[id] != T_KNOWN) all_known = false;
         }
-        s->known_bufs[s->num_known_bufs++] = buf;
-        o->data = buf;
-        s->kind[n->outputs[k]] = T_KNOWN;
-      }
-      void *scratch = NULL;
-      if (ctx.scratch_bytes) {
-        scratch = ks__alloc_aligned(&s->alloc, ctx.scratch_bytes, 64);
-        if (!scratch) {
-          st = KS_STATUS_OUT_OF_MEMORY;
-          ks__object_error(&s->obj, "out of memory in reshape");
-          goto error;
+        uint64_t out_total = 0;
+        for (uint32_t k = 0; k < n->num_outputs; k++) {
+            ks__rt_tensor *o = &s->rt[n->outputs[k]];
+            int64_t ne = ks__numel(o->rank, o->dims);
+            size_t es = ks_dtype_size(o->dtype);
+            if (ne < 0 || es == 0 || (uint64_t)ne * es > KS_MAX_TENSOR_BYTES) {
+                ks__object_error(&s->obj,
+                                 "node %u '%s' (%s): output %u '%s' has an invalid or too large "
+                                 "shape (%lld elements of %s)",
+                                 i, n->name, info->name, k, o->def->name, (long long)ne,
+                                 ks_dtype_string(o->dtype));
+                st = KS_STATUS_INVALID_SHAPE;
+                goto error;
+            }
+            o->size_bytes = (size_t)ne * es;
+            out_total += o->size_bytes;
         }
-      }
-      ctx.scratch = scratch;
-      st = s->kernels->k[n->op].run(&ctx);
-      ks__free(&s->alloc, scratch);
-      if (st) {
-        ks__object_error(&s->obj, "%s",
-                         s->kerr[0] ? s->kerr : "evaluation failed");
-        goto error;
-      }
-      s->skip[i] = 1;
-    } else {
-      for (uint32_t k = 0; k < n->num_outputs; k++)
-        s->kind[n->outputs[k]] = T_ARENA;
-      st = choose_impl(s, i, &ctx);
-      if (st)
-        goto error;
+        bool fold =
+            (info->flags & KS_OPF_SHAPE_ONLY) ||
+            ((info->flags & KS_OPF_FOLDABLE) && all_known && out_total <= KS_FOLD_MAX_BYTES);
+        if (fold) {
+            for (uint32_t k = 0; k < n->num_outputs; k++) {
+                ks__rt_tensor *o = &s->rt[n->outputs[k]];
+                known_bytes += o->size_bytes;
+                if (known_bytes > s->max_memory_bytes) {
+                    st = KS_STATUS_LIMIT_EXCEEDED;
+                    ks__object_error(&s->obj,
+                                     "values computed at reshape exceed the session's memory "
+                                     "limit of %zu bytes at node %u '%s'",
+                                     s->max_memory_bytes, i, n->name);
+                    goto error;
+                }
+                void *buf = ks__alloc_aligned(&s->alloc, o->size_bytes ? o->size_bytes : 1, 64);
+                if (!buf) {
+                    st = KS_STATUS_OUT_OF_MEMORY;
+                    ks__object_error(&s->obj, "out of memory in reshape");
+                    goto error;
+                }
+                s->known_bufs[s->num_known_bufs++] = buf;
+                o->data = buf;
+                s->kind[n->outputs[k]] = T_KNOWN;
+            }
+            void *scratch = NULL;
+            if (ctx.scratch_bytes) {
+                scratch = ks__alloc_aligned(&s->alloc, ctx.scratch_bytes, 64);
+                if (!scratch) {
+                    st = KS_STATUS_OUT_OF_MEMORY;
+                    ks__object_error(&s->obj, "out of memory in reshape");
+                    goto error;
+                }
+            }
+            ctx.scratch = scratch;
+            st = s->kernels->k[n->op].run(&ctx);
+            ks__free(&s->alloc, scratch);
+            if (st) {
+                ks__object_error(&s->obj, "%s", s->kerr[0] ? s->kerr : "evaluation failed");
+                goto error;
+            }
+            s->skip[i] = 1;
+        } else {
+            for (uint32_t k = 0; k < n->num_outputs; k++)
+                s->kind[n->outputs[k]] = T_ARENA;
+            st = choose_impl(s, i, &ctx);
+            if (st) goto error;
+        }
     }
-  }
 
-  /* lifetimes: index space is tensors [0, nt) then per-node scratch [nt, nt+nn)
-   */
-  uint32_t nt = g->num_tensors, nn = g->num_nodes;
-  bool keep_all = (s->flags & KS_SESSION_KEEP_ALL_TENSORS) != 0;
-  for (uint32_t t = 0; t < nt + nn; t++) {
-    s->group[t] = (int32_t)t;
-    s->first[t] = INT32_MAX;
-    s->last[t] = -1;
-    s->gbytes[t] = 0;
-  }
-  for (uint32_t i = 0; i < g->num_inputs; i++)
-    s->first[g->inputs[i]] = -1;
-  for (uint32_t i = 0; i < nn; i++) {
-    if (s->skip[i])
-      continue;
-    const ks__node *n = &g->nodes[i];
-    for (uint32_t k = 0; k < n->num_inputs; k++)
-      if (n->inputs[k] >= 0 && (int32_t)i > s->last[n->inputs[k]])
-        s->last[n->inputs[k]] = (int32_t)i;
-    for (uint32_t k = 0; k < n->num_outputs; k++)
-      if ((int32_t)i < s->first[n->outputs[k]])
-        s->first[n->outputs[k]] = (int32_t)i;
-    s->first[nt + i] = s->last[nt + i] = (int32_t)i;
-    s->gbytes[nt + i] = align64(s->scratch_bytes[i]);
-  }
-  for (uint32_t i = 0; i < g->num_outputs; i++)
-    s->last[g->outputs[i]] = (int32_t)nn;
-  for (uint32_t i = 0; i < g->num_inputs; i++)
-    if (s->last[g->inputs[i]] < 0)
-      s->last[g->inputs[i]] = 0;
-  if (keep_all) {
+    /* lifetimes: index space is tensors [0, nt) then per-node scratch [nt, nt+nn)
+     */
+    uint32_t nt = g->num_tensors, nn = g->num_nodes;
+    bool keep_all = (s->flags & KS_SESSION_KEEP_ALL_TENSORS) != 0;
+    for (uint32_t t = 0; t < nt + nn; t++) {
+        s->group[t] = (int32_t)t;
+        s->first[t] = INT32_MAX;
+        s->last[t] = -1;
+        s->gbytes[t] = 0;
+    }
+    for (uint32_t i = 0; i < g->num_inputs; i++)
+        s->first[g->inputs[i]] = -1;
+    for (uint32_t i = 0; i < nn; i++) {
+        if (s->skip[i]) continue;
+        const ks__node *n = &g->nodes[i];
+        for (uint32_t k = 0; k < n->num_inputs; k++)
+            if (n->inputs[k] >= 0 && (int32_t)i > s->last[n->inputs[k]])
+                s->last[n->inputs[k]] = (int32_t)i;
+        for (uint32_t k = 0; k < n->num_outputs; k++)
+            if ((int32_t)i < s->first[n->outputs[k]]) s->first[n->outputs[k]] = (int32_t)i;
+        s->first[nt + i] = s->last[nt + i] = (int32_t)i;
+        s->gbytes[nt + i] = align64(s->scratch_bytes[i]);
+    }
+    for (uint32_t i = 0; i < g->num_outputs; i++)
+        s->last[g->outputs[i]] = (int32_t)nn;
+    for (uint32_t i = 0; i < g->num_inputs; i++)
+        if (s->last[g->inputs[i]] < 0) s->last[g->inputs[i]] = 0;
+    if (keep_all) {
+        for (uint32_t t = 0; t < nt; t++) {
+            if (s->kind[t] != T_ARENA) continue;
+            s->first[t] = -1;
+            s->last[t] = (int32_t)nn;
+        }
+    }
+    /* buffer groups: views alias their input; unary ops may run in place */
+    for (uint32_t i = 0; i < nn; i++) {
+        if (s->skip[i]) continue;
+        const ks__node *n = &g->nodes[i];
+        const ks__op_info *info = ks__op_get_info(n->op);
+        int32_t in = n->inputs[0], out = n->outputs[0];
+        if (in < 0 || s->kind[in] != T_ARENA || n->num_outputs != 1) continue;
+        bool same_bytes = s->rt[in].size_bytes == s->rt[out].size_bytes;
+        int32_t gi = find(s->group, in);
+        bool alias = false;
+        if ((info->flags & KS_OPF_VIEW) && same_bytes) alias = true;
+        if (!keep_all && (info->flags & KS_OPF_UNARY) == KS_OPF_UNARY && same_bytes &&
+            s->rt[in].dtype == s->rt[out].dtype && s->last[gi] == (int32_t)i && s->first[gi] >= 0)
+            alias = true;
+        if (!alias) continue;
+        s->group[out] = gi;
+        if (s->first[out] < s->first[gi]) s->first[gi] = s->first[out];
+        if (s->last[out] > s->last[gi]) s->last[gi] = s->last[out];
+        if (s->skip[i] == 0) s->skip[i] = (info->flags & KS_OPF_VIEW) ? 2 : 0;
+    }
+    uint32_t nbuf = 0;
+    order = ks__alloc(&s->alloc, (size_t)(nt + nn + 1) * sizeof(int32_t));
+    if (!order) {
+        st = KS_STATUS_OUT_OF_MEMORY;
+        ks__object_error(&s->obj, "out of memory in reshape");
+        goto error;
+    }
     for (uint32_t t = 0; t < nt; t++) {
-      if (s->kind[t] != T_ARENA)
-        continue;
-      s->first[t] = -1;
-      s->last[t] = (int32_t)nn;
+        if (s->kind[t] != T_ARENA) continue;
+        int32_t r = find(s->group, (int32_t)t);
+        size_t b = align64(s->rt[t].size_bytes ? s->rt[t].size_bytes : 1);
+        if (b > s->gbytes[r]) s->gbytes[r] = b;
+        if (s->first[t] < s->first[r]) s->first[r] = s->first[t];
+        if (s->last[t] > s->last[r]) s->last[r] = s->last[t];
     }
-  }
-  /* buffer groups: views alias their input; unary ops may run in place */
-  for (uint32_t i = 0; i < nn; i++) {
-    if (s->skip[i])
-      continue;
-    const ks__node *n = &g->nodes[i];
-    const ks__op_info *info = ks__op_get_info(n->op);
-    int32_t in = n->inputs[0], out = n->outputs[0];
-    if (in < 0 || s->kind[in] != T_ARENA || n->num_outputs != 1)
-      continue;
-    bool same_bytes = s->rt[in].size_bytes == s->rt[out].size_bytes;
-    int32_t gi = find(s->group, in);
-    bool alias = false;
-    if ((info->flags & KS_OPF_VIEW) && same_bytes)
-      alias = true;
-    if (!keep_all && (info->flags & KS_OPF_UNARY) == KS_OPF_UNARY &&
-        same_bytes && s->rt[in].dtype == s->rt[out].dtype &&
-        s->last[gi] == (int32_t)i && s->first[gi] >= 0)
-      alias = true;
-    if (!alias)
-      continue;
-    s->group[out] = gi;
-    if (s->first[out] < s->first[gi])
-      s->first[gi] = s->first[out];
-    if (s->last[out] > s->last[gi])
-      s->last[gi] = s->last[out];
-    if (s->skip[i] == 0)
-      s->skip[i] = (info->flags & KS_OPF_VIEW) ? 2 : 0;
-  }
-  uint32_t nbuf = 0;
-  order = ks__alloc(&s->alloc, (size_t)(nt + nn + 1) * sizeof(int32_t));
-  if (!order) {
-    st = KS_STATUS_OUT_OF_MEMORY;
-    ks__object_error(&s->obj, "out of memory in reshape");
-    goto error;
-  }
-  for (uint32_t t = 0; t < nt; t++) {
-    if (s->kind[t] != T_ARENA)
-      continue;
-    int32_t r = find(s->group, (int32_t)t);
-    size_t b = align64(s->rt[t].size_bytes ? s->rt[t].size_bytes : 1);
-    if (b > s->gbytes[r])
-      s->gbytes[r] = b;
-    if (s->first[t] < s->first[r])
-      s->first[r] = s->first[t];
-    if (s->last[t] > s->last[r])
-      s->last[r] = s->last[t];
-  }
-  for (uint32_t t = 0; t < nt + nn; t++)
-    if (s->gbytes[t] && find(s->group, (int32_t)t) == (int32_t)t)
-      order[nbuf++] = (int32_t)t;
-  /* largest first (insertion sort is fine: graphs hold a few thousand buffers)
-   */
-  for (uint32_t a = 1; a < nbuf; a++) {
-    int32_t v = order[a];
-    uint32_t b = a;
-    while (b > 0 && s->gbytes[order[b - 1]] < s->gbytes[v]) {
-      order[b] = order[b - 1];
-      b--;
+    for (uint32_t t = 0; t < nt + nn; t++)
+        if (s->gbytes[t] && find(s->group, (int32_t)t) == (int32_t)t) order[nbuf++] = (int32_t)t;
+    /* largest first (insertion sort is fine: graphs hold a few thousand buffers)
+     */
+    for (uint32_t a = 1; a < nbuf; a++) {
+        int32_t v = order[a];
+        uint32_t b = a;
+        while (b > 0 && s->gbytes[order[b - 1]] < s->gbytes[v]) {
+            order[b] = order[b - 1];
+            b--;
+        }
+        order[b] = v;
     }
-    order[b] = v;
-  }
-  s->arena_bytes = place_buffers(s, order, nbuf);
-  if (s->arena_bytes > s->max_memory_bytes) {
-    st = KS_STATUS_LIMIT_EXCEEDED;
-    ks__object_error(
-        &s->obj,
-        "the plan needs a %zu-byte arena, above the session's limit of %zu "
-        "bytes (ks_session_desc.max_memory_bytes)",
-        s->arena_bytes, s->max_memory_bytes);
-    goto error;
-  }
-  s->arena =
-      ks__alloc_aligned(&s->alloc, s->arena_bytes ? s->arena_bytes : 64, 64);
-  if (!s->arena) {
-    st = KS_STATUS_OUT_OF_MEMORY;
-    ks__object_error(&s->obj, "out of memory allocating a %zu-byte arena",
-                     s->arena_bytes);
-    goto error;
-  }
-  memset(s->arena, 0, s->arena_bytes);
-  for (uint32_t t = 0; t < nt; t++)
-    if (s->kind[t] == T_ARENA)
-      s->rt[t].data =
-          (uint8_t *)s->arena + s->offset[find(s->group, (int32_t)t)];
-  for (uint32_t i = 0; i < nn; i++)
-    s->scratch[i] =
-        s->scratch_bytes[i] ? (uint8_t *)s->arena + s->offset[nt + i] : NULL;
-  ks__free(&s->alloc, order);
-  s->ready = true;
-  return KS_STATUS_OK;
+    s->arena_bytes = place_buffers(s, order, nbuf);
+    if (s->arena_bytes > s->max_memory_bytes) {
+        st = KS_STATUS_LIMIT_EXCEEDED;
+        ks__object_error(&s->obj,
+                         "the plan needs a %zu-byte arena, above the session's limit of %zu "
+                         "bytes (ks_session_desc.max_memory_bytes)",
+                         s->arena_bytes, s->max_memory_bytes);
+        goto error;
+    }
+    s->arena = ks__alloc_aligned(&s->alloc, s->arena_bytes ? s->arena_bytes : 64, 64);
+    if (!s->arena) {
+        st = KS_STATUS_OUT_OF_MEMORY;
+        ks__object_error(&s->obj, "out of memory allocating a %zu-byte arena", s->arena_bytes);
+        goto error;
+    }
+    memset(s->arena, 0, s->arena_bytes);
+    for (uint32_t t = 0; t < nt; t++)
+        if (s->kind[t] == T_ARENA)
+            s->rt[t].data = (uint8_t *)s->arena + s->offset[find(s->group, (int32_t)t)];
+    for (uint32_t i = 0; i < nn; i++)
+        s->scratch[i] = s->scratch_bytes[i] ? (uint8_t *)s->arena + s->offset[nt + i] : NULL;
+    ks__free(&s->alloc, order);
+    s->ready = true;
+    return KS_STATUS_OK;
 error:
-  ks__free(&s->alloc, order);
-  free_plan(s);
-  return st;
+    ks__free(&s->alloc, order);
+    free_plan(s);
+    return st;
 }
 
 size_t ks__session_arena_bytes(const ks_session *s);
 size_t ks__session_arena_bytes(const ks_session *s) {
-  return s ? s->arena_bytes : 0;
+    return s ? s->arena_bytes : 0;
 }
 
 static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static uint64_t node_flops(const ks_session *s, const ks__node *n) {
-  const ks__rt_tensor *o = &s->rt[n->outputs[0]];
-  int64_t out = ks__numel(o->rank, o->dims);
-  if (out < 0)
-    return 0;
-  if ((n->op == KS_OP_CONV2D || n->op == KS_OP_CONV2D_TRANSPOSE) &&
-      n->num_inputs >= 2) {
-    const ks__rt_tensor *w = &s->rt[n->inputs[1]];
-    if (w->rank != 4)
-      return 0;
-    int64_t per = w->dims[1] * w->dims[2] * w->dims[3];
-    if (n->op == KS_OP_CONV2D_TRANSPOSE) {
-      const ks__rt_tensor *x = &s->rt[n->inputs[0]];
-      int64_t xin = ks__numel(x->rank, x->dims);
-      return (uint64_t)(2 * xin * w->dims[0] * w->dims[1] * w->dims[2]);
+    const ks__rt_tensor *o = &s->rt[n->outputs[0]];
+    int64_t out = ks__numel(o->rank, o->dims);
+    if (out < 0) return 0;
+    if ((n->op == KS_OP_CONV2D || n->op == KS_OP_CONV2D_TRANSPOSE) && n->num_inputs >= 2) {
+        const ks__rt_tensor *w = &s->rt[n->inputs[1]];
+        if (w->rank != 4) return 0;
+        int64_t per = w->dims[1] * w->dims[2] * w->dims[3];
+        if (n->op == KS_OP_CONV2D_TRANSPOSE) {
+            const ks__rt_tensor *x = &s->rt[n->inputs[0]];
+            int64_t xin = ks__numel(x->rank, x->dims);
+            return (uint64_t)(2 * xin * w->dims[0] * w->dims[1] * w->dims[2]);
+        }
+        return (uint64_t)(2 * out * per);
     }
-    return (uint64_t)(2 * out * per);
-  }
-  if (n->op == KS_OP_FULLY_CONNECTED && n->num_inputs >= 2) {
-    const ks__rt_tensor *w = &s->rt[n->inputs[1]];
-    return w->rank == 2 ? (uint64_t)(2 * out * w->dims[1]) : 0;
-  }
-  return (uint64_t)out;
+    if (n->op == KS_OP_FULLY_CONNECTED && n->num_inputs >= 2) {
+        const ks__rt_tensor *w = &s->rt[n->inputs[1]];
+        return w->rank == 2 ? (uint64_t)(2 * out * w->dims[1]) : 0;
+    }
+    return (uint64_t)out;
 }
 
 ks_status ks_session_run(ks_session *s) {
-  if (!s)
-    return KS_STATUS_INVALID_ARGUMENT;
-  if (!s->ready) {
-    ks__object_error(&s->obj, "ks_session_run: call ks_session_reshape first");
-    return KS_STATUS_INVALID_STATE;
-  }
-  const ks__graph *g = s->g;
-  for (uint32_t i = 0; i < g->num_nodes; i++) {
-    if (s->skip[i])
-      continue;
-    const ks__node *n = &g->nodes[i];
-    ks__kernel_ctx ctx;
-    make_ctx(s, i, &ctx);
-    ctx.scratch_bytes = s->scratch_bytes[i];
-    ctx.scratch = s->scratch[i];
-    s->kerr[0] = 0;
-    uint64_t t0 = s->prof ? now_ns() : 0;
-    const ks__impl *im = s->impl[i];
-    ks_status st = im ? im->run(&ctx) : s->kernels->k[n->op].run(&ctx);
-    if (st) {
-      ks__object_error(&s->obj, "%s", s->kerr[0] ? s->kerr : "kernel failed");
-      return st;
+    if (!s) return KS_STATUS_INVALID_ARGUMENT;
+    if (!s->ready) {
+        ks__object_error(&s->obj, "ks_session_run: call ks_session_reshape first");
+        return KS_STATUS_INVALID_STATE;
     }
-    if (s->prof) {
-      ks_op_profile p;
-      p.node_index = i;
-      p.op_name = ks__op_get_info(n->op)->name;
-      p.node_name = n->name;
-      p.elapsed_ns = now_ns() - t0;
-      p.flops = node_flops(s, n);
-      p.kernel_name = im ? im->name : "ref";
-      s->prof(s->prof_user, &p);
+    const ks__graph *g = s->g;
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        if (s->skip[i]) continue;
+        const ks__node *n = &g->nodes[i];
+        ks__kernel_ctx ctx;
+        make_ctx(s, i, &ctx);
+        ctx.scratch_bytes = s->scratch_bytes[i];
+        ctx.scratch = s->scratch[i];
+        s->kerr[0] = 0;
+        uint64_t t0 = s->prof ? now_ns() : 0;
+        const ks__impl *im = s->impl[i];
+        ks_status st = im ? im->run(&ctx) : s->kernels->k[n->op].run(&ctx);
+        if (st) {
+            ks__object_error(&s->obj, "%s", s->kerr[0] ? s->kerr : "kernel failed");
+            return st;
+        }
+        if (s->prof) {
+            ks_op_profile p;
+            p.node_index = i;
+            p.op_name = ks__op_get_info(n->op)->name;
+            p.node_name = n->name;
+            p.elapsed_ns = now_ns() - t0;
+            p.flops = node_flops(s, n);
+            p.kernel_name = im ? im->name : "ref";
+            s->prof(s->prof_user, &p);
+        }
     }
-  }
-  return KS_STATUS_OK;
+    return KS_STATUS_OK;
 }
 
 static ks_status view_of(ks_session *s, int32_t id, ks_tensor *out) {
-  const ks__rt_tensor *r = &s->rt[id];
-  ks__tensor_info_from_def(r->def, &out->info);
-  out->info.dtype = r->dtype;
-  out->info.shape.rank = r->rank;
-  memcpy(out->info.shape.dims, r->dims, sizeof(r->dims));
-  out->data = r->data;
-  out->size_bytes = r->size_bytes;
-  return KS_STATUS_OK;
+    const ks__rt_tensor *r = &s->rt[id];
+    ks__tensor_info_from_def(r->def, &out->info);
+    out->info.dtype = r->dtype;
+    out->info.shape.rank = r->rank;
+    memcpy(out->info.shape.dims, r->dims, sizeof(r->dims));
+    out->data = r->data;
+    out->size_bytes = r->size_bytes;
+    return KS_STATUS_OK;
 }
 
-static ks_status io_view(ks_session *s, uint32_t index, bool input,
-                         ks_tensor *out) {
-  if (!s || !out)
-    return KS_STATUS_INVALID_ARGUMENT;
-  if (!s->ready) {
-    ks__object_error(&s->obj,
-                     "call ks_session_reshape before accessing tensors");
-    return KS_STATUS_INVALID_STATE;
-  }
-  uint32_t n = input ? s->g->num_inputs : s->g->num_outputs;
-  if (index >= n) {
-    ks__object_error(&s->obj, "%s index %u out of range (model has %u)",
-                     input ? "input" : "output", index, n);
-    return KS_STATUS_INVALID_ARGUMENT;
-  }
-  return view_of(s, input ? s->g->inputs[index] : s->g->outputs[index], out);
+static ks_status io_view(ks_session *s, uint32_t index, bool input, ks_tensor *out) {
+    if (!s || !out) return KS_STATUS_INVALID_ARGUMENT;
+    if (!s->ready) {
+        ks__object_error(&s->obj, "call ks_session_reshape before accessing tensors");
+        return KS_STATUS_INVALID_STATE;
+    }
+    uint32_t n = input ? s->g->num_inputs : s->g->num_outputs;
+    if (index >= n) {
+        ks__object_error(&s->obj, "%s index %u out of range (model has %u)",
+                         input ? "input" : "output", index, n);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    return view_of(s, input ? s->g->inputs[index] : s->g->outputs[index], out);
 }
 
-ks_status ks_session_input(ks_session *s, uint32_t index,
-                           ks_tensor *tensor_out) {
-  return io_view(s, index, true, tensor_out);
+ks_status ks_session_input(ks_session *s, uint32_t index, ks_tensor *tensor_out) {
+    return io_view(s, index, true, tensor_out);
 }
 
-ks_status ks_session_output(ks_session *s, uint32_t index,
-                            ks_tensor *tensor_out) {
-  return io_view(s, index, false, tensor_out);
+ks_status ks_session_output(ks_session *s, uint32_t index, ks_tensor *tensor_out) {
+    return io_view(s, index, false, tensor_out);
 }
 
 ks_status ks_session_set_profiler(ks_session *s, ks_profile_fn fn, void *user) {
-  if (!s)
-    return KS_STATUS_INVALID_ARGUMENT;
-  s->prof = fn;
-  s->prof_user = user;
-  return KS_STATUS_OK;
+    if (!s) return KS_STATUS_INVALID_ARGUMENT;
+    s->prof = fn;
+    s->prof_user = user;
+    return KS_STATUS_OK;
 }
 
 uint32_t ks_session_num_tensors(const ks_session *s) {
-  return s ? s->g->num_tensors : 0;
+    return s ? s->g->num_tensors : 0;
 }
 
-ks_status ks_session_tensor(ks_session *s, uint32_t index,
-                            ks_tensor *tensor_out) {
-  if (!s || !tensor_out || index >= s->g->num_tensors)
-    return KS_STATUS_INVALID_ARGUMENT;
-  if (!s->ready) {
-    ks__object_error(&s->obj,
-                     "call ks_session_reshape before accessing tensors");
-    return KS_STATUS_INVALID_STATE;
-  }
-  if (s->kind[index] == T_UNUSED) {
-    memset(tensor_out, 0, sizeof(*tensor_out));
-    ks__tensor_info_from_def(&s->g->tensors[index], &tensor_out->info);
-    return KS_STATUS_OK;
-  }
-  return view_of(s, (int32_t)index, tensor_out);
+ks_status ks_session_tensor(ks_session *s, uint32_t index, ks_tensor *tensor_out) {
+    if (!s || !tensor_out || index >= s->g->num_tensors) return KS_STATUS_INVALID_ARGUMENT;
+    if (!s->ready) {
+        ks__object_error(&s->obj, "call ks_session_reshape before accessing tensors");
+        return KS_STATUS_INVALID_STATE;
+    }
+    if (s->kind[index] == T_UNUSED) {
+        memset(tensor_out, 0, sizeof(*tensor_out));
+        ks__tensor_info_from_def(&s->g->tensors[index], &tensor_out->info);
+        return KS_STATUS_OK;
+    }
+    return view_of(s, (int32_t)index, tensor_out);
 }
