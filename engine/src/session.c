@@ -20,6 +20,7 @@
 
 #include "../backends/cpu/impl.h"
 #include "model.h"
+#include "tune.h"
 
 #define KS_MAX_TENSOR_BYTES (UINT64_C(1) << 32)
 #define KS_FOLD_MAX_BYTES (UINT64_C(1) << 24)
@@ -60,6 +61,7 @@ struct ks_session {
     const ks__impl **impl; /* per node; NULL: reference kernel */
     void **packed;         /* per node, freed at the next reshape */
     size_t *packed_bytes;
+    ks__tuner *tuner; /* NULL: tuning off (tune.h) */
 
     ks_profile_fn prof;
     void *prof_user;
@@ -102,6 +104,7 @@ void ks_session_destroy(ks_session *s) {
     ks__free(&a, s->impl);
     ks__free(&a, s->packed);
     ks__free(&a, s->packed_bytes);
+    ks__tuner_destroy(s->tuner);
     ks__pool_destroy(s->pool);
     s->obj.magic = 0;
     ks__free(&a, s);
@@ -118,11 +121,12 @@ ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
         return KS_STATUS_INVALID_ARGUMENT;
     }
     if (desc && (desc->num_threads < 0 || desc->precision >= KS_PRECISION_COUNT ||
-                 (desc->flags & ~KS_SESSION_KEEP_ALL_TENSORS))) {
+                 (desc->flags & ~KS_SESSION_KEEP_ALL_TENSORS) || (int)desc->tune < 0 ||
+                 desc->tune >= KS_TUNE_COUNT)) {
         ks__object_error(NULL,
                          "ks_session_create: invalid desc (num_threads %d, precision %d, "
-                         "flags 0x%x)",
-                         desc->num_threads, (int)desc->precision, desc->flags);
+                         "flags 0x%x, tune %d)",
+                         desc->num_threads, (int)desc->precision, desc->flags, (int)desc->tune);
         return KS_STATUS_INVALID_ARGUMENT;
     }
     ks_allocator a =
@@ -175,6 +179,13 @@ ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
     if (s->num_threads > 1 && ks__pool_create(&a, s->num_threads, &s->pool) != KS_STATUS_OK) {
         ks_session_destroy(s);
         ks__object_error(NULL, "cannot start %u threads", (unsigned)(desc ? desc->num_threads : 1));
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    /* Measured kernel choice (tune.h): the tuner copies the cache path. */
+    if (desc && desc->tune != KS_TUNE_OFF &&
+        ks__tuner_create(&a, desc->tune, desc->tune_cache_path, &s->tuner) != KS_STATUS_OK) {
+        ks_session_destroy(s);
+        ks__object_error(NULL, "out of memory creating a session");
         return KS_STATUS_OUT_OF_MEMORY;
     }
     uint32_t p = 0;
@@ -254,10 +265,13 @@ static size_t place_buffers(ks_session *s, const int32_t *order, uint32_t count)
     return total;
 }
 
-/* Picks the fastest kernel variant for node i at its inferred shapes and packs
- * its constants. The reference kernel stays when no variant applies. */
+/* Picks the fastest kernel variant for node i at its inferred shapes (by the
+ * cost model, or measured when the session tunes: tune.h) and packs its
+ * constants. The reference kernel stays when no variant applies. */
 static ks_status choose_impl(ks_session *s, uint32_t i, ks__kernel_ctx *ctx) {
-    const ks__impl *im = s->isa ? ks__impl_select(ctx, s->isa) : NULL;
+    const ks__impl *im = NULL;
+    if (s->isa)
+        im = s->tuner ? ks__tune_select(s->tuner, ctx, s->isa) : ks__impl_select(ctx, s->isa);
     if (!im) return KS_STATUS_OK;
     size_t packed_bytes = 0;
     ctx->scratch_bytes = 0;
