@@ -38,6 +38,8 @@ const char *ks_status_string(ks_status status) {
         return "limit exceeded";
     case KS_STATUS_INTERNAL:
         return "internal error";
+    case KS_STATUS_TAMPERED:
+        return "model tampered or wrong key";
     default:
         return "unknown status";
     }

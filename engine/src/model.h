@@ -14,7 +14,8 @@ struct ks_model {
     size_t image_bytes;
     void *mapped; /* mmap base, or NULL */
     size_t mapped_bytes;
-    void *owned; /* heap copy, or NULL */
+    void *owned;       /* heap copy, or NULL */
+    bool owned_secret; /* owned holds decrypted plaintext: wiped before it is freed */
 };
 
 void ks__tensor_info_from_def(const ks__tensor *t, ks_tensor_info *info);

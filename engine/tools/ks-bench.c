@@ -23,6 +23,7 @@
 
 #include "impl.h"
 #include "kestrel/engine.h"
+#include "key_file.h"
 #include "npy.h"
 
 #define MAX_INPUTS 64
@@ -39,6 +40,9 @@ typedef struct options {
     int num_in_specs;
     const char *shape_specs[MAX_INPUTS]; /* NAME=AxBxC */
     int num_shape_specs;
+    ks_tune_mode tune;      /* --tune off|fast|full */
+    const char *tune_cache; /* --tune-cache FILE */
+    const char *key_file;   /* --key-file KEY: the model is encrypted */
 } options;
 
 /* One graph node as seen by the profiler. */
@@ -71,7 +75,8 @@ static void usage(void) {
     fprintf(stderr,
             "usage: ks-bench MODEL.ksm [--threads N] [--runs R] [--warmup W] [--seed S]\n"
             "                [--input NAME=FILE.npy] [--shape NAME=1x3x224x224] [--range LO:HI]\n"
-            "                [--json] [--profile]\n"
+            "                [--json] [--profile] [--tune off|fast|full] [--tune-cache FILE]\n"
+            "                [--key-file KEY]\n"
             "  --threads N   session threads (default 1)\n"
             "  --runs R      timed runs (default 20)\n"
             "  --warmup W    untimed runs first (default 3)\n"
@@ -80,7 +85,11 @@ static void usage(void) {
             "  --shape       set the shape of an input with dynamic dimensions\n"
             "  --range       uniform range of random float inputs (default: per-input heuristic)\n"
             "  --json        print one JSON object as the last line\n"
-            "  --profile     per-op times, FLOPs and kernels (a separate pass of R runs)\n");
+            "  --profile     per-op times, FLOPs and kernels (a separate pass of R runs)\n"
+            "  --tune M      kernel choice: off (cost model, default), fast (time the top\n"
+            "                candidates per op shape at reshape), full (time all of them)\n"
+            "  --tune-cache  file that keeps tuning results across runs\n"
+            "  --key-file    key of an encrypted model (ks-protect)\n");
 }
 
 static double now_ms(void) {
@@ -368,6 +377,20 @@ static int parse_args(int argc, char **argv, options *opt) {
             const char *v = argv[++i];
             if (!strchr(v, '=')) goto bad_value;
             opt->shape_specs[opt->num_shape_specs++] = v;
+        } else if (strcmp(a, "--tune") == 0 && has_value) {
+            const char *v = argv[++i];
+            if (strcmp(v, "off") == 0)
+                opt->tune = KS_TUNE_OFF;
+            else if (strcmp(v, "fast") == 0)
+                opt->tune = KS_TUNE_FAST;
+            else if (strcmp(v, "full") == 0)
+                opt->tune = KS_TUNE_FULL;
+            else
+                goto bad_value;
+        } else if (strcmp(a, "--tune-cache") == 0 && has_value) {
+            opt->tune_cache = argv[++i];
+        } else if (strcmp(a, "--key-file") == 0 && has_value) {
+            opt->key_file = argv[++i];
         } else if (strcmp(a, "--json") == 0) {
             opt->json = 1;
         } else if (strcmp(a, "--profile") == 0) {
@@ -487,8 +510,20 @@ int main(int argc, char **argv) {
     int num_groups = 0;
     memset(npys, 0, sizeof(npys));
 
+    uint8_t key[KS_KEY_FILE_BYTES];
+    ks_model_desc model_desc = {0};
+    if (opt.key_file) {
+        char key_err[512];
+        if (ks_key_file_read(opt.key_file, key, key_err, sizeof(key_err))) {
+            fprintf(stderr, "ks-bench: %s\n", key_err);
+            return 1;
+        }
+        model_desc.key = key;
+        model_desc.key_bytes = sizeof(key);
+    }
     double t0 = now_ms();
-    ks_status st = ks_model_load_file(opt.model_path, NULL, &model);
+    ks_status st = ks_model_load_file(opt.model_path, &model_desc, &model);
+    memset(key, 0, sizeof(key));
     if (st) {
         fprintf(stderr, "ks-bench: %s: %s: %s\n", opt.model_path, ks_status_string(st),
                 ks_last_error(NULL));
@@ -503,7 +538,11 @@ int main(int argc, char **argv) {
     }
     if (prepare_inputs(&opt, model, npys, shapes)) goto done;
 
-    st = ks_session_create(model, &(ks_session_desc){.num_threads = opt.threads}, &s);
+    st = ks_session_create(model,
+                           &(ks_session_desc){.num_threads = opt.threads,
+                                              .tune = opt.tune,
+                                              .tune_cache_path = opt.tune_cache},
+                           &s);
     if (st) {
         fprintf(stderr, "ks-bench: session: %s: %s\n", ks_status_string(st), ks_last_error(NULL));
         goto done;

@@ -7,6 +7,7 @@
 
 #include "fileio.h"
 #include "kestrel/engine.h"
+#include "key_file.h"
 #include "npy.h"
 
 #define MAX_INPUTS 64
@@ -14,9 +15,10 @@
 static void usage(void) {
     fprintf(stderr,
             "usage: ks-run MODEL.ksm --input NAME=FILE.npy ... --output-dir DIR\n"
-            "              [--dump-all DIR] [--threads N]\n"
+            "              [--dump-all DIR] [--threads N] [--key-file KEY]\n"
             "  Inputs may also be given by position: --input FILE.npy.\n"
-            "  --dump-all writes every intermediate tensor of the graph as DIR/<name>.npy.\n");
+            "  --dump-all writes every intermediate tensor of the graph as DIR/<name>.npy.\n"
+            "  --key-file reads the key of an encrypted model (ks-protect).\n");
 }
 
 static int write_tensor(const char *dir, const ks_tensor *t) {
@@ -32,7 +34,7 @@ static int write_tensor(const char *dir, const ks_tensor *t) {
 }
 
 int main(int argc, char **argv) {
-    const char *model_path = NULL, *out_dir = NULL, *dump_dir = NULL;
+    const char *model_path = NULL, *out_dir = NULL, *dump_dir = NULL, *key_file = NULL;
     const char *in_specs[MAX_INPUTS];
     int num_specs = 0, threads = 1, rc = 1;
     for (int i = 1; i < argc; i++) {
@@ -46,6 +48,8 @@ int main(int argc, char **argv) {
             out_dir = argv[++i];
         } else if (strcmp(argv[i], "--dump-all") == 0 && i + 1 < argc) {
             dump_dir = argv[++i];
+        } else if (strcmp(argv[i], "--key-file") == 0 && i + 1 < argc) {
+            key_file = argv[++i];
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             threads = atoi(argv[++i]);
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -69,7 +73,18 @@ int main(int argc, char **argv) {
     memset(npys, 0, sizeof(npys));
     ks_tensor_shape shapes[MAX_INPUTS];
     char err[1024];
-    ks_status st = ks_model_load_file(model_path, NULL, &model);
+    uint8_t key[KS_KEY_FILE_BYTES];
+    ks_model_desc model_desc = {0};
+    if (key_file) {
+        if (ks_key_file_read(key_file, key, err, sizeof(err))) {
+            fprintf(stderr, "ks-run: %s\n", err);
+            return 1;
+        }
+        model_desc.key = key;
+        model_desc.key_bytes = sizeof(key);
+    }
+    ks_status st = ks_model_load_file(model_path, &model_desc, &model);
+    memset(key, 0, sizeof(key));
     if (st) {
         fprintf(stderr, "ks-run: %s: %s\n", ks_status_string(st), ks_last_error(NULL));
         return 1;

@@ -41,6 +41,11 @@ typedef struct ks_session ks_session;
 typedef struct ks_model_desc {
     const ks_allocator *allocator; /* NULL: malloc/free. Must outlive the model. */
     uint32_t flags;                /* KS_MODEL_* */
+    /* ks-protect: 32-byte key of an encrypted (KSME) model; NULL for a plain .ksm. Not kept after
+     * load. A key for a plain file, or no key for an encrypted one, is KS_STATUS_INVALID_ARGUMENT;
+     * a wrong key or a modified file is KS_STATUS_TAMPERED. */
+    const uint8_t *key;
+    size_t key_bytes;
 } ks_model_desc;
 
 /* Loads a .ksm file. Weights are used in place from a read-only mapping (zero-copy).

@@ -60,6 +60,7 @@ typedef enum ks_status {
     KS_STATUS_INVALID_STATE = 9,     /* call order violated, e.g. run before reshape */
     KS_STATUS_LIMIT_EXCEEDED = 10,   /* a named safety limit was hit (size, count, depth) */
     KS_STATUS_INTERNAL = 11,         /* a bug in Kestrel; please report it */
+    KS_STATUS_TAMPERED = 12,         /* encrypted model failed authentication (altered/wrong key) */
     KS_STATUS_COUNT
 } ks_status;
 
