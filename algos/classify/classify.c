@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../segment/task_util.h"
+#include "task_common.h"
 
 #define KS__CLS_CONFIG "classifier_config"
 #define KS__CLS_DEFAULT_BUNDLE "classifier_mobilenet_v2.ksb"
@@ -30,9 +30,9 @@ typedef struct cls_result {
 void ks_image_classifier_destroy(ks_image_classifier *c) {
     if (!c) return;
     ks_pipeline_destroy(c->pipeline);
-    ks__taskutil_labels_free(c->desc.task.allocator, &c->labels);
+    ks__task_labels_free(c->desc.task.allocator, &c->labels);
     ks_bundle_destroy(c->bundle);
-    ks__taskutil_free(c->desc.task.allocator, c);
+    ks__free(c->desc.task.allocator, c);
 }
 
 ks_status ks_image_classifier_create(const ks_image_classifier_desc *desc,
@@ -59,7 +59,7 @@ ks_status ks_image_classifier_create(const ks_image_classifier_desc *desc,
         ks__object_error(NULL, "ks_image_classifier_create: %s", ks_last_error(NULL));
         return st;
     }
-    c = ks__taskutil_alloc(t->allocator, sizeof(*c));
+    c = ks__alloc(t->allocator, sizeof(*c));
     if (!c) {
         ks__object_error(NULL, "ks_image_classifier_create: out of memory");
         return KS_STATUS_OUT_OF_MEMORY;
@@ -67,16 +67,15 @@ ks_status ks_image_classifier_create(const ks_image_classifier_desc *desc,
     memset(c, 0, sizeof(*c));
     c->obj.magic = KS__OBJECT_MAGIC;
     c->desc = dd;
-    st = ks__taskutil_open_bundle(t, KS__CLS_DEFAULT_BUNDLE, &c->bundle, err, sizeof(err));
+    st = ks__task_open_bundle(t, KS__CLS_DEFAULT_BUNDLE, &c->bundle, err, sizeof(err));
     if (st) goto error;
-    st = ks__taskutil_config(c->bundle, KS__CLS_CONFIG, &cfg, err, sizeof(err));
+    st = ks__task_config(c->bundle, KS__CLS_CONFIG, &cfg, err, sizeof(err));
     if (st) goto error;
     const char *labels = NULL;
     double offset = 0;
     st = ks__cfg_string(cfg, "labels", NULL, &labels, err, sizeof(err));
     if (!st) st = ks__cfg_number(cfg, "label_offset", 0, &offset, err, sizeof(err));
-    if (!st)
-        st = ks__taskutil_labels(t->allocator, c->bundle, labels, &c->labels, err, sizeof(err));
+    if (!st) st = ks__task_labels(t->allocator, c->bundle, labels, &c->labels, err, sizeof(err));
     if (st) goto error;
     if (!(offset >= 0 && offset <= 16)) {
         snprintf(err, sizeof(err), "config '%s': label_offset %g must be in 0..16", KS__CLS_CONFIG,
@@ -85,20 +84,13 @@ ks_status ks_image_classifier_create(const ks_image_classifier_desc *desc,
         goto error;
     }
     c->label_offset = (int32_t)offset;
-    ks_pipeline_desc pd = {.allocator = t->allocator, .num_threads = t->num_threads};
-    st = ks_pipeline_create_bundle(c->bundle, &pd, &c->pipeline);
+    st = ks__task_create_pipeline(c->bundle, t, NULL, NULL, 0, &c->pipeline);
     if (st) {
         snprintf(err, sizeof(err), "%s", ks_last_error(NULL));
         goto error;
     }
-    c->out_scores = ks_pipeline_output_index(c->pipeline, "scores");
-    if (ks_pipeline_num_inputs(c->pipeline) != 1 || c->out_scores < 0 ||
-        ks_pipeline_num_outputs(c->pipeline) > 8) {
-        snprintf(err, sizeof(err),
-                 "graph must take one image input and output stream 'scores' (at most 8 outputs)");
-        st = KS_STATUS_INVALID_MODEL;
-        goto error;
-    }
+    st = ks__task_check_graph(c->pipeline, "scores", &c->out_scores, err, sizeof(err));
+    if (st) goto error;
     cJSON_Delete(cfg);
     *out = c;
     return KS_STATUS_OK;
@@ -120,7 +112,7 @@ static const char *label_for(const ks_image_classifier *c, size_t class_index, s
 void ks_classifications_release(ks_classifications *r) {
     if (!r) return;
     cls_result *cr = (cls_result *)r;
-    ks__taskutil_free(cr->alloc, cr);
+    ks__free(cr->alloc, cr);
 }
 
 ks_status ks_image_classify(ks_image_classifier *c, const ks_image *image, int64_t timestamp_us,
@@ -132,22 +124,14 @@ ks_status ks_image_classify(ks_image_classifier *c, const ks_image *image, int64
     }
     const ks_allocator *alloc = c->desc.task.allocator;
     char err[512] = "";
-    ks_packet *frame = NULL, *outs[8] = {NULL};
-    ks_status st = ks__taskutil_upright_packet(alloc, image, c->desc.task.rotation,
-                                               c->desc.task.mirror, &frame, err, sizeof(err));
+    ks_packet *outs[KS_TASK_MAX_OUTPUTS];
+    int32_t width, height;
+    /* Classification keeps no state across frames: any timestamp order is fine. */
+    ks_status st = ks__task_process_image(c->pipeline, &c->desc.task, image, timestamp_us, 1, outs,
+                                          &width, &height, err, sizeof(err));
     if (st) {
         ks__object_error(&c->obj, "ks_image_classify: %s", err);
-        return st;
-    }
-    /* Classification keeps no state across frames: any timestamp order is fine. */
-    ks_pipeline_reset(c->pipeline);
-    uint32_t num_out = ks_pipeline_num_outputs(c->pipeline);
-    const ks_packet *in[1] = {frame};
-    st = ks_pipeline_process(c->pipeline, in, timestamp_us, outs);
-    ks_packet_release(frame);
-    if (st) {
-        ks__object_error(&c->obj, "ks_image_classify: %s", ks_last_error(c->pipeline));
-        return st;
+        goto done;
     }
     const ks_tensor *scores = ks_packet_tensor(outs[c->out_scores]);
     size_t n = scores ? scores->size_bytes / sizeof(float) : 0;
@@ -173,8 +157,7 @@ ks_status ks_image_classify(ks_image_classifier *c, const ks_image *image, int64
         idx[count] = (uint32_t)best;
         label_bytes += strlen(label_for(c, best, n)) + 1;
     }
-    cls_result *r =
-        ks__taskutil_alloc(alloc, sizeof(*r) + count * sizeof(ks_class_score) + label_bytes + 1);
+    cls_result *r = ks__alloc(alloc, sizeof(*r) + count * sizeof(ks_class_score) + label_bytes + 1);
     if (!r) {
         ks__object_error(&c->obj, "ks_image_classify: out of memory");
         st = KS_STATUS_OUT_OF_MEMORY;
@@ -193,7 +176,6 @@ ks_status ks_image_classify(ks_image_classifier *c, const ks_image *image, int64
     r->pub = (ks_classifications){.count = count, .items = items};
     *out = &r->pub;
 done:
-    for (uint32_t i = 0; i < num_out && i < 8; i++)
-        ks_packet_release(outs[i]);
+    ks__task_release_outputs(outs);
     return st;
 }

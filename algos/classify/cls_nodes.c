@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../segment/task_util.h"
+#include "task_common.h"
 
 #define CLS_MAX_CLASSES 100000
 
@@ -72,6 +72,6 @@ static const ks_node_type cls_type = {"cls_scores", 1,           1,    cls_in, c
 
 ks_status ks__cls_register_nodes(void) {
     ks_status st = ks__det_register_nodes(); /* model_input */
-    if (!st) st = ks__taskutil_register(&cls_type);
+    if (!st) st = ks__task_register(&cls_type);
     return st;
 }

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "detection.h"
-#include "../segment/task_util.h"
+#include "task_common.h"
 #include "tracking.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -51,7 +51,7 @@ static ks_status read_preprocess(const ks_node_init *init, mi_state *s) {
         return KS_STATUS_INVALID_ARGUMENT;
     }
     char err[256] = "";
-    st = ks__taskutil_config(init->bundle, entry, &cfg, err, sizeof(err));
+    st = ks__task_config(init->bundle, entry, &cfg, err, sizeof(err));
     if (st) goto done;
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(cfg, "preprocess");
     if (!cJSON_IsObject(pre)) {
@@ -150,12 +150,12 @@ done:
 }
 
 static ks_status mi_create(const ks_node_init *init, void **state_out) {
-    mi_state *s = ks__taskutil_alloc(init->allocator, sizeof(*s));
+    mi_state *s = ks__alloc(init->allocator, sizeof(*s));
     if (!s) return KS_STATUS_OUT_OF_MEMORY;
     memset(s, 0, sizeof(*s));
     ks_status st = read_preprocess(init, s);
     if (st) {
-        ks__taskutil_free(init->allocator, s);
+        ks__free(init->allocator, s);
         return st;
     }
     *state_out = s;
@@ -163,7 +163,7 @@ static ks_status mi_create(const ks_node_init *init, void **state_out) {
 }
 
 static void plain_destroy(void *state, const ks_allocator *a) {
-    ks__taskutil_free(a, state);
+    ks__free(a, state);
 }
 
 static ks_pixel_format layout_format(ks_pixel_layout f) {
@@ -293,10 +293,10 @@ typedef struct dd_state {
 static void dd_destroy(void *state, const ks_allocator *a) {
     dd_state *s = state;
     if (!s) return;
-    ks__taskutil_free(a, s->cand);
-    ks__taskutil_free(a, s->kept);
-    ks__taskutil_free(a, s->scratch);
-    ks__taskutil_free(a, s);
+    ks__free(a, s->cand);
+    ks__free(a, s->kept);
+    ks__free(a, s->scratch);
+    ks__free(a, s);
 }
 
 #define DD_MAX_RESULTS 1000
@@ -312,7 +312,7 @@ static ks_status dd_read_config(const ks_node_init *init, dd_state *s, char *err
                  "must come from a bundle");
         return KS_STATUS_INVALID_ARGUMENT;
     }
-    st = ks__taskutil_config(init->bundle, entry, &cfg, err, cap);
+    st = ks__task_config(init->bundle, entry, &cfg, err, cap);
     if (st) return st;
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(cfg, "preprocess");
     double w = 0, h = 0, nc = 0, sig = 0, multi = 0, score = 0.3, iou = 0.45, maxd = 100;
@@ -403,7 +403,7 @@ done:
 }
 
 static ks_status dd_create(const ks_node_init *init, void **state_out) {
-    dd_state *s = ks__taskutil_alloc(init->allocator, sizeof(*s));
+    dd_state *s = ks__alloc(init->allocator, sizeof(*s));
     if (!s) return KS_STATUS_OUT_OF_MEMORY;
     memset(s, 0, sizeof(*s));
     double min_score = 0;
@@ -425,9 +425,9 @@ static ks_status dd_create(const ks_node_init *init, void **state_out) {
     s->track = track != 0;
     s->tracker_opt = (ks__tracker_options){.per_class = true, .min_hits = 1};
     if (s->track) ks__tracker_init(&s->tracker, &s->tracker_opt);
-    s->cand = ks__taskutil_alloc(init->allocator, s->cap * sizeof(ks__detection));
-    s->kept = ks__taskutil_alloc(init->allocator, (size_t)s->max_results * sizeof(ks__detection));
-    s->scratch = ks__taskutil_alloc(init->allocator, ks__nms_scratch_size(s->cap));
+    s->cand = ks__alloc(init->allocator, s->cap * sizeof(ks__detection));
+    s->kept = ks__alloc(init->allocator, (size_t)s->max_results * sizeof(ks__detection));
+    s->scratch = ks__alloc(init->allocator, ks__nms_scratch_size(s->cap));
     if (!s->cand || !s->kept || !s->scratch) {
         st = KS_STATUS_OUT_OF_MEMORY;
         goto error;
@@ -507,7 +507,7 @@ static ks_status dd_process(void *state, ks_node_ctx *ctx) {
     if (s->track) ks__tracker_update(&s->tracker, s->kept, num_kept);
     const ks_allocator *a = ks_node_allocator(ctx);
     ks_packet *out = NULL;
-    float *buf = ks__taskutil_alloc(a, num_kept * (4 + 1 + 1) * sizeof(float) + 16);
+    float *buf = ks__alloc(a, num_kept * (4 + 1 + 1) * sizeof(float) + 16);
     if (!buf) return ks_node_fail(ctx, KS_STATUS_OUT_OF_MEMORY, "detections");
     float *boxes = buf, *scores = buf + 4 * num_kept;
     int32_t *ids = (int32_t *)(scores + num_kept);
@@ -525,7 +525,7 @@ static ks_status dd_process(void *state, ks_node_ctx *ctx) {
                                                              .scores = scores,
                                                              .class_ids = ids},
                                      &out);
-    ks__taskutil_free(a, buf);
+    ks__free(a, buf);
     if (st) return ks_node_fail(ctx, st, "detections");
     st = ks_node_output(ctx, 0, out);
     if (st || ks_node_num_outputs(ctx) < 2) return st;
@@ -551,7 +551,7 @@ static const ks_node_type dd_type = {"det_decode", 2,          2,    dd_in,    d
                                      dd_create,    dd_process, NULL, dd_reset, dd_destroy};
 
 ks_status ks__det_register_nodes(void) {
-    ks_status st = ks__taskutil_register(&mi_type);
-    if (!st) st = ks__taskutil_register(&dd_type);
+    ks_status st = ks__task_register(&mi_type);
+    if (!st) st = ks__task_register(&dd_type);
     return st;
 }

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../segment/task_util.h"
+#include "task_common.h"
 
 #define KS__DET_CONFIG "detector_config"
 #define KS__DET_DEFAULT_BUNDLE "object_detector_yolox.ksb"
@@ -27,9 +27,9 @@ typedef struct det_result {
 void ks_object_detector_destroy(ks_object_detector *d) {
     if (!d) return;
     ks_pipeline_destroy(d->pipeline);
-    ks__taskutil_labels_free(d->desc.task.allocator, &d->labels);
+    ks__task_labels_free(d->desc.task.allocator, &d->labels);
     ks_bundle_destroy(d->bundle);
-    ks__taskutil_free(d->desc.task.allocator, d);
+    ks__free(d->desc.task.allocator, d);
 }
 
 ks_status ks_object_detector_create(const ks_object_detector_desc *desc, ks_object_detector **out) {
@@ -55,7 +55,7 @@ ks_status ks_object_detector_create(const ks_object_detector_desc *desc, ks_obje
         ks__object_error(NULL, "ks_object_detector_create: %s", ks_last_error(NULL));
         return st;
     }
-    d = ks__taskutil_alloc(t->allocator, sizeof(*d));
+    d = ks__alloc(t->allocator, sizeof(*d));
     if (!d) {
         ks__object_error(NULL, "ks_object_detector_create: out of memory");
         return KS_STATUS_OUT_OF_MEMORY;
@@ -63,14 +63,13 @@ ks_status ks_object_detector_create(const ks_object_detector_desc *desc, ks_obje
     memset(d, 0, sizeof(*d));
     d->obj.magic = KS__OBJECT_MAGIC;
     d->desc = dd;
-    st = ks__taskutil_open_bundle(t, KS__DET_DEFAULT_BUNDLE, &d->bundle, err, sizeof(err));
+    st = ks__task_open_bundle(t, KS__DET_DEFAULT_BUNDLE, &d->bundle, err, sizeof(err));
     if (st) goto error;
-    st = ks__taskutil_config(d->bundle, KS__DET_CONFIG, &cfg, err, sizeof(err));
+    st = ks__task_config(d->bundle, KS__DET_CONFIG, &cfg, err, sizeof(err));
     if (st) goto error;
     const char *labels = NULL;
     st = ks__cfg_string(cfg, "labels", NULL, &labels, err, sizeof(err));
-    if (!st)
-        st = ks__taskutil_labels(t->allocator, d->bundle, labels, &d->labels, err, sizeof(err));
+    if (!st) st = ks__task_labels(t->allocator, d->bundle, labels, &d->labels, err, sizeof(err));
     if (st) goto error;
     char score[32], maxr[32];
     snprintf(score, sizeof(score), "%.6g", (double)t->min_score);
@@ -78,25 +77,14 @@ ks_status ks_object_detector_create(const ks_object_detector_desc *desc, ks_obje
     ks_side_param side[] = {{"min_score", score},
                             {"max_results", maxr},
                             {"track", t->mode == KS_MODE_VIDEO ? "true" : "false"}};
-    ks_pipeline_desc pd = {.allocator = t->allocator,
-                           .side_params = side,
-                           .num_side_params = 3,
-                           .num_threads = t->num_threads};
-    st = ks_pipeline_create_bundle(d->bundle, &pd, &d->pipeline);
+    st = ks__task_create_pipeline(d->bundle, t, NULL, side, 3, &d->pipeline);
     if (st) {
         snprintf(err, sizeof(err), "%s", ks_last_error(NULL));
         goto error;
     }
-    d->out_dets = ks_pipeline_output_index(d->pipeline, "detections");
+    st = ks__task_check_graph(d->pipeline, "detections", &d->out_dets, err, sizeof(err));
+    if (st) goto error;
     d->out_tracks = ks_pipeline_output_index(d->pipeline, "track_ids");
-    if (ks_pipeline_num_inputs(d->pipeline) != 1 || d->out_dets < 0 ||
-        ks_pipeline_num_outputs(d->pipeline) > 8) {
-        snprintf(err, sizeof(err),
-                 "graph must take one image input and output stream 'detections' (at most 8 "
-                 "outputs)");
-        st = KS_STATUS_INVALID_MODEL;
-        goto error;
-    }
     cJSON_Delete(cfg);
     *out = d;
     return KS_STATUS_OK;
@@ -110,7 +98,7 @@ error:
 void ks_detected_objects_release(ks_detected_objects *o) {
     if (!o) return;
     det_result *r = (det_result *)o;
-    ks__taskutil_free(r->alloc, r);
+    ks__free(r->alloc, r);
 }
 
 ks_status ks_object_detect(ks_object_detector *d, const ks_image *image, int64_t timestamp_us,
@@ -122,24 +110,16 @@ ks_status ks_object_detect(ks_object_detector *d, const ks_image *image, int64_t
     }
     const ks_allocator *alloc = d->desc.task.allocator;
     char err[512] = "";
-    ks_packet *frame = NULL, *outs[8] = {NULL};
-    ks_status st = ks__taskutil_upright_packet(alloc, image, d->desc.task.rotation,
-                                               d->desc.task.mirror, &frame, err, sizeof(err));
+    ks_packet *outs[KS_TASK_MAX_OUTPUTS];
+    int32_t width, height;
+    ks_status st = ks__task_process_image(d->pipeline, &d->desc.task, image, timestamp_us,
+                                          d->desc.task.mode == KS_MODE_IMAGE, outs, &width, &height,
+                                          err, sizeof(err));
     if (st) {
         ks__object_error(&d->obj, "ks_object_detect: %s", err);
-        return st;
+        goto done;
     }
-    const ks_packet_image *up = ks_packet_image_view(frame);
-    float w = (float)up->width_px, h = (float)up->height_px;
-    if (d->desc.task.mode == KS_MODE_IMAGE) ks_pipeline_reset(d->pipeline);
-    uint32_t num_out = ks_pipeline_num_outputs(d->pipeline);
-    const ks_packet *in[1] = {frame};
-    st = ks_pipeline_process(d->pipeline, in, timestamp_us, outs);
-    ks_packet_release(frame);
-    if (st) {
-        ks__object_error(&d->obj, "ks_object_detect: %s", ks_last_error(d->pipeline));
-        return st;
-    }
+    float w = (float)width, h = (float)height;
     const ks_packet_detections *det = ks_packet_detections_view(outs[d->out_dets]);
     const ks_tensor *tracks = d->out_tracks >= 0 ? ks_packet_tensor(outs[d->out_tracks]) : NULL;
     uint32_t n = det ? det->num_detections : 0;
@@ -149,8 +129,8 @@ ks_status ks_object_detect(ks_object_detector *d, const ks_image *image, int64_t
         label_bytes +=
             (c >= 0 && (uint32_t)c < d->labels.count ? strlen(d->labels.names[c]) : 0) + 1;
     }
-    det_result *r = ks__taskutil_alloc(alloc, sizeof(det_result) + n * sizeof(ks_detected_object) +
-                                                  label_bytes);
+    det_result *r =
+        ks__alloc(alloc, sizeof(det_result) + n * sizeof(ks_detected_object) + label_bytes);
     if (!r) {
         ks__object_error(&d->obj, "ks_object_detect: out of memory for %u objects", (unsigned)n);
         st = KS_STATUS_OUT_OF_MEMORY;
@@ -179,7 +159,6 @@ ks_status ks_object_detect(ks_object_detector *d, const ks_image *image, int64_t
     r->pub = (ks_detected_objects){.count = n, .items = items};
     *out = &r->pub;
 done:
-    for (uint32_t i = 0; i < num_out && i < 8; i++)
-        ks_packet_release(outs[i]);
+    ks__task_release_outputs(outs);
     return st;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common.h" /* engine: ks__object, ks__calloc */
+#include "face_internal.h"
 #include "kestrel/face.h"
 #include "task_common.h"
 
@@ -239,4 +240,23 @@ void ks_face_meshes_release(ks_face_meshes *faces) {
     meshes_block *b = (meshes_block *)((char *)faces - offsetof(meshes_block, meshes));
     ks_allocator a = b->alloc;
     ks__free(b->has_alloc ? &a : NULL, b);
+}
+
+ks_status ks__face_landmarker_stats(const ks_face_landmarker *lm, ks__face_lm_stats *out) {
+    if (!lm || !out) return KS_STATUS_INVALID_ARGUMENT;
+    *out = (ks__face_lm_stats){0};
+    uint32_t n = ks_pipeline_num_nodes(lm->pipeline);
+    for (uint32_t i = 0; i < n; i++) {
+        ks_node_stats s;
+        if (ks_pipeline_node_stats(lm->pipeline, i, &s) != KS_STATUS_OK || !s.node_name) continue;
+        /* node names of algos/face/face_landmarker*.json */
+        if (strcmp(s.node_name, "detector") == 0) {
+            out->num_detector_runs = s.num_calls;
+            out->detector_mean_us = s.mean_us;
+        } else if (strcmp(s.node_name, "landmarks_model") == 0) {
+            out->num_landmark_runs = s.num_calls;
+            out->landmarks_mean_us = s.mean_us;
+        }
+    }
+    return KS_STATUS_OK;
 }

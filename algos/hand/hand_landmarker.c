@@ -62,12 +62,7 @@ struct ks_hand_landmarker {
     int64_t last_ts;
     bool has_ts;
     int32_t next_id;
-    ks__ssd_decode_options decode;
-    ks__nms_options nms;
-    ks__anchor *anchors;
-    size_t num_anchors;
-    ks__detection *candidates; /* num_anchors */
-    void *nms_scratch;
+    ks__lmtask_detector detector;
     hand_track tracks[KS_HAND_MAX_RESULTS];
 };
 
@@ -111,9 +106,7 @@ void ks_hand_landmarker_destroy(ks_hand_landmarker *hl) {
         ks__landmark_smoother_destroy(hl->tracks[i].smoother);
         ks__landmark_smoother_destroy(hl->tracks[i].world_smoother);
     }
-    ks__free(&a, hl->anchors);
-    ks__free(&a, hl->candidates);
-    ks__free(&a, hl->nms_scratch);
+    ks__lmtask_detector_free(&hl->detector, &a);
     ks__free(&a, hl);
 }
 
@@ -159,7 +152,9 @@ ks_status ks_hand_landmarker_create(const ks_hand_landmarker_desc *desc, ks_hand
 
     char name[64];
     snprintf(name, sizeof(name), "hand_landmarker_%s.ksb", ks_hand_model_string(d.model));
-    st = ks__lmtask_open_pipeline(&d.task, name, &a, &hl->bundle, &hl->pipeline, err, sizeof(err));
+    ks_task_options opt = d.task;
+    opt.allocator = &hl->alloc;
+    st = ks__task_open(&opt, name, NULL, NULL, 0, &hl->bundle, &hl->pipeline, err, sizeof(err));
     if (st) goto error;
     if (ks_pipeline_num_inputs(hl->pipeline) != NUM_INPUTS ||
         ks_pipeline_num_outputs(hl->pipeline) != NUM_OUTPUTS) {
@@ -172,23 +167,9 @@ ks_status ks_hand_landmarker_create(const ks_hand_landmarker_desc *desc, ks_hand
         goto error;
     }
 
-    ks__ssd_anchor_options ao;
-    st = ks__ssd_preset_get(KS__SSD_PRESET_PALM, &ao, &hl->decode, &hl->nms);
-    if (!st) st = ks__ssd_anchors_count(&ao, &hl->num_anchors, err, sizeof(err));
+    st = ks__lmtask_detector_init(&hl->detector, KS__SSD_PRESET_PALM, KS__ROI_PRESET_HAND_FROM_PALM,
+                                  HAND_DET_INPUT, hl->min_score, &a, err, sizeof(err));
     if (st) goto error;
-    hl->anchors = ks__alloc(&a, hl->num_anchors * sizeof(*hl->anchors));
-    hl->candidates = ks__alloc(&a, hl->num_anchors * sizeof(*hl->candidates));
-    hl->nms_scratch = ks__alloc(&a, ks__nms_scratch_size(hl->num_anchors));
-    if (!hl->anchors || !hl->candidates || !hl->nms_scratch) {
-        snprintf(err, sizeof(err), "out of memory");
-        st = KS_STATUS_OUT_OF_MEMORY;
-        goto error;
-    }
-    st = ks__ssd_anchors_generate(&ao, hl->anchors, hl->num_anchors, &hl->num_anchors, err,
-                                  sizeof(err));
-    if (st) goto error;
-    hl->decode.min_score_thresh = hl->min_score;
-    hl->nms.min_score_threshold = hl->min_score;
 
     if (hl->smoothing) {
         /* MediaPipe's hand graph: One Euro min_cutoff 0.05, beta 80 for image landmarks;
@@ -261,30 +242,9 @@ static ks_status detect_palms(ks_hand_landmarker *hl, ks_packet *image, int32_t 
         goto done;
     }
     char err[256];
-    size_t num_cand = 0;
-    st = ks__ssd_decode(&hl->decode, boxes, nb, raw_scores, ns, hl->anchors, hl->num_anchors,
-                        hl->candidates, hl->num_anchors, &num_cand, err, sizeof(err));
-    if (st) {
-        ks__lmtask_error(&hl->obj, st, "palm detector output: %s", err);
-        goto done;
-    }
-    ks__detection dets[HAND_MAX_CANDIDATES];
-    size_t num_dets = 0;
-    ks__nms(&hl->nms, hl->candidates, num_cand, hl->nms_scratch, dets, HAND_MAX_CANDIDATES,
-            &num_dets);
-    ks__roi_options ro;
-    ks__roi_preset_get(KS__ROI_PRESET_HAND_FROM_PALM, &ro);
-    for (size_t i = 0; i < num_dets && *num_out < cap; i++) {
-        ks__lmtask_detection_transform(&dets[i], m, 0.5f / (float)HAND_DET_INPUT);
-        if (dets[i].num_keypoints < 2) continue;
-        ks__rect r;
-        if (ks__roi_from_detection(&ro, &dets[i], iw, ih, &r, err, sizeof(err)) != KS_STATUS_OK)
-            continue;
-        if (!(r.width > 0.0f) || !(r.height > 0.0f)) continue;
-        rois[*num_out] = r;
-        scores[*num_out] = dets[i].score;
-        (*num_out)++;
-    }
+    st = ks__lmtask_detector_rois(&hl->detector, boxes, nb, raw_scores, ns, m, iw, ih, rois, scores,
+                                  cap, num_out, err, sizeof(err));
+    if (st) ks__lmtask_error(&hl->obj, st, "palm detector output: %s", err);
 done:
     for (int i = 0; i < NUM_OUTPUTS; i++)
         ks_packet_release(outs[i]);
@@ -346,10 +306,11 @@ ks_status ks_hands_detect(ks_hand_landmarker *hl, const ks_image *image, int64_t
                 (long long)timestamp_us, (long long)hl->last_ts);
     }
     ks_packet *img = NULL;
-    int32_t iw = 0, ih = 0;
+    char msg[256];
     ks_status st =
-        ks__lmtask_upright_image(&hl->alloc, image, hl->rotation, hl->mirror, &img, &iw, &ih);
-    if (st) return ks__lmtask_error(&hl->obj, st, "ks_hands_detect: %s", ks_last_error(NULL));
+        ks__task_image_packet(&hl->alloc, image, hl->rotation, hl->mirror, &img, msg, sizeof(msg));
+    if (st) return ks__lmtask_error(&hl->obj, st, "ks_hands_detect: %s", msg);
+    int32_t iw = ks_packet_image_view(img)->width_px, ih = ks_packet_image_view(img)->height_px;
     if (hl->roi.w > 0.0f &&
         (!(hl->roi.h > 0.0f) || hl->roi.x + hl->roi.w <= 0.0f || hl->roi.y + hl->roi.h <= 0.0f ||
          hl->roi.x >= (float)iw || hl->roi.y >= (float)ih)) {

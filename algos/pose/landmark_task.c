@@ -41,42 +41,6 @@ ks_status ks__lmtask_check_options(const ks_task_options *opt, int32_t max_resul
     return KS_STATUS_OK;
 }
 
-ks_status ks__lmtask_open_pipeline(const ks_task_options *opt, const char *default_name,
-                                   const ks_allocator *alloc, ks_bundle **bundle_out,
-                                   ks_pipeline **pipeline_out, char *err, size_t err_cap) {
-    char path[1024];
-    int len;
-    if (opt->model_path && opt->model_path[0]) {
-        len = snprintf(path, sizeof(path), "%s", opt->model_path);
-    } else {
-        const char *dir = ks_models_dir();
-        len = snprintf(path, sizeof(path), "%s/%s", dir && dir[0] ? dir : ".", default_name);
-    }
-    if (len < 0 || (size_t)len >= sizeof(path)) {
-        snprintf(err, err_cap, "bundle path is longer than %zu bytes", sizeof(path) - 1);
-        return KS_STATUS_INVALID_ARGUMENT;
-    }
-    ks_bundle_desc bd = {.allocator = alloc};
-    ks_status st = ks_bundle_open_file(path, &bd, bundle_out);
-    if (st) {
-        snprintf(err, err_cap, "%s bundle '%s': %s%s",
-                 opt->model_path && opt->model_path[0] ? "" : "default", path, ks_last_error(NULL),
-                 opt->model_path && opt->model_path[0]
-                     ? ""
-                     : " (build the 'ks_bundles' target, set KESTREL_MODELS_DIR, or pass a .ksb "
-                       "as task.model_path)");
-        return st;
-    }
-    ks_pipeline_desc pd = {.allocator = alloc, .num_threads = opt->num_threads};
-    st = ks_pipeline_create_bundle(*bundle_out, &pd, pipeline_out);
-    if (st) {
-        snprintf(err, err_cap, "bundle '%s': %s", path, ks_last_error(NULL));
-        ks_bundle_destroy(*bundle_out);
-        *bundle_out = NULL;
-    }
-    return st;
-}
-
 ks_status ks__lmtask_error(ks__object *obj, ks_status status, const char *fmt, ...) {
     char msg[KS_ERROR_CAP];
     va_list ap;
@@ -85,55 +49,6 @@ ks_status ks__lmtask_error(ks__object *obj, ks_status status, const char *fmt, .
     va_end(ap);
     ks__object_error(obj, "%s", msg);
     return status;
-}
-
-ks_status ks__lmtask_upright_image(const ks_allocator *alloc, const ks_image *image,
-                                   ks_rotation rotation, int32_t mirror, ks_packet **out,
-                                   int32_t *width_out, int32_t *height_out) {
-    if (image->width_px <= 0 || image->height_px <= 0 || image->width_px > KS_IMAGE_MAX_DIM_PX ||
-        image->height_px > KS_IMAGE_MAX_DIM_PX) {
-        ks__object_error(NULL, "image size %dx%d is outside 1..%d", (int)image->width_px,
-                         (int)image->height_px, KS_IMAGE_MAX_DIM_PX);
-        return image->width_px > 0 && image->height_px > 0 ? KS_STATUS_LIMIT_EXCEEDED
-                                                           : KS_STATUS_INVALID_ARGUMENT;
-    }
-    if (!image->planes[0]) {
-        ks__object_error(NULL, "image plane 0 is NULL");
-        return KS_STATUS_INVALID_ARGUMENT;
-    }
-    bool swap = rotation == KS_ROTATION_90 || rotation == KS_ROTATION_270;
-    int32_t w = swap ? image->height_px : image->width_px;
-    int32_t h = swap ? image->width_px : image->height_px;
-    ks_packet *p = NULL;
-    ks_status st = ks_packet_create_image(
-        alloc,
-        &(ks_packet_image){.format = KS_PIXEL_RGB8, .width_px = w, .height_px = h, .data = NULL},
-        &p);
-    if (st) {
-        ks__object_error(NULL, "out of memory for a %dx%d RGB image", (int)w, (int)h);
-        return st;
-    }
-    ks_tensor t = {.info = {.dtype = KS_DTYPE_U8}};
-    t.info.shape.rank = 3;
-    t.info.shape.dims[0] = h;
-    t.info.shape.dims[1] = w;
-    t.info.shape.dims[2] = 3;
-    t.data = ks_packet_mutable_data(p, &t.size_bytes);
-    /* Identity matrix in oriented coordinates: same size, pixel centres on pixel centres. */
-    ks_image_to_tensor_desc d = {.m = {1, 0, 0, 0, 1, 0},
-                                 .rotation = rotation,
-                                 .mirror = mirror,
-                                 .interp = KS_INTERP_NEAREST,
-                                 .border = KS_BORDER_REPLICATE};
-    st = ks_image_to_tensor(image, &d, &t);
-    if (st) {
-        ks_packet_release(p);
-        return st; /* message already in ks_last_error(NULL) */
-    }
-    *out = p;
-    *width_out = w;
-    *height_out = h;
-    return KS_STATUS_OK;
 }
 
 void ks__lmtask_detection_transform(ks__detection *d, const float m[16], float offset) {
@@ -151,6 +66,69 @@ void ks__lmtask_detection_transform(ks__detection *d, const float m[16], float o
         d->keypoints[k].x = m[0] * u + m[1] * v + m[3];
         d->keypoints[k].y = m[4] * u + m[5] * v + m[7];
     }
+}
+
+ks_status ks__lmtask_detector_init(ks__lmtask_detector *d, ks__ssd_preset ssd, ks__roi_preset roi,
+                                   int32_t input_size, float min_score, const ks_allocator *alloc,
+                                   char *err, size_t err_cap) {
+    memset(d, 0, sizeof(*d));
+    d->input_size = input_size;
+    ks__ssd_anchor_options ao;
+    ks_status st = ks__ssd_preset_get(ssd, &ao, &d->decode, &d->nms);
+    if (!st) st = ks__roi_preset_get(roi, &d->roi);
+    if (!st) st = ks__ssd_anchors_count(&ao, &d->num_anchors, err, err_cap);
+    if (st) return st;
+    d->anchors = ks__alloc(alloc, d->num_anchors * sizeof(*d->anchors));
+    d->candidates = ks__alloc(alloc, d->num_anchors * sizeof(*d->candidates));
+    d->nms_scratch = ks__alloc(alloc, ks__nms_scratch_size(d->num_anchors));
+    if (!d->anchors || !d->candidates || !d->nms_scratch) {
+        snprintf(err, err_cap, "out of memory");
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    st = ks__ssd_anchors_generate(&ao, d->anchors, d->num_anchors, &d->num_anchors, err, err_cap);
+    if (st) return st;
+    d->decode.min_score_thresh = min_score;
+    d->nms.min_score_threshold = min_score;
+    return KS_STATUS_OK;
+}
+
+void ks__lmtask_detector_free(ks__lmtask_detector *d, const ks_allocator *alloc) {
+    ks__free(alloc, d->anchors);
+    ks__free(alloc, d->candidates);
+    ks__free(alloc, d->nms_scratch);
+    d->anchors = NULL;
+    d->candidates = NULL;
+    d->nms_scratch = NULL;
+}
+
+ks_status ks__lmtask_detector_rois(ks__lmtask_detector *d, const float *boxes, size_t num_boxes,
+                                   const float *raw_scores, size_t num_scores, const float m[16],
+                                   int32_t iw, int32_t ih, ks__rect *rois, float *scores,
+                                   size_t cap, size_t *num_out, char *err, size_t err_cap) {
+    *num_out = 0;
+    size_t num_cand = 0;
+    ks_status st =
+        ks__ssd_decode(&d->decode, boxes, num_boxes, raw_scores, num_scores, d->anchors,
+                       d->num_anchors, d->candidates, d->num_anchors, &num_cand, err, err_cap);
+    if (st) return st;
+    ks__detection dets[KS__LMTASK_MAX_CANDIDATES];
+    size_t num_dets = 0;
+    ks__nms(&d->nms, d->candidates, num_cand, d->nms_scratch, dets, KS__LMTASK_MAX_CANDIDATES,
+            &num_dets);
+    for (size_t i = 0; i < num_dets && *num_out < cap; i++) {
+        ks__lmtask_detection_transform(&dets[i], m, 0.5f / (float)d->input_size);
+        if (dets[i].num_keypoints < 2) continue;
+        ks__rect r;
+        char roi_err[128];
+        if (ks__roi_from_detection(&d->roi, &dets[i], iw, ih, &r, roi_err, sizeof(roi_err)) !=
+            KS_STATUS_OK)
+            continue;
+        if (!(r.width > 0.0f) || !(r.height > 0.0f)) continue;
+        rois[*num_out] = r;
+        scores[*num_out] = dets[i].score;
+        (*num_out)++;
+    }
+    return KS_STATUS_OK;
 }
 
 static void rect_bounds(const ks__rect *r, int32_t iw, int32_t ih, float b[4]) {

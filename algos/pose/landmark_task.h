@@ -1,6 +1,6 @@
 /* Plumbing shared by the pose and hand landmarker tasks (algos/pose, algos/hand): option checks,
- * bundle + pipeline setup, upright input images, detection/ROI geometry and result blocks.
- * Internal (ks__lmtask_ prefix). */
+ * detection/ROI geometry and result blocks (bundle + pipeline setup and upright input images come
+ * from task_common.h, shared by all tasks). Internal (ks__lmtask_ prefix). */
 #ifndef KESTREL_ALGOS_LANDMARK_TASK_H
 #define KESTREL_ALGOS_LANDMARK_TASK_H
 
@@ -13,16 +13,11 @@
 #include "kestrel/pipeline.h"
 #include "kestrel/vision.h"
 #include "landmarks.h"
+#include "task_common.h"
 
 /* Checks the common task options; max_results must be <= max_results_cap. */
 ks_status ks__lmtask_check_options(const ks_task_options *opt, int32_t max_results_cap, char *err,
                                    size_t err_cap);
-
-/* Opens opt->model_path (or default_name in ks_models_dir()) and builds its "graph" pipeline
- * with opt->num_threads. On failure err names the bundle and the pipeline's message. */
-ks_status ks__lmtask_open_pipeline(const ks_task_options *opt, const char *default_name,
-                                   const ks_allocator *alloc, ks_bundle **bundle_out,
-                                   ks_pipeline **pipeline_out, char *err, size_t err_cap);
 
 /* Formats the handle's error message (ks_last_error(handle)) and returns status. */
 ks_status ks__lmtask_error(ks__object *obj, ks_status status, const char *fmt, ...)
@@ -31,12 +26,35 @@ ks_status ks__lmtask_error(ks__object *obj, ks_status status, const char *fmt, .
 #endif
     ;
 
-/* Converts any ks_image into a tightly packed RGB8 image packet, rotated clockwise by `rotation`
- * and un-mirrored when `mirror`: the upright view every result refers to. Errors go to the
- * thread's ks_last_error(NULL). */
-ks_status ks__lmtask_upright_image(const ks_allocator *alloc, const ks_image *image,
-                                   ks_rotation rotation, int32_t mirror, ks_packet **out,
-                                   int32_t *width_out, int32_t *height_out);
+/* The SSD detector stage of a landmarker (pose detector, palm detector): anchors, decoder and NMS
+ * settings, the ROI rule that turns a detection into a landmark crop, and their buffers. */
+#define KS__LMTASK_MAX_CANDIDATES 64
+typedef struct ks__lmtask_detector {
+    ks__ssd_decode_options decode;
+    ks__nms_options nms;
+    ks__roi_options roi;
+    int32_t input_size; /* square detector input, px */
+    ks__anchor *anchors;
+    size_t num_anchors;
+    ks__detection *candidates; /* num_anchors */
+    void *nms_scratch;
+} ks__lmtask_detector;
+
+/* Sets up the presets and allocates the buffers; scores below min_score are dropped. On failure
+ * err says why; ks__lmtask_detector_free releases whatever was allocated. */
+ks_status ks__lmtask_detector_init(ks__lmtask_detector *d, ks__ssd_preset ssd, ks__roi_preset roi,
+                                   int32_t input_size, float min_score, const ks_allocator *alloc,
+                                   char *err, size_t err_cap);
+void ks__lmtask_detector_free(ks__lmtask_detector *d, const ks_allocator *alloc);
+
+/* Decodes the raw detector outputs (boxes, scores, and the crop matrix `m` of the detector input,
+ * see ks__lmtask_detection_transform) into up to `cap` landmark ROIs of an iw x ih image, best
+ * first, with their scores. Detections with fewer than two keypoints or an empty ROI are
+ * skipped. */
+ks_status ks__lmtask_detector_rois(ks__lmtask_detector *d, const float *boxes, size_t num_boxes,
+                                   const float *raw_scores, size_t num_scores, const float m[16],
+                                   int32_t iw, int32_t ih, ks__rect *rois, float *scores,
+                                   size_t cap, size_t *num_out, char *err, size_t err_cap);
 
 /* Maps a detection from tensor-normalized to image-normalized coordinates through an
  * image_to_tensor matrix (4x4 row-major; only the 2D affine part is used), after adding

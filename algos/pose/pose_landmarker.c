@@ -75,12 +75,7 @@ struct ks_pose_landmarker {
     int64_t last_ts;
     bool has_ts;
     int32_t next_id;
-    ks__ssd_decode_options decode;
-    ks__nms_options nms;
-    ks__anchor *anchors;
-    size_t num_anchors;
-    ks__detection *candidates; /* num_anchors */
-    void *nms_scratch;
+    ks__lmtask_detector detector;
     pose_track tracks[KS_POSE_MAX_RESULTS];
 };
 
@@ -116,9 +111,7 @@ void ks_pose_landmarker_destroy(ks_pose_landmarker *pl) {
         ks__landmark_smoother_destroy(pl->tracks[i].smoother);
         ks__landmark_smoother_destroy(pl->tracks[i].world_smoother);
     }
-    ks__free(&a, pl->anchors);
-    ks__free(&a, pl->candidates);
-    ks__free(&a, pl->nms_scratch);
+    ks__lmtask_detector_free(&pl->detector, &a);
     ks__free(&a, pl);
 }
 
@@ -165,7 +158,9 @@ ks_status ks_pose_landmarker_create(const ks_pose_landmarker_desc *desc, ks_pose
 
     char name[64];
     snprintf(name, sizeof(name), "pose_landmarker_%s.ksb", ks_pose_model_string(d.model));
-    st = ks__lmtask_open_pipeline(&d.task, name, &a, &pl->bundle, &pl->pipeline, err, sizeof(err));
+    ks_task_options opt = d.task;
+    opt.allocator = &pl->alloc;
+    st = ks__task_open(&opt, name, NULL, NULL, 0, &pl->bundle, &pl->pipeline, err, sizeof(err));
     if (st) goto error;
     if (ks_pipeline_num_inputs(pl->pipeline) != NUM_INPUTS ||
         ks_pipeline_num_outputs(pl->pipeline) != NUM_OUTPUTS) {
@@ -178,23 +173,10 @@ ks_status ks_pose_landmarker_create(const ks_pose_landmarker_desc *desc, ks_pose
         goto error;
     }
 
-    ks__ssd_anchor_options ao;
-    st = ks__ssd_preset_get(KS__SSD_PRESET_POSE, &ao, &pl->decode, &pl->nms);
-    if (!st) st = ks__ssd_anchors_count(&ao, &pl->num_anchors, err, sizeof(err));
+    st = ks__lmtask_detector_init(&pl->detector, KS__SSD_PRESET_POSE,
+                                  KS__ROI_PRESET_POSE_FROM_DETECTION, POSE_DET_INPUT, pl->min_score,
+                                  &a, err, sizeof(err));
     if (st) goto error;
-    pl->anchors = ks__alloc(&a, pl->num_anchors * sizeof(*pl->anchors));
-    pl->candidates = ks__alloc(&a, pl->num_anchors * sizeof(*pl->candidates));
-    pl->nms_scratch = ks__alloc(&a, ks__nms_scratch_size(pl->num_anchors));
-    if (!pl->anchors || !pl->candidates || !pl->nms_scratch) {
-        snprintf(err, sizeof(err), "out of memory");
-        st = KS_STATUS_OUT_OF_MEMORY;
-        goto error;
-    }
-    st = ks__ssd_anchors_generate(&ao, pl->anchors, pl->num_anchors, &pl->num_anchors, err,
-                                  sizeof(err));
-    if (st) goto error;
-    pl->decode.min_score_thresh = pl->min_score;
-    pl->nms.min_score_threshold = pl->min_score;
 
     if (pl->smoothing) {
         /* MediaPipe smooths pose landmarks with a velocity filter and world landmarks with One
@@ -267,30 +249,9 @@ static ks_status detect_people(ks_pose_landmarker *pl, ks_packet *image, int32_t
         goto done;
     }
     char err[256];
-    size_t num_cand = 0;
-    st = ks__ssd_decode(&pl->decode, boxes, nb, raw_scores, ns, pl->anchors, pl->num_anchors,
-                        pl->candidates, pl->num_anchors, &num_cand, err, sizeof(err));
-    if (st) {
-        ks__lmtask_error(&pl->obj, st, "pose detector output: %s", err);
-        goto done;
-    }
-    ks__detection dets[POSE_MAX_CANDIDATES];
-    size_t num_dets = 0;
-    ks__nms(&pl->nms, pl->candidates, num_cand, pl->nms_scratch, dets, POSE_MAX_CANDIDATES,
-            &num_dets);
-    ks__roi_options ro;
-    ks__roi_preset_get(KS__ROI_PRESET_POSE_FROM_DETECTION, &ro);
-    for (size_t i = 0; i < num_dets && *num_out < cap; i++) {
-        ks__lmtask_detection_transform(&dets[i], m, 0.5f / (float)POSE_DET_INPUT);
-        if (dets[i].num_keypoints < 2) continue;
-        ks__rect r;
-        if (ks__roi_from_detection(&ro, &dets[i], iw, ih, &r, err, sizeof(err)) != KS_STATUS_OK)
-            continue;
-        if (!(r.width > 0.0f) || !(r.height > 0.0f)) continue;
-        rois[*num_out] = r;
-        scores[*num_out] = dets[i].score;
-        (*num_out)++;
-    }
+    st = ks__lmtask_detector_rois(&pl->detector, boxes, nb, raw_scores, ns, m, iw, ih, rois, scores,
+                                  cap, num_out, err, sizeof(err));
+    if (st) ks__lmtask_error(&pl->obj, st, "pose detector output: %s", err);
 done:
     for (int i = 0; i < NUM_OUTPUTS; i++)
         ks_packet_release(outs[i]);
@@ -398,10 +359,11 @@ ks_status ks_pose_detect(ks_pose_landmarker *pl, const ks_image *image, int64_t 
                 (long long)timestamp_us, (long long)pl->last_ts);
     }
     ks_packet *img = NULL;
-    int32_t iw = 0, ih = 0;
+    char msg[256];
     ks_status st =
-        ks__lmtask_upright_image(&pl->alloc, image, pl->rotation, pl->mirror, &img, &iw, &ih);
-    if (st) return ks__lmtask_error(&pl->obj, st, "ks_pose_detect: %s", ks_last_error(NULL));
+        ks__task_image_packet(&pl->alloc, image, pl->rotation, pl->mirror, &img, msg, sizeof(msg));
+    if (st) return ks__lmtask_error(&pl->obj, st, "ks_pose_detect: %s", msg);
+    int32_t iw = ks_packet_image_view(img)->width_px, ih = ks_packet_image_view(img)->height_px;
     if (pl->roi.w > 0.0f &&
         (!(pl->roi.h > 0.0f) || pl->roi.x + pl->roi.w <= 0.0f || pl->roi.y + pl->roi.h <= 0.0f ||
          pl->roi.x >= (float)iw || pl->roi.y >= (float)ih)) {

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "task_util.h"
+#include "task_common.h"
 #include "tracking.h"
 
 typedef struct seg_mask_state {
@@ -24,8 +24,8 @@ typedef struct seg_mask_state {
 static void seg_mask_destroy(void *state, const ks_allocator *a) {
     seg_mask_state *s = state;
     if (!s) return;
-    ks__taskutil_free(a, s->prev);
-    ks__taskutil_free(a, s);
+    ks__free(a, s->prev);
+    ks__free(a, s);
 }
 
 static ks_status seg_mask_create(const ks_node_init *init, void **state_out) {
@@ -37,7 +37,7 @@ static ks_status seg_mask_create(const ks_node_init *init, void **state_out) {
                  ratio);
         return KS_STATUS_INVALID_ARGUMENT;
     }
-    seg_mask_state *s = ks__taskutil_alloc(init->allocator, sizeof(*s));
+    seg_mask_state *s = ks__alloc(init->allocator, sizeof(*s));
     if (!s) return KS_STATUS_OUT_OF_MEMORY;
     memset(s, 0, sizeof(*s));
     s->smoothing = (float)ratio;
@@ -109,8 +109,8 @@ static ks_status seg_mask_process(void *state, ks_node_ctx *ctx) {
     if (s->smoothing > 0.0f) {
         if (s->cap_px < n) {
             /* Grows only when the model's output size changes (never for a fixed model). */
-            ks__taskutil_free(s->alloc, s->prev);
-            s->prev = ks__taskutil_alloc(s->alloc, n * sizeof(float));
+            ks__free(s->alloc, s->prev);
+            s->prev = ks__alloc(s->alloc, n * sizeof(float));
             s->prev_w = s->prev_h = 0;
             s->cap_px = s->prev ? n : 0;
             if (!s->prev) return ks_node_fail(ctx, KS_STATUS_OUT_OF_MEMORY, "mask history");
@@ -160,5 +160,5 @@ static const ks_node_type seg_mask_type = {"seg_mask",
                                            seg_mask_destroy};
 
 ks_status ks__seg_register_nodes(void) {
-    return ks__taskutil_register(&seg_mask_type);
+    return ks__task_register(&seg_mask_type);
 }

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "task_util.h"
+#include "task_common.h"
 
 #define KS__SEG_DEFAULT_SMOOTHING 0.7f /* MediaPipe's combine_with_previous_ratio */
 
@@ -30,7 +30,7 @@ void ks_segmenter_destroy(ks_segmenter *s) {
     if (!s) return;
     ks_pipeline_destroy(s->pipeline);
     ks_bundle_destroy(s->bundle);
-    ks__taskutil_free(s->desc.task.allocator, s);
+    ks__free(s->desc.task.allocator, s);
 }
 
 ks_status ks_segmenter_create(const ks_segmenter_desc *desc, ks_segmenter **out) {
@@ -58,7 +58,7 @@ ks_status ks_segmenter_create(const ks_segmenter_desc *desc, ks_segmenter **out)
         ks__object_error(NULL, "ks_segmenter_create: %s", ks_last_error(NULL));
         return st;
     }
-    s = ks__taskutil_alloc(d.task.allocator, sizeof(*s));
+    s = ks__alloc(d.task.allocator, sizeof(*s));
     if (!s) {
         ks__object_error(NULL, "ks_segmenter_create: out of memory");
         return KS_STATUS_OUT_OF_MEMORY;
@@ -66,9 +66,6 @@ ks_status ks_segmenter_create(const ks_segmenter_desc *desc, ks_segmenter **out)
     memset(s, 0, sizeof(*s));
     s->obj.magic = KS__OBJECT_MAGIC;
     s->desc = d;
-    st =
-        ks__taskutil_open_bundle(&d.task, k_default_bundles[d.model], &s->bundle, err, sizeof(err));
-    if (st) goto error;
     float ratio = 0.0f;
     if (d.task.mode == KS_MODE_VIDEO)
         ratio = d.task.smoothing == 0.0f ? KS__SEG_DEFAULT_SMOOTHING
@@ -76,23 +73,11 @@ ks_status ks_segmenter_create(const ks_segmenter_desc *desc, ks_segmenter **out)
     char ratio_text[32];
     snprintf(ratio_text, sizeof(ratio_text), "%.6g", (double)ratio);
     ks_side_param side[] = {{"smoothing", ratio_text}};
-    ks_pipeline_desc pd = {.allocator = d.task.allocator,
-                           .side_params = side,
-                           .num_side_params = 1,
-                           .num_threads = d.task.num_threads};
-    st = ks_pipeline_create_bundle(s->bundle, &pd, &s->pipeline);
-    if (st) {
-        snprintf(err, sizeof(err), "%s", ks_last_error(NULL));
-        goto error;
-    }
-    s->out_mask = ks_pipeline_output_index(s->pipeline, "mask");
-    if (ks_pipeline_num_inputs(s->pipeline) != 1 || s->out_mask < 0 ||
-        ks_pipeline_num_outputs(s->pipeline) > 8) {
-        snprintf(err, sizeof(err),
-                 "graph must take one image input and output stream 'mask' (at most 8 outputs)");
-        st = KS_STATUS_INVALID_MODEL;
-        goto error;
-    }
+    st = ks__task_open(&d.task, k_default_bundles[d.model], NULL, side, 1, &s->bundle, &s->pipeline,
+                       err, sizeof(err));
+    if (st) goto error;
+    st = ks__task_check_graph(s->pipeline, "mask", &s->out_mask, err, sizeof(err));
+    if (st) goto error;
     *out = s;
     return KS_STATUS_OK;
 error:
@@ -104,7 +89,7 @@ error:
 void ks_segmentation_release(ks_segmentation *m) {
     if (!m) return;
     seg_result *r = (seg_result *)m;
-    ks__taskutil_free(r->alloc, r);
+    ks__free(r->alloc, r);
 }
 
 ks_status ks_segment(ks_segmenter *s, const ks_image *image, int64_t timestamp_us,
@@ -118,24 +103,15 @@ ks_status ks_segment(ks_segmenter *s, const ks_image *image, int64_t timestamp_u
     }
     const ks_allocator *alloc = s->desc.task.allocator;
     char err[512] = "";
-    ks_packet *frame = NULL;
-    ks_packet *outs[8] = {NULL};
-    ks_status st = ks__taskutil_upright_packet(alloc, image, s->desc.task.rotation,
-                                               s->desc.task.mirror, &frame, err, sizeof(err));
+    ks_packet *outs[KS_TASK_MAX_OUTPUTS];
+    int32_t width, height;
+    /* IMAGE mode: every call is independent, so any timestamp order is fine. */
+    ks_status st = ks__task_process_image(s->pipeline, &s->desc.task, image, timestamp_us,
+                                          s->desc.task.mode == KS_MODE_IMAGE, outs, &width, &height,
+                                          err, sizeof(err));
     if (st) {
         ks__object_error(&s->obj, "ks_segment: %s", err);
-        return st;
-    }
-    /* IMAGE mode: every call is independent, so any timestamp order is fine. */
-    if (s->desc.task.mode == KS_MODE_IMAGE) ks_pipeline_reset(s->pipeline);
-    uint32_t num_out = ks_pipeline_num_outputs(s->pipeline);
-    if (num_out > 8) num_out = 8;
-    const ks_packet *in[1] = {frame};
-    st = ks_pipeline_process(s->pipeline, in, timestamp_us, outs);
-    ks_packet_release(frame);
-    if (st) {
-        ks__object_error(&s->obj, "ks_segment: %s", ks_last_error(s->pipeline));
-        return st;
+        goto done;
     }
     const ks_packet_mask *mask = ks_packet_mask_view(outs[s->out_mask]);
     if (!mask || mask->dtype != KS_DTYPE_F32) {
@@ -145,7 +121,7 @@ ks_status ks_segment(ks_segmenter *s, const ks_image *image, int64_t timestamp_u
     }
     size_t num_px = (size_t)mask->width_px * (size_t)mask->height_px;
     size_t bytes = sizeof(seg_result) + num_px * sizeof(float) + (s->desc.output_u8 ? num_px : 0);
-    seg_result *r = ks__taskutil_alloc(alloc, bytes);
+    seg_result *r = ks__alloc(alloc, bytes);
     if (!r) {
         ks__object_error(&s->obj, "ks_segment: out of memory for a %d x %d mask",
                          (int)mask->width_px, (int)mask->height_px);
@@ -176,7 +152,6 @@ ks_status ks_segment(ks_segmenter *s, const ks_image *image, int64_t timestamp_u
                                .person_fraction = num_px ? (float)num_person / (float)num_px : 0};
     *out = &r->pub;
 done:
-    for (uint32_t i = 0; i < num_out; i++)
-        ks_packet_release(outs[i]);
+    ks__task_release_outputs(outs);
     return st;
 }

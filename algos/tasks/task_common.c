@@ -1,6 +1,6 @@
 /* Shared task plumbing: one upright RGB copy of the input per frame (so every pipeline node
- * sees the same orientation, whatever the camera format), and bundle + pipeline creation with
- * error messages that name the bundle. */
+ * sees the same orientation, whatever the camera format), bundle + pipeline creation with error
+ * messages that name the bundle, bounded config/labels entries and node type registration. */
 #include "task_common.h"
 
 #include <stdbool.h>
@@ -8,6 +8,11 @@
 #include <string.h>
 
 #include "vision_nodes.h"
+
+/* Config and label entries are small text files; anything larger is a malformed bundle. */
+#define KS__TASK_MAX_TEXT_BYTES ((size_t)1 << 20)
+#define KS__TASK_MAX_LABELS 100000u
+#define KS__TASK_PATH_BYTES 4096
 
 ks_status ks__task_image_packet(const ks_allocator *alloc, const ks_image *img,
                                 ks_rotation rotation, int mirror, ks_packet **out, char *err,
@@ -66,35 +71,269 @@ ks_status ks__task_image_packet(const ks_allocator *alloc, const ks_image *img,
     return KS_STATUS_OK;
 }
 
-ks_status ks__task_open(const ks_task_options *task, const char *default_bundle,
-                        const char *graph_entry, const ks_side_param *params, uint32_t num_params,
-                        ks_bundle **bundle_out, ks_pipeline **pipeline_out, char *err,
-                        size_t err_size) {
-    ks__register_vision_nodes();
-    char path[4096];
-    if (task->model_path && task->model_path[0])
-        snprintf(path, sizeof(path), "%s", task->model_path);
-    else
-        snprintf(path, sizeof(path), "%s/%s", ks_models_dir(), default_bundle);
-    ks_bundle *b = NULL;
-    ks_pipeline *p = NULL;
-    ks_status st = ks_bundle_open_file(path, &(ks_bundle_desc){.allocator = task->allocator}, &b);
-    if (st) {
-        snprintf(err, err_size, "bundle '%s': %s", path, ks_last_error(NULL));
-        return st;
+/* The bundle path of `task`: task->model_path, else <ks_models_dir()>/<default_bundle>. */
+static ks_status bundle_path(const ks_task_options *task, const char *default_bundle, char *path,
+                             size_t path_size, char *err, size_t err_size) {
+    int n;
+    if (task->model_path && task->model_path[0]) {
+        n = snprintf(path, path_size, "%s", task->model_path);
+    } else {
+        const char *dir = ks_models_dir();
+        n = snprintf(path, path_size, "%s/%s", dir && dir[0] ? dir : ".", default_bundle);
     }
+    if (n < 0 || (size_t)n >= path_size) {
+        snprintf(err, err_size, "bundle path is longer than %zu bytes", path_size - 1);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    return KS_STATUS_OK;
+}
+
+ks_status ks__task_open_bundle(const ks_task_options *task, const char *default_bundle,
+                               ks_bundle **out, char *err, size_t err_size) {
+    bool is_default = !task->model_path || !task->model_path[0];
+    char path[KS__TASK_PATH_BYTES];
+    ks_status st = bundle_path(task, default_bundle, path, sizeof(path), err, err_size);
+    if (st) return st;
+    st = ks_bundle_open_file(path, &(ks_bundle_desc){.allocator = task->allocator}, out);
+    if (st)
+        snprintf(err, err_size, "%sbundle '%s': %s%s", is_default ? "default " : "", path,
+                 ks_last_error(NULL),
+                 is_default ? " (build the 'ks_bundles' target, set KESTREL_MODELS_DIR, or pass "
+                              "a .ksb as task.model_path)"
+                            : "");
+    return st;
+}
+
+ks_status ks__task_create_pipeline(const ks_bundle *bundle, const ks_task_options *task,
+                                   const char *graph_entry, const ks_side_param *params,
+                                   uint32_t num_params, ks_pipeline **out) {
     ks_pipeline_desc pd = {.allocator = task->allocator,
                            .side_params = params,
                            .num_side_params = num_params,
                            .graph_entry = graph_entry,
                            .num_threads = task->num_threads > 0 ? task->num_threads : 1};
-    st = ks_pipeline_create_bundle(b, &pd, &p);
+    return ks_pipeline_create_bundle(bundle, &pd, out);
+}
+
+ks_status ks__task_open(const ks_task_options *task, const char *default_bundle,
+                        const char *graph_entry, const ks_side_param *params, uint32_t num_params,
+                        ks_bundle **bundle_out, ks_pipeline **pipeline_out, char *err,
+                        size_t err_size) {
+    ks__register_vision_nodes();
+    ks_bundle *b = NULL;
+    ks_status st = ks__task_open_bundle(task, default_bundle, &b, err, err_size);
+    if (st) return st;
+    st = ks__task_create_pipeline(b, task, graph_entry, params, num_params, pipeline_out);
     if (st) {
-        snprintf(err, err_size, "bundle '%s': %s", path, ks_last_error(NULL));
+        char path[KS__TASK_PATH_BYTES];
+        if (bundle_path(task, default_bundle, path, sizeof(path), err, err_size) == KS_STATUS_OK)
+            snprintf(err, err_size, "bundle '%s': %s", path, ks_last_error(NULL));
         ks_bundle_destroy(b);
         return st;
     }
     *bundle_out = b;
-    *pipeline_out = p;
     return KS_STATUS_OK;
+}
+
+ks_status ks__task_check_graph(const ks_pipeline *pipeline, const char *output, int32_t *index_out,
+                               char *err, size_t err_size) {
+    *index_out = ks_pipeline_output_index(pipeline, output);
+    if (ks_pipeline_num_inputs(pipeline) != 1 || *index_out < 0 ||
+        ks_pipeline_num_outputs(pipeline) > KS_TASK_MAX_OUTPUTS) {
+        snprintf(err, err_size,
+                 "graph must take one image input and output stream '%s' (at most %d outputs)",
+                 output, KS_TASK_MAX_OUTPUTS);
+        return KS_STATUS_INVALID_MODEL;
+    }
+    return KS_STATUS_OK;
+}
+
+ks_status ks__task_process_image(ks_pipeline *pipeline, const ks_task_options *task,
+                                 const ks_image *image, int64_t timestamp_us, int reset,
+                                 ks_packet *outs[KS_TASK_MAX_OUTPUTS], int32_t *width_out,
+                                 int32_t *height_out, char *err, size_t err_size) {
+    for (int i = 0; i < KS_TASK_MAX_OUTPUTS; i++)
+        outs[i] = NULL;
+    ks_packet *frame = NULL;
+    ks_status st = ks__task_image_packet(task->allocator, image, task->rotation, task->mirror,
+                                         &frame, err, err_size);
+    if (st) return st;
+    const ks_packet_image *view = ks_packet_image_view(frame);
+    *width_out = view->width_px;
+    *height_out = view->height_px;
+    if (reset) ks_pipeline_reset(pipeline);
+    const ks_packet *in[1] = {frame};
+    st = ks_pipeline_process(pipeline, in, timestamp_us, outs);
+    ks_packet_release(frame);
+    if (st) snprintf(err, err_size, "%s", ks_last_error(pipeline));
+    return st;
+}
+
+void ks__task_release_outputs(ks_packet *outs[KS_TASK_MAX_OUTPUTS]) {
+    for (int i = 0; i < KS_TASK_MAX_OUTPUTS; i++) {
+        ks_packet_release(outs[i]);
+        outs[i] = NULL;
+    }
+}
+
+static ks_status entry_text(const ks_bundle *bundle, const char *name, uint32_t kind,
+                            ks_bundle_entry *e, char *err, size_t err_size) {
+    if (ks_bundle_find(bundle, name, e) != KS_STATUS_OK) {
+        snprintf(err, err_size, "bundle has no entry '%s'", name);
+        return KS_STATUS_INVALID_MODEL;
+    }
+    if (e->kind != kind) {
+        snprintf(err, err_size, "bundle entry '%s' is a %s, expected %s", name,
+                 ks_bundle_kind_string(e->kind), ks_bundle_kind_string(kind));
+        return KS_STATUS_INVALID_MODEL;
+    }
+    if (e->size_bytes > KS__TASK_MAX_TEXT_BYTES) {
+        snprintf(err, err_size, "bundle entry '%s' is %zu bytes; text entries are limited to %zu",
+                 name, e->size_bytes, KS__TASK_MAX_TEXT_BYTES);
+        return KS_STATUS_LIMIT_EXCEEDED;
+    }
+    return KS_STATUS_OK;
+}
+
+ks_status ks__task_config(const ks_bundle *bundle, const char *name, cJSON **out, char *err,
+                          size_t err_size) {
+    ks_bundle_entry e;
+    ks_status st = entry_text(bundle, name, KS_BUNDLE_CONFIG, &e, err, err_size);
+    if (st) return st;
+    cJSON *root = cJSON_ParseWithLength((const char *)e.data, e.size_bytes);
+    if (!root || !cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        snprintf(err, err_size, "bundle entry '%s' is not a JSON object", name);
+        return KS_STATUS_INVALID_MODEL;
+    }
+    *out = root;
+    return KS_STATUS_OK;
+}
+
+void ks__task_labels_free(const ks_allocator *alloc, ks__labels *labels) {
+    if (!labels) return;
+    ks__free(alloc, labels->names);
+    ks__free(alloc, labels->text);
+    memset(labels, 0, sizeof(*labels));
+}
+
+ks_status ks__task_labels(const ks_allocator *alloc, const ks_bundle *bundle, const char *name,
+                          ks__labels *out, char *err, size_t err_size) {
+    memset(out, 0, sizeof(*out));
+    if (!name || !name[0]) return KS_STATUS_OK;
+    ks_bundle_entry e;
+    ks_status st = entry_text(bundle, name, KS_BUNDLE_LABELS, &e, err, err_size);
+    if (st) return st;
+    ks__labels l = {0};
+    l.text = ks__alloc(alloc, e.size_bytes + 1);
+    if (!l.text) return KS_STATUS_OUT_OF_MEMORY;
+    memcpy(l.text, e.data, e.size_bytes);
+    l.text[e.size_bytes] = '\0';
+    uint32_t lines = 0;
+    for (size_t i = 0; i < e.size_bytes; i++)
+        if (l.text[i] == '\n') lines++;
+    lines++;
+    if (lines > KS__TASK_MAX_LABELS) {
+        ks__free(alloc, l.text);
+        snprintf(err, err_size, "labels entry '%s' has %u lines; the limit is %u", name,
+                 (unsigned)lines, KS__TASK_MAX_LABELS);
+        return KS_STATUS_LIMIT_EXCEEDED;
+    }
+    l.names = ks__alloc(alloc, lines * sizeof(char *));
+    if (!l.names) {
+        ks__free(alloc, l.text);
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    char *p = l.text;
+    while (*p) {
+        char *nl = strchr(p, '\n');
+        char *next = nl ? nl + 1 : p + strlen(p);
+        if (nl) *nl = '\0';
+        size_t len = strlen(p);
+        while (len && (p[len - 1] == '\r' || p[len - 1] == ' ' || p[len - 1] == '\t'))
+            p[--len] = '\0';
+        /* A trailing empty line is the file's final newline, not a label. */
+        if (len || *next) l.names[l.count++] = p;
+        p = next;
+    }
+    *out = l;
+    return KS_STATUS_OK;
+}
+
+ks_status ks__cfg_number(const cJSON *obj, const char *key, double def, double *out, char *err,
+                         size_t err_size) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v) {
+        *out = def;
+        return KS_STATUS_OK;
+    }
+    if (cJSON_IsBool(v)) {
+        *out = cJSON_IsTrue(v) ? 1.0 : 0.0;
+        return KS_STATUS_OK;
+    }
+    if (!cJSON_IsNumber(v)) {
+        snprintf(err, err_size, "config key '%s' must be a number", key);
+        return KS_STATUS_INVALID_MODEL;
+    }
+    *out = v->valuedouble;
+    return KS_STATUS_OK;
+}
+
+ks_status ks__cfg_string(const cJSON *obj, const char *key, const char *def, const char **out,
+                         char *err, size_t err_size) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v) {
+        *out = def;
+        return KS_STATUS_OK;
+    }
+    if (!cJSON_IsString(v) || !v->valuestring) {
+        snprintf(err, err_size, "config key '%s' must be a string", key);
+        return KS_STATUS_INVALID_MODEL;
+    }
+    *out = v->valuestring;
+    return KS_STATUS_OK;
+}
+
+ks_status ks__cfg_numbers(const cJSON *obj, const char *key, float *values, uint32_t cap,
+                          uint32_t *count_out, char *err, size_t err_size) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *count_out = 0;
+    if (!v) return KS_STATUS_OK;
+    if (!cJSON_IsArray(v)) {
+        snprintf(err, err_size, "config key '%s' must be an array of numbers", key);
+        return KS_STATUS_INVALID_MODEL;
+    }
+    uint32_t n = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        if (!cJSON_IsNumber(it)) {
+            snprintf(err, err_size, "config key '%s' item %u is not a number", key, (unsigned)n);
+            return KS_STATUS_INVALID_MODEL;
+        }
+        if (n < cap) values[n] = (float)it->valuedouble;
+        n++;
+    }
+    *count_out = n;
+    return KS_STATUS_OK;
+}
+
+ks_status ks__task_register(const ks_node_type *type) {
+    const ks_node_type *have = ks_node_type_find(type->name);
+    if (have == type) return KS_STATUS_OK;
+    if (have) {
+        ks__object_error(NULL, "node type '%s' is already registered by someone else", type->name);
+        return KS_STATUS_INVALID_STATE;
+    }
+    ks_status st = ks_node_type_register(type);
+    /* Another thread may have registered it between find and register. */
+    if (st && ks_node_type_find(type->name) == type) st = KS_STATUS_OK;
+    return st;
+}
+
+ks_status ks__task_register_all_nodes(void) {
+    ks__register_vision_nodes();
+    ks_status st = ks__seg_register_nodes();
+    if (!st) st = ks__det_register_nodes();
+    if (!st) st = ks__cls_register_nodes();
+    return st;
 }

@@ -2,24 +2,16 @@
  *
  *   ks-vision TASK IMAGE [--json] [--out annotated.png] [--model PATH] [--max-results N]
  *                        [--min-score S] [--mask-out mask.png] [--threads N]
- *   ks-vision bundle OUT.ksb --graph G.json [--graph NAME=G.json ...] [--model NAME=FILE.ksm ...]
- *                        [--file NAME=PATH ...] [--config NAME=FILE ...] [--labels NAME=FILE ...]
  *
  * TASK is face_detect, face_landmarks, pose, segment, detect, hands or classify; the JSON each
- * prints is specified in docs/tasks.md. `bundle` writes a .ksb like ks-bundle, but checks the
- * graph with the vision node types registered (ks-bundle only knows the built-in nodes), so the
- * task bundles are built with it. */
+ * prints is specified in docs/tasks.md. Bundles whose graphs use task node types are packed with
+ * ks-task-bundle (algos/bundle_tool). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "image_io.h"
-#include "kestrel/bundle.h"
-#include "kestrel/pipeline.h"
 #include "vision_cli.h"
-
-/* algos/nodes/vision_nodes.h (not on this tool's include path). */
-void ks__register_vision_nodes(void);
 
 /* A task whose source file is not built links as NULL and is reported as such. */
 #define KS_WEAK __attribute__((weak))
@@ -36,16 +28,12 @@ typedef struct command {
     ks_vision_cmd fn;
 } command;
 
-#define MAX_BUNDLE_FILE_BYTES ((size_t)2 << 30)
-
 static int usage(void) {
-    fprintf(stderr, "usage: ks-vision TASK IMAGE [--json] [--out annotated.png] [--model PATH]\n"
-                    "                 [--max-results N] [--min-score S] [--mask-out mask.png] "
-                    "[--threads N]\n"
-                    "  TASK: face_detect, face_landmarks, pose, segment, detect, hands, classify\n"
-                    "       ks-vision bundle OUT.ksb --graph G.json [--graph NAME=G.json ...]\n"
-                    "                 [--model NAME=FILE.ksm ...] [--file NAME=PATH ...]\n"
-                    "                 [--config NAME=FILE ...] [--labels NAME=FILE ...]\n");
+    fprintf(stderr,
+            "usage: ks-vision TASK IMAGE [--json] [--out annotated.png] [--model PATH]\n"
+            "                 [--max-results N] [--min-score S] [--mask-out mask.png] "
+            "[--threads N]\n"
+            "  TASK: face_detect, face_landmarks, pose, segment, detect, hands, classify\n");
     return 2;
 }
 
@@ -58,183 +46,6 @@ static int parse_int(const char *flag, const char *s, int lo, int hi, int *out) 
     }
     *out = (int)v;
     return 0;
-}
-
-/* ---- bundle subcommand ---------------------------------------------------------------------- */
-
-static int read_file(const char *path, uint8_t **data_out, size_t *size_out) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "ks-vision bundle: cannot open '%s'\n", path);
-        return 1;
-    }
-    int rc = 1;
-    uint8_t *buf = NULL;
-    long size = 0;
-    if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fprintf(stderr, "ks-vision bundle: cannot read '%s'\n", path);
-        goto done;
-    }
-    if ((size_t)size > MAX_BUNDLE_FILE_BYTES) {
-        fprintf(stderr, "ks-vision bundle: '%s' is %ld bytes; at most %zu\n", path, size,
-                MAX_BUNDLE_FILE_BYTES);
-        goto done;
-    }
-    buf = malloc((size_t)size + 1);
-    if (!buf || fread(buf, 1, (size_t)size, f) != (size_t)size) {
-        fprintf(stderr, "ks-vision bundle: cannot read '%s'\n", path);
-        goto done;
-    }
-    *data_out = buf;
-    *size_out = (size_t)size;
-    buf = NULL;
-    rc = 0;
-done:
-    free(buf);
-    fclose(f);
-    return rc;
-}
-
-/* Adds NAME=PATH (or just PATH for the default graph entry "graph"). */
-static int add_entry(ks_bundle_writer *w, const char *arg, uint32_t kind,
-                     const char *default_name) {
-    char name[KS_BUNDLE_NAME_BYTES];
-    const char *eq = strchr(arg, '=');
-    const char *path = arg;
-    if (eq) {
-        size_t n = (size_t)(eq - arg);
-        if (n == 0 || n >= sizeof(name)) {
-            fprintf(stderr, "ks-vision bundle: bad entry name in '%s'\n", arg);
-            return 1;
-        }
-        memcpy(name, arg, n);
-        name[n] = '\0';
-        path = eq + 1;
-    } else if (default_name) {
-        snprintf(name, sizeof(name), "%s", default_name);
-    } else {
-        fprintf(stderr, "ks-vision bundle: '%s' must be NAME=PATH\n", arg);
-        return 1;
-    }
-    uint8_t *data = NULL;
-    size_t size = 0;
-    if (read_file(path, &data, &size)) return 1;
-    if (kind == KS_BUNDLE_MODEL) {
-        ks_model *m = NULL;
-        if (ks_model_load_buffer(data, size, NULL, &m)) {
-            fprintf(stderr, "ks-vision bundle: '%s' is not a loadable .ksm: %s\n", path,
-                    ks_last_error(NULL));
-            free(data);
-            return 1;
-        }
-        ks_model_destroy(m);
-    }
-    ks_status st = ks_bundle_writer_add(w, name, kind, data, size);
-    free(data);
-    if (st) {
-        fprintf(stderr, "ks-vision bundle: entry '%s': %s\n", name, ks_last_error(NULL));
-        return 1;
-    }
-    return 0;
-}
-
-static int check_graphs(const char *path, const char *const *graphs, int num_graphs) {
-    ks_bundle *b = NULL;
-    if (ks_bundle_open_file(path, NULL, &b)) {
-        fprintf(stderr, "ks-vision bundle: %s: %s\n", path, ks_last_error(NULL));
-        return 1;
-    }
-    int rc = 0;
-    for (int i = 0; i < num_graphs && rc == 0; i++) {
-        ks_pipeline *p = NULL;
-        if (ks_pipeline_create_bundle(b, &(ks_pipeline_desc){.graph_entry = graphs[i]}, &p)) {
-            fprintf(stderr, "ks-vision bundle: %s: graph '%s' check failed: %s\n", path, graphs[i],
-                    ks_last_error(NULL));
-            rc = 1;
-        }
-        ks_pipeline_destroy(p);
-    }
-    ks_bundle_destroy(b);
-    return rc;
-}
-
-#define MAX_GRAPHS 16
-
-static int bundle_main(int argc, char **argv) {
-    if (argc < 3) return usage();
-    const char *out = argv[2];
-    const char *graphs[MAX_GRAPHS];
-    char graph_names[MAX_GRAPHS][KS_BUNDLE_NAME_BYTES];
-    int num_graphs = 0, rc = 1;
-    void *image = NULL;
-    size_t image_bytes = 0;
-    ks_bundle_writer *w = NULL;
-    FILE *f = NULL;
-    if (ks_bundle_writer_create(NULL, &w)) {
-        fprintf(stderr, "ks-vision bundle: %s\n", ks_last_error(NULL));
-        return 1;
-    }
-    for (int i = 3; i < argc; i++) {
-        if (i + 1 >= argc) {
-            rc = usage();
-            goto done;
-        }
-        const char *flag = argv[i], *arg = argv[++i];
-        int bad = 0;
-        if (strcmp(flag, "--graph") == 0) {
-            if (num_graphs >= MAX_GRAPHS) {
-                fprintf(stderr, "ks-vision bundle: at most %d graphs\n", MAX_GRAPHS);
-                goto done;
-            }
-            const char *eq = strchr(arg, '=');
-            size_t n = eq ? (size_t)(eq - arg) : strlen("graph");
-            if (n >= KS_BUNDLE_NAME_BYTES) n = KS_BUNDLE_NAME_BYTES - 1;
-            memcpy(graph_names[num_graphs], eq ? arg : "graph", n);
-            graph_names[num_graphs][n] = '\0';
-            graphs[num_graphs] = graph_names[num_graphs];
-            num_graphs++;
-            bad = add_entry(w, arg, KS_BUNDLE_GRAPH, "graph");
-        } else if (strcmp(flag, "--model") == 0) {
-            bad = add_entry(w, arg, KS_BUNDLE_MODEL, NULL);
-        } else if (strcmp(flag, "--file") == 0) {
-            bad = add_entry(w, arg, KS_BUNDLE_FILE, NULL);
-        } else if (strcmp(flag, "--config") == 0) {
-            bad = add_entry(w, arg, KS_BUNDLE_CONFIG, NULL);
-        } else if (strcmp(flag, "--labels") == 0) {
-            bad = add_entry(w, arg, KS_BUNDLE_LABELS, NULL);
-        } else {
-            rc = usage();
-            goto done;
-        }
-        if (bad) goto done;
-    }
-    if (num_graphs == 0) {
-        fprintf(stderr, "ks-vision bundle: --graph is required\n");
-        goto done;
-    }
-    if (ks_bundle_writer_finish(w, &image, &image_bytes)) {
-        fprintf(stderr, "ks-vision bundle: %s\n", ks_last_error(NULL));
-        goto done;
-    }
-    f = fopen(out, "wb");
-    if (!f || fwrite(image, 1, image_bytes, f) != image_bytes || fclose(f) != 0) {
-        f = NULL;
-        fprintf(stderr, "ks-vision bundle: cannot write '%s'\n", out);
-        remove(out);
-        goto done;
-    }
-    f = NULL;
-    ks__register_vision_nodes();
-    if (check_graphs(out, graphs, num_graphs)) {
-        remove(out);
-        goto done;
-    }
-    rc = 0;
-done:
-    if (f) fclose(f);
-    ks_bundle_buffer_free(NULL, image);
-    ks_bundle_writer_destroy(w);
-    return rc;
 }
 
 /* ---- task commands -------------------------------------------------------------------------- */
@@ -261,7 +72,6 @@ static uint8_t *to_rgb(const ks_image *src) {
 }
 
 int main(int argc, char **argv) {
-    if (argc >= 2 && strcmp(argv[1], "bundle") == 0) return bundle_main(argc, argv);
     if (argc < 3) return usage();
     const command commands[] = {
         {"face_detect", ks__vision_face_detect},

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wquant.h"
+
 /* ---- CRC-32 (table built once; values are a pure function, so racing builders agree) ---- */
 
 static uint32_t g_crc_table[8][256];
@@ -135,15 +137,87 @@ static cursor section_cursor(const uint8_t *data, const section *s) {
         goto error;                                                                                \
     } while (0)
 
-static const char *k_section_names[] = {"", "META", "TENSORS", "NODES", "GRAPH_IO", "WEIGHTS"};
+static const char *k_section_names[] = {"",         "META",    "TENSORS", "NODES",
+                                        "GRAPH_IO", "WEIGHTS", "ENCODED"};
+
+/* Decodes the tensors listed in the ENCODED section (format 1.1) into graph-owned F32 buffers.
+ * encoded[id] is 1 for tensors flagged encoded; entries set it to 2 so duplicates are caught. */
+static ks_status read_encoded(const uint8_t *data, const section *sec, ks__graph *g,
+                              uint8_t *encoded, uint32_t num_encoded, char *err, size_t err_cap) {
+    ks_status st = KS_STATUS_INVALID_MODEL;
+    if (!sec->present) {
+        if (num_encoded)
+            FAIL(KS_STATUS_INVALID_MODEL,
+                 "%u tensors are marked encoded but the ENCODED section is missing", num_encoded);
+        return KS_STATUS_OK;
+    }
+    cursor c = section_cursor(data, sec);
+    uint32_t n = get_u32(&c);
+    if (n > c.left / 16) FAIL(KS_STATUS_INVALID_MODEL, "ENCODED: count %u exceeds the section", n);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t id = get_u32(&c);
+        ks__wenc_params p;
+        p.encoding = get_u8(&c);
+        p.coder = get_u8(&c);
+        p.scale_dtype = get_u8(&c);
+        uint8_t reserved8 = get_u8(&c);
+        p.block_size = get_u32(&c);
+        uint32_t reserved32 = get_u32(&c);
+        if (reserved8 || reserved32)
+            FAIL(KS_STATUS_INVALID_MODEL, "ENCODED entry %u: reserved fields are not zero", i);
+        if (id >= g->num_tensors || encoded[id] != 1)
+            FAIL(KS_STATUS_INVALID_MODEL,
+                 "ENCODED entry %u: tensor %u is not an encoded tensor or is listed twice", i, id);
+        encoded[id] = 2;
+        ks__tensor *t = &g->tensors[id];
+        uint64_t num_elems = 1;
+        for (int32_t d = 0; d < t->rank; d++) {
+            if (t->dims[d] < 0 || (t->dims[d] && num_elems > ((uint64_t)1 << 40) / t->dims[d]))
+                FAIL(KS_STATUS_INVALID_MODEL, "tensor %u '%s': encoded tensor has bad dims", id,
+                     t->name);
+            num_elems *= (uint64_t)t->dims[d];
+        }
+        uint64_t num_channels = t->rank ? (uint64_t)t->dims[0] : 1;
+        const uint8_t *payload = t->data;
+        size_t payload_size = t->size_bytes;
+        /* checked before allocating, so a tiny file cannot claim a huge tensor */
+        if (num_elems * 4 > (uint64_t)KS__WENC_MAX_RATIO * payload_size + KS__WENC_RATIO_SLACK)
+            FAIL(KS_STATUS_INVALID_MODEL,
+                 "tensor %u '%s': %llu values cannot come from a %zu-byte payload", id, t->name,
+                 (unsigned long long)num_elems, payload_size);
+        float *buf = ks__alloc_aligned(&g->alloc, (size_t)num_elems * 4 + 4, KSM_WEIGHT_ALIGN);
+        if (!buf)
+            FAIL(KS_STATUS_OUT_OF_MEMORY, "tensor %u '%s': out of memory decoding %llu weights", id,
+                 t->name, (unsigned long long)num_elems);
+        t->data = buf; /* graph-owned from here, so any failure below frees it with g */
+        t->size_bytes = (size_t)num_elems * 4;
+        t->flags = KS__TENSOR_CONST;
+        char derr[256];
+        derr[0] = 0;
+        st = ks__wenc_decode(&g->alloc, payload, payload_size, &p, num_elems, num_channels, buf,
+                             derr, sizeof(derr));
+        if (st) FAIL(st, "tensor %u '%s': %s", id, t->name, derr);
+    }
+    if (c.bad) FAIL(KS_STATUS_INVALID_MODEL, "ENCODED section is truncated");
+    for (uint32_t id = 0; id < g->num_tensors; id++)
+        if (encoded[id] == 1)
+            FAIL(KS_STATUS_INVALID_MODEL,
+                 "tensor %u '%s' is marked encoded but has no ENCODED entry", id,
+                 g->tensors[id].name);
+    return KS_STATUS_OK;
+error:
+    return st;
+}
 
 ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, ks__graph *g,
                        char *err, size_t err_cap) {
     ks_status st = KS_STATUS_INVALID_MODEL;
-    section sec[6];
+    section sec[7];
     memset(sec, 0, sizeof(sec));
     char *name = NULL;
     int32_t *ids = NULL;
+    uint8_t *encoded = NULL;
+    uint32_t num_encoded = 0;
 
     if (!data || size < KSM_HEADER_BYTES)
         FAIL(KS_STATUS_INVALID_MODEL, "file is %zu bytes, shorter than the 64-byte .ksm header",
@@ -191,7 +265,7 @@ ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, k
             FAIL(KS_STATUS_INVALID_MODEL,
                  "section %u (kind %u) [%llu, +%llu) lies outside the file", i, kind,
                  (unsigned long long)off, (unsigned long long)sz);
-        if (kind < 1 || kind > 5) continue; /* unknown: skipped (minor-version extension) */
+        if (kind < 1 || kind > 6) continue; /* unknown: skipped (minor-version extension) */
         if (sec[kind].present)
             FAIL(KS_STATUS_INVALID_MODEL, "section %s appears twice", k_section_names[kind]);
         sec[kind].present = true;
@@ -231,6 +305,8 @@ ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, k
         /* each tensor record is at least 32 bytes */
         if (n > c.left / 32)
             FAIL(KS_STATUS_INVALID_MODEL, "tensor count %u exceeds the section", n);
+        encoded = ks__calloc(&g->alloc, (size_t)n + 1, 1);
+        if (!encoded) FAIL(KS_STATUS_OUT_OF_MEMORY, "out of memory reading tensors");
         for (uint32_t i = 0; i < n; i++) {
             name = get_string(&c, &g->alloc, &st);
             if (!name) {
@@ -269,10 +345,19 @@ ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, k
                 t->quant.count = qn;
                 t->quant.axis = qaxis;
             }
-            if (tflags & ~1u)
+            if (tflags & ~(KSM_TENSOR_CONST | KSM_TENSOR_ENCODED))
                 FAIL(KS_STATUS_INVALID_MODEL, "tensor %u '%s': unknown flags 0x%x", i, t->name,
                      tflags);
-            if (tflags & 1u) {
+            if (tflags & KSM_TENSOR_ENCODED) {
+                if (!(tflags & KSM_TENSOR_CONST) || t->dtype != KS_DTYPE_F32)
+                    FAIL(KS_STATUS_INVALID_MODEL,
+                         "tensor %u '%s': encoded tensors must be F32 constants (flags 0x%x, "
+                         "dtype %u)",
+                         i, t->name, tflags, dtype);
+                encoded[id] = 1;
+                num_encoded++;
+            }
+            if (tflags & KSM_TENSOR_CONST) {
                 if (doff % KSM_WEIGHT_ALIGN || doff > wsize || dsize > wsize - doff)
                     FAIL(KS_STATUS_INVALID_MODEL,
                          "tensor %u '%s': data [%llu, +%llu) outside the weight section (%llu "
@@ -288,6 +373,10 @@ ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, k
         }
         if (c.bad) FAIL(KS_STATUS_INVALID_MODEL, "TENSORS section is truncated");
     }
+
+    st = read_encoded(data, &sec[KSM_SECTION_ENCODED], g, encoded, num_encoded, err, err_cap);
+    if (st) goto error;
+    st = KS_STATUS_INVALID_MODEL;
 
     /* NODES */
     {
@@ -376,7 +465,66 @@ ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, k
 error:
     ks__free(&g->alloc, name);
     ks__free(&g->alloc, ids);
+    ks__free(&g->alloc, encoded);
     return st;
+}
+
+ks_status ks__ksm_weight_stats(const uint8_t *data, size_t size, uint64_t *stored_bytes_out,
+                               uint64_t *num_values_out, uint64_t *encoded_bytes_out,
+                               uint64_t *encoded_values_out, uint32_t *num_encoded_out) {
+    if (!data || size < KSM_HEADER_BYTES || memcmp(data, KSM_MAGIC, 4) != 0)
+        return KS_STATUS_INVALID_MODEL;
+    uint32_t num_sections = rd32(data + 24);
+    uint64_t table_off = rd64(data + 32);
+    if (num_sections > KSM_MAX_SECTIONS || table_off > size ||
+        (uint64_t)num_sections * 24 > size - table_off)
+        return KS_STATUS_INVALID_MODEL;
+    section tsec = {0, 0, false};
+    for (uint32_t i = 0; i < num_sections; i++) {
+        const uint8_t *e = data + table_off + (uint64_t)i * 24;
+        uint64_t off = rd64(e + 8), sz = rd64(e + 16);
+        if (rd32(e) == KSM_SECTION_TENSORS && off <= size && sz <= size - off)
+            tsec = (section){off, sz, true};
+    }
+    if (!tsec.present) return KS_STATUS_INVALID_MODEL;
+    cursor c = section_cursor(data, &tsec);
+    uint64_t stored = 0, values = 0, ebytes = 0, evalues = 0;
+    uint32_t nenc = 0;
+    uint32_t n = get_u32(&c);
+    for (uint32_t i = 0; i < n && !c.bad; i++) {
+        uint32_t name_len = get_u32(&c);
+        take(&c, name_len);
+        (void)get_u8(&c);
+        uint8_t rank = get_u8(&c);
+        uint16_t tflags = get_u16(&c);
+        if (rank > KS_MAX_RANK) return KS_STATUS_INVALID_MODEL;
+        uint64_t elems = 1;
+        for (uint32_t d = 0; d < rank; d++) {
+            int64_t v = (int64_t)get_u64(&c);
+            elems = v > 0 && elems < ((uint64_t)1 << 40) ? elems * (uint64_t)v : 0;
+        }
+        (void)get_u64(&c);
+        uint64_t dsize = get_u64(&c);
+        uint32_t qn = get_u32(&c);
+        (void)get_u32(&c);
+        if (qn > c.left / 8) return KS_STATUS_INVALID_MODEL;
+        take(&c, (size_t)qn * 8);
+        if (!(tflags & KSM_TENSOR_CONST)) continue;
+        stored += dsize;
+        values += elems;
+        if (tflags & KSM_TENSOR_ENCODED) {
+            ebytes += dsize;
+            evalues += elems;
+            nenc++;
+        }
+    }
+    if (c.bad) return KS_STATUS_INVALID_MODEL;
+    *stored_bytes_out = stored;
+    *num_values_out = values;
+    *encoded_bytes_out = ebytes;
+    *encoded_values_out = evalues;
+    *num_encoded_out = nenc;
+    return KS_STATUS_OK;
 }
 
 /* ---- writer ---- */
@@ -450,26 +598,140 @@ static void patch_u64(wbuf *b, size_t at, uint64_t v) {
     patch_u32(b, at + 4, (uint32_t)(v >> 32));
 }
 
+/* How one constant is stored: its own bytes, or a converted/encoded copy (owned). */
+typedef struct wtensor {
+    const void *data;
+    size_t size_bytes;
+    uint8_t dtype;
+    uint16_t flags;
+    ks__wenc_params enc;
+    void *owned;
+} wtensor;
+
+/* Marks the tensors that are only ever the weight input (1) of CONV2D, CONV2D_TRANSPOSE or
+ * FULLY_CONNECTED, are F32 constants without quantization and are not graph outputs: changing
+ * their storage cannot affect any other op. */
+static bool weight_is_compressible(const ks__graph *g, const uint8_t *use, uint32_t id) {
+    const ks__tensor *t = &g->tensors[id];
+    if (use[id] != 1 || !(t->flags & KS__TENSOR_CONST) || t->dtype != KS_DTYPE_F32 ||
+        t->quant.count || t->rank < 1 || t->dims[0] < 1)
+        return false;
+    uint64_t n = 1;
+    for (int32_t d = 0; d < t->rank; d++)
+        n *= (uint64_t)(t->dims[d] > 0 ? t->dims[d] : 0);
+    return n >= 32 && n * 4 == t->size_bytes;
+}
+
+static ks_status prepare_weights(const ks__graph *g, const ks__ksm_write_opts *o, wtensor *wt,
+                                 char *err, size_t err_cap) {
+    ks_status st = KS_STATUS_OK;
+    uint8_t *use = ks__calloc(&g->alloc, g->num_tensors + 1, 1);
+    if (!use) goto oom;
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        const ks__node *n = &g->nodes[i];
+        bool has_weight = n->op == KS_OP_CONV2D || n->op == KS_OP_CONV2D_TRANSPOSE ||
+                          n->op == KS_OP_FULLY_CONNECTED;
+        for (uint32_t k = 0; k < n->num_inputs; k++) {
+            int32_t id = n->inputs[k];
+            if (id < 0) continue;
+            use[id] = (has_weight && k == 1 && use[id] != 2) ? 1 : 2;
+        }
+    }
+    for (uint32_t k = 0; k < g->num_outputs; k++)
+        use[g->outputs[k]] = 2;
+    for (uint32_t i = 0; i < g->num_tensors; i++) {
+        const ks__tensor *t = &g->tensors[i];
+        wt[i].data = t->data;
+        wt[i].size_bytes = t->size_bytes;
+        wt[i].dtype = (uint8_t)t->dtype;
+        wt[i].flags = (t->flags & KS__TENSOR_CONST) ? KSM_TENSOR_CONST : 0;
+        if (o->weights == KS__KSM_WEIGHTS_FP32 || !weight_is_compressible(g, use, i)) continue;
+        const float *w = t->data;
+        size_t num_elems = t->size_bytes / 4;
+        if (o->weights == KS__KSM_WEIGHTS_FP16) {
+            uint16_t *h = ks__alloc_aligned(&g->alloc, num_elems * 2 + 2, KSM_WEIGHT_ALIGN);
+            if (!h) goto oom;
+            for (size_t k = 0; k < num_elems; k++)
+                h[k] = ks__f32_to_f16(w[k]);
+            wt[i].owned = h;
+            wt[i].data = h;
+            wt[i].size_bytes = num_elems * 2;
+            wt[i].dtype = KS_DTYPE_F16;
+            continue;
+        }
+        ks__wenc_params p = {0};
+        p.encoding =
+            o->weights == KS__KSM_WEIGHTS_INT8 ? KS__WENC_INT8_CHANNEL : KS__WENC_INT4_BLOCK;
+        p.coder = o->entropy ? KS__WCODER_RANS : KS__WCODER_RAW;
+        p.scale_dtype =
+            (p.encoding == KS__WENC_INT4_BLOCK && !o->f32_scales) ? KS_DTYPE_F16 : KS_DTYPE_F32;
+        p.block_size = p.encoding == KS__WENC_INT4_BLOCK ? (o->block_size ? o->block_size : 32) : 0;
+        uint8_t *payload = NULL;
+        size_t size = 0;
+        st = ks__wenc_encode(&g->alloc, w, num_elems, (uint64_t)t->dims[0], &p, &payload, &size,
+                             NULL);
+        if (st == KS_STATUS_UNSUPPORTED) { /* non-finite weights stay F32 */
+            st = KS_STATUS_OK;
+            continue;
+        }
+        if (st == KS_STATUS_OUT_OF_MEMORY) goto oom;
+        if (st) {
+            ks__fmt(err, err_cap, "tensor %u '%s': cannot encode weights (block size %u)", i,
+                    t->name, p.block_size);
+            goto error;
+        }
+        wt[i].owned = payload;
+        wt[i].data = payload;
+        wt[i].size_bytes = size;
+        wt[i].flags |= KSM_TENSOR_ENCODED;
+        wt[i].enc = p;
+    }
+    goto error;
+oom:
+    st = KS_STATUS_OUT_OF_MEMORY;
+    ks__fmt(err, err_cap, "out of memory compressing weights");
+error:
+    ks__free(&g->alloc, use);
+    return st;
+}
+
 ks_status ks__ksm_write(const ks__graph *g, uint8_t **data_out, size_t *size_out, char *err,
                         size_t err_cap) {
+    return ks__ksm_write_ex(g, NULL, data_out, size_out, err, err_cap);
+}
+
+ks_status ks__ksm_write_ex(const ks__graph *g, const ks__ksm_write_opts *opts, uint8_t **data_out,
+                           size_t *size_out, char *err, size_t err_cap) {
     ks_status st = ks__graph_validate(g, err, err_cap);
     if (st) return st;
+    ks__ksm_write_opts o = {KS__KSM_WEIGHTS_FP32, false, 0, false};
+    if (opts) o = *opts;
+    if (o.block_size > KS__WENC_MAX_BLOCK) {
+        ks__fmt(err, err_cap, "int4 block size %u is above %u", o.block_size, KS__WENC_MAX_BLOCK);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
     wbuf b = {&g->alloc, NULL, 0, 0, false};
     uint64_t *doffs = ks__calloc(&g->alloc, g->num_tensors + 1, sizeof(uint64_t));
-    if (!doffs) {
+    wtensor *wt = ks__calloc(&g->alloc, g->num_tensors + 1, sizeof(wtensor));
+    if (!doffs || !wt) {
+        ks__free(&g->alloc, doffs);
+        ks__free(&g->alloc, wt);
         ks__fmt(err, err_cap, "out of memory writing .ksm");
         return KS_STATUS_OUT_OF_MEMORY;
     }
+    st = prepare_weights(g, &o, wt, err, err_cap);
+    if (st) goto done;
     /* weight offsets first, so the tensor table can be written in one pass */
     uint64_t woff = 0;
+    uint32_t num_encoded = 0;
     for (uint32_t i = 0; i < g->num_tensors; i++) {
-        if (!(g->tensors[i].flags & KS__TENSOR_CONST)) continue;
+        if (!(wt[i].flags & KSM_TENSOR_CONST)) continue;
+        if (wt[i].flags & KSM_TENSOR_ENCODED) num_encoded++;
         doffs[i] = woff;
-        woff +=
-            (g->tensors[i].size_bytes + KSM_WEIGHT_ALIGN - 1) / KSM_WEIGHT_ALIGN * KSM_WEIGHT_ALIGN;
+        woff += (wt[i].size_bytes + KSM_WEIGHT_ALIGN - 1) / KSM_WEIGHT_ALIGN * KSM_WEIGHT_ALIGN;
     }
     put(&b, NULL, KSM_HEADER_BYTES);
-    size_t sec_off[6] = {0}, sec_size[6] = {0};
+    size_t sec_off[7] = {0}, sec_size[7] = {0};
 
     sec_off[KSM_SECTION_META] = b.len;
     put_u32(&b, g->num_meta);
@@ -483,15 +745,15 @@ ks_status ks__ksm_write(const ks__graph *g, uint8_t **data_out, size_t *size_out
     put_u32(&b, g->num_tensors);
     for (uint32_t i = 0; i < g->num_tensors; i++) {
         const ks__tensor *t = &g->tensors[i];
-        bool is_const = (t->flags & KS__TENSOR_CONST) != 0;
+        bool is_const = (wt[i].flags & KSM_TENSOR_CONST) != 0;
         put_str(&b, t->name);
-        put_u8(&b, (uint8_t)t->dtype);
+        put_u8(&b, wt[i].dtype);
         put_u8(&b, (uint8_t)t->rank);
-        put_u16(&b, is_const ? 1 : 0);
+        put_u16(&b, wt[i].flags);
         for (int32_t d = 0; d < t->rank; d++)
             put_u64(&b, (uint64_t)t->dims[d]);
         put_u64(&b, is_const ? doffs[i] : 0);
-        put_u64(&b, is_const ? t->size_bytes : 0);
+        put_u64(&b, is_const ? wt[i].size_bytes : 0);
         put_u32(&b, t->quant.count);
         put_u32(&b, (uint32_t)t->quant.axis);
         for (uint32_t q = 0; q < t->quant.count; q++)
@@ -538,25 +800,42 @@ ks_status ks__ksm_write(const ks__graph *g, uint8_t **data_out, size_t *size_out
         put_u32(&b, (uint32_t)g->outputs[k]);
     sec_size[KSM_SECTION_GRAPH_IO] = b.len - sec_off[KSM_SECTION_GRAPH_IO];
 
+    uint32_t num_sections = 5;
+    if (num_encoded) {
+        num_sections = 6;
+        sec_off[KSM_SECTION_ENCODED] = b.len;
+        put_u32(&b, num_encoded);
+        for (uint32_t i = 0; i < g->num_tensors; i++) {
+            if (!(wt[i].flags & KSM_TENSOR_ENCODED)) continue;
+            put_u32(&b, i);
+            put_u8(&b, wt[i].enc.encoding);
+            put_u8(&b, wt[i].enc.coder);
+            put_u8(&b, wt[i].enc.scale_dtype);
+            put_u8(&b, 0);
+            put_u32(&b, wt[i].enc.block_size);
+            put_u32(&b, 0);
+        }
+        sec_size[KSM_SECTION_ENCODED] = b.len - sec_off[KSM_SECTION_ENCODED];
+    }
+
     size_t table_off = b.len;
-    put(&b, NULL, 5 * 24);
+    put(&b, NULL, (size_t)num_sections * 24);
 
     pad_to(&b, KSM_WEIGHT_ALIGN);
     sec_off[KSM_SECTION_WEIGHTS] = b.len;
     for (uint32_t i = 0; i < g->num_tensors; i++) {
-        const ks__tensor *t = &g->tensors[i];
-        if (!(t->flags & KS__TENSOR_CONST)) continue;
-        put(&b, t->data, t->size_bytes);
+        if (!(wt[i].flags & KSM_TENSOR_CONST)) continue;
+        put(&b, wt[i].data, wt[i].size_bytes);
         pad_to(&b, KSM_WEIGHT_ALIGN);
     }
     sec_size[KSM_SECTION_WEIGHTS] = b.len - sec_off[KSM_SECTION_WEIGHTS];
-    ks__free(&g->alloc, doffs);
     if (b.oom) {
         ks__free(&g->alloc, b.p);
         ks__fmt(err, err_cap, "out of memory writing .ksm");
-        return KS_STATUS_OUT_OF_MEMORY;
+        st = KS_STATUS_OUT_OF_MEMORY;
+        goto done;
     }
-    for (uint32_t k = 1; k <= 5; k++) {
+    for (uint32_t k = 1; k <= num_sections; k++) {
         size_t e = table_off + (k - 1) * 24;
         patch_u32(&b, e, k);
         patch_u32(&b, e + 4, 0);
@@ -571,18 +850,29 @@ ks_status ks__ksm_write(const ks__graph *g, uint8_t **data_out, size_t *size_out
     patch_u32(&b, 8, KSM_HEADER_BYTES);
     patch_u32(&b, 12, 1u);
     patch_u64(&b, 16, b.len);
-    patch_u32(&b, 24, 5);
+    patch_u32(&b, 24, num_sections);
     patch_u64(&b, 32, table_off);
     patch_u32(&b, 28, ks__crc32(0, b.p, b.len));
     *data_out = b.p;
     *size_out = b.len;
-    return KS_STATUS_OK;
+    st = KS_STATUS_OK;
+done:
+    for (uint32_t i = 0; i < g->num_tensors; i++)
+        ks__free(&g->alloc, wt[i].owned);
+    ks__free(&g->alloc, wt);
+    ks__free(&g->alloc, doffs);
+    return st;
 }
 
 ks_status ks__ksm_write_file(const ks__graph *g, const char *path, char *err, size_t err_cap) {
+    return ks__ksm_write_file_ex(g, NULL, path, err, err_cap);
+}
+
+ks_status ks__ksm_write_file_ex(const ks__graph *g, const ks__ksm_write_opts *opts,
+                                const char *path, char *err, size_t err_cap) {
     uint8_t *buf = NULL;
     size_t n = 0;
-    ks_status st = ks__ksm_write(g, &buf, &n, err, err_cap);
+    ks_status st = ks__ksm_write_ex(g, opts, &buf, &n, err, err_cap);
     if (st) return st;
     char tmp[4096];
     ks__fmt(tmp, sizeof(tmp), "%s.tmp", path);

@@ -18,15 +18,17 @@
  *   40 u8[24] reserved, zero
  *
  * Section table: `number of sections` entries of 24 bytes:
- *   0  u32 kind   (1 META, 2 TENSORS, 3 NODES, 4 GRAPH_IO, 5 WEIGHTS; unknown kinds are skipped)
+ *   0  u32 kind   (1 META, 2 TENSORS, 3 NODES, 4 GRAPH_IO, 5 WEIGHTS, 6 ENCODED (since 1.1);
+ *                 unknown kinds are skipped)
  *   4  u32 flags  (reserved, 0)
  *   8  u64 offset (from file start; WEIGHTS offset is a multiple of 64)
  *   16 u64 size in bytes
- * Sections must lie inside the file. Kinds 1..5 each appear exactly once.
+ * Sections must lie inside the file. Kinds 1..5 each appear exactly once; kind 6 at most once.
  *
  * META:     u32 count; count x { string key; string value }
  * TENSORS:  u32 count; count x {
- *             string name; u8 dtype (ks_dtype); u8 rank (<= 8); u16 flags (bit 0: constant);
+ *             string name; u8 dtype (ks_dtype); u8 rank (<= 8); u16 flags (bit 0: constant;
+ *             bit 1: encoded, since 1.1; other bits must be 0);
  *             i64 dims[rank] (-1: dynamic);
  *             u64 data_offset (from WEIGHTS section start, multiple of 64); u64 data_size;
  *             u32 quant_count; i32 quant_axis; f32 scales[quant_count]; i32
@@ -36,6 +38,22 @@
  * num_iparams (<= 32); i32 iparams[]; u32 num_fparams (<= 8); f32 fparams[] }   nodes are stored in
  * execution order. GRAPH_IO: u32 num_inputs; i32 tensor ids[]; u32 num_outputs; i32 tensor ids[]
  * WEIGHTS:  raw constant bytes, each constant 64-byte aligned, zero padding between.
+ *
+ * Weight-only compression (format 1.1). A constant with tensor flag bit 1 (0x2, "encoded") keeps
+ * dtype F32 and its dims in TENSORS, but its data_offset/data_size hold an encoded payload
+ * (layout in wquant.h: per-channel int8 or per-block int4 codes, raw or rANS-coded) instead of
+ * raw F32 values. 1.0 readers refuse the unknown flag, so such files fail cleanly there. Every
+ * encoded tensor has exactly one entry in the ENCODED section:
+ * ENCODED:  u32 count; count x {
+ *             u32 tensor id; u8 encoding (1 INT8_CHANNEL, 2 INT4_BLOCK); u8 coder (0 raw,
+ *             1 rANS); u8 scale dtype (ks_dtype: 1 F32, 2 F16); u8 reserved (0);
+ *             u32 block size (INT4_BLOCK, 1..65536; else 0); u32 reserved (0) }   (16 bytes each)
+ * The reader decodes encoded tensors into F32 buffers owned by the graph (so the model owns
+ * them and stays immutable); kernels never see the encoding. Output channels are dims[0].
+ * A payload may decode to at most 256 x its size + 64 KiB bytes (the reader refuses more before
+ * allocating, so a small hostile file cannot demand a huge buffer).
+ * Writers may also store conv/FC weights as plain F16 constants (--weights fp16), which is
+ * already valid 1.0 content.
  *
  * The reader checks every count, offset and size against the section it lies in before use, then
  * runs ks__graph_validate (ids, arity, topological order, constant sizes).
@@ -47,7 +65,7 @@
 
 #define KSM_MAGIC "KSMF"
 #define KSM_VERSION_MAJOR 1
-#define KSM_VERSION_MINOR 0
+#define KSM_VERSION_MINOR 1
 #define KSM_HEADER_BYTES 64
 #define KSM_MAX_SECTIONS 32
 #define KSM_WEIGHT_ALIGN 64
@@ -58,7 +76,27 @@ enum {
     KSM_SECTION_NODES = 3,
     KSM_SECTION_GRAPH_IO = 4,
     KSM_SECTION_WEIGHTS = 5,
+    KSM_SECTION_ENCODED = 6,
 };
+
+#define KSM_TENSOR_CONST 0x1u
+#define KSM_TENSOR_ENCODED 0x2u
+
+/* Which conv/FC weights (input 1 of CONV2D, CONV2D_TRANSPOSE, FULLY_CONNECTED, F32, used by
+ * nothing else) the writer compresses, and how. */
+typedef enum ks__ksm_weights {
+    KS__KSM_WEIGHTS_FP32 = 0, /* unchanged */
+    KS__KSM_WEIGHTS_FP16 = 1, /* stored as F16 constants (kernels accept F16 weights) */
+    KS__KSM_WEIGHTS_INT8 = 2, /* symmetric int8 per output channel, decoded to F32 at load */
+    KS__KSM_WEIGHTS_INT4 = 3, /* symmetric int4 per block along the input dims, ditto */
+} ks__ksm_weights;
+
+typedef struct ks__ksm_write_opts {
+    ks__ksm_weights weights;
+    bool entropy;        /* rANS-code int8/int4 codes (per tensor, only where it pays off) */
+    uint32_t block_size; /* int4 block (0: 32) */
+    bool f32_scales;     /* int4 scales as F32 (default F16) */
+} ks__ksm_write_opts;
 
 /* Parses a .ksm image into g (freshly ks__graph_init'ed). Constants point into `data`
  * (KS__TENSOR_BORROWED), so `data` must outlive g. With verify_checksum, the CRC is checked.
@@ -72,6 +110,18 @@ ks_status ks__ksm_write(const ks__graph *g, uint8_t **data_out, size_t *size_out
 
 /* Serializes g and writes it to path (atomically through a temporary file + rename). */
 ks_status ks__ksm_write_file(const ks__graph *g, const char *path, char *err, size_t err_cap);
+
+/* As ks__ksm_write / ks__ksm_write_file with weight compression; opts NULL = all defaults. */
+ks_status ks__ksm_write_ex(const ks__graph *g, const ks__ksm_write_opts *opts, uint8_t **data_out,
+                           size_t *size_out, char *err, size_t err_cap);
+ks_status ks__ksm_write_file_ex(const ks__graph *g, const ks__ksm_write_opts *opts,
+                                const char *path, char *err, size_t err_cap);
+
+/* Storage statistics of a .ksm image without decoding it (for ks-inspect's bits per weight):
+ * bytes and value counts of all constants, and of the encoded ones among them. */
+ks_status ks__ksm_weight_stats(const uint8_t *data, size_t size_bytes, uint64_t *stored_bytes_out,
+                               uint64_t *num_values_out, uint64_t *encoded_bytes_out,
+                               uint64_t *encoded_values_out, uint32_t *num_encoded_out);
 
 uint32_t ks__crc32(uint32_t crc, const uint8_t *data, size_t size_bytes);
 

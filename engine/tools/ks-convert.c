@@ -1,5 +1,7 @@
-/* ks-convert IN.{tflite,onnx} OUT.ksm [--no-optimize]
- * Imports a TFLite or ONNX model, optimizes the graph and writes a .ksm file. */
+/* ks-convert IN.{tflite,onnx} OUT.ksm [--no-optimize] [--weights fp32|fp16|int8|int4]
+ *            [--entropy] [--block N]
+ * Imports a TFLite or ONNX model, optimizes the graph and writes a .ksm file, optionally with
+ * compressed conv/FC weights (see ksm.h, "Weight-only compression"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,15 +11,46 @@
 #include "ksm.h"
 
 static void usage(void) {
-    fprintf(stderr, "usage: ks-convert IN.{tflite,onnx} OUT.ksm [--no-optimize] [--quiet]\n"
-                    "  Converts a TFLite or ONNX model into Kestrel's .ksm format.\n");
+    fprintf(stderr,
+            "usage: ks-convert IN.{tflite,onnx} OUT.ksm [--no-optimize] [--quiet]\n"
+            "                  [--weights fp32|fp16|int8|int4] [--entropy] [--block N]\n"
+            "  Converts a TFLite or ONNX model into Kestrel's .ksm format.\n"
+            "  --weights  storage of conv/FC weights: fp16, int8 (per output channel) or int4\n"
+            "             (per block of N input values, default 32); int8/int4 are decoded to\n"
+            "             fp32 at load\n"
+            "  --entropy  rANS-code the int8/int4 weight codes (lossless)\n");
 }
 
 int main(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     int optimize = 1, quiet = 0;
+    ks__ksm_write_opts wopts = {KS__KSM_WEIGHTS_FP32, false, 0, false};
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--no-optimize") == 0)
+        if (strcmp(argv[i], "--weights") == 0 && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "fp32") == 0)
+                wopts.weights = KS__KSM_WEIGHTS_FP32;
+            else if (strcmp(v, "fp16") == 0)
+                wopts.weights = KS__KSM_WEIGHTS_FP16;
+            else if (strcmp(v, "int8") == 0)
+                wopts.weights = KS__KSM_WEIGHTS_INT8;
+            else if (strcmp(v, "int4") == 0)
+                wopts.weights = KS__KSM_WEIGHTS_INT4;
+            else {
+                fprintf(stderr, "ks-convert: --weights %s: expected fp32, fp16, int8 or int4\n", v);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--entropy") == 0)
+            wopts.entropy = true;
+        else if (strcmp(argv[i], "--block") == 0 && i + 1 < argc) {
+            char *end = NULL;
+            long v = strtol(argv[++i], &end, 10);
+            if (!end || *end || v < 1 || v > 65536) {
+                fprintf(stderr, "ks-convert: --block %s: expected 1..65536\n", argv[i]);
+                return 2;
+            }
+            wopts.block_size = (uint32_t)v;
+        } else if (strcmp(argv[i], "--no-optimize") == 0)
             optimize = 0;
         else if (strcmp(argv[i], "--quiet") == 0)
             quiet = 1;
@@ -41,6 +74,11 @@ int main(int argc, char **argv) {
         usage();
         return 2;
     }
+    if (wopts.entropy && wopts.weights != KS__KSM_WEIGHTS_INT8 &&
+        wopts.weights != KS__KSM_WEIGHTS_INT4) {
+        fprintf(stderr, "ks-convert: --entropy needs --weights int8 or int4\n");
+        return 2;
+    }
     char err[1024] = "";
     uint8_t *buf = NULL;
     size_t n = 0;
@@ -58,7 +96,7 @@ int main(int argc, char **argv) {
     uint32_t nodes_before = g.num_nodes;
     if (!st && optimize) st = ks__graph_optimize(&g, err, sizeof(err));
     if (!st) st = ks__graph_validate(&g, err, sizeof(err));
-    if (!st) st = ks__ksm_write_file(&g, out, err, sizeof(err));
+    if (!st) st = ks__ksm_write_file_ex(&g, &wopts, out, err, sizeof(err));
     if (st) {
         fprintf(stderr, "ks-convert: %s: %s\n", ks_status_string(st), err);
         ks__graph_free(&g);

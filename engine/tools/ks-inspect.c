@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kestrel/engine.h"
+#include "ksm.h"
 #include "model.h"
 
 size_t ks__session_arena_bytes(const ks_session *s);
@@ -134,6 +135,37 @@ static int write_svg(const ks__graph *g, const ks_session *s, const char *path) 
     return 0;
 }
 
+/* Bits per weight as stored in the file: the loaded graph has decoded F32 constants, so the
+ * storage view comes from the file's own tensor records (read without decoding). */
+static void print_weight_storage(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    uint8_t *buf = NULL;
+    long len = -1;
+    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
+    if (len > 0 && fseek(f, 0, SEEK_SET) == 0) buf = malloc((size_t)len);
+    if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (!buf) return;
+    uint64_t stored_bytes = 0, num_values = 0, enc_bytes = 0, enc_values = 0;
+    uint32_t num_encoded = 0;
+    ks_status st = ks__ksm_weight_stats(buf, (size_t)len, &stored_bytes, &num_values, &enc_bytes,
+                                        &enc_values, &num_encoded);
+    if (st == KS_STATUS_OK && num_values) {
+        printf("weight storage: %llu bytes for %llu values, %.2f bits per weight\n",
+               (unsigned long long)stored_bytes, (unsigned long long)num_values,
+               8.0 * (double)stored_bytes / (double)num_values);
+        if (num_encoded)
+            printf("  %u encoded tensors: %llu bytes for %llu values, %.2f bits per weight\n",
+                   num_encoded, (unsigned long long)enc_bytes, (unsigned long long)enc_values,
+                   8.0 * (double)enc_bytes / (double)enc_values);
+    }
+    free(buf);
+}
+
 int main(int argc, char **argv) {
     const char *path = NULL, *svg = NULL;
     int show_nodes = 0;
@@ -180,8 +212,10 @@ int main(int argc, char **argv) {
         hist[g->nodes[i].op]++;
     for (uint32_t t = 0; t < g->num_tensors; t++)
         if (g->tensors[t].flags & KS__TENSOR_CONST) weight_bytes += g->tensors[t].size_bytes;
-    printf("nodes: %u, tensors: %u, weights: %llu bytes\nop histogram:\n", g->num_nodes,
-           g->num_tensors, (unsigned long long)weight_bytes);
+    printf("nodes: %u, tensors: %u, weights: %llu bytes\n", g->num_nodes, g->num_tensors,
+           (unsigned long long)weight_bytes);
+    print_weight_storage(path);
+    printf("op histogram:\n");
     for (uint32_t op = 0; op < KS_OP_MAX_ID; op++)
         if (hist[op]) printf("  %-28s %u\n", ks__op_get_info(op)->name, hist[op]);
 

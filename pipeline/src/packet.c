@@ -209,17 +209,26 @@ ks_status ks_packet_create_detections(const ks_allocator *allocator, const ks_pa
     return KS_STATUS_OK;
 }
 
+/* A packet of type `type` whose payload is a copy of num_items items of item_bytes each. */
+static ks_status create_array(const ks_allocator *allocator, ks_packet_type type, const char *fn,
+                              const void *items, uint32_t num_items, size_t item_bytes,
+                              ks_packet **packet_out) {
+    if (!packet_out || (num_items && !items)) return bad_arg(fn, "NULL argument");
+    size_t total = 0;
+    if (!mul_ok(num_items, item_bytes, &total)) return bad_arg(fn, "size overflows");
+    ks_status st = packet_new(allocator, type, total, 0, packet_out);
+    if (st) return st;
+    if (total) memcpy((*packet_out)->payload, items, total);
+    return KS_STATUS_OK;
+}
+
 ks_status ks_packet_create_landmarks(const ks_allocator *allocator, const ks_packet_landmarks *l,
                                      ks_packet **packet_out) {
-    if (!l || !packet_out || (l->num_landmarks && !l->landmarks))
-        return bad_arg("ks_packet_create_landmarks", "NULL argument");
-    size_t total = 0;
-    if (!mul_ok(l->num_landmarks, sizeof(ks_landmark), &total))
-        return bad_arg("ks_packet_create_landmarks", "size overflows");
+    if (!l) return bad_arg("ks_packet_create_landmarks", "NULL argument");
     ks_packet *p = NULL;
-    ks_status st = packet_new(allocator, KS_PACKET_LANDMARKS, total, 0, &p);
+    ks_status st = create_array(allocator, KS_PACKET_LANDMARKS, "ks_packet_create_landmarks",
+                                l->landmarks, l->num_landmarks, sizeof(ks_landmark), &p);
     if (st) return st;
-    if (total) memcpy(p->payload, l->landmarks, total);
     p->u.landmarks.num_landmarks = l->num_landmarks;
     p->u.landmarks.landmarks = p->payload;
     *packet_out = p;
@@ -228,15 +237,11 @@ ks_status ks_packet_create_landmarks(const ks_allocator *allocator, const ks_pac
 
 ks_status ks_packet_create_rects(const ks_allocator *allocator, const ks_packet_rects *r,
                                  ks_packet **packet_out) {
-    if (!r || !packet_out || (r->num_rects && !r->rects))
-        return bad_arg("ks_packet_create_rects", "NULL argument");
-    size_t total = 0;
-    if (!mul_ok(r->num_rects, sizeof(ks_rect), &total))
-        return bad_arg("ks_packet_create_rects", "size overflows");
+    if (!r) return bad_arg("ks_packet_create_rects", "NULL argument");
     ks_packet *p = NULL;
-    ks_status st = packet_new(allocator, KS_PACKET_RECTS, total, 0, &p);
+    ks_status st = create_array(allocator, KS_PACKET_RECTS, "ks_packet_create_rects", r->rects,
+                                r->num_rects, sizeof(ks_rect), &p);
     if (st) return st;
-    if (total) memcpy(p->payload, r->rects, total);
     p->u.rects.num_rects = r->num_rects;
     p->u.rects.rects = p->payload;
     *packet_out = p;

@@ -1,12 +1,17 @@
 /* ks-bundle: makes and inspects .ksb model bundles.
  *
- *   ks-bundle create OUT.ksb --graph G.json [--model NAME=FILE.ksm ...] [--labels NAME=FILE ...]
- *                    [--config NAME=FILE.json ...] [--file NAME=PATH ...]
+ *   ks-bundle create OUT.ksb --graph G.json [--graph NAME=G2.json ...] [--model NAME=FILE.ksm ...]
+ *                    [--labels NAME=FILE ...] [--config NAME=FILE.json ...] [--file NAME=PATH ...]
  *   ks-bundle info B.ksb [--check]
  *
- * create checks that every model is a loadable .ksm, writes the bundle, then instantiates its
- * graph (which loads every model the graph names) and fails if that does not work;
- * info --check does the same instantiation for an existing bundle. */
+ * create checks that every model is a loadable .ksm, writes the bundle, then instantiates each
+ * graph (which loads every model the graph names) and fails if that does not work (a --graph
+ * without NAME= is the default entry "graph");
+ * info --check does the same instantiation for an existing bundle.
+ *
+ * ks-task-bundle (algos/bundle_tool) is this same program linked with the task library: it
+ * defines ks__bundle_tool_register_nodes to register the task node types, so graphs that use
+ * them pass the check. Here the weak reference stays NULL and only built-in nodes exist. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +22,16 @@
 
 #define MAX_INPUT_BYTES ((size_t)2 << 30)
 
+#if defined(__GNUC__)
+/* Returns nonzero (message in ks_last_error(NULL)) when a node type cannot be registered. */
+__attribute__((weak)) int ks__bundle_tool_register_nodes(void);
+#define KS_BUNDLE_NODE_HOOK 1
+#endif
+
 static int usage(void) {
-    fprintf(stderr, "usage: ks-bundle create OUT.ksb --graph G.json [--model NAME=FILE.ksm ...]\n"
-                    "                 [--labels NAME=FILE ...] [--config NAME=FILE.json ...] "
-                    "[--file NAME=PATH ...]\n"
+    fprintf(stderr, "usage: ks-bundle create OUT.ksb --graph G.json [--graph NAME=G2.json ...]\n"
+                    "                 [--model NAME=FILE.ksm ...] [--labels NAME=FILE ...]\n"
+                    "                 [--config NAME=FILE.json ...] [--file NAME=PATH ...]\n"
                     "       ks-bundle info B.ksb [--check]\n");
     return 2;
 }
@@ -90,15 +101,32 @@ static int add_file(ks_bundle_writer *w, const char *name, const char *path, uin
     return rc;
 }
 
+/* Instantiates every graph entry of the bundle (at least the default "graph"). */
 static int check_bundle(const char *path) {
     ks_bundle *b = NULL;
-    ks_pipeline *p = NULL;
-    int rc = 0;
-    if (ks_bundle_open_file(path, NULL, &b) || ks_pipeline_create_bundle(b, NULL, &p)) {
-        fprintf(stderr, "ks-bundle: %s: graph check failed: %s\n", path, ks_last_error(NULL));
-        rc = 1;
+    if (ks_bundle_open_file(path, NULL, &b)) {
+        fprintf(stderr, "ks-bundle: %s: %s\n", path, ks_last_error(NULL));
+        return 1;
     }
-    ks_pipeline_destroy(p);
+    int rc = 0;
+    uint32_t n = ks_bundle_num_entries(b);
+    for (uint32_t i = 0; i <= n && rc == 0; i++) {
+        ks_bundle_entry e;
+        const char *graph = NULL; /* i == n: the default entry, which must exist */
+        if (i < n) {
+            if (ks_bundle_get_entry(b, i, &e) || e.kind != KS_BUNDLE_GRAPH ||
+                strcmp(e.name, "graph") == 0)
+                continue;
+            graph = e.name;
+        }
+        ks_pipeline *p = NULL;
+        if (ks_pipeline_create_bundle(b, &(ks_pipeline_desc){.graph_entry = graph}, &p)) {
+            fprintf(stderr, "ks-bundle: %s: graph '%s' check failed: %s\n", path,
+                    graph ? graph : "graph", ks_last_error(NULL));
+            rc = 1;
+        }
+        ks_pipeline_destroy(p);
+    }
     ks_bundle_destroy(b);
     return rc;
 }
@@ -120,22 +148,16 @@ static int cmd_create(int argc, char **argv) {
             goto done;
         }
         const char *arg = argv[++i];
-        if (strcmp(opt, "--graph") == 0) {
+        uint32_t kind;
+        if (strcmp(opt, "--graph") == 0 && !strchr(arg, '=')) {
+            /* Checked against the finished bundle (its models live there), not here. */
+            if (add_file(w, "graph", arg, KS_BUNDLE_GRAPH)) goto done;
             graph = arg;
-            uint8_t *data = NULL;
-            size_t n = 0;
-            if (read_all(arg, &data, &n)) goto done;
-            /* The graph is checked against the finished bundle (its models live there). */
-            ks_status st = ks_bundle_writer_add(w, "graph", KS_BUNDLE_GRAPH, data, n);
-            free(data);
-            if (st) {
-                fprintf(stderr, "ks-bundle: %s\n", ks_last_error(w));
-                goto done;
-            }
             continue;
         }
-        uint32_t kind;
-        if (strcmp(opt, "--model") == 0)
+        if (strcmp(opt, "--graph") == 0)
+            kind = KS_BUNDLE_GRAPH;
+        else if (strcmp(opt, "--model") == 0)
             kind = KS_BUNDLE_MODEL;
         else if (strcmp(opt, "--labels") == 0)
             kind = KS_BUNDLE_LABELS;
@@ -206,6 +228,12 @@ static int cmd_info(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc < 2) return usage();
+#if defined(KS_BUNDLE_NODE_HOOK)
+    if (ks__bundle_tool_register_nodes && ks__bundle_tool_register_nodes()) {
+        fprintf(stderr, "ks-bundle: cannot register node types: %s\n", ks_last_error(NULL));
+        return 1;
+    }
+#endif
     if (strcmp(argv[1], "create") == 0) return cmd_create(argc, argv);
     if (strcmp(argv[1], "info") == 0) return cmd_info(argc, argv);
     return usage();

@@ -22,8 +22,15 @@ import subprocess
 import sys
 
 import numpy as np
-import onnxruntime as ort
 from PIL import Image
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mp_solutions  # noqa: E402
+
+try:
+    import onnxruntime as ort
+except ImportError as e:
+    mp_solutions.skip(f"onnxruntime not importable: {e}")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, "..", "shared", "data")
@@ -144,6 +151,10 @@ def main():
     images = args.images or [os.path.join(DATA, "images", f) for f in (
         "ultralytics_zidane.jpg", "darknet_person.jpg", "darknet_dog.jpg", "ultralytics_bus.jpg",
         "coral_kite_and_cold.jpg", "coral_pets.jpg")]
+    mp_solutions.require_files(args.ks_vision, *(
+        p for bundle, onnx, _ in DETECTORS.values()
+        for p in (os.path.join(bundles, bundle), os.path.join(DATA, "object_detection", onnx))))
+    images = mp_solutions.existing_images(images)
     ort.set_default_logger_severity(3)
     ok = True
     worst = 1.0

@@ -32,13 +32,21 @@ def main():
     ap.add_argument("--complexity", type=int, default=1, choices=(0, 1, 2))
     ap.add_argument("--bundle", help="pose_landmarker_<variant>.ksb (default: the build's)")
     ap.add_argument("--threshold", type=float, default=2.0)
+    ap.add_argument("--bundles", help="bundles dir (default: <ks-vision dir>/../bundles)")
     ap.add_argument("images", nargs="+")
     args = ap.parse_args()
-    pose = mp_solutions.load("pose")
-    bundle = args.bundle or str(Path(args.ks_vision).resolve().parent.parent / "bundles" /
+    bundles = (Path(args.bundles) if args.bundles else
+               Path(args.ks_vision).resolve().parent.parent / "bundles")
+    bundle = args.bundle or str(bundles /
                                 f"pose_landmarker_{MODEL_NAMES[args.complexity]}.ksb")
+    mp_solutions.require_files(args.ks_vision, bundle)
+    images = mp_solutions.existing_images(args.images)
+    try:
+        pose = mp_solutions.load("pose")
+    except ImportError as e:
+        mp_solutions.skip(f"mediapipe not importable: {e}")
     ok = True
-    for path in args.images:
+    for path in images:
         rgb = mp_solutions.load_rgb(path)
         h, w = rgb.shape[:2]
         with pose.Pose(static_image_mode=True, model_complexity=args.complexity,

@@ -27,6 +27,9 @@ import types
 import numpy as np
 from PIL import Image
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mp_solutions  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TARGET_IOU = 0.95
 MODELS = {0: ("selfie_segmenter.ksb", "selfie_segmentation.tflite"),
@@ -94,7 +97,13 @@ def main():
     if not args.images and os.path.isdir(shared):
         images += [os.path.join(shared, f) for f in ("coral_grace_hopper.bmp", "coral_squat.bmp",
                                                      "ultralytics_zidane.jpg", "coral_face.jpg")]
-    ss = import_selfie(our_model_tree() if args.mp_models == "ours" else None)
+    mp_solutions.require_files(args.ks_vision,
+                               *(os.path.join(bundles, b) for b, _ in MODELS.values()))
+    images = mp_solutions.existing_images(images)
+    try:
+        ss = import_selfie(our_model_tree() if args.mp_models == "ours" else None)
+    except (ImportError, RuntimeError) as e:
+        mp_solutions.skip(f"mediapipe not importable: {e}")
     worst = 1.0
     for sel, (bundle, _) in MODELS.items():
         with ss.SelfieSegmentation(model_selection=sel) as seg:

@@ -39,3 +39,32 @@ def run_ks_vision(ks_vision, task, image, *extra):
     out = subprocess.run([ks_vision, task, image, "--json", *extra], check=True,
                          capture_output=True, text=True)
     return json.loads(out.stdout)
+
+
+SKIP_EXIT_CODE = 77  # ctest SKIP_RETURN_CODE (tests/tasks/CMakeLists.txt)
+
+
+def skip(message):
+    """Ends the run as skipped: an input (venv package, bundle, model, photo) is missing."""
+    print("SKIP: " + message)
+    sys.exit(SKIP_EXIT_CODE)
+
+
+def require_files(*paths):
+    """Skips the run unless every path exists."""
+    import os
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        skip("missing " + ", ".join(missing))
+
+
+def existing_images(paths):
+    """The photos that exist (missing ones are reported); skips the run when none does."""
+    import os
+    found = [p for p in paths if os.path.exists(p)]
+    for p in paths:
+        if p not in found:
+            print("note: photo not found, left out: " + p)
+    if not found:
+        skip("none of the photos exist")
+    return found

@@ -1,0 +1,247 @@
+/* Weight quantizers and payload decoders (layout in wquant.h).
+ *
+ * Symmetric codes (no zero point) keep decode a single multiply, and the quantizer computes its
+ * dequantized output with exactly the decoder's expression, so "what the writer meant" and "what
+ * the reader produces" are bit-identical. */
+#include "wquant.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "rans.h"
+
+static void wr_f32(uint8_t *p, float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    p[0] = (uint8_t)u;
+    p[1] = (uint8_t)(u >> 8);
+    p[2] = (uint8_t)(u >> 16);
+    p[3] = (uint8_t)(u >> 24);
+}
+static float rd_f32(const uint8_t *p) {
+    uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint64_t ks__wenc_num_scales(const ks__wenc_params *p, uint64_t num_elems, uint64_t num_channels) {
+    if (!num_channels || num_elems % num_channels) return 0;
+    if (p->coder != KS__WCODER_RAW && p->coder != KS__WCODER_RANS) return 0;
+    if (p->encoding == KS__WENC_INT8_CHANNEL) {
+        if (p->scale_dtype != KS_DTYPE_F32 || p->block_size != 0) return 0;
+        return num_channels;
+    }
+    if (p->encoding == KS__WENC_INT4_BLOCK) {
+        if (p->scale_dtype != KS_DTYPE_F32 && p->scale_dtype != KS_DTYPE_F16) return 0;
+        if (p->block_size < 1 || p->block_size > KS__WENC_MAX_BLOCK) return 0;
+        uint64_t row = num_elems / num_channels;
+        return num_channels * ((row + p->block_size - 1) / p->block_size);
+    }
+    return 0;
+}
+
+static int32_t quantize_one(float v, float scale, int32_t qmax) {
+    if (scale == 0.0f) return 0;
+    float r = roundf(v / scale);
+    if (r > (float)qmax) return qmax;
+    if (r < (float)-qmax) return -qmax;
+    return (int32_t)r;
+}
+
+static size_t codes_bytes(uint8_t encoding, uint64_t num_elems) {
+    return encoding == KS__WENC_INT8_CHANNEL ? (size_t)num_elems : (size_t)((num_elems + 1) / 2);
+}
+
+ks_status ks__wenc_encode(const ks_allocator *a, const float *w, uint64_t num_elems,
+                          uint64_t num_channels, ks__wenc_params *p, uint8_t **payload_out,
+                          size_t *size_out, float *dequant_out) {
+    ks_status st = KS_STATUS_OK;
+    uint8_t *codes = NULL, *payload = NULL;
+    float *scales = NULL;
+    for (uint64_t i = 0; i < num_elems; i++)
+        if (!isfinite(w[i])) return KS_STATUS_UNSUPPORTED;
+    uint64_t num_scales = ks__wenc_num_scales(p, num_elems, num_channels);
+    if (!num_scales || num_elems > ((size_t)1 << 40)) return KS_STATUS_INVALID_ARGUMENT;
+    uint64_t row = num_elems / num_channels;
+    bool int8 = p->encoding == KS__WENC_INT8_CHANNEL;
+    uint32_t block = int8 ? (uint32_t)(row ? row : 1) : p->block_size;
+    uint64_t blocks_per_row = int8 ? 1 : (row + block - 1) / block;
+    int32_t qmax = int8 ? 127 : 7;
+    size_t ncodes = codes_bytes(p->encoding, num_elems);
+    scales = ks__alloc(a, (size_t)num_scales * sizeof(float) + 1);
+    codes = ks__calloc(a, ncodes + 1, 1);
+    if (!scales || !codes) {
+        st = KS_STATUS_OUT_OF_MEMORY;
+        goto error;
+    }
+    /* Scales first: f16 scales are rounded before the codes are chosen, so codes are optimal
+     * for the scale the reader will actually see. */
+    for (int pass = 0; pass < 2; pass++) {
+        bool overflow = false;
+        for (uint64_t c = 0; c < num_channels; c++)
+            for (uint64_t b = 0; b < blocks_per_row; b++) {
+                uint64_t lo = b * block, hi = lo + block < row ? lo + block : row;
+                float maxabs = 0.0f;
+                for (uint64_t j = lo; j < hi; j++)
+                    maxabs = fmaxf(maxabs, fabsf(w[c * row + j]));
+                /* Clipping the range below max|w| trades a few clipped outliers for a finer
+                 * step on the bulk of the weights; keep the scale with the least squared error
+                 * (max|w| itself is the first candidate, so this never does worse). */
+                float best_s = 0.0f;
+                double best_err = INFINITY;
+                for (int k = 0; k < 16; k++) {
+                    float s = maxabs * (1.0f - 0.03f * (float)k) / (float)qmax;
+                    if (p->scale_dtype == KS_DTYPE_F16) {
+                        s = ks__f16_to_f32(ks__f32_to_f16(s));
+                        if (!isfinite(s)) overflow = true;
+                    }
+                    if (!isfinite(s)) break;
+                    double e = 0.0;
+                    for (uint64_t j = lo; j < hi; j++) {
+                        float v = w[c * row + j];
+                        float d = (float)quantize_one(v, s, qmax) * s - v;
+                        e += (double)d * (double)d;
+                    }
+                    if (e < best_err) {
+                        best_err = e;
+                        best_s = s;
+                    }
+                    if (maxabs == 0.0f) break;
+                }
+                scales[c * blocks_per_row + b] = best_s;
+            }
+        if (!overflow) break;
+        p->scale_dtype = KS_DTYPE_F32;
+    }
+    for (uint64_t c = 0; c < num_channels; c++)
+        for (uint64_t j = 0; j < row; j++) {
+            uint64_t i = c * row + j;
+            float s = scales[c * blocks_per_row + j / block];
+            int32_t q = quantize_one(w[i], s, qmax);
+            if (int8)
+                codes[i] = (uint8_t)(int8_t)q;
+            else
+                codes[i / 2] |= (uint8_t)(((uint32_t)q & 0xfu) << ((i & 1) * 4));
+            if (dequant_out) dequant_out[i] = (float)q * s;
+        }
+    size_t scale_elem = p->scale_dtype == KS_DTYPE_F16 ? 2 : 4;
+    size_t scale_bytes = (size_t)num_scales * scale_elem;
+    size_t cap = scale_bytes + (p->coder == KS__WCODER_RANS ? ks__rans_bound(ncodes) : ncodes);
+    payload = ks__alloc(a, cap + 1);
+    if (!payload) {
+        st = KS_STATUS_OUT_OF_MEMORY;
+        goto error;
+    }
+    for (uint64_t k = 0; k < num_scales; k++) {
+        if (scale_elem == 2) {
+            uint16_t h = ks__f32_to_f16(scales[k]);
+            payload[k * 2] = (uint8_t)h;
+            payload[k * 2 + 1] = (uint8_t)(h >> 8);
+        } else {
+            wr_f32(payload + k * 4, scales[k]);
+        }
+    }
+    size_t size = 0;
+    if (p->coder == KS__WCODER_RANS) {
+        size_t coded = 0;
+        st = ks__rans_encode_model(codes, ncodes,
+                                   int8 ? KS__RANS_TABLE_INT8 : KS__RANS_TABLE_INT4_PAIRS,
+                                   payload + scale_bytes, cap - scale_bytes, &coded);
+        if (st) goto error;
+        size = scale_bytes + coded;
+        /* Raw codes when coding does not pay off, or when the ratio would exceed what the
+         * reader accepts from a payload of this size. */
+        if (coded >= ncodes ||
+            num_elems * 4 > (uint64_t)KS__WENC_MAX_RATIO * size + KS__WENC_RATIO_SLACK)
+            p->coder = KS__WCODER_RAW;
+    }
+    if (p->coder == KS__WCODER_RAW) {
+        memcpy(payload + scale_bytes, codes, ncodes);
+        size = scale_bytes + ncodes;
+    }
+    *payload_out = payload;
+    *size_out = size;
+    payload = NULL;
+error:
+    ks__free(a, payload);
+    ks__free(a, codes);
+    ks__free(a, scales);
+    return st;
+}
+
+ks_status ks__wenc_decode(const ks_allocator *a, const uint8_t *payload, size_t size,
+                          const ks__wenc_params *p, uint64_t num_elems, uint64_t num_channels,
+                          float *out, char *err, size_t err_cap) {
+    ks_status st = KS_STATUS_INVALID_MODEL;
+    uint8_t *scratch = NULL;
+    uint64_t num_scales = ks__wenc_num_scales(p, num_elems, num_channels);
+    if (!num_scales) {
+        ks__fmt(err, err_cap,
+                "bad encoding parameters (encoding %u, coder %u, scale dtype %u, block %u) for "
+                "%llu values in %llu channels",
+                p->encoding, p->coder, p->scale_dtype, p->block_size, (unsigned long long)num_elems,
+                (unsigned long long)num_channels);
+        return st;
+    }
+    if (num_elems * 4 > (uint64_t)KS__WENC_MAX_RATIO * size + KS__WENC_RATIO_SLACK) {
+        ks__fmt(err, err_cap, "%llu values from a %zu-byte payload exceed the %ux size limit",
+                (unsigned long long)num_elems, size, KS__WENC_MAX_RATIO);
+        return st;
+    }
+    size_t scale_elem = p->scale_dtype == KS_DTYPE_F16 ? 2 : 4;
+    if (num_scales > size / scale_elem) {
+        ks__fmt(err, err_cap, "%llu scales do not fit the %zu-byte payload",
+                (unsigned long long)num_scales, size);
+        return st;
+    }
+    size_t scale_bytes = (size_t)num_scales * scale_elem;
+    size_t ncodes = codes_bytes(p->encoding, num_elems);
+    const uint8_t *codes = payload + scale_bytes;
+    size_t rest = size - scale_bytes;
+    if (p->coder == KS__WCODER_RAW) {
+        if (rest != ncodes) {
+            ks__fmt(err, err_cap, "raw codes are %zu bytes, expected %zu", rest, ncodes);
+            return st;
+        }
+    } else {
+        scratch = ks__alloc(a, ncodes + 1);
+        if (!scratch) {
+            ks__fmt(err, err_cap, "out of memory decoding %zu weight codes", ncodes);
+            return KS_STATUS_OUT_OF_MEMORY;
+        }
+        if (ks__rans_decode(codes, rest, scratch, ncodes) != KS_STATUS_OK) {
+            ks__fmt(err, err_cap, "corrupt entropy-coded stream (%zu bytes for %zu codes)", rest,
+                    ncodes);
+            goto error;
+        }
+        codes = scratch;
+    }
+    uint64_t row = num_elems / num_channels;
+    bool int8 = p->encoding == KS__WENC_INT8_CHANNEL;
+    uint64_t block = int8 ? (row ? row : 1) : p->block_size;
+    uint64_t blocks_per_row = int8 ? 1 : (row + block - 1) / block;
+    for (uint64_t c = 0; c < num_channels; c++)
+        for (uint64_t b = 0; b < blocks_per_row; b++) {
+            uint64_t k = c * blocks_per_row + b;
+            float s = scale_elem == 2
+                          ? ks__f16_to_f32((uint16_t)(payload[k * 2] | payload[k * 2 + 1] << 8))
+                          : rd_f32(payload + k * 4);
+            uint64_t lo = b * block, hi = lo + block < row ? lo + block : row;
+            for (uint64_t j = lo; j < hi; j++) {
+                uint64_t i = c * row + j;
+                int32_t q;
+                if (int8)
+                    q = (int8_t)codes[i];
+                else {
+                    uint32_t nib = (codes[i / 2] >> ((i & 1) * 4)) & 0xfu;
+                    q = (int32_t)nib - (nib >= 8 ? 16 : 0);
+                }
+                out[i] = (float)q * s;
+            }
+        }
+    st = KS_STATUS_OK;
+error:
+    ks__free(a, scratch);
+    return st;
+}

@@ -1,0 +1,64 @@
+/* Weight-only compression of .ksm constants: quantizers, payload layout and decoders.
+ * Not a published API. Used by the .ksm writer (ks-convert --weights) and reader (decodes to F32
+ * once at load, so kernels see ordinary F32 constants). Pure functions; thread-safe.
+ *
+ * Geometry: a weight tensor of num_elems values has num_channels = dims[0] output channels
+ * (conv OHWI, conv-transpose OHWI, FC [O, I]); each channel is one contiguous row of
+ * row = num_elems / num_channels values (the reduction, i.e. input, dimension).
+ *
+ * Payload (the bytes at the tensor's data_offset/data_size in the WEIGHTS section):
+ *   INT8_CHANNEL: f32 scale[num_channels]; then codes
+ *                 value[i] = (float)code[i] * scale[i / row], code in [-127, 127] (int8)
+ *   INT4_BLOCK:   scale[num_channels * blocks_per_row] (f16 or f32, see scale_dtype), where
+ *                 blocks_per_row = ceil(row / block_size) and block b of channel c covers
+ *                 row elements [b * block_size, min(row, (b + 1) * block_size)); then codes:
+ *                 4-bit two's-complement codes in [-7, 7], element i in byte i / 2, low nibble
+ *                 first for even i; value[i] = (float)code[i] * scale[c * blocks_per_row + b]
+ *   codes are stored raw (coder RAW: num_elems bytes for int8, ceil(num_elems / 2) for int4)
+ *   or as one rANS stream of those bytes (coder RANS, see rans.h) filling the payload's rest.
+ */
+#ifndef KESTREL_WQUANT_H
+#define KESTREL_WQUANT_H
+
+#include "ir.h"
+
+enum {
+    KS__WENC_INT8_CHANNEL = 1,
+    KS__WENC_INT4_BLOCK = 2,
+};
+enum {
+    KS__WCODER_RAW = 0,
+    KS__WCODER_RANS = 1,
+};
+
+#define KS__WENC_MAX_BLOCK 65536u
+/* A hostile file must not make the reader allocate far more than it holds: decoded bytes are
+ * limited to this multiple of the encoded payload plus KS__WENC_RATIO_SLACK bytes. */
+#define KS__WENC_MAX_RATIO 256u
+#define KS__WENC_RATIO_SLACK 65536u
+
+typedef struct ks__wenc_params {
+    uint8_t encoding;    /* KS__WENC_* */
+    uint8_t coder;       /* KS__WCODER_* */
+    uint8_t scale_dtype; /* KS_DTYPE_F32, or KS_DTYPE_F16 (INT4_BLOCK only) */
+    uint32_t block_size; /* INT4_BLOCK: 1..KS__WENC_MAX_BLOCK; INT8_CHANNEL: 0 */
+} ks__wenc_params;
+
+/* Checks params and geometry; returns the number of scales or 0 when invalid. */
+uint64_t ks__wenc_num_scales(const ks__wenc_params *p, uint64_t num_elems, uint64_t num_channels);
+
+/* Quantizes w[num_elems] into a payload allocated from a (free with ks__free). p->coder RANS
+ * falls back to RAW when coding does not pay off; p->scale_dtype F16 falls back to F32 when a
+ * scale overflows f16, so p is updated. When dequant_out is non-NULL it receives the values the
+ * payload decodes to. Returns KS_STATUS_UNSUPPORTED for non-finite weights (keep them raw). */
+ks_status ks__wenc_encode(const ks_allocator *a, const float *w, uint64_t num_elems,
+                          uint64_t num_channels, ks__wenc_params *p, uint8_t **payload_out,
+                          size_t *size_out, float *dequant_out);
+
+/* Decodes a payload into out[num_elems] (F32). Scratch for entropy-coded codes comes from a.
+ * Returns KS_STATUS_INVALID_MODEL (err says why) for any inconsistency. */
+ks_status ks__wenc_decode(const ks_allocator *a, const uint8_t *payload, size_t size,
+                          const ks__wenc_params *p, uint64_t num_elems, uint64_t num_channels,
+                          float *out, char *err, size_t err_cap);
+
+#endif /* KESTREL_WQUANT_H */
