@@ -25,8 +25,11 @@ class Tensor(ctypes.Structure):
 
 
 class SessionDesc(ctypes.Structure):
+    # Mirrors ks_session_desc in engine/include/kestrel/engine.h (keep in step with it).
     _fields_ = [("num_threads", ctypes.c_int32), ("precision", ctypes.c_int),
-                ("flags", ctypes.c_uint32), ("allocator", ctypes.c_void_p)]
+                ("flags", ctypes.c_uint32), ("allocator", ctypes.c_void_p),
+                ("max_memory_bytes", ctypes.c_size_t), ("tune", ctypes.c_int),
+                ("tune_cache_path", ctypes.c_char_p)]
 
 
 class KestrelError(RuntimeError):
