@@ -31,7 +31,8 @@ struct ks__pool {
     /* the current job; written before the generation is published, stable until it is done */
     ks__range_fn fn;
     void *arg;
-    size_t num_items, chunk, num_chunks;
+    size_t num_items, chunk;
+    atomic_size_t num_chunks; /* atomic: late workers compare against it while it changes */
 };
 
 typedef struct worker_arg {
@@ -159,13 +160,20 @@ void ks__parallel_for(ks__pool *p, size_t num_items, size_t grain, ks__range_fn 
     size_t max_chunks = (size_t)(workers + 1) * 4;
     size_t num_chunks = (num_items + grain - 1) / grain;
     if (num_chunks > max_chunks) num_chunks = max_chunks;
+    /* Close the finished job first: a worker still inside do_chunks() for it holds a stale
+     * ticket, and once the generation moves on its claim (a CAS on that ticket) fails, so it can
+     * never pair the old generation with the new job's parameters written below. The closed
+     * state has index 0xffffffff, which no job reaches, so nothing can be claimed until the
+     * publish. Generations therefore advance by two per job. */
+    uint32_t gen = (uint32_t)(atomic_load(&p->ticket) >> 32);
+    atomic_store(&p->ticket, ((uint64_t)(gen + 1) << 32) | 0xffffffffu);
+    gen += 2;
     p->fn = fn;
     p->arg = arg;
     p->num_items = num_items;
     p->chunk = (num_items + num_chunks - 1) / num_chunks;
     p->num_chunks = (num_items + p->chunk - 1) / p->chunk;
     atomic_store(&p->chunks_done, 0);
-    uint32_t gen = (uint32_t)(atomic_load(&p->ticket) >> 32) + 1;
     pthread_mutex_lock(&p->mu);
     atomic_store(&p->ticket, (uint64_t)gen << 32); /* publishes the job */
     pthread_cond_broadcast(&p->cv_work);
