@@ -466,7 +466,14 @@ def write_report(results, md_path, png_path):
     L.append("- Medians of per-call wall time. The machine is shared and noisy; the interleaved "
              "rounds make drift hit every engine alike but do not remove it. p90 and min per "
              "cell are in `bench/peers/work/results.json`.")
-    md_path.write_text("\n".join(L) + "\n")
+    # Sections written by other tools (bench/tasks.c: "## Task latency") are kept as they are.
+    tail = ""
+    if md_path.exists():
+        old = md_path.read_text()
+        at = old.find("\n## Task latency")
+        if at >= 0:
+            tail = old[at:]
+    md_path.write_text("\n".join(L) + "\n" + tail)
     write_chart(results, png_path)
 
 
