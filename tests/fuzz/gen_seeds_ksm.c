@@ -68,6 +68,19 @@ int main(int argc, char **argv) {
         g.nodes[pi].ip[8] = KS_PAD_VALID;
         ks__graph_set_io(&g, 1, &x, 1, &p);
         rc |= write_seed(argv[1], "conv_pool.ksm", &g);
+        /* the same graph with coded weights, so the fuzzer reaches the ENCODED section (.ksm 1.1)
+         */
+        const ks__ksm_write_opts coded[2] = {{.weights = KS__KSM_WEIGHTS_INT8, .entropy = true},
+                                             {.weights = KS__KSM_WEIGHTS_INT4, .entropy = true}};
+        const char *names[2] = {"conv_pool_int8_rans.ksm", "conv_pool_int4_rans.ksm"};
+        for (int k = 0; k < 2; k++) {
+            char path[4096], err[256];
+            snprintf(path, sizeof(path), "%s/%s", argv[1], names[k]);
+            if (ks__ksm_write_file_ex(&g, &coded[k], path, err, sizeof(err))) {
+                fprintf(stderr, "gen_seeds_ksm: %s\n", err);
+                rc = 1;
+            }
+        }
         ks__graph_free(&g);
     }
     return rc;
