@@ -734,20 +734,22 @@ static void attr_str(imp *c, const char *name, const char *def, char *buf, size_
         span_print(a->s, buf, cap);
 }
 
-/* Reads INTS attribute `name` into out (cap entries). *count_out = -1 if absent. */
-static ks_status attr_ints(imp *c, const char *name, int64_t *out, size_t cap, int64_t *count_out) {
+/* Reads repeated attribute field `field` (AttributeProto: 8 = ints, 7 = floats) of `name` into
+ * int_out or float_out (cap entries). *count_out = -1 if the attribute is absent. */
+static ks_status attr_repeated(imp *c, const char *name, uint32_t field, uint32_t wire,
+                               int64_t *int_out, float *float_out, size_t cap, int64_t *count_out) {
     const attr *a = find_attr(c, name);
     *count_out = -1;
     if (!a) return KS_STATUS_OK;
     size_t n = 0;
-    int rc = ks__pb_count_repeated(a->msg, 8, KS_PB_VARINT, &n);
+    int rc = ks__pb_count_repeated(a->msg, field, wire, &n);
     if (rc < 0)
         return node_fail(c, KS_STATUS_INVALID_MODEL, "attribute '%s': %s", name,
                          ks__pb_error_string(rc));
     if (n > cap)
         return node_fail(c, KS_STATUS_UNSUPPORTED,
                          "attribute '%s' has %zu values (at most %zu supported)", name, n, cap);
-    rc = ks__pb_read_repeated(a->msg, 8, KS_PB_VARINT, out, NULL, cap, &n);
+    rc = ks__pb_read_repeated(a->msg, field, wire, int_out, float_out, cap, &n);
     if (rc < 0)
         return node_fail(c, KS_STATUS_INVALID_MODEL, "attribute '%s': %s", name,
                          ks__pb_error_string(rc));
@@ -755,24 +757,12 @@ static ks_status attr_ints(imp *c, const char *name, int64_t *out, size_t cap, i
     return KS_STATUS_OK;
 }
 
+static ks_status attr_ints(imp *c, const char *name, int64_t *out, size_t cap, int64_t *count_out) {
+    return attr_repeated(c, name, 8, KS_PB_VARINT, out, NULL, cap, count_out);
+}
+
 static ks_status attr_floats(imp *c, const char *name, float *out, size_t cap, int64_t *count_out) {
-    const attr *a = find_attr(c, name);
-    *count_out = -1;
-    if (!a) return KS_STATUS_OK;
-    size_t n = 0;
-    int rc = ks__pb_count_repeated(a->msg, 7, KS_PB_FIXED32, &n);
-    if (rc < 0)
-        return node_fail(c, KS_STATUS_INVALID_MODEL, "attribute '%s': %s", name,
-                         ks__pb_error_string(rc));
-    if (n > cap)
-        return node_fail(c, KS_STATUS_UNSUPPORTED,
-                         "attribute '%s' has %zu values (at most %zu supported)", name, n, cap);
-    rc = ks__pb_read_repeated(a->msg, 7, KS_PB_FIXED32, NULL, out, cap, &n);
-    if (rc < 0)
-        return node_fail(c, KS_STATUS_INVALID_MODEL, "attribute '%s': %s", name,
-                         ks__pb_error_string(rc));
-    *count_out = (int64_t)n;
-    return KS_STATUS_OK;
+    return attr_repeated(c, name, 7, KS_PB_FIXED32, NULL, out, cap, count_out);
 }
 
 /* Tensor id of node input k; -1 if absent/empty (an error when required). */
