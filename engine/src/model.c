@@ -137,9 +137,19 @@ static uint8_t *alloc_plaintext(ks_model *m, const ks_model_desc *desc, size_t n
     return p;
 }
 
-/* Decrypts an encrypted image whose chunks `read` delivers in order. From a file this goes
- * through one chunk-sized staging buffer, so peak memory is the plaintext plus one chunk rather
- * than plaintext plus the whole ciphertext. */
+#define DEFAULT_DECRYPT_THREADS 4u
+
+static uint32_t decrypt_threads(const ks_model_desc *desc) {
+    if (desc->num_threads) return desc->num_threads;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) return 1;
+    return n > (long)DEFAULT_DECRYPT_THREADS ? DEFAULT_DECRYPT_THREADS : (uint32_t)n;
+}
+
+/* Decrypts an encrypted image. Version 2 chunks are independent: they are decrypted on several
+ * threads straight from the caller's buffer or a read-only mapping of the file (page cache, no
+ * copy). Otherwise (version 1, or no mapping) chunks are read in order through one chunk-sized
+ * staging buffer, so peak memory is the plaintext plus one chunk. */
 static ks_status load_encrypted(ks_model *m, const ks_model_desc *desc, const uint8_t *header,
                                 size_t file_bytes, int fd, const uint8_t *data, const char *what) {
     char err[KS_ERROR_CAP - 64];
@@ -147,25 +157,40 @@ static ks_status load_encrypted(ks_model *m, const ks_model_desc *desc, const ui
     fd_reader fr = {fd, KSME_HEADER_BYTES, NULL};
     mem_reader mr = {data ? data + KSME_HEADER_BYTES : NULL,
                      data ? file_bytes - KSME_HEADER_BYTES : 0};
+    void *mapped = MAP_FAILED;
     ks__ksme_info info;
     ks_status st = ks__ksme_parse_header(header, file_bytes, &info, err, sizeof(err));
     if (st) goto error;
-    if (fd >= 0) fr.buf = ks__alloc(&m->alloc, info.chunk_bytes + KSME_CHUNK_OVERHEAD_BYTES);
+    if (info.version == 2 && fd >= 0) {
+        mapped = mmap(NULL, file_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (mapped != MAP_FAILED) data = mapped;
+    }
+    bool random_access = info.version == 2 && data;
+    if (!random_access && fd >= 0)
+        fr.buf = ks__alloc(&m->alloc, info.chunk_bytes + info.overhead_bytes);
     plain = alloc_plaintext(m, desc, (size_t)info.plain_bytes);
-    if ((fd >= 0 && !fr.buf) || !plain) {
+    if ((!random_access && fd >= 0 && !fr.buf) || !plain) {
         snprintf(err, sizeof(err), "out of memory decrypting %llu bytes",
                  (unsigned long long)info.plain_bytes);
         st = KS_STATUS_OUT_OF_MEMORY;
         goto error;
     }
-    st = ks__ksme_decrypt(header, &info, fd >= 0 ? fd_read : mem_read,
-                          fd >= 0 ? (void *)&fr : (void *)&mr, desc->key, desc->key_bytes, plain,
-                          err, sizeof(err));
+    if (random_access) {
+        st = ks__ksme_decrypt_chunks(header, &info, data + KSME_HEADER_BYTES, desc->key,
+                                     desc->key_bytes, decrypt_threads(desc), &m->alloc, plain, err,
+                                     sizeof(err));
+    } else {
+        st = ks__ksme_decrypt(header, &info, fd >= 0 ? fd_read : mem_read,
+                              fd >= 0 ? (void *)&fr : (void *)&mr, desc->key, desc->key_bytes,
+                              plain, err, sizeof(err));
+    }
     if (st) goto error;
+    if (mapped != MAP_FAILED) munmap(mapped, file_bytes);
     ks__free(&m->alloc, fr.buf);
     take_plaintext(m, plain, (size_t)info.plain_bytes);
     return KS_STATUS_OK;
 error:
+    if (mapped != MAP_FAILED) munmap(mapped, file_bytes);
     ks__free(&m->alloc, fr.buf);
     ks__free(&m->alloc, plain); /* ks__ksme_decrypt wiped it on failure */
     ks__object_error(NULL, "%s: %s", what, err);

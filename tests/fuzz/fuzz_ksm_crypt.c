@@ -27,7 +27,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             __builtin_trap(); /* the header may never claim more plaintext than the file holds */
     }
     ks_model *m = NULL;
-    ks_model_desc d = {.key = key, .key_bytes = sizeof(key)};
+    /* One decrypt thread: a pool per input would dominate the run time, and the chunk logic is
+     * the same on every thread (tests/unit/test_protect.c covers thread counts). */
+    ks_model_desc d = {.key = key, .key_bytes = sizeof(key), .num_threads = 1};
     if (ks_model_load_buffer(data, size, &d, &m) == KS_STATUS_OK) ks_model_destroy(m);
     /* Without a key the same bytes must be refused or parsed as a plain model, never crash. */
     d.key = NULL;

@@ -3,7 +3,8 @@
 
 Usage: gen_seeds_ksm_crypt.py OUTDIR
 
-Encrypts with libsodium's crypto_secretstream_xchacha20poly1305 through ctypes (python stdlib
+Encrypts container version 2 (independent crypto_aead_xchacha20poly1305_ietf chunks) and
+version 1 (crypto_secretstream_xchacha20poly1305) with libsodium through ctypes (python stdlib
 only; needs libsodium installed) under the fixed key bytes 0..31 that the fuzz target uses. The
 plaintexts are synthetic byte patterns (a "KSMF" prefix and filler), never real models, in sizes
 that hit the chunk edges: 1 byte, one chunk exactly, one chunk plus one byte, several chunks.
@@ -54,6 +55,26 @@ def encrypt(lib, plain, chunk=CHUNK):
     return bytes(out)
 
 
+def encrypt_v2(lib, plain, chunk=CHUNK):
+    header = bytearray(HEADER_BYTES)
+    header[0:4] = b"KSME"
+    struct.pack_into("<HHB", header, 4, 2, HEADER_BYTES, 2)
+    struct.pack_into("<IQ", header, 12, chunk, len(plain))
+    header[24:40] = bytes((7 * i + 1) & 0xFF for i in range(16))  # fixed: seeds are reproducible
+    ad = bytes(header)
+    out = bytearray(ad)
+    for i in range(0, len(plain), chunk):
+        m = plain[i:i + chunk]
+        nonce = bytes(header[24:40]) + struct.pack("<Q", i // chunk)
+        c = ctypes.create_string_buffer(len(m) + 16)
+        clen = ctypes.c_ulonglong(0)
+        lib.crypto_aead_xchacha20poly1305_ietf_encrypt(
+            c, ctypes.byref(clen), m, ctypes.c_ulonglong(len(m)), ad,
+            ctypes.c_ulonglong(len(ad)), None, nonce, FUZZ_KEY)
+        out += c.raw[:clen.value]
+    return bytes(out)
+
+
 def main():
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
@@ -69,6 +90,7 @@ def main():
     seeds = {}
     for n in (1, 100, CHUNK, CHUNK + 1, 3 * CHUNK + 5):
         seeds[f"plain_{n}.ksme"] = encrypt(lib, filler(n))
+        seeds[f"v2_plain_{n}.ksme"] = encrypt_v2(lib, filler(n))
     good = seeds[f"plain_{CHUNK + 1}.ksme"]
     seeds["short_header.ksme"] = good[:40]
     seeds["truncated.ksme"] = good[:-1]

@@ -19,6 +19,13 @@
 
 #define CHUNK 4096u
 
+/* Container version the fixture writes; main() runs the suite once per version. */
+static uint32_t g_version = KSME_VERSION;
+
+static size_t overhead(void) {
+    return g_version == 1 ? KSME_V1_CHUNK_OVERHEAD_BYTES : KSME_CHUNK_OVERHEAD_BYTES;
+}
+
 static const uint8_t g_key[KSME_KEY_BYTES] = {
     0x6b, 0x65, 0x73, 0x74, 0x72, 0x65, 0x6c, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09,
     0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f};
@@ -49,7 +56,8 @@ static uint8_t *make_encrypted(const uint8_t *plain, size_t plain_n, size_t *n) 
     uint8_t *enc = NULL;
     char err[256];
     assert_int_equal(
-        ks__ksme_encrypt(plain, plain_n, g_key, sizeof(g_key), CHUNK, NULL, &enc, n, err, 256),
+        ks__ksme_encrypt_version(g_version, plain, plain_n, g_key, sizeof(g_key), CHUNK, NULL,
+                                 &enc, n, err, 256),
         KS_STATUS_OK);
     return enc;
 }
@@ -143,6 +151,42 @@ static void test_round_trip(void **state) {
     ks__free(NULL, again);
 }
 
+/* Any decrypt thread count gives the same model, and a tampered chunk is named the same way
+ * whichever thread met it first. */
+static void test_threads(void **state) {
+    fixture *f = need_model(state);
+    ks_model *plain = NULL;
+    assert_int_equal(ks_model_load_buffer(f->plain, f->plain_n, NULL, &plain), 0);
+    size_t n0;
+    uint8_t *o0 = run_outputs(plain, &n0);
+    ks_model_destroy(plain);
+    uint8_t *buf = malloc(f->enc_n);
+    memcpy(buf, f->enc, f->enc_n);
+    size_t stride = CHUNK + overhead();
+    buf[KSME_HEADER_BYTES + 5 * stride + 100] ^= 0x20; /* chunk 5 */
+    buf[KSME_HEADER_BYTES + 9 * stride + 7] ^= 0x20;   /* chunk 9 */
+    const uint32_t threads[] = {0, 1, 2, 3, 7};
+    for (size_t t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
+        ks_model_desc d = keyed();
+        d.num_threads = threads[t];
+        ks_model *m = NULL;
+        assert_int_equal(ks_model_load_buffer(f->enc, f->enc_n, &d, &m), 0);
+        size_t n1;
+        uint8_t *o1 = run_outputs(m, &n1);
+        assert_int_equal(n1, n0);
+        assert_memory_equal(o0, o1, n0);
+        free(o1);
+        ks_model_destroy(m);
+        m = NULL;
+        assert_int_equal(ks_model_load_buffer(buf, f->enc_n, &d, &m), KS_STATUS_TAMPERED);
+        assert_null(m);
+        if (!strstr(ks_last_error(NULL), "chunk 5 of"))
+            fail_msg("threads %u: %s", threads[t], ks_last_error(NULL));
+    }
+    free(buf);
+    free(o0);
+}
+
 static void test_wrong_key(void **state) {
     fixture *f = need_model(state);
     uint8_t bad[KSME_KEY_BYTES];
@@ -180,7 +224,7 @@ static void test_byte_flips(void **state) {
     uint8_t *buf = malloc(f->enc_n);
     memcpy(buf, f->enc, f->enc_n);
     size_t n = f->enc_n, num = 0;
-    size_t stride = CHUNK + KSME_CHUNK_OVERHEAD_BYTES;
+    size_t stride = CHUNK + overhead();
     size_t num_chunks = (f->plain_n + CHUNK - 1) / CHUNK;
     for (size_t p = 0; p < KSME_HEADER_BYTES; p++, num++)
         expect_flip(f, buf, p, 0x01);
@@ -232,7 +276,7 @@ static void test_chunk_surgery(void **state) {
     fixture *f = need_model(state);
     ks_model_desc d = keyed();
     ks_model *m = NULL;
-    size_t stride = CHUNK + KSME_CHUNK_OVERHEAD_BYTES;
+    size_t stride = CHUNK + overhead();
     uint8_t *buf = malloc(f->enc_n);
 
     /* swap chunks 1 and 2 */
@@ -348,6 +392,9 @@ static void test_oom_and_wipe(void **state) {
         ks_model *m = NULL;
         ks_model_desc d = keyed();
         d.allocator = &a;
+        /* One thread: a failed decrypt thread pool is tolerated (the load decrypts on the calling
+         * thread instead), which would end this loop at the pool's allocation. */
+        d.num_threads = 1;
         ks_status st = ks_model_load_buffer(f->enc, f->enc_n, &d, &m);
         if (st != KS_STATUS_OK) assert_int_equal(st, KS_STATUS_OUT_OF_MEMORY);
         ks_model_destroy(m);
@@ -372,11 +419,11 @@ static void test_synthetic_edges(void **state) {
     /* exact multiple of the chunk, one byte over, one byte */
     size_t sizes[] = {CHUNK, CHUNK + 1, 1, sizeof(plain)};
     for (size_t s = 0; s < 4; s++) {
-        assert_int_equal(ks__ksme_encrypt(plain, sizes[s], g_key, 32, CHUNK, NULL, &enc, &enc_n,
-                                          err, sizeof(err)),
+        assert_int_equal(ks__ksme_encrypt_version(g_version, plain, sizes[s], g_key, 32, CHUNK,
+                                                  NULL, &enc, &enc_n, err, sizeof(err)),
                          0);
         size_t chunks = (sizes[s] + CHUNK - 1) / CHUNK;
-        assert_int_equal(enc_n, KSME_HEADER_BYTES + sizes[s] + 17 * chunks);
+        assert_int_equal(enc_n, KSME_HEADER_BYTES + sizes[s] + overhead() * chunks);
         assert_int_equal(
             ks__ksme_decrypt_buffer(enc, enc_n, g_key, 32, NULL, &out, &out_n, err, sizeof(err)),
             0);
@@ -417,10 +464,16 @@ int main(void) {
         return cmocka_run_group_tests(tests, NULL, NULL);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),    cmocka_unit_test(test_wrong_key),
+        cmocka_unit_test(test_round_trip),    cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_wrong_key),
         cmocka_unit_test(test_byte_flips),    cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_chunk_surgery), cmocka_unit_test(test_key_misuse),
         cmocka_unit_test(test_oom_and_wipe),  cmocka_unit_test(test_synthetic_edges),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    int failed = 0;
+    for (g_version = KSME_VERSION; g_version >= 1; g_version--) {
+        print_message("KSME container version %u\n", g_version);
+        failed += cmocka_run_group_tests(tests, setup, teardown);
+    }
+    return failed;
 }

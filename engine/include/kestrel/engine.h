@@ -46,6 +46,9 @@ typedef struct ks_model_desc {
      * a wrong key or a modified file is KS_STATUS_TAMPERED. */
     const uint8_t *key;
     size_t key_bytes;
+    /* Threads that decrypt an encrypted model at load (its chunks are independent); 0: the
+     * online CPUs, at most 4. Plain models ignore it. */
+    uint32_t num_threads;
 } ks_model_desc;
 
 /* Loads a .ksm file. Weights are used in place from a read-only mapping (zero-copy).
