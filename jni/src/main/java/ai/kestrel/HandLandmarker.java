@@ -1,0 +1,101 @@
+package ai.kestrel;
+
+import java.lang.ref.Reference;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Hand landmarker ({@code ks_hand_landmarker}): 21 landmarks per hand, world landmarks and
+ * handedness. One call at a time per landmarker (methods are synchronized).
+ */
+public final class HandLandmarker extends NativeObject {
+    public enum Model {
+        FULL,
+        LITE
+    }
+
+    /** Landmarker options; zero/unset means the default. */
+    public static final class Options extends TaskOptions {
+        private final Model model;
+        private final float minPresence;
+
+        private Options(Builder b) {
+            super(b);
+            model = b.model;
+            minPresence = b.minPresence;
+        }
+
+        public static Builder builder() {
+            return new Builder();
+        }
+
+        public Model model() {
+            return model;
+        }
+
+        public float minPresence() {
+            return minPresence;
+        }
+
+        public static final class Builder extends TaskOptions.Builder<Builder> {
+            private Model model = Model.FULL;
+            private float minPresence;
+
+            @Override
+            protected Builder self() {
+                return this;
+            }
+
+            public Builder model(Model model) {
+                this.model = Objects.requireNonNull(model, "model");
+                return this;
+            }
+
+            /** Hand flag threshold of the landmark model; 0 = 0.5. */
+            public Builder minPresence(float minPresence) {
+                this.minPresence = minPresence;
+                return this;
+            }
+
+            public Options build() {
+                return new Options(this);
+            }
+        }
+    }
+
+    public HandLandmarker() {
+        this(Options.builder().build());
+    }
+
+    public HandLandmarker(Options options) {
+        super(create(options), HandLandmarker::nativeDestroy, null);
+    }
+
+    private static long create(Options o) {
+        Objects.requireNonNull(o, "options");
+        Kestrel.load();
+        return nativeCreate(o.nativeInts(), o.nativeFloats(), o.modelPath(), o.model().ordinal(),
+                o.minPresence());
+    }
+
+    public List<Hand> detect(Image image) {
+        return detect(image, 0);
+    }
+
+    /** In VIDEO mode {@code timestampUs} must strictly increase. */
+    public synchronized List<Hand> detect(Image image, long timestampUs) {
+        Objects.requireNonNull(image, "image");
+        try {
+            return Hand.unpack(nativeDetect(handle(), image, timestampUs));
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    private static native long nativeCreate(int[] ti, float[] tf, String modelPath, int model,
+            float minPresence);
+
+    static native void nativeDestroy(long handle);
+
+    private static native float[] nativeDetect(long handle, Image image, long timestampUs);
+}

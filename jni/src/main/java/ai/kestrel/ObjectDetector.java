@@ -1,0 +1,67 @@
+package ai.kestrel;
+
+import java.lang.ref.Reference;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Object detection ({@code ks_object_detector}; COCO-80 with the default bundles), configured by
+ * its bundle. VIDEO mode adds stable track ids. One call at a time per detector.
+ */
+public final class ObjectDetector extends NativeObject {
+    /** Detector options: the common task options only. */
+    public static final class Options extends TaskOptions {
+        private Options(Builder b) {
+            super(b);
+        }
+
+        public static Builder builder() {
+            return new Builder();
+        }
+
+        public static final class Builder extends TaskOptions.Builder<Builder> {
+            @Override
+            protected Builder self() {
+                return this;
+            }
+
+            public Options build() {
+                return new Options(this);
+            }
+        }
+    }
+
+    public ObjectDetector() {
+        this(Options.builder().build());
+    }
+
+    public ObjectDetector(Options options) {
+        super(create(options), ObjectDetector::nativeDestroy, null);
+    }
+
+    private static long create(Options o) {
+        Objects.requireNonNull(o, "options");
+        Kestrel.load();
+        return nativeCreate(o.nativeInts(), o.nativeFloats(), o.modelPath());
+    }
+
+    public List<DetectedObject> detect(Image image) {
+        return detect(image, 0);
+    }
+
+    /** Objects sorted by descending score. In VIDEO mode timestamps must strictly increase. */
+    public synchronized List<DetectedObject> detect(Image image, long timestampUs) {
+        Objects.requireNonNull(image, "image");
+        try {
+            return DetectedObject.unpack(nativeDetect(handle(), image, timestampUs));
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    private static native long nativeCreate(int[] ti, float[] tf, String modelPath);
+
+    static native void nativeDestroy(long handle);
+
+    private static native Object[] nativeDetect(long handle, Image image, long timestampUs);
+}

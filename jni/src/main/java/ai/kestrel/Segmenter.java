@@ -1,0 +1,102 @@
+package ai.kestrel;
+
+import java.lang.ref.Reference;
+import java.util.Objects;
+
+/**
+ * Person (selfie) segmentation ({@code ks_segmenter}): a person probability per pixel at the
+ * upright input size. VIDEO mode smooths the mask over time. One call at a time per segmenter.
+ */
+public final class Segmenter extends NativeObject {
+    public enum Model {
+        /** 256x256 input. */
+        GENERAL,
+        /** 144x256, faster, for 16:9 video. */
+        LANDSCAPE
+    }
+
+    /** Segmenter options; zero/unset means the default. */
+    public static final class Options extends TaskOptions {
+        private final Model model;
+        private final boolean outputBytes;
+
+        private Options(Builder b) {
+            super(b);
+            model = b.model;
+            outputBytes = b.outputBytes;
+        }
+
+        public static Builder builder() {
+            return new Builder();
+        }
+
+        public Model model() {
+            return model;
+        }
+
+        public boolean outputBytes() {
+            return outputBytes;
+        }
+
+        public static final class Builder extends TaskOptions.Builder<Builder> {
+            private Model model = Model.GENERAL;
+            private boolean outputBytes;
+
+            @Override
+            protected Builder self() {
+                return this;
+            }
+
+            public Builder model(Model model) {
+                this.model = Objects.requireNonNull(model, "model");
+                return this;
+            }
+
+            /** Also have the native side produce the 8-bit mask ({@link Mask#toByteArray}). */
+            public Builder outputBytes(boolean outputBytes) {
+                this.outputBytes = outputBytes;
+                return this;
+            }
+
+            public Options build() {
+                return new Options(this);
+            }
+        }
+    }
+
+    public Segmenter() {
+        this(Options.builder().build());
+    }
+
+    public Segmenter(Options options) {
+        super(create(options), Segmenter::nativeDestroy, null);
+    }
+
+    private static long create(Options o) {
+        Objects.requireNonNull(o, "options");
+        Kestrel.load();
+        return nativeCreate(o.nativeInts(), o.nativeFloats(), o.modelPath(), o.model().ordinal(),
+                o.outputBytes());
+    }
+
+    public Mask segment(Image image) {
+        return segment(image, 0);
+    }
+
+    /** In VIDEO mode {@code timestampUs} must strictly increase. */
+    public synchronized Mask segment(Image image, long timestampUs) {
+        Objects.requireNonNull(image, "image");
+        try {
+            return Mask.unpack(nativeSegment(handle(), image, timestampUs));
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    private static native long nativeCreate(int[] ti, float[] tf, String modelPath, int model,
+            boolean outputU8);
+
+    static native void nativeDestroy(long handle);
+
+    private static native Object[] nativeSegment(long handle, Image image, long timestampUs);
+}

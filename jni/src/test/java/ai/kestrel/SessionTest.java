@@ -1,0 +1,113 @@
+package ai.kestrel;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.File;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import org.junit.jupiter.api.Test;
+
+/** The engine API on the BlazeFace short-range model converted into the bundles directory. */
+class SessionTest {
+    static File faceModel() {
+        File f = new File(Kestrel.modelsDir(), "ksm/face_detection_short_range.ksm");
+        assertTrue(f.isFile(), "model not found: " + f + " (build the ks_bundles target)");
+        return f;
+    }
+
+    @Test
+    void modelDescribesItsTensors() {
+        try (Model m = Model.load(faceModel().getPath())) {
+            assertEquals(1, m.numInputs());
+            assertTrue(m.numOutputs() >= 2);
+            TensorInfo in = m.inputInfo(0);
+            assertEquals(DataType.F32, in.dataType());
+            assertArrayEquals(new long[] {1, 128, 128, 3}, in.shape());
+        }
+    }
+
+    @Test
+    void runWithFloatArraysAndBuffersAgree() throws Exception {
+        float[] input = new float[128 * 128 * 3];
+        for (int i = 0; i < input.length; i++) {
+            input[i] = (float) Math.sin(i * 0.01);
+        }
+        byte[] fileBytes = Files.readAllBytes(faceModel().toPath());
+        try (Model m = Model.fromBytes(fileBytes);
+                Session s = new Session(m, Session.Options.builder().numThreads(2).build())) {
+            s.reshape();
+            assertArrayEquals(new long[] {1, 128, 128, 3}, s.inputInfo(0).shape());
+            s.setInput(0, input);
+            s.run();
+            float[] out0 = s.getOutputFloats(0);
+            assertEquals(s.outputInfo(0).numElements(), out0.length);
+            boolean finite = true;
+            for (float v : out0) {
+                finite &= Float.isFinite(v);
+            }
+            assertTrue(finite);
+
+            ByteBuffer in =
+                    ByteBuffer.allocateDirect(input.length * 4).order(ByteOrder.nativeOrder());
+            in.asFloatBuffer().put(input);
+            s.setInput(0, in);
+            s.run();
+            ByteBuffer out =
+                    ByteBuffer.allocateDirect(out0.length * 4).order(ByteOrder.nativeOrder());
+            s.getOutput(0, out);
+            float[] out1 = new float[out0.length];
+            out.asFloatBuffer().get(out1);
+            assertArrayEquals(out0, out1);
+        }
+    }
+
+    @Test
+    void wrongInputSizeThrowsWithTheTensorName() {
+        try (Model m = Model.load(faceModel().getPath()); Session s = new Session(m)) {
+            s.reshape();
+            KestrelException e =
+                    assertThrows(KestrelException.class, () -> s.setInput(0, new float[10]));
+            assertEquals(Status.INVALID_ARGUMENT, e.status());
+            assertTrue(e.nativeMessage().contains("196608"), e.getMessage());
+            assertThrows(KestrelException.class, () -> s.setInput(0, new byte[7]));
+            assertThrows(KestrelException.class, () -> s.getOutput(0, new float[3]));
+        }
+    }
+
+    @Test
+    void sessionOutlivesAClosedModel() {
+        Model m = Model.load(faceModel().getPath());
+        Session s = new Session(m);
+        m.close();
+        assertThrows(IllegalStateException.class, m::numInputs);
+        assertThrows(IllegalStateException.class, () -> new Session(m));
+        s.reshape(); // the native model stays alive until the session closes
+        s.setInput(0, new float[128 * 128 * 3]);
+        s.run();
+        s.close();
+        assertThrows(IllegalStateException.class, s::run);
+    }
+
+    @Test
+    void badModelFileThrows() throws Exception {
+        File junk = File.createTempFile("kestrel", ".ksm");
+        try {
+            Files.write(junk.toPath(), new byte[] {1, 2, 3, 4, 5, 6, 7, 8});
+            KestrelException e =
+                    assertThrows(KestrelException.class, () -> Model.load(junk.getPath()));
+            assertTrue(e.status() == Status.INVALID_MODEL || e.status() == Status.IO_ERROR,
+                    e.getMessage());
+            assertTrue(!e.nativeMessage().isEmpty());
+        } finally {
+            junk.delete();
+        }
+        KestrelException e = assertThrows(KestrelException.class,
+                () -> Model.load("/nonexistent/model.ksm"));
+        assertEquals(Status.IO_ERROR, e.status());
+        assertTrue(e.nativeMessage().contains("/nonexistent/model.ksm"), e.getMessage());
+    }
+}
