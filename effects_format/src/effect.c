@@ -130,6 +130,7 @@ static const char *const k_events[] = {"face_found", "face_lost",  "mouth_open",
                                        "blink",      "brow_raise", "smile"};
 static const char *const k_actions[] = {"show_layer", "hide_layer", "start_animation"};
 static const char *const k_assets[] = {"other", "png", "jpeg", "glb", "shader", "manifest"};
+static const char *const k_bg_modes[] = {"replace", "blur"};
 
 #define ENUM_STRING(table, v)                                                                      \
     ((unsigned)(v) < sizeof(table) / sizeof(table[0]) ? table[v] : "invalid")
@@ -156,6 +157,9 @@ const char *ks_effect_action_kind_string(ks_effect_action_kind k) {
 }
 const char *ks_effect_asset_kind_string(ks_effect_asset_kind k) {
     return ENUM_STRING(k_assets, k);
+}
+const char *ks_effect_background_mode_string(ks_effect_background_mode m) {
+    return ENUM_STRING(k_bg_modes, m);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -788,7 +792,7 @@ static ks_status parse_layer(parser *p, const cJSON *o, const char *path, ks_eff
     if (st) return st;
     l->kind = (ks_effect_layer_kind)kind;
     l->blend = (ks_effect_blend)blend;
-    l->texture = l->lut = l->mesh = l->color_param = l->intensity_param = "";
+    l->texture = l->lut = l->mesh = l->color_param = l->intensity_param = l->texture_param = "";
     l->scale = 1.0f;
     l->intensity = 1.0f;
     if (k_face_kinds & (1u << kind)) {
@@ -804,6 +808,8 @@ static ks_status parse_layer(parser *p, const cJSON *o, const char *path, ks_eff
         break;
     case KS_EFFECT_LAYER_FACE_TEXTURE:
         st = get_asset(p, o, path, "texture", 1, USE_IMAGE, &l->texture);
+        if (!st)
+            st = bind_param(p, o, path, "texture_param", KS_EFFECT_PARAM_IMAGE, &l->texture_param);
         break;
     case KS_EFFECT_LAYER_MAKEUP: {
         char sub[PATH_CAP];
@@ -841,12 +847,27 @@ static ks_status parse_layer(parser *p, const cJSON *o, const char *path, ks_eff
                             &l->intensity_param);
         break;
     case KS_EFFECT_LAYER_BACKGROUND: {
+        uint32_t mode = 0;
         st = need_cap(p, path, "a background layer", KS_EFFECT_CAP_SEGMENTATION);
-        if (!st) st = get_asset(p, o, path, "texture", 0, USE_IMAGE, &l->texture);
+        if (!st)
+            st = get_enum(p, o, path, "mode", k_bg_modes, KS_EFFECT_BACKGROUND_MODE_COUNT, 0, 0,
+                          &mode);
+        if (st) return st;
+        l->background_mode = (ks_effect_background_mode)mode;
+        st = get_asset(p, o, path, "texture", 0, USE_IMAGE, &l->texture);
         if (!st) st = parse_sprite(p, o, path, 0, l);
-        if (!st && !!l->texture[0] == !!l->num_frames)
+        if (!st)
+            st = bind_param(p, o, path, "texture_param", KS_EFFECT_PARAM_IMAGE, &l->texture_param);
+        if (!st) st = get_float(p, o, path, "blur_radius", 0.02, 0.001, 0.25, &l->blur_radius);
+        if (st) return st;
+        if (l->background_mode == KS_EFFECT_BACKGROUND_BLUR) {
+            if (l->texture[0] || l->num_frames)
+                st = perr(p, KS_STATUS_INVALID_MODEL,
+                          "%s: a \"blur\" background takes no \"texture\" or \"sprite\"", path);
+        } else if (!!l->texture[0] == !!l->num_frames) {
             st = perr(p, KS_STATUS_INVALID_MODEL,
                       "%s: expected exactly one of \"texture\" and \"sprite\"", path);
+        }
         break;
     }
     case KS_EFFECT_LAYER_MESH3D:

@@ -53,7 +53,7 @@ extern "C" {
  * KS_STATUS_VERSION_MISMATCH; newer minors of the same major are accepted (unknown keys are
  * ignored, by the format's compatibility rule). */
 #define KS_EFFECT_FORMAT_MAJOR 1u
-#define KS_EFFECT_FORMAT_MINOR 0u
+#define KS_EFFECT_FORMAT_MINOR 1u
 
 /* Named safety limits. Packages that exceed one fail with KS_STATUS_LIMIT_EXCEEDED. */
 #define KS_EFFECT_MAX_PACKAGE_BYTES (64u << 20) /* the .kfx file itself */
@@ -154,6 +154,14 @@ typedef enum ks_effect_asset_kind {
     KS_EFFECT_ASSET_KIND_COUNT
 } ks_effect_asset_kind;
 
+/* How a background layer fills the pixels the person mask marks as background (format 1.1;
+ * on-disk "mode", default "replace"). */
+typedef enum ks_effect_background_mode {
+    KS_EFFECT_BACKGROUND_REPLACE = 0, /* "replace": the layer's image or sprite */
+    KS_EFFECT_BACKGROUND_BLUR = 1,    /* "blur": the camera frame, blurred */
+    KS_EFFECT_BACKGROUND_MODE_COUNT
+} ks_effect_background_mode;
+
 /* Static on-disk names ("face_landmarks", "sticker", "soft_light", "lips", "color",
  * "mouth_open", "show_layer", "png"); "invalid" for out-of-range values. */
 KS_API const char *ks_effect_capability_string(ks_effect_capability cap);
@@ -164,6 +172,7 @@ KS_API const char *ks_effect_param_type_string(ks_effect_param_type type);
 KS_API const char *ks_effect_event_string(ks_effect_event event);
 KS_API const char *ks_effect_action_kind_string(ks_effect_action_kind kind);
 KS_API const char *ks_effect_asset_kind_string(ks_effect_asset_kind kind);
+KS_API const char *ks_effect_background_mode_string(ks_effect_background_mode mode);
 
 typedef struct ks_effect ks_effect;
 
@@ -244,6 +253,12 @@ typedef struct ks_effect_layer {
     const char *mesh;
     /* optional GLSL ES 3.00 fragment shader replacing the default one ("" when absent) */
     const char *shader;
+    /* format 1.1 (appended): */
+    ks_effect_background_mode background_mode; /* background */
+    float blur_radius; /* background blur: Gaussian radius in frame heights, [0.001, 0.25] */
+    /* face_texture, background: an IMAGE parameter that replaces the texture when the app
+     * sets it ("" when not bound) */
+    const char *texture_param;
 } ks_effect_layer;
 
 typedef struct ks_effect_action {
