@@ -1,0 +1,1336 @@
+/* ks-quant IN.ksm OUT.ksm --calibration DIR [options]
+ * Post-training int8 quantization of a float .ksm (see engine/tools/quant/quant.h and
+ * docs/compression.md, "Post-training int8 (ks-quant)").
+ *
+ * Steps: decode the calibration images and preprocess them into the model input; run the fp32
+ * model on each with every intermediate kept (KS_SESSION_KEEP_ALL_TENSORS, as ks-run --dump-all)
+ * and collect per-tensor statistics; pick I8 params per tensor; quantize conv/FC weights per
+ * output channel; rewrite the graph with QUANTIZE/DEQUANTIZE at the int8/fp32 borders; then run
+ * the int8 graph against fp32 on a few images, measure per-layer cosine similarity and per-layer
+ * time, and return layers to fp32 where the cosine is below --min-cosine or int8 is slower. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "image_io.h"
+#include "kestrel/engine.h"
+#include "kestrel/imgproc.h"
+#include "ksm.h"
+#include "quant.h"
+
+#define MAX_MODEL_BYTES ((size_t)1 << 31)
+#define MAX_SKIP 256
+
+typedef struct preprocess {
+    float mean[3], scale[3];
+    int layout; /* -1: from the input shape */
+    int color;  /* ks_channel_order */
+    int32_t width_px, height_px;
+} preprocess;
+
+typedef struct options {
+    const char *in_path, *out_path, *calib_dir, *report_path, *preprocess_spec;
+    ksq_method method;
+    double percentile, min_cosine, min_output_cosine;
+    int max_images, eval_images, bench_runs, max_rounds;
+    int speed_check, quiet;
+    char *skip[MAX_SKIP];
+    int num_skip;
+    char *skip_buf;
+    char *outputs[MAX_SKIP]; /* --outputs: graph outputs the output check considers */
+    int num_outputs;
+    char *outputs_buf;
+} options;
+
+typedef struct image_list {
+    char **paths;
+    int count;
+} image_list;
+
+typedef struct node_time {
+    uint64_t *ns; /* per node: minimum over runs */
+    uint32_t count;
+} node_time;
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: ks-quant IN.ksm OUT.ksm --calibration DIR [options]\n"
+            "  Post-training int8 quantization of a float model.\n"
+            "  --calibration DIR            folder of calibration images (JPEG, PNG, BMP)\n"
+            "  --preprocess SPEC            mean=M[:M:M],scale=S[:S:S],layout=nhwc|nchw,\n"
+            "                               size=WxH,color=rgb|bgr (default: the model's\n"
+            "                               'preprocess' metadata, else mean=0,scale=1/255)\n"
+            "  --calibration-method M       minmax | percentile | kl | mse (default percentile)\n"
+            "  --percentile P               for percentile, in (50, 100] (default 99.99)\n"
+            "  --skip NAME,...              keep these layers (node or output names) in fp32\n"
+            "  --min-cosine C               keep in fp32 the layers whose own int8 output (from\n"
+            "                               exact fp32 inputs) has a cosine similarity vs fp32\n"
+            "                               below C (default 0.999; 0 disables)\n"
+            "  --min-output-cosine C        then, while a model output is below C vs fp32,\n"
+            "                               return the layers with the largest own error to\n"
+            "                               fp32, an eighth per round (default 0.99; 0 disables)\n"
+            "  --outputs NAME,...           outputs that check considers (default: all)\n"
+            "  --max-images N               calibration images used (default 100)\n"
+            "  --eval-images N              images for the cosine checks, spread over the\n"
+            "                               calibration set (default 4)\n"
+            "  --no-speed-check             keep int8 layers even where measured slower\n"
+            "  --report FILE.md|FILE.json   per-layer cosine similarity, worst first\n"
+            "  --bench N                    time fp32 and int8 interleaved, N runs, 1 thread\n"
+            "  --quiet                      no progress bar\n");
+}
+
+/* ---- argument parsing --------------------------------------------------------------------- */
+
+static int parse_double(const char *s, double lo, double hi, double *out) {
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (!s[0] || *end || !(v >= lo && v <= hi)) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out) {
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (!s[0] || *end || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* "a:b:c" or "a" -> three floats. */
+static int parse_triplet(const char *s, float out[3]) {
+    double v[3];
+    int n = 0;
+    const char *p = s;
+    while (n < 3) {
+        char *end = NULL;
+        v[n] = strtod(p, &end);
+        if (end == p || !isfinite(v[n])) return -1;
+        n++;
+        if (*end == ':') {
+            p = end + 1;
+            continue;
+        }
+        if (*end) return -1;
+        break;
+    }
+    if (n == 2) return -1;
+    for (int i = 0; i < 3; i++)
+        out[i] = (float)(n == 1 ? v[0] : v[i]);
+    return 0;
+}
+
+static int parse_preprocess(const char *spec, preprocess *pp, char *err, size_t cap) {
+    char buf[512];
+    if (strlen(spec) >= sizeof(buf)) {
+        snprintf(err, cap, "--preprocess: spec too long");
+        return -1;
+    }
+    strcpy(buf, spec);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq) {
+            snprintf(err, cap, "--preprocess: '%s' is not KEY=VALUE", tok);
+            return -1;
+        }
+        *eq = '\0';
+        const char *k = tok, *v = eq + 1;
+        int bad = 0;
+        if (strcmp(k, "mean") == 0) {
+            bad = parse_triplet(v, pp->mean);
+        } else if (strcmp(k, "scale") == 0) {
+            bad = parse_triplet(v, pp->scale);
+            for (int i = 0; i < 3 && !bad; i++)
+                bad = pp->scale[i] == 0.0f;
+        } else if (strcmp(k, "layout") == 0) {
+            if (strcmp(v, "nhwc") == 0)
+                pp->layout = KS_TENSOR_LAYOUT_NHWC;
+            else if (strcmp(v, "nchw") == 0)
+                pp->layout = KS_TENSOR_LAYOUT_NCHW;
+            else
+                bad = 1;
+        } else if (strcmp(k, "color") == 0) {
+            if (strcmp(v, "rgb") == 0)
+                pp->color = KS_CHANNEL_ORDER_RGB;
+            else if (strcmp(v, "bgr") == 0)
+                pp->color = KS_CHANNEL_ORDER_BGR;
+            else
+                bad = 1;
+        } else if (strcmp(k, "size") == 0) {
+            int w = 0, h = 0;
+            char tail;
+            if (sscanf(v, "%dx%d%c", &w, &h, &tail) != 2 || w < 1 || h < 1 || w > 16384 ||
+                h > 16384)
+                bad = 1;
+            pp->width_px = w;
+            pp->height_px = h;
+        } else {
+            snprintf(err, cap, "--preprocess: unknown key '%s' (mean, scale, layout, size, color)",
+                     k);
+            return -1;
+        }
+        if (bad) {
+            snprintf(err, cap, "--preprocess: bad value '%s' for '%s'", v, k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, options *o) {
+    o->method = KSQ_METHOD_PERCENTILE;
+    o->percentile = 99.99;
+    o->min_cosine = 0.999;
+    o->min_output_cosine = 0.99;
+    o->max_images = 100;
+    o->eval_images = 4;
+    o->max_rounds = 16;
+    o->speed_check = 1;
+    const char *skip_arg = NULL, *outputs_arg = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+        if (strcmp(a, "--calibration") == 0 && has) {
+            o->calib_dir = argv[++i];
+        } else if (strcmp(a, "--preprocess") == 0 && has) {
+            o->preprocess_spec = argv[++i];
+        } else if (strcmp(a, "--calibration-method") == 0 && has) {
+            const char *v = argv[++i];
+            if (strcmp(v, "minmax") == 0 || strcmp(v, "min-max") == 0)
+                o->method = KSQ_METHOD_MINMAX;
+            else if (strcmp(v, "percentile") == 0)
+                o->method = KSQ_METHOD_PERCENTILE;
+            else if (strcmp(v, "kl") == 0 || strcmp(v, "entropy") == 0)
+                o->method = KSQ_METHOD_KL;
+            else if (strcmp(v, "mse") == 0)
+                o->method = KSQ_METHOD_MSE;
+            else {
+                fprintf(stderr,
+                        "ks-quant: --calibration-method: '%s' is not minmax, percentile, "
+                        "kl or mse\n",
+                        v);
+                return -1;
+            }
+        } else if (strcmp(a, "--percentile") == 0 && has) {
+            if (parse_double(argv[++i], 50.0001, 100.0, &o->percentile)) {
+                fprintf(stderr, "ks-quant: --percentile must be in (50, 100], got '%s'\n", argv[i]);
+                return -1;
+            }
+        } else if (strcmp(a, "--min-cosine") == 0 && has) {
+            if (parse_double(argv[++i], 0.0, 1.0, &o->min_cosine)) {
+                fprintf(stderr, "ks-quant: --min-cosine must be in [0, 1], got '%s'\n", argv[i]);
+                return -1;
+            }
+        } else if (strcmp(a, "--min-output-cosine") == 0 && has) {
+            if (parse_double(argv[++i], 0.0, 1.0, &o->min_output_cosine)) {
+                fprintf(stderr, "ks-quant: --min-output-cosine must be in [0, 1], got '%s'\n",
+                        argv[i]);
+                return -1;
+            }
+        } else if (strcmp(a, "--max-images") == 0 && has) {
+            if (parse_int(argv[++i], 1, 100000, &o->max_images)) goto bad_int;
+        } else if (strcmp(a, "--eval-images") == 0 && has) {
+            if (parse_int(argv[++i], 1, 1000, &o->eval_images)) goto bad_int;
+        } else if (strcmp(a, "--bench") == 0 && has) {
+            if (parse_int(argv[++i], 1, 100000, &o->bench_runs)) goto bad_int;
+        } else if (strcmp(a, "--skip") == 0 && has) {
+            skip_arg = argv[++i];
+        } else if (strcmp(a, "--outputs") == 0 && has) {
+            outputs_arg = argv[++i];
+        } else if (strcmp(a, "--report") == 0 && has) {
+            o->report_path = argv[++i];
+        } else if (strcmp(a, "--no-speed-check") == 0) {
+            o->speed_check = 0;
+        } else if (strcmp(a, "--quiet") == 0) {
+            o->quiet = 1;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage();
+            exit(0);
+        } else if (a[0] != '-' && !o->in_path) {
+            o->in_path = a;
+        } else if (a[0] != '-' && !o->out_path) {
+            o->out_path = a;
+        } else {
+            fprintf(stderr, "ks-quant: unexpected argument '%s'%s\n", a,
+                    a[0] == '-' && !has ? " (missing value?)" : "");
+            return -1;
+        }
+        continue;
+    bad_int:
+        fprintf(stderr, "ks-quant: %s: bad count '%s'\n", a, argv[i]);
+        return -1;
+    }
+    if (!o->in_path || !o->out_path) {
+        fprintf(stderr, "ks-quant: IN.ksm and OUT.ksm are required\n");
+        return -1;
+    }
+    if (!o->calib_dir) {
+        fprintf(stderr, "ks-quant: --calibration DIR is required\n");
+        return -1;
+    }
+    if (skip_arg) {
+        o->skip_buf = strdup(skip_arg);
+        if (!o->skip_buf) return -1;
+        for (char *save = NULL, *tok = strtok_r(o->skip_buf, ",", &save); tok;
+             tok = strtok_r(NULL, ",", &save)) {
+            if (o->num_skip == MAX_SKIP) {
+                fprintf(stderr, "ks-quant: --skip: more than %d names\n", MAX_SKIP);
+                return -1;
+            }
+            o->skip[o->num_skip++] = tok;
+        }
+        if (o->num_skip == 0) {
+            fprintf(stderr, "ks-quant: --skip: empty list\n");
+            return -1;
+        }
+    }
+    if (outputs_arg) {
+        o->outputs_buf = strdup(outputs_arg);
+        if (!o->outputs_buf) return -1;
+        for (char *save = NULL, *tok = strtok_r(o->outputs_buf, ",", &save); tok;
+             tok = strtok_r(NULL, ",", &save)) {
+            if (o->num_outputs == MAX_SKIP) {
+                fprintf(stderr, "ks-quant: --outputs: more than %d names\n", MAX_SKIP);
+                return -1;
+            }
+            o->outputs[o->num_outputs++] = tok;
+        }
+        if (o->num_outputs == 0) {
+            fprintf(stderr, "ks-quant: --outputs: empty list\n");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- progress ----------------------------------------------------------------------------- */
+
+static void progress(const options *o, const char *what, int done, int total) {
+    if (o->quiet || (!isatty(2) && done < total)) return;
+    enum { WIDTH = 30 };
+    int fill = total > 0 ? done * WIDTH / total : WIDTH;
+    char bar[WIDTH + 1];
+    for (int i = 0; i < WIDTH; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[WIDTH] = '\0';
+    fprintf(stderr, "\r%-22s [%s] %d/%d", what, bar, done, total);
+    if (done >= total) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* ---- calibration images ------------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void free_images(image_list *l) {
+    for (int i = 0; i < l->count; i++)
+        free(l->paths[i]);
+    free(l->paths);
+    memset(l, 0, sizeof(*l));
+}
+
+/* Lists DIR, keeps the files that decode (warning about the others). */
+static int list_images(const options *o, image_list *out) {
+    struct stat sb;
+    memset(out, 0, sizeof(*out));
+    if (stat(o->calib_dir, &sb) != 0) {
+        fprintf(stderr, "ks-quant: calibration folder '%s' does not exist\n", o->calib_dir);
+        return -1;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "ks-quant: --calibration '%s' is not a folder\n", o->calib_dir);
+        return -1;
+    }
+    DIR *d = opendir(o->calib_dir);
+    if (!d) {
+        fprintf(stderr, "ks-quant: cannot open calibration folder '%s'\n", o->calib_dir);
+        return -1;
+    }
+    char **names = NULL;
+    int n = 0, cap = 0, rc = -1, skipped = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", o->calib_dir, e->d_name);
+        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            char **nn = realloc(names, (size_t)cap * sizeof(char *));
+            if (!nn) goto done;
+            names = nn;
+        }
+        if (!(names[n] = strdup(path))) goto done;
+        n++;
+    }
+    if (n == 0) {
+        fprintf(stderr,
+                "ks-quant: calibration folder '%s' has no files (zero-size calibration set)\n",
+                o->calib_dir);
+        goto done;
+    }
+    qsort(names, (size_t)n, sizeof(char *), cmp_str);
+    out->paths = calloc((size_t)n, sizeof(char *));
+    if (!out->paths) goto done;
+    for (int i = 0; i < n && out->count < o->max_images; i++) {
+        ks_image_buf img;
+        char err[512];
+        if (ks_image_load(names[i], 0, &img, err, sizeof(err))) {
+            fprintf(stderr, "ks-quant: warning: skipping '%s': %s\n", names[i], err);
+            skipped++;
+            continue;
+        }
+        int empty = img.image.width_px < 1 || img.image.height_px < 1;
+        ks_image_buf_free(&img);
+        if (empty) {
+            fprintf(stderr, "ks-quant: warning: skipping '%s': empty image\n", names[i]);
+            skipped++;
+            continue;
+        }
+        out->paths[out->count++] = names[i];
+        names[i] = NULL;
+    }
+    if (out->count == 0) {
+        fprintf(stderr,
+                "ks-quant: no decodable images in calibration folder '%s' (%d file%s skipped; "
+                "JPEG, PNG and BMP are read)\n",
+                o->calib_dir, skipped, skipped == 1 ? "" : "s");
+        goto done;
+    }
+    rc = 0;
+done:
+    closedir(d);
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    if (rc) free_images(out);
+    return rc;
+}
+
+/* ---- model input -------------------------------------------------------------------------- */
+
+static int input_shape(const ks_model *m, preprocess *pp, ks_tensor_shape *shape) {
+    ks_tensor_info info;
+    if (ks_model_num_inputs(m) != 1) {
+        fprintf(stderr,
+                "ks-quant: the model has %u inputs; calibration from images needs exactly "
+                "one image input\n",
+                ks_model_num_inputs(m));
+        return -1;
+    }
+    ks_model_input_info(m, 0, &info);
+    if (info.dtype != KS_DTYPE_F32) {
+        fprintf(stderr, "ks-quant: input '%s' is %s; ks-quant needs a float model\n", info.name,
+                ks_dtype_string(info.dtype));
+        return -1;
+    }
+    *shape = info.shape;
+    if (shape->rank != 4) {
+        fprintf(stderr,
+                "ks-quant: input '%s' has rank %d; an image input [N,H,W,C] or [N,C,H,W] "
+                "is needed\n",
+                info.name, shape->rank);
+        return -1;
+    }
+    int64_t *d = shape->dims;
+    if (pp->layout < 0)
+        pp->layout = (d[3] == 3 || d[3] == 1)   ? KS_TENSOR_LAYOUT_NHWC
+                     : (d[1] == 3 || d[1] == 1) ? KS_TENSOR_LAYOUT_NCHW
+                                                : KS_TENSOR_LAYOUT_NHWC;
+    int hi = pp->layout == KS_TENSOR_LAYOUT_NHWC ? 1 : 2, wi = hi + 1,
+        ci = pp->layout == KS_TENSOR_LAYOUT_NHWC ? 3 : 1;
+    if (d[0] < 0) d[0] = 1;
+    if (d[ci] < 0) d[ci] = 3;
+    if (d[ci] != 3 && d[ci] != 1) {
+        fprintf(stderr, "ks-quant: input '%s' has %lld channels; images need 1 or 3\n", info.name,
+                (long long)d[ci]);
+        return -1;
+    }
+    if (d[ci] == 1) pp->color = KS_CHANNEL_ORDER_GRAY;
+    if (pp->width_px) {
+        if ((d[wi] >= 0 && d[wi] != pp->width_px) || (d[hi] >= 0 && d[hi] != pp->height_px)) {
+            fprintf(stderr,
+                    "ks-quant: --preprocess size=%dx%d does not match input '%s' (%lldx%lld)\n",
+                    pp->width_px, pp->height_px, info.name, (long long)d[wi], (long long)d[hi]);
+            return -1;
+        }
+        d[wi] = pp->width_px;
+        d[hi] = pp->height_px;
+    }
+    if (d[wi] < 0 || d[hi] < 0) {
+        fprintf(stderr, "ks-quant: input '%s' has a dynamic size; give --preprocess size=WxH\n",
+                info.name);
+        return -1;
+    }
+    return 0;
+}
+
+static int fill_input(ks_session *s, const preprocess *pp, const char *path) {
+    ks_image_buf img;
+    char err[512];
+    ks_tensor t;
+    if (ks_image_load(path, 0, &img, err, sizeof(err))) {
+        fprintf(stderr, "ks-quant: %s\n", err);
+        return -1;
+    }
+    ks_session_input(s, 0, &t);
+    ks_image_to_tensor_desc desc;
+    memset(&desc, 0, sizeof(desc));
+    for (int i = 0; i < 3; i++) {
+        desc.mean[i] = pp->mean[i];
+        desc.scale[i] = pp->scale[i];
+    }
+    desc.channel_order = (ks_channel_order)pp->color;
+    desc.layout = (ks_tensor_layout)pp->layout;
+    ks_status st = ks_image_to_tensor(&img.image, &desc, &t);
+    ks_image_buf_free(&img);
+    if (st) {
+        fprintf(stderr, "ks-quant: %s: %s\n", path, ks_last_error(NULL));
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- sessions ----------------------------------------------------------------------------- */
+
+static int open_session(const ks_model *m, const ks_tensor_shape *shape, ks_session **out) {
+    ks_session_desc desc = {.num_threads = 1, .flags = KS_SESSION_KEEP_ALL_TENSORS};
+    ks_status st = ks_session_create(m, &desc, out);
+    if (!st) st = ks_session_reshape(*out, shape);
+    if (st) {
+        fprintf(stderr, "ks-quant: session: %s: %s\n", ks_status_string(st), ks_last_error(*out));
+        ks_session_destroy(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int run_session(ks_session *s) {
+    ks_status st = ks_session_run(s);
+    if (st) {
+        fprintf(stderr, "ks-quant: run: %s: %s\n", ks_status_string(st), ks_last_error(s));
+        return -1;
+    }
+    return 0;
+}
+
+static void on_profile(void *user, const ks_op_profile *p) {
+    node_time *t = user;
+    if (p->node_index < t->count &&
+        (t->ns[p->node_index] == 0 || p->elapsed_ns < t->ns[p->node_index]))
+        t->ns[p->node_index] = p->elapsed_ns ? p->elapsed_ns : 1;
+}
+
+/* The k-th of n evaluation images, spread evenly over the calibration set. */
+static const char *eval_image(const image_list *imgs, int k, int n) {
+    return imgs->paths[(size_t)k * (size_t)imgs->count / (size_t)n];
+}
+
+/* ---- evaluation: per-tensor cosine similarity of the int8 graph vs fp32 ---------------------- */
+
+typedef struct eval {
+    double *dot, *n_ref, *n_q; /* per source tensor */
+    bool *has;
+    uint64_t *t_f32, *t_i8; /* per source node: fp32 node time, int8 node + its conversions */
+    uint64_t *t_i8_own;     /* per source node: the int8 node alone */
+    uint64_t total_f32, total_i8;
+} eval;
+
+static void eval_free(eval *e) {
+    free(e->dot);
+    free(e->n_ref);
+    free(e->n_q);
+    free(e->has);
+    free(e->t_f32);
+    free(e->t_i8);
+    free(e->t_i8_own);
+    memset(e, 0, sizeof(*e));
+}
+
+static double cosine(const eval *e, uint32_t t) {
+    if (!e->has[t]) return NAN;
+    if (e->n_ref[t] == 0.0 && e->n_q[t] == 0.0) return 1.0;
+    if (e->n_ref[t] == 0.0 || e->n_q[t] == 0.0) return 0.0;
+    return e->dot[t] / sqrt(e->n_ref[t] * e->n_q[t]);
+}
+
+static void accumulate(eval *e, uint32_t t, const float *ref, const ks_tensor *q) {
+    size_t n = q->size_bytes / (q->info.dtype == KS_DTYPE_I8 ? 1 : sizeof(float));
+    double dot = 0, a = 0, b = 0;
+    for (size_t i = 0; i < n; i++) {
+        double r = ref[i], v;
+        if (q->info.dtype == KS_DTYPE_I8)
+            v = (double)q->info.scale * (((const int8_t *)q->data)[i] - q->info.zero_point);
+        else
+            v = ((const float *)q->data)[i];
+        if (!isfinite(r) || !isfinite(v)) continue;
+        dot += r * v;
+        a += r * r;
+        b += v * v;
+    }
+    e->dot[t] += dot;
+    e->n_ref[t] += a;
+    e->n_q[t] += b;
+    e->has[t] = true;
+}
+
+static int evaluate(const options *o, const ks__graph *src, const ksq_map *map, ks__graph *qg,
+                    ks_session *fs, const ks_tensor_shape *shape, const preprocess *pp,
+                    const image_list *imgs, eval *e, const char *what) {
+    uint8_t *buf = NULL;
+    size_t size = 0;
+    char err[1024];
+    ks_model *qm = NULL;
+    ks_session *qs = NULL;
+    int rc = -1;
+    uint32_t nt = src->num_tensors, nn = src->num_nodes;
+    node_time tf = {0}, tq = {0};
+    eval_free(e);
+    e->dot = calloc(nt + 1, sizeof(double));
+    e->n_ref = calloc(nt + 1, sizeof(double));
+    e->n_q = calloc(nt + 1, sizeof(double));
+    e->has = calloc(nt + 1, sizeof(bool));
+    e->t_f32 = calloc(nn + 1, sizeof(uint64_t));
+    e->t_i8 = calloc(nn + 1, sizeof(uint64_t));
+    e->t_i8_own = calloc(nn + 1, sizeof(uint64_t));
+    tf.count = nn;
+    tf.ns = calloc(nn + 1, sizeof(uint64_t));
+    tq.count = qg->num_nodes;
+    tq.ns = calloc(qg->num_nodes + 1, sizeof(uint64_t));
+    if (!e->dot || !e->n_ref || !e->n_q || !e->has || !e->t_f32 || !e->t_i8 || !e->t_i8_own ||
+        !tf.ns || !tq.ns)
+        goto done;
+    ks_status st = ks__ksm_write(qg, &buf, &size, err, sizeof(err));
+    if (st) {
+        fprintf(stderr, "ks-quant: cannot serialize the int8 graph: %s\n", err);
+        goto done;
+    }
+    ks_model_desc md = {.flags = KS_MODEL_COPY_BUFFER};
+    st = ks_model_load_buffer(buf, size, &md, &qm);
+    if (st) {
+        fprintf(stderr, "ks-quant: the int8 graph does not load: %s: %s\n", ks_status_string(st),
+                ks_last_error(NULL));
+        goto done;
+    }
+    if (open_session(qm, shape, &qs)) goto done;
+    int n = imgs->count < o->eval_images ? imgs->count : o->eval_images;
+    for (int i = 0; i < n; i++) {
+        progress(o, what, i, n);
+        const char *img = eval_image(imgs, i, n);
+        if (fill_input(fs, pp, img) || fill_input(qs, pp, img) || run_session(fs) ||
+            run_session(qs))
+            goto done;
+        for (uint32_t t = 0; t < nt; t++) {
+            const ks__tensor *d = &src->tensors[t];
+            if ((d->flags & KS__TENSOR_CONST) || d->dtype != KS_DTYPE_F32) continue;
+            int32_t qid = map->i8_id[t] >= 0 ? map->i8_id[t] : map->f32_id[t];
+            if (qid < 0) continue;
+            ks_tensor rt, qt;
+            if (ks_session_tensor(fs, t, &rt) || !rt.data) continue;
+            if (ks_session_tensor(qs, (uint32_t)qid, &qt) || !qt.data) continue;
+            size_t nq = qt.size_bytes / (qt.info.dtype == KS_DTYPE_I8 ? 1 : sizeof(float));
+            if (nq * sizeof(float) != rt.size_bytes) continue;
+            accumulate(e, t, rt.data, &qt);
+        }
+    }
+    progress(o, what, n, n);
+    {
+        /* Per-node times, minimum of a few runs each (the machine may be shared). */
+        ks_session_set_profiler(fs, on_profile, &tf);
+        ks_session_set_profiler(qs, on_profile, &tq);
+        for (int r = 0; r < 5; r++)
+            if (run_session(fs) || run_session(qs)) goto done;
+        ks_session_set_profiler(fs, NULL, NULL);
+        for (uint32_t i = 0; i < nn; i++) {
+            e->t_f32[i] = tf.ns[i];
+            e->total_f32 += tf.ns[i];
+        }
+        for (uint32_t i = 0; i < qg->num_nodes; i++) {
+            int32_t s = i < map->num_dst_nodes ? map->node_src[i] : -1;
+            if (s < 0) {
+                e->total_i8 += tq.ns[i];
+                continue;
+            }
+            e->t_i8[s] += tq.ns[i];
+            uint32_t op = qg->nodes[i].op;
+            if ((op != KS_OP_QUANTIZE && op != KS_OP_DEQUANTIZE) || op == src->nodes[s].op)
+                e->t_i8_own[s] += tq.ns[i];
+            e->total_i8 += tq.ns[i];
+        }
+    }
+    rc = 0;
+done:
+    free(tf.ns);
+    free(tq.ns);
+    ks_session_destroy(qs);
+    ks_model_destroy(qm);
+    if (buf) ks__free(&qg->alloc, buf);
+    return rc;
+}
+
+typedef struct row {
+    uint32_t node;
+    double cos;
+} row;
+
+static int cmp_row(const void *a, const void *b) {
+    double x = ((const row *)a)->cos, y = ((const row *)b)->cos;
+    return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+/* Each planned int8 layer's own error: cosine of its int8 shadow copy (fed by the exact fp32
+ * inputs) against its fp32 output, per source node (NAN where the layer has no shadow). */
+static int isolated_cosines(const options *o, const ks__graph *src, const ksq_plan *plan,
+                            const ks_tensor_shape *shape, const preprocess *pp,
+                            const image_list *imgs, double *iso) {
+    ks__graph sg;
+    ksq_map sm = {0};
+    char err[1024];
+    uint8_t *buf = NULL;
+    size_t size = 0;
+    ks_model *m = NULL;
+    ks_session *s = NULL;
+    int rc = -1;
+    uint32_t nn = src->num_nodes;
+    int32_t *shadow = malloc((nn + 1) * sizeof(int32_t));
+    double *acc = calloc(3 * ((size_t)nn + 1), sizeof(double));
+    ks__graph_init(&sg, NULL);
+    for (uint32_t i = 0; i < nn; i++)
+        iso[i] = NAN;
+    if (!shadow || !acc) goto done;
+    err[0] = '\0';
+    if (ksq_build(src, plan, &sg, &sm, shadow, err, sizeof(err)) ||
+        ks__ksm_write(&sg, &buf, &size, err, sizeof(err))) {
+        fprintf(stderr, "ks-quant: cannot build the per-layer check graph: %s\n", err);
+        goto done;
+    }
+    ks_model_desc md = {.flags = KS_MODEL_COPY_BUFFER};
+    if (ks_model_load_buffer(buf, size, &md, &m)) {
+        fprintf(stderr, "ks-quant: per-layer check graph: %s\n", ks_last_error(NULL));
+        goto done;
+    }
+    if (open_session(m, shape, &s)) goto done;
+    int n = imgs->count < o->eval_images ? imgs->count : o->eval_images;
+    for (int k = 0; k < n; k++) {
+        progress(o, "checking layers", k, n);
+        if (fill_input(s, pp, eval_image(imgs, k, n)) || run_session(s)) goto done;
+        for (uint32_t i = 0; i < nn; i++) {
+            if (shadow[i] < 0) continue;
+            int32_t y = src->nodes[i].outputs[0], ref_id = sm.f32_id[y];
+            ks_tensor rt, qt;
+            if (ref_id < 0 || ks_session_tensor(s, (uint32_t)ref_id, &rt) || !rt.data ||
+                ks_session_tensor(s, (uint32_t)shadow[i], &qt) || !qt.data ||
+                qt.size_bytes * sizeof(float) != rt.size_bytes)
+                continue;
+            const float *r = rt.data;
+            const int8_t *q = qt.data;
+            double dot = 0, a = 0, b = 0;
+            for (size_t j = 0; j < qt.size_bytes; j++) {
+                double v = (double)qt.info.scale * (q[j] - qt.info.zero_point);
+                if (!isfinite(r[j])) continue;
+                dot += r[j] * v;
+                a += (double)r[j] * r[j];
+                b += v * v;
+            }
+            acc[3 * i] += dot;
+            acc[3 * i + 1] += a;
+            acc[3 * i + 2] += b;
+        }
+    }
+    progress(o, "checking layers", n, n);
+    for (uint32_t i = 0; i < nn; i++) {
+        if (shadow[i] < 0) continue;
+        double a = acc[3 * i + 1], b = acc[3 * i + 2];
+        iso[i] = (a == 0.0 && b == 0.0)   ? 1.0
+                 : (a == 0.0 || b == 0.0) ? 0.0
+                                          : acc[3 * i] / sqrt(a * b);
+    }
+    rc = 0;
+done:
+    ks_session_destroy(s);
+    ks_model_destroy(m);
+    if (buf) ks__free(&sg.alloc, buf);
+    ks__graph_free(&sg);
+    ksq_map_free(&sm);
+    free(shadow);
+    free(acc);
+    return rc;
+}
+
+/* ---- fallback ----------------------------------------------------------------------------- */
+
+static uint32_t find_root(uint32_t *parent, uint32_t i) {
+    while (parent[i] != i)
+        i = parent[i] = parent[parent[i]];
+    return i;
+}
+
+/* int8 only where faster: a layer whose int8 kernel alone is slower than its fp32 kernel goes
+ * back, and so does every connected int8 region (layers joined by int8 tensors) whose total time,
+ * QUANTIZE/DEQUANTIZE at its borders included, exceeds the fp32 time of the same layers. Margins
+ * (10 % + 2 us per layer, 5 % per region) keep timer noise from flipping layers. */
+static int mark_slower(const ks__graph *g, ksq_plan *p, const eval *e) {
+    uint32_t nn = g->num_nodes;
+    int marked = 0;
+    uint32_t *parent = malloc((nn + 1) * sizeof(uint32_t));
+    int32_t *producer = malloc((g->num_tensors + 1) * sizeof(int32_t));
+    uint64_t *sum_q = calloc(nn + 1, sizeof(uint64_t)), *sum_f = calloc(nn + 1, sizeof(uint64_t));
+    if (!parent || !producer || !sum_q || !sum_f) goto done;
+    for (uint32_t t = 0; t < g->num_tensors; t++)
+        producer[t] = -1;
+    for (uint32_t i = 0; i < nn; i++) {
+        parent[i] = i;
+        for (uint32_t o = 0; o < g->nodes[i].num_outputs; o++)
+            producer[g->nodes[i].outputs[o]] = (int32_t)i;
+    }
+    for (uint32_t i = 0; i < nn; i++) {
+        const ks__node *n = &g->nodes[i];
+        if (p->mode[i] != KSQ_INT8) continue;
+        if (ksq_is_compute_op(n->op) && e->t_i8_own[i] > e->t_f32[i] + e->t_f32[i] / 10 + 2000) {
+            p->force_f32[i] = 1;
+            p->force_why[i] = KSQ_WHY_SLOWER;
+            marked++;
+        }
+        for (uint32_t k = 0; k < n->num_inputs; k++) {
+            int32_t t = n->inputs[k], q = t >= 0 ? producer[t] : -1;
+            if (q >= 0 && p->mode[q] == KSQ_INT8)
+                parent[find_root(parent, i)] = find_root(parent, (uint32_t)q);
+        }
+    }
+    if (marked) goto done; /* regions change once those layers are out; measure again first */
+    for (uint32_t i = 0; i < nn; i++) {
+        if (p->mode[i] != KSQ_INT8) continue;
+        uint32_t r = find_root(parent, i);
+        sum_q[r] += e->t_i8[i];
+        /* A split residual ADD costs next to nothing fused into its fp32 conv. */
+        bool split_add = p->pair && p->pair[i] >= 0 && g->nodes[i].op == KS_OP_ADD;
+        if (!split_add) sum_f[r] += e->t_f32[i];
+    }
+    for (uint32_t i = 0; i < nn; i++) {
+        if (p->mode[i] != KSQ_INT8 || !ksq_is_compute_op(g->nodes[i].op)) continue;
+        uint32_t r = find_root(parent, i);
+        if (sum_q[r] > sum_f[r] + sum_f[r] / 20) {
+            p->force_f32[i] = 1;
+            p->force_why[i] = KSQ_WHY_SLOWER;
+            marked++;
+        }
+    }
+done:
+    free(parent);
+    free(producer);
+    free(sum_q);
+    free(sum_f);
+    return marked;
+}
+
+/* Marks layers to return to fp32; returns how many were marked. */
+static bool output_checked(const options *o, const char *name) {
+    if (o->num_outputs == 0) return true;
+    for (int k = 0; k < o->num_outputs; k++)
+        if (name && strcmp(name, o->outputs[k]) == 0) return true;
+    return false;
+}
+
+/* Speed first (layers slower in int8 go back); then, while a graph output is below
+ * --min-output-cosine, the int8 layers with the largest own error go back, an eighth of them per
+ * round. */
+static int mark_fallbacks(const options *o, const ks__graph *g, ksq_plan *p, const eval *e,
+                          const double *iso) {
+    int marked = 0;
+    if (o->speed_check) marked += mark_slower(g, p, e);
+    if (marked || o->min_output_cosine <= 0.0) return marked;
+    double worst = 1.0;
+    for (uint32_t i = 0; i < g->num_outputs; i++) {
+        if (!output_checked(o, g->tensors[g->outputs[i]].name)) continue;
+        double c = cosine(e, (uint32_t)g->outputs[i]);
+        if (!isnan(c) && c < worst) worst = c;
+    }
+    if (worst >= o->min_output_cosine) return 0;
+    row *cand = calloc(g->num_nodes + 1, sizeof(row));
+    uint32_t nc = 0;
+    if (!cand) return 0;
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        if (p->mode[i] != KSQ_INT8 || !ksq_is_compute_op(g->nodes[i].op) || isnan(iso[i])) continue;
+        cand[nc].node = i;
+        cand[nc].cos = iso[i];
+        nc++;
+    }
+    qsort(cand, nc, sizeof(row), cmp_row);
+    uint32_t k = nc ? (nc + 7) / 8 : 0;
+    for (uint32_t r = 0; r < k; r++) {
+        p->force_f32[cand[r].node] = 1;
+        p->force_why[cand[r].node] = KSQ_WHY_OUTPUT;
+        marked++;
+    }
+    free(cand);
+    return marked;
+}
+
+/* ---- report ------------------------------------------------------------------------------- */
+
+static const char *reason_text(int r) {
+    switch (r) {
+    case KSQ_WHY_INT8:
+        return "int8";
+    case KSQ_WHY_NO_INT8_KERNEL:
+        return "fp32 (no fast int8 kernel)";
+    case KSQ_WHY_SKIPPED:
+        return "fp32 (--skip)";
+    case KSQ_WHY_COSINE:
+        return "fp32 (cosine fallback)";
+    case KSQ_WHY_SLOWER:
+        return "fp32 (int8 slower)";
+    case KSQ_WHY_OUTPUT:
+        return "fp32 (output cosine fallback)";
+    case KSQ_WHY_NOT_CALIBRATED:
+        return "fp32 (not calibrated)";
+    case KSQ_WHY_INPUT_NOT_INT8:
+        return "fp32 (input is fp32)";
+    default:
+        return "fp32";
+    }
+}
+
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static int write_report(const options *o, const ks__graph *g, const ksq_plan *p, const eval *e,
+                        const double *iso, int num_images, size_t in_bytes, size_t out_bytes) {
+    static const char *methods[] = {"minmax", "percentile", "kl", "mse"};
+    row *rows = calloc(g->num_nodes + 1, sizeof(row));
+    if (!rows) return -1;
+    uint32_t nr = 0, n_int8 = 0;
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        const ks__node *n = &g->nodes[i];
+        if (p->mode[i] == KSQ_INT8) n_int8++;
+        if (n->num_outputs == 0) continue;
+        double c = cosine(e, (uint32_t)n->outputs[0]);
+        /* A split conv re-fused with its partner: its own output is not in the model. */
+        if (isnan(c) && p->pair && p->pair[i] >= 0)
+            c = cosine(e, (uint32_t)g->nodes[p->pair[i]].outputs[0]);
+        if (isnan(c)) c = 2.0; /* never evaluated (e.g. shape-only): listed last, as "-" */
+        rows[nr].node = i;
+        rows[nr].cos = c;
+        nr++;
+    }
+    qsort(rows, nr, sizeof(row), cmp_row);
+    FILE *f = fopen(o->report_path, "w");
+    if (!f) {
+        fprintf(stderr, "ks-quant: cannot write report '%s'\n", o->report_path);
+        free(rows);
+        return -1;
+    }
+    size_t len = strlen(o->report_path);
+    int json = len > 5 && strcmp(o->report_path + len - 5, ".json") == 0;
+    if (json) {
+        fprintf(f, "{\"model\":");
+        json_str(f, o->in_path);
+        fprintf(f,
+                ",\"method\":\"%s\",\"calibration_images\":%d,\"fp32_bytes\":%zu,"
+                "\"int8_bytes\":%zu,\"int8_layers\":%u,\"layers\":%u,\"outputs\":[",
+                methods[o->method], num_images, in_bytes, out_bytes, n_int8, g->num_nodes);
+        for (uint32_t i = 0; i < g->num_outputs; i++) {
+            fprintf(f, "%s{\"name\":", i ? "," : "");
+            json_str(f, g->tensors[g->outputs[i]].name);
+            fprintf(f, ",\"cosine\":%.6f}", cosine(e, (uint32_t)g->outputs[i]));
+        }
+        fprintf(f, "],\"layers_worst_first\":[");
+        for (uint32_t r = 0; r < nr; r++) {
+            const ks__node *n = &g->nodes[rows[r].node];
+            fprintf(f, "%s\n{\"node\":", r ? "," : "");
+            json_str(f, n->name);
+            double lc = iso[rows[r].node];
+            fprintf(f, ",\"op\":\"%s\",\"precision\":\"%s\",", ks__op_get_info(n->op)->name,
+                    reason_text(p->reason[rows[r].node]));
+            if (rows[r].cos > 1.5)
+                fprintf(f, "\"cosine\":null,");
+            else
+                fprintf(f, "\"cosine\":%.6f,", rows[r].cos);
+            if (isnan(lc))
+                fprintf(f, "\"layer_cosine\":null,");
+            else
+                fprintf(f, "\"layer_cosine\":%.6f,", lc);
+            fprintf(f, "\"fp32_us\":%.1f,\"int8_us\":%.1f}", e->t_f32[rows[r].node] / 1e3,
+                    p->mode[rows[r].node] == KSQ_INT8 ? e->t_i8[rows[r].node] / 1e3 : 0.0);
+        }
+        fprintf(f, "]}\n");
+    } else {
+        fprintf(f, "# ks-quant report: %s\n\n", o->in_path);
+        fprintf(f, "- calibration: %s, %d images from `%s`\n", methods[o->method], num_images,
+                o->calib_dir);
+        fprintf(f, "- size: %zu -> %zu bytes (%.3fx)\n", in_bytes, out_bytes,
+                in_bytes ? (double)out_bytes / (double)in_bytes : 0.0);
+        fprintf(f, "- layers in int8: %u of %u\n", n_int8, g->num_nodes);
+        fprintf(f, "- profiled time, 1 thread: fp32 %.2f ms, mixed int8 %.2f ms\n\n",
+                e->total_f32 / 1e6, e->total_i8 / 1e6);
+        fprintf(f, "Outputs (cosine similarity vs fp32):\n\n");
+        for (uint32_t i = 0; i < g->num_outputs; i++)
+            fprintf(f, "- `%s`: %.6f\n", g->tensors[g->outputs[i]].name,
+                    cosine(e, (uint32_t)g->outputs[i]));
+        fprintf(f,
+                "\nPer layer, worst first. cosine: the layer output in the int8 model vs fp32 "
+                "(error accumulated through the network); own: the layer alone in int8 from "
+                "exact fp32 inputs (what --min-cosine %g tests); times from the profiler, int8 "
+                "including the QUANTIZE/DEQUANTIZE the layer needs.\n\n",
+                o->min_cosine);
+        fprintf(f, "| # | layer | op | precision | cosine | own | fp32 us | int8 us |\n");
+        fprintf(f, "|---|---|---|---|---|---|---|---|\n");
+        for (uint32_t r = 0; r < nr; r++) {
+            uint32_t i = rows[r].node;
+            const ks__node *n = &g->nodes[i];
+            fprintf(f, "| %u | %s | %s | %s | ", r + 1, n->name ? n->name : "",
+                    ks__op_get_info(n->op)->name, reason_text(p->reason[i]));
+            if (rows[r].cos > 1.5)
+                fprintf(f, "- | ");
+            else
+                fprintf(f, "%.6f | ", rows[r].cos);
+            if (isnan(iso[i]))
+                fprintf(f, "- | ");
+            else
+                fprintf(f, "%.6f | ", iso[i]);
+            fprintf(f, "%.1f | ", e->t_f32[i] / 1e3);
+            if (p->mode[i] == KSQ_INT8)
+                fprintf(f, "%.1f |\n", e->t_i8[i] / 1e3);
+            else
+                fprintf(f, "- |\n");
+        }
+    }
+    int rc = fclose(f) ? -1 : 0;
+    free(rows);
+    return rc;
+}
+
+/* ---- bench: fp32 and int8 side by side ---------------------------------------------------- */
+
+static double now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+static int bench(const options *o, const ks_model *fm, const char *out_path,
+                 const ks_tensor_shape *shape, const preprocess *pp, const image_list *imgs) {
+    ks_model *qm = NULL;
+    ks_session *fs = NULL, *qs = NULL;
+    ks_session_desc desc = {.num_threads = 1};
+    double *tf = calloc((size_t)o->bench_runs, sizeof(double));
+    double *tq = calloc((size_t)o->bench_runs, sizeof(double));
+    int rc = -1;
+    if (!tf || !tq) goto done;
+    if (ks_model_load_file(out_path, NULL, &qm) || ks_session_create(fm, &desc, &fs) ||
+        ks_session_create(qm, &desc, &qs) || ks_session_reshape(fs, shape) ||
+        ks_session_reshape(qs, shape)) {
+        fprintf(stderr, "ks-quant: bench: %s\n", ks_last_error(NULL));
+        goto done;
+    }
+    if (fill_input(fs, pp, imgs->paths[0]) || fill_input(qs, pp, imgs->paths[0])) goto done;
+    for (int w = 0; w < 3; w++)
+        if (run_session(fs) || run_session(qs)) goto done;
+    for (int r = 0; r < o->bench_runs; r++) { /* interleaved, so drift hits both alike */
+        double t0 = now_ns();
+        if (run_session(fs)) goto done;
+        double t1 = now_ns();
+        if (run_session(qs)) goto done;
+        double t2 = now_ns();
+        tf[r] = (t1 - t0) / 1e6;
+        tq[r] = (t2 - t1) / 1e6;
+    }
+    qsort(tf, (size_t)o->bench_runs, sizeof(double), cmp_double);
+    qsort(tq, (size_t)o->bench_runs, sizeof(double), cmp_double);
+    double mf = tf[o->bench_runs / 2], mq = tq[o->bench_runs / 2];
+    printf("bench (1 thread, %d interleaved runs): fp32 median %.3f ms (min %.3f), int8 median "
+           "%.3f ms (min %.3f), speedup %.2fx\n",
+           o->bench_runs, mf, tf[0], mq, tq[0], mq > 0 ? mf / mq : 0.0);
+    rc = 0;
+done:
+    free(tf);
+    free(tq);
+    ks_session_destroy(fs);
+    ks_session_destroy(qs);
+    ks_model_destroy(qm);
+    return rc;
+}
+
+/* ---- main --------------------------------------------------------------------------------- */
+
+static int check_float_model(const ks__graph *g, const char *path) {
+    for (uint32_t t = 0; t < g->num_tensors; t++) {
+        const ks__tensor *d = &g->tensors[t];
+        if (d->quant.count && (d->dtype == KS_DTYPE_I8 || d->dtype == KS_DTYPE_U8)) {
+            fprintf(stderr,
+                    "ks-quant: %s is already quantized (tensor '%s' is %s with "
+                    "quantization); ks-quant needs a float model\n",
+                    path, d->name, ks_dtype_string(d->dtype));
+            return -1;
+        }
+    }
+    for (uint32_t i = 0; i < g->num_nodes; i++)
+        if (g->nodes[i].op == KS_OP_QUANTIZE) {
+            fprintf(stderr, "ks-quant: %s has QUANTIZE node '%s'; ks-quant needs a float model\n",
+                    path, g->nodes[i].name);
+            return -1;
+        }
+    return 0;
+}
+
+static int apply_skip(const options *o, const ks__graph *g, ksq_plan *p) {
+    for (int k = 0; k < o->num_skip; k++) {
+        int found = 0;
+        for (uint32_t i = 0; i < g->num_nodes; i++) {
+            const ks__node *n = &g->nodes[i];
+            int match = n->name && strcmp(n->name, o->skip[k]) == 0;
+            for (uint32_t j = 0; j < n->num_outputs && !match; j++)
+                match = strcmp(g->tensors[n->outputs[j]].name, o->skip[k]) == 0;
+            if (match) {
+                p->force_f32[i] = 1;
+                p->force_why[i] = KSQ_WHY_SKIPPED;
+                found = 1;
+            }
+        }
+        if (!found) {
+            fprintf(stderr,
+                    "ks-quant: --skip: no layer named '%s' (node or output tensor name; "
+                    "see ks-inspect)\n",
+                    o->skip[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    options o;
+    memset(&o, 0, sizeof(o));
+    preprocess pp = {{0, 0, 0}, {1.0f / 255, 1.0f / 255, 1.0f / 255}, -1, 0, 0, 0};
+    image_list imgs = {0};
+    uint8_t *data = NULL;
+    size_t size = 0;
+    ks__graph orig, src, qg; /* src: orig with residual convs split (what gets quantized) */
+    int32_t *pair = NULL;
+    uint8_t *work_buf = NULL;
+    size_t work_size = 0;
+    ks_model *orig_model = NULL;
+    ksq_calib calib = {0};
+    ksq_plan plan = {0};
+    ksq_map map = {0};
+    eval ev = {0};
+    double *iso = NULL;
+    ks_model *fm = NULL;
+    ks_session *fs = NULL;
+    ks_tensor_shape shape;
+    char err[1024];
+    int rc = 1;
+    ks__graph_init(&orig, NULL);
+    ks__graph_init(&src, NULL);
+    ks__graph_init(&qg, NULL);
+    err[0] = '\0';
+    if (parse_args(argc, argv, &o)) {
+        usage();
+        rc = 2;
+        goto done;
+    }
+    if (ks_read_file(o.in_path, MAX_MODEL_BYTES, &data, &size, err, sizeof(err))) {
+        fprintf(stderr, "ks-quant: %s\n", err);
+        goto done;
+    }
+    if (ks__ksm_read(data, size, true, &orig, err, sizeof(err))) {
+        fprintf(stderr, "ks-quant: %s: not a valid .ksm: %s\n", o.in_path, err);
+        goto done;
+    }
+    if (check_float_model(&orig, o.in_path)) goto done;
+    err[0] = '\0';
+    if (ksq_unfuse_residual(&orig, &src, &pair, err, sizeof(err))) {
+        fprintf(stderr, "ks-quant: %s: %s\n", o.in_path, err);
+        goto done;
+    }
+    const char *meta_pp = ks__graph_get_meta(&orig, "preprocess");
+    if (meta_pp && parse_preprocess(meta_pp, &pp, err, sizeof(err))) {
+        fprintf(stderr, "ks-quant: model metadata 'preprocess': %s\n", err);
+        goto done;
+    }
+    if (o.preprocess_spec && parse_preprocess(o.preprocess_spec, &pp, err, sizeof(err))) {
+        fprintf(stderr, "ks-quant: %s\n", err);
+        rc = 2;
+        goto done;
+    }
+    ks_model_desc md = {.flags = KS_MODEL_COPY_BUFFER};
+    if (ks_model_load_buffer(data, size, &md, &orig_model)) {
+        fprintf(stderr, "ks-quant: %s: %s\n", o.in_path, ks_last_error(NULL));
+        goto done;
+    }
+    /* The fp32 reference runs the split graph, so every tensor of src has a value. */
+    if (ks__ksm_write(&src, &work_buf, &work_size, err, sizeof(err)) ||
+        ks_model_load_buffer(work_buf, work_size, &md, &fm)) {
+        fprintf(stderr, "ks-quant: %s: cannot prepare the fp32 reference: %s %s\n", o.in_path, err,
+                ks_last_error(NULL));
+        goto done;
+    }
+    if (input_shape(fm, &pp, &shape)) goto done;
+    if (list_images(&o, &imgs)) goto done;
+    if (open_session(fm, &shape, &fs)) goto done;
+    if (ksq_calib_init(&calib, src.num_tensors) || ksq_plan_init(&plan, &src)) {
+        fprintf(stderr, "ks-quant: out of memory\n");
+        goto done;
+    }
+    plan.pair = pair;
+    /* Calibration: pass 1 min/max (and shapes), pass 2 histograms for percentile / KL. */
+    int passes = o.method == KSQ_METHOD_MINMAX ? 1 : 2;
+    for (int pass = 1; pass <= passes; pass++) {
+        const char *what = pass == 1 ? "calibrating (range)" : "calibrating (histogram)";
+        for (int i = 0; i < imgs.count; i++) {
+            progress(&o, what, i, imgs.count);
+            if (fill_input(fs, &pp, imgs.paths[i]) || run_session(fs)) goto done;
+            for (uint32_t t = 0; t < src.num_tensors; t++) {
+                const ks__tensor *d = &src.tensors[t];
+                ks_tensor rt;
+                if ((d->flags & KS__TENSOR_CONST) || d->dtype != KS_DTYPE_F32) continue;
+                if (ks_session_tensor(fs, t, &rt) || !rt.data) continue;
+                if (pass == 1 && i == 0 && rt.info.shape.rank <= KS_MAX_RANK) {
+                    plan.rank[t] = rt.info.shape.rank;
+                    memcpy(&plan.dims[(size_t)t * KS_MAX_RANK], rt.info.shape.dims,
+                           (size_t)rt.info.shape.rank * sizeof(int64_t));
+                }
+                if (ksq_calib_observe(&calib, t, rt.data, rt.size_bytes / sizeof(float), pass)) {
+                    fprintf(stderr, "ks-quant: out of memory\n");
+                    goto done;
+                }
+            }
+        }
+        progress(&o, what, imgs.count, imgs.count);
+    }
+    for (uint32_t t = 0; t < src.num_tensors; t++) {
+        float lo, hi;
+        if (!ksq_calib_range(&calib, t, o.method, o.percentile, &lo, &hi)) continue;
+        ksq_qparams_from_range(lo, hi, &plan.scale[t], &plan.zp[t]);
+        plan.has_q[t] = true;
+    }
+    for (int k = 0; k < o.num_outputs; k++) {
+        bool found = false;
+        for (uint32_t i = 0; i < src.num_outputs && !found; i++)
+            found = strcmp(src.tensors[src.outputs[i]].name, o.outputs[k]) == 0;
+        if (!found) {
+            fprintf(stderr, "ks-quant: --outputs: the model has no output named '%s'\n",
+                    o.outputs[k]);
+            rc = 2;
+            goto done;
+        }
+    }
+    if (apply_skip(&o, &src, &plan)) {
+        rc = 2;
+        goto done;
+    }
+    /* Layers whose own int8 error is too large go back to fp32 (one pass: a layer's own error
+     * does not depend on the precision of the others). */
+    iso = malloc((src.num_nodes + 1) * sizeof(double));
+    if (!iso) goto done;
+    for (uint32_t i = 0; i < src.num_nodes; i++)
+        iso[i] = NAN;
+    ksq_plan_decide(&plan, &src);
+    if (o.min_cosine > 0.0) {
+        if (isolated_cosines(&o, &src, &plan, &shape, &pp, &imgs, iso)) goto done;
+        int marked = 0;
+        for (uint32_t i = 0; i < src.num_nodes; i++)
+            if (!isnan(iso[i]) && iso[i] < o.min_cosine && !plan.force_f32[i]) {
+                plan.force_f32[i] = 1;
+                plan.force_why[i] = KSQ_WHY_COSINE;
+                marked++;
+            }
+        if (!o.quiet && marked)
+            fprintf(stderr, "ks-quant: %d layer%s below cosine %g back to fp32\n", marked,
+                    marked == 1 ? "" : "s", o.min_cosine);
+    }
+    /* Build, measure, return slower layers to fp32, repeat. */
+    for (int round = 0;; round++) {
+        ksq_plan_decide(&plan, &src);
+        ks__graph_free(&qg);
+        ks__graph_init(&qg, NULL);
+        ksq_map_free(&map);
+        if (ksq_build(&src, &plan, &qg, &map, NULL, err, sizeof(err))) {
+            fprintf(stderr, "ks-quant: rewrite failed: %s\n", err);
+            goto done;
+        }
+        char what[64];
+        snprintf(what, sizeof(what), "checking (round %d)", round + 1);
+        if (evaluate(&o, &src, &map, &qg, fs, &shape, &pp, &imgs, &ev, what)) goto done;
+        if (round >= o.max_rounds) break;
+        int marked = mark_fallbacks(&o, &src, &plan, &ev, iso);
+        if (!o.quiet && marked)
+            fprintf(stderr, "ks-quant: round %d: %d layer%s back to fp32\n", round + 1, marked,
+                    marked == 1 ? "" : "s");
+        if (!marked) break;
+    }
+    {
+        static const char *methods[] = {"minmax", "percentile", "kl", "mse"};
+        char val[256];
+        snprintf(val, sizeof(val), "int8 ptq, %s, %d images", methods[o.method], imgs.count);
+        if (ks__graph_set_meta(&qg, "quantization", val)) goto done;
+        snprintf(val, sizeof(val), "mean=%g:%g:%g,scale=%g:%g:%g,layout=%s", pp.mean[0], pp.mean[1],
+                 pp.mean[2], pp.scale[0], pp.scale[1], pp.scale[2],
+                 pp.layout == KS_TENSOR_LAYOUT_NCHW ? "nchw" : "nhwc");
+        if (!meta_pp && ks__graph_set_meta(&qg, "preprocess", val)) goto done;
+    }
+    if (ks__ksm_write_file(&qg, o.out_path, err, sizeof(err))) {
+        fprintf(stderr, "ks-quant: cannot write %s: %s\n", o.out_path, err);
+        goto done;
+    }
+    struct stat sb;
+    size_t out_bytes = stat(o.out_path, &sb) == 0 ? (size_t)sb.st_size : 0;
+    uint32_t n_int8 = 0;
+    for (uint32_t i = 0; i < src.num_nodes; i++)
+        n_int8 += plan.mode[i] == KSQ_INT8;
+    printf("%s: %u of %u layers int8, %zu -> %zu bytes (%.3fx)", o.out_path, n_int8, src.num_nodes,
+           size, out_bytes, size ? (double)out_bytes / (double)size : 0.0);
+    for (uint32_t i = 0; i < src.num_outputs; i++)
+        printf("%s%s cosine %.5f", i ? ", " : "; ", src.tensors[src.outputs[i]].name,
+               cosine(&ev, (uint32_t)src.outputs[i]));
+    printf("\n");
+    if (o.report_path && write_report(&o, &src, &plan, &ev, iso, imgs.count, size, out_bytes))
+        goto done;
+    if (o.bench_runs && bench(&o, orig_model, o.out_path, &shape, &pp, &imgs)) goto done;
+    rc = 0;
+done:
+    free(iso);
+    eval_free(&ev);
+    ksq_map_free(&map);
+    ksq_plan_free(&plan);
+    ksq_calib_free(&calib);
+    ks_session_destroy(fs);
+    ks_model_destroy(fm);
+    ks_model_destroy(orig_model);
+    if (work_buf) ks__free(&src.alloc, work_buf);
+    ks__graph_free(&qg);
+    ks__graph_free(&src);
+    ks__graph_free(&orig);
+    free(pair);
+    free(data);
+    free_images(&imgs);
+    free(o.skip_buf);
+    free(o.outputs_buf);
+    return rc;
+}

@@ -1,0 +1,199 @@
+/* Activation statistics and clipping-range selection for ks-quant (quant.h).
+ *
+ * Percentile and KL work on a histogram of |x| rather than of x: one histogram per tensor and one
+ * threshold T, applied as [max(min, -T), min(max, T)]. Post-ReLU tensors (min >= 0) lose nothing;
+ * for signed tensors the asymmetric zero point still uses the observed min/max inside T. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant.h"
+
+ks_status ksq_calib_init(ksq_calib *c, uint32_t num_tensors) {
+    memset(c, 0, sizeof(*c));
+    c->stats = calloc(num_tensors ? num_tensors : 1, sizeof(ksq_stat));
+    if (!c->stats) return KS_STATUS_OUT_OF_MEMORY;
+    c->num_tensors = num_tensors;
+    return KS_STATUS_OK;
+}
+
+void ksq_calib_free(ksq_calib *c) {
+    if (c->stats)
+        for (uint32_t i = 0; i < c->num_tensors; i++)
+            free(c->stats[i].hist);
+    free(c->stats);
+    memset(c, 0, sizeof(*c));
+}
+
+static double abs_max(const ksq_stat *s) {
+    double a = fabs((double)s->min), b = fabs((double)s->max);
+    return a > b ? a : b;
+}
+
+ks_status ksq_calib_observe(ksq_calib *c, uint32_t id, const float *x, size_t n, int pass) {
+    if (id >= c->num_tensors || n == 0) return KS_STATUS_OK;
+    ksq_stat *s = &c->stats[id];
+    if (pass == 1) {
+        float lo = s->seen ? s->min : INFINITY, hi = s->seen ? s->max : -INFINITY;
+        for (size_t i = 0; i < n; i++) {
+            float v = x[i];
+            if (!isfinite(v)) continue; /* an inf/NaN would make the scale meaningless */
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        if (lo > hi) return KS_STATUS_OK;
+        s->min = lo;
+        s->max = hi;
+        s->seen = true;
+        return KS_STATUS_OK;
+    }
+    if (!s->seen) return KS_STATUS_OK;
+    if (!s->hist) {
+        s->hist = calloc(KSQ_HIST_BINS, sizeof(uint64_t));
+        if (!s->hist) return KS_STATUS_OUT_OF_MEMORY;
+    }
+    double am = abs_max(s);
+    if (am <= 0.0) {
+        s->hist[0] += n;
+        return KS_STATUS_OK;
+    }
+    double inv_w = KSQ_HIST_BINS / am;
+    for (size_t i = 0; i < n; i++) {
+        double v = fabs((double)x[i]);
+        if (!isfinite(v)) continue;
+        double b = v * inv_w;
+        size_t k = b >= KSQ_HIST_BINS - 1 ? KSQ_HIST_BINS - 1 : (size_t)b;
+        s->hist[k]++;
+    }
+    return KS_STATUS_OK;
+}
+
+/* Bin count (1..KSQ_HIST_BINS) below the threshold holding `percentile` % of the mass. */
+static size_t percentile_bins(const uint64_t *h, double percentile) {
+    uint64_t total = 0;
+    for (size_t i = 0; i < KSQ_HIST_BINS; i++)
+        total += h[i];
+    if (total == 0) return KSQ_HIST_BINS;
+    double want = (double)total * percentile / 100.0, acc = 0.0;
+    for (size_t i = 0; i < KSQ_HIST_BINS; i++) {
+        acc += (double)h[i];
+        if (acc >= want) return i + 1;
+    }
+    return KSQ_HIST_BINS;
+}
+
+/* Entropy calibration: the bin count whose clipped distribution, quantized to `levels` levels,
+ * loses the least information (KL(P || Q)). Candidates step by 16 bins to keep it cheap. */
+static size_t kl_bins(const uint64_t *h, size_t levels) {
+    static const size_t step = 16;
+    double p[KSQ_HIST_BINS], q[KSQ_HIST_BINS];
+    size_t best = KSQ_HIST_BINS;
+    double best_kl = INFINITY;
+    uint64_t tail_from[KSQ_HIST_BINS + 1];
+    tail_from[KSQ_HIST_BINS] = 0;
+    for (size_t i = KSQ_HIST_BINS; i-- > 0;)
+        tail_from[i] = tail_from[i + 1] + h[i];
+    if (tail_from[0] == 0) return KSQ_HIST_BINS;
+    for (size_t nb = levels; nb <= KSQ_HIST_BINS; nb += step) {
+        double psum = 0.0;
+        for (size_t i = 0; i < nb; i++)
+            p[i] = (double)h[i];
+        p[nb - 1] += (double)tail_from[nb];
+        for (size_t i = 0; i < nb; i++)
+            psum += p[i];
+        if (psum <= 0.0) continue;
+        /* Q: each of `levels` chunks spreads its mass evenly over its non-empty bins. */
+        for (size_t j = 0; j < levels; j++) {
+            size_t b0 = j * nb / levels, b1 = (j + 1) * nb / levels;
+            double sum = 0.0;
+            size_t nonzero = 0;
+            for (size_t i = b0; i < b1; i++) {
+                sum += (double)h[i];
+                nonzero += h[i] != 0;
+            }
+            if (j == levels - 1) {
+                sum += (double)tail_from[nb];
+                if (h[nb - 1] == 0 && tail_from[nb]) nonzero++;
+            }
+            for (size_t i = b0; i < b1; i++) {
+                int occupied = p[i] > 0.0;
+                q[i] = occupied && nonzero ? sum / (double)nonzero : 0.0;
+            }
+        }
+        double qsum = 0.0;
+        for (size_t i = 0; i < nb; i++)
+            qsum += q[i];
+        if (qsum <= 0.0) continue;
+        double kl = 0.0;
+        for (size_t i = 0; i < nb; i++) {
+            if (p[i] <= 0.0) continue;
+            double pi = p[i] / psum, qi = q[i] / qsum;
+            kl += pi * log(pi / (qi > 1e-12 ? qi : 1e-12));
+        }
+        if (kl < best_kl) {
+            best_kl = kl;
+            best = nb;
+        }
+    }
+    return best;
+}
+
+/* Bin count whose clip threshold minimizes the expected squared error: values above the
+ * threshold clip to it, values below round with step (threshold / levels) (uniform error,
+ * step^2 / 12). */
+static size_t mse_bins(const uint64_t *h, size_t levels) {
+    size_t best = KSQ_HIST_BINS;
+    double best_err = INFINITY;
+    for (size_t nb = 16; nb <= KSQ_HIST_BINS; nb += 8) {
+        double step = (double)nb / (double)levels, err = 0.0, inside = 0.0;
+        for (size_t i = 0; i < KSQ_HIST_BINS; i++) {
+            if (!h[i]) continue;
+            if (i < nb) {
+                inside += (double)h[i];
+            } else {
+                double d = (double)i + 0.5 - (double)nb;
+                err += (double)h[i] * d * d;
+            }
+        }
+        err += inside * step * step / 12.0;
+        if (err < best_err) {
+            best_err = err;
+            best = nb;
+        }
+    }
+    return best;
+}
+
+bool ksq_calib_range(const ksq_calib *c, uint32_t id, ksq_method method, double percentile,
+                     float *lo, float *hi) {
+    if (id >= c->num_tensors || !c->stats[id].seen) return false;
+    const ksq_stat *s = &c->stats[id];
+    float l = s->min, h = s->max;
+    if (method != KSQ_METHOD_MINMAX && s->hist) {
+        double am = abs_max(s);
+        size_t levels = s->min < 0.0f ? 128 : 256;
+        size_t nb = method == KSQ_METHOD_KL    ? kl_bins(s->hist, levels)
+                    : method == KSQ_METHOD_MSE ? mse_bins(s->hist, levels)
+                                               : percentile_bins(s->hist, percentile);
+        float t = (float)(am * (double)nb / KSQ_HIST_BINS);
+        if (l < -t) l = -t;
+        if (h > t) h = t;
+    }
+    *lo = l < 0.0f ? l : 0.0f;
+    *hi = h > 0.0f ? h : 0.0f;
+    return true;
+}
+
+void ksq_qparams_from_range(float lo, float hi, float *scale, int32_t *zero_point) {
+    if (lo > 0.0f) lo = 0.0f;
+    if (hi < 0.0f) hi = 0.0f;
+    double range = (double)hi - (double)lo;
+    if (!(range > 1e-12)) range = 1e-12; /* constant-zero tensor: any positive scale works */
+    double s = range / 255.0;
+    double zp = -128.0 - (double)lo / s;
+    long z = lround(zp);
+    if (z < -128) z = -128;
+    if (z > 127) z = 127;
+    *scale = (float)s;
+    *zero_point = (int32_t)z;
+}

@@ -1,0 +1,54 @@
+#!/bin/sh
+# Reproduces the "Post-training int8 (ks-quant)" figures of docs/compression.md.
+#   engine/tools/quant/measure.sh BUILD_DIR WORK_DIR
+# BUILD_DIR: a build with ks-convert, ks-quant, ks-run (engine/tools), ks-vision and
+# ks-task-bundle (algos). Needs /work/shared/data (../shared/data) and the project venv.
+# Calibration photos: ../shared/data/images minus masks and minus the held-out test photos
+# (darknet_*, ultralytics_*, ultraface_*, opencv_messi5); the test photos give the task deltas.
+set -eu
+BUILD=$(cd "$1" && pwd)
+WORK=$2
+SRC=$(cd "$(dirname "$0")/../../.." && pwd)
+DATA=$SRC/../shared/data
+T=$BUILD/engine/tools
+PY=$SRC/.venv/bin/python
+mkdir -p "$WORK/calib" "$WORK/test"
+for f in "$DATA"/images/*; do
+  b=$(basename "$f")
+  case $b in
+    *_mask*) ;;
+    darknet_*|ultralytics_*|ultraface_*|opencv_messi5*) ln -sf "$f" "$WORK/test/$b" ;;
+    *) ln -sf "$f" "$WORK/calib/$b" ;;
+  esac
+done
+ln -sf "$SRC/models/images/skimage_astronaut.png" "$WORK/calib/" 2>/dev/null || true
+
+# name|source|preprocess|extra ks-quant flags. BlazePose: the output check skips Identity_2,
+# the segmentation logits the pose task does not use (they amplify any perturbation).
+cat > "$WORK/models.txt" <<LIST
+blazeface|$SRC/models/face_detection/face_detection_short_range.tflite|mean=127.5,scale=0.0078431|
+selfie|$SRC/models/segmentation/selfie_segmentation.tflite|mean=0,scale=0.0039216|
+facemesh|$SRC/models/face_landmarks/face_landmark.tflite|mean=0,scale=0.0039216|
+blazepose_full|$SRC/models/pose/pose_landmark_full.tflite|mean=0,scale=0.0039216|--outputs Identity,Identity_1,Identity_3,Identity_4
+yolox_nano|$DATA/object_detection/yolox_nano.onnx|mean=0,scale=1,layout=nchw,color=bgr|
+ultraface|$DATA/face_detection/version-RFB-320.onnx|mean=127,scale=0.0078125,layout=nchw|
+LIST
+# Variants: fast = defaults (int8 only where measured faster, accuracy checks on);
+# max = --no-speed-check (accuracy checks still on); full = every layer with an int8 kernel.
+while IFS='|' read -r name src pp flags; do
+  "$T/ks-convert" "$src" "$WORK/$name.ksm" --quiet
+  for mode in fast max full; do
+    case $mode in
+      fast) extra="" ;;
+      max) extra="--no-speed-check" ;;
+      full) extra="--no-speed-check --min-cosine 0 --min-output-cosine 0" ;;
+    esac
+    echo "== $name ($mode)"
+    # shellcheck disable=SC2086
+    "$T/ks-quant" "$WORK/$name.ksm" "$WORK/${name}_int8_$mode.ksm" --calibration "$WORK/calib" \
+      --preprocess "$pp" --report "$WORK/${name}_$mode.md" --bench 30 --quiet $extra $flags
+  done
+  "$T/ks-bench" "$WORK/${name}_int8_full.ksm" --profile --runs 10 > "$WORK/${name}_full_profile.txt"
+  "$T/ks-bench" "$WORK/$name.ksm" --profile --runs 10 > "$WORK/${name}_fp32_profile.txt"
+done < "$WORK/models.txt"
+"$PY" "$SRC/engine/tools/quant/task_deltas.py" "$BUILD" "$WORK"

@@ -1,0 +1,203 @@
+"""Task deltas of ks-quant int8 models against fp32 (docs/compression.md, ks-quant section).
+
+    python task_deltas.py BUILD_DIR WORK_DIR
+
+WORK_DIR is what engine/tools/quant/measure.sh filled: <name>.ksm (fp32), <name>_int8_{fast,max,full}.ksm,
+test/ (held-out photos). Task models run through ks-vision with bundles made by ks-task-bundle
+from the same graph JSON, once with the fp32 model and once with the int8 one (other models of a
+bundle stay fp32, so each row measures one model). UltraFace has no task; its raw outputs from
+ks-run are decoded here (score > 0.7, NMS 0.3).
+Prints one markdown table row per model and variant.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+from PIL import Image
+
+BUILD, WORK = sys.argv[1], sys.argv[2]
+SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+DATA = os.path.join(SRC, "..", "shared", "data")
+TOOLS = os.path.join(BUILD, "engine", "tools")
+VISION = os.path.join(BUILD, "algos", "ks-vision")
+BUNDLER = os.path.join(BUILD, "algos", "ks-task-bundle")
+TEST = sorted(os.path.join(WORK, "test", f) for f in os.listdir(os.path.join(WORK, "test")))
+
+
+def run(args):
+    return subprocess.run(args, check=True, capture_output=True, text=True).stdout
+
+
+def convert(src, name):
+    out = os.path.join(WORK, name + ".ksm")
+    if not os.path.exists(out):
+        run([os.path.join(TOOLS, "ks-convert"), src, out, "--quiet"])
+    return out
+
+
+def bundle(name, graph, models, extra=()):
+    out = os.path.join(WORK, name + ".ksb")
+    args = [BUNDLER, "create", out, "--graph", graph]
+    for k, v in models.items():
+        args += ["--model", "%s=%s" % (k, v)]
+    run(args + list(extra))
+    return out
+
+
+def vision(task, image, ksb, *extra):
+    return json.loads(run([VISION, task, image, "--json", "--model", ksb] + list(extra)))
+
+
+def iou(a, b):
+    ax2, ay2, bx2, by2 = a[0] + a[2], a[1] + a[3], b[0] + b[2], b[1] + b[3]
+    iw = max(0.0, min(ax2, bx2) - max(a[0], b[0]))
+    ih = max(0.0, min(ay2, by2) - max(a[1], b[1]))
+    inter = iw * ih
+    union = a[2] * a[3] + b[2] * b[3] - inter
+    return inter / union if union > 0 else 0.0
+
+
+def match_boxes(ref, got, same_class):
+    """Greedy matching by IoU; returns (matched IoUs, unmatched ref, unmatched got, class errors)."""
+    used, ious, class_err = set(), [], 0
+    for r in ref:
+        best, bi = 0.0, -1
+        for j, g in enumerate(got):
+            if j in used:
+                continue
+            v = iou(r["box"], g["box"])
+            if v > best:
+                best, bi = v, j
+        if bi >= 0 and best > 0.3:
+            used.add(bi)
+            ious.append(best)
+            if same_class and r.get("class_id") != got[bi].get("class_id"):
+                class_err += 1
+    return ious, len(ref) - len(ious), len(got) - len(used), class_err
+
+
+def det_row(task, key, ksb32, ksb8, same_class, extra=()):
+    ious, miss, extra_n, cls, n = [], 0, 0, 0, 0
+    for img in TEST:
+        r = vision(task, img, ksb32, *extra)[key]
+        g = vision(task, img, ksb8, *extra)[key]
+        a, b, c, d = match_boxes(r, g, same_class)
+        ious += a
+        miss, extra_n, cls, n = miss + b, extra_n + c, cls + d, n + len(r)
+    return "%d objects; min IoU %.3f, mean %.3f; missed %d, extra %d, class changes %d" % (
+        n, min(ious) if ious else float("nan"), float(np.mean(ious)) if ious else float("nan"),
+        miss, extra_n, cls)
+
+
+def lm_row(task, key, ksb32, ksb8):
+    devs, n = [], 0
+    for img in TEST:
+        r = vision(task, img, ksb32)[key]
+        g = vision(task, img, ksb8)[key]
+        for a in r:
+            best = max(g, key=lambda b: iou(a["box"], b["box"]), default=None)
+            if best is None or iou(a["box"], best["box"]) < 0.5:
+                continue
+            la, lb = np.array(a["landmarks"])[:, :2], np.array(best["landmarks"])[:, :2]
+            size = max(a["box"][2], a["box"][3])
+            devs.append(np.mean(np.linalg.norm(la - lb, axis=1)) / size)
+            n += 1
+    return "%d %s; mean deviation %.2f %% of box (worst %.2f %%)" % (
+        n, key, 100 * float(np.mean(devs)), 100 * float(np.max(devs)))
+
+
+def seg_row(ksb32, ksb8):
+    ious = []
+    for img in TEST:
+        m = []
+        for ksb in (ksb32, ksb8):
+            out = os.path.join(WORK, "mask.png")
+            run([VISION, "segment", img, "--json", "--model", ksb, "--mask-out", out])
+            m.append(np.asarray(Image.open(out).convert("L")) > 127)
+        inter, union = np.logical_and(*m).sum(), np.logical_or(*m).sum()
+        ious.append(inter / union if union else 1.0)
+    return "%d photos; mask IoU min %.4f, mean %.4f" % (len(ious), min(ious), float(np.mean(ious)))
+
+
+def ultraface_boxes(ksm, img):
+    im = Image.open(img).convert("RGB").resize((320, 240), Image.BILINEAR)
+    x = (np.asarray(im, np.float32) - 127.0) / 128.0
+    np.save(os.path.join(WORK, "uf_in.npy"), x.transpose(2, 0, 1)[None].copy())
+    od = os.path.join(WORK, "uf_out")
+    run([os.path.join(TOOLS, "ks-run"), ksm, "--input", os.path.join(WORK, "uf_in.npy"),
+         "--output-dir", od])
+    scores = np.load(os.path.join(od, "scores.npy"))[0, :, 1]
+    boxes = np.load(os.path.join(od, "boxes.npy"))[0]
+    keep = []
+    for i in np.argsort(-scores):
+        if scores[i] < 0.7:
+            break
+        b = boxes[i]
+        bb = [b[0], b[1], b[2] - b[0], b[3] - b[1]]
+        if all(iou(bb, k["box"]) < 0.3 for k in keep):
+            keep.append({"box": bb})
+    return keep
+
+
+def ultraface_row(ksm32, ksm8):
+    ious, miss, extra_n, n = [], 0, 0, 0
+    for img in TEST:
+        r, g = ultraface_boxes(ksm32, img), ultraface_boxes(ksm8, img)
+        a, b, c, _ = match_boxes(r, g, False)
+        ious += a
+        miss, extra_n, n = miss + b, extra_n + c, n + len(r)
+    return "%d faces; min IoU %.3f, mean %.3f; missed %d, extra %d" % (
+        n, min(ious) if ious else float("nan"), float(np.mean(ious)) if ious else float("nan"),
+        miss, extra_n)
+
+
+def main():
+    models = os.path.join(SRC, "models")
+    det_short = os.path.join(WORK, "blazeface.ksm")
+    det_full = convert(os.path.join(models, "face_detection",
+                                    "face_detection_full_range_sparse.tflite"), "face_det_full")
+    pose_det = convert(os.path.join(models, "pose", "pose_detection.tflite"), "pose_det")
+    geom = os.path.join(models, "face_landmarks", "geometry_pipeline_metadata_landmarks.binarypb")
+    coco = os.path.join(DATA, "object_detection", "coco.names")
+    if not os.path.exists(coco):
+        coco = os.path.join(SRC, "algos", "detect", "coco80.names")
+    for variant in ("full", "max", "fast"):
+        def q(name):
+            return os.path.join(WORK, "%s_int8_%s.ksm" % (name, variant))
+
+        rows = []
+        g = os.path.join(SRC, "algos", "face", "face_detector_short.json")
+        b32 = bundle("fd32", g, {"face_detector": det_short})
+        b8 = bundle("fd8", g, {"face_detector": q("blazeface")})
+        rows.append(("BlazeFace (short)", det_row("face_detect", "faces", b32, b8, False)))
+        g = os.path.join(SRC, "algos", "segment", "selfie_segmenter_general.json")
+        b32 = bundle("seg32", g, {"selfie_segmentation": os.path.join(WORK, "selfie.ksm")})
+        b8 = bundle("seg8", g, {"selfie_segmentation": q("selfie")})
+        rows.append(("Selfie segmentation", seg_row(b32, b8)))
+        g = os.path.join(SRC, "algos", "face", "face_landmarker.json")
+        common = {"face_detector_short": det_short, "face_detector_full": det_full}
+        b32 = bundle("fl32", g, dict(common, face_landmarks=os.path.join(WORK, "facemesh.ksm")),
+                     ["--file", "%s=%s" % (os.path.basename(geom), geom)])
+        b8 = bundle("fl8", g, dict(common, face_landmarks=q("facemesh")),
+                    ["--file", "%s=%s" % (os.path.basename(geom), geom)])
+        rows.append(("FaceMesh", lm_row("face_landmarks", "faces", b32, b8)))
+        g = os.path.join(SRC, "algos", "pose", "pose_landmarker.json")
+        b32 = bundle("pl32", g, {"pose_detection": pose_det,
+                                 "pose_landmark": os.path.join(WORK, "blazepose_full.ksm")})
+        b8 = bundle("pl8", g, {"pose_detection": pose_det, "pose_landmark": q("blazepose_full")})
+        rows.append(("BlazePose full", lm_row("pose", "poses", b32, b8)))
+        g = os.path.join(SRC, "algos", "detect", "object_detector_yolox.json")
+        extra = ["--labels", "labels=" + coco, "--config",
+                 "detector_config=" + os.path.join(SRC, "algos", "detect", "yolox_nano.json")]
+        b32 = bundle("od32", g, {"detector": os.path.join(WORK, "yolox_nano.ksm")}, extra)
+        b8 = bundle("od8", g, {"detector": q("yolox_nano")}, extra)
+        rows.append(("YOLOX-nano", det_row("detect", "objects", b32, b8, True)))
+        rows.append(("UltraFace RFB-320",
+                     ultraface_row(os.path.join(WORK, "ultraface.ksm"), q("ultraface"))))
+        for name, text in rows:
+            print("| %s | %s | %s |" % (name, variant, text))
+
+
+main()

@@ -1,0 +1,277 @@
+/* ks-quant command-line tests: every refusal (missing/empty/non-image calibration folders, a
+ * non-float model, bad flags) and an end-to-end quantization of the selfie segmentation model
+ * (models/, always present after scripts/setup) with a JSON report. Runs the ks-quant and
+ * ks-convert binaries of the same build tree (skips when they are not built). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "kestrel/engine.h"
+
+static char g_tools[4200]; /* <build>/engine/tools */
+static char g_tmp[256];    /* scratch folder for this run */
+static char g_out[65536];  /* combined stdout + stderr of the last command */
+
+static int tool_exists(const char *name) {
+    char p[4400];
+    snprintf(p, sizeof(p), "%s/%s", g_tools, name);
+    return access(p, X_OK) == 0;
+}
+
+/* Runs "<tools>/<cmdline>" through the shell; returns the exit status, output in g_out. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static int
+run(const char *fmt, ...) {
+    char cmd[12288], args[6000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof(cmd), "%s/%s 2>&1", g_tools, args);
+    FILE *f = popen(cmd, "r");
+    if (!f) return -1;
+    size_t n = fread(g_out, 1, sizeof(g_out) - 1, f);
+    g_out[n] = '\0';
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void write_file(const char *path, const void *data, size_t size) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, size, f), size);
+    fclose(f);
+}
+
+static void copy_file(const char *from, const char *to) {
+    FILE *f = fopen(from, "rb");
+    assert_non_null(f);
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    write_file(to, buf, n);
+}
+
+static void make_dir(const char *name, char *path_out, size_t cap) {
+    snprintf(path_out, cap, "%s/%s", g_tmp, name);
+    mkdir(path_out, 0755);
+}
+
+/* A converted float model shared by the tests. */
+static const char *float_model(void) {
+    static char path[512];
+    if (path[0]) return path;
+    snprintf(path, sizeof(path), "%s/selfie.ksm", g_tmp);
+    int rc = run("ks-convert %s/models/segmentation/selfie_segmentation.tflite %s --quiet",
+                 KS_SOURCE_DIR, path);
+    if (rc != 0) fprintf(stderr, "%s\n", g_out);
+    assert_int_equal(rc, 0);
+    return path;
+}
+
+static void expect_refusal(int rc, int want_rc, const char *want_text) {
+    if (rc != want_rc || !strstr(g_out, want_text))
+        fprintf(stderr, "exit %d (want %d), output:\n%s\nwanted: %s\n", rc, want_rc, g_out,
+                want_text);
+    assert_int_equal(rc, want_rc);
+    assert_non_null(strstr(g_out, want_text));
+}
+
+static void test_missing_folder(void **state) {
+    (void)state;
+    int rc = run("ks-quant %s %s/o.ksm --calibration %s/no_such_dir", float_model(), g_tmp, g_tmp);
+    expect_refusal(rc, 1, "does not exist");
+}
+
+static void test_folder_is_file(void **state) {
+    (void)state;
+    int rc = run("ks-quant %s %s/o.ksm --calibration %s", float_model(), g_tmp, float_model());
+    expect_refusal(rc, 1, "is not a folder");
+}
+
+static void test_empty_folder(void **state) {
+    (void)state;
+    char dir[512];
+    make_dir("empty", dir, sizeof(dir));
+    int rc = run("ks-quant %s %s/o.ksm --calibration %s", float_model(), g_tmp, dir);
+    expect_refusal(rc, 1, "zero-size calibration set");
+}
+
+static void test_no_images(void **state) {
+    (void)state;
+    char dir[512], p[600];
+    make_dir("junk", dir, sizeof(dir));
+    snprintf(p, sizeof(p), "%s/notes.txt", dir);
+    write_file(p, "not an image\n", 13);
+    snprintf(p, sizeof(p), "%s/broken.jpg", dir); /* JPEG magic, then nothing */
+    write_file(p, "\xff\xd8\xff\xe0\x00\x10JFIF", 10);
+    snprintf(p, sizeof(p), "%s/empty.png", dir);
+    write_file(p, "", 0);
+    int rc = run("ks-quant %s %s/o.ksm --calibration %s", float_model(), g_tmp, dir);
+    expect_refusal(rc, 1, "no decodable images");
+    assert_non_null(strstr(g_out, "warning: skipping"));
+    assert_non_null(strstr(g_out, "3 files skipped"));
+}
+
+static void test_bad_flags(void **state) {
+    (void)state;
+    const char *m = float_model();
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/models/images", KS_SOURCE_DIR);
+    expect_refusal(
+        run("ks-quant %s %s/o.ksm --calibration %s --calibration-method magic", m, g_tmp, dir), 2,
+        "not minmax, percentile, kl or mse");
+    expect_refusal(run("ks-quant %s %s/o.ksm --calibration %s --percentile 20", m, g_tmp, dir), 2,
+                   "--percentile must be in");
+    expect_refusal(run("ks-quant %s %s/o.ksm --calibration %s --min-cosine 2", m, g_tmp, dir), 2,
+                   "--min-cosine must be in");
+    expect_refusal(
+        run("ks-quant %s %s/o.ksm --calibration %s --preprocess size=big", m, g_tmp, dir), 2,
+        "bad value 'big' for 'size'");
+    expect_refusal(run("ks-quant %s %s/o.ksm --calibration %s --preprocess gamma=2", m, g_tmp, dir),
+                   2, "unknown key 'gamma'");
+    expect_refusal(
+        run("ks-quant %s %s/o.ksm --calibration %s --skip no_such_layer --quiet", m, g_tmp, dir), 2,
+        "no layer named 'no_such_layer'");
+    expect_refusal(run("ks-quant %s --calibration %s", m, dir), 2, "OUT.ksm are required");
+    expect_refusal(run("ks-quant %s %s/o.ksm", m, g_tmp), 2, "--calibration DIR is required");
+    expect_refusal(run("ks-quant %s %s/o.ksm --calibration %s --max-images 0", m, g_tmp, dir), 2,
+                   "bad count");
+}
+
+static void test_not_a_model(void **state) {
+    (void)state;
+    char p[512], dir[512];
+    snprintf(p, sizeof(p), "%s/garbage.ksm", g_tmp);
+    write_file(p, "KSM?garbage", 11);
+    snprintf(dir, sizeof(dir), "%s/models/images", KS_SOURCE_DIR);
+    expect_refusal(run("ks-quant %s %s/o.ksm --calibration %s", p, g_tmp, dir), 1,
+                   "not a valid .ksm");
+}
+
+/* End to end: a calibration folder with one photo and one non-image quantizes (with a warning),
+ * writes a loadable model with int8 tensors and a JSON report; the result is then refused as
+ * input because it is not a float model. */
+static void test_end_to_end(void **state) {
+    (void)state;
+    char dir[512], p[600], out[600], report[600];
+    make_dir("calib", dir, sizeof(dir));
+    snprintf(p, sizeof(p), "%s/skimage_astronaut.png", dir);
+    copy_file(KS_SOURCE_DIR "/models/images/skimage_astronaut.png", p);
+    snprintf(p, sizeof(p), "%s/opencv_messi5.jpg", dir);
+    copy_file(KS_SOURCE_DIR "/models/images/opencv_messi5.jpg", p);
+    snprintf(p, sizeof(p), "%s/readme.txt", dir);
+    write_file(p, "hello", 5);
+    snprintf(out, sizeof(out), "%s/selfie_int8.ksm", g_tmp);
+    snprintf(report, sizeof(report), "%s/report.json", g_tmp);
+    int rc = run("ks-quant %s %s --calibration %s --report %s --no-speed-check --min-cosine 0.98 "
+                 "--quiet",
+                 float_model(), out, dir, report);
+    if (rc) fprintf(stderr, "%s\n", g_out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(g_out, "warning: skipping"));
+    assert_non_null(strstr(g_out, "layers int8"));
+
+    ks_model *m = NULL;
+    assert_int_equal(ks_model_load_file(out, NULL, &m), KS_STATUS_OK);
+    assert_non_null(ks_model_metadata(m, "quantization"));
+    ks_tensor_info in, o;
+    assert_int_equal(ks_model_input_info(m, 0, &in), KS_STATUS_OK);
+    assert_int_equal(ks_model_output_info(m, 0, &o), KS_STATUS_OK);
+    assert_int_equal(in.dtype, KS_DTYPE_F32); /* the graph keeps fp32 at its borders */
+    assert_int_equal(o.dtype, KS_DTYPE_F32);
+    ks_session *s = NULL;
+    assert_int_equal(ks_session_create(m, NULL, &s), KS_STATUS_OK);
+    assert_int_equal(ks_session_reshape(s, NULL), KS_STATUS_OK);
+    assert_int_equal(ks_session_run(s), KS_STATUS_OK);
+    uint32_t num_i8 = 0;
+    for (uint32_t i = 0; i < ks_session_num_tensors(s); i++) {
+        ks_tensor t;
+        if (ks_session_tensor(s, i, &t) == KS_STATUS_OK && t.info.dtype == KS_DTYPE_I8) num_i8++;
+    }
+    assert_true(num_i8 > 10);
+    ks_session_destroy(s);
+    ks_model_destroy(m);
+
+    FILE *f = fopen(report, "rb");
+    assert_non_null(f);
+    static char js[1 << 20];
+    size_t n = fread(js, 1, sizeof(js) - 1, f);
+    js[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(js, "\"layers_worst_first\""));
+    const char *c = strstr(js, "\"outputs\":[{\"name\":");
+    assert_non_null(c);
+    c = strstr(c, "\"cosine\":");
+    assert_non_null(c);
+    double cos = atof(c + 9);
+    assert_true(cos >= 0.98); /* the fallback keeps the mask output at the bar */
+
+    /* --skip keeps a layer fp32 and the report says why; the default (speed-checked) mode
+     * writes a loadable model too. */
+    snprintf(report, sizeof(report), "%s/report.md", g_tmp);
+    rc = run("ks-quant %s %s/skip.ksm --calibration %s --report %s --skip conv2d --quiet",
+             float_model(), g_tmp, dir, report);
+    if (rc) fprintf(stderr, "%s\n", g_out);
+    assert_int_equal(rc, 0);
+    f = fopen(report, "rb");
+    assert_non_null(f);
+    n = fread(js, 1, sizeof(js) - 1, f);
+    js[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(js, "| conv2d | conv2d | fp32 (--skip) |"));
+    snprintf(p, sizeof(p), "%s/skip.ksm", g_tmp);
+    assert_int_equal(ks_model_load_file(p, NULL, &m), KS_STATUS_OK);
+    ks_model_destroy(m);
+
+    /* The int8 model is not a float model. */
+    expect_refusal(run("ks-quant %s %s/again.ksm --calibration %s", out, g_tmp, dir), 1,
+                   "already quantized");
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    char self[4096];
+    const char *env = getenv("KS_TOOLS_DIR");
+    if (env) {
+        snprintf(g_tools, sizeof(g_tools), "%s", env);
+    } else {
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n <= 0) {
+            snprintf(self, sizeof(self), "%s", argv[0]);
+            n = (ssize_t)strlen(self);
+        }
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) *slash = '\0';
+        snprintf(g_tools, sizeof(g_tools), "%s/../../engine/tools", self); /* tests/unit */
+    }
+    if (!tool_exists("ks-quant") || !tool_exists("ks-convert")) {
+        printf("SKIP: ks-quant or ks-convert not built in %s\n", g_tools);
+        return 77;
+    }
+    snprintf(g_tmp, sizeof(g_tmp), "/tmp/ks_test_quant_XXXXXX");
+    if (!mkdtemp(g_tmp)) return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_missing_folder), cmocka_unit_test(test_folder_is_file),
+        cmocka_unit_test(test_empty_folder),   cmocka_unit_test(test_no_images),
+        cmocka_unit_test(test_bad_flags),      cmocka_unit_test(test_not_a_model),
+        cmocka_unit_test(test_end_to_end),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_tmp);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_tmp);
+    return rc;
+}
