@@ -663,6 +663,7 @@ static ks_status prepare_weights(const ks__graph *g, const ks__ksm_write_opts *o
         p.encoding =
             o->weights == KS__KSM_WEIGHTS_INT8 ? KS__WENC_INT8_CHANNEL : KS__WENC_INT4_BLOCK;
         p.coder = o->entropy ? KS__WCODER_RANS : KS__WCODER_RAW;
+        p.entropy_coders = o->entropy_coders;
         p.scale_dtype =
             (p.encoding == KS__WENC_INT4_BLOCK && !o->f32_scales) ? KS_DTYPE_F16 : KS_DTYPE_F32;
         p.block_size = p.encoding == KS__WENC_INT4_BLOCK ? (o->block_size ? o->block_size : 32) : 0;
@@ -704,7 +705,7 @@ ks_status ks__ksm_write_ex(const ks__graph *g, const ks__ksm_write_opts *opts, u
                            size_t *size_out, char *err, size_t err_cap) {
     ks_status st = ks__graph_validate(g, err, err_cap);
     if (st) return st;
-    ks__ksm_write_opts o = {KS__KSM_WEIGHTS_FP32, false, 0, false};
+    ks__ksm_write_opts o = {KS__KSM_WEIGHTS_FP32, false, 0, false, 0};
     if (opts) o = *opts;
     if (o.block_size > KS__WENC_MAX_BLOCK) {
         ks__fmt(err, err_cap, "int4 block size %u is above %u", o.block_size, KS__WENC_MAX_BLOCK);

@@ -41,12 +41,14 @@
  *
  * Weight-only compression (format 1.1). A constant with tensor flag bit 1 (0x2, "encoded") keeps
  * dtype F32 and its dims in TENSORS, but its data_offset/data_size hold an encoded payload
- * (layout in wquant.h: per-channel int8 or per-block int4 codes, raw or rANS-coded) instead of
- * raw F32 values. 1.0 readers refuse the unknown flag, so such files fail cleanly there. Every
- * encoded tensor has exactly one entry in the ENCODED section:
+ * (layout in wquant.h: per-channel int8 or per-block int4 codes, raw, rANS- or wcode-coded)
+ * instead of raw F32 values. 1.0 readers refuse the unknown flag, so such files fail cleanly
+ * there. Every encoded tensor has exactly one entry in the ENCODED section:
  * ENCODED:  u32 count; count x {
  *             u32 tensor id; u8 encoding (1 INT8_CHANNEL, 2 INT4_BLOCK); u8 coder (0 raw,
- *             1 rANS); u8 scale dtype (ks_dtype: 1 F32, 2 F16); u8 reserved (0);
+ *             1 rANS, 2 wcode: context-adaptive arithmetic coding of scales and codes, see
+ *             wcode.h; readers from before coder 2 refuse it as bad encoding parameters);
+ *             u8 scale dtype (ks_dtype: 1 F32, 2 F16); u8 reserved (0);
  *             u32 block size (INT4_BLOCK, 1..65536; else 0); u32 reserved (0) }   (16 bytes each)
  * The reader decodes encoded tensors into F32 buffers owned by the graph (so the model owns
  * them and stays immutable); kernels never see the encoding. Output channels are dims[0].
@@ -93,9 +95,12 @@ typedef enum ks__ksm_weights {
 
 typedef struct ks__ksm_write_opts {
     ks__ksm_weights weights;
-    bool entropy;        /* rANS-code int8/int4 codes (per tensor, only where it pays off) */
+    bool entropy;        /* entropy-code int8/int4 codes (per tensor, only where it pays off) */
     uint32_t block_size; /* int4 block (0: 32) */
     bool f32_scales;     /* int4 scales as F32 (default F16) */
+    /* with entropy: coders tried per tensor, mask of 1 << KS__WCODER_* (wquant.h); 0 = rANS and
+     * wcode, the smaller payload wins */
+    uint8_t entropy_coders;
 } ks__ksm_write_opts;
 
 /* Parses a .ksm image into g (freshly ks__graph_init'ed). Constants point into `data`

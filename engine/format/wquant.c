@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "rans.h"
+#include "wcode.h"
 
 static void wr_f32(uint8_t *p, float f) {
     uint32_t u;
@@ -27,7 +28,8 @@ static float rd_f32(const uint8_t *p) {
 
 uint64_t ks__wenc_num_scales(const ks__wenc_params *p, uint64_t num_elems, uint64_t num_channels) {
     if (!num_channels || num_elems % num_channels) return 0;
-    if (p->coder != KS__WCODER_RAW && p->coder != KS__WCODER_RANS) return 0;
+    if (p->coder != KS__WCODER_RAW && p->coder != KS__WCODER_RANS && p->coder != KS__WCODER_WCODE)
+        return 0;
     if (p->encoding == KS__WENC_INT8_CHANNEL) {
         if (p->scale_dtype != KS_DTYPE_F32 || p->block_size != 0) return 0;
         return num_channels;
@@ -53,11 +55,58 @@ static size_t codes_bytes(uint8_t encoding, uint64_t num_elems) {
     return encoding == KS__WENC_INT8_CHANNEL ? (size_t)num_elems : (size_t)((num_elems + 1) / 2);
 }
 
+/* Codes scales + codes with wcode into a new buffer when the stream is smaller than
+ * size_limit (and at least min_size); *out stays NULL otherwise. int4 codes are unpacked
+ * first, since wcode codes one signed value per weight. */
+static ks_status encode_wcode(const ks_allocator *a, const uint8_t *scale_words, size_t scale_elem,
+                              uint64_t num_scales, const uint8_t *codes, uint64_t num_elems,
+                              uint64_t num_channels, bool int8, size_t size_limit, size_t min_size,
+                              uint8_t **out, size_t *size_io) {
+    ks_status st = KS_STATUS_OK;
+    uint64_t row = num_elems / num_channels;
+    int8_t *values = NULL;
+    uint8_t *scratch = NULL, *buf = NULL;
+    *out = NULL;
+    if (size_limit < 2) return KS_STATUS_OK;
+    values = ks__alloc(a, (size_t)num_elems + 1);
+    scratch = ks__alloc(a, ks__wcode_scratch_bytes(row));
+    buf = ks__alloc(a, size_limit);
+    if (!values || !scratch || !buf) {
+        st = KS_STATUS_OUT_OF_MEMORY;
+        goto error;
+    }
+    for (uint64_t i = 0; i < num_elems; i++) {
+        if (int8) {
+            values[i] = (int8_t)codes[i];
+        } else {
+            uint32_t nib = (codes[i / 2] >> ((i & 1) * 4)) & 0xfu;
+            values[i] = (int8_t)((int32_t)nib - (nib >= 8 ? 16 : 0));
+        }
+    }
+    size_t coded = 0;
+    /* capacity size_limit - 1: only a strictly smaller stream is worth it */
+    st = ks__wcode_encode(scale_words, num_scales, (uint32_t)scale_elem * 8, values, num_channels,
+                          row, int8 ? 127 : 7, scratch, buf, size_limit - 1, &coded);
+    if (st == KS_STATUS_LIMIT_EXCEEDED) {
+        st = KS_STATUS_OK;
+        goto error;
+    }
+    if (st || coded < min_size) goto error;
+    *out = buf;
+    *size_io = coded;
+    buf = NULL;
+error:
+    ks__free(a, buf);
+    ks__free(a, scratch);
+    ks__free(a, values);
+    return st;
+}
+
 ks_status ks__wenc_encode(const ks_allocator *a, const float *w, uint64_t num_elems,
                           uint64_t num_channels, ks__wenc_params *p, uint8_t **payload_out,
                           size_t *size_out, float *dequant_out) {
     ks_status st = KS_STATUS_OK;
-    uint8_t *codes = NULL, *payload = NULL;
+    uint8_t *codes = NULL, *payload = NULL, *wc_payload = NULL;
     float *scales = NULL;
     for (uint64_t i = 0; i < num_elems; i++)
         if (!isfinite(w[i])) return KS_STATUS_UNSUPPORTED;
@@ -127,7 +176,10 @@ ks_status ks__wenc_encode(const ks_allocator *a, const float *w, uint64_t num_el
         }
     size_t scale_elem = p->scale_dtype == KS_DTYPE_F16 ? 2 : 4;
     size_t scale_bytes = (size_t)num_scales * scale_elem;
-    size_t cap = scale_bytes + (p->coder == KS__WCODER_RANS ? ks__rans_bound(ncodes) : ncodes);
+    size_t raw_size = scale_bytes + ncodes;
+    /* Every candidate payload must fit in the raw size (else raw wins), so one buffer of that
+     * size (plus the rANS bound's slack) serves all coders. */
+    size_t cap = raw_size + (p->coder != KS__WCODER_RAW ? ks__rans_bound(ncodes) : 0);
     payload = ks__alloc(a, cap + 1);
     if (!payload) {
         st = KS_STATUS_OUT_OF_MEMORY;
@@ -142,28 +194,50 @@ ks_status ks__wenc_encode(const ks_allocator *a, const float *w, uint64_t num_el
             wr_f32(payload + k * 4, scales[k]);
         }
     }
-    size_t size = 0;
-    if (p->coder == KS__WCODER_RANS) {
-        size_t coded = 0;
-        st = ks__rans_encode_model(codes, ncodes,
-                                   int8 ? KS__RANS_TABLE_INT8 : KS__RANS_TABLE_INT4_PAIRS,
-                                   payload + scale_bytes, cap - scale_bytes, &coded);
-        if (st) goto error;
-        size = scale_bytes + coded;
-        /* Raw codes when coding does not pay off, or when the ratio would exceed what the
-         * reader accepts from a payload of this size. */
-        if (coded >= ncodes ||
-            num_elems * 4 > (uint64_t)KS__WENC_MAX_RATIO * size + KS__WENC_RATIO_SLACK)
-            p->coder = KS__WCODER_RAW;
+    size_t size = raw_size;
+    uint8_t chosen = KS__WCODER_RAW;
+    if (p->coder != KS__WCODER_RAW) {
+        uint8_t mask = p->entropy_coders
+                           ? p->entropy_coders
+                           : (uint8_t)(1u << KS__WCODER_RANS | 1u << KS__WCODER_WCODE);
+        /* a payload the reader would refuse for its decode ratio is no candidate */
+        size_t min_size = 0;
+        if (num_elems * 4 > KS__WENC_RATIO_SLACK)
+            min_size = (size_t)((num_elems * 4 - KS__WENC_RATIO_SLACK + KS__WENC_MAX_RATIO - 1) /
+                                KS__WENC_MAX_RATIO);
+        if (mask & (1u << KS__WCODER_RANS)) {
+            size_t coded = 0;
+            st = ks__rans_encode_model(codes, ncodes,
+                                       int8 ? KS__RANS_TABLE_INT8 : KS__RANS_TABLE_INT4_PAIRS,
+                                       payload + scale_bytes, cap - scale_bytes, &coded);
+            if (st) goto error;
+            if (scale_bytes + coded < size && scale_bytes + coded >= min_size) {
+                size = scale_bytes + coded;
+                chosen = KS__WCODER_RANS;
+            }
+        }
+        if (mask & (1u << KS__WCODER_WCODE)) {
+            st = encode_wcode(a, payload, scale_elem, num_scales, codes, num_elems, num_channels,
+                              int8, size, min_size, &wc_payload, &size);
+            if (st) goto error;
+            if (wc_payload) chosen = KS__WCODER_WCODE;
+        }
     }
-    if (p->coder == KS__WCODER_RAW) {
+    p->coder = chosen;
+    if (chosen == KS__WCODER_WCODE) {
+        ks__free(a, payload);
+        payload = wc_payload;
+        wc_payload = NULL;
+    } else if (chosen == KS__WCODER_RANS) {
+        /* the rANS stream already sits right after the scales */
+    } else {
         memcpy(payload + scale_bytes, codes, ncodes);
-        size = scale_bytes + ncodes;
     }
     *payload_out = payload;
     *size_out = size;
     payload = NULL;
 error:
+    ks__free(a, wc_payload);
     ks__free(a, payload);
     ks__free(a, codes);
     ks__free(a, scales);
@@ -190,32 +264,58 @@ ks_status ks__wenc_decode(const ks_allocator *a, const uint8_t *payload, size_t 
         return st;
     }
     size_t scale_elem = p->scale_dtype == KS_DTYPE_F16 ? 2 : 4;
-    if (num_scales > size / scale_elem) {
+    /* WCODE codes the scales too, each with at least 10 raw bits, so a valid stream has more
+     * bytes than scales: that bounds the scratch even for empty tensors with many channels */
+    if (p->coder == KS__WCODER_WCODE ? num_scales > size : num_scales > size / scale_elem) {
         ks__fmt(err, err_cap, "%llu scales do not fit the %zu-byte payload",
                 (unsigned long long)num_scales, size);
         return st;
     }
     size_t scale_bytes = (size_t)num_scales * scale_elem;
     size_t ncodes = codes_bytes(p->encoding, num_elems);
-    const uint8_t *codes = payload + scale_bytes;
-    size_t rest = size - scale_bytes;
+    const uint8_t *scales = payload, *codes = NULL;
+    bool unpacked = false; /* one int8 per value (WCODE) instead of the raw layout */
+    size_t rest = p->coder == KS__WCODER_WCODE ? 0 : size - scale_bytes;
     if (p->coder == KS__WCODER_RAW) {
         if (rest != ncodes) {
             ks__fmt(err, err_cap, "raw codes are %zu bytes, expected %zu", rest, ncodes);
             return st;
         }
-    } else {
+        codes = payload + scale_bytes;
+    } else if (p->coder == KS__WCODER_RANS) {
         scratch = ks__alloc(a, ncodes + 1);
         if (!scratch) {
             ks__fmt(err, err_cap, "out of memory decoding %zu weight codes", ncodes);
             return KS_STATUS_OUT_OF_MEMORY;
         }
-        if (ks__rans_decode(codes, rest, scratch, ncodes) != KS_STATUS_OK) {
+        if (ks__rans_decode(payload + scale_bytes, rest, scratch, ncodes) != KS_STATUS_OK) {
             ks__fmt(err, err_cap, "corrupt entropy-coded stream (%zu bytes for %zu codes)", rest,
                     ncodes);
             goto error;
         }
         codes = scratch;
+    } else {
+        /* scales, then one code per value, then the coder's column state; all bounded by
+         * num_elems, which the ratio check above ties to the payload size */
+        uint64_t row = num_elems / num_channels;
+        size_t wc_bytes = scale_bytes + (size_t)num_elems + ks__wcode_scratch_bytes(row);
+        scratch = ks__alloc(a, wc_bytes);
+        if (!scratch) {
+            ks__fmt(err, err_cap, "out of memory decoding %llu weight codes",
+                    (unsigned long long)num_elems);
+            return KS_STATUS_OUT_OF_MEMORY;
+        }
+        int8_t *values = (int8_t *)(scratch + scale_bytes);
+        if (ks__wcode_decode(payload, size, num_scales, (uint32_t)scale_elem * 8, scratch,
+                             num_channels, row, p->encoding == KS__WENC_INT8_CHANNEL ? 127 : 7,
+                             scratch + scale_bytes + num_elems, values) != KS_STATUS_OK) {
+            ks__fmt(err, err_cap, "corrupt wcode stream (%zu bytes for %llu codes)", size,
+                    (unsigned long long)num_elems);
+            goto error;
+        }
+        scales = scratch;
+        codes = (const uint8_t *)values;
+        unpacked = true;
     }
     uint64_t row = num_elems / num_channels;
     bool int8 = p->encoding == KS__WENC_INT8_CHANNEL;
@@ -225,13 +325,13 @@ ks_status ks__wenc_decode(const ks_allocator *a, const uint8_t *payload, size_t 
         for (uint64_t b = 0; b < blocks_per_row; b++) {
             uint64_t k = c * blocks_per_row + b;
             float s = scale_elem == 2
-                          ? ks__f16_to_f32((uint16_t)(payload[k * 2] | payload[k * 2 + 1] << 8))
-                          : rd_f32(payload + k * 4);
+                          ? ks__f16_to_f32((uint16_t)(scales[k * 2] | scales[k * 2 + 1] << 8))
+                          : rd_f32(scales + k * 4);
             uint64_t lo = b * block, hi = lo + block < row ? lo + block : row;
             for (uint64_t j = lo; j < hi; j++) {
                 uint64_t i = c * row + j;
                 int32_t q;
-                if (int8)
+                if (int8 || unpacked)
                     q = (int8_t)codes[i];
                 else {
                     uint32_t nib = (codes[i / 2] >> ((i & 1) * 4)) & 0xfu;

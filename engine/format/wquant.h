@@ -16,6 +16,12 @@
  *                 first for even i; value[i] = (float)code[i] * scale[c * blocks_per_row + b]
  *   codes are stored raw (coder RAW: num_elems bytes for int8, ceil(num_elems / 2) for int4)
  *   or as one rANS stream of those bytes (coder RANS, see rans.h) filling the payload's rest.
+ * Coder WCODE (context-adaptive binary arithmetic coding, see wcode.h): the whole payload is one
+ *   wcode stream holding the scales (32-bit words for F32, 16-bit for F16, in the order above)
+ *   and then the signed codes of the num_channels rows of row values (qmax 127 for
+ *   INT8_CHANNEL, 7 for INT4_BLOCK); it decodes to exactly the scales and codes above. Since
+ *   every scale costs at least 10 raw bits, readers refuse a WCODE payload of fewer bytes than
+ *   scales (before allocating anything).
  */
 #ifndef KESTREL_WQUANT_H
 #define KESTREL_WQUANT_H
@@ -29,6 +35,7 @@ enum {
 enum {
     KS__WCODER_RAW = 0,
     KS__WCODER_RANS = 1,
+    KS__WCODER_WCODE = 2,
 };
 
 #define KS__WENC_MAX_BLOCK 65536u
@@ -42,13 +49,17 @@ typedef struct ks__wenc_params {
     uint8_t coder;       /* KS__WCODER_* */
     uint8_t scale_dtype; /* KS_DTYPE_F32, or KS_DTYPE_F16 (INT4_BLOCK only) */
     uint32_t block_size; /* INT4_BLOCK: 1..KS__WENC_MAX_BLOCK; INT8_CHANNEL: 0 */
+    /* encode only: entropy coders tried when coder != RAW, as a mask of 1 << KS__WCODER_*;
+     * 0 tries RANS and WCODE. The smallest payload wins (RAW when no coder pays off). */
+    uint8_t entropy_coders;
 } ks__wenc_params;
 
 /* Checks params and geometry; returns the number of scales or 0 when invalid. */
 uint64_t ks__wenc_num_scales(const ks__wenc_params *p, uint64_t num_elems, uint64_t num_channels);
 
-/* Quantizes w[num_elems] into a payload allocated from a (free with ks__free). p->coder RANS
- * falls back to RAW when coding does not pay off; p->scale_dtype F16 falls back to F32 when a
+/* Quantizes w[num_elems] into a payload allocated from a (free with ks__free). p->coder RANS or
+ * WCODE means "entropy-code": p->coder becomes the coder of the smallest payload among
+ * p->entropy_coders and RAW; p->scale_dtype F16 falls back to F32 when a
  * scale overflows f16, so p is updated. When dequant_out is non-NULL it receives the values the
  * payload decodes to. Returns KS_STATUS_UNSUPPORTED for non-finite weights (keep them raw). */
 ks_status ks__wenc_encode(const ks_allocator *a, const float *w, uint64_t num_elems,

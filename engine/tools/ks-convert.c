@@ -9,22 +9,27 @@
 #include "convert.h"
 #include "fileio.h"
 #include "ksm.h"
+#include "wquant.h"
 
 static void usage(void) {
     fprintf(stderr,
             "usage: ks-convert IN.{tflite,onnx} OUT.ksm [--no-optimize] [--quiet]\n"
-            "                  [--weights fp32|fp16|int8|int4] [--entropy] [--block N]\n"
+            "                  [--weights fp32|fp16|int8|int4] [--entropy]\n"
+            "                  [--coder best|rans|wcode] [--block N]\n"
             "  Converts a TFLite or ONNX model into Kestrel's .ksm format.\n"
             "  --weights  storage of conv/FC weights: fp16, int8 (per output channel) or int4\n"
             "             (per block of N input values, default 32); int8/int4 are decoded to\n"
             "             fp32 at load\n"
-            "  --entropy  rANS-code the int8/int4 weight codes (lossless)\n");
+            "  --entropy  entropy-code the int8/int4 weight codes (lossless)\n"
+            "  --coder    with --entropy: best (default: per tensor the smallest of raw, rANS\n"
+            "             and wcode), rans (static order-0 rANS) or wcode (context-adaptive\n"
+            "             arithmetic coding, also codes the scales)\n");
 }
 
 int main(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
-    int optimize = 1, quiet = 0;
-    ks__ksm_write_opts wopts = {KS__KSM_WEIGHTS_FP32, false, 0, false};
+    int optimize = 1, quiet = 0, coder_set = 0;
+    ks__ksm_write_opts wopts = {KS__KSM_WEIGHTS_FP32, false, 0, false, 0};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--weights") == 0 && i + 1 < argc) {
             const char *v = argv[++i];
@@ -42,7 +47,20 @@ int main(int argc, char **argv) {
             }
         } else if (strcmp(argv[i], "--entropy") == 0)
             wopts.entropy = true;
-        else if (strcmp(argv[i], "--block") == 0 && i + 1 < argc) {
+        else if (strcmp(argv[i], "--coder") == 0 && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "best") == 0)
+                wopts.entropy_coders = 0;
+            else if (strcmp(v, "rans") == 0)
+                wopts.entropy_coders = 1u << KS__WCODER_RANS;
+            else if (strcmp(v, "wcode") == 0)
+                wopts.entropy_coders = 1u << KS__WCODER_WCODE;
+            else {
+                fprintf(stderr, "ks-convert: --coder %s: expected best, rans or wcode\n", v);
+                return 2;
+            }
+            coder_set = 1;
+        } else if (strcmp(argv[i], "--block") == 0 && i + 1 < argc) {
             char *end = NULL;
             long v = strtol(argv[++i], &end, 10);
             if (!end || *end || v < 1 || v > 65536) {
@@ -77,6 +95,10 @@ int main(int argc, char **argv) {
     if (wopts.entropy && wopts.weights != KS__KSM_WEIGHTS_INT8 &&
         wopts.weights != KS__KSM_WEIGHTS_INT4) {
         fprintf(stderr, "ks-convert: --entropy needs --weights int8 or int4\n");
+        return 2;
+    }
+    if (coder_set && !wopts.entropy) {
+        fprintf(stderr, "ks-convert: --coder needs --entropy\n");
         return 2;
     }
     char err[1024] = "";
