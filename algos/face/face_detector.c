@@ -75,14 +75,16 @@ ks_status ks_face_detector_create(const ks_face_detector_desc *desc, ks_face_det
     d.task.allocator = det->alloc_ptr;
     det->desc = d;
     char min_score[32], max_results[32], err[768];
-    snprintf(min_score, sizeof(min_score), "%.9g",
-             d.task.min_score > 0.0f ? (double)d.task.min_score : 0.5);
+    snprintf(min_score, sizeof(min_score), "%.9g", (double)d.task.min_score);
     snprintf(max_results, sizeof(max_results), "%d", (int)d.task.max_results);
-    const ks_side_param params[] = {{"min_score", min_score}, {"max_results", max_results}};
+    /* min_score 0 keeps the bundle graph's own threshold: the model's (ks__face_default_min_score;
+     * a bundle given by path may hold either model). */
+    const ks_side_param params[] = {{"max_results", max_results}, {"min_score", min_score}};
     ks_status st = ks__task_open(&d.task,
                                  d.model == KS_FACE_DETECTOR_FULL_RANGE ? "face_detector_full.ksb"
                                                                         : "face_detector_short.ksb",
-                                 NULL, params, 2, &det->bundle, &det->pipeline, err, sizeof(err));
+                                 NULL, params, d.task.min_score > 0.0f ? 2 : 1, &det->bundle,
+                                 &det->pipeline, err, sizeof(err));
     if (st) {
         ks__object_error(NULL, "ks_face_detector_create: %s", err);
         goto error;

@@ -1,7 +1,16 @@
-/* ks_face_landmarker: detector -> rotated ROI -> face mesh (468, or 478 with irises) -> head
- * pose and expressions, through the face_landmarker*.ksb pipeline. In VIDEO mode the graph's
- * `previous` loop carries the ROI from this frame's landmarks into the next, so the detector
- * only runs when the landmark model loses the face; landmarks are One Euro smoothed. */
+/* ks_face_landmarker: detector -> rotated ROIs -> face mesh (468, or 478 with irises) -> head
+ * pose and expressions, for up to task.max_results faces, through the face_landmarker*.ksb
+ * graph. The graph has three paths, each run by its own ks_pipeline_process call (internal,
+ * increasing timestamps; the graph keeps no state between frames):
+ *   - detect_image -> BlazeFace -> weighted NMS -> face ROIs (det_rois);
+ *   - image + rois -> foreach face: 192x192 crop -> mesh model -> landmarks in the image, score;
+ *   - image + faces (the final landmarks) -> foreach face: geometry (pose, Euler angles,
+ *     projection) and expressions.
+ * The tracking between them is the shared loop of the landmark tasks (task_common.h): in VIDEO
+ * mode each face's ROI for the next frame comes from its landmarks, the detector runs only while
+ * fewer faces than asked for are tracked (and then only every KS__TRACK_REDETECT_FRAMES frames
+ * unless nothing is tracked), ROIs that converge on one face are merged, and every face has its
+ * own id and One Euro filters. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -10,12 +19,33 @@
 #include "common.h" /* engine: ks__object, ks__calloc */
 #include "face_internal.h"
 #include "kestrel/face.h"
+#include "landmarks.h"
 #include "task_common.h"
+#include "tracking.h"
 
-enum { OUT_LANDMARKS, OUT_SCORE, OUT_POSE, OUT_EULER, OUT_PROJECTION, OUT_EXPRESSIONS, OUT_COUNT };
-static const char *const output_names[OUT_COUNT] = {"landmarks", "score",      "pose",
-                                                    "euler",     "projection", "expressions"};
+/* Graph inputs, in order (algos/face/face_landmarker*.json). */
+enum { IN_DETECT_IMAGE, IN_IMAGE, IN_ROIS, IN_FACES, NUM_INPUTS };
+enum {
+    OUT_DET_ROIS,
+    OUT_LANDMARKS,
+    OUT_SCORES,
+    OUT_POSE,
+    OUT_EULER,
+    OUT_PROJECTION,
+    OUT_EXPRESSIONS,
+    OUT_COUNT
+};
+static const char *const output_names[OUT_COUNT] = {
+    "det_rois", "lm_landmarks", "lm_scores", "pose", "euler", "projection", "expressions"};
 #define LM_MAX_OUTPUTS 16
+#define FACE_SAME_IOU 0.5f /* ROIs overlapping more than this are one face */
+
+/* One face of the frame being processed. */
+typedef struct face_work {
+    float score;
+    uint32_t num_landmarks;
+    ks__landmark lm[KS_FACE_MESH_NUM_LANDMARKS_WITH_IRIS]; /* image-normalized, smoothed */
+} face_work;
 
 struct ks_face_landmarker {
     ks__object obj; /* first: ks_last_error(lm) */
@@ -25,8 +55,15 @@ struct ks_face_landmarker {
     ks_bundle *bundle;
     ks_pipeline *pipeline;
     int32_t out_index[OUT_COUNT];
-    int32_t next_id;    /* VIDEO: id given to the next newly acquired face */
-    int32_t current_id; /* id of the face tracked in the previous frame, or -1 */
+    uint32_t num_outputs;
+    int32_t max_faces;
+    float tracking_score;
+    int64_t pipeline_ts;
+    ks__track_loop loop;
+    ks__landmark_smoother *smoothers[KS__TRACK_MAX_OBJECTS]; /* per loop slot; VIDEO only */
+    /* the frame being processed (ks_face_landmarker_detect) */
+    ks_packet *outs[LM_MAX_OUTPUTS];
+    face_work work[KS__TRACK_MAX_OBJECTS];
 };
 
 typedef struct meshes_block {
@@ -39,6 +76,8 @@ void ks_face_landmarker_destroy(ks_face_landmarker *lm) {
     if (!lm) return;
     ks_pipeline_destroy(lm->pipeline);
     ks_bundle_destroy(lm->bundle);
+    for (int i = 0; i < KS__TRACK_MAX_OBJECTS; i++)
+        ks__landmark_smoother_destroy(lm->smoothers[i]);
     ks__free(lm->alloc_ptr, lm);
 }
 
@@ -60,12 +99,10 @@ ks_status ks_face_landmarker_create(const ks_face_landmarker_desc *desc, ks_face
                          (double)d.min_tracking_score, (double)d.task.smoothing);
         return KS_STATUS_INVALID_ARGUMENT;
     }
-    if (d.task.max_results < 0 || d.task.max_results > 1) {
-        ks__object_error(NULL,
-                         "ks_face_landmarker_create: max_results %d: this version tracks one face "
-                         "(use 0 or 1; ks_face_detector finds several)",
-                         (int)d.task.max_results);
-        return KS_STATUS_UNSUPPORTED;
+    if (d.task.max_results < 0 || d.task.max_results > KS_FACE_MAX_FACES) {
+        ks__object_error(NULL, "ks_face_landmarker_create: max_results %d is outside [0, %d]",
+                         (int)d.task.max_results, KS_FACE_MAX_FACES);
+        return KS_STATUS_INVALID_ARGUMENT;
     }
     const ks_allocator *a = d.task.allocator;
     ks_face_landmarker *lm = ks__calloc(a, 1, sizeof(*lm));
@@ -80,22 +117,20 @@ ks_status ks_face_landmarker_create(const ks_face_landmarker_desc *desc, ks_face
     }
     d.task.allocator = lm->alloc_ptr;
     lm->desc = d;
-    lm->next_id = 1;
-    lm->current_id = -1;
+    bool video = d.task.mode == KS_MODE_VIDEO;
+    lm->max_faces = d.task.max_results > 0 ? d.task.max_results : 1;
+    lm->tracking_score = d.min_tracking_score > 0.0f ? d.min_tracking_score : 0.5f;
+    ks__track_loop_init(&lm->loop, lm->max_faces, video, FACE_SAME_IOU);
     bool full = d.detector == KS_FACE_DETECTOR_FULL_RANGE;
-    bool smooth = d.task.mode == KS_MODE_VIDEO && d.task.smoothing >= 0.0f;
-    char min_score[32], tracking[32], cutoff[32], err[768];
+    char min_score[32], max_faces[32], err[768];
     snprintf(min_score, sizeof(min_score), "%.9g",
-             d.task.min_score > 0.0f ? (double)d.task.min_score : 0.5);
-    snprintf(tracking, sizeof(tracking), "%.9g",
-             d.min_tracking_score > 0.0f ? (double)d.min_tracking_score : 0.5);
-    snprintf(cutoff, sizeof(cutoff), "%.9g",
-             d.task.smoothing > 0.0f ? (double)d.task.smoothing : 0.05);
+             d.task.min_score > 0.0f ? (double)d.task.min_score
+                                     : (double)ks__face_default_min_score(d.detector));
+    /* VIDEO: the tracked faces are among the detections, so ask for room for the new ones. */
+    snprintf(max_faces, sizeof(max_faces), "%d", (int)(video ? 2 * lm->max_faces : lm->max_faces));
     const ks_side_param params[] = {
         {"min_score", min_score},
-        {"tracking_score", tracking},
-        {"smoothing", smooth ? "true" : "false"},
-        {"min_cutoff", cutoff},
+        {"max_faces", max_faces},
         {"det_size", full ? "192" : "128"},
         {"det_preset", full ? "\"face_full_range\"" : "\"face_short_range\""},
         {"det_model", full ? "\"face_detector_full\"" : "\"face_detector_short\""},
@@ -109,15 +144,34 @@ ks_status ks_face_landmarker_create(const ks_face_landmarker_desc *desc, ks_face
     }
     for (int i = 0; i < OUT_COUNT; i++)
         lm->out_index[i] = ks_pipeline_output_index(lm->pipeline, output_names[i]);
-    if (lm->out_index[OUT_LANDMARKS] < 0 || ks_pipeline_num_inputs(lm->pipeline) != 1 ||
-        ks_pipeline_num_outputs(lm->pipeline) > LM_MAX_OUTPUTS) {
+    lm->num_outputs = ks_pipeline_num_outputs(lm->pipeline);
+    if (lm->out_index[OUT_DET_ROIS] < 0 || lm->out_index[OUT_LANDMARKS] < 0 ||
+        lm->out_index[OUT_SCORES] < 0 || ks_pipeline_num_inputs(lm->pipeline) != NUM_INPUTS ||
+        lm->num_outputs > LM_MAX_OUTPUTS) {
         ks__object_error(NULL,
-                         "ks_face_landmarker_create: the bundle's graph must have one image "
-                         "input, a 'landmarks' output and at most %d outputs (is it a face "
+                         "ks_face_landmarker_create: the bundle's graph must have %d inputs "
+                         "(detect_image, image, rois, faces), the outputs det_rois, "
+                         "lm_landmarks and lm_scores, and at most %d outputs (is it a face "
                          "landmarker bundle?)",
-                         LM_MAX_OUTPUTS);
+                         NUM_INPUTS, LM_MAX_OUTPUTS);
         st = KS_STATUS_INVALID_MODEL;
         goto error;
+    }
+    if (video && d.task.smoothing >= 0.0f) {
+        /* MediaPipe's face mesh smoothing: One Euro, min_cutoff 0.05, beta 80. */
+        ks__one_euro_params p = {.frequency_hz = 30.0f,
+                                 .min_cutoff = d.task.smoothing > 0.0f ? d.task.smoothing : 0.05f,
+                                 .beta = 80.0f,
+                                 .d_cutoff = 1.0f};
+        size_t nl =
+            d.refine_landmarks ? KS_FACE_MESH_NUM_LANDMARKS_WITH_IRIS : KS_FACE_MESH_NUM_LANDMARKS;
+        for (int32_t i = 0; i < lm->max_faces; i++) {
+            st = ks__landmark_smoother_create(lm->alloc_ptr, nl, &p, &lm->smoothers[i]);
+            if (st) {
+                ks__object_error(NULL, "ks_face_landmarker_create: out of memory");
+                goto error;
+            }
+        }
     }
     *out = lm;
     return KS_STATUS_OK;
@@ -126,11 +180,208 @@ error:
     return st;
 }
 
+static const ks_packet *output(const ks_face_landmarker *lm, int which) {
+    int32_t i = lm->out_index[which];
+    return i >= 0 ? lm->outs[i] : NULL;
+}
+
+static void release_outputs(ks_face_landmarker *lm) {
+    for (uint32_t i = 0; i < lm->num_outputs && i < LM_MAX_OUTPUTS; i++) {
+        ks_packet_release(lm->outs[i]);
+        lm->outs[i] = NULL;
+    }
+}
+
+static ks_status run_graph(ks_face_landmarker *lm, const ks_packet *const ins[NUM_INPUTS],
+                           const char *what, char *err, size_t err_size) {
+    release_outputs(lm);
+    ks_status st = ks_pipeline_process(lm->pipeline, ins, ++lm->pipeline_ts, lm->outs);
+    if (st) snprintf(err, err_size, "%s: %s", what, ks_last_error(lm->pipeline));
+    return st;
+}
+
+/* ---- tracking steps (ks__track_ops) ------------------------------------------------------ */
+
+static ks_status step_detect(void *task, ks_packet *image, int32_t iw, int32_t ih, ks__rect *rois,
+                             size_t cap, size_t *num_out, char *err, size_t err_size) {
+    ks_face_landmarker *lm = task;
+    (void)iw, (void)ih;
+    *num_out = 0;
+    const ks_packet *ins[NUM_INPUTS] = {image, NULL, NULL, NULL};
+    ks_status st = run_graph(lm, ins, "face detector", err, err_size);
+    if (st) return st;
+    const ks_packet_rects *r = ks_packet_rects_view(output(lm, OUT_DET_ROIS));
+    for (uint32_t i = 0; r && i < r->num_rects && *num_out < cap; i++) {
+        const ks_rect *q = &r->rects[i];
+        rois[(*num_out)++] =
+            (ks__rect){q->x_center, q->y_center, q->width, q->height, q->rotation_rad};
+    }
+    release_outputs(lm);
+    return KS_STATUS_OK;
+}
+
+static ks_status step_landmarks(void *task, ks_packet *image, int32_t iw, int32_t ih,
+                                const ks__track_item *items, size_t num_items, char *err,
+                                size_t err_size) {
+    ks_face_landmarker *lm = task;
+    (void)iw, (void)ih;
+    ks_rect rects[KS__TRACK_MAX_OBJECTS];
+    if (num_items > KS__TRACK_MAX_OBJECTS) num_items = KS__TRACK_MAX_OBJECTS;
+    for (size_t i = 0; i < num_items; i++) {
+        const ks__rect *r = &items[i].roi;
+        rects[i] = (ks_rect){r->x_center, r->y_center, r->width, r->height, r->rotation_rad};
+    }
+    ks_packet *rois = NULL;
+    ks_status st = ks_packet_create_rects(lm->alloc_ptr,
+                                          &(ks_packet_rects){(uint32_t)num_items, rects}, &rois);
+    if (st) {
+        snprintf(err, err_size, "face landmarks: out of memory");
+        return st;
+    }
+    const ks_packet *ins[NUM_INPUTS] = {NULL, image, rois, NULL};
+    st = run_graph(lm, ins, "face landmarks", err, err_size);
+    ks_packet_release(rois);
+    return st;
+}
+
+static void step_new_track(void *task, int32_t slot) {
+    ks_face_landmarker *lm = task;
+    ks__landmark_smoother_reset(lm->smoothers[slot]);
+}
+
+/* Smooths in pixels, so x and y share a unit, with the landmarks' mean box side as the scale
+ * (the landmark_smoother node's convention). */
+static void smooth(ks__landmark_smoother *sm, ks__landmark *p, size_t n, int32_t iw, int32_t ih,
+                   int64_t timestamp_us) {
+    float x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        p[i].x *= (float)iw, p[i].y *= (float)ih, p[i].z *= (float)iw;
+        x0 = fminf(x0, p[i].x), x1 = fmaxf(x1, p[i].x);
+        y0 = fminf(y0, p[i].y), y1 = fmaxf(y1, p[i].y);
+    }
+    float scale = 0.5f * ((x1 - x0) + (y1 - y0));
+    if (!(scale > 1e-6f)) scale = 1e-6f;
+    ks__landmark_smoother_apply(sm, p, n, scale, timestamp_us);
+    for (size_t i = 0; i < n; i++)
+        p[i].x /= (float)iw, p[i].y /= (float)ih, p[i].z /= (float)iw;
+}
+
+static ks_status step_finish(void *task, size_t index, const ks__track_item *item, int32_t iw,
+                             int32_t ih, int64_t timestamp_us, ks__rect *next, bool *found,
+                             char *err, size_t err_size) {
+    ks_face_landmarker *lm = task;
+    face_work *w = &lm->work[index];
+    *found = false;
+    const ks_packet_landmarks *pl =
+        ks_packet_landmarks_view(ks_packet_list_item(output(lm, OUT_LANDMARKS), (uint32_t)index));
+    const ks_packet *sp = ks_packet_list_item(output(lm, OUT_SCORES), (uint32_t)index);
+    if (!pl || !sp || pl->num_landmarks < KS_FACE_MESH_NUM_LANDMARKS ||
+        pl->num_landmarks > KS_FACE_MESH_NUM_LANDMARKS_WITH_IRIS) {
+        snprintf(err, err_size,
+                 "face landmarks: face %zu has %u landmarks%s (expected 468 or 478 and a score)",
+                 index, pl ? (unsigned)pl->num_landmarks : 0u, sp ? "" : " and no score");
+        return KS_STATUS_INVALID_MODEL;
+    }
+    w->score = (float)ks_packet_float(sp);
+    if (!(w->score >= lm->tracking_score)) return KS_STATUS_OK; /* lost */
+    w->num_landmarks = pl->num_landmarks;
+    for (uint32_t i = 0; i < pl->num_landmarks; i++) {
+        const ks_landmark *q = &pl->landmarks[i];
+        w->lm[i] = (ks__landmark){q->x, q->y, q->z, q->visibility, q->presence};
+    }
+    /* The next ROI follows the raw mesh: smoothing lag must not pull the crop off the face. */
+    ks__roi_options ro;
+    ks__roi_preset_get(KS__ROI_PRESET_FACE_FROM_LANDMARKS, &ro);
+    char msg[128];
+    if (ks__roi_from_landmarks(&ro, w->lm, w->num_landmarks, iw, ih, next, msg, sizeof(msg)) !=
+        KS_STATUS_OK)
+        return KS_STATUS_OK;
+    *found = true;
+    if (item->slot >= 0 && lm->smoothers[item->slot])
+        smooth(lm->smoothers[item->slot], w->lm, w->num_landmarks, iw, ih, timestamp_us);
+    return KS_STATUS_OK;
+}
+
+static const ks__track_ops k_face_ops = {step_detect, step_landmarks, step_finish, step_new_track};
+
+/* Geometry path over the kept faces' final landmarks (lm->outs gets its lists). */
+static ks_status run_geometry(ks_face_landmarker *lm, ks_packet *image, const ks__track_item *items,
+                              size_t n, char *err, size_t err_size) {
+    ks_packet *faces[KS__TRACK_MAX_OBJECTS] = {NULL};
+    uint32_t num_faces = 0;
+    ks_packet *list = NULL;
+    ks_status st = KS_STATUS_OK;
+    for (size_t i = 0; i < n; i++) {
+        if (!items[i].keep) continue;
+        const face_work *w = &lm->work[i];
+        /* ks__landmark and ks_landmark have the same fields in the same order. */
+        ks_landmark pts[KS_FACE_MESH_NUM_LANDMARKS_WITH_IRIS];
+        for (uint32_t k = 0; k < w->num_landmarks; k++)
+            pts[k] = (ks_landmark){w->lm[k].x, w->lm[k].y, w->lm[k].z, w->lm[k].visibility,
+                                   w->lm[k].presence};
+        st = ks_packet_create_landmarks(
+            lm->alloc_ptr, &(ks_packet_landmarks){w->num_landmarks, pts}, &faces[num_faces]);
+        if (st) goto oom;
+        num_faces++;
+    }
+    release_outputs(lm);
+    if (num_faces == 0) return KS_STATUS_OK;
+    st = ks_packet_create_list(lm->alloc_ptr, faces, num_faces, &list);
+    if (st) goto oom;
+    const ks_packet *ins[NUM_INPUTS] = {NULL, image, NULL, list};
+    st = run_graph(lm, ins, "face geometry", err, err_size);
+    goto done;
+oom:
+    snprintf(err, err_size, "face geometry: out of memory");
+done:
+    ks_packet_release(list);
+    for (uint32_t i = 0; i < num_faces; i++)
+        ks_packet_release(faces[i]);
+    return st;
+}
+
 static const float *tensor_floats(const ks_packet *p, size_t min_count) {
-    const ks_tensor *t = ks_packet_tensor(p);
+    const ks_tensor *t = p ? ks_packet_tensor(p) : NULL;
     if (!t || t->info.dtype != KS_DTYPE_F32 || t->size_bytes < min_count * sizeof(float))
         return NULL;
     return t->data;
+}
+
+static void fill_mesh(const ks_face_landmarker *lm, const face_work *w, uint32_t geometry_index,
+                      int32_t iw, int32_t ih, ks_face_mesh *f) {
+    float x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
+    for (uint32_t i = 0; i < w->num_landmarks; i++) {
+        ks_point3f p = {w->lm[i].x * (float)iw, w->lm[i].y * (float)ih, w->lm[i].z * (float)iw};
+        f->landmarks[i] = p;
+        x0 = fminf(x0, p.x), x1 = fmaxf(x1, p.x);
+        y0 = fminf(y0, p.y), y1 = fmaxf(y1, p.y);
+    }
+    f->num_landmarks = w->num_landmarks;
+    f->box = (ks_box){x0, y0, x1 - x0, y1 - y0};
+    f->score = w->score;
+    const ks_packet *pose = ks_packet_list_item(output(lm, OUT_POSE), geometry_index);
+    const ks_packet *proj = ks_packet_list_item(output(lm, OUT_PROJECTION), geometry_index);
+    const float *pm = pose ? ks_packet_matrix(pose) : NULL;
+    const float *jm = proj ? ks_packet_matrix(proj) : NULL;
+    const float *euler =
+        tensor_floats(ks_packet_list_item(output(lm, OUT_EULER), geometry_index), 3);
+    const float *ex =
+        tensor_floats(ks_packet_list_item(output(lm, OUT_EXPRESSIONS), geometry_index), 6);
+    if (pm) memcpy(f->pose_matrix, pm, sizeof(f->pose_matrix));
+    if (jm) memcpy(f->projection_matrix, jm, sizeof(f->projection_matrix));
+    if (euler) {
+        f->pitch_deg = euler[0];
+        f->yaw_deg = euler[1];
+        f->roll_deg = euler[2];
+    }
+    if (ex) {
+        /* node order: mouth_open, left blink, right blink, left brow, right brow, smile */
+        f->expressions.mouth_open = ex[0];
+        f->expressions.left_eye_blink = ex[1];
+        f->expressions.right_eye_blink = ex[2];
+        f->expressions.brow_raise = 0.5f * (ex[3] + ex[4]);
+        f->expressions.smile = ex[5];
+    }
 }
 
 ks_status ks_face_landmarker_detect(ks_face_landmarker *lm, const ks_image *image,
@@ -139,30 +390,34 @@ ks_status ks_face_landmarker_detect(ks_face_landmarker *lm, const ks_image *imag
         if (lm) ks__object_error(&lm->obj, "ks_face_landmarker_detect: out is NULL");
         return KS_STATUS_INVALID_ARGUMENT;
     }
-    char err[512];
-    ks_packet *frame = NULL, *outs[LM_MAX_OUTPUTS] = {NULL};
-    uint32_t num_out = ks_pipeline_num_outputs(lm->pipeline);
-    ks_status st = ks__task_image_packet(lm->alloc_ptr, image, lm->desc.task.rotation,
-                                         lm->desc.task.mirror, &frame, err, sizeof(err));
+    char err[768];
+    ks_packet *img = NULL;
+    int32_t iw = 0, ih = 0;
+    ks_status st = ks__track_loop_begin(&lm->loop, lm->alloc_ptr, image, lm->desc.task.rotation,
+                                        lm->desc.task.mirror, NULL, timestamp_us, &img, &iw, &ih,
+                                        err, sizeof(err));
     if (st) {
         ks__object_error(&lm->obj, "ks_face_landmarker_detect: %s", err);
         return st;
     }
-    const ks_packet_image *view = ks_packet_image_view(frame);
-    float w = (float)view->width_px, h = (float)view->height_px;
-    bool video = lm->desc.task.mode == KS_MODE_VIDEO;
-    if (!video) ks_pipeline_reset(lm->pipeline);
-    const ks_packet *in[1] = {frame};
-    st = ks_pipeline_process(lm->pipeline, in, video ? timestamp_us : 0, outs);
+    ks__track_item items[KS__TRACK_MAX_OBJECTS];
+    size_t n = 0;
+    st = ks__track_loop_frame(&lm->loop, &k_face_ops, lm, img, iw, ih, timestamp_us, items, &n, err,
+                              sizeof(err));
+    if (!st) st = run_geometry(lm, img, items, n, err, sizeof(err));
     if (st) {
-        ks__object_error(&lm->obj, "ks_face_landmarker_detect: %s", ks_last_error(lm->pipeline));
+        ks__object_error(&lm->obj, "ks_face_landmarker_detect: %s", err);
         goto done;
     }
-    const ks_packet_landmarks *pl = ks_packet_landmarks_view(outs[lm->out_index[OUT_LANDMARKS]]);
-    uint32_t count = pl && pl->num_landmarks > 0 ? 1 : 0;
-    uint32_t nl = count ? pl->num_landmarks : 0;
-    size_t head = sizeof(meshes_block) + sizeof(ks_face_mesh);
-    meshes_block *b = ks__calloc(lm->alloc_ptr, 1, head + (size_t)nl * sizeof(ks_point3f));
+    uint32_t count = 0;
+    size_t num_points = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!items[i].keep) continue;
+        count++;
+        num_points += lm->work[i].num_landmarks;
+    }
+    size_t head = sizeof(meshes_block) + (size_t)count * sizeof(ks_face_mesh);
+    meshes_block *b = ks__calloc(lm->alloc_ptr, 1, head + num_points * sizeof(ks_point3f));
     if (!b) {
         ks__object_error(&lm->obj, "ks_face_landmarker_detect: out of memory");
         st = KS_STATUS_OUT_OF_MEMORY;
@@ -174,64 +429,31 @@ ks_status ks_face_landmarker_detect(ks_face_landmarker *lm, const ks_image *imag
     }
     b->meshes.items = (ks_face_mesh *)(b + 1);
     b->meshes.count = count;
-    if (count) {
-        ks_face_mesh *f = &b->meshes.items[0];
-        f->num_landmarks = nl;
-        f->landmarks = (ks_point3f *)((char *)b + head);
-        float x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
-        for (uint32_t i = 0; i < nl; i++) {
-            ks_point3f p = {pl->landmarks[i].x * w, pl->landmarks[i].y * h, pl->landmarks[i].z * w};
-            f->landmarks[i] = p;
-            x0 = fminf(x0, p.x);
-            x1 = fmaxf(x1, p.x);
-            y0 = fminf(y0, p.y);
-            y1 = fmaxf(y1, p.y);
-        }
-        f->box = (ks_box){x0, y0, x1 - x0, y1 - y0};
-        f->score = lm->out_index[OUT_SCORE] >= 0
-                       ? (float)ks_packet_float(outs[lm->out_index[OUT_SCORE]])
-                       : 1.0f;
-        /* The graph tracks from the previous frame's landmarks whenever it had a face, so a
-         * face present in consecutive frames is the same face. */
-        if (video) {
-            if (lm->current_id < 0) lm->current_id = lm->next_id++;
-            f->id = lm->current_id;
-        } else {
-            f->id = -1;
-        }
-        const float *pose =
-            lm->out_index[OUT_POSE] >= 0 ? ks_packet_matrix(outs[lm->out_index[OUT_POSE]]) : NULL;
-        const float *proj = lm->out_index[OUT_PROJECTION] >= 0
-                                ? ks_packet_matrix(outs[lm->out_index[OUT_PROJECTION]])
-                                : NULL;
-        const float *euler =
-            lm->out_index[OUT_EULER] >= 0 ? tensor_floats(outs[lm->out_index[OUT_EULER]], 3) : NULL;
-        const float *ex = lm->out_index[OUT_EXPRESSIONS] >= 0
-                              ? tensor_floats(outs[lm->out_index[OUT_EXPRESSIONS]], 6)
-                              : NULL;
-        if (pose) memcpy(f->pose_matrix, pose, sizeof(f->pose_matrix));
-        if (proj) memcpy(f->projection_matrix, proj, sizeof(f->projection_matrix));
-        if (euler) {
-            f->pitch_deg = euler[0];
-            f->yaw_deg = euler[1];
-            f->roll_deg = euler[2];
-        }
-        if (ex) {
-            /* node order: mouth_open, left blink, right blink, left brow, right brow, smile */
-            f->expressions.mouth_open = ex[0];
-            f->expressions.left_eye_blink = ex[1];
-            f->expressions.right_eye_blink = ex[2];
-            f->expressions.brow_raise = 0.5f * (ex[3] + ex[4]);
-            f->expressions.smile = ex[5];
-        }
-    } else {
-        lm->current_id = -1;
+    ks_point3f *points = (ks_point3f *)((char *)b + head);
+    bool video = lm->desc.task.mode == KS_MODE_VIDEO;
+    uint32_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!items[i].keep) continue;
+        ks_face_mesh *f = &b->meshes.items[j];
+        f->landmarks = points;
+        fill_mesh(lm, &lm->work[i], j, iw, ih, f);
+        f->id = video ? items[i].id : -1;
+        points += f->num_landmarks;
+        j++;
+    }
+    /* VIDEO: sorted by id, so tracked faces keep their order across frames. */
+    for (uint32_t i = 1; video && i < count; i++) {
+        ks_face_mesh tmp = b->meshes.items[i];
+        uint32_t k = i;
+        for (; k > 0 && b->meshes.items[k - 1].id > tmp.id; k--)
+            b->meshes.items[k] = b->meshes.items[k - 1];
+        b->meshes.items[k] = tmp;
     }
     *out = &b->meshes;
 done:
-    for (uint32_t i = 0; i < num_out && i < LM_MAX_OUTPUTS; i++)
-        ks_packet_release(outs[i]);
-    ks_packet_release(frame);
+    if (st) ks__track_loop_clear(&lm->loop);
+    release_outputs(lm);
+    ks_packet_release(img);
     return st;
 }
 
@@ -245,15 +467,16 @@ void ks_face_meshes_release(ks_face_meshes *faces) {
 ks_status ks__face_landmarker_stats(const ks_face_landmarker *lm, ks__face_lm_stats *out) {
     if (!lm || !out) return KS_STATUS_INVALID_ARGUMENT;
     *out = (ks__face_lm_stats){0};
+    out->num_frames = lm->loop.num_frames;
+    out->num_detector_runs = lm->loop.num_detector_runs;
     uint32_t n = ks_pipeline_num_nodes(lm->pipeline);
     for (uint32_t i = 0; i < n; i++) {
         ks_node_stats s;
         if (ks_pipeline_node_stats(lm->pipeline, i, &s) != KS_STATUS_OK || !s.node_name) continue;
         /* node names of algos/face/face_landmarker*.json */
         if (strcmp(s.node_name, "detector") == 0) {
-            out->num_detector_runs = s.num_calls;
             out->detector_mean_us = s.mean_us;
-        } else if (strcmp(s.node_name, "landmarks_model") == 0) {
+        } else if (strcmp(s.node_name, "per_face") == 0) {
             out->num_landmark_runs = s.num_calls;
             out->landmarks_mean_us = s.mean_us;
         }

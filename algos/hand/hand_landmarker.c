@@ -22,7 +22,6 @@
 
 #define HAND_DET_INPUT 192
 #define HAND_LM_INPUT 224
-#define HAND_MAX_CANDIDATES 64
 #define HAND_ASSOCIATION_IOU 0.5f /* MediaPipe AssociationNormRectCalculator threshold */
 
 /* Graph stream order (hand_landmarker.json). */
@@ -40,11 +39,17 @@ enum {
 };
 
 typedef struct hand_track {
-    int32_t id; /* 0: slot free */
-    ks__rect roi;
     ks__landmark_smoother *smoother;       /* 21 image landmarks */
     ks__landmark_smoother *world_smoother; /* 21 world landmarks */
 } hand_track;
+
+/* One hand of the frame being processed. */
+typedef struct hand_work {
+    float score;
+    ks__landmark lm[KS_HAND_NUM_LANDMARKS];
+    ks_point3f world[KS_HAND_NUM_LANDMARKS];
+    float handedness_raw; /* MediaPipe's P("Left") under its mirrored-input convention */
+} hand_work;
 
 struct ks_hand_landmarker {
     ks__object obj; /* first: ks_last_error() */
@@ -59,11 +64,12 @@ struct ks_hand_landmarker {
     ks_bundle *bundle;
     ks_pipeline *pipeline;
     int64_t pipeline_ts;
-    int64_t last_ts;
-    bool has_ts;
-    int32_t next_id;
+    ks__track_loop tracker;
     ks__lmtask_detector detector;
-    hand_track tracks[KS_HAND_MAX_RESULTS];
+    hand_track tracks[KS_HAND_MAX_RESULTS]; /* filters per tracker slot */
+    /* the frame being processed (ks_hands_detect) */
+    ks_packet *outs[NUM_OUTPUTS];
+    hand_work work[KS_HAND_MAX_RESULTS];
 };
 
 static const uint8_t k_connections[] = {0,  1,  1,  2,  2,  3,  3,  4,  0,  5,  5,  6,  6,  7,
@@ -148,7 +154,8 @@ ks_status ks_hand_landmarker_create(const ks_hand_landmarker_desc *desc, ks_hand
     hl->mirror = d.task.mirror != 0;
     hl->roi = d.task.roi;
     hl->smoothing = d.task.mode == KS_MODE_VIDEO && d.task.smoothing >= 0.0f;
-    hl->next_id = 1;
+    ks__track_loop_init(&hl->tracker, hl->max_results, d.task.mode == KS_MODE_VIDEO,
+                        HAND_ASSOCIATION_IOU);
 
     char name[64];
     snprintf(name, sizeof(name), "hand_landmarker_%s.ksb", ks_hand_model_string(d.model));
@@ -200,57 +207,6 @@ error:
 
 /* ---- per-frame helpers ------------------------------------------------------------------ */
 
-static float tensor_value_count(const ks_packet *p, const float **data_out) {
-    const ks_tensor *t = p ? ks_packet_tensor(p) : NULL;
-    if (!t || t->info.dtype != KS_DTYPE_F32) {
-        *data_out = NULL;
-        return 0;
-    }
-    *data_out = t->data;
-    return (float)(t->size_bytes / sizeof(float));
-}
-
-/* Runs the detector and returns ROIs of the people found, best first. */
-static ks_status detect_palms(ks_hand_landmarker *hl, ks_packet *image, int32_t iw, int32_t ih,
-                              ks__rect *rois, float *scores, size_t cap, size_t *num_out) {
-    *num_out = 0;
-    ks_packet *roi_packet = NULL;
-    ks_packet *outs[NUM_OUTPUTS] = {0};
-    ks_status st = KS_STATUS_OK;
-    ks_rect area = {0.5f, 0.5f, 1.0f, 1.0f, 0.0f};
-    if (hl->roi.w > 0.0f)
-        area = (ks_rect){(hl->roi.x + 0.5f * hl->roi.w) / (float)iw,
-                         (hl->roi.y + 0.5f * hl->roi.h) / (float)ih, hl->roi.w / (float)iw,
-                         hl->roi.h / (float)ih, 0.0f};
-    ks_rect crop = ks__lmtask_mp_detect_rect(&area, iw, ih, HAND_DET_INPUT);
-    st = ks_packet_create_rects(&hl->alloc, &(ks_packet_rects){1, &crop}, &roi_packet);
-    if (st) return ks__lmtask_error(&hl->obj, st, "out of memory");
-    const ks_packet *ins[NUM_INPUTS] = {image, roi_packet, NULL, NULL};
-    st = ks_pipeline_process(hl->pipeline, ins, ++hl->pipeline_ts, outs);
-    ks_packet_release(roi_packet);
-    if (st) {
-        ks__lmtask_error(&hl->obj, st, "palm detector: %s", ks_last_error(hl->pipeline));
-        goto done;
-    }
-    const float *boxes = NULL, *raw_scores = NULL;
-    size_t nb = (size_t)tensor_value_count(outs[OUT_DET_BOXES], &boxes);
-    size_t ns = (size_t)tensor_value_count(outs[OUT_DET_SCORES], &raw_scores);
-    const float *m = outs[OUT_DET_MATRIX] ? ks_packet_matrix(outs[OUT_DET_MATRIX]) : NULL;
-    if (!boxes || !raw_scores || !m) {
-        st = ks__lmtask_error(&hl->obj, KS_STATUS_INVALID_MODEL,
-                              "palm detector produced no boxes/scores/matrix");
-        goto done;
-    }
-    char err[256];
-    st = ks__lmtask_detector_rois(&hl->detector, boxes, nb, raw_scores, ns, m, iw, ih, rois, scores,
-                                  cap, num_out, err, sizeof(err));
-    if (st) ks__lmtask_error(&hl->obj, st, "palm detector output: %s", err);
-done:
-    for (int i = 0; i < NUM_OUTPUTS; i++)
-        ks_packet_release(outs[i]);
-    return st;
-}
-
 /* Next frame's ROI from the landmarks, as MediaPipe's HandLandmarkLandmarksToRoi: a subset
  * without the fingertips (they move most), rotation from the wrist towards the middle of the
  * index, middle and ring finger bases, rotated bounding box x2.0 shifted -0.1 along the hand. */
@@ -274,23 +230,97 @@ static ks_status next_roi(const ks__landmark *lm, int32_t iw, int32_t ih, ks__re
     return out->width > 0.0f && out->height > 0.0f ? KS_STATUS_OK : KS_STATUS_INVALID_ARGUMENT;
 }
 
-typedef struct hand_work {
-    ks__rect roi;
-    int32_t id;
-    int32_t slot; /* track slot (VIDEO) or -1 */
-    bool keep;
-    float score;
-    ks__landmark lm[KS_HAND_NUM_LANDMARKS];
-    ks_point3f world[KS_HAND_NUM_LANDMARKS];
-    float handedness_raw; /* MediaPipe's P("Left") under its mirrored-input convention */
-    const float *matrix;
-} hand_work;
+/* ---- tracking steps (ks__track_ops) ------------------------------------------------------ */
 
-static int32_t free_slot(const ks_hand_landmarker *hl) {
-    for (int32_t i = 0; i < hl->max_results; i++)
-        if (hl->tracks[i].id == 0) return i;
-    return -1;
+static ks_status step_detect(void *task, ks_packet *image, int32_t iw, int32_t ih, ks__rect *rois,
+                             size_t cap, size_t *num_out, char *err, size_t err_size) {
+    ks_hand_landmarker *hl = task;
+    return ks__lmtask_run_detector(&hl->detector, hl->pipeline, &hl->alloc, &hl->pipeline_ts, image,
+                                   &hl->roi, iw, ih, rois, cap, num_out, err, err_size);
 }
+
+static ks_status step_landmarks(void *task, ks_packet *image, int32_t iw, int32_t ih,
+                                const ks__track_item *items, size_t num_items, char *err,
+                                size_t err_size) {
+    ks_hand_landmarker *hl = task;
+    return ks__lmtask_run_landmarks(hl->pipeline, &hl->alloc, &hl->pipeline_ts, image, iw, ih,
+                                    HAND_LM_INPUT, items, num_items, hl->outs, err, err_size);
+}
+
+static void step_new_track(void *task, int32_t slot) {
+    ks_hand_landmarker *hl = task;
+    ks__landmark_smoother_reset(hl->tracks[slot].smoother);
+    ks__landmark_smoother_reset(hl->tracks[slot].world_smoother);
+}
+
+static ks_status step_finish(void *task, size_t index, const ks__track_item *item, int32_t iw,
+                             int32_t ih, int64_t timestamp_us, ks__rect *next, bool *found,
+                             char *err, size_t err_size) {
+    ks_hand_landmarker *hl = task;
+    hand_work *w = &hl->work[index];
+    const ks_packet *lp = ks_packet_list_item(hl->outs[OUT_LANDMARKS], (uint32_t)index);
+    const ks_packet *fp = ks_packet_list_item(hl->outs[OUT_FLAGS], (uint32_t)index);
+    const ks_packet *hp = ks_packet_list_item(hl->outs[OUT_HANDEDNESS], (uint32_t)index);
+    const ks_packet *wp = ks_packet_list_item(hl->outs[OUT_WORLD], (uint32_t)index);
+    const ks_packet *xp = ks_packet_list_item(hl->outs[OUT_MATRICES], (uint32_t)index);
+    const float *raw = NULL, *flag = NULL, *handed = NULL, *world = NULL;
+    size_t n_raw = ks__lmtask_floats(lp, &raw);
+    size_t n_flag = ks__lmtask_floats(fp, &flag);
+    size_t n_handed = ks__lmtask_floats(hp, &handed);
+    size_t n_world = ks__lmtask_floats(wp, &world);
+    const float *matrix = xp ? ks_packet_matrix(xp) : NULL;
+    *found = false;
+    if (!raw || !flag || !handed || !world || !matrix ||
+        n_raw != (size_t)KS_HAND_NUM_LANDMARKS * 3 || n_flag < 1 || n_handed < 1 ||
+        n_world != (size_t)KS_HAND_NUM_LANDMARKS * 3) {
+        snprintf(err, err_size,
+                 "hand landmark model outputs have unexpected sizes (landmarks %zu, flag %zu, "
+                 "handedness %zu, world %zu values; expected 63, 1, 1, 63)",
+                 n_raw, n_flag, n_handed, n_world);
+        return KS_STATUS_INVALID_MODEL;
+    }
+    w->score = flag[0];
+    w->handedness_raw = handed[0];
+    if (!(w->score >= hl->min_presence)) return KS_STATUS_OK; /* lost */
+    ks__landmarks_decode_options lo = {.num_landmarks = KS_HAND_NUM_LANDMARKS,
+                                       .input_width = HAND_LM_INPUT,
+                                       .input_height = HAND_LM_INPUT};
+    char msg[256];
+    ks_status st =
+        ks__tensors_to_landmarks(&lo, raw, n_raw, w->lm, KS_HAND_NUM_LANDMARKS, msg, sizeof(msg));
+    if (st) {
+        snprintf(err, err_size, "hand landmarks: %s", msg);
+        return st;
+    }
+    float roi_w_px = hypotf(matrix[0] * (float)iw, matrix[4] * (float)ih);
+    for (size_t k = 0; k < KS_HAND_NUM_LANDMARKS; k++) {
+        ks__landmark *l = &w->lm[k];
+        ks__lmtask_mp_project(matrix, HAND_LM_INPUT, &l->x, &l->y);
+        l->z = l->z * roi_w_px / (float)iw; /* image-normalized, scale of x */
+    }
+    /* World landmarks come in the ROI's frame: undo its rotation about z. */
+    float c = cosf(item->roi.rotation_rad), s = sinf(item->roi.rotation_rad);
+    for (size_t k = 0; k < KS_HAND_NUM_LANDMARKS; k++) {
+        float x = world[3 * k], y = world[3 * k + 1];
+        w->world[k] = (ks_point3f){c * x - s * y, s * x + c * y, world[3 * k + 2]};
+    }
+    if (item->slot >= 0 && hl->smoothing) {
+        float scale = 0.5f * (item->roi.width + item->roi.height);
+        ks__landmark_smoother_apply(hl->tracks[item->slot].smoother, w->lm, KS_HAND_NUM_LANDMARKS,
+                                    scale, timestamp_us);
+        ks__landmark wl[KS_HAND_NUM_LANDMARKS];
+        for (size_t k = 0; k < KS_HAND_NUM_LANDMARKS; k++)
+            wl[k] = (ks__landmark){w->world[k].x, w->world[k].y, w->world[k].z, 0, 0};
+        ks__landmark_smoother_apply(hl->tracks[item->slot].world_smoother, wl,
+                                    KS_HAND_NUM_LANDMARKS, 1.0f, timestamp_us);
+        for (size_t k = 0; k < KS_HAND_NUM_LANDMARKS; k++)
+            w->world[k] = (ks_point3f){wl[k].x, wl[k].y, wl[k].z};
+    }
+    *found = next_roi(w->lm, iw, ih, next) == KS_STATUS_OK;
+    return KS_STATUS_OK;
+}
+
+static const ks__track_ops k_hand_ops = {step_detect, step_landmarks, step_finish, step_new_track};
 
 ks_status ks_hands_detect(ks_hand_landmarker *hl, const ks_image *image, int64_t timestamp_us,
                           ks_hands **out) {
@@ -298,189 +328,41 @@ ks_status ks_hands_detect(ks_hand_landmarker *hl, const ks_image *image, int64_t
     if (!image || !out)
         return ks__lmtask_error(&hl->obj, KS_STATUS_INVALID_ARGUMENT, "ks_hands_detect: %s is NULL",
                                 image ? "out" : "image");
-    if (hl->mode == KS_MODE_VIDEO) {
-        if (hl->has_ts && timestamp_us <= hl->last_ts)
-            return ks__lmtask_error(
-                &hl->obj, KS_STATUS_INVALID_STATE,
-                "ks_hands_detect: timestamp %lld us is not after the previous one (%lld us)",
-                (long long)timestamp_us, (long long)hl->last_ts);
-    }
     ks_packet *img = NULL;
-    char msg[256];
-    ks_status st =
-        ks__task_image_packet(&hl->alloc, image, hl->rotation, hl->mirror, &img, msg, sizeof(msg));
-    if (st) return ks__lmtask_error(&hl->obj, st, "ks_hands_detect: %s", msg);
-    int32_t iw = ks_packet_image_view(img)->width_px, ih = ks_packet_image_view(img)->height_px;
-    if (hl->roi.w > 0.0f &&
-        (!(hl->roi.h > 0.0f) || hl->roi.x + hl->roi.w <= 0.0f || hl->roi.y + hl->roi.h <= 0.0f ||
-         hl->roi.x >= (float)iw || hl->roi.y >= (float)ih)) {
-        ks_packet_release(img);
-        return ks__lmtask_error(&hl->obj, KS_STATUS_INVALID_ARGUMENT,
-                                "ks_hands_detect: task.roi (%g, %g, %g x %g) does not overlap "
-                                "the %dx%d image",
-                                (double)hl->roi.x, (double)hl->roi.y, (double)hl->roi.w,
-                                (double)hl->roi.h, (int)iw, (int)ih);
-    }
-
-    hand_work work[KS_HAND_MAX_RESULTS];
+    int32_t iw = 0, ih = 0;
+    char err[512];
+    ks_status st = ks__track_loop_begin(&hl->tracker, &hl->alloc, image, hl->rotation, hl->mirror,
+                                        &hl->roi, timestamp_us, &img, &iw, &ih, err, sizeof(err));
+    if (st) return ks__lmtask_error(&hl->obj, st, "ks_hands_detect: %s", err);
+    ks__track_item items[KS__TRACK_MAX_OBJECTS];
     size_t n = 0;
-    ks_packet *outs[NUM_OUTPUTS] = {0};
-    ks_packet *rois_packet = NULL;
-    ks_hands *res = NULL;
-    bool video = hl->mode == KS_MODE_VIDEO;
-    if (!video) {
-        for (int32_t i = 0; i < KS_HAND_MAX_RESULTS; i++)
-            hl->tracks[i].id = 0;
+    st = ks__track_loop_frame(&hl->tracker, &k_hand_ops, hl, img, iw, ih, timestamp_us, items, &n,
+                              err, sizeof(err));
+    if (st) {
+        ks__lmtask_error(&hl->obj, st, "ks_hands_detect: %s", err);
+        goto done;
     }
-    for (int32_t i = 0; i < hl->max_results; i++) {
-        if (hl->tracks[i].id == 0) continue;
-        work[n] = (hand_work){.roi = hl->tracks[i].roi, .id = hl->tracks[i].id, .slot = i};
-        n++;
-    }
-    if ((int32_t)n < hl->max_results) {
-        ks__rect found[HAND_MAX_CANDIDATES];
-        float scores[HAND_MAX_CANDIDATES];
-        size_t num_found = 0;
-        st = detect_palms(hl, img, iw, ih, found, scores, HAND_MAX_CANDIDATES, &num_found);
-        if (st) goto error;
-        size_t num_tracked = n;
-        for (size_t k = 0; k < num_found && (int32_t)n < hl->max_results; k++) {
-            bool taken = false;
-            for (size_t j = 0; j < n && !taken; j++)
-                taken = ks__lmtask_rect_iou(&found[k], &work[j].roi, iw, ih) > HAND_ASSOCIATION_IOU;
-            if (taken) continue;
-            int32_t slot = video ? free_slot(hl) : -1;
-            work[n] = (hand_work){.roi = found[k], .slot = slot};
-            if (video) {
-                work[n].id = hl->next_id++;
-                hl->tracks[slot].id = work[n].id; /* reserved; filled after the landmarks */
-                ks__landmark_smoother_reset(hl->tracks[slot].smoother);
-                ks__landmark_smoother_reset(hl->tracks[slot].world_smoother);
-            }
-            n++;
-        }
-        (void)num_tracked;
-    }
-
-    if (n > 0) {
-        ks_rect rects[KS_HAND_MAX_RESULTS];
-        for (size_t i = 0; i < n; i++)
-            rects[i] = ks__lmtask_mp_crop_rect(&work[i].roi, iw, ih, HAND_LM_INPUT);
-        st = ks_packet_create_rects(&hl->alloc, &(ks_packet_rects){(uint32_t)n, rects},
-                                    &rois_packet);
-        if (st) {
-            ks__lmtask_error(&hl->obj, st, "out of memory");
-            goto error;
-        }
-        const ks_packet *ins[NUM_INPUTS] = {NULL, NULL, img, rois_packet};
-        st = ks_pipeline_process(hl->pipeline, ins, ++hl->pipeline_ts, outs);
-        if (st) {
-            ks__lmtask_error(&hl->obj, st, "hand landmarks: %s", ks_last_error(hl->pipeline));
-            goto error;
-        }
-    }
-
-    ks__landmarks_decode_options lo = {.num_landmarks = KS_HAND_NUM_LANDMARKS,
-                                       .input_width = HAND_LM_INPUT,
-                                       .input_height = HAND_LM_INPUT};
     size_t num_kept = 0;
-    for (size_t i = 0; i < n; i++) {
-        hand_work *w = &work[i];
-        const ks_packet *lp = ks_packet_list_item(outs[OUT_LANDMARKS], (uint32_t)i);
-        const ks_packet *fp = ks_packet_list_item(outs[OUT_FLAGS], (uint32_t)i);
-        const ks_packet *hp = ks_packet_list_item(outs[OUT_HANDEDNESS], (uint32_t)i);
-        const ks_packet *wp = ks_packet_list_item(outs[OUT_WORLD], (uint32_t)i);
-        const ks_packet *xp = ks_packet_list_item(outs[OUT_MATRICES], (uint32_t)i);
-        const float *raw = NULL, *flag = NULL, *handed = NULL, *world = NULL;
-        size_t n_raw = (size_t)tensor_value_count(lp, &raw);
-        size_t n_flag = (size_t)tensor_value_count(fp, &flag);
-        size_t n_handed = (size_t)tensor_value_count(hp, &handed);
-        size_t n_world = (size_t)tensor_value_count(wp, &world);
-        w->matrix = xp ? ks_packet_matrix(xp) : NULL;
-        if (!raw || !flag || !handed || !world || !w->matrix ||
-            n_raw != (size_t)KS_HAND_NUM_LANDMARKS * 3 || n_flag < 1 || n_handed < 1 ||
-            n_world != (size_t)KS_HAND_NUM_LANDMARKS * 3) {
-            st = ks__lmtask_error(&hl->obj, KS_STATUS_INVALID_MODEL,
-                                  "hand landmark model outputs have unexpected sizes "
-                                  "(landmarks %zu, flag %zu, handedness %zu, world %zu values; "
-                                  "expected 63, 1, 1, 63)",
-                                  n_raw, n_flag, n_handed, n_world);
-            goto error;
-        }
-        w->score = flag[0];
-        w->handedness_raw = handed[0];
-        if (!(w->score >= hl->min_presence)) {
-            if (w->slot >= 0) hl->tracks[w->slot].id = 0; /* lost: detect again next frame */
-            continue;
-        }
-        char err[256];
-        st = ks__tensors_to_landmarks(&lo, raw, n_raw, w->lm, KS_HAND_NUM_LANDMARKS, err,
-                                      sizeof(err));
-        if (st) {
-            ks__lmtask_error(&hl->obj, st, "hand landmarks: %s", err);
-            goto error;
-        }
-        float roi_w_px = hypotf(w->matrix[0] * (float)iw, w->matrix[4] * (float)ih);
-        for (size_t k = 0; k < KS_HAND_NUM_LANDMARKS; k++) {
-            ks__landmark *l = &w->lm[k];
-            ks__lmtask_mp_project(w->matrix, HAND_LM_INPUT, &l->x, &l->y);
-            l->z = l->z * roi_w_px / (float)iw; /* image-normalized, scale of x */
-        }
-        /* World landmarks come in the ROI's frame: undo its rotation about z. */
-        float c = cosf(w->roi.rotation_rad), s = sinf(w->roi.rotation_rad);
-        for (size_t k = 0; k < KS_HAND_NUM_LANDMARKS; k++) {
-            float x = world[3 * k], y = world[3 * k + 1];
-            w->world[k] = (ks_point3f){c * x - s * y, s * x + c * y, world[3 * k + 2]};
-        }
-        if (video && w->slot >= 0 && hl->smoothing) {
-            float scale = 0.5f * (w->roi.width + w->roi.height);
-            ks__landmark_smoother_apply(hl->tracks[w->slot].smoother, w->lm, KS_HAND_NUM_LANDMARKS,
-                                        scale, timestamp_us);
-            ks__landmark wl[KS_HAND_NUM_LANDMARKS];
-            for (size_t k = 0; k < KS_HAND_NUM_LANDMARKS; k++)
-                wl[k] = (ks__landmark){w->world[k].x, w->world[k].y, w->world[k].z, 0, 0};
-            ks__landmark_smoother_apply(hl->tracks[w->slot].world_smoother, wl,
-                                        KS_HAND_NUM_LANDMARKS, 1.0f, timestamp_us);
-            for (size_t k = 0; k < KS_HAND_NUM_LANDMARKS; k++)
-                w->world[k] = (ks_point3f){wl[k].x, wl[k].y, wl[k].z};
-        }
-        ks__rect next;
-        if (next_roi(w->lm, iw, ih, &next) != KS_STATUS_OK) {
-            if (w->slot >= 0) hl->tracks[w->slot].id = 0;
-            continue;
-        }
-        /* Two tracks that converged on one hand: keep the older (earlier) one. */
-        bool duplicate = false;
-        for (size_t j = 0; j < i && !duplicate; j++)
-            duplicate = work[j].keep &&
-                        ks__lmtask_rect_iou(&next, &work[j].roi, iw, ih) > HAND_ASSOCIATION_IOU;
-        if (duplicate) {
-            if (w->slot >= 0) hl->tracks[w->slot].id = 0;
-            continue;
-        }
-        w->roi = next; /* from here on: the next frame's ROI */
-        w->keep = true;
-        if (w->slot >= 0) hl->tracks[w->slot].roi = next;
-        num_kept++;
-    }
-
+    for (size_t i = 0; i < n; i++)
+        num_kept += items[i].keep;
+    bool video = hl->mode == KS_MODE_VIDEO;
     size_t items_off = ks__lmtask_align(sizeof(ks__lmtask_result_header) + sizeof(ks_hands));
     size_t total = items_off + num_kept * sizeof(ks_hand);
     uint8_t *block = ks__lmtask_result_alloc(&hl->alloc, total);
     if (!block) {
         st = ks__lmtask_error(&hl->obj, KS_STATUS_OUT_OF_MEMORY,
                               "ks_hands_detect: out of memory for the result (%zu bytes)", total);
-        goto error;
+        goto done;
     }
-    res = (ks_hands *)(block + sizeof(ks__lmtask_result_header));
+    ks_hands *res = (ks_hands *)(block + sizeof(ks__lmtask_result_header));
     res->items = num_kept ? (ks_hand *)(block + items_off) : NULL;
     uint32_t count = 0;
     for (size_t i = 0; i < n; i++) {
-        const hand_work *w = &work[i];
-        if (!w->keep) continue;
+        const hand_work *w = &hl->work[i];
+        if (!items[i].keep) continue;
         ks_hand *p = &res->items[count];
         memset(p, 0, sizeof(*p));
-        p->id = video ? w->id : (int32_t)count + 1;
+        p->id = video ? items[i].id : (int32_t)count + 1;
         p->score = w->score;
         /* The model answers P("Left") for a mirrored view; it sees the un-mirrored image here,
          * so that probability is the person's right hand (see kestrel/hand.h). */
@@ -511,23 +393,10 @@ ks_status ks_hands_detect(ks_hand_landmarker *hl, const ks_image *image, int64_t
             res->items[j] = res->items[j - 1];
         res->items[j] = tmp;
     }
-    if (video) {
-        hl->last_ts = timestamp_us;
-        hl->has_ts = true;
-    }
-    for (int i = 0; i < NUM_OUTPUTS; i++)
-        ks_packet_release(outs[i]);
-    ks_packet_release(rois_packet);
-    ks_packet_release(img);
     *out = res;
-    return KS_STATUS_OK;
-error:
-    /* A failed frame leaves no half-updated tracks behind. */
-    for (int32_t i = 0; i < KS_HAND_MAX_RESULTS; i++)
-        hl->tracks[i].id = 0;
-    for (int i = 0; i < NUM_OUTPUTS; i++)
-        ks_packet_release(outs[i]);
-    ks_packet_release(rois_packet);
+done:
+    if (st) ks__track_loop_clear(&hl->tracker);
+    ks__lmtask_release_outputs(hl->outs, NUM_OUTPUTS);
     ks_packet_release(img);
     return st;
 }

@@ -131,27 +131,6 @@ ks_status ks__lmtask_detector_rois(ks__lmtask_detector *d, const float *boxes, s
     return KS_STATUS_OK;
 }
 
-static void rect_bounds(const ks__rect *r, int32_t iw, int32_t ih, float b[4]) {
-    float c = fabsf(cosf(r->rotation_rad)), s = fabsf(sinf(r->rotation_rad));
-    float w = r->width * (float)iw, h = r->height * (float)ih;
-    float hw = 0.5f * (c * w + s * h), hh = 0.5f * (s * w + c * h);
-    float cx = r->x_center * (float)iw, cy = r->y_center * (float)ih;
-    b[0] = cx - hw, b[1] = cy - hh, b[2] = cx + hw, b[3] = cy + hh;
-}
-
-float ks__lmtask_rect_iou(const ks__rect *a, const ks__rect *b, int32_t image_width,
-                          int32_t image_height) {
-    float p[4], q[4];
-    rect_bounds(a, image_width, image_height, p);
-    rect_bounds(b, image_width, image_height, q);
-    float iw = fminf(p[2], q[2]) - fmaxf(p[0], q[0]);
-    float ih = fminf(p[3], q[3]) - fmaxf(p[1], q[1]);
-    if (!(iw > 0.0f) || !(ih > 0.0f)) return 0.0f;
-    float inter = iw * ih;
-    float uni = (p[2] - p[0]) * (p[3] - p[1]) + (q[2] - q[0]) * (q[3] - q[1]) - inter;
-    return uni > 0.0f ? inter / uni : 0.0f;
-}
-
 uint8_t *ks__lmtask_result_alloc(const ks_allocator *alloc, size_t size_bytes) {
     uint8_t *block = ks__alloc_aligned(alloc, size_bytes, 64);
     if (!block) return NULL;
@@ -196,4 +175,94 @@ void ks__lmtask_mp_project(const float m[16], int32_t input_size, float *x, floa
     float u = *x + 0.5f / (float)input_size, v = *y + 0.5f / (float)input_size;
     *x = m[0] * u + m[1] * v + m[3];
     *y = m[4] * u + m[5] * v + m[7];
+}
+
+size_t ks__lmtask_floats(const ks_packet *p, const float **data_out) {
+    const ks_tensor *t = p ? ks_packet_tensor(p) : NULL;
+    if (!t || t->info.dtype != KS_DTYPE_F32) {
+        *data_out = NULL;
+        return 0;
+    }
+    *data_out = t->data;
+    return t->size_bytes / sizeof(float);
+}
+
+void ks__lmtask_release_outputs(ks_packet **outs, size_t num_outputs) {
+    for (size_t i = 0; i < num_outputs; i++) {
+        ks_packet_release(outs[i]);
+        outs[i] = NULL;
+    }
+}
+
+ks_status ks__lmtask_run_detector(ks__lmtask_detector *d, ks_pipeline *pipeline,
+                                  const ks_allocator *alloc, int64_t *pipeline_ts, ks_packet *image,
+                                  const ks_box *roi, int32_t iw, int32_t ih, ks__rect *rois,
+                                  size_t cap, size_t *num_out, char *err, size_t err_size) {
+    *num_out = 0;
+    ks_packet *roi_packet = NULL;
+    ks_packet *outs[KS__LMTASK_MAX_OUTPUTS] = {0};
+    size_t num_outputs = ks_pipeline_num_outputs(pipeline);
+    if (num_outputs < KS__LMTASK_OUT_DET_MATRIX + 1 || num_outputs > KS__LMTASK_MAX_OUTPUTS) {
+        snprintf(err, err_size, "detector: the graph has %zu outputs (expected 3..%d)", num_outputs,
+                 KS__LMTASK_MAX_OUTPUTS);
+        return KS_STATUS_INVALID_MODEL;
+    }
+    ks_rect area = {0.5f, 0.5f, 1.0f, 1.0f, 0.0f};
+    if (roi && roi->w > 0.0f)
+        area = (ks_rect){(roi->x + 0.5f * roi->w) / (float)iw, (roi->y + 0.5f * roi->h) / (float)ih,
+                         roi->w / (float)iw, roi->h / (float)ih, 0.0f};
+    ks_rect crop = ks__lmtask_mp_detect_rect(&area, iw, ih, d->input_size);
+    ks_status st = ks_packet_create_rects(alloc, &(ks_packet_rects){1, &crop}, &roi_packet);
+    if (st) {
+        snprintf(err, err_size, "detector: out of memory");
+        return st;
+    }
+    const ks_packet *ins[KS__LMTASK_NUM_INPUTS] = {image, roi_packet, NULL, NULL};
+    st = ks_pipeline_process(pipeline, ins, ++*pipeline_ts, outs);
+    ks_packet_release(roi_packet);
+    if (st) {
+        snprintf(err, err_size, "detector: %s", ks_last_error(pipeline));
+        goto done;
+    }
+    const float *boxes = NULL, *raw_scores = NULL;
+    size_t nb = ks__lmtask_floats(outs[KS__LMTASK_OUT_DET_BOXES], &boxes);
+    size_t ns = ks__lmtask_floats(outs[KS__LMTASK_OUT_DET_SCORES], &raw_scores);
+    const ks_packet *mp = outs[KS__LMTASK_OUT_DET_MATRIX];
+    const float *m = mp ? ks_packet_matrix(mp) : NULL;
+    if (!boxes || !raw_scores || !m) {
+        snprintf(err, err_size, "detector produced no boxes/scores/matrix");
+        st = KS_STATUS_INVALID_MODEL;
+        goto done;
+    }
+    float scores[KS__LMTASK_MAX_CANDIDATES];
+    if (cap > KS__LMTASK_MAX_CANDIDATES) cap = KS__LMTASK_MAX_CANDIDATES;
+    char msg[256];
+    st = ks__lmtask_detector_rois(d, boxes, nb, raw_scores, ns, m, iw, ih, rois, scores, cap,
+                                  num_out, msg, sizeof(msg));
+    if (st) snprintf(err, err_size, "detector output: %s", msg);
+done:
+    ks__lmtask_release_outputs(outs, num_outputs);
+    return st;
+}
+
+ks_status ks__lmtask_run_landmarks(ks_pipeline *pipeline, const ks_allocator *alloc,
+                                   int64_t *pipeline_ts, ks_packet *image, int32_t iw, int32_t ih,
+                                   int32_t input_size, const ks__track_item *items,
+                                   size_t num_items, ks_packet **outs, char *err, size_t err_size) {
+    ks_rect rects[KS__TRACK_MAX_OBJECTS];
+    if (num_items > KS__TRACK_MAX_OBJECTS) num_items = KS__TRACK_MAX_OBJECTS;
+    for (size_t i = 0; i < num_items; i++)
+        rects[i] = ks__lmtask_mp_crop_rect(&items[i].roi, iw, ih, input_size);
+    ks_packet *rois = NULL;
+    ks_status st =
+        ks_packet_create_rects(alloc, &(ks_packet_rects){(uint32_t)num_items, rects}, &rois);
+    if (st) {
+        snprintf(err, err_size, "landmarks: out of memory");
+        return st;
+    }
+    const ks_packet *ins[KS__LMTASK_NUM_INPUTS] = {NULL, NULL, image, rois};
+    st = ks_pipeline_process(pipeline, ins, ++*pipeline_ts, outs);
+    ks_packet_release(rois);
+    if (st) snprintf(err, err_size, "landmarks: %s", ks_last_error(pipeline));
+    return st;
 }

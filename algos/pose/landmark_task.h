@@ -61,9 +61,29 @@ ks_status ks__lmtask_detector_rois(ks__lmtask_detector *d, const float *boxes, s
  * `offset` to every coordinate (half a tensor pixel for the MediaPipe convention below). */
 void ks__lmtask_detection_transform(ks__detection *d, const float m[16], float offset);
 
-/* IoU of the axis-aligned pixel bounding boxes of two rotated rects. */
-float ks__lmtask_rect_iou(const ks__rect *a, const ks__rect *b, int32_t image_width,
-                          int32_t image_height);
+/* Graph convention of the pose and hand bundles (algos/pose, algos/hand graph JSON): inputs
+ * detect_image, detect_roi, image, rois; outputs det_boxes, det_scores, det_matrix, then the
+ * per-ROI lists of the landmark path. A frame runs the graph once per path (internal, increasing
+ * timestamps). */
+enum { KS__LMTASK_NUM_INPUTS = 4 };
+enum { KS__LMTASK_OUT_DET_BOXES, KS__LMTASK_OUT_DET_SCORES, KS__LMTASK_OUT_DET_MATRIX };
+#define KS__LMTASK_MAX_OUTPUTS 16
+
+/* Detector path over `roi` (input-image pixels; w == 0: the whole image) -> landmark ROIs, best
+ * first (ks__lmtask_detector_rois). A ks__track_ops.detect step. */
+ks_status ks__lmtask_run_detector(ks__lmtask_detector *d, ks_pipeline *pipeline,
+                                  const ks_allocator *alloc, int64_t *pipeline_ts, ks_packet *image,
+                                  const ks_box *roi, int32_t iw, int32_t ih, ks__rect *rois,
+                                  size_t cap, size_t *num_out, char *err, size_t err_size);
+/* Landmark path over the items' ROIs (input_size x input_size crops, MediaPipe grid); outs gets
+ * ks_pipeline_num_outputs() packets to release with ks__lmtask_release_outputs. */
+ks_status ks__lmtask_run_landmarks(ks_pipeline *pipeline, const ks_allocator *alloc,
+                                   int64_t *pipeline_ts, ks_packet *image, int32_t iw, int32_t ih,
+                                   int32_t input_size, const ks__track_item *items,
+                                   size_t num_items, ks_packet **outs, char *err, size_t err_size);
+void ks__lmtask_release_outputs(ks_packet **outs, size_t num_outputs);
+/* f32 tensor packet -> its data and value count (0 and NULL otherwise). */
+size_t ks__lmtask_floats(const ks_packet *p, const float **data_out);
 
 /* Result blocks: one allocation that starts with this header, followed (at offset
  * sizeof(header)) by the public result struct. The header remembers the allocator. */

@@ -33,8 +33,7 @@
 #define POSE_HEATMAP_SIZE 64
 #define POSE_HEATMAP_KERNEL 7       /* MediaPipe RefineLandmarksFromHeatmap kernel_size */
 #define POSE_HEATMAP_MIN_SCORE 0.5f /* ... min_confidence_to_refine */
-#define POSE_MAX_CANDIDATES 64
-#define POSE_ASSOCIATION_IOU 0.5f /* MediaPipe AssociationNormRectCalculator threshold */
+#define POSE_ASSOCIATION_IOU 0.5f   /* MediaPipe AssociationNormRectCalculator threshold */
 
 /* Graph stream order (pose_landmarker.json). */
 enum { IN_DETECT_IMAGE, IN_DETECT_ROI, IN_IMAGE, IN_ROIS, NUM_INPUTS };
@@ -52,11 +51,18 @@ enum {
 };
 
 typedef struct pose_track {
-    int32_t id; /* 0: slot free */
-    ks__rect roi;
     ks__landmark_smoother *smoother;       /* 35 image landmarks */
     ks__landmark_smoother *world_smoother; /* 33 world landmarks */
 } pose_track;
+
+/* One person of the frame being processed. */
+typedef struct pose_work {
+    float score;
+    ks__landmark lm[POSE_NUM_RAW_LANDMARKS];
+    ks_point3f world[KS_POSE_NUM_LANDMARKS];
+    const float *mask_raw; /* 256x256, inside the landmark output packet */
+    const float *matrix;
+} pose_work;
 
 struct ks_pose_landmarker {
     ks__object obj; /* first: ks_last_error() */
@@ -72,11 +78,12 @@ struct ks_pose_landmarker {
     ks_bundle *bundle;
     ks_pipeline *pipeline;
     int64_t pipeline_ts;
-    int64_t last_ts;
-    bool has_ts;
-    int32_t next_id;
+    ks__track_loop tracker;
     ks__lmtask_detector detector;
-    pose_track tracks[KS_POSE_MAX_RESULTS];
+    pose_track tracks[KS_POSE_MAX_RESULTS]; /* filters per tracker slot */
+    /* the frame being processed (ks_pose_detect) */
+    ks_packet *outs[NUM_OUTPUTS];
+    pose_work work[KS_POSE_MAX_RESULTS];
 };
 
 static const uint8_t k_connections[] = {
@@ -154,7 +161,8 @@ ks_status ks_pose_landmarker_create(const ks_pose_landmarker_desc *desc, ks_pose
     pl->mirror = d.task.mirror != 0;
     pl->roi = d.task.roi;
     pl->smoothing = d.task.mode == KS_MODE_VIDEO && d.task.smoothing >= 0.0f;
-    pl->next_id = 1;
+    ks__track_loop_init(&pl->tracker, pl->max_results, d.task.mode == KS_MODE_VIDEO,
+                        POSE_ASSOCIATION_IOU);
 
     char name[64];
     snprintf(name, sizeof(name), "pose_landmarker_%s.ksb", ks_pose_model_string(d.model));
@@ -206,57 +214,6 @@ error:
 }
 
 /* ---- per-frame helpers ------------------------------------------------------------------ */
-
-static float tensor_value_count(const ks_packet *p, const float **data_out) {
-    const ks_tensor *t = p ? ks_packet_tensor(p) : NULL;
-    if (!t || t->info.dtype != KS_DTYPE_F32) {
-        *data_out = NULL;
-        return 0;
-    }
-    *data_out = t->data;
-    return (float)(t->size_bytes / sizeof(float));
-}
-
-/* Runs the detector and returns ROIs of the people found, best first. */
-static ks_status detect_people(ks_pose_landmarker *pl, ks_packet *image, int32_t iw, int32_t ih,
-                               ks__rect *rois, float *scores, size_t cap, size_t *num_out) {
-    *num_out = 0;
-    ks_packet *roi_packet = NULL;
-    ks_packet *outs[NUM_OUTPUTS] = {0};
-    ks_status st = KS_STATUS_OK;
-    ks_rect area = {0.5f, 0.5f, 1.0f, 1.0f, 0.0f};
-    if (pl->roi.w > 0.0f)
-        area = (ks_rect){(pl->roi.x + 0.5f * pl->roi.w) / (float)iw,
-                         (pl->roi.y + 0.5f * pl->roi.h) / (float)ih, pl->roi.w / (float)iw,
-                         pl->roi.h / (float)ih, 0.0f};
-    ks_rect crop = ks__lmtask_mp_detect_rect(&area, iw, ih, POSE_DET_INPUT);
-    st = ks_packet_create_rects(&pl->alloc, &(ks_packet_rects){1, &crop}, &roi_packet);
-    if (st) return ks__lmtask_error(&pl->obj, st, "out of memory");
-    const ks_packet *ins[NUM_INPUTS] = {image, roi_packet, NULL, NULL};
-    st = ks_pipeline_process(pl->pipeline, ins, ++pl->pipeline_ts, outs);
-    ks_packet_release(roi_packet);
-    if (st) {
-        ks__lmtask_error(&pl->obj, st, "pose detector: %s", ks_last_error(pl->pipeline));
-        goto done;
-    }
-    const float *boxes = NULL, *raw_scores = NULL;
-    size_t nb = (size_t)tensor_value_count(outs[OUT_DET_BOXES], &boxes);
-    size_t ns = (size_t)tensor_value_count(outs[OUT_DET_SCORES], &raw_scores);
-    const float *m = outs[OUT_DET_MATRIX] ? ks_packet_matrix(outs[OUT_DET_MATRIX]) : NULL;
-    if (!boxes || !raw_scores || !m) {
-        st = ks__lmtask_error(&pl->obj, KS_STATUS_INVALID_MODEL,
-                              "pose detector produced no boxes/scores/matrix");
-        goto done;
-    }
-    char err[256];
-    st = ks__lmtask_detector_rois(&pl->detector, boxes, nb, raw_scores, ns, m, iw, ih, rois, scores,
-                                  cap, num_out, err, sizeof(err));
-    if (st) ks__lmtask_error(&pl->obj, st, "pose detector output: %s", err);
-done:
-    for (int i = 0; i < NUM_OUTPUTS; i++)
-        ks_packet_release(outs[i]);
-    return st;
-}
 
 /* Maps the 256x256 ROI mask into an image-sized plane (bilinear; 0 outside the ROI). The
  * crop matrix maps ROI-normalized (u, v) to image-normalized points; its inverse takes each
@@ -327,23 +284,106 @@ static void refine_from_heatmap(ks__landmark *lm, size_t n, const float *hm, siz
     }
 }
 
-typedef struct pose_work {
-    ks__rect roi;
-    int32_t id;
-    int32_t slot; /* track slot (VIDEO) or -1 */
-    bool keep;
-    float score;
-    ks__landmark lm[POSE_NUM_RAW_LANDMARKS];
-    ks_point3f world[KS_POSE_NUM_LANDMARKS];
-    const float *mask_raw; /* 256x256, inside the landmark output packet */
-    const float *matrix;
-} pose_work;
+/* ---- tracking steps (ks__track_ops) ------------------------------------------------------ */
 
-static int32_t free_slot(const ks_pose_landmarker *pl) {
-    for (int32_t i = 0; i < pl->max_results; i++)
-        if (pl->tracks[i].id == 0) return i;
-    return -1;
+static ks_status step_detect(void *task, ks_packet *image, int32_t iw, int32_t ih, ks__rect *rois,
+                             size_t cap, size_t *num_out, char *err, size_t err_size) {
+    ks_pose_landmarker *pl = task;
+    return ks__lmtask_run_detector(&pl->detector, pl->pipeline, &pl->alloc, &pl->pipeline_ts, image,
+                                   &pl->roi, iw, ih, rois, cap, num_out, err, err_size);
 }
+
+static ks_status step_landmarks(void *task, ks_packet *image, int32_t iw, int32_t ih,
+                                const ks__track_item *items, size_t num_items, char *err,
+                                size_t err_size) {
+    ks_pose_landmarker *pl = task;
+    return ks__lmtask_run_landmarks(pl->pipeline, &pl->alloc, &pl->pipeline_ts, image, iw, ih,
+                                    POSE_LM_INPUT, items, num_items, pl->outs, err, err_size);
+}
+
+static void step_new_track(void *task, int32_t slot) {
+    ks_pose_landmarker *pl = task;
+    ks__landmark_smoother_reset(pl->tracks[slot].smoother);
+    ks__landmark_smoother_reset(pl->tracks[slot].world_smoother);
+}
+
+static ks_status step_finish(void *task, size_t index, const ks__track_item *item, int32_t iw,
+                             int32_t ih, int64_t timestamp_us, ks__rect *next, bool *found,
+                             char *err, size_t err_size) {
+    ks_pose_landmarker *pl = task;
+    pose_work *w = &pl->work[index];
+    const ks_packet *lp = ks_packet_list_item(pl->outs[OUT_LANDMARKS], (uint32_t)index);
+    const ks_packet *fp = ks_packet_list_item(pl->outs[OUT_FLAGS], (uint32_t)index);
+    const ks_packet *mp = ks_packet_list_item(pl->outs[OUT_MASKS], (uint32_t)index);
+    const ks_packet *wp = ks_packet_list_item(pl->outs[OUT_WORLD], (uint32_t)index);
+    const ks_packet *xp = ks_packet_list_item(pl->outs[OUT_MATRICES], (uint32_t)index);
+    const ks_packet *hp = ks_packet_list_item(pl->outs[OUT_HEATMAPS], (uint32_t)index);
+    const float *raw = NULL, *flag = NULL, *mask = NULL, *world = NULL, *heat = NULL;
+    size_t n_heat = ks__lmtask_floats(hp, &heat);
+    size_t n_raw = ks__lmtask_floats(lp, &raw);
+    size_t n_flag = ks__lmtask_floats(fp, &flag);
+    size_t n_mask = ks__lmtask_floats(mp, &mask);
+    size_t n_world = ks__lmtask_floats(wp, &world);
+    *found = false;
+    w->matrix = xp ? ks_packet_matrix(xp) : NULL;
+    if (!raw || !flag || n_flag < 1 || !w->matrix || n_raw != (size_t)POSE_NUM_RAW_LANDMARKS * 5 ||
+        !world || n_world < (size_t)KS_POSE_NUM_LANDMARKS * 3 ||
+        (mask && n_mask != (size_t)POSE_MASK_SIZE * POSE_MASK_SIZE)) {
+        snprintf(err, err_size,
+                 "pose landmark model outputs have unexpected sizes (landmarks %zu, flag %zu, "
+                 "mask %zu, world %zu values; expected 195, 1, 65536, 117)",
+                 n_raw, n_flag, n_mask, n_world);
+        return KS_STATUS_INVALID_MODEL;
+    }
+    w->score = flag[0];
+    if (!(w->score >= pl->min_presence)) return KS_STATUS_OK; /* lost */
+    ks__landmarks_decode_options lo = {.num_landmarks = POSE_NUM_RAW_LANDMARKS,
+                                       .input_width = POSE_LM_INPUT,
+                                       .input_height = POSE_LM_INPUT,
+                                       .visibility_activation = KS__ACTIVATION_SIGMOID,
+                                       .presence_activation = KS__ACTIVATION_SIGMOID};
+    char msg[256];
+    ks_status st =
+        ks__tensors_to_landmarks(&lo, raw, n_raw, w->lm, POSE_NUM_RAW_LANDMARKS, msg, sizeof(msg));
+    if (st) {
+        snprintf(err, err_size, "pose landmarks: %s", msg);
+        return st;
+    }
+    if (heat && n_heat == (size_t)POSE_HEATMAP_SIZE * POSE_HEATMAP_SIZE * POSE_NUM_RAW_LANDMARKS)
+        refine_from_heatmap(w->lm, KS_POSE_NUM_LANDMARKS, heat, POSE_NUM_RAW_LANDMARKS);
+    float roi_w_px = hypotf(w->matrix[0] * (float)iw, w->matrix[4] * (float)ih);
+    for (size_t k = 0; k < POSE_NUM_RAW_LANDMARKS; k++) {
+        ks__landmark *l = &w->lm[k];
+        ks__lmtask_mp_project(w->matrix, POSE_LM_INPUT, &l->x, &l->y);
+        l->z = l->z * roi_w_px / (float)iw; /* image-normalized, scale of x */
+    }
+    /* World landmarks come in the ROI's frame: undo its rotation about z. */
+    float c = cosf(item->roi.rotation_rad), s = sinf(item->roi.rotation_rad);
+    for (size_t k = 0; k < KS_POSE_NUM_LANDMARKS; k++) {
+        float x = world[3 * k], y = world[3 * k + 1];
+        w->world[k] = (ks_point3f){c * x - s * y, s * x + c * y, world[3 * k + 2]};
+    }
+    w->mask_raw = mask;
+    if (item->slot >= 0 && pl->smoothing) {
+        float scale = 0.5f * (item->roi.width + item->roi.height);
+        ks__landmark_smoother_apply(pl->tracks[item->slot].smoother, w->lm, POSE_NUM_ROI_LANDMARKS,
+                                    scale, timestamp_us);
+        ks__landmark wl[KS_POSE_NUM_LANDMARKS];
+        for (size_t k = 0; k < KS_POSE_NUM_LANDMARKS; k++)
+            wl[k] = (ks__landmark){w->world[k].x, w->world[k].y, w->world[k].z, 0, 0};
+        ks__landmark_smoother_apply(pl->tracks[item->slot].world_smoother, wl,
+                                    KS_POSE_NUM_LANDMARKS, 1.0f, timestamp_us);
+        for (size_t k = 0; k < KS_POSE_NUM_LANDMARKS; k++)
+            w->world[k] = (ks_point3f){wl[k].x, wl[k].y, wl[k].z};
+    }
+    ks__roi_options next_ro;
+    ks__roi_preset_get(KS__ROI_PRESET_POSE_FROM_LANDMARKS, &next_ro);
+    *found = ks__roi_from_landmarks(&next_ro, w->lm, POSE_NUM_ROI_LANDMARKS, iw, ih, next, msg,
+                                    sizeof(msg)) == KS_STATUS_OK;
+    return KS_STATUS_OK;
+}
+
+static const ks__track_ops k_pose_ops = {step_detect, step_landmarks, step_finish, step_new_track};
 
 ks_status ks_pose_detect(ks_pose_landmarker *pl, const ks_image *image, int64_t timestamp_us,
                          ks_poses **out) {
@@ -351,183 +391,24 @@ ks_status ks_pose_detect(ks_pose_landmarker *pl, const ks_image *image, int64_t 
     if (!image || !out)
         return ks__lmtask_error(&pl->obj, KS_STATUS_INVALID_ARGUMENT, "ks_pose_detect: %s is NULL",
                                 image ? "out" : "image");
-    if (pl->mode == KS_MODE_VIDEO) {
-        if (pl->has_ts && timestamp_us <= pl->last_ts)
-            return ks__lmtask_error(
-                &pl->obj, KS_STATUS_INVALID_STATE,
-                "ks_pose_detect: timestamp %lld us is not after the previous one (%lld us)",
-                (long long)timestamp_us, (long long)pl->last_ts);
-    }
     ks_packet *img = NULL;
-    char msg[256];
-    ks_status st =
-        ks__task_image_packet(&pl->alloc, image, pl->rotation, pl->mirror, &img, msg, sizeof(msg));
-    if (st) return ks__lmtask_error(&pl->obj, st, "ks_pose_detect: %s", msg);
-    int32_t iw = ks_packet_image_view(img)->width_px, ih = ks_packet_image_view(img)->height_px;
-    if (pl->roi.w > 0.0f &&
-        (!(pl->roi.h > 0.0f) || pl->roi.x + pl->roi.w <= 0.0f || pl->roi.y + pl->roi.h <= 0.0f ||
-         pl->roi.x >= (float)iw || pl->roi.y >= (float)ih)) {
-        ks_packet_release(img);
-        return ks__lmtask_error(&pl->obj, KS_STATUS_INVALID_ARGUMENT,
-                                "ks_pose_detect: task.roi (%g, %g, %g x %g) does not overlap "
-                                "the %dx%d image",
-                                (double)pl->roi.x, (double)pl->roi.y, (double)pl->roi.w,
-                                (double)pl->roi.h, (int)iw, (int)ih);
-    }
-
-    pose_work work[KS_POSE_MAX_RESULTS];
+    int32_t iw = 0, ih = 0;
+    char err[512];
+    ks_status st = ks__track_loop_begin(&pl->tracker, &pl->alloc, image, pl->rotation, pl->mirror,
+                                        &pl->roi, timestamp_us, &img, &iw, &ih, err, sizeof(err));
+    if (st) return ks__lmtask_error(&pl->obj, st, "ks_pose_detect: %s", err);
+    ks__track_item items[KS__TRACK_MAX_OBJECTS];
     size_t n = 0;
-    ks_packet *outs[NUM_OUTPUTS] = {0};
-    ks_packet *rois_packet = NULL;
-    ks_poses *res = NULL;
-    bool video = pl->mode == KS_MODE_VIDEO;
-    if (!video) {
-        for (int32_t i = 0; i < KS_POSE_MAX_RESULTS; i++)
-            pl->tracks[i].id = 0;
+    st = ks__track_loop_frame(&pl->tracker, &k_pose_ops, pl, img, iw, ih, timestamp_us, items, &n,
+                              err, sizeof(err));
+    if (st) {
+        ks__lmtask_error(&pl->obj, st, "ks_pose_detect: %s", err);
+        goto done;
     }
-    for (int32_t i = 0; i < pl->max_results; i++) {
-        if (pl->tracks[i].id == 0) continue;
-        work[n] = (pose_work){.roi = pl->tracks[i].roi, .id = pl->tracks[i].id, .slot = i};
-        n++;
-    }
-    if ((int32_t)n < pl->max_results) {
-        ks__rect found[POSE_MAX_CANDIDATES];
-        float scores[POSE_MAX_CANDIDATES];
-        size_t num_found = 0;
-        st = detect_people(pl, img, iw, ih, found, scores, POSE_MAX_CANDIDATES, &num_found);
-        if (st) goto error;
-        size_t num_tracked = n;
-        for (size_t k = 0; k < num_found && (int32_t)n < pl->max_results; k++) {
-            bool taken = false;
-            for (size_t j = 0; j < n && !taken; j++)
-                taken = ks__lmtask_rect_iou(&found[k], &work[j].roi, iw, ih) > POSE_ASSOCIATION_IOU;
-            if (taken) continue;
-            int32_t slot = video ? free_slot(pl) : -1;
-            work[n] = (pose_work){.roi = found[k], .slot = slot};
-            if (video) {
-                work[n].id = pl->next_id++;
-                pl->tracks[slot].id = work[n].id; /* reserved; filled after the landmarks */
-                ks__landmark_smoother_reset(pl->tracks[slot].smoother);
-                ks__landmark_smoother_reset(pl->tracks[slot].world_smoother);
-            }
-            n++;
-        }
-        (void)num_tracked;
-    }
-
-    if (n > 0) {
-        ks_rect rects[KS_POSE_MAX_RESULTS];
-        for (size_t i = 0; i < n; i++)
-            rects[i] = ks__lmtask_mp_crop_rect(&work[i].roi, iw, ih, POSE_LM_INPUT);
-        st = ks_packet_create_rects(&pl->alloc, &(ks_packet_rects){(uint32_t)n, rects},
-                                    &rois_packet);
-        if (st) {
-            ks__lmtask_error(&pl->obj, st, "out of memory");
-            goto error;
-        }
-        const ks_packet *ins[NUM_INPUTS] = {NULL, NULL, img, rois_packet};
-        st = ks_pipeline_process(pl->pipeline, ins, ++pl->pipeline_ts, outs);
-        if (st) {
-            ks__lmtask_error(&pl->obj, st, "pose landmarks: %s", ks_last_error(pl->pipeline));
-            goto error;
-        }
-    }
-
-    ks__landmarks_decode_options lo = {.num_landmarks = POSE_NUM_RAW_LANDMARKS,
-                                       .input_width = POSE_LM_INPUT,
-                                       .input_height = POSE_LM_INPUT,
-                                       .visibility_activation = KS__ACTIVATION_SIGMOID,
-                                       .presence_activation = KS__ACTIVATION_SIGMOID};
-    ks__roi_options next_ro;
-    ks__roi_preset_get(KS__ROI_PRESET_POSE_FROM_LANDMARKS, &next_ro);
     size_t num_kept = 0;
-    for (size_t i = 0; i < n; i++) {
-        pose_work *w = &work[i];
-        const ks_packet *lp = ks_packet_list_item(outs[OUT_LANDMARKS], (uint32_t)i);
-        const ks_packet *fp = ks_packet_list_item(outs[OUT_FLAGS], (uint32_t)i);
-        const ks_packet *mp = ks_packet_list_item(outs[OUT_MASKS], (uint32_t)i);
-        const ks_packet *wp = ks_packet_list_item(outs[OUT_WORLD], (uint32_t)i);
-        const ks_packet *xp = ks_packet_list_item(outs[OUT_MATRICES], (uint32_t)i);
-        const ks_packet *hp = ks_packet_list_item(outs[OUT_HEATMAPS], (uint32_t)i);
-        const float *raw = NULL, *flag = NULL, *mask = NULL, *world = NULL, *heat = NULL;
-        size_t n_heat = (size_t)tensor_value_count(hp, &heat);
-        size_t n_raw = (size_t)tensor_value_count(lp, &raw);
-        size_t n_flag = (size_t)tensor_value_count(fp, &flag);
-        size_t n_mask = (size_t)tensor_value_count(mp, &mask);
-        size_t n_world = (size_t)tensor_value_count(wp, &world);
-        w->matrix = xp ? ks_packet_matrix(xp) : NULL;
-        if (!raw || !flag || n_flag < 1 || !w->matrix ||
-            n_raw != (size_t)POSE_NUM_RAW_LANDMARKS * 5 || !world ||
-            n_world < (size_t)KS_POSE_NUM_LANDMARKS * 3 ||
-            (mask && n_mask != (size_t)POSE_MASK_SIZE * POSE_MASK_SIZE)) {
-            st = ks__lmtask_error(&pl->obj, KS_STATUS_INVALID_MODEL,
-                                  "pose landmark model outputs have unexpected sizes "
-                                  "(landmarks %zu, flag %zu, mask %zu, world %zu values; "
-                                  "expected 195, 1, 65536, 117)",
-                                  n_raw, n_flag, n_mask, n_world);
-            goto error;
-        }
-        w->score = flag[0];
-        if (!(w->score >= pl->min_presence)) {
-            if (w->slot >= 0) pl->tracks[w->slot].id = 0; /* lost: detect again next frame */
-            continue;
-        }
-        char err[256];
-        st = ks__tensors_to_landmarks(&lo, raw, n_raw, w->lm, POSE_NUM_RAW_LANDMARKS, err,
-                                      sizeof(err));
-        if (st) {
-            ks__lmtask_error(&pl->obj, st, "pose landmarks: %s", err);
-            goto error;
-        }
-        if (heat &&
-            n_heat == (size_t)POSE_HEATMAP_SIZE * POSE_HEATMAP_SIZE * POSE_NUM_RAW_LANDMARKS)
-            refine_from_heatmap(w->lm, KS_POSE_NUM_LANDMARKS, heat, POSE_NUM_RAW_LANDMARKS);
-        float roi_w_px = hypotf(w->matrix[0] * (float)iw, w->matrix[4] * (float)ih);
-        for (size_t k = 0; k < POSE_NUM_RAW_LANDMARKS; k++) {
-            ks__landmark *l = &w->lm[k];
-            ks__lmtask_mp_project(w->matrix, POSE_LM_INPUT, &l->x, &l->y);
-            l->z = l->z * roi_w_px / (float)iw; /* image-normalized, scale of x */
-        }
-        /* World landmarks come in the ROI's frame: undo its rotation about z. */
-        float c = cosf(w->roi.rotation_rad), s = sinf(w->roi.rotation_rad);
-        for (size_t k = 0; k < KS_POSE_NUM_LANDMARKS; k++) {
-            float x = world[3 * k], y = world[3 * k + 1];
-            w->world[k] = (ks_point3f){c * x - s * y, s * x + c * y, world[3 * k + 2]};
-        }
-        w->mask_raw = mask;
-        if (video && w->slot >= 0 && pl->smoothing) {
-            float scale = 0.5f * (w->roi.width + w->roi.height);
-            ks__landmark_smoother_apply(pl->tracks[w->slot].smoother, w->lm, POSE_NUM_ROI_LANDMARKS,
-                                        scale, timestamp_us);
-            ks__landmark wl[KS_POSE_NUM_LANDMARKS];
-            for (size_t k = 0; k < KS_POSE_NUM_LANDMARKS; k++)
-                wl[k] = (ks__landmark){w->world[k].x, w->world[k].y, w->world[k].z, 0, 0};
-            ks__landmark_smoother_apply(pl->tracks[w->slot].world_smoother, wl,
-                                        KS_POSE_NUM_LANDMARKS, 1.0f, timestamp_us);
-            for (size_t k = 0; k < KS_POSE_NUM_LANDMARKS; k++)
-                w->world[k] = (ks_point3f){wl[k].x, wl[k].y, wl[k].z};
-        }
-        ks__rect next;
-        if (ks__roi_from_landmarks(&next_ro, w->lm, POSE_NUM_ROI_LANDMARKS, iw, ih, &next, err,
-                                   sizeof(err)) != KS_STATUS_OK ||
-            !(next.width > 0.0f) || !(next.height > 0.0f)) {
-            if (w->slot >= 0) pl->tracks[w->slot].id = 0;
-            continue;
-        }
-        /* Two tracks that converged on one person: keep the older (earlier) one. */
-        bool duplicate = false;
-        for (size_t j = 0; j < i && !duplicate; j++)
-            duplicate = work[j].keep &&
-                        ks__lmtask_rect_iou(&next, &work[j].roi, iw, ih) > POSE_ASSOCIATION_IOU;
-        if (duplicate) {
-            if (w->slot >= 0) pl->tracks[w->slot].id = 0;
-            continue;
-        }
-        w->roi = next; /* from here on: the next frame's ROI */
-        w->keep = true;
-        if (w->slot >= 0) pl->tracks[w->slot].roi = next;
-        num_kept++;
-    }
+    for (size_t i = 0; i < n; i++)
+        num_kept += items[i].keep;
+    bool video = pl->mode == KS_MODE_VIDEO;
 
     /* One allocation: header, items, masks. */
     size_t mask_px = pl->output_mask ? (size_t)iw * (size_t)ih : 0;
@@ -537,26 +418,26 @@ ks_status ks_pose_detect(ks_pose_landmarker *pl, const ks_image *image, int64_t 
         st = ks__lmtask_error(&pl->obj, KS_STATUS_LIMIT_EXCEEDED,
                               "ks_pose_detect: %u masks of %dx%d do not fit in memory",
                               (unsigned)num_kept, (int)iw, (int)ih);
-        goto error;
+        goto done;
     }
     size_t total = masks_off + num_kept * mask_px * sizeof(float);
     uint8_t *block = ks__lmtask_result_alloc(&pl->alloc, total);
     if (!block) {
         st = ks__lmtask_error(&pl->obj, KS_STATUS_OUT_OF_MEMORY,
                               "ks_pose_detect: out of memory for the result (%zu bytes)", total);
-        goto error;
+        goto done;
     }
-    res = (ks_poses *)(block + sizeof(ks__lmtask_result_header));
+    ks_poses *res = (ks_poses *)(block + sizeof(ks__lmtask_result_header));
     res->items = num_kept ? (ks_pose *)(block + items_off) : NULL;
     res->mask_width_px = pl->output_mask ? iw : 0;
     res->mask_height_px = pl->output_mask ? ih : 0;
     uint32_t count = 0;
     for (size_t i = 0; i < n; i++) {
-        const pose_work *w = &work[i];
-        if (!w->keep) continue;
+        const pose_work *w = &pl->work[i];
+        if (!items[i].keep) continue;
         ks_pose *p = &res->items[count];
         memset(p, 0, sizeof(*p));
-        p->id = video ? w->id : (int32_t)count + 1;
+        p->id = video ? items[i].id : (int32_t)count + 1;
         p->score = w->score;
         float x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
         for (size_t k = 0; k < KS_POSE_NUM_LANDMARKS; k++) {
@@ -590,23 +471,10 @@ ks_status ks_pose_detect(ks_pose_landmarker *pl, const ks_image *image, int64_t 
             res->items[j] = res->items[j - 1];
         res->items[j] = tmp;
     }
-    if (video) {
-        pl->last_ts = timestamp_us;
-        pl->has_ts = true;
-    }
-    for (int i = 0; i < NUM_OUTPUTS; i++)
-        ks_packet_release(outs[i]);
-    ks_packet_release(rois_packet);
-    ks_packet_release(img);
     *out = res;
-    return KS_STATUS_OK;
-error:
-    /* A failed frame leaves no half-updated tracks behind. */
-    for (int32_t i = 0; i < KS_POSE_MAX_RESULTS; i++)
-        pl->tracks[i].id = 0;
-    for (int i = 0; i < NUM_OUTPUTS; i++)
-        ks_packet_release(outs[i]);
-    ks_packet_release(rois_packet);
+done:
+    if (st) ks__track_loop_clear(&pl->tracker);
+    ks__lmtask_release_outputs(pl->outs, NUM_OUTPUTS);
     ks_packet_release(img);
     return st;
 }

@@ -13,6 +13,7 @@
 #include "kestrel/bundle.h"
 #include "kestrel/pipeline.h"
 #include "kestrel/vision.h"
+#include "landmarks.h"
 
 /* Largest input side the tasks accept (the image is copied upright once per frame). */
 #define KS_TASK_MAX_SIDE_PX 16384
@@ -99,5 +100,92 @@ ks_status ks__cls_register_nodes(void);
 /* Every task node type: the vision nodes (algos/nodes) and the three sets above. Used by
  * ks-task-bundle to check task graphs. */
 ks_status ks__task_register_all_nodes(void);
+
+/* ---- Per-frame tracking loop of the landmark tasks (face, hand, pose) -------------------------
+ *
+ * One frame: the objects tracked from the previous frame give their ROIs; when fewer than
+ * max_objects are tracked the detector runs (every frame while nothing is tracked, else once
+ * every KS__TRACK_REDETECT_FRAMES frames, so it stays off in steady state) and its ROIs that do
+ * not overlap a tracked one (IoU > same_iou) start new tracks; one landmark run covers every
+ * ROI; then each item is decoded by the task, lost ones free their slot (and make the next frame
+ * run the detector), and an item whose next ROI overlaps an earlier kept item's (two tracks on
+ * one object) is dropped, so the older track survives. In IMAGE mode nothing is carried between
+ * frames. The task supplies the model steps (see algos/face/face_landmarker.c):
+ *
+ *     static const ks__track_ops ops = {detect, landmarks, finish, new_track};
+ *     ks__track_loop_init(&t->loop, max_results, mode == KS_MODE_VIDEO, 0.5f);
+ *     // per frame
+ *     ks__track_loop_begin(&t->loop, alloc, image, rotation, mirror, &roi, timestamp_us, &img,
+ *                          &iw, &ih, err, sizeof(err));
+ *     ks__track_loop_frame(&t->loop, &ops, t, img, iw, ih, timestamp_us, items, &n, err,
+ *                          sizeof(err));
+ *     // items[i].keep: the task's decoded result i (its own per-item storage) is a result
+ */
+#define KS__TRACK_MAX_OBJECTS 16
+#define KS__TRACK_MAX_CANDIDATES 64
+/* Detector period while some but not all objects are tracked: <= 1/15 of the frames. */
+#define KS__TRACK_REDETECT_FRAMES 15
+
+typedef struct ks__track_item {
+    ks__rect roi; /* this frame's landmark crop; for kept items, the next frame's ROI */
+    int32_t id;   /* VIDEO: the track's id (>= 1); IMAGE: 0 */
+    int32_t slot; /* track slot (VIDEO) or -1 */
+    bool keep;    /* found, and not a duplicate of an earlier item */
+} ks__track_item;
+
+typedef struct ks__track_ops {
+    /* Runs the detector on the upright image: up to cap landmark ROIs, best first. */
+    ks_status (*detect)(void *task, ks_packet *image, int32_t iw, int32_t ih, ks__rect *rois,
+                        size_t cap, size_t *num_out, char *err, size_t err_size);
+    /* Runs the landmark model on the ROIs of items[0, num_items) (num_items >= 1); the task
+     * keeps the outputs until its frame ends. */
+    ks_status (*landmarks)(void *task, ks_packet *image, int32_t iw, int32_t ih,
+                           const ks__track_item *items, size_t num_items, char *err,
+                           size_t err_size);
+    /* Decodes item `index` of the landmark run (smoothing it with the filters of item->slot when
+     * that is >= 0) and sets *next to the ROI for the next frame; *found = false when the
+     * object is lost (low presence, no valid ROI). */
+    ks_status (*finish)(void *task, size_t index, const ks__track_item *item, int32_t iw,
+                        int32_t ih, int64_t timestamp_us, ks__rect *next, bool *found, char *err,
+                        size_t err_size);
+    /* A new track takes `slot`: reset its filters. May be NULL. */
+    void (*new_track)(void *task, int32_t slot);
+} ks__track_ops;
+
+typedef struct ks__track_loop {
+    int32_t max_objects; /* 1..KS__TRACK_MAX_OBJECTS */
+    bool video;
+    float same_iou; /* ROIs overlapping more than this are one object */
+    int32_t next_id;
+    int32_t frames_since_detect;
+    uint64_t num_frames, num_detector_runs;
+    int64_t last_ts;
+    bool has_ts;
+    int32_t slot_id[KS__TRACK_MAX_OBJECTS]; /* 0: free */
+    ks__rect slot_roi[KS__TRACK_MAX_OBJECTS];
+} ks__track_loop;
+
+void ks__track_loop_init(ks__track_loop *t, int32_t max_objects, bool video, float same_iou);
+/* Forgets every track (the next frame detects afresh). */
+void ks__track_loop_clear(ks__track_loop *t);
+
+/* Frame preamble: in VIDEO mode timestamps must increase (INVALID_STATE); the image is made
+ * upright (ks__task_image_packet) into *image_out with its size; a non-empty roi (input-image
+ * pixels after rotation) must overlap it. err has the message on failure. */
+ks_status ks__track_loop_begin(ks__track_loop *t, const ks_allocator *alloc, const ks_image *image,
+                               ks_rotation rotation, int mirror, const ks_box *roi,
+                               int64_t timestamp_us, ks_packet **image_out, int32_t *width_out,
+                               int32_t *height_out, char *err, size_t err_size);
+
+/* Runs one frame (see above) into items (capacity KS__TRACK_MAX_OBJECTS; *num_items gets the
+ * count, kept or not). On failure every track is dropped and err has the message. */
+ks_status ks__track_loop_frame(ks__track_loop *t, const ks__track_ops *ops, void *task,
+                               ks_packet *image, int32_t iw, int32_t ih, int64_t timestamp_us,
+                               ks__track_item *items, size_t *num_items, char *err,
+                               size_t err_size);
+
+/* IoU of the axis-aligned pixel bounding boxes of two rotated rects. */
+float ks__track_rect_iou(const ks__rect *a, const ks__rect *b, int32_t image_width,
+                         int32_t image_height);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "../face/face_internal.h"
 #include "image_io.h"
 #include "kestrel/face.h"
 #include "kestrel/pipeline.h"
@@ -336,8 +337,13 @@ static void test_bad_inputs(void **state) {
     assert_null(det);
     ks_face_landmarker *fl = NULL;
     assert_int_equal(
-        ks_face_landmarker_create(&(ks_face_landmarker_desc){.task.max_results = 2}, &fl),
-        KS_STATUS_UNSUPPORTED);
+        ks_face_landmarker_create(
+            &(ks_face_landmarker_desc){.task.max_results = KS_FACE_MAX_FACES + 1}, &fl),
+        KS_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ks_last_error(NULL), "max_results"));
+    assert_int_equal(
+        ks_face_landmarker_create(&(ks_face_landmarker_desc){.task.max_results = -1}, &fl),
+        KS_STATUS_INVALID_ARGUMENT);
     assert_null(fl);
 
     assert_int_equal(ks_face_detector_create(NULL, &det), KS_STATUS_OK);
@@ -367,6 +373,214 @@ static void test_bad_inputs(void **state) {
     ks_face_landmarker_destroy(NULL);
     ks_faces_release(NULL);
     ks_face_meshes_release(NULL);
+}
+
+/* ---- several faces ------------------------------------------------------------------------ */
+
+/* Messi's face (about 30 px in the 548x342 photo, near (242, 113)) cropped to 128x128 and
+ * enlarged 4x (bilinear) to 512x512, so that the short-range detector sees it. */
+#define MESSI_CROP_X 178
+#define MESSI_CROP_Y 49
+#define MESSI_CROP_SIDE 128
+#define HALF_SIDE 512
+/* Landmarks found on the composite may differ from those found on each photo alone (the
+ * detector sees a different letterbox, so the ROI moves a little): issue #4's target. */
+#define MULTI_MAX_MEAN_ERR 0.02f
+
+static uint8_t *messi_face_px(void) {
+    assert_int_equal(g_messi.image.format, KS_PIXEL_FORMAT_RGB);
+    uint8_t *dst = malloc((size_t)HALF_SIDE * HALF_SIDE * 3);
+    assert_non_null(dst);
+    const uint8_t *src = g_messi.pixels;
+    size_t stride = (size_t)g_messi.image.stride_bytes[0];
+    float k = (float)MESSI_CROP_SIDE / HALF_SIDE;
+    for (int y = 0; y < HALF_SIDE; y++) {
+        float sy = MESSI_CROP_Y + ((float)y + 0.5f) * k - 0.5f;
+        int y0 = (int)floorf(sy);
+        float fy = sy - (float)y0;
+        for (int x = 0; x < HALF_SIDE; x++) {
+            float sx = MESSI_CROP_X + ((float)x + 0.5f) * k - 0.5f;
+            int x0 = (int)floorf(sx);
+            float fx = sx - (float)x0;
+            for (int c = 0; c < 3; c++) {
+                const uint8_t *p = src + (size_t)y0 * stride + (size_t)x0 * 3 + c;
+                float v = (1 - fy) * ((1 - fx) * p[0] + fx * p[3]) +
+                          fy * ((1 - fx) * p[stride] + fx * p[stride + 3]);
+                dst[((size_t)y * HALF_SIDE + x) * 3 + c] = (uint8_t)(v + 0.5f);
+            }
+        }
+    }
+    return dst;
+}
+
+static ks_image rgb_image(uint8_t *px, int w, int h) {
+    return (ks_image){.format = KS_PIXEL_FORMAT_RGB,
+                      .width_px = w,
+                      .height_px = h,
+                      .planes = {px},
+                      .stride_bytes = {3 * w}};
+}
+
+/* The astronaut on the left half, Messi's face on the right: 1024x512. */
+static uint8_t *side_by_side_px(const uint8_t *messi) {
+    assert_int_equal(g_astro.image.width_px, HALF_SIDE);
+    assert_int_equal(g_astro.image.height_px, HALF_SIDE);
+    uint8_t *dst = malloc((size_t)2 * HALF_SIDE * HALF_SIDE * 3);
+    assert_non_null(dst);
+    for (int y = 0; y < HALF_SIDE; y++) {
+        memcpy(dst + (size_t)y * 2 * HALF_SIDE * 3,
+               g_astro.pixels + (size_t)y * g_astro.image.stride_bytes[0], HALF_SIDE * 3);
+        memcpy(dst + ((size_t)y * 2 + 1) * HALF_SIDE * 3, messi + (size_t)y * HALF_SIDE * 3,
+               HALF_SIDE * 3);
+    }
+    return dst;
+}
+
+/* Mean landmark distance between two meshes (b shifted by dx), over the mean side of a's box. */
+static float mesh_error(const ks_face_mesh *a, const ks_face_mesh *b, float dx) {
+    assert_int_equal(a->num_landmarks, b->num_landmarks);
+    double sum = 0.0;
+    for (uint32_t i = 0; i < a->num_landmarks; i++)
+        sum += hypot(a->landmarks[i].x - (b->landmarks[i].x + dx),
+                     a->landmarks[i].y - b->landmarks[i].y);
+    return (float)(sum / a->num_landmarks / (0.5 * (a->box.w + a->box.h)));
+}
+
+/* In the 1024-px-wide composite the astronaut's face is 100 px: too small for the short-range
+ * detector's 128x128 input, so these tests use the full-range one (as for group photos). */
+static ks_face_meshes *single_face(const ks_image *img) {
+    ks_face_landmarker *fl = NULL;
+    assert_int_equal(ks_face_landmarker_create(
+                         &(ks_face_landmarker_desc){.detector = KS_FACE_DETECTOR_FULL_RANGE}, &fl),
+                     KS_STATUS_OK);
+    ks_face_meshes *faces = NULL;
+    assert_int_equal(ks_face_landmarker_detect(fl, img, 0, &faces), KS_STATUS_OK);
+    assert_int_equal(faces->count, 1);
+    ks_face_landmarker_destroy(fl);
+    return faces;
+}
+
+/* The two faces of a side-by-side frame, left first, each checked against its photo alone. */
+static void check_two_faces(const ks_face_meshes *faces, const ks_face_mesh *astro,
+                            const ks_face_mesh *messi, float *err_left, float *err_right) {
+    assert_int_equal(faces->count, 2);
+    const ks_face_mesh *l = &faces->items[0], *r = &faces->items[1];
+    if (l->box.x > r->box.x) {
+        const ks_face_mesh *t = l;
+        l = r, r = t;
+    }
+    assert_true(l->box.x + l->box.w <= HALF_SIDE + 1.0f && r->box.x >= HALF_SIDE - 1.0f);
+    *err_left = mesh_error(l, astro, 0.0f);
+    *err_right = mesh_error(r, messi, (float)HALF_SIDE);
+    assert_true(*err_left <= MULTI_MAX_MEAN_ERR);
+    assert_true(*err_right <= MULTI_MAX_MEAN_ERR);
+    /* Each face has its own head pose: the left face sits left of the camera axis (x < 0 in
+     * camera space), the right one right of it. (The angles themselves differ from the photos
+     * alone: the faces are off the composite's optical axis.) */
+    assert_true(l->pose_matrix[3] < 0.0f && r->pose_matrix[3] > 0.0f);
+    assert_true(l->pose_matrix[11] < 0.0f && r->pose_matrix[11] < 0.0f);
+}
+
+static void test_landmarks_two_faces(void **state) {
+    (void)state;
+    uint8_t *messi_px = messi_face_px();
+    uint8_t *both_px = side_by_side_px(messi_px);
+    ks_image messi_img = rgb_image(messi_px, HALF_SIDE, HALF_SIDE);
+    ks_image both = rgb_image(both_px, 2 * HALF_SIDE, HALF_SIDE);
+    ks_face_meshes *astro = single_face(&g_astro.image);
+    ks_face_meshes *messi = single_face(&messi_img);
+
+    /* IMAGE mode. The default (one face) still finds one; max_results 2 finds both. */
+    ks_face_meshes *faces = NULL;
+    ks_face_meshes *one = single_face(&both);
+    ks_face_meshes_release(one);
+    ks_face_landmarker *fl = NULL;
+    assert_int_equal(ks_face_landmarker_create(
+                         &(ks_face_landmarker_desc){.task.max_results = 2,
+                                                    .detector = KS_FACE_DETECTOR_FULL_RANGE},
+                         &fl),
+                     KS_STATUS_OK);
+    assert_int_equal(ks_face_landmarker_detect(fl, &both, 0, &faces), KS_STATUS_OK);
+    float el, er;
+    check_two_faces(faces, &astro->items[0], &messi->items[0], &el, &er);
+    printf("[ multi ] IMAGE: 2 faces; mean landmark error vs each photo alone: astronaut %.3f %%, "
+           "messi %.3f %% of the face box\n",
+           100.0 * el, 100.0 * er);
+    assert_int_equal(faces->items[0].id, -1);
+    ks_face_meshes_release(faces);
+    ks_face_landmarker_destroy(fl);
+
+    /* VIDEO mode, asking for 3 faces when 2 are there: distinct ids that stay, and the
+     * detector looks for the third only every few frames. */
+    const int num_frames = 60;
+    assert_int_equal(
+        ks_face_landmarker_create(
+            &(ks_face_landmarker_desc){.task = {.mode = KS_MODE_VIDEO, .max_results = 3},
+                                       .detector = KS_FACE_DETECTOR_FULL_RANGE},
+            &fl),
+        KS_STATUS_OK);
+    int32_t ids[2] = {0, 0};
+    float worst = 0.0f;
+    for (int k = 0; k < num_frames; k++) {
+        assert_int_equal(ks_face_landmarker_detect(fl, &both, 33333 * (int64_t)(k + 1), &faces),
+                         KS_STATUS_OK);
+        check_two_faces(faces, &astro->items[0], &messi->items[0], &el, &er);
+        worst = fmaxf(worst, fmaxf(el, er));
+        assert_true(faces->items[0].id >= 1 && faces->items[1].id > faces->items[0].id);
+        if (k == 0) {
+            ids[0] = faces->items[0].id;
+            ids[1] = faces->items[1].id;
+        }
+        assert_int_equal(faces->items[0].id, ids[0]);
+        assert_int_equal(faces->items[1].id, ids[1]);
+        ks_face_meshes_release(faces);
+    }
+    ks__face_lm_stats st;
+    assert_int_equal(ks__face_landmarker_stats(fl, &st), KS_STATUS_OK);
+    printf("[ multi ] VIDEO, max_results 3, 2 faces: ids %d and %d on all %d frames, detector on "
+           "%llu frames (%.1f %%), worst mean error %.3f %%\n",
+           (int)ids[0], (int)ids[1], num_frames, (unsigned long long)st.num_detector_runs,
+           100.0 * (double)st.num_detector_runs / num_frames, 100.0 * worst);
+    assert_int_equal(st.num_frames, num_frames);
+    assert_true(st.num_detector_runs >= 1 && st.num_detector_runs * 10 <= (uint64_t)num_frames);
+    ks_face_landmarker_destroy(fl);
+
+    ks_face_meshes_release(astro);
+    ks_face_meshes_release(messi);
+    free(both_px);
+    free(messi_px);
+}
+
+/* Two tracks on one face (two overlapping detections of the same face) are merged: asking for
+ * two faces where there is one gives one, with one id, and the detector keeps looking only every
+ * few frames. */
+static void test_landmarks_one_face_two_asked(void **state) {
+    (void)state;
+    ks_face_landmarker *fl = NULL;
+    assert_int_equal(
+        ks_face_landmarker_create(
+            &(ks_face_landmarker_desc){.task = {.mode = KS_MODE_VIDEO, .max_results = 2}}, &fl),
+        KS_STATUS_OK);
+    const int num_frames = 45;
+    int32_t id = 0;
+    for (int k = 0; k < num_frames; k++) {
+        ks_face_meshes *faces = NULL;
+        assert_int_equal(
+            ks_face_landmarker_detect(fl, &g_astro.image, 33333 * (int64_t)(k + 1), &faces),
+            KS_STATUS_OK);
+        assert_int_equal(faces->count, 1);
+        if (k == 0) id = faces->items[0].id;
+        assert_int_equal(faces->items[0].id, id);
+        ks_face_meshes_release(faces);
+    }
+    ks__face_lm_stats st;
+    assert_int_equal(ks__face_landmarker_stats(fl, &st), KS_STATUS_OK);
+    printf("[ multi ] VIDEO, max_results 2, 1 face: id %d on all %d frames, detector on %llu "
+           "frames (%.1f %%)\n",
+           (int)id, num_frames, (unsigned long long)st.num_detector_runs,
+           100.0 * (double)st.num_detector_runs / num_frames);
+    assert_true(st.num_detector_runs * 10 <= (uint64_t)num_frames);
+    ks_face_landmarker_destroy(fl);
 }
 
 /* The generic nodes the face graphs do not use: nms, mask_smoother, and option checking. */
@@ -441,11 +655,17 @@ int main(void) {
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_detect_astronaut),    cmocka_unit_test(test_detect_messi_full_range),
-        cmocka_unit_test(test_detect_shared_photo), cmocka_unit_test(test_landmarks_astronaut),
-        cmocka_unit_test(test_video_ids_stable),    cmocka_unit_test(test_rotation),
-        cmocka_unit_test(test_allocator_balance),   cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_detect_astronaut),
+        cmocka_unit_test(test_detect_messi_full_range),
+        cmocka_unit_test(test_detect_shared_photo),
+        cmocka_unit_test(test_landmarks_astronaut),
+        cmocka_unit_test(test_video_ids_stable),
+        cmocka_unit_test(test_rotation),
+        cmocka_unit_test(test_allocator_balance),
+        cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_vision_nodes),
+        cmocka_unit_test(test_landmarks_two_faces),
+        cmocka_unit_test(test_landmarks_one_face_two_asked),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

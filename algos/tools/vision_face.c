@@ -57,8 +57,11 @@ int ks__vision_face_detect(const ks_vision_args *args, const ks_image *img, ks_c
 }
 
 int ks__vision_face_landmarks(const ks_vision_args *args, const ks_image *img, ks_canvas *canvas) {
+    /* A photo's every face by default, as face_detect (the API's default is one face). */
+    int max_faces = args->max_results > 0 ? args->max_results : KS_FACE_MAX_FACES;
+    if (max_faces > KS_FACE_MAX_FACES) max_faces = KS_FACE_MAX_FACES;
     ks_face_landmarker_desc desc = {.task = {.min_score = args->min_score,
-                                             .max_results = args->max_results,
+                                             .max_results = max_faces,
                                              .num_threads = args->num_threads,
                                              .model_path = args->model}};
     ks_face_landmarker *fl = NULL;

@@ -731,7 +731,10 @@ static ks_status create_nodes(ks_pipeline *p, const cJSON *graph, const cJSON *s
                               const ks_pipeline_desc *desc, const ks_bundle *bundle, uint32_t depth,
                               char *err, size_t err_cap) {
     const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(graph, "nodes");
-    ks__subgraph_env env = {.side = side, .desc = desc, .bundle = bundle, .depth = depth};
+    /* Subgraphs allocate from this graph's allocator (the root's pool). */
+    ks_pipeline_desc child_desc = desc ? *desc : (ks_pipeline_desc){0};
+    child_desc.allocator = &p->alloc;
+    ks__subgraph_env env = {.side = side, .desc = &child_desc, .bundle = bundle, .depth = depth};
     for (uint32_t i = 0; i < p->num_nodes; i++) {
         ks__pnode *n = &p->nodes[i];
         const cJSON *nj = cJSON_GetArrayItem(nodes, (int)n->json_index);
@@ -802,7 +805,20 @@ ks_status ks__pipeline_build(const cJSON *graph, const cJSON *outer_side,
     }
     p->obj.magic = KS__OBJECT_MAGIC;
     p->alloc = a;
+    p->app_alloc = a;
     p->is_subgraph = depth > 0;
+    if (depth == 0) {
+        /* Everything else — graph structures, node state, every frame's packets and scratch —
+         * comes from the graph's pool, so steady frames do not call the app's allocator.
+         * Subgraphs get the pool's allocator through their desc (create_nodes). */
+        if (ks__blockpool_create(&a, &p->pool) != KS_STATUS_OK) {
+            ks__free(&a, p);
+            ERRF("out of memory creating a pipeline");
+            return KS_STATUS_OUT_OF_MEMORY;
+        }
+        p->alloc = ks__blockpool_allocator(p->pool);
+        a = p->alloc;
+    }
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(graph, "name");
     if (name) {
         st = check_name(name, "graph name", "?", err, err_cap);
@@ -944,7 +960,10 @@ void ks_pipeline_destroy(ks_pipeline *p) {
     ks__free(&a, p->inputs);
     ks__free(&a, p->outputs);
     ks__free(&a, p->name);
-    ks__free(&a, p);
+    ks__blockpool *pool = p->pool;
+    ks_allocator app = p->app_alloc;
+    ks__free(&app, p);
+    ks__blockpool_release(pool);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -41,6 +41,20 @@ struct ks_packet {
 
 void ks__packet_stamp(ks_packet *p, int64_t timestamp_us);
 
+/* ---- per-graph block pool (blockpool.c) ---- */
+/* A caching allocator over `backing` (the app's): freed blocks wait on per-size free lists for
+ * the next frame instead of going back. Thread-safe. The pool lives until ks__blockpool_release and
+ * the return of the last block it handed out. */
+typedef struct ks__blockpool ks__blockpool;
+typedef struct ks__blockpool_stats {
+    uint64_t num_backing_allocs; /* blocks taken from the backing allocator */
+    uint64_t num_reused;         /* requests served from the free lists */
+} ks__blockpool_stats;
+ks_status ks__blockpool_create(const ks_allocator *backing, ks__blockpool **out);
+ks_allocator ks__blockpool_allocator(ks__blockpool *pool);
+ks__blockpool_stats ks__blockpool_stats_get(ks__blockpool *pool);
+void ks__blockpool_release(ks__blockpool *pool);
+
 /* ---- options ---- */
 /* Context passed to foreach through its options (internal). */
 typedef struct ks__subgraph_env {
@@ -101,6 +115,10 @@ struct ks_pipeline {
     bool started;
     int64_t last_timestamp_us;
     bool is_subgraph; /* foreach children: timestamps may repeat */
+    /* Top-level graphs: the pool `alloc` draws from (subgraphs share their root's), and the
+     * app's allocator that holds the pipeline struct itself. */
+    ks__blockpool *pool;
+    ks_allocator app_alloc;
 };
 
 /* Builds a pipeline from a parsed graph object. `side` is an object of side parameter values

@@ -50,7 +50,9 @@ KS_API const char *ks_face_detector_model_string(ks_face_detector_model model);
 
 /* Zero means the default shown. */
 typedef struct ks_face_detector_desc {
-    ks_task_options task;         /* min_score 0: 0.5; max_results 0: all (<= 256) */
+    ks_task_options task;         /* min_score 0: the model's own threshold, as MediaPipe's
+                                     graphs (0.5 short range, 0.6 full range); max_results 0:
+                                     all (<= 256) */
     ks_face_detector_model model; /* short range */
 } ks_face_detector_desc;
 
@@ -97,11 +99,12 @@ KS_API void ks_faces_release(ks_faces *faces);
 
 #define KS_FACE_MESH_NUM_LANDMARKS 468
 #define KS_FACE_MESH_NUM_LANDMARKS_WITH_IRIS 478
+#define KS_FACE_MAX_FACES 16 /* upper bound of ks_face_landmarker_desc.task.max_results */
 
 /* Zero means the default shown. */
 typedef struct ks_face_landmarker_desc {
-    ks_task_options task;            /* min_score 0: 0.5 (detector); max_results: 1 (only 1 is
-                                        supported in this version; larger values are refused) */
+    ks_task_options task;            /* min_score 0: the detector's default (see above);
+                                        max_results 0: 1 face, at most KS_FACE_MAX_FACES */
     ks_face_detector_model detector; /* short range */
     int32_t refine_landmarks;        /* nonzero: 478 points with irises (attention model) */
     float min_tracking_score;        /* 0: 0.5; below it the face is lost and redetected */
@@ -144,8 +147,12 @@ KS_API ks_status ks_face_landmarker_create(const ks_face_landmarker_desc *desc,
                                            ks_face_landmarker **out);
 /* NULL is a no-op. */
 KS_API void ks_face_landmarker_destroy(ks_face_landmarker *lm);
-/* In VIDEO mode the face found in one frame is tracked into the next from its landmarks; the
- * detector runs only when tracking is lost, and landmarks are smoothed (One Euro). */
+/* Finds up to task.max_results faces. In VIDEO mode each face is tracked into the next frame
+ * from its landmarks and keeps its id; the detector runs while fewer faces than max_results are
+ * tracked: every frame while none is, else once every 15 frames (so a steady scene rarely runs
+ * it). Tracks that converge on one face are merged (the older id stays). Landmarks are smoothed
+ * per face (One Euro). Results are sorted by id in VIDEO mode, best detection first in IMAGE
+ * mode. */
 KS_API ks_status ks_face_landmarker_detect(ks_face_landmarker *lm, const ks_image *image,
                                            int64_t timestamp_us, ks_face_meshes **out);
 /* NULL is a no-op. */
