@@ -84,8 +84,11 @@ static int free_model(void **state) {
     return 0;
 }
 
+/* Tuning times candidates only where a node has two or more; this test model's nodes have
+ * several on AVX2/AVX-512 but a single NEON variant each, so on AArch64 there is nothing to time
+ * (the tuner then keeps the cost model's choice, covered by the other tests). */
 static int can_tune(void) {
-    return (ks__cpu_isa() & (KS_ISA_AVX2 | KS_ISA_AVX512 | KS_ISA_NEON)) != 0;
+    return (ks__cpu_isa() & (KS_ISA_AVX2 | KS_ISA_AVX512)) != 0;
 }
 
 /* Runs the model once; returns the output (malloc) and fills kernel names of the 3 nodes. */

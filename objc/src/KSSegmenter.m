@@ -1,0 +1,135 @@
+/* KSSegmenter and KSMask over kestrel/segment.h (manual retain/release). */
+#import "KSPrivate.h"
+
+#include <string.h>
+
+#include "kestrel/segment.h"
+
+_Static_assert(KSSegmenterModelLandscape == (NSInteger)KS_SEGMENTER_LANDSCAPE, "models");
+
+@interface KSMask ()
+- (instancetype)ks_initWithWidth:(int32_t)width
+                          height:(int32_t)height
+                   probabilities:(const float *)probabilities
+                           bytes:(const uint8_t *)bytes
+                        fraction:(float)fraction;
+@end
+
+@implementation KSMask
+@synthesize width = _width;
+@synthesize height = _height;
+@synthesize data = _data;
+@synthesize bytes = _bytes;
+@synthesize personFraction = _personFraction;
+
+- (instancetype)ks_initWithWidth:(int32_t)width
+                          height:(int32_t)height
+                   probabilities:(const float *)probabilities
+                           bytes:(const uint8_t *)bytes
+                        fraction:(float)fraction {
+    self = [super init];
+    if (self == nil) return nil;
+    size_t count = (size_t)width * (size_t)height;
+    _width = width;
+    _height = height;
+    _data = [[NSData alloc] initWithBytes:probabilities length:count * sizeof(float)];
+    if (bytes != NULL) _bytes = [[NSData alloc] initWithBytes:bytes length:count];
+    if (fraction < 0.0f) {
+        size_t num_person = 0;
+        for (size_t i = 0; i < count; i++)
+            num_person += probabilities[i] >= 0.5f;
+        fraction = count > 0 ? (float)((double)num_person / (double)count) : 0.0f;
+    }
+    _personFraction = fraction;
+    return self;
+}
+
+- (void)dealloc {
+    [_data release];
+    [_bytes release];
+    [super dealloc];
+}
+
+- (float)probabilityAtX:(int32_t)x y:(int32_t)y {
+    if (x < 0 || y < 0 || x >= _width || y >= _height) return 0.0f;
+    return ((const float *)[_data bytes])[(size_t)y * (size_t)_width + (size_t)x];
+}
+
+- (NSString *)description {
+    return [NSString
+        stringWithFormat:@"<KSMask %dx%d person %.3f>", (int)_width, (int)_height, _personFraction];
+}
+@end
+
+KSMask *ks__objc_mask_make(int32_t width, int32_t height, const float *probabilities,
+                           const uint8_t *bytes, float fraction) {
+    KSMask *mask = [[KSMask alloc] ks_initWithWidth:width
+                                             height:height
+                                      probabilities:probabilities
+                                              bytes:bytes
+                                           fraction:fraction];
+    return [mask autorelease];
+}
+
+@implementation KSSegmenterOptions
+@synthesize model = _model;
+@synthesize outputBytes = _outputBytes;
+- (id)copyWithZone:(NSZone *)zone {
+    KSSegmenterOptions *copy = [super copyWithZone:zone];
+    copy->_model = _model;
+    copy->_outputBytes = _outputBytes;
+    return copy;
+}
+@end
+
+@implementation KSSegmenter
+
+- (instancetype)initWithOptions:(KSTaskOptions *)taskOptions error:(NSError **)error {
+    self = [super init];
+    if (self == nil) return nil;
+    if (!ks__objc_check_options(taskOptions, [KSSegmenterOptions class], "KSSegmenter", error)) {
+        [self release];
+        return nil;
+    }
+    KSSegmenterOptions *options = [taskOptions isKindOfClass:[KSSegmenterOptions class]]
+                                      ? (KSSegmenterOptions *)taskOptions
+                                      : nil;
+    ks_segmenter_desc desc;
+    memset(&desc, 0, sizeof(desc));
+    ks__objc_task_options(taskOptions, &desc.task);
+    if (options != nil) {
+        desc.model = (ks_segmenter_model)options.model;
+        desc.output_u8 = options.outputBytes ? 1 : 0;
+    }
+    ks_segmenter *seg = NULL;
+    ks_status st = ks_segmenter_create(&desc, &seg);
+    if (st != KS_STATUS_OK) {
+        ks__objc_fail(error, st, ks_last_error(NULL));
+        [self release];
+        return nil;
+    }
+    _segmenter = seg;
+    return self;
+}
+
+- (void)dealloc {
+    ks_segmenter_destroy((ks_segmenter *)_segmenter);
+    [super dealloc];
+}
+
+- (KSMask *)segmentImage:(KSImage *)image timestampUs:(int64_t)timestampUs error:(NSError **)error {
+    ks_image view;
+    if (!ks__objc_image_view(image, &view, error)) return nil;
+    ks_segmentation *seg = NULL;
+    ks_status st = ks_segment((ks_segmenter *)_segmenter, &view, timestampUs, &seg);
+    if (st != KS_STATUS_OK) {
+        ks__objc_fail(error, st, ks_last_error(_segmenter));
+        return nil;
+    }
+    KSMask *mask = ks__objc_mask_make(seg->width_px, seg->height_px, seg->mask, seg->mask_u8,
+                                      seg->person_fraction);
+    ks_segmentation_release(seg);
+    return mask;
+}
+
+@end

@@ -1,0 +1,40 @@
+/* Compiled (syntax only) by the objc_headers_arc test: the public headers under ARC with
+ * nullability completeness checks, for an Apple target, against a minimal stand-in Foundation
+ * (arc_stub/). The client uses the API the way an ARC app does: no retain/release. */
+#import <KestrelObjC/KestrelObjC.h>
+
+int ks_arc_client(KSImage *image);
+
+int ks_arc_client(KSImage *image) {
+    NSError *error = nil;
+    KSFaceLandmarkerOptions *options = [[KSFaceLandmarkerOptions alloc] init];
+    options.mode = KSRunningModeVideo;
+    options.modelPath = nil;
+    KSFaceLandmarker *landmarker = [[KSFaceLandmarker alloc] initWithOptions:options error:&error];
+    if (landmarker == nil) return -1;
+    NSArray<KSFaceMesh *> *faces = [landmarker detectInImage:image timestampUs:0 error:&error];
+    float sum = 0.0f;
+    for (KSFaceMesh *face in faces) {
+        const KSPoint3 *points = face.landmarks;
+        sum += points[0].x + face.poseMatrix[3] + face.expressions.smile;
+    }
+    __weak KSFaceLandmarker *weakLandmarker = landmarker;
+    (void)weakLandmarker;
+    KSSegmenter *segmenter = [[KSSegmenter alloc] initWithOptions:nil error:NULL];
+    KSMask *_Nullable mask = [segmenter segmentImage:image timestampUs:0 error:&error];
+    KSEffect *effect = [[KSEffect alloc] initWithContentsOfFile:@"fx.kfx" error:&error];
+    if (effect != nil && faces != nil) {
+        KSEffectRenderer *renderer = [[KSEffectRenderer alloc] initWithEffect:effect
+                                                                      options:nil
+                                                                        error:&error];
+        [renderer renderFaces:faces
+                         mask:mask
+                cameraTexture:1
+                        width:640
+                       height:480
+                  timestampUs:0
+                outputTexture:0
+                        error:&error];
+    }
+    return (int)faces.count + (sum > 0.0f);
+}
