@@ -9,6 +9,9 @@ option(KS_BUILD_BENCH "Build kernel microbenchmarks (bench/)" ON)
 option(KS_BUILD_SAMPLES "Build the desktop samples (needs libstb-dev)" ON)
 option(KS_BUILD_FUZZERS "Build libFuzzer targets (needs clang)" OFF)
 option(KS_BUILD_SHARED "Build libkestrel as a shared library too" ON)
+# Engine, its tools and tests only (no pipeline/tasks/effects, so no cJSON, zlib or stb): the
+# AArch64 cross build under QEMU (scripts/test-arm64) uses it.
+option(KS_ENGINE_ONLY "Build only the engine, its tools and its tests" OFF)
 # ks-protect: encrypted models (KSME) need libsodium (Debian libsodium-dev); ON when it is found.
 find_library(KS_SODIUM_LIBRARY sodium)
 find_path(KS_SODIUM_INCLUDE_DIR sodium.h)
