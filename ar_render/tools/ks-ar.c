@@ -45,6 +45,7 @@ typedef struct args {
     int num_params;
     int no_mask;
     int threads;
+    int short_range; /* --detector short: the selfie detector (faces within ~2 m) */
 } args;
 
 typedef struct tool {
@@ -65,7 +66,9 @@ static void usage(void) {
             "usage: ks-ar --effect PKG.kfx (--image IMG --out OUT.png | --frames DIR --out-dir "
             "DIR)\n"
             "             [--landmarks FIXTURE.json] [--param NAME=VALUE]... [--no-mask] "
-            "[--threads N]\n");
+            "[--threads N]\n"
+            "             [--detector full|short]   (full range by default: any photo; short: "
+            "selfies)\n");
 }
 
 static double now_ms(void) {
@@ -103,6 +106,8 @@ static int parse_args(int argc, char **argv, args *a) {
             a->landmarks = v;
         else if (!strcmp(k, "--threads"))
             a->threads = atoi(v);
+        else if (!strcmp(k, "--detector") && (!strcmp(v, "full") || !strcmp(v, "short")))
+            a->short_range = !strcmp(v, "short");
         else if (!strcmp(k, "--param")) {
             if (a->num_params == MAX_PARAMS) {
                 fprintf(stderr, "ks-ar: more than %d --param\n", MAX_PARAMS);
@@ -210,7 +215,16 @@ static int setup(tool *t) {
 #if defined(KS_AR_HAVE_TASKS)
     ks_running_mode mode = t->a.frames ? KS_MODE_VIDEO : KS_MODE_IMAGE;
     if (!t->fixture) {
-        ks_face_landmarker_desc d = {.task = {.mode = mode, .num_threads = t->a.threads}};
+        /* As many faces as the effect draws; the full-range detector also finds the small faces
+         * of group photos, which the selfie (short-range) one misses. */
+        uint32_t max_faces = info->max_faces;
+        ks_face_landmarker_desc d = {
+            .task = {.mode = mode,
+                     .num_threads = t->a.threads,
+                     .max_results = (int32_t)(max_faces < KS_FACE_MAX_FACES ? max_faces
+                                                                            : KS_FACE_MAX_FACES)},
+            .detector = t->a.short_range ? KS_FACE_DETECTOR_SHORT_RANGE
+                                         : KS_FACE_DETECTOR_FULL_RANGE};
         if (ks_face_landmarker_create(&d, &t->lm)) {
             fprintf(stderr, "ks-ar: face landmarker: %s (models dir %s; or pass --landmarks)\n",
                     ks_last_error(NULL), ks_models_dir());
