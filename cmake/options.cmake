@@ -20,3 +20,10 @@ if(KS_SODIUM_LIBRARY AND KS_SODIUM_INCLUDE_DIR)
 else()
   option(KS_WITH_SODIUM "Encrypted model support (KSME) via libsodium" OFF)
 endif()
+# Op-pruned builds (docs/size.md, cmake/op_pruning.cmake): register only these IR ops, or the ops
+# of these models (converted and listed with the host tools in KS_OPS_TOOLS_DIR). Empty: all ops.
+set(KS_OPS "" CACHE STRING "Op-pruned build: IR op names to register (;-list), empty = all")
+set(KS_OPS_FROM_MODELS "" CACHE STRING
+  "Op-pruned build: models (.ksm/.tflite/.onnx, ;-list) whose ops are registered")
+set(KS_OPS_TOOLS_DIR "" CACHE PATH
+  "Directory with host ks-convert and ks-inspect (for KS_OPS_FROM_MODELS)")

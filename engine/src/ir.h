@@ -52,6 +52,8 @@ typedef enum ks__act {
     KS_ACT_SIGMOID = 5,
     KS_ACT_LEAKY_RELU = 6, /* alpha in fp[0] of conv/fc/binary, fp[0] documented per op */
     KS_ACT_HARD_SWISH = 7,
+    KS_ACT_SILU = 8,  /* x * sigmoid(x) (SiLU / swish); older readers apply it as identity */
+    KS_ACT_PRELU = 9, /* CONV2D only: x >= 0 ? x : slope[c] * x, slopes from conv input 4 */
     KS_ACT_COUNT
 } ks__act;
 

@@ -1,4 +1,4 @@
-/* ks-inspect MODEL.ksm [--nodes] [--svg OUT.svg]
+/* ks-inspect MODEL.ksm [--nodes] [--svg OUT.svg] [--ops-only]
  * Shows a model's inputs/outputs, metadata, op histogram, per-node parameters and shapes, FLOPs
  * and the memory plan, and renders the graph as an SVG picture. */
 #include <stdio.h>
@@ -168,21 +168,23 @@ static void print_weight_storage(const char *path) {
 
 int main(int argc, char **argv) {
     const char *path = NULL, *svg = NULL;
-    int show_nodes = 0;
+    int show_nodes = 0, ops_only = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--svg") == 0 && i + 1 < argc)
             svg = argv[++i];
         else if (strcmp(argv[i], "--nodes") == 0)
             show_nodes = 1;
+        else if (strcmp(argv[i], "--ops-only") == 0)
+            ops_only = 1;
         else if (argv[i][0] != '-' && !path)
             path = argv[i];
         else {
-            fprintf(stderr, "usage: ks-inspect MODEL.ksm [--nodes] [--svg OUT.svg]\n");
+            fprintf(stderr, "usage: ks-inspect MODEL.ksm [--nodes] [--svg OUT.svg] [--ops-only]\n");
             return 2;
         }
     }
     if (!path) {
-        fprintf(stderr, "usage: ks-inspect MODEL.ksm [--nodes] [--svg OUT.svg]\n");
+        fprintf(stderr, "usage: ks-inspect MODEL.ksm [--nodes] [--svg OUT.svg] [--ops-only]\n");
         return 2;
     }
     ks_model *m = NULL;
@@ -192,6 +194,17 @@ int main(int argc, char **argv) {
         return 1;
     }
     const ks__graph *g = ks__model_graph(m);
+    if (ops_only) {
+        /* The IR op names the model needs, one per line: the input of op-pruned builds
+         * (KS_OPS_FROM_MODELS, docs/size.md). */
+        uint8_t used[KS_OP_MAX_ID] = {0};
+        for (uint32_t i = 0; i < g->num_nodes; i++)
+            used[g->nodes[i].op] = 1;
+        for (uint32_t op = 0; op < KS_OP_MAX_ID; op++)
+            if (used[op]) printf("%s\n", ks__op_get_info(op)->name);
+        ks_model_destroy(m);
+        return 0;
+    }
     printf("model: %s\n", path);
     for (uint32_t i = 0; i < g->num_meta; i++)
         printf("  meta %s = %s\n", g->meta[i].key, g->meta[i].value);

@@ -812,8 +812,9 @@ static int mark_slower(const ks__graph *g, ksq_plan *p, const eval *e) {
         if (p->mode[i] != KSQ_INT8) continue;
         uint32_t r = find_root(parent, i);
         sum_q[r] += e->t_i8[i];
-        /* A split residual ADD costs next to nothing fused into its fp32 conv. */
-        bool split_add = p->pair && p->pair[i] >= 0 && g->nodes[i].op == KS_OP_ADD;
+        /* A split residual ADD (or SiLU's SIGMOID and MUL) costs next to nothing fused into its
+         * fp32 conv. */
+        bool split_add = p->pair && p->pair[i] >= 0 && g->nodes[i].op != KS_OP_CONV2D;
         if (!split_add) sum_f[r] += e->t_f32[i];
     }
     for (uint32_t i = 0; i < nn; i++) {
@@ -841,24 +842,25 @@ static bool output_checked(const options *o, const char *name) {
     return false;
 }
 
-/* Speed first (layers slower in int8 go back); then, while a graph output is below
+/* Speed (layers slower in int8 go back); and, while a graph output is below
  * --min-output-cosine, the int8 layers with the largest own error go back, an eighth of them per
- * round. */
+ * round. Both run every round: on a noisy machine the speed check can mark a layer in every
+ * round until the round limit, and the output check must not be starved by it. */
 static int mark_fallbacks(const options *o, const ks__graph *g, ksq_plan *p, const eval *e,
                           const double *iso) {
     int marked = 0;
     if (o->speed_check) marked += mark_slower(g, p, e);
-    if (marked || o->min_output_cosine <= 0.0) return marked;
+    if (o->min_output_cosine <= 0.0) return marked;
     double worst = 1.0;
     for (uint32_t i = 0; i < g->num_outputs; i++) {
         if (!output_checked(o, g->tensors[g->outputs[i]].name)) continue;
         double c = cosine(e, (uint32_t)g->outputs[i]);
         if (!isnan(c) && c < worst) worst = c;
     }
-    if (worst >= o->min_output_cosine) return 0;
+    if (worst >= o->min_output_cosine) return marked;
     row *cand = calloc(g->num_nodes + 1, sizeof(row));
     uint32_t nc = 0;
-    if (!cand) return 0;
+    if (!cand) return marked;
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         if (p->mode[i] != KSQ_INT8 || !ksq_is_compute_op(g->nodes[i].op) || isnan(iso[i])) continue;
         cand[nc].node = i;
@@ -868,6 +870,7 @@ static int mark_fallbacks(const options *o, const ks__graph *g, ksq_plan *p, con
     qsort(cand, nc, sizeof(row), cmp_row);
     uint32_t k = nc ? (nc + 7) / 8 : 0;
     for (uint32_t r = 0; r < k; r++) {
+        if (p->force_f32[cand[r].node]) continue; /* already marked by the speed check */
         p->force_f32[cand[r].node] = 1;
         p->force_why[cand[r].node] = KSQ_WHY_OUTPUT;
         marked++;

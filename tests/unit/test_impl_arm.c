@@ -179,7 +179,7 @@ static ks__node node_of(ks__op op) {
 
 static const int32_t k_acts[] = {KS_ACT_NONE,       KS_ACT_RELU,         KS_ACT_RELU6,
                                  KS_ACT_RELU_N1_TO_1, KS_ACT_TANH,       KS_ACT_SIGMOID,
-                                 KS_ACT_LEAKY_RELU, KS_ACT_HARD_SWISH};
+                                 KS_ACT_LEAKY_RELU, KS_ACT_HARD_SWISH,   KS_ACT_SILU};
 #define NUM_ACTS (sizeof(k_acts) / sizeof(k_acts[0]))
 
 /* ---- CONV2D / depthwise ---- */

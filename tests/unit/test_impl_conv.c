@@ -187,7 +187,11 @@ static void run_conv_case(const conv_case *c) {
     int64_t wn = c->oc * c->kh * c->kw * (c->ic / groups);
     float *x = rand_buf(c->n * c->ih * c->iw * c->ic), *w = rand_buf(wn), *b = rand_buf(c->oc);
     uint16_t *w16 = NULL;
-    ks__rt_tensor tx, tw, tb, tr;
+    ks__rt_tensor tx, tw, tb, tr, ts;
+    /* PRELU: per-channel slopes of both signs as input 4, shaped like TFLite's [1, 1, C] */
+    float *slope = c->act == KS_ACT_PRELU ? rand_buf(c->oc) : NULL;
+    int64_t sd[3] = {1, 1, c->oc};
+    if (slope) mk(&ts, KS_DTYPE_F32, slope, 3, sd);
     mk(&tx, KS_DTYPE_F32, x, 4, xd);
     if (c->f16_weights) {
         w16 = malloc((size_t)wn * sizeof(uint16_t));
@@ -207,24 +211,24 @@ static void run_conv_case(const conv_case *c) {
                       c->pb, c->pr, c->mode, c->groups, c->act};
     memcpy(node.ip, ip, sizeof(ip));
     node.fp[0] = 0.125f;
-    ks__rt_tensor *ins[4] = {&tx, &tw, c->bias ? &tb : NULL, NULL};
-    uint32_t nin = 3;
+    ks__rt_tensor *ins[5] = {&tx, &tw, c->bias ? &tb : NULL, NULL, slope ? &ts : NULL};
+    uint32_t nin = slope ? 5 : 3;
     float *res = NULL;
     if (c->residual) {
         /* Output shape first, from the reference infer. */
         ks__rt_tensor y;
         mk(&y, KS_DTYPE_F32, NULL, 0, NULL);
         ks__rt_tensor *outs[1] = {&y};
-        ks__kernel_ctx ctx = make_ctx(&node, ins, 3, outs);
+        ks__kernel_ctx ctx = make_ctx(&node, ins, nin, outs);
         assert_int_equal(ks__ref_kernels()->k[KS_OP_CONV2D].infer(&ctx), KS_STATUS_OK);
         res = rand_buf(ks__rt_numel(&y));
         mk(&tr, KS_DTYPE_F32, res, 4, y.dims);
         ins[3] = &tr;
-        nin = 4;
+        if (!slope) nin = 4;
     }
     int ran = check_variants(&node, ins, nin, c->kh * c->kw * (c->ic / groups));
     if (has_fast()) assert_true(ran > 0);
-    free(x), free(w), free(b), free(w16), free(res);
+    free(x), free(w), free(b), free(w16), free(res), free(slope);
 }
 
 static void test_conv_1x1_tails(void **state) {
@@ -240,7 +244,9 @@ static void test_conv_1x1_tails(void **state) {
                        .kh = 1,
                        .kw = 1,
                        .bias = (int)(wdt & 1),
-                       .act = (int32_t)(wdt % 3 == 0 ? KS_ACT_RELU : 0)};
+                       .act = (int32_t)(wdt % 3 == 0   ? KS_ACT_RELU
+                                        : wdt % 3 == 1 ? KS_ACT_PRELU
+                                                       : KS_ACT_NONE)};
         run_conv_case(&c);
     }
     conv_case wide = {.n = 1, .ih = 5, .iw = 7, .ic = 64, .oc = 96, .kh = 1, .kw = 1, .bias = 1};

@@ -253,6 +253,8 @@ static void test_shapes(void **state) {
         {1, 7, 6, 9, 7, 0, 0, 0, 0, KS_PAD_VALID, KS_ACT_TANH, 0, 1, 0, 0},
         {3, 3, 3, 2, 64, 1, 1, 1, 1, 0, KS_ACT_NONE, 1, 0, 0, 0},
         {1, 23, 2, 65, 9, 1, 1, 1, 1, 0, KS_ACT_RELU, 1, 1, 0, 0},
+        {1, 13, 11, 21, 37, 1, 1, 1, 1, 0, KS_ACT_SILU, 1, 1, 0, 0},
+        {2, 6, 19, 8, 17, 0, 0, 0, 0, KS_PAD_SAME_UPPER, KS_ACT_SILU, 0, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         assert_true(check_case(&cases[i]) > 0);

@@ -61,7 +61,8 @@ void ks__arm_act_init(ks__arm_act *a, int32_t act, float alpha) {
     case KS_ACT_RELU6: a->lo = 0.0f, a->hi = 6.0f; break;
     case KS_ACT_RELU_N1_TO_1: a->lo = -1.0f, a->hi = 1.0f; break;
     case KS_ACT_LEAKY_RELU:
-    case KS_ACT_HARD_SWISH: a->post = act; break;
+    case KS_ACT_HARD_SWISH:
+    case KS_ACT_SILU: a->post = act; break;
     default: a->scalar_act = act; break;
     }
 }
@@ -85,6 +86,7 @@ typedef struct arm_conv {
     size_t n, ih, iw, ic, oh, ow, oc, kh, kw, sh, sw, dh, dw, pt, pl;
     int32_t act;
     float alpha;
+    const float *slope; /* KS_ACT_PRELU: one slope per output channel (CONV2D input 4) */
 } arm_conv;
 
 static size_t one_if_zero(int32_t v) {
@@ -122,12 +124,22 @@ static int conv_geometry(const ks__kernel_ctx *ctx, arm_conv *g, size_t *groups_
         g->kh = g->kw = g->sh = g->sw = g->dh = g->dw = 1;
         g->act = ip[0];
         g->alpha = ctx->node->fp[0];
+        if (g->act == KS_ACT_PRELU) return -1; /* CONV2D only */
         *groups_out = 1;
         return 0;
     }
     if (ctx->node->op != KS_OP_CONV2D || x->rank != 4 || w->rank != 4 || y->rank != 4) return -1;
     /* a fused residual add (4th input) is not handled by the NEON kernels yet */
     if (ctx->num_inputs > 3 && ctx->in[3]) return -1;
+    /* PRELU slopes (5th input): the GEMM applies them after the microkernel; depthwise refuses */
+    const ks__rt_tensor *slope = opt_input(ctx, 4);
+    g->slope = NULL;
+    if (ip[10] == KS_ACT_PRELU) {
+        if (!is_plain_f32(slope) || !slope->data || ks__rt_numel(slope) != y->dims[3]) return -1;
+        g->slope = (const float *)slope->data;
+    } else if (slope) {
+        return -1;
+    }
     for (int i = 0; i < 4; i++)
         if (x->dims[i] < 1 || w->dims[i] < 1 || y->dims[i] < 1) return -1;
     g->n = (size_t)x->dims[0], g->ih = (size_t)x->dims[1], g->iw = (size_t)x->dims[2];
@@ -249,6 +261,12 @@ typedef struct gemm_job {
     size_t scratch_stride, panel_floats, num_panels, num_chunks, num_pixels;
 } gemm_job;
 
+/* Per-channel PRELU on one stored output row while it is in L1 (the compiler vectorizes it). */
+static void prelu_row(float *y, const float *slope, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        y[i] = y[i] >= 0.0f ? y[i] : slope[i] * y[i];
+}
+
 static void gemm_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     const gemm_job *j = (const gemm_job *)arg;
     const arm_conv *g = &j->g;
@@ -284,6 +302,9 @@ static void gemm_range(void *arg, size_t begin, size_t end, uint32_t thread) {
             if (j->act.scalar_act != KS_ACT_NONE)
                 for (size_t r = 0; r < mr; r++)
                     ks__arm_act_scalar(c + r * g->oc, nc, &j->act);
+            if (g->slope)
+                for (size_t r = 0; r < mr; r++)
+                    prelu_row(c + r * g->oc, g->slope + c0, nc);
         }
     }
 }
@@ -298,7 +319,7 @@ ks_status ks__arm_gemm_run(ks__kernel_ctx *ctx, const ks__arm_gemm_config *cfg) 
     if (!ctx->scratch || ctx->scratch_bytes < j.scratch_stride * ks__pool_threads(ctx->pool))
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "NEON GEMM run: scratch too small");
     j.cfg = cfg;
-    ks__arm_act_init(&j.act, j.g.act, j.g.alpha);
+    ks__arm_act_init(&j.act, j.g.slope ? KS_ACT_NONE : j.g.act, j.g.alpha);
     j.x = (const float *)ctx->in[0]->data;
     j.y = (float *)ctx->out[0]->data;
     j.packed = (const float *)ctx->packed;
@@ -318,7 +339,7 @@ ks_status ks__arm_gemm_run(ks__kernel_ctx *ctx, const ks__arm_gemm_config *cfg) 
 static int dw_supported(const ks__kernel_ctx *ctx, arm_conv *g) {
     size_t groups = 0;
     if (ctx->node->op != KS_OP_CONV2D || conv_geometry(ctx, g, &groups) != 0) return 0;
-    if (groups != g->ic || g->oc != g->ic || ctx->in[1]->dims[3] != 1) return 0;
+    if (groups != g->ic || g->oc != g->ic || ctx->in[1]->dims[3] != 1 || g->slope) return 0;
     if (!is_plain_f32(ctx->in[0]) || !is_plain_f32(ctx->out[0])) return 0;
     if (!is_const_float_weights(ctx->in[1])) return 0;
     const ks__rt_tensor *b = opt_input(ctx, 2);

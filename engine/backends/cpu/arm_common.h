@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 /* Fused activation as microkernels see it: a clamp to [lo, hi] (+-inf when unused), then `post`:
- * KS_ACT_NONE, KS_ACT_LEAKY_RELU (slope alpha) or KS_ACT_HARD_SWISH. Activations the
+ * KS_ACT_NONE, KS_ACT_LEAKY_RELU (slope alpha), KS_ACT_HARD_SWISH or KS_ACT_SILU. Activations the
  * microkernels do not vectorize (TANH, SIGMOID) have post == KS_ACT_NONE and scalar_act set; the
  * driver applies them after the microkernel with the reference formula. */
 typedef struct ks__arm_act {

@@ -44,6 +44,7 @@ static uint32_t detect(void) {
     int avx512 = ((b7 >> 16) & 1) && ((b7 >> 17) & 1) && ((b7 >> 30) & 1) && ((b7 >> 31) & 1);
     if (zmm_ok && avx512 && (isa & KS_ISA_AVX2)) isa |= KS_ISA_AVX512;
     if ((isa & KS_ISA_AVX512) && ((c7 >> 11) & 1)) isa |= KS_ISA_AVX512_VNNI;
+    if ((isa & KS_ISA_AVX512) && ((c7 >> 1) & 1)) isa |= KS_ISA_AVX512_VBMI;
     if ((isa & KS_ISA_AVX2) && ((a71 >> 4) & 1)) isa |= KS_ISA_AVX_VNNI;
 #elif KS_ARM64_LINUX
     unsigned long hw = getauxval(AT_HWCAP);
@@ -102,10 +103,14 @@ void ks__isa_string(uint32_t isa, char *buf, size_t cap) {
     static const struct {
         uint32_t bit;
         const char *name;
-    } names[] = {
-        {KS_ISA_AVX2, "avx2"},        {KS_ISA_AVX512, "avx512"}, {KS_ISA_AVX512_VNNI, "avx512vnni"},
-        {KS_ISA_AVX_VNNI, "avxvnni"}, {KS_ISA_NEON, "neon"},     {KS_ISA_NEON_FP16, "fp16"},
-        {KS_ISA_NEON_DOT, "dotprod"}};
+    } names[] = {{KS_ISA_AVX2, "avx2"},
+                 {KS_ISA_AVX512, "avx512"},
+                 {KS_ISA_AVX512_VNNI, "avx512vnni"},
+                 {KS_ISA_AVX512_VBMI, "avx512vbmi"},
+                 {KS_ISA_AVX_VNNI, "avxvnni"},
+                 {KS_ISA_NEON, "neon"},
+                 {KS_ISA_NEON_FP16, "fp16"},
+                 {KS_ISA_NEON_DOT, "dotprod"}};
     size_t len = 0;
     if (cap) buf[0] = 0;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

@@ -57,6 +57,7 @@ static int act_split(int32_t act, float alpha, ks__f32_act *a, int *post) {
         return 1;
     case KS_ACT_LEAKY_RELU:
     case KS_ACT_HARD_SWISH:
+    case KS_ACT_SILU:
         a->act = act;
         return 1;
     case KS_ACT_TANH:

@@ -19,8 +19,8 @@ extern "C" {
 #endif
 
 /* Fused activation as the microkernels see it: every float act becomes a clamp to [lo, hi]
- * (RELU family; +-inf when unused) followed by `act`, which is KS_ACT_NONE, KS_ACT_LEAKY_RELU
- * or KS_ACT_HARD_SWISH. TANH/SIGMOID are applied by the driver after the microkernel (act is
+ * (RELU family; +-inf when unused) followed by `act`, which is KS_ACT_NONE, KS_ACT_LEAKY_RELU,
+ * KS_ACT_HARD_SWISH or KS_ACT_SILU. TANH/SIGMOID are applied by the driver after the microkernel (act is
  * NONE then). */
 typedef struct ks__f32_act {
     float lo, hi;

@@ -92,6 +92,13 @@ static int describe_conv(const ks__kernel_ctx *ctx, gemm_problem *p) {
     p->lda = p->ic;
     p->ep.act = ip[10];
     p->ep.alpha = ctx->node->fp[0];
+    const ks__rt_tensor *slope = input_at(ctx, 4);
+    if (p->ep.act == KS_ACT_PRELU) {
+        if (!float_plain(slope) || !slope->data || ks__rt_numel(slope) != oc) return -1;
+        p->ep.slope = (const float *)slope->data;
+    } else if (slope) {
+        return -1;
+    }
     p->residual = input_at(ctx, 3);
     if (p->residual) {
         const ks__rt_tensor *r = p->residual;
@@ -158,6 +165,7 @@ static int describe(const ks__kernel_ctx *ctx, gemm_problem *p) {
         p->bias = b;
     }
     if (p->ep.act < 0 || p->ep.act >= KS_ACT_COUNT || p->m < 1) return -1;
+    if (p->ep.act == KS_ACT_PRELU && !p->ep.slope) return -1; /* PRELU is CONV2D only */
     return 0;
 }
 
@@ -318,9 +326,11 @@ static void gemm_range(void *arg, size_t begin, size_t end, uint32_t thread) {
         size_t n0 = pn * NR;
         size_t nc = (size_t)p->ocg - n0 < NR ? (size_t)p->ocg - n0 : NR;
         size_t col = g * (size_t)p->ocg + n0, ldc = (size_t)p->ldc;
+        ks__gemm_epilogue ep = p->ep;
+        if (ep.slope) ep.slope += col;
         j->arch->ukernel(mr, nc, (size_t)p->kc, (size_t)p->ks, a, g * (size_t)p->kc, j->zero,
                          j->w + gp * j->panel_floats, j->y + m0 * ldc + col, ldc,
-                         j->res ? j->res + m0 * ldc + col : NULL, ldc, &p->ep);
+                         j->res ? j->res + m0 * ldc + col : NULL, ldc, &ep);
     }
 }
 
@@ -359,5 +369,5 @@ ks_status ks__f32_gemm_run(ks__kernel_ctx *ctx, const ks__f32_gemm_arch *arch) {
 
 void ks__gemm_act_scalar(float *x, size_t n, const ks__gemm_epilogue *ep) {
     for (size_t i = 0; i < n; i++)
-        x[i] = ks__act_apply(x[i], ep->act, ep->alpha);
+        x[i] = ks__act_apply(x[i], ep->act, ep->slope ? ep->slope[i] : ep->alpha);
 }

@@ -29,6 +29,10 @@ extern "C" {
 typedef struct ks__gemm_epilogue {
     int32_t act; /* ks__act */
     float alpha; /* leaky relu slope */
+    /* KS_ACT_PRELU: the slopes of the output channels. The driver passes each microkernel call
+     * an epilogue whose `slope` points at the tile's first column; the microkernel reads only
+     * the nc slopes of its columns. */
+    const float *slope;
 } ks__gemm_epilogue;
 
 /* Computes rows [0, mr) x columns [0, nc) of one tile (mr <= MR, nc <= NR).

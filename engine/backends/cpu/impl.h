@@ -25,6 +25,7 @@ extern "C" {
 #define KS_ISA_AVX512 (1u << 1)      /* AVX-512 F + BW + VL + DQ */
 #define KS_ISA_AVX512_VNNI (1u << 2) /* AVX-512 VNNI */
 #define KS_ISA_AVX_VNNI (1u << 3)    /* AVX-VNNI (VEX-encoded) */
+#define KS_ISA_AVX512_VBMI (1u << 4) /* AVX-512 VBMI (byte permutes) */
 #define KS_ISA_NEON (1u << 8)        /* AArch64 Advanced SIMD (baseline on arm64) */
 #define KS_ISA_NEON_FP16 (1u << 9)   /* FEAT_FP16 arithmetic (asimdhp) */
 #define KS_ISA_NEON_DOT (1u << 10)   /* FEAT_DotProd (asimddp) */

@@ -124,7 +124,7 @@ static bool conv_geom_make(const ks__kernel_ctx *ctx, ks__smallconv_geom *g, boo
         return false;
     if (b && (!float_plain(b) || !b->data || ks__rt_numel(b) != w->dims[0])) return false;
     if (ip[8] < KS_PAD_EXPLICIT || ip[8] > KS_PAD_VALID) return false;
-    if (ip[10] < 0 || ip[10] >= KS_ACT_COUNT) return false;
+    if (ip[10] < 0 || ip[10] >= KS_ACT_COUNT || ip[10] == KS_ACT_PRELU) return false;
     g->n = x->dims[0], g->ih = x->dims[1], g->iw = x->dims[2], g->ic = x->dims[3];
     g->oc = w->dims[0], g->kh = w->dims[1], g->kw = w->dims[2];
     g->oh = y->dims[1], g->ow = y->dims[2];

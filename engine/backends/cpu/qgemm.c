@@ -558,6 +558,15 @@ ks_status ks__q8_dw_pack(ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch) {
                 wp[(size_t)t * cb + j] =
                     (int32_t)(uint16_t)(int16_t)(load_q(p.w, c * p.ks + t) - wzp);
             hdr[KS_Q8_HDR_BIAS * cb + j] = bias ? bias[c] : 0;
+            /* The ROWMUL row (unused by depthwise otherwise) holds the bias with the input zero
+             * point folded in, for kernels that multiply raw input codes: bias - x_zp * sum(w),
+             * congruent mod 2^32 (cost() keeps the true sum inside int32). */
+            int64_t wsum = 0;
+            for (int64_t t = 0; t < p.ks; t++)
+                wsum += load_q(p.w, c * p.ks + t) - wzp;
+            int64_t folded =
+                (int64_t)(bias ? bias[c] : 0) - (int64_t)p.x->quant->zero_points[0] * wsum;
+            hdr[KS_Q8_HDR_ROWMUL * cb + j] = (int32_t)(uint32_t)(uint64_t)folded;
             col_requant(&p, c, hdr + j, cb);
         }
     }
@@ -581,10 +590,27 @@ static void dw_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     const qproblem *p = j->p;
     const void **a = (const void **)(j->thread_mem + (size_t)thread * j->per_thread);
     size_t c = (size_t)p->ic;
+    /* Output columns whose window lies inside the input horizontally: from one to the next the
+     * tap pointers of valid rows advance by sw pixels, so they are not rebuilt. */
+    int64_t ox_lo = (p->pl + p->sw - 1) / p->sw;
+    int64_t ox_hi = p->iw - 1 - (p->kw - 1) * p->dw + p->pl; /* last x0 that fits, as x0 */
+    ox_hi = ox_hi < 0 ? -1 : ox_hi / p->sw;                  /* last interior ox */
+    const size_t step = (size_t)p->sw * c;
     for (size_t row = begin; row < end; row++) { /* row = b * oh + oy */
         int64_t b = (int64_t)row / p->oh, oy = (int64_t)row % p->oh;
         const uint8_t *img = j->x + (size_t)(b * p->ih * p->iw) * c;
         for (int64_t ox = 0; ox < p->ow; ox++) {
+            if (ox > ox_lo && ox <= ox_hi) {
+                for (int64_t ky = 0; ky < p->kh; ky++) {
+                    int64_t iy = oy * p->sh - p->pt + ky * p->dh;
+                    if (iy < 0 || iy >= p->ih) continue;
+                    for (int64_t kx = 0; kx < p->kw; kx++)
+                        a[ky * p->kw + kx] = (const uint8_t *)a[ky * p->kw + kx] + step;
+                }
+                j->arch->ukernel(c, (size_t)p->ks, a, j->w, j->y + ((size_t)row * p->ow + ox) * c,
+                                 j->flip, j->zp, &j->ep);
+                continue;
+            }
             for (int64_t ky = 0; ky < p->kh; ky++) {
                 int64_t iy = oy * p->sh - p->pt + ky * p->dh;
                 int row_ok = iy >= 0 && iy < p->ih;

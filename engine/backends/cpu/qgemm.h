@@ -21,8 +21,9 @@
  *
  * Depthwise CONV2D (groups == channels, one output channel per group): per output pixel, taps
  * given indirectly as for the GEMM (padding taps point at a vector of x_zp), channels in blocks
- * of CB; weights are packed as int32 words holding (w - w_zp) in the low 16 bits, so the kernel
- * multiplies with vpmaddwd against zero-extended (x - x_zp).
+ * of CB; weights are packed as int32 words holding (w - w_zp) in the low 16 bits, so the kernels
+ * multiply them (vpmaddwd, or vpdpwssd with VNNI) with the raw sign- or zero-extended input codes,
+ * starting from the bias with the input zero point folded in (the ROWMUL header row).
  *
  * Packed panels start with per-column epilogue rows (KS_Q8_HDR_ROWS x NR int32, see below).
  */
@@ -40,7 +41,7 @@ extern "C" {
 /* Rows of the per-column header at the start of each packed panel / channel block. */
 enum {
     KS_Q8_HDR_BIAS = 0,   /* colterm (bias with zero-point folding) */
-    KS_Q8_HDR_ROWMUL = 1, /* -w_zp' (KR == 4 only) */
+    KS_Q8_HDR_ROWMUL = 1, /* -w_zp' (KR == 4); depthwise: bias - x_zp * sum(w - w_zp) */
     KS_Q8_HDR_MULT = 2,   /* Q31 multiplier */
     KS_Q8_HDR_LSHIFT = 3, /* left shift (0..31) */
     KS_Q8_HDR_RSHIFT = 4, /* right shift (0..31) */

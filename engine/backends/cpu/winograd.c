@@ -94,7 +94,8 @@ static int describe(const ks__kernel_ctx *ctx, uint32_t m, wino_problem *p) {
     }
     p->ep.act = ip[10];
     p->ep.alpha = ctx->node->fp[0];
-    if (p->ep.act < 0 || p->ep.act >= KS_ACT_COUNT) return -1;
+    /* PRELU's per-channel slopes are not in the winograd epilogue: the GEMM path takes those. */
+    if (p->ep.act < 0 || p->ep.act >= KS_ACT_COUNT || p->ep.act == KS_ACT_PRELU) return -1;
     return 0;
 }
 

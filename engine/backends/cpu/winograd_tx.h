@@ -146,6 +146,13 @@ static void wino_itx6(const float *x, int64_t ih, int64_t iw, int64_t c, int64_t
 }
 
 /* ---- output transform ---- */
+/* An includer that defines V_SILU(v) (KS_ACT_SILU on one vector) gets SiLU in the vector
+ * epilogue; others fall back to the scalar reference formula. */
+#if defined(V_SILU)
+#define V_HAS_SILU 1
+#else
+#define V_HAS_SILU 0
+#endif
 WTX_INLINE V wino_act(V r, const ks__gemm_epilogue *ep) {
     switch (ep->act) {
     case KS_ACT_RELU:
@@ -157,6 +164,10 @@ WTX_INLINE V wino_act(V r, const ks__gemm_epilogue *ep) {
     case KS_ACT_LEAKY_RELU:
         /* max(r, 0) + alpha * min(r, 0) is exactly r or alpha * r. */
         return V_FMA(V_SET1(ep->alpha), V_MIN(r, V_ZERO()), V_MAX(r, V_ZERO()));
+#if defined(V_SILU)
+    case KS_ACT_SILU:
+        return V_SILU(r);
+#endif
     default:
         return r;
     }
@@ -170,7 +181,7 @@ WTX_INLINE void wino_otx_body(const size_t A, const size_t M, wino_1d_fn at, con
     const size_t mw = ow - ox0 < (int64_t)M ? (size_t)(ow - ox0) : M;
     const int scalar_act = ep->act != KS_ACT_NONE && ep->act != KS_ACT_RELU &&
                            ep->act != KS_ACT_RELU6 && ep->act != KS_ACT_RELU_N1_TO_1 &&
-                           ep->act != KS_ACT_LEAKY_RELU;
+                           ep->act != KS_ACT_LEAKY_RELU && !(V_HAS_SILU && ep->act == KS_ACT_SILU);
     const size_t row = (size_t)(ow * c);
     const size_t off0 = (size_t)(oy0 * ow + ox0) * (size_t)c;
     for (int64_t ch = 0; ch < c; ch += VL) {

@@ -3,8 +3,8 @@
  *   2. layout cleanup: cancel inverse TRANSPOSE pairs and move NCHW->NHWC transposes up through
  *      elementwise ops, concat and pad (the "NHWC twin" of a tensor, below),
  *   3. fusions: BatchNorm-style MUL/ADD into conv/fc weights, zero PAD into conv/avg-pool pads,
- *      a residual ADD into the conv producing one operand, a following activation into the
- *      producer's fused act,
+ *      a residual ADD into the conv producing one operand, a following activation (and the
+ *      MUL(x, SIGMOID(x)) SiLU pair, and a per-channel PRELU) into the producer's fused act,
  *   4. dead-code removal, topological re-ordering and tensor id compaction.
  * The loop repeats until nothing changes. Graph inputs and outputs keep their ids' names,
  * dtypes and declared shapes.
@@ -812,6 +812,49 @@ static uint32_t fuse_activations(pass_ctx *p) {
     return changes;
 }
 
+/* MUL(x, SIGMOID(x)) (either operand order) where x is the output of a float CONV2D or
+ * FULLY_CONNECTED without a fused act and is read only by that SIGMOID and that MUL -> the producer
+ * with act SILU writing the MUL's output. YOLOX/YOLOv5-style nets have one such pair after nearly
+ * every conv; fused, the activation costs no extra pass over the tensor. */
+static uint32_t fuse_silu(pass_ctx *p) {
+    ks__graph *g = p->g;
+    uint32_t changes = 0;
+    for (uint32_t n = 0; n < g->num_nodes; n++) {
+        ks__node *m = &g->nodes[n];
+        if (m->op != KS_OP_MUL || m->num_inputs != 2 || m->num_outputs != 1 ||
+            m->ip[0] != KS_ACT_NONE || !is_float_plain(g, m->outputs[0]))
+            continue;
+        for (int side = 0; side < 2; side++) {
+            int32_t x = m->inputs[side], s = m->inputs[1 - side];
+            if (x < 0 || s < 0 || x == s || !is_float_plain(g, x) || p->uses[x] != 2 ||
+                (p->is_io[x] & 2) || !single_internal_use(p, s))
+                continue;
+            int32_t sn = p->producer[s], pr = p->producer[x];
+            if (sn < 0 || pr < 0) continue;
+            ks__node *sig = &g->nodes[sn], *prod = &g->nodes[pr];
+            if (sig->op != KS_OP_SIGMOID || sig->num_inputs != 1 || sig->inputs[0] != x ||
+                sig->num_outputs != 1)
+                continue;
+            if (prod->op != KS_OP_CONV2D && prod->op != KS_OP_FULLY_CONNECTED) continue;
+            int32_t *slot = act_slot(prod);
+            if (!slot || *slot != KS_ACT_NONE || prod->num_outputs != 1) continue;
+            *slot = KS_ACT_SILU;
+            prod->fp[0] = 0.0f;
+            prod->outputs[0] = m->outputs[0];
+            p->producer[m->outputs[0]] = pr;
+            p->producer[x] = -1;
+            p->producer[s] = -1;
+            p->uses[x] = 0;
+            p->uses[s] = 0;
+            sig->op = 0;
+            m->op = 0;
+            changes++;
+            break;
+        }
+    }
+    return changes;
+}
+
 /* Same known shape (no -1 dims) for tensors a and b. */
 static int same_known_shape(const ks__graph *g, int32_t a, int32_t b) {
     const ks__tensor *ta = &g->tensors[a], *tb = &g->tensors[b];
@@ -877,6 +920,60 @@ static int per_channel(const ks__graph *g, int32_t c, int32_t y, int64_t ch) {
     for (int32_t i = 0; i + 1 < t->rank; i++)
         if (t->dims[i] != 1) return 0;
     return 1;
+}
+
+/* PRELU(x, slope) where x is the output of a float CONV2D without a fused act, read only by the
+ * PRELU, and slope is a constant per-output-channel vector -> the conv with act PRELU and the
+ * slopes as its input 4. A single slope becomes LEAKY_RELU (also for FULLY_CONNECTED). MediaPipe
+ * nets (FaceMesh, BlazeFace) put a PRELU after nearly every conv or residual add. */
+static ks_status fuse_prelu(pass_ctx *p, uint32_t *changes) {
+    ks__graph *g = p->g;
+    *changes = 0;
+    for (uint32_t n = 0; n < g->num_nodes; n++) {
+        ks__node *a = &g->nodes[n];
+        if (a->op != KS_OP_PRELU || a->num_inputs != 2 || a->num_outputs != 1) continue;
+        int32_t x = a->inputs[0], sl = a->inputs[1], y = a->outputs[0];
+        if (x < 0 || sl < 0 || x == sl || !single_internal_use(p, x) || !is_float_plain(g, x) ||
+            !is_float_plain(g, y))
+            continue;
+        int32_t pr = p->producer[x];
+        if (pr < 0) continue;
+        ks__node *c = &g->nodes[pr];
+        if ((c->op != KS_OP_CONV2D && c->op != KS_OP_FULLY_CONNECTED) || c->num_outputs != 1 ||
+            c->num_inputs < 2 || c->num_inputs > 4 || !is_float_plain(g, c->inputs[0]))
+            continue;
+        int32_t *slot = act_slot(c);
+        const ks__tensor *tw = &g->tensors[c->inputs[1]];
+        int64_t ch = tw->rank >= 1 ? tw->dims[0] : -1;
+        if (!slot || *slot != KS_ACT_NONE || ch < 1 || !per_channel(g, sl, x, ch) ||
+            !same_known_shape(g, x, y))
+            continue;
+        const ks__tensor *ts = &g->tensors[sl];
+        if (ks__numel(ts->rank, ts->dims) == 1) {
+            *slot = KS_ACT_LEAKY_RELU;
+            c->fp[0] = ((const float *)ts->data)[0];
+        } else {
+            /* Grouped/depthwise convs keep a separate PRELU: their kernels take no slopes. */
+            if (c->op != KS_OP_CONV2D || c->ip[9] > 1) continue;
+            int32_t *ins = ks__alloc(&g->alloc, 5 * sizeof(int32_t));
+            if (!ins) return oom(p);
+            for (uint32_t k = 0; k < 4; k++)
+                ins[k] = k < c->num_inputs ? c->inputs[k] : -1;
+            ins[4] = sl;
+            ks__free(&g->alloc, c->inputs);
+            c->inputs = ins;
+            c->num_inputs = 5;
+            *slot = KS_ACT_PRELU;
+            c->fp[0] = 0.0f;
+        }
+        c->outputs[0] = y;
+        p->producer[y] = pr;
+        p->producer[x] = -1;
+        p->uses[x] = 0;
+        a->op = 0;
+        (*changes)++;
+    }
+    return KS_STATUS_OK;
 }
 
 static ks_status new_f32_const(pass_ctx *p, int32_t like, const char *suffix, int32_t rank,
@@ -1259,6 +1356,10 @@ ks_status ks__graph_optimize(ks__graph *g, char *err, size_t err_cap) {
         st = fuse_residual_add(&p, &c);
         changes += c;
         if (st) break;
+        st = fuse_prelu(&p, &c);
+        changes += c;
+        if (st) break;
+        changes += fuse_silu(&p);
         changes += fuse_activations(&p);
         st = compact(&p);
         if (!changes) break;

@@ -64,7 +64,8 @@ void ksq_map_free(ksq_map *m) {
 
 bool ksq_is_compute_op(uint32_t op) {
     return op == KS_OP_CONV2D || op == KS_OP_FULLY_CONNECTED || op == KS_OP_ADD ||
-           op == KS_OP_SUB || op == KS_OP_PRELU;
+           op == KS_OP_SUB || op == KS_OP_MUL || op == KS_OP_PRELU || op == KS_OP_SIGMOID ||
+           op == KS_OP_HARD_SWISH;
 }
 
 static bool is_data_op(uint32_t op) {
@@ -147,8 +148,14 @@ static ksq_reason compute_eligible(const ksq_plan *p, const ks__graph *g, const 
             return KSQ_WHY_NO_INT8_KERNEL;
         return KSQ_WHY_INT8;
     }
+    case KS_OP_SIGMOID:
+    case KS_OP_HARD_SWISH:
+        /* int8 lookup table (q8_lut.c) */
+        if (!is_act(p, g, n->inputs[0])) return KSQ_WHY_NOT_CALIBRATED;
+        return KSQ_WHY_INT8;
     case KS_OP_ADD:
     case KS_OP_SUB:
+    case KS_OP_MUL:
         if (!is_act(p, g, n->inputs[0]) || !is_act(p, g, n->inputs[1]))
             return is_const(tin(g, n, 0)) || is_const(tin(g, n, 1)) ? KSQ_WHY_NO_INT8_KERNEL
                                                                     : KSQ_WHY_NOT_CALIBRATED;
@@ -416,18 +423,24 @@ static int32_t op_as_act(uint32_t op);
  * conv(x, w, bias, residual) with the ADD's activation, writing the ADD's output. */
 static ks_status emit_fused(builder *b, uint32_t ci, uint32_t ai) {
     const ks__node *c = &b->src->nodes[ci], *a = &b->src->nodes[ai];
-    int32_t ins[4] = {-1, -1, -1, -1}, out;
-    bool is_add = a->op == KS_OP_ADD;
-    int32_t src_in[4] = {c->inputs[0], c->inputs[1], c->num_inputs > 2 ? c->inputs[2] : -1,
-                         is_add ? a->inputs[1] : -1};
+    int32_t ins[5] = {-1, -1, -1, -1, -1}, out;
+    bool is_add = a->op == KS_OP_ADD, is_prelu = a->op == KS_OP_PRELU;
+    /* conv, ADD (residual), PRELU: the residual comes from the middle node */
+    const ks__node *mid = ai == ci + 2 ? &b->src->nodes[ci + 1] : NULL;
+    int32_t residual = is_add                                      ? a->inputs[1]
+                       : (mid && mid->op == KS_OP_ADD && is_prelu) ? mid->inputs[1]
+                                                                   : -1;
+    int32_t src_in[5] = {c->inputs[0], c->inputs[1], c->num_inputs > 2 ? c->inputs[2] : -1,
+                         residual, is_prelu ? a->inputs[1] : -1};
+    uint32_t num_in = is_prelu ? 5 : (residual >= 0 ? 4 : 3);
     ks_status st;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (src_in[i] >= 0 && (st = get_plain(b, src_in[i], &ins[i]))) return st;
     int32_t y = a->outputs[0];
     if ((st = add_like(b, y, "", b->src->tensors[y].dtype, &out))) return st;
     b->map->f32_id[y] = out;
     uint32_t idx;
-    if ((st = add_node(b, KS_OP_CONV2D, c->name, is_add ? 4 : 3, ins, 1, &out, &idx))) return st;
+    if ((st = add_node(b, KS_OP_CONV2D, c->name, num_in, ins, 1, &out, &idx))) return st;
     memcpy(b->dst->nodes[idx].ip, c->ip, sizeof(c->ip));
     memcpy(b->dst->nodes[idx].fp, c->fp, sizeof(c->fp));
     b->dst->nodes[idx].ip[10] = is_add ? a->ip[0] : op_as_act(a->op);
@@ -473,7 +486,11 @@ static ks_status emit_node(builder *b, uint32_t ni) {
             return st;
         out_scale = b->plan->scale[n->outputs[0]];
         out_zp = b->plan->zp[n->outputs[0]];
-    } else if (n->op == KS_OP_ADD || n->op == KS_OP_SUB) {
+    } else if (n->op == KS_OP_SIGMOID || n->op == KS_OP_HARD_SWISH) {
+        if ((st = get_i8(b, n->inputs[0], &ins[0]))) return st;
+        out_scale = b->plan->scale[n->outputs[0]];
+        out_zp = b->plan->zp[n->outputs[0]];
+    } else if (n->op == KS_OP_ADD || n->op == KS_OP_SUB || n->op == KS_OP_MUL) {
         if ((st = get_i8(b, n->inputs[0], &ins[0])) || (st = get_i8(b, n->inputs[1], &ins[1])))
             return st;
         out_scale = b->plan->scale[n->outputs[0]];
@@ -590,6 +607,9 @@ ks_status ksq_build(const ks__graph *src, const ksq_plan *plan, ks__graph *dst, 
             plan->mode[partner] == KSQ_FP32) {
             if ((st = emit_fused(&b, i, (uint32_t)partner))) goto done;
             done_node[partner] = true;
+            /* three parts (SiLU: conv, SIGMOID, MUL; residual PRELU: conv, ADD, PRELU) */
+            if ((uint32_t)partner == i + 2 && plan->pair[i + 1] == (int32_t)i)
+                done_node[i + 1] = true;
             continue;
         }
         if ((st = emit_node(&b, i))) goto done;
@@ -644,6 +664,10 @@ static int32_t op_as_act(uint32_t op) {
         return KS_ACT_HARD_SWISH;
     case KS_OP_LEAKY_RELU:
         return KS_ACT_LEAKY_RELU;
+    case KS_OP_MUL: /* the MUL(x, SIGMOID(x)) of a split SiLU */
+        return KS_ACT_SILU;
+    case KS_OP_PRELU: /* slopes are the conv's input 4 */
+        return KS_ACT_PRELU;
     default:
         return KS_ACT_NONE;
     }
@@ -652,7 +676,7 @@ static int32_t op_as_act(uint32_t op) {
 ks_status ksq_unfuse_residual(const ks__graph *src, ks__graph *dst, int32_t **pair_out, char *err,
                               size_t err_cap) {
     ks_status st = KS_STATUS_OUT_OF_MEMORY;
-    uint32_t cap = 2 * src->num_nodes + 1;
+    uint32_t cap = 3 * src->num_nodes + 1;
     int32_t *pair = malloc(cap * sizeof(int32_t));
     *pair_out = NULL;
     if (!pair) goto fail;
@@ -674,7 +698,10 @@ ks_status ksq_unfuse_residual(const ks__graph *src, ks__graph *dst, int32_t **pa
         uint32_t idx;
         bool residual = n->op == KS_OP_CONV2D && n->num_inputs > 3 && n->inputs[3] >= 0;
         uint32_t act_op = n->op == KS_OP_CONV2D && !residual ? act_as_op(n->ip[10]) : 0;
-        bool split = ((residual && act_ok(n->ip[10])) || act_op) &&
+        bool silu = n->op == KS_OP_CONV2D && !residual && n->ip[10] == KS_ACT_SILU;
+        bool prelu = n->op == KS_OP_CONV2D && n->ip[10] == KS_ACT_PRELU && n->num_inputs > 4 &&
+                     n->inputs[4] >= 0;
+        bool split = ((residual && act_ok(n->ip[10])) || act_op || silu || prelu) &&
                      src->tensors[n->outputs[0]].dtype == KS_DTYPE_F32;
         if (!split) {
             if ((st = ks__graph_add_node(dst, n->op, n->name, n->num_inputs, n->inputs,
@@ -697,7 +724,39 @@ ks_status ksq_unfuse_residual(const ks__graph *src, ks__graph *dst, int32_t **pa
         memcpy(dst->nodes[cidx].fp, n->fp, sizeof(n->fp));
         dst->nodes[cidx].ip[10] = KS_ACT_NONE;
         dst->nodes[cidx].fp[0] = 0.0f;
-        if (act_op) { /* conv + an activation the int8 kernels cannot fuse */
+        if (prelu) { /* y = PRELU(t [+ residual], slope) */
+            int32_t pin[2] = {tmp, n->inputs[4]};
+            if (residual) {
+                int32_t sum, add2[2] = {tmp, n->inputs[3]};
+                uint32_t ridx;
+                snprintf(name, sizeof(name), "%s/residual", y->name ? y->name : "");
+                if ((st = ks__graph_add_tensor(dst, name, KS_DTYPE_F32, y->rank, y->dims, &sum)))
+                    goto fail;
+                snprintf(name, sizeof(name), "%s:residual_add", n->name ? n->name : "");
+                if ((st = ks__graph_add_node(dst, KS_OP_ADD, name, 2, add2, 1, &sum, &ridx)))
+                    goto fail;
+                pair[ridx] = (int32_t)cidx; /* follows its conv to fp32 */
+                pin[0] = sum;
+            }
+            snprintf(name, sizeof(name), "%s:prelu", n->name ? n->name : "");
+            if ((st = ks__graph_add_node(dst, KS_OP_PRELU, name, 2, pin, 1, &y_id, &aidx)))
+                goto fail;
+        } else if (silu) { /* SiLU: y = MUL(t, SIGMOID(t)), both with int8 kernels */
+            int32_t sig, mul_in[2];
+            uint32_t sidx;
+            snprintf(name, sizeof(name), "%s/sigmoid", y->name ? y->name : "");
+            if ((st = ks__graph_add_tensor(dst, name, KS_DTYPE_F32, y->rank, y->dims, &sig)))
+                goto fail;
+            snprintf(name, sizeof(name), "%s:sigmoid", n->name ? n->name : "");
+            if ((st = ks__graph_add_node(dst, KS_OP_SIGMOID, name, 1, &tmp, 1, &sig, &sidx)))
+                goto fail;
+            mul_in[0] = tmp;
+            mul_in[1] = sig;
+            snprintf(name, sizeof(name), "%s:silu", n->name ? n->name : "");
+            if ((st = ks__graph_add_node(dst, KS_OP_MUL, name, 2, mul_in, 1, &y_id, &aidx)))
+                goto fail;
+            pair[sidx] = (int32_t)cidx; /* follows its conv to fp32, never fused on its own */
+        } else if (act_op) {            /* conv + an activation the int8 kernels cannot fuse */
             snprintf(name, sizeof(name), "%s:act", n->name ? n->name : "");
             if ((st = ks__graph_add_node(dst, act_op, name, 1, &tmp, 1, &y_id, &aidx))) goto fail;
             dst->nodes[aidx].fp[0] = n->fp[0]; /* LEAKY_RELU alpha */

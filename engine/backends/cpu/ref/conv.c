@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "conv_internal.h"
+#include "../op_enabled.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Shared helpers (declared in conv_internal.h)                                               */
@@ -284,6 +285,15 @@ static int64_t param_or_one(int32_t v) {
     return v == 0 ? 1 : v;
 }
 
+/* The fused act of a conv-family node: a known ks__act; PRELU only where the op has slopes. */
+static ks_status check_act(ks__kernel_ctx *ctx, int32_t act, int prelu_ok) {
+    if (act < 0 || act >= KS_ACT_COUNT || (act == KS_ACT_PRELU && !prelu_ok))
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
+                                "fused activation %d is unknown or not allowed on this op",
+                                (int)act);
+    return KS_STATUS_OK;
+}
+
 static ks_status conv_geometry(ks__kernel_ctx *ctx, conv_geom *g) {
     ks_status st;
     if ((st = ks__conv_check_input(ctx, 0, 4, 0)) || (st = ks__conv_check_input(ctx, 1, 4, 0)))
@@ -298,6 +308,7 @@ static ks_status conv_geometry(ks__kernel_ctx *ctx, conv_geom *g) {
     g->dh = param_or_one(ip[2]), g->dw = param_or_one(ip[3]);
     g->act = ip[10];
     g->alpha = ctx->node->fp[0];
+    if ((st = check_act(ctx, g->act, 1))) return st;
     if (g->groups < 1 || g->dh < 1 || g->dw < 1)
         return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
                                 "invalid groups %lld / dilation %lld,%lld", (long long)g->groups,
@@ -321,6 +332,26 @@ static ks_status conv_geometry(ks__kernel_ctx *ctx, conv_geom *g) {
                           &g->pt)) ||
         (st = spatial_out(ctx, "width", g->iw, kew, g->sw, ip[8], ip[5], ip[7], 0, &g->ow, &g->pl)))
         return st;
+    return KS_STATUS_OK;
+}
+
+/* CONV2D's input 4 (per-channel PRELU slopes) is present exactly when act is PRELU, and is F32
+ * with one value per output channel. */
+static ks_status check_slope(ks__kernel_ctx *ctx, int32_t act, int64_t oc) {
+    const ks__rt_tensor *s = opt_input(ctx, 4);
+    if (act != KS_ACT_PRELU) {
+        if (s)
+            return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
+                                    "input 4 (PRELU slopes) is given but the act is %d", (int)act);
+        return KS_STATUS_OK;
+    }
+    if (!s || !s->data || s->dtype != KS_DTYPE_F32 || (s->quant && s->quant->count != 0) ||
+        ks__rt_numel(s) != oc)
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
+                                "act PRELU needs input 4: %lld F32 slopes with known values "
+                                "(got %s, %lld values)",
+                                (long long)oc, s ? "a tensor" : "none",
+                                (long long)(s ? ks__rt_numel(s) : 0));
     return KS_STATUS_OK;
 }
 
@@ -348,6 +379,7 @@ static ks_status conv_infer(ks__kernel_ctx *ctx) {
                                     (long long)dims[0], (long long)dims[1], (long long)dims[2],
                                     (long long)dims[3], (int)res->dtype, (int)res->rank);
     }
+    if ((st = check_slope(ctx, g.act, g.oc))) return st;
     if (quant) {
         if ((st = check_act_quant(ctx, x, "input 0")) || (st = check_weight_quant(ctx, w, g.oc)) ||
             (st = check_quant_output(ctx, g.act)))
@@ -375,6 +407,8 @@ static ks_status conv_run(ks__kernel_ctx *ctx) {
     int quant = ks__conv_is_quant(x);
     int32_t *mult = NULL, *shift = NULL;
     int32_t xzp = 0, yzp = 0, lo = 0, hi = 0;
+    if ((st = check_slope(ctx, g.act, g.oc))) return st;
+    const float *slope = g.act == KS_ACT_PRELU ? (const float *)ctx->in[4]->data : NULL;
     if (res && (quant || res->dtype != KS_DTYPE_F32 || ks__rt_numel(res) != ks__rt_numel(y)))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "residual does not match the output");
     if (quant) {
@@ -423,7 +457,8 @@ static ks_status conv_run(ks__kernel_ctx *ctx) {
                     } else {
                         if (b) facc += ks__conv_load_f(b, co, co);
                         if (res) facc += ((const float *)res->data)[yi + co];
-                        ((float *)y->data)[yi + co] = ks__act_apply((float)facc, g.act, g.alpha);
+                        ((float *)y->data)[yi + co] =
+                            ks__act_apply((float)facc, g.act, slope ? slope[co] : g.alpha);
                     }
                 }
             }
@@ -448,6 +483,7 @@ static ks_status tconv_geometry(ks__kernel_ctx *ctx, conv_geom *g) {
     g->sh = param_or_one(ip[0]), g->sw = param_or_one(ip[1]);
     g->act = ip[7];
     g->alpha = ctx->node->fp[0];
+    if ((st = check_act(ctx, g->act, 0))) return st;
     if (g->oc < 1 || g->kh < 1 || g->kw < 1)
         return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE, "weights have an empty dim");
     if (g->ic != g->icg)
@@ -618,6 +654,7 @@ static ks_status pool_geometry(ks__kernel_ctx *ctx, pool_geom *g) {
     g->kind = ip[9];
     g->count_include_pad = ip[10];
     g->act = ip[11];
+    if ((st = check_act(ctx, g->act, 0))) return st;
     if (g->kind != 0 && g->kind != 1)
         return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "unknown pool kind %d", (int)g->kind);
     if (g->ih < 1 || g->iw < 1)
@@ -777,6 +814,7 @@ static ks_status fc_infer(ks__kernel_ctx *ctx) {
                                 "inputs",
                                 (long long)numel, (long long)in_size);
     int32_t act = ctx->node->ip[0];
+    if ((st = check_act(ctx, act, 0))) return st;
     int64_t dims[KS_MAX_RANK];
     int32_t rank;
     if (ctx->node->ip[1]) {
@@ -1010,11 +1048,11 @@ static ks_status matmul_run(ks__kernel_ctx *ctx) {
 /* ------------------------------------------------------------------------------------------ */
 
 void ks__ref_register_conv(ks__kernel_table *t) {
-    t->k[KS_OP_CONV2D] = (ks__kernel){conv_infer, conv_run};
-    t->k[KS_OP_CONV2D_TRANSPOSE] = (ks__kernel){tconv_infer, tconv_run};
-    t->k[KS_OP_POOL2D] = (ks__kernel){pool_infer, pool_run};
-    t->k[KS_OP_FULLY_CONNECTED] = (ks__kernel){fc_infer, fc_run};
-    t->k[KS_OP_MATMUL] = (ks__kernel){matmul_infer, matmul_run};
+    KS__REF_REG(t, CONV2D, conv_infer, conv_run);
+    KS__REF_REG(t, CONV2D_TRANSPOSE, tconv_infer, tconv_run);
+    KS__REF_REG(t, POOL2D, pool_infer, pool_run);
+    KS__REF_REG(t, FULLY_CONNECTED, fc_infer, fc_run);
+    KS__REF_REG(t, MATMUL, matmul_infer, matmul_run);
     ks__ref_register_conv_resize(t);
     ks__ref_register_conv_space(t);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "conv_internal.h"
+#include "../op_enabled.h"
 
 typedef struct resize_geom {
     int64_t n, ih, iw, c, oh, ow;
@@ -255,5 +256,5 @@ static ks_status resize_run(ks__kernel_ctx *ctx) {
 }
 
 void ks__ref_register_conv_resize(ks__kernel_table *t) {
-    t->k[KS_OP_RESIZE] = (ks__kernel){resize_infer, resize_run};
+    KS__REF_REG(t, RESIZE, resize_infer, resize_run);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "conv_internal.h"
+#include "../op_enabled.h"
 
 static ks_status check_elem_dtype(ks__kernel_ctx *ctx, const ks__rt_tensor *x) {
     if (ks_dtype_size(x->dtype) == 0)
@@ -273,8 +274,8 @@ static ks_status b2s_run(ks__kernel_ctx *ctx) {
 }
 
 void ks__ref_register_conv_space(ks__kernel_table *t) {
-    t->k[KS_OP_DEPTH_TO_SPACE] = (ks__kernel){d2s_infer, d2s_run};
-    t->k[KS_OP_SPACE_TO_DEPTH] = (ks__kernel){s2d_infer, s2d_run};
-    t->k[KS_OP_SPACE_TO_BATCH_ND] = (ks__kernel){s2b_infer, s2b_run};
-    t->k[KS_OP_BATCH_TO_SPACE_ND] = (ks__kernel){b2s_infer, b2s_run};
+    KS__REF_REG(t, DEPTH_TO_SPACE, d2s_infer, d2s_run);
+    KS__REF_REG(t, SPACE_TO_DEPTH, s2d_infer, s2d_run);
+    KS__REF_REG(t, SPACE_TO_BATCH_ND, s2b_infer, s2b_run);
+    KS__REF_REG(t, BATCH_TO_SPACE_ND, b2s_infer, b2s_run);
 }

@@ -20,6 +20,7 @@
  * - GATHER wraps negative indices, GATHER_ND does not (TFLite rejects them).
  */
 #include "../kernel.h"
+#include "../op_enabled.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -749,7 +750,7 @@ static ks_status concat_plan_make(ks__kernel_ctx *ctx, concat_plan *p) {
 static ks_status concat_check_act(ks__kernel_ctx *ctx, ks_dtype dt, const ks__quant *q) {
     int32_t act = ctx->node->ip[1];
     if (act == KS_ACT_NONE) return KS_STATUS_OK;
-    if (act < 0 || act >= KS_ACT_COUNT)
+    if (act < 0 || act >= KS_ACT_COUNT || act == KS_ACT_PRELU)
         return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "unknown fused activation %d", act);
     if (dt == KS_DTYPE_F32 || dt == KS_DTYPE_F16) return KS_STATUS_OK;
     int64_t lo, hi;
@@ -1630,19 +1631,19 @@ static ks_status tile_run(ks__kernel_ctx *ctx) {
 /* --------------------------------------------------------------------------------------------- */
 
 void ks__ref_register_data(ks__kernel_table *t) {
-    t->k[KS_OP_RESHAPE] = (ks__kernel){reshape_infer, run_copy_view};
-    t->k[KS_OP_SQUEEZE] = (ks__kernel){squeeze_infer, run_copy_view};
-    t->k[KS_OP_UNSQUEEZE] = (ks__kernel){unsqueeze_infer, run_copy_view};
-    t->k[KS_OP_SHAPE] = (ks__kernel){shape_infer, shape_run};
-    t->k[KS_OP_TRANSPOSE] = (ks__kernel){transpose_infer, transpose_run};
-    t->k[KS_OP_CONCAT] = (ks__kernel){concat_infer, concat_run};
-    t->k[KS_OP_SPLIT] = (ks__kernel){split_infer, split_run};
-    t->k[KS_OP_PACK] = (ks__kernel){pack_infer, pack_run};
-    t->k[KS_OP_UNPACK] = (ks__kernel){unpack_infer, unpack_run};
-    t->k[KS_OP_SLICE] = (ks__kernel){slice_infer, slice_run};
-    t->k[KS_OP_PAD] = (ks__kernel){pad_infer, pad_run};
-    t->k[KS_OP_GATHER] = (ks__kernel){gather_infer, gather_run};
-    t->k[KS_OP_GATHER_ND] = (ks__kernel){gather_nd_infer, gather_nd_run};
-    t->k[KS_OP_EXPAND] = (ks__kernel){expand_infer, expand_run};
-    t->k[KS_OP_TILE] = (ks__kernel){tile_infer, tile_run};
+    KS__REF_REG(t, RESHAPE, reshape_infer, run_copy_view);
+    KS__REF_REG(t, SQUEEZE, squeeze_infer, run_copy_view);
+    KS__REF_REG(t, UNSQUEEZE, unsqueeze_infer, run_copy_view);
+    KS__REF_REG(t, SHAPE, shape_infer, shape_run);
+    KS__REF_REG(t, TRANSPOSE, transpose_infer, transpose_run);
+    KS__REF_REG(t, CONCAT, concat_infer, concat_run);
+    KS__REF_REG(t, SPLIT, split_infer, split_run);
+    KS__REF_REG(t, PACK, pack_infer, pack_run);
+    KS__REF_REG(t, UNPACK, unpack_infer, unpack_run);
+    KS__REF_REG(t, SLICE, slice_infer, slice_run);
+    KS__REF_REG(t, PAD, pad_infer, pad_run);
+    KS__REF_REG(t, GATHER, gather_infer, gather_run);
+    KS__REF_REG(t, GATHER_ND, gather_nd_infer, gather_nd_run);
+    KS__REF_REG(t, EXPAND, expand_infer, expand_run);
+    KS__REF_REG(t, TILE, tile_infer, tile_run);
 }

@@ -23,6 +23,7 @@
  *   in float and requantizes; TFLite either has no integer form for it or rejects it.
  */
 #include "../kernel.h"
+#include "../op_enabled.h"
 #include "quant_util.h"
 
 #include <math.h>
@@ -428,7 +429,7 @@ static ks_status binary_infer(ks__kernel_ctx *ctx) {
     const ks__rt_tensor *a = ctx->in[0], *b = ctx->in[1];
     const ks__rt_tensor *y = ctx->out[0];
     int32_t act = ctx->node->ip[0];
-    if (act < 0 || act >= KS_ACT_COUNT)
+    if (act < 0 || act >= KS_ACT_COUNT || act == KS_ACT_PRELU)
         return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "unknown fused activation %d", act);
     if (a->dtype != b->dtype)
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
@@ -1617,36 +1618,50 @@ static ks_status cast_run(ks__kernel_ctx *ctx) {
 /* registration                                                                                 */
 /* ------------------------------------------------------------------------------------------ */
 
-static void reg(ks__kernel_table *t, uint32_t op, ks__infer_fn infer, ks__run_fn run) {
-    t->k[op].infer = infer;
-    t->k[op].run = run;
-}
-
 void ks__ref_register_elementwise(ks__kernel_table *t) {
-    static const uint32_t binary[] = {KS_OP_ADD, KS_OP_SUB,       KS_OP_MUL,
-                                      KS_OP_DIV, KS_OP_FLOOR_DIV, KS_OP_FLOOR_MOD,
-                                      KS_OP_POW, KS_OP_MAXIMUM,   KS_OP_MINIMUM};
-    static const uint32_t unary[] = {
-        KS_OP_RELU, KS_OP_RELU6,      KS_OP_RELU_N1_TO_1, KS_OP_LEAKY_RELU, KS_OP_SIGMOID,
-        KS_OP_TANH, KS_OP_HARD_SWISH, KS_OP_EXP,          KS_OP_SQRT,       KS_OP_RSQRT,
-        KS_OP_ABS,  KS_OP_NEG,        KS_OP_FLOOR,        KS_OP_CEIL,       KS_OP_LOG,
-        KS_OP_CLIP, KS_OP_ELU,        KS_OP_HARD_SIGMOID};
-    static const uint32_t compare[] = {KS_OP_EQUAL,         KS_OP_NOT_EQUAL, KS_OP_GREATER,
-                                       KS_OP_GREATER_EQUAL, KS_OP_LESS,      KS_OP_LESS_EQUAL};
-    for (size_t i = 0; i < sizeof(binary) / sizeof(binary[0]); i++)
-        reg(t, binary[i], binary_infer, binary_run);
-    for (size_t i = 0; i < sizeof(unary) / sizeof(unary[0]); i++)
-        reg(t, unary[i], unary_infer, unary_run);
-    for (size_t i = 0; i < sizeof(compare) / sizeof(compare[0]); i++)
-        reg(t, compare[i], compare_infer, compare_run);
-    reg(t, KS_OP_WHERE, where_infer, where_run);
-    reg(t, KS_OP_PRELU, prelu_infer, prelu_run);
-    reg(t, KS_OP_SOFTMAX, softmax_infer, softmax_run);
-    reg(t, KS_OP_LOG_SOFTMAX, softmax_infer, softmax_run);
-    reg(t, KS_OP_REDUCE, reduce_infer, reduce_run);
-    reg(t, KS_OP_ARG_MAX, arg_infer, arg_run);
-    reg(t, KS_OP_ARG_MIN, arg_infer, arg_run);
-    reg(t, KS_OP_QUANTIZE, quantize_infer, quantize_run);
-    reg(t, KS_OP_DEQUANTIZE, dequantize_infer, dequantize_run);
-    reg(t, KS_OP_CAST, cast_infer, cast_run);
+    /* One line per op (not a loop over op arrays) so an op-pruned build drops exactly the
+     * kernels no enabled op references (op_enabled.h). */
+    KS__REF_REG(t, ADD, binary_infer, binary_run);
+    KS__REF_REG(t, SUB, binary_infer, binary_run);
+    KS__REF_REG(t, MUL, binary_infer, binary_run);
+    KS__REF_REG(t, DIV, binary_infer, binary_run);
+    KS__REF_REG(t, FLOOR_DIV, binary_infer, binary_run);
+    KS__REF_REG(t, FLOOR_MOD, binary_infer, binary_run);
+    KS__REF_REG(t, POW, binary_infer, binary_run);
+    KS__REF_REG(t, MAXIMUM, binary_infer, binary_run);
+    KS__REF_REG(t, MINIMUM, binary_infer, binary_run);
+    KS__REF_REG(t, RELU, unary_infer, unary_run);
+    KS__REF_REG(t, RELU6, unary_infer, unary_run);
+    KS__REF_REG(t, RELU_N1_TO_1, unary_infer, unary_run);
+    KS__REF_REG(t, LEAKY_RELU, unary_infer, unary_run);
+    KS__REF_REG(t, SIGMOID, unary_infer, unary_run);
+    KS__REF_REG(t, TANH, unary_infer, unary_run);
+    KS__REF_REG(t, HARD_SWISH, unary_infer, unary_run);
+    KS__REF_REG(t, EXP, unary_infer, unary_run);
+    KS__REF_REG(t, SQRT, unary_infer, unary_run);
+    KS__REF_REG(t, RSQRT, unary_infer, unary_run);
+    KS__REF_REG(t, ABS, unary_infer, unary_run);
+    KS__REF_REG(t, NEG, unary_infer, unary_run);
+    KS__REF_REG(t, FLOOR, unary_infer, unary_run);
+    KS__REF_REG(t, CEIL, unary_infer, unary_run);
+    KS__REF_REG(t, LOG, unary_infer, unary_run);
+    KS__REF_REG(t, CLIP, unary_infer, unary_run);
+    KS__REF_REG(t, ELU, unary_infer, unary_run);
+    KS__REF_REG(t, HARD_SIGMOID, unary_infer, unary_run);
+    KS__REF_REG(t, EQUAL, compare_infer, compare_run);
+    KS__REF_REG(t, NOT_EQUAL, compare_infer, compare_run);
+    KS__REF_REG(t, GREATER, compare_infer, compare_run);
+    KS__REF_REG(t, GREATER_EQUAL, compare_infer, compare_run);
+    KS__REF_REG(t, LESS, compare_infer, compare_run);
+    KS__REF_REG(t, LESS_EQUAL, compare_infer, compare_run);
+    KS__REF_REG(t, WHERE, where_infer, where_run);
+    KS__REF_REG(t, PRELU, prelu_infer, prelu_run);
+    KS__REF_REG(t, SOFTMAX, softmax_infer, softmax_run);
+    KS__REF_REG(t, LOG_SOFTMAX, softmax_infer, softmax_run);
+    KS__REF_REG(t, REDUCE, reduce_infer, reduce_run);
+    KS__REF_REG(t, ARG_MAX, arg_infer, arg_run);
+    KS__REF_REG(t, ARG_MIN, arg_infer, arg_run);
+    KS__REF_REG(t, QUANTIZE, quantize_infer, quantize_run);
+    KS__REF_REG(t, DEQUANTIZE, dequantize_infer, dequantize_run);
+    KS__REF_REG(t, CAST, cast_infer, cast_run);
 }

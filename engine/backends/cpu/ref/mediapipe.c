@@ -26,6 +26,7 @@
  *     fp: 0 target_rotation_radians 1 scale_x 2 scale_y
  */
 #include "../kernel.h"
+#include "../op_enabled.h"
 
 #include <math.h>
 #include <string.h>
@@ -277,10 +278,7 @@ static ks_status landmarks_to_matrix_run(ks__kernel_ctx *ctx) {
 }
 
 void ks__ref_register_mediapipe(ks__kernel_table *t) {
-    t->k[KS_OP_MP_TRANSFORM_LANDMARKS] =
-        (ks__kernel){transform_landmarks_infer, transform_landmarks_run};
-    t->k[KS_OP_MP_TRANSFORM_TENSOR_BILINEAR] =
-        (ks__kernel){transform_tensor_infer, transform_tensor_run};
-    t->k[KS_OP_MP_LANDMARKS_TO_MATRIX] =
-        (ks__kernel){landmarks_to_matrix_infer, landmarks_to_matrix_run};
+    KS__REF_REG(t, MP_TRANSFORM_LANDMARKS, transform_landmarks_infer, transform_landmarks_run);
+    KS__REF_REG(t, MP_TRANSFORM_TENSOR_BILINEAR, transform_tensor_infer, transform_tensor_run);
+    KS__REF_REG(t, MP_LANDMARKS_TO_MATRIX, landmarks_to_matrix_infer, landmarks_to_matrix_run);
 }

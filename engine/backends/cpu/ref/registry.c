@@ -1,11 +1,40 @@
 /* Reference kernel table and helpers shared by the reference kernels. */
 #include "../kernel.h"
+#include "../op_enabled.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 static ks__kernel_table g_ref_table;
+
+#ifdef KS_OPS_PRUNED
+/* An op this op-pruned build left out: refuse at reshape with a message that says why, instead of
+ * the generic "no kernel" error, so the app developer knows to rebuild with the model listed. */
+static ks_status pruned_infer(ks__kernel_ctx *ctx) {
+    return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
+                            "not in this op-pruned build (built with KS_OPS/KS_OPS_FROM_MODELS; "
+                            "registered ops: %s); rebuild with this model in KS_OPS_FROM_MODELS",
+                            KS_OPS_ENABLED_LIST);
+}
+
+static ks_status pruned_run(ks__kernel_ctx *ctx) {
+    return pruned_infer(ctx);
+}
+
+static void register_pruned(ks__kernel_table *t) {
+    static const struct {
+        uint32_t op;
+        int on;
+    } k_ops[] = {
+#define KS_OP(sym, id, name, min_in, max_in, min_out, max_out, flags) {KS_OP_##sym, KS__OP_ON(sym)},
+#include "../../../src/ops.inc"
+#undef KS_OP
+    };
+    for (size_t i = 0; i < sizeof(k_ops) / sizeof(k_ops[0]); i++)
+        if (!k_ops[i].on) t->k[k_ops[i].op] = (ks__kernel){pruned_infer, pruned_run};
+}
+#endif
 static int g_ref_ready;
 
 const ks__kernel_table *ks__ref_kernels(void) {
@@ -18,6 +47,9 @@ const ks__kernel_table *ks__ref_kernels(void) {
         ks__ref_register_elementwise(&t);
         ks__ref_register_data(&t);
         ks__ref_register_mediapipe(&t);
+#ifdef KS_OPS_PRUNED
+        register_pruned(&t);
+#endif
         g_ref_table = t;
         g_ref_ready = 1;
     }
@@ -95,11 +127,14 @@ float ks__act_apply(float x, int32_t act, float alpha) {
     case KS_ACT_TANH: return tanhf(x);
     case KS_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
     case KS_ACT_LEAKY_RELU: return x >= 0.0f ? x : alpha * x;
+    case KS_ACT_PRELU: return x >= 0.0f ? x : alpha * x; /* alpha: the channel's slope */
     case KS_ACT_HARD_SWISH: {
         float r = x + 3.0f;
         r = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);
         return x * r / 6.0f;
     }
+    /* One division: e^-x overflows to inf for x < -88.7 and gives -0, as x * sigmoid(x). */
+    case KS_ACT_SILU: return x / (1.0f + expf(-x));
     default: return x;
     }
 }

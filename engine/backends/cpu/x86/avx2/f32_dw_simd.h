@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "../../dwconv.h"
+#include "f32_silu.h"
 
 #define KS_INLINE static inline __attribute__((always_inline))
 
@@ -26,6 +27,8 @@ KS_INLINE __m256 ks_avx2_act(__m256 v, __m256 lo, __m256 hi, const ks__f32_act *
         __m256 r = _mm256_add_ps(v, _mm256_set1_ps(3.0f));
         r = _mm256_min_ps(_mm256_max_ps(r, _mm256_setzero_ps()), _mm256_set1_ps(6.0f));
         v = _mm256_div_ps(_mm256_mul_ps(v, r), _mm256_set1_ps(6.0f));
+    } else if (a->act == 8 /* KS_ACT_SILU */) {
+        v = ks_avx2_silu(v);
     }
     return v;
 }

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include "../../gemm.h"
+#include "f32_silu.h"
 
 #define ARCH_MR 6
 #define ARCH_NR 16
@@ -40,10 +41,13 @@ KS_INLINE __m256 exp_ps(__m256 x) {
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
-/* The fused activation, same formulas as ks__act_apply (tanh is done by the caller). */
-KS_INLINE __m256 act_ps(__m256 v, const ks__gemm_epilogue *ep) {
+/* The fused activation, same formulas as ks__act_apply (tanh is done by the caller); `slope` holds
+ * the PRELU slopes of v's columns. */
+KS_INLINE __m256 act_ps(__m256 v, __m256 slope, const ks__gemm_epilogue *ep) {
     const __m256 zero = _mm256_setzero_ps();
     switch (ep->act) {
+    case KS_ACT_PRELU:
+        return _mm256_blendv_ps(v, _mm256_mul_ps(v, slope), _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
     case KS_ACT_RELU:
         return _mm256_max_ps(v, zero);
     case KS_ACT_RELU6:
@@ -63,6 +67,8 @@ KS_INLINE __m256 act_ps(__m256 v, const ks__gemm_epilogue *ep) {
         __m256 e = exp_ps(_mm256_sub_ps(zero, v));
         return _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_add_ps(_mm256_set1_ps(1.0f), e));
     }
+    case KS_ACT_SILU:
+        return ks_avx2_silu(v);
     default:
         return v;
     }
@@ -103,6 +109,11 @@ KS_INLINE void tile(const size_t MR, size_t nc, size_t kc, size_t ks, const floa
     } while (--ks);
     const __m256i m0 = lane_mask(nc >= 8 ? 8 : nc),
                   m1 = lane_mask(nc >= 16 ? 8 : (nc > 8 ? nc - 8 : 0));
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    if (ep->slope) {
+        s0 = _mm256_maskload_ps(ep->slope, m0);
+        s1 = _mm256_maskload_ps(ep->slope + 8, m1);
+    }
     KS_UNROLL for (size_t r = 0; r < MR; r++) {
         __m256 v0 = acc0[r], v1 = acc1[r];
         float *cr = c + r * cs;
@@ -111,15 +122,15 @@ KS_INLINE void tile(const size_t MR, size_t nc, size_t kc, size_t ks, const floa
                 v0 = _mm256_add_ps(v0, _mm256_loadu_ps(res + r * rs));
                 v1 = _mm256_add_ps(v1, _mm256_loadu_ps(res + r * rs + 8));
             }
-            _mm256_storeu_ps(cr, act_ps(v0, ep));
-            _mm256_storeu_ps(cr + 8, act_ps(v1, ep));
+            _mm256_storeu_ps(cr, act_ps(v0, s0, ep));
+            _mm256_storeu_ps(cr + 8, act_ps(v1, s1, ep));
         } else {
             if (res) {
                 v0 = _mm256_add_ps(v0, _mm256_maskload_ps(res + r * rs, m0));
                 v1 = _mm256_add_ps(v1, _mm256_maskload_ps(res + r * rs + 8, m1));
             }
-            _mm256_maskstore_ps(cr, m0, act_ps(v0, ep));
-            _mm256_maskstore_ps(cr + 8, m1, act_ps(v1, ep));
+            _mm256_maskstore_ps(cr, m0, act_ps(v0, s0, ep));
+            _mm256_maskstore_ps(cr + 8, m1, act_ps(v1, s1, ep));
         }
         if (ep->act == KS_ACT_TANH) ks__gemm_act_scalar(cr, nc, ep);
     }

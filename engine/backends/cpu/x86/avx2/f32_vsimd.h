@@ -377,6 +377,9 @@ static inline void v_act_inplace(float *y, size_t n, int32_t act, float alpha) {
     case KS_ACT_HARD_SWISH:
         V_ACT_LOOP(v_hard_swish(x))
         break;
+    case KS_ACT_SILU:
+        V_ACT_LOOP(v_mul(x, v_sigmoid(x)))
+        break;
     default:
         break;
     }

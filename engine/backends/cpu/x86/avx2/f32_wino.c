@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../../winograd.h"
+#include "f32_silu.h"
 
 static inline __m256i lanes_below(size_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -27,6 +28,7 @@ static inline __m256i lanes_below(size_t n) {
 #define V_MAX _mm256_max_ps
 #define V_MIN _mm256_min_ps
 #define V_FMA _mm256_fmadd_ps
+#define V_SILU ks_avx2_silu
 #include "../../winograd_tx.h"
 
 #define ARCH_MR 6

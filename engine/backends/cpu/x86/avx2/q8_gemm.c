@@ -99,47 +99,58 @@ static void ks_q8_igemm__avx2_6x16(size_t mr, size_t nc, size_t kb, size_t ks, c
 }
 
 /* 8 input bytes of channels [c0, c0 + n) of one pixel, flipped to u8 and widened to int32. */
-KS_INLINE __m256i load_x(const uint8_t *p, size_t n, __m128i flip, __m256i zp) {
+/* 8 raw input codes, sign- (I8) or zero-extended (U8) to int32; the zero point is folded into
+ * the starting value (the ROWMUL header row, qgemm.c), padding taps read x_zp. */
+KS_INLINE __m256i load_x(const uint8_t *p, size_t n, int is_i8) {
     __m128i b;
-    if (n == 8) {
+    if (n == DW_CB) {
         b = _mm_loadl_epi64((const __m128i *)p);
     } else {
         uint8_t tmp[16] = {0};
         memcpy(tmp, p, n);
         b = _mm_loadl_epi64((const __m128i *)tmp);
     }
-    return _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_xor_si128(b, flip)), zp);
+    return is_i8 ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+}
+
+/* The packed int32 weight words hold (w - w_zp) in their low 16 bits and 0 above, so vpmaddwd's
+ * upper 16-bit product is 0 whatever the sign extension of x left there. */
+KS_INLINE void dw_block(size_t c0, size_t n, size_t ks, const void *const *in, const int32_t *hdr,
+                        void *out, const ks__q8_epilogue *ep, int is_i8) {
+    const int32_t *wp = hdr + KS_Q8_HDR_ROWS * DW_CB;
+    __m256i acc0 = _mm256_loadu_si256((const __m256i *)(hdr + KS_Q8_HDR_ROWMUL * DW_CB));
+    __m256i acc1 = _mm256_setzero_si256();
+    size_t t = 0;
+    for (; t + 2 <= ks; t += 2) {
+        __m256i x0 = load_x((const uint8_t *)in[t] + c0, n, is_i8);
+        __m256i x1 = load_x((const uint8_t *)in[t + 1] + c0, n, is_i8);
+        acc0 =
+            _mm256_add_epi32(acc0, _mm256_madd_epi16(x0, _mm256_loadu_si256((const __m256i *)wp)));
+        acc1 = _mm256_add_epi32(
+            acc1, _mm256_madd_epi16(x1, _mm256_loadu_si256((const __m256i *)(wp + DW_CB))));
+        wp += 2 * DW_CB;
+    }
+    if (t < ks) {
+        __m256i x0 = load_x((const uint8_t *)in[t] + c0, n, is_i8);
+        acc0 =
+            _mm256_add_epi32(acc0, _mm256_madd_epi16(x0, _mm256_loadu_si256((const __m256i *)wp)));
+    }
+    __m256i v = requant(_mm256_add_epi32(acc0, acc1), hdr, DW_CB);
+    store_out((char *)out + c0, v, ep, n);
 }
 
 static void ks_q8_dw__avx2_c8(size_t channels, size_t ks, const void *const *in, const void *w,
                               void *out, int32_t in_flip, int32_t in_zp,
                               const ks__q8_epilogue *ep) {
     const size_t block_ints = (KS_Q8_HDR_ROWS + ks) * DW_CB;
-    const __m128i flip = _mm_set1_epi8((char)in_flip);
-    const __m256i zp = _mm256_set1_epi32(in_zp);
     const int32_t *hdr = (const int32_t *)w;
+    (void)in_zp;
     for (size_t c0 = 0; c0 < channels; c0 += DW_CB, hdr += block_ints) {
         size_t n = channels - c0 < DW_CB ? channels - c0 : DW_CB;
-        const int32_t *wp = hdr + KS_Q8_HDR_ROWS * DW_CB;
-        __m256i acc0 = _mm256_loadu_si256((const __m256i *)(hdr + KS_Q8_HDR_BIAS * DW_CB));
-        __m256i acc1 = _mm256_setzero_si256();
-        size_t t = 0;
-        for (; t + 2 <= ks; t += 2) {
-            __m256i x0 = load_x((const uint8_t *)in[t] + c0, n, flip, zp);
-            __m256i x1 = load_x((const uint8_t *)in[t + 1] + c0, n, flip, zp);
-            acc0 = _mm256_add_epi32(acc0,
-                                    _mm256_madd_epi16(x0, _mm256_loadu_si256((const __m256i *)wp)));
-            acc1 = _mm256_add_epi32(
-                acc1, _mm256_madd_epi16(x1, _mm256_loadu_si256((const __m256i *)(wp + DW_CB))));
-            wp += 2 * DW_CB;
-        }
-        if (t < ks) {
-            __m256i x0 = load_x((const uint8_t *)in[t] + c0, n, flip, zp);
-            acc0 = _mm256_add_epi32(acc0,
-                                    _mm256_madd_epi16(x0, _mm256_loadu_si256((const __m256i *)wp)));
-        }
-        __m256i v = requant(_mm256_add_epi32(acc0, acc1), hdr, DW_CB);
-        store_out((char *)out + c0, v, ep, n);
+        if (in_flip)
+            dw_block(c0, n, ks, in, hdr, out, ep, 1);
+        else
+            dw_block(c0, n, ks, in, hdr, out, ep, 0);
     }
 }
 

@@ -1,6 +1,7 @@
-/* Quantized (U8/I8) ADD and SUB of same-shape tensors for AVX2, bit-exact with the reference
+/* Quantized (U8/I8) ADD, SUB and MUL of same-shape tensors for AVX2, bit-exact with the reference
  * (TFLite's integer add: both inputs are shifted left by 20 bits, rescaled to twice the larger
- * input scale with their own fixed-point multipliers, summed, and rescaled to the output).
+ * input scale with their own fixed-point multipliers, summed, and rescaled to the output; MUL:
+ * the product of the zero-point-corrected codes rescaled by s_a * s_b / s_out).
  * Broadcasting inputs and I16 are left to the reference kernel. The three rescalings use the
  * same exact vectorized MultiplyByQuantizedMultiplier as the quantized GEMM epilogue; the last
  * n % 8 elements use the scalar reference helpers.
@@ -24,7 +25,7 @@ typedef struct vadd_job {
     uint8_t *y;
     int32_t flip; /* 0x80 for I8: maps the bytes to u8 (value + 128) */
     int32_t za, zb, zo, lo, hi;
-    int sub;
+    int sub, mul;
     qmul ma, mb, mo;
 } vadd_job;
 
@@ -34,17 +35,30 @@ static void make_qmul(double real, qmul *q) {
     q->right = q->shift > 0 ? 0 : (-q->shift > 31 ? 31 : -q->shift);
 }
 
-KS_INLINE __m256i requant(__m256i v, const qmul *q) {
-    const __m256i mult = _mm256_set1_epi32(q->mult);
-    const __m256i mask = _mm256_set1_epi32((int32_t)((1LL << q->right) - 1));
+/* A qmul's vector constants, made once per range instead of once per vector. */
+typedef struct vqmul {
+    __m256i mult, mask, half_mask;
+    __m128i left, right;
+} vqmul;
+
+static void vqmul_init(const qmul *q, vqmul *v) {
+    int32_t mask = (int32_t)((1LL << q->right) - 1);
+    v->mult = _mm256_set1_epi32(q->mult);
+    v->mask = _mm256_set1_epi32(mask);
+    v->half_mask = _mm256_set1_epi32(mask >> 1);
+    v->left = _mm_cvtsi32_si128(q->left);
+    v->right = _mm_cvtsi32_si128(q->right);
+}
+
+KS_INLINE __m256i requant(__m256i v, const vqmul *q) {
     const __m256i nudge = _mm256_set1_epi64x(1LL << 30);
-    v = _mm256_sll_epi32(v, _mm_cvtsi32_si128(q->left));
-    __m256i even = _mm256_add_epi64(_mm256_mul_epi32(v, mult), nudge);
-    __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(v, 32), mult), nudge);
+    v = _mm256_sll_epi32(v, q->left);
+    __m256i even = _mm256_add_epi64(_mm256_mul_epi32(v, q->mult), nudge);
+    __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(v, 32), q->mult), nudge);
     __m256i high = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
-    __m256i rem = _mm256_and_si256(high, mask);
-    __m256i thr = _mm256_sub_epi32(_mm256_srli_epi32(mask, 1), _mm256_srai_epi32(high, 31));
-    __m256i res = _mm256_sra_epi32(high, _mm_cvtsi32_si128(q->right));
+    __m256i rem = _mm256_and_si256(high, q->mask);
+    __m256i thr = _mm256_sub_epi32(q->half_mask, _mm256_srai_epi32(high, 31));
+    __m256i res = _mm256_sra_epi32(high, q->right);
     return _mm256_sub_epi32(res, _mm256_cmpgt_epi32(rem, thr));
 }
 
@@ -60,19 +74,35 @@ static void vadd_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     const __m256i zo = _mm256_set1_epi32(j->zo);
     const __m256i lo = _mm256_set1_epi32(j->lo), hi = _mm256_set1_epi32(j->hi);
     const __m256i byte = _mm256_set1_epi32(0xFF);
+    vqmul ma, mb, mo;
+    vqmul_init(&j->ma, &ma);
+    vqmul_init(&j->mb, &mb);
+    vqmul_init(&j->mo, &mo);
+    const int mul = j->mul, sub = j->sub;
     size_t i = begin;
     for (; i + 8 <= end; i += 8) {
         __m128i ba = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(j->a + i)), flip);
         __m128i bb = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(j->b + i)), flip);
-        __m256i va = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(ba), za), LEFT_SHIFT);
-        __m256i vb = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(bb), zb), LEFT_SHIFT);
-        va = requant(va, &j->ma);
-        vb = requant(vb, &j->mb);
-        __m256i raw = j->sub ? _mm256_sub_epi32(va, vb) : _mm256_add_epi32(va, vb);
-        __m256i q = _mm256_add_epi32(requant(raw, &j->mo), zo);
+        __m256i va = _mm256_sub_epi32(_mm256_cvtepu8_epi32(ba), za);
+        __m256i vb = _mm256_sub_epi32(_mm256_cvtepu8_epi32(bb), zb);
+        __m256i raw;
+        if (mul) {
+            raw = _mm256_mullo_epi32(va, vb);
+        } else {
+            va = requant(_mm256_slli_epi32(va, LEFT_SHIFT), &ma);
+            vb = requant(_mm256_slli_epi32(vb, LEFT_SHIFT), &mb);
+            raw = sub ? _mm256_sub_epi32(va, vb) : _mm256_add_epi32(va, vb);
+        }
+        __m256i q = _mm256_add_epi32(requant(raw, &mo), zo);
         q = _mm256_and_si256(_mm256_min_epi32(_mm256_max_epi32(q, lo), hi), byte);
         __m128i w16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
         _mm_storel_epi64((__m128i *)(j->y + i), _mm_packus_epi16(w16, w16));
+    }
+    for (; i < end && j->mul; i++) {
+        int32_t va = load_one(j->a + i, j->flip) - j->za, vb = load_one(j->b + i, j->flip) - j->zb;
+        int32_t q = ks__quant_mul(va * vb, j->mo.mult, j->mo.shift) + j->zo;
+        q = q < j->lo ? j->lo : (q > j->hi ? j->hi : q);
+        j->y[i] = (uint8_t)q;
     }
     for (; i < end; i++) {
         int32_t va = (int32_t)((uint32_t)(load_one(j->a + i, j->flip) - j->za) << LEFT_SHIFT);
@@ -111,11 +141,16 @@ static int describe(const ks__kernel_ctx *ctx, vadd_job *j) {
         j->zo + off > 255)
         return -1;
     j->sub = ctx->node->op == KS_OP_SUB;
+    j->mul = ctx->node->op == KS_OP_MUL;
     const float sa = a->quant->scales[0], sb = b->quant->scales[0], so = y->quant->scales[0];
-    const double twice_max = 2.0 * (double)(sa > sb ? sa : sb);
-    make_qmul((double)sa / twice_max, &j->ma);
-    make_qmul((double)sb / twice_max, &j->mb);
-    make_qmul(twice_max / ((double)(1 << LEFT_SHIFT) * (double)so), &j->mo);
+    if (j->mul) {
+        make_qmul((double)sa * (double)sb / (double)so, &j->mo);
+    } else {
+        const double twice_max = 2.0 * (double)(sa > sb ? sa : sb);
+        make_qmul((double)sa / twice_max, &j->ma);
+        make_qmul((double)sb / twice_max, &j->mb);
+        make_qmul(twice_max / ((double)(1 << LEFT_SHIFT) * (double)so), &j->mo);
+    }
     ks__quant_act_range(ctx->node->ip[0], so, j->zo, y->dtype, &j->lo, &j->hi);
     j->a = (const uint8_t *)a->data;
     j->b = (const uint8_t *)b->data;
@@ -147,3 +182,5 @@ const ks__impl ks_q8_vadd__avx2 = {
     "ks_q8_vadd__avx2", KS_OP_ADD, KS_ISA_AVX2, cost, plan, NULL, run};
 const ks__impl ks_q8_vsub__avx2 = {
     "ks_q8_vsub__avx2", KS_OP_SUB, KS_ISA_AVX2, cost, plan, NULL, run};
+const ks__impl ks_q8_vmul__avx2 = {
+    "ks_q8_vmul__avx2", KS_OP_MUL, KS_ISA_AVX2, cost, plan, NULL, run};

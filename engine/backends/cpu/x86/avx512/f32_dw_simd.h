@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "../../dwconv.h"
+#include "f32_silu.h"
 
 #define KS_INLINE static inline __attribute__((always_inline))
 
@@ -25,6 +26,8 @@ KS_INLINE __m512 ks_avx512_act(__m512 v, __m512 lo, __m512 hi, const ks__f32_act
         __m512 r = _mm512_add_ps(v, _mm512_set1_ps(3.0f));
         r = _mm512_min_ps(_mm512_max_ps(r, _mm512_setzero_ps()), _mm512_set1_ps(6.0f));
         v = _mm512_div_ps(_mm512_mul_ps(v, r), _mm512_set1_ps(6.0f));
+    } else if (a->act == 8 /* KS_ACT_SILU */) {
+        v = ks_avx512_silu(v);
     }
     return v;
 }

@@ -12,6 +12,7 @@
 #include <immintrin.h>
 
 #include "../../gemm.h"
+#include "f32_silu.h"
 
 #define ARCH_MR 8
 #define ARCH_NR 32
@@ -42,10 +43,15 @@ KS_INLINE __m512 exp_ps(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
-/* The fused activation, same formulas as ks__act_apply (tanh is done by the caller). */
-KS_INLINE __m512 act_ps(__m512 v, const ks__gemm_epilogue *ep) {
+/* The fused activation, same formulas as ks__act_apply (tanh is done by the caller); `slope` holds
+ * the PRELU slopes of v's columns. */
+KS_INLINE __m512 act_ps(__m512 v, __m512 slope, const ks__gemm_epilogue *ep) {
     const __m512 zero = _mm512_setzero_ps();
     switch (ep->act) {
+    case KS_ACT_PRELU: {
+        __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+        return _mm512_mask_mul_ps(v, neg, v, slope);
+    }
     case KS_ACT_RELU:
         return _mm512_max_ps(v, zero);
     case KS_ACT_RELU6:
@@ -65,6 +71,8 @@ KS_INLINE __m512 act_ps(__m512 v, const ks__gemm_epilogue *ep) {
         __m512 e = exp_ps(_mm512_sub_ps(zero, v));
         return _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
     }
+    case KS_ACT_SILU:
+        return ks_avx512_silu(v);
     default:
         return v;
     }
@@ -100,6 +108,11 @@ KS_INLINE void tile(const size_t MR, size_t nc, size_t kc, size_t ks, const floa
     const __mmask16 m0 = nc >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nc) - 1);
     const __mmask16 m1 =
         nc >= 32 ? (__mmask16)0xFFFF : (nc > 16 ? (__mmask16)((1u << (nc - 16)) - 1) : 0);
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    if (ep->slope) {
+        s0 = _mm512_maskz_loadu_ps(m0, ep->slope);
+        s1 = _mm512_maskz_loadu_ps(m1, ep->slope + 16);
+    }
     KS_UNROLL for (size_t r = 0; r < MR; r++) {
         __m512 v0 = acc0[r], v1 = acc1[r];
         float *cr = c + r * cs;
@@ -107,8 +120,8 @@ KS_INLINE void tile(const size_t MR, size_t nc, size_t kc, size_t ks, const floa
             v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, res + r * rs));
             v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, res + r * rs + 16));
         }
-        v0 = act_ps(v0, ep);
-        v1 = act_ps(v1, ep);
+        v0 = act_ps(v0, s0, ep);
+        v1 = act_ps(v1, s1, ep);
         _mm512_mask_storeu_ps(cr, m0, v0);
         _mm512_mask_storeu_ps(cr + 16, m1, v1);
         if (ep->act == KS_ACT_TANH) ks__gemm_act_scalar(cr, nc, ep);

@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #include "../../winograd.h"
+#include "f32_silu.h"
 
 #define V __m512
 #define VL 16
@@ -25,6 +26,7 @@
 #define V_MAX _mm512_max_ps
 #define V_MIN _mm512_min_ps
 #define V_FMA _mm512_fmadd_ps
+#define V_SILU ks_avx512_silu
 #include "../../winograd_tx.h"
 
 #define ARCH_MR 8

@@ -99,36 +99,50 @@ static void ks_q8_igemm__avx512vnni_8x32(size_t mr, size_t nc, size_t kb, size_t
     }
 }
 
+/* x * w summed over the taps, with x the raw codes (sign- or zero-extended) and the zero point
+ * folded into the starting value: one vpdpwssd per tap and 16 channels. */
+KS_INLINE __m512i dw_load(const uint8_t *p, __mmask16 m, int full, int is_i8) {
+    __m128i b = full ? _mm_loadu_si128((const __m128i *)p) : _mm_maskz_loadu_epi8(m, p);
+    return is_i8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+}
+
+KS_INLINE void dw_block(size_t c0, size_t n, size_t ks, const void *const *in, const int32_t *hdr,
+                        void *out, const ks__q8_epilogue *ep, int is_i8) {
+    __mmask16 m = (__mmask16)((1u << n) - 1);
+    const int full = n == DW_CB;
+    const int32_t *wp = hdr + KS_Q8_HDR_ROWS * DW_CB;
+    __m512i acc0 = _mm512_loadu_si512(hdr + KS_Q8_HDR_ROWMUL * DW_CB);
+    __m512i acc1 = _mm512_setzero_si512();
+    size_t t = 0;
+    for (; t + 2 <= ks; t += 2) {
+        __m512i x0 = dw_load((const uint8_t *)in[t] + c0, m, full, is_i8);
+        __m512i x1 = dw_load((const uint8_t *)in[t + 1] + c0, m, full, is_i8);
+        acc0 = _mm512_dpwssd_epi32(acc0, x0, _mm512_loadu_si512(wp));
+        acc1 = _mm512_dpwssd_epi32(acc1, x1, _mm512_loadu_si512(wp + DW_CB));
+        wp += 2 * DW_CB;
+    }
+    if (t < ks) {
+        __m512i x0 = dw_load((const uint8_t *)in[t] + c0, m, full, is_i8);
+        acc0 = _mm512_dpwssd_epi32(acc0, x0, _mm512_loadu_si512(wp));
+    }
+    __m512i v = requant(_mm512_add_epi32(acc0, acc1), hdr, DW_CB);
+    store_out((char *)out + c0, v, ep, m);
+}
+
+/* The packed int32 weight words hold (w - w_zp) in their low 16 bits and 0 above, so vpdpwssd's
+ * upper 16-bit product is 0 whatever the sign extension of x left there. */
 static void ks_q8_dw__avx512vnni_c16(size_t channels, size_t ks, const void *const *in,
                                      const void *w, void *out, int32_t in_flip, int32_t in_zp,
                                      const ks__q8_epilogue *ep) {
     const size_t block_ints = (KS_Q8_HDR_ROWS + ks) * DW_CB;
-    const __m128i flip = _mm_set1_epi8((char)in_flip);
-    const __m512i zp = _mm512_set1_epi32(in_zp);
     const int32_t *hdr = (const int32_t *)w;
+    (void)in_zp;
     for (size_t c0 = 0; c0 < channels; c0 += DW_CB, hdr += block_ints) {
         size_t n = channels - c0 < DW_CB ? channels - c0 : DW_CB;
-        __mmask16 m = (__mmask16)((1u << n) - 1);
-        const int32_t *wp = hdr + KS_Q8_HDR_ROWS * DW_CB;
-        __m512i acc0 = _mm512_loadu_si512(hdr + KS_Q8_HDR_BIAS * DW_CB);
-        __m512i acc1 = _mm512_setzero_si512();
-        size_t t = 0;
-        for (; t + 2 <= ks; t += 2) {
-            __m128i b0 = _mm_maskz_loadu_epi8(m, (const uint8_t *)in[t] + c0);
-            __m128i b1 = _mm_maskz_loadu_epi8(m, (const uint8_t *)in[t + 1] + c0);
-            __m512i x0 = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_xor_si128(b0, flip)), zp);
-            __m512i x1 = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_xor_si128(b1, flip)), zp);
-            acc0 = _mm512_add_epi32(acc0, _mm512_madd_epi16(x0, _mm512_loadu_si512(wp)));
-            acc1 = _mm512_add_epi32(acc1, _mm512_madd_epi16(x1, _mm512_loadu_si512(wp + DW_CB)));
-            wp += 2 * DW_CB;
-        }
-        if (t < ks) {
-            __m128i b0 = _mm_maskz_loadu_epi8(m, (const uint8_t *)in[t] + c0);
-            __m512i x0 = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_xor_si128(b0, flip)), zp);
-            acc0 = _mm512_add_epi32(acc0, _mm512_madd_epi16(x0, _mm512_loadu_si512(wp)));
-        }
-        __m512i v = requant(_mm512_add_epi32(acc0, acc1), hdr, DW_CB);
-        store_out((char *)out + c0, v, ep, m);
+        if (in_flip)
+            dw_block(c0, n, ks, in, hdr, out, ep, 1);
+        else
+            dw_block(c0, n, ks, in, hdr, out, ep, 0);
     }
 }
 

@@ -1,0 +1,511 @@
+/* Fast quantized elementwise variants (q8_lut.c, x86/avx512/q8_elementwise.c) against the
+ * reference kernels: lookup-table unary ops, requantization and dequantization, QUANTIZE from
+ * F32 (with halves, NaN, infinities and huge values), same-shape ADD/SUB/MUL, for U8 and I8 with
+ * assorted scales and zero points, odd lengths (every tail) and every quantized activation, at 1
+ * and 3 threads. Results must be byte-identical. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+#include <cmocka.h>
+
+#include "impl.h"
+#include "kernel.h"
+
+static char g_err[512];
+
+static uint32_t g_rng = 777u;
+static uint32_t urand(void) {
+    g_rng = g_rng * 1664525u + 1013904223u;
+    return g_rng >> 8;
+}
+
+static float frand(float lo, float hi) {
+    return lo + (hi - lo) * (float)(urand() & 0xFFFF) / 65535.0f;
+}
+
+typedef struct qtensor {
+    ks__rt_tensor t;
+    ks__quant q;
+    float scale;
+    int32_t zp;
+} qtensor;
+
+static void mk(qtensor *qt, ks_dtype dt, int64_t n, int quantized) {
+    memset(qt, 0, sizeof(*qt));
+    qt->t.dtype = dt;
+    qt->t.rank = 2;
+    qt->t.dims[0] = 1;
+    qt->t.dims[1] = n;
+    qt->q.count = quantized ? 1 : 0;
+    qt->q.scales = &qt->scale;
+    qt->q.zero_points = &qt->zp;
+    qt->t.quant = &qt->q;
+    qt->t.size_bytes = (size_t)n * ks_dtype_size(dt);
+    if (quantized) {
+        qt->scale = frand(0.002f, 0.2f);
+        qt->zp = dt == KS_DTYPE_U8 ? (int32_t)(urand() % 256) : (int32_t)(urand() % 256) - 128;
+    }
+}
+
+static void fill(qtensor *qt) {
+    int64_t n = qt->t.dims[1];
+    qt->t.data = malloc(qt->t.size_bytes + 1);
+    assert_non_null(qt->t.data);
+    if (qt->t.dtype == KS_DTYPE_F32) {
+        float *f = (float *)qt->t.data;
+        for (int64_t i = 0; i < n; i++) {
+            switch (urand() % 8) {
+            case 0: /* exact halves of the scale: the rounding ties */
+                f[i] = ((float)((int32_t)(urand() % 600) - 300) + 0.5f) * qt->scale;
+                break;
+            case 1:
+                f[i] = frand(-1e6f, 1e6f);
+                break;
+            default:
+                f[i] = frand(-40.0f, 40.0f) * qt->scale;
+            }
+        }
+        if (n > 3) f[1] = NAN, f[2] = INFINITY, f[3] = -INFINITY;
+    } else {
+        for (size_t i = 0; i < qt->t.size_bytes; i++)
+            ((uint8_t *)qt->t.data)[i] = (uint8_t)urand();
+    }
+}
+
+static void *aligned(size_t bytes) {
+    void *p = NULL;
+    assert_int_equal(posix_memalign(&p, 64, bytes ? (bytes + 63) / 64 * 64 : 64), 0);
+    return p;
+}
+
+static ks__kernel_ctx make_ctx(const ks__node *node, ks__rt_tensor **ins, uint32_t nin,
+                               ks__rt_tensor **outs) {
+    ks__kernel_ctx ctx = {.node = node,
+                          .node_index = 5,
+                          .in = ins,
+                          .num_inputs = nin,
+                          .out = outs,
+                          .num_outputs = 1,
+                          .err = g_err,
+                          .err_cap = sizeof(g_err),
+                          .num_threads = 1};
+    g_err[0] = 0;
+    return ctx;
+}
+
+/* Runs the reference and every supported ks_q8_ variant of node->op (1 and 3 threads); requires
+ * identical bytes. Returns the number of variants that took the node. */
+static int check_variants(const ks__node *node, ks__rt_tensor **ins, uint32_t nin,
+                          ks__rt_tensor *y) {
+    ks__rt_tensor *outs[1] = {y};
+    ks__kernel_ctx ctx = make_ctx(node, ins, nin, outs);
+    const ks__kernel *k = &ks__ref_kernels()->k[node->op];
+    ks_status st = k->infer(&ctx);
+    if (st) print_error("ref infer: %s\n", g_err);
+    assert_int_equal(st, KS_STATUS_OK);
+    size_t bytes = (size_t)ks__rt_numel(y) * ks_dtype_size(y->dtype);
+    y->size_bytes = bytes;
+    uint8_t *want = malloc(bytes + 1);
+    assert_non_null(want);
+    y->data = want;
+    ctx.scratch = aligned(ctx.scratch_bytes);
+    assert_int_equal(k->run(&ctx), KS_STATUS_OK);
+    free(ctx.scratch);
+    int ran = 0;
+    for (const ks__impl *const *it = ks__impl_list(); *it; it++) {
+        const ks__impl *im = *it;
+        if (im->op != node->op ||
+            (strncmp(im->name, "ks_q8_", 6) != 0 && strncmp(im->name, "ks_x8", 5) != 0) ||
+            (im->isa & ~ks__cpu_isa()) != 0)
+            continue;
+        for (uint32_t threads = 1; threads <= 3; threads += 2) {
+            ks__pool *pool = NULL;
+            if (threads > 1) assert_int_equal(ks__pool_create(NULL, threads, &pool), KS_STATUS_OK);
+            ks__kernel_ctx c = make_ctx(node, ins, nin, outs);
+            uint8_t *got = malloc(bytes + 1);
+            assert_non_null(got);
+            memset(got, 0xA5, bytes + 1);
+            y->data = got;
+            c.num_threads = threads;
+            c.pool = pool;
+            if (im->cost(&c) < 0) {
+                ks__pool_destroy(pool);
+                free(got);
+                break;
+            }
+            ran += threads == 1;
+            size_t packed_bytes = 0;
+            c.scratch_bytes = 0;
+            assert_int_equal(im->plan(&c, &packed_bytes), KS_STATUS_OK);
+            c.packed = aligned(packed_bytes);
+            c.packed_bytes = packed_bytes;
+            if (packed_bytes && im->pack) {
+                st = im->pack(&c);
+                if (st) print_error("%s pack: %s\n", im->name, g_err);
+                assert_int_equal(st, KS_STATUS_OK);
+            }
+            c.scratch = aligned(c.scratch_bytes);
+            assert_int_equal(im->run(&c), KS_STATUS_OK);
+            if (memcmp(got, want, bytes) != 0) {
+                for (size_t i = 0; i < bytes; i++) {
+                    if (got[i] != want[i]) {
+                        print_error("%s threads %u byte %zu of %zu: got %d want %d\n", im->name,
+                                    threads, i, bytes, got[i], want[i]);
+                        break;
+                    }
+                }
+                fail();
+            }
+            assert_int_equal(got[bytes], 0xA5); /* no write past the end */
+            free(c.scratch);
+            free(c.packed);
+            free(got);
+            ks__pool_destroy(pool);
+        }
+    }
+    y->data = NULL;
+    free(want);
+    return ran;
+}
+
+static const int64_t k_lengths[] = {1, 7, 15, 16, 17, 33, 100, 1031, 40000};
+#define NUM_LENGTHS (sizeof(k_lengths) / sizeof(k_lengths[0]))
+
+static void test_lut_unary(void **state) {
+    (void)state;
+    static const uint32_t ops[] = {KS_OP_SIGMOID, KS_OP_TANH,         KS_OP_HARD_SWISH,
+                                   KS_OP_ELU,     KS_OP_LEAKY_RELU,   KS_OP_RELU,
+                                   KS_OP_RELU6,   KS_OP_RELU_N1_TO_1, KS_OP_HARD_SIGMOID,
+                                   KS_OP_ABS,     KS_OP_EXP,          KS_OP_CLIP};
+    int ran = 0;
+    for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
+        for (int dt = 0; dt < 2; dt++) {
+            for (size_t l = 0; l < NUM_LENGTHS; l += 2) {
+                ks_dtype d = dt ? KS_DTYPE_I8 : KS_DTYPE_U8;
+                ks__node node;
+                memset(&node, 0, sizeof(node));
+                node.op = ops[o];
+                node.fp[0] = ops[o] == KS_OP_CLIP ? -0.7f : 0.2f;
+                node.fp[1] = ops[o] == KS_OP_CLIP ? 1.3f : 0.5f;
+                qtensor x, y;
+                mk(&x, d, k_lengths[l], 1);
+                mk(&y, d, k_lengths[l], 1);
+                if (ops[o] == KS_OP_SIGMOID) y.scale = 1.0f / 256.0f;
+                fill(&x);
+                ks__rt_tensor *ins[1] = {&x.t};
+                ran += check_variants(&node, ins, 1, &y.t);
+                free(x.t.data);
+            }
+        }
+    }
+    if (ks__cpu_isa() & (KS_ISA_AVX2 | KS_ISA_NEON)) assert_true(ran > 0);
+}
+
+static void test_requantize_dequantize(void **state) {
+    (void)state;
+    int ran = 0;
+    for (int dt = 0; dt < 4; dt++) {
+        for (size_t l = 0; l < NUM_LENGTHS; l++) {
+            ks_dtype din = dt & 1 ? KS_DTYPE_I8 : KS_DTYPE_U8;
+            ks_dtype dout = dt & 2 ? KS_DTYPE_I8 : KS_DTYPE_U8;
+            ks__node node;
+            memset(&node, 0, sizeof(node));
+            node.op = KS_OP_QUANTIZE;
+            qtensor x, y, f;
+            mk(&x, din, k_lengths[l], 1);
+            mk(&y, dout, k_lengths[l], 1);
+            fill(&x);
+            ks__rt_tensor *ins[1] = {&x.t};
+            ran += check_variants(&node, ins, 1, &y.t);
+            node.op = KS_OP_DEQUANTIZE;
+            mk(&f, KS_DTYPE_F32, k_lengths[l], 0);
+            ran += check_variants(&node, ins, 1, &f.t);
+            free(x.t.data);
+        }
+    }
+    if (ks__cpu_isa() & (KS_ISA_AVX2 | KS_ISA_NEON)) assert_true(ran > 0);
+}
+
+static void test_quantize_f32(void **state) {
+    (void)state;
+    int ran = 0;
+    for (int dt = 0; dt < 2; dt++) {
+        for (size_t l = 0; l < NUM_LENGTHS; l++) {
+            ks__node node;
+            memset(&node, 0, sizeof(node));
+            node.op = KS_OP_QUANTIZE;
+            qtensor x, y;
+            mk(&y, dt ? KS_DTYPE_I8 : KS_DTYPE_U8, k_lengths[l], 1);
+            mk(&x, KS_DTYPE_F32, k_lengths[l], 0);
+            x.scale = y.scale;
+            fill(&x);
+            ks__rt_tensor *ins[1] = {&x.t};
+            ran += check_variants(&node, ins, 1, &y.t);
+            free(x.t.data);
+        }
+    }
+    if (ks__cpu_isa() & KS_ISA_AVX512) assert_true(ran > 0);
+}
+
+static void test_binary(void **state) {
+    (void)state;
+    static const uint32_t ops[] = {KS_OP_ADD, KS_OP_SUB, KS_OP_MUL};
+    static const int32_t acts[] = {KS_ACT_NONE, KS_ACT_RELU, KS_ACT_RELU6, KS_ACT_RELU_N1_TO_1};
+    int ran = 0;
+    for (size_t o = 0; o < 3; o++) {
+        for (int dt = 0; dt < 2; dt++) {
+            for (size_t l = 0; l < NUM_LENGTHS; l++) {
+                ks_dtype d = dt ? KS_DTYPE_I8 : KS_DTYPE_U8;
+                ks__node node;
+                memset(&node, 0, sizeof(node));
+                node.op = ops[o];
+                node.ip[0] = acts[(l + o) % 4];
+                qtensor a, b, y;
+                mk(&a, d, k_lengths[l], 1);
+                mk(&b, d, k_lengths[l], 1);
+                mk(&y, d, k_lengths[l], 1);
+                if (l % 3 == 0) b.scale = a.scale; /* equal scales: multiplier exactly 0.5 */
+                if (ops[o] == KS_OP_MUL) y.scale = a.scale * b.scale * frand(20.0f, 200.0f);
+                fill(&a);
+                fill(&b);
+                ks__rt_tensor *ins[2] = {&a.t, &b.t};
+                ran += check_variants(&node, ins, 2, &y.t);
+                free(a.t.data);
+                free(b.t.data);
+            }
+        }
+    }
+    if (ks__cpu_isa() & KS_ISA_AVX512) assert_true(ran > 0);
+}
+
+static void mk4(qtensor *qt, ks_dtype dt, int64_t n, int64_t h, int64_t w, int64_t c) {
+    mk(qt, dt, n * h * w * c, 1);
+    qt->t.rank = 4;
+    qt->t.dims[0] = n, qt->t.dims[1] = h, qt->t.dims[2] = w, qt->t.dims[3] = c;
+}
+
+static void test_concat(void **state) {
+    (void)state;
+    int ran = 0;
+    for (int round = 0; round < 24; round++) {
+        ks_dtype d = round & 1 ? KS_DTYPE_I8 : KS_DTYPE_U8;
+        uint32_t nin = 1 + (uint32_t)(round % 4);
+        int axis_mode = round % 3; /* channels (-1), width (2), height (1) */
+        int64_t h = 1 + urand() % 9, w = 1 + urand() % 11;
+        qtensor xs[4], y;
+        ks__rt_tensor *ins[4];
+        int64_t along = 0;
+        for (uint32_t i = 0; i < nin; i++) {
+            int64_t part = 1 + urand() % 70;
+            int64_t c = axis_mode == 0 ? part : 19;
+            mk4(&xs[i], d, 1, axis_mode == 2 ? part : h, axis_mode == 1 ? part : w, c);
+            along += part;
+            fill(&xs[i]);
+            ins[i] = &xs[i].t;
+        }
+        mk4(&y, d, 1, axis_mode == 2 ? along : h, axis_mode == 1 ? along : w,
+            axis_mode == 0 ? along : 19);
+        if (round % 3 == 0) y.scale = xs[0].scale, y.zp = xs[0].zp; /* identity input */
+        ks__node node;
+        memset(&node, 0, sizeof(node));
+        node.op = KS_OP_CONCAT;
+        node.ip[0] = axis_mode == 0 ? -1 : (axis_mode == 1 ? 2 : 1);
+        node.ip[1] = round % 5 == 4 ? KS_ACT_RELU6 : (round % 7 == 6 ? KS_ACT_RELU : KS_ACT_NONE);
+        ran += check_variants(&node, ins, nin, &y.t);
+        for (uint32_t i = 0; i < nin; i++)
+            free(xs[i].t.data);
+    }
+    if (ks__cpu_isa() & (KS_ISA_AVX2 | KS_ISA_NEON)) assert_true(ran > 0);
+}
+
+static void test_maxpool(void **state) {
+    (void)state;
+    static const int32_t modes[] = {KS_PAD_SAME_UPPER, KS_PAD_VALID, KS_PAD_EXPLICIT,
+                                    KS_PAD_SAME_LOWER};
+    int ran = 0;
+    for (int round = 0; round < 32; round++) {
+        ks_dtype d = round & 1 ? KS_DTYPE_I8 : KS_DTYPE_U8;
+        int64_t k = round % 4 == 3 ? 13 : 1 + (round / 2) % 5;
+        int64_t stride = 1 + (round / 3) % 2;
+        int64_t c = 1 + urand() % 150, h = 1 + urand() % 17, w = 1 + urand() % 17;
+        qtensor x, y;
+        mk4(&x, d, 1 + round % 2, h, w, c);
+        fill(&x);
+        mk4(&y, d, 1, 1, 1, 1);
+        y.scale = x.scale, y.zp = x.zp;
+        ks__node node;
+        memset(&node, 0, sizeof(node));
+        node.op = KS_OP_POOL2D;
+        node.ip[0] = (int32_t)k, node.ip[1] = (int32_t)(round % 5 == 0 ? 2 : k);
+        node.ip[2] = node.ip[3] = (int32_t)stride;
+        node.ip[8] = modes[round % 4];
+        if (node.ip[8] == KS_PAD_EXPLICIT) node.ip[4] = node.ip[5] = node.ip[6] = node.ip[7] = 1;
+        if (round % 8 == 7) node.ip[0] = node.ip[1] = 0; /* global */
+        node.ip[11] = round % 6 == 5 ? KS_ACT_RELU6 : (round % 6 == 2 ? KS_ACT_RELU : 0);
+        if (node.ip[8] == KS_PAD_VALID && (k > h || k > w)) node.ip[8] = KS_PAD_SAME_UPPER;
+        ks__rt_tensor *ins[1] = {&x.t};
+        ran += check_variants(&node, ins, 1, &y.t);
+        free(x.t.data);
+    }
+    if (ks__cpu_isa() & KS_ISA_AVX512) assert_true(ran > 0);
+}
+
+static void test_transpose(void **state) {
+    (void)state;
+    static const int32_t perms[][4] = {{0, 2, 3, 1}, {0, 3, 1, 2}, {3, 2, 1, 0},
+                                       {1, 0, 3, 2}, {0, 1, 3, 2}, {2, 0, 1, 3}};
+    int ran = 0;
+    for (int round = 0; round < 24; round++) {
+        ks_dtype d = round & 1 ? KS_DTYPE_I8 : KS_DTYPE_U8;
+        const int32_t *perm = perms[round % 6];
+        int64_t dims[4] = {1 + urand() % 3, 1 + urand() % 19, 1 + urand() % 13, 1 + urand() % 90};
+        qtensor x, y;
+        mk4(&x, d, dims[0], dims[1], dims[2], dims[3]);
+        fill(&x);
+        mk4(&y, d, dims[perm[0]], dims[perm[1]], dims[perm[2]], dims[perm[3]]);
+        y.scale = x.scale, y.zp = x.zp;
+        ks__node node;
+        memset(&node, 0, sizeof(node));
+        node.op = KS_OP_TRANSPOSE;
+        node.ip[0] = 4;
+        for (int k = 0; k < 4; k++)
+            node.ip[1 + k] = perm[k];
+        ks__rt_tensor *ins[1] = {&x.t};
+        ran += check_variants(&node, ins, 1, &y.t);
+        free(x.t.data);
+    }
+    if (ks__cpu_isa() & (KS_ISA_AVX2 | KS_ISA_NEON)) assert_true(ran > 0);
+}
+
+static void test_prelu(void **state) {
+    (void)state;
+    int ran = 0;
+    for (int round = 0; round < 16; round++) {
+        ks_dtype d = round & 1 ? KS_DTYPE_I8 : KS_DTYPE_U8;
+        int64_t c = 1 + urand() % 70, h = 1 + urand() % 9, w = 1 + urand() % 9;
+        qtensor x, al, y;
+        mk4(&x, d, 1, h, w, c);
+        fill(&x);
+        if (round % 4 == 3) { /* one alpha for all channels */
+            mk(&al, d, 1, 1);
+            al.t.rank = 1;
+        } else {
+            mk4(&al, d, 1, 1, 1, c);
+            al.t.rank = 3, al.t.dims[0] = 1, al.t.dims[1] = 1, al.t.dims[2] = c;
+            if (round % 4 == 2) al.t.rank = 1, al.t.dims[0] = c;
+        }
+        fill(&al);
+        mk4(&y, d, 1, h, w, c);
+        ks__node node;
+        memset(&node, 0, sizeof(node));
+        node.op = KS_OP_PRELU;
+        ks__rt_tensor *ins[2] = {&x.t, &al.t};
+        ran += check_variants(&node, ins, 2, &y.t);
+        free(x.t.data);
+        free(al.t.data);
+    }
+    if (ks__cpu_isa() & (KS_ISA_AVX2 | KS_ISA_NEON)) assert_true(ran > 0);
+}
+
+static void test_pad(void **state) {
+    (void)state;
+    int ran = 0;
+    for (int round = 0; round < 24; round++) {
+        ks_dtype d = round & 1 ? KS_DTYPE_I8 : KS_DTYPE_U8;
+        int64_t dims[4] = {1, 1 + urand() % 9, 1 + urand() % 9, 1 + urand() % 40};
+        int32_t pads[8];
+        int64_t out[4];
+        for (int k = 0; k < 4; k++) {
+            pads[2 * k] = (int32_t)(urand() % 5) - 1;
+            pads[2 * k + 1] = (int32_t)(urand() % 5) - 1;
+            if (k == 0 || (round % 3 == 0 && k != 3)) pads[2 * k] = pads[2 * k + 1] = 0;
+            if (pads[2 * k] + pads[2 * k + 1] + dims[k] < 1) pads[2 * k] = pads[2 * k + 1] = 0;
+            out[k] = dims[k] + pads[2 * k] + pads[2 * k + 1];
+        }
+        qtensor x, p, y;
+        mk4(&x, d, dims[0], dims[1], dims[2], dims[3]);
+        fill(&x);
+        mk(&p, KS_DTYPE_I32, 8, 0);
+        p.t.rank = 2, p.t.dims[0] = 4, p.t.dims[1] = 2;
+        p.t.data = pads;
+        mk4(&y, d, out[0], out[1], out[2], out[3]);
+        if (round % 5 == 4) x.q.count = y.q.count = 0; /* plain bytes: fill 0 */
+        y.scale = x.scale, y.zp = x.zp;
+        ks__node node;
+        memset(&node, 0, sizeof(node));
+        node.op = KS_OP_PAD;
+        ks__rt_tensor *ins[2] = {&x.t, &p.t};
+        ran += check_variants(&node, ins, 2, &y.t);
+        free(x.t.data);
+    }
+    if (ks__cpu_isa() & (KS_ISA_AVX2 | KS_ISA_NEON)) assert_true(ran > 0);
+}
+
+static void test_slice(void **state) {
+    (void)state;
+    int ran = 0;
+    for (int round = 0; round < 60; round++) {
+        ks_dtype d = round % 3 == 0 ? KS_DTYPE_F32 : (round % 3 == 1 ? KS_DTYPE_U8 : KS_DTYPE_I8);
+        int64_t dims[4] = {1 + urand() % 2, 1 + urand() % 13, 1 + urand() % 13, 1 + urand() % 20};
+        int32_t n = 1 + (int32_t)(urand() % 4);
+        int32_t starts[4], ends[4], axes[4], steps[4];
+        int used[4] = {0};
+        for (int32_t i = 0; i < n; i++) {
+            int32_t a;
+            do {
+                a = (int32_t)(urand() % 4);
+            } while (used[a]);
+            used[a] = 1;
+            axes[i] = round % 2 ? a - 4 : a; /* negative axes too */
+            starts[i] = (int32_t)(urand() % 9) - 4;
+            ends[i] = urand() % 5 == 0 ? INT32_MAX : (int32_t)(urand() % 15) - 4;
+            steps[i] = 1 + (int32_t)(urand() % 3);
+        }
+        qtensor x, ts, te, ta, tp, y;
+        mk4(&x, d, dims[0], dims[1], dims[2], dims[3]);
+        if (d == KS_DTYPE_F32) x.q.count = 0;
+        fill(&x);
+        qtensor *ints[4] = {&ts, &te, &ta, &tp};
+        int32_t *vals[4] = {starts, ends, axes, steps};
+        for (int k = 0; k < 4; k++) {
+            mk(ints[k], KS_DTYPE_I32, n, 0);
+            ints[k]->t.rank = 1, ints[k]->t.dims[0] = n;
+            ints[k]->t.data = vals[k];
+        }
+        ks__node node;
+        memset(&node, 0, sizeof(node));
+        node.op = KS_OP_SLICE;
+        if (round % 4 == 3) {
+            node.ip[0] = (int32_t)(urand() % 16);
+            node.ip[1] = (int32_t)(urand() % 16);
+            node.ip[2] = (int32_t)(urand() % 16) & 1;
+            if (node.ip[2]) steps[0] = 1, starts[0] = 0;
+        }
+        /* y: dtype and params as x; the reference infers its shape */
+        mk4(&y, d, 1, 1, 1, 1);
+        if (d == KS_DTYPE_F32) y.q.count = 0;
+        y.scale = x.scale, y.zp = x.zp;
+        ks__rt_tensor *ins[5] = {&x.t, &ts.t, &te.t, &ta.t, &tp.t};
+        ran += check_variants(&node, ins, 5, &y.t);
+        free(x.t.data);
+    }
+    print_message("slice: %d of 60 cases ran a variant\n", ran);
+    if (ks__cpu_isa() & (KS_ISA_AVX2 | KS_ISA_NEON)) assert_true(ran > 30);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lut_unary),    cmocka_unit_test(test_requantize_dequantize),
+        cmocka_unit_test(test_quantize_f32), cmocka_unit_test(test_binary),
+        cmocka_unit_test(test_concat),       cmocka_unit_test(test_maxpool),
+        cmocka_unit_test(test_transpose),    cmocka_unit_test(test_prelu),
+        cmocka_unit_test(test_pad),          cmocka_unit_test(test_slice),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
