@@ -2,7 +2,8 @@
  * per step then 4, then a 1..3 channel tail through a small buffer (inputs are not padded; the
  * packed weights and the zero vector are). 3x3 and 5x5 get their own inlined copies so the tap
  * loop is fully unrolled; any stride/dilation/padding works because taps come from the driver's
- * per-pixel pointer table. */
+ * per-pixel pointer table. The bias is added after the taps, not used as the starting value, so
+ * the FMAs round at the magnitude of the products (see f32_gemm.c). */
 #include <string.h>
 
 #include "neon_util.h"
@@ -17,29 +18,33 @@ static inline __attribute__((always_inline)) void dw_pixels(size_t num_px, size_
     for (size_t px = 0; px < num_px; px++, taps += num_taps, out += channels) {
         size_t c = 0;
         for (; c + 8 <= channels; c += 8) {
-            float32x4_t acc0 = vld1q_f32(packed + c), acc1 = vld1q_f32(packed + c + 4);
+            float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
             for (size_t t = 0; t < num_taps; t++) {
                 const float *x = taps[t] + c, *w = wt + t * cp + c;
                 acc0 = vfmaq_f32(acc0, vld1q_f32(x), vld1q_f32(w));
                 acc1 = vfmaq_f32(acc1, vld1q_f32(x + 4), vld1q_f32(w + 4));
             }
+            acc0 = vaddq_f32(acc0, vld1q_f32(packed + c));
+            acc1 = vaddq_f32(acc1, vld1q_f32(packed + c + 4));
             vst1q_f32(out + c, neon_act_apply(acc0, &va));
             vst1q_f32(out + c + 4, neon_act_apply(acc1, &va));
         }
         for (; c + 4 <= channels; c += 4) {
-            float32x4_t acc = vld1q_f32(packed + c);
+            float32x4_t acc = vdupq_n_f32(0.0f);
             for (size_t t = 0; t < num_taps; t++)
                 acc = vfmaq_f32(acc, vld1q_f32(taps[t] + c), vld1q_f32(wt + t * cp + c));
+            acc = vaddq_f32(acc, vld1q_f32(packed + c));
             vst1q_f32(out + c, neon_act_apply(acc, &va));
         }
         if (c < channels) {
             size_t rem = channels - c;
-            float32x4_t acc = vld1q_f32(packed + c);
+            float32x4_t acc = vdupq_n_f32(0.0f);
             for (size_t t = 0; t < num_taps; t++) {
                 float buf[4] = {0.0f, 0.0f, 0.0f, 0.0f};
                 memcpy(buf, taps[t] + c, rem * sizeof(float));
                 acc = vfmaq_f32(acc, vld1q_f32(buf), vld1q_f32(wt + t * cp + c));
             }
+            acc = vaddq_f32(acc, vld1q_f32(packed + c));
             float res[4];
             vst1q_f32(res, neon_act_apply(acc, &va));
             memcpy(out + c, res, rem * sizeof(float));
