@@ -28,7 +28,9 @@ KS_INLINE void dw_block(int tail, size_t num_px, size_t channels, size_t c0, siz
     const float *const *tp = taps;
     size_t px = 0;
     for (; px + 4 <= num_px; px += 4, tp += 4 * num_taps) {
-        __m256 a0 = bias, a1 = bias, a2 = bias, a3 = bias;
+        /* Zero start, bias added after the taps: see f32_gemm_avx2.c. */
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(),
+               a3 = _mm256_setzero_ps();
 #pragma GCC unroll 25
         for (size_t t = 0; t < num_taps; t++) {
             __m256 k = wregs ? wv[t] : _mm256_load_ps(w + 8 * (t + 1));
@@ -38,13 +40,13 @@ KS_INLINE void dw_block(int tail, size_t num_px, size_t channels, size_t c0, siz
             a3 = _mm256_fmadd_ps(ld(tail, m, tp[3 * num_taps + t] + c0), k, a3);
         }
         float *o = out + px * channels + c0;
-        st(tail, m, o, ks_avx2_act(a0, lo, hi, act));
-        st(tail, m, o + channels, ks_avx2_act(a1, lo, hi, act));
-        st(tail, m, o + 2 * channels, ks_avx2_act(a2, lo, hi, act));
-        st(tail, m, o + 3 * channels, ks_avx2_act(a3, lo, hi, act));
+        st(tail, m, o, ks_avx2_act(_mm256_add_ps(a0, bias), lo, hi, act));
+        st(tail, m, o + channels, ks_avx2_act(_mm256_add_ps(a1, bias), lo, hi, act));
+        st(tail, m, o + 2 * channels, ks_avx2_act(_mm256_add_ps(a2, bias), lo, hi, act));
+        st(tail, m, o + 3 * channels, ks_avx2_act(_mm256_add_ps(a3, bias), lo, hi, act));
     }
     for (; px < num_px; px++, tp += num_taps) {
-        __m256 a0 = bias, a1 = _mm256_setzero_ps();
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
         size_t t = 0;
         for (; t + 2 <= num_taps; t += 2) {
             __m256 k0 = wregs ? wv[t] : _mm256_load_ps(w + 8 * (t + 1));
@@ -56,7 +58,8 @@ KS_INLINE void dw_block(int tail, size_t num_px, size_t channels, size_t c0, siz
             __m256 k0 = wregs ? wv[t] : _mm256_load_ps(w + 8 * (t + 1));
             a0 = _mm256_fmadd_ps(ld(tail, m, tp[t] + c0), k0, a0);
         }
-        st(tail, m, out + px * channels + c0, ks_avx2_act(_mm256_add_ps(a0, a1), lo, hi, act));
+        st(tail, m, out + px * channels + c0,
+           ks_avx2_act(_mm256_add_ps(_mm256_add_ps(a0, a1), bias), lo, hi, act));
     }
 }
 

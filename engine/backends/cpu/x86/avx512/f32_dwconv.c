@@ -18,7 +18,9 @@ KS_INLINE void dw_block(size_t num_px, size_t channels, size_t c0, size_t num_ta
     const float *const *tp = taps;
     size_t px = 0;
     for (; px + 4 <= num_px; px += 4, tp += 4 * num_taps) {
-        __m512 a0 = bias, a1 = bias, a2 = bias, a3 = bias;
+        /* Zero start, bias added after the taps: see f32_gemm_avx512.c. */
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(),
+               a3 = _mm512_setzero_ps();
 #pragma GCC unroll 25
         for (size_t t = 0; t < num_taps; t++) {
             __m512 k = wregs ? wv[t] : _mm512_load_ps(w + 16 * (t + 1));
@@ -28,13 +30,15 @@ KS_INLINE void dw_block(size_t num_px, size_t channels, size_t c0, size_t num_ta
             a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, tp[3 * num_taps + t] + c0), k, a3);
         }
         float *o = out + px * channels + c0;
-        _mm512_mask_storeu_ps(o, m, ks_avx512_act(a0, lo, hi, act));
-        _mm512_mask_storeu_ps(o + channels, m, ks_avx512_act(a1, lo, hi, act));
-        _mm512_mask_storeu_ps(o + 2 * channels, m, ks_avx512_act(a2, lo, hi, act));
-        _mm512_mask_storeu_ps(o + 3 * channels, m, ks_avx512_act(a3, lo, hi, act));
+        _mm512_mask_storeu_ps(o, m, ks_avx512_act(_mm512_add_ps(a0, bias), lo, hi, act));
+        _mm512_mask_storeu_ps(o + channels, m, ks_avx512_act(_mm512_add_ps(a1, bias), lo, hi, act));
+        _mm512_mask_storeu_ps(o + 2 * channels, m,
+                              ks_avx512_act(_mm512_add_ps(a2, bias), lo, hi, act));
+        _mm512_mask_storeu_ps(o + 3 * channels, m,
+                              ks_avx512_act(_mm512_add_ps(a3, bias), lo, hi, act));
     }
     for (; px < num_px; px++, tp += num_taps) {
-        __m512 a0 = bias, a1 = _mm512_setzero_ps();
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
         size_t t = 0;
         for (; t + 2 <= num_taps; t += 2) {
             __m512 k0 = wregs ? wv[t] : _mm512_load_ps(w + 16 * (t + 1));
@@ -46,8 +50,9 @@ KS_INLINE void dw_block(size_t num_px, size_t channels, size_t c0, size_t num_ta
             __m512 k0 = wregs ? wv[t] : _mm512_load_ps(w + 16 * (t + 1));
             a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, tp[t] + c0), k0, a0);
         }
-        _mm512_mask_storeu_ps(out + px * channels + c0, m,
-                              ks_avx512_act(_mm512_add_ps(a0, a1), lo, hi, act));
+        _mm512_mask_storeu_ps(
+            out + px * channels + c0, m,
+            ks_avx512_act(_mm512_add_ps(_mm512_add_ps(a0, a1), bias), lo, hi, act));
     }
 }
 
