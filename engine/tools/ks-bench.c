@@ -1,5 +1,5 @@
 /* ks-bench MODEL.ksm [--threads N] [--runs R] [--warmup W] [--seed S] [--input NAME=FILE.npy]
- *                    [--shape NAME=1x3x224x224] [--range LO:HI] [--json] [--profile]
+ *                    [--shape NAME=1x3x224x224] [--range LO:HI] [--json] [--profile] [--profile-nodes]
  * Times ks_session_run on one model: inputs are filled once with seeded random data (or read
  * from .npy files), the session is reshaped once, W untimed runs warm caches and the thread
  * pool, then R runs are timed one by one with a monotonic clock. Prints min/median/max latency.
@@ -7,7 +7,7 @@
  * --json prints one JSON object as the LAST line of stdout (machine-readable; other lines are
  * for people). --profile adds a second pass of R runs with the per-op profiler installed, so the
  * profiler's own overhead never shows in the latency figures, and prints per-op totals (median
- * over runs) grouped by op and kernel.
+ * over runs) grouped by op and kernel; --profile-nodes adds one row per node, slowest first.
  *
  * Random data: float inputs that look like images (rank 4 with 1, 3 or 4 channels in the last or
  * second position) are uniform in [0,1], which is inside the valid range of models normalised to
@@ -32,8 +32,10 @@
 typedef struct options {
     const char *model_path;
     int threads, runs, warmup;
+    int gap_us; /* --gap-ms: idle time before each run, as between camera frames */
     uint64_t seed;
     int json, profile;
+    int profile_nodes; /* --profile-nodes: also one row per node */
     int has_range;
     float range_lo, range_hi;
     const char *in_specs[MAX_INPUTS]; /* NAME=FILE.npy or FILE.npy by position */
@@ -49,6 +51,7 @@ typedef struct options {
 typedef struct node_prof {
     int seen;
     const char *op_name;
+    const char *node_name;
     const char *kernel_name;
     uint64_t flops;
     uint64_t *samples_ns; /* [runs], per timed profile run */
@@ -80,12 +83,15 @@ static void usage(void) {
             "  --threads N   session threads (default 1)\n"
             "  --runs R      timed runs (default 20)\n"
             "  --warmup W    untimed runs first (default 3)\n"
+            "  --gap-ms G    sleep G ms before each run, as between camera frames (default 0:\n"
+            "                back to back); idle worker threads then pay their wake-up\n"
             "  --seed S      seed of the random inputs (default 1)\n"
             "  --input       use real data for an input (by name, or by position without NAME=)\n"
             "  --shape       set the shape of an input with dynamic dimensions\n"
             "  --range       uniform range of random float inputs (default: per-input heuristic)\n"
             "  --json        print one JSON object as the last line\n"
             "  --profile     per-op times, FLOPs and kernels (a separate pass of R runs)\n"
+            "  --profile-nodes  as --profile, plus one row per node, slowest first\n"
             "  --tune M      kernel choice: off (cost model, default), fast (time the top\n"
             "                candidates per op shape at reshape), full (time all of them)\n"
             "  --tune-cache  file that keeps tuning results across runs\n"
@@ -96,6 +102,12 @@ static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void sleep_us(int us) {
+    struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
 }
 
 /* splitmix64: tiny, seedable, and good enough for benchmark inputs. */
@@ -247,6 +259,7 @@ static void on_profile(void *user, const ks_op_profile *p) {
         }
         np->seen = 1;
         np->op_name = p->op_name;
+        np->node_name = p->node_name;
         np->kernel_name = profile_kernel_name(p);
         np->flops = p->flops;
         if (p->node_index >= ps->num_nodes) ps->num_nodes = p->node_index + 1;
@@ -317,6 +330,56 @@ error:
     return -1;
 }
 
+typedef struct node_row {
+    uint32_t index;
+    double median_ms;
+} node_row;
+
+static int node_row_cmp(const void *a, const void *b) {
+    const node_row *x = a, *y = b;
+    return (x->median_ms < y->median_ms) - (x->median_ms > y->median_ms);
+}
+
+/* One row per profiled node (median over the timed runs), slowest first: the view that finds
+ * the one layer of a group that is slow. */
+static int print_node_profile(const prof_state *ps) {
+    node_row *rows = calloc(ps->num_nodes ? ps->num_nodes : 1, sizeof(*rows));
+    double *samples_ms = calloc((size_t)ps->runs, sizeof(double));
+    if (!rows || !samples_ms) {
+        free(rows);
+        free(samples_ms);
+        return -1;
+    }
+    uint32_t num_rows = 0;
+    for (uint32_t i = 0; i < ps->num_nodes; i++) {
+        const node_prof *np = &ps->nodes[i];
+        if (!np->seen) continue;
+        for (int r = 0; r < ps->runs; r++)
+            samples_ms[r] = (double)np->samples_ns[r] * 1e-6;
+        rows[num_rows].index = i;
+        rows[num_rows].median_ms = median_of(samples_ms, ps->runs);
+        num_rows++;
+    }
+    qsort(rows, num_rows, sizeof(*rows), node_row_cmp);
+    printf("\nper-node profile (median over runs, slowest first):\n");
+    printf("%5s  %-10s %-34s %10s %10s %9s  %s\n", "node", "op", "kernel", "ms", "MFLOP",
+           "GFLOP/s", "name");
+    for (uint32_t k = 0; k < num_rows; k++) {
+        const node_prof *np = &ps->nodes[rows[k].index];
+        double ms = rows[k].median_ms;
+        /* TFLite names list every folded op; 60 characters identify the node */
+        const char *name = np->node_name ? np->node_name : "";
+        int name_len = (int)strlen(name);
+        printf("%5u  %-10s %-34s %10.4f %10.2f %9.2f  %.*s%s\n", rows[k].index, np->op_name,
+               np->kernel_name, ms, (double)np->flops * 1e-6,
+               ms > 0 ? (double)np->flops / (ms * 1e6) : 0.0, name_len > 60 ? 57 : name_len,
+               name, name_len > 60 ? "..." : "");
+    }
+    free(rows);
+    free(samples_ms);
+    return 0;
+}
+
 static void print_profile(const prof_group *groups, int num_groups) {
     double total_ms = 0.0;
     uint64_t total_flops = 0;
@@ -361,6 +424,12 @@ static int parse_args(int argc, char **argv, options *opt) {
             if (parse_int(argv[++i], 1, MAX_RUNS, &opt->runs)) goto bad_value;
         } else if (strcmp(a, "--warmup") == 0 && has_value) {
             if (parse_int(argv[++i], 0, MAX_RUNS, &opt->warmup)) goto bad_value;
+        } else if (strcmp(a, "--gap-ms") == 0 && has_value) {
+            char *end = NULL;
+            const char *v = argv[++i];
+            double gap_ms = strtod(v, &end);
+            if (!*v || *end || !(gap_ms >= 0.0 && gap_ms <= 10000.0)) goto bad_value;
+            opt->gap_us = (int)(gap_ms * 1000.0 + 0.5);
         } else if (strcmp(a, "--seed") == 0 && has_value) {
             char *end = NULL;
             const char *v = argv[++i];
@@ -395,6 +464,8 @@ static int parse_args(int argc, char **argv, options *opt) {
             opt->json = 1;
         } else if (strcmp(a, "--profile") == 0) {
             opt->profile = 1;
+        } else if (strcmp(a, "--profile-nodes") == 0) {
+            opt->profile = opt->profile_nodes = 1;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage();
             exit(0);
@@ -577,6 +648,7 @@ int main(int argc, char **argv) {
         goto done;
     }
     for (int r = -opt.warmup; r < opt.runs; r++) {
+        if (opt.gap_us > 0) sleep_us(opt.gap_us);
         double start = now_ms();
         st = ks_session_run(s);
         double elapsed = now_ms() - start;
@@ -631,6 +703,10 @@ int main(int argc, char **argv) {
     printf("latency  min %.3f ms  median %.3f ms  mean %.3f ms  max %.3f ms\n", min_ms, median_ms,
            mean_ms, max_ms);
     if (opt.profile) print_profile(groups, num_groups);
+    if (opt.profile_nodes && print_node_profile(&ps) < 0) {
+        fprintf(stderr, "ks-bench: out of memory while profiling\n");
+        goto done;
+    }
 
     if (opt.json) {
         printf("{\"model\":");
