@@ -121,8 +121,8 @@ ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
         return KS_STATUS_INVALID_ARGUMENT;
     }
     if (desc && (desc->num_threads < 0 || desc->precision >= KS_PRECISION_COUNT ||
-                 (desc->flags & ~KS_SESSION_KEEP_ALL_TENSORS) || (int)desc->tune < 0 ||
-                 desc->tune >= KS_TUNE_COUNT)) {
+                 (desc->flags & ~(KS_SESSION_KEEP_ALL_TENSORS | KS_SESSION_NO_THREAD_AFFINITY)) ||
+                 (int)desc->tune < 0 || desc->tune >= KS_TUNE_COUNT)) {
         ks__object_error(NULL,
                          "ks_session_create: invalid desc (num_threads %d, precision %d, "
                          "flags 0x%x, tune %d)",
@@ -176,7 +176,10 @@ ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
     }
     s->isa = ks__cpu_isa();
     s->num_threads = desc && desc->num_threads > 0 ? (uint32_t)desc->num_threads : 1u;
-    if (s->num_threads > 1 && ks__pool_create(&a, s->num_threads, &s->pool) != KS_STATUS_OK) {
+    uint32_t pool_flags =
+        desc && (desc->flags & KS_SESSION_NO_THREAD_AFFINITY) ? 0u : KS_POOL_BIND_CPUS;
+    if (s->num_threads > 1 &&
+        ks__pool_create_ex(&a, s->num_threads, pool_flags, &s->pool) != KS_STATUS_OK) {
         ks_session_destroy(s);
         ks__object_error(NULL, "cannot start %u threads", (unsigned)(desc ? desc->num_threads : 1));
         return KS_STATUS_OUT_OF_MEMORY;

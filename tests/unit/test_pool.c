@@ -1,6 +1,12 @@
 /* Thread pool: every item of every job runs exactly once, for back-to-back jobs of varying sizes
- * and more threads than cores (the case where workers wake late). */
+ * and more threads than cores (the case where workers wake late); bound workers stay on one CPU
+ * each, and the calling thread is never bound. */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* sched_getcpu, sched_getaffinity */
+#endif
+#include <sched.h>
 #include <setjmp.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,9 +19,15 @@
 
 #define MAX_ITEMS 5000
 
+#define MAX_THREADS 8
+
 typedef struct job {
     _Atomic int counts[MAX_ITEMS];
     uint32_t max_thread;
+    /* per thread index: the last CPU it ran on, and whether it was ever seen on another */
+    _Atomic int cpu[MAX_THREADS];
+    _Atomic int moved[MAX_THREADS];
+    _Atomic int pinned[MAX_THREADS]; /* its affinity mask held one CPU */
 } job;
 
 static void count_range(void *arg, size_t begin, size_t end, uint32_t thread) {
@@ -23,13 +35,23 @@ static void count_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     for (size_t i = begin; i < end; i++)
         atomic_fetch_add(&j->counts[i], 1);
     if (thread > j->max_thread) j->max_thread = thread; /* racy max is fine: only a bound */
+#if defined(__linux__)
+    if (thread < MAX_THREADS) {
+        int now = sched_getcpu(), before = atomic_exchange(&j->cpu[thread], now);
+        if (before >= 0 && before != now) atomic_store(&j->moved[thread], 1);
+        cpu_set_t mask;
+        CPU_ZERO(&mask);
+        if (sched_getaffinity(0, sizeof(mask), &mask) == 0 && CPU_COUNT(&mask) == 1)
+            atomic_store(&j->pinned[thread], 1);
+    }
+#endif
 }
 
 static job g_job;
 
-static void run_jobs(uint32_t threads) {
+static void run_jobs_flags(uint32_t threads, uint32_t flags) {
     ks__pool *pool = NULL;
-    assert_int_equal(ks__pool_create(NULL, threads, &pool), KS_STATUS_OK);
+    assert_int_equal(ks__pool_create_ex(NULL, threads, flags, &pool), KS_STATUS_OK);
     assert_int_equal(ks__pool_threads(pool), threads);
     uint32_t seed = 12345;
     for (int iter = 0; iter < 3000; iter++) {
@@ -37,6 +59,8 @@ static void run_jobs(uint32_t threads) {
         size_t n = 1 + (seed >> 8) % MAX_ITEMS;
         size_t grain = 1 + (seed >> 20) % 64;
         memset(&g_job, 0, sizeof(g_job));
+        for (int t = 0; t < MAX_THREADS; t++)
+            g_job.cpu[t] = -1;
         ks__parallel_for(pool, n, grain, count_range, &g_job);
         for (size_t i = 0; i < n; i++)
             if (g_job.counts[i] != 1)
@@ -45,6 +69,10 @@ static void run_jobs(uint32_t threads) {
         assert_true(g_job.max_thread < threads);
     }
     ks__pool_destroy(pool);
+}
+
+static void run_jobs(uint32_t threads) {
+    run_jobs_flags(threads, 0);
 }
 
 static void test_two_threads(void **state) {
@@ -58,6 +86,46 @@ static void test_oversubscribed(void **state) {
     run_jobs(5);
 }
 
+/* With KS_POOL_BIND_CPUS and a CPU per worker, a worker never changes CPU within a job. */
+static void test_bound_workers(void **state) {
+    (void)state;
+#if defined(__linux__)
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    assert_int_equal(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+    int num_cpus = CPU_COUNT(&allowed);
+    unsetenv("KS_THREAD_AFFINITY"); /* the opt-out would turn binding off */
+    if (num_cpus < 2) skip();
+    uint32_t threads = num_cpus > 4 ? 4u : (uint32_t)num_cpus;
+    ks__pool *pool = NULL;
+    assert_int_equal(ks__pool_create_ex(NULL, threads, KS_POOL_BIND_CPUS, &pool), KS_STATUS_OK);
+    int pinned_seen = 0;
+    for (int iter = 0; iter < 200; iter++) {
+        memset(&g_job, 0, sizeof(g_job));
+        for (int t = 0; t < MAX_THREADS; t++)
+            g_job.cpu[t] = -1;
+        ks__parallel_for(pool, MAX_ITEMS, 1, count_range, &g_job);
+        for (uint32_t t = 1; t < threads; t++)
+            if (g_job.moved[t]) fail_msg("iter %d: bound worker %u changed CPU", iter, t);
+        assert_false(g_job.pinned[0]); /* the caller is never bound */
+        for (uint32_t t = 1; t < threads; t++)
+            if (g_job.cpu[t] >= 0) pinned_seen += g_job.pinned[t] ? 1 : 0;
+    }
+    /* one CPU per worker was available (the caller's is excluded: threads <= CPUs), so every
+     * worker that took part was bound */
+    assert_true(pinned_seen > 0);
+    ks__pool_destroy(pool);
+    /* the caller was not bound: its mask is unchanged */
+    cpu_set_t after;
+    CPU_ZERO(&after);
+    assert_int_equal(sched_getaffinity(0, sizeof(after), &after), 0);
+    assert_true(CPU_EQUAL(&allowed, &after));
+    run_jobs_flags(2, KS_POOL_BIND_CPUS); /* and the bound pool still runs every item once */
+#else
+    skip();
+#endif
+}
+
 static void test_null_pool(void **state) {
     (void)state;
     memset(&g_job, 0, sizeof(g_job));
@@ -68,8 +136,8 @@ static void test_null_pool(void **state) {
 }
 
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_two_threads),
-                                       cmocka_unit_test(test_oversubscribed),
-                                       cmocka_unit_test(test_null_pool)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_two_threads), cmocka_unit_test(test_oversubscribed),
+        cmocka_unit_test(test_bound_workers), cmocka_unit_test(test_null_pool)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,6 +45,10 @@ void ks__isa_string(uint32_t isa, char *buf, size_t cap);
 typedef struct ks__pool ks__pool;
 typedef void (*ks__range_fn)(void *arg, size_t begin, size_t end, uint32_t thread);
 ks_status ks__pool_create(const ks_allocator *alloc, uint32_t num_threads, ks__pool **pool_out);
+/* flags: KS_POOL_BIND_CPUS binds each worker to its own CPU (pool.c says when and why). */
+#define KS_POOL_BIND_CPUS 0x1u
+ks_status ks__pool_create_ex(const ks_allocator *alloc, uint32_t num_threads, uint32_t flags,
+                             ks__pool **pool_out);
 void ks__pool_destroy(ks__pool *pool);
 uint32_t ks__pool_threads(const ks__pool *pool); /* 1 for NULL */
 void ks__parallel_for(ks__pool *pool, size_t num_items, size_t grain, ks__range_fn fn, void *arg);

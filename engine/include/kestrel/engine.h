@@ -82,6 +82,11 @@ typedef enum ks_precision {
 
 /* Session flags. */
 #define KS_SESSION_KEEP_ALL_TENSORS 0x1u /* no memory reuse: every intermediate stays readable */
+/* By default (Linux, Android) each worker thread of a session with num_threads > 1 is bound to
+ * its own CPU, the fastest ones first, never the CPU that created the session; the calling
+ * thread is never bound. This flag (or KS_THREAD_AFFINITY=0 in the environment) leaves worker
+ * placement to the OS. */
+#define KS_SESSION_NO_THREAD_AFFINITY 0x2u
 
 /* Measured kernel tuning at reshape. OFF: a cost model picks each op's kernel. FAST: the top few
  * candidates of each distinct op shape are timed briefly. FULL: every candidate is timed. Winners
