@@ -1,6 +1,7 @@
 /* The "perf" variants (impls_perf.inc) against the reference kernels: TRANSPOSE and SPLIT on
  * shapes that hit every collapse case and 8x8 tail, small-output-channel convs and small-channel
- * depthwise convs on odd widths, strides, dilations and paddings; 1 vs 3 threads must agree
+ * depthwise convs on odd widths, strides, dilations and paddings, transpose convs whose kernel
+ * equals the stride; 1 vs 3 threads must agree
  * bitwise. Only the perf variants are checked here (ks_*_<op>__<isa> names from impls_perf.inc). */
 #include <math.h>
 #include <setjmp.h>
@@ -69,7 +70,8 @@ static float *fill_rand(int64_t n) {
 static bool is_perf_variant(const ks__impl *im) {
     return strstr(im->name, "__avx") != NULL &&
            (strncmp(im->name, "ks_x32_", 7) == 0 || strstr(im->name, "_perf") != NULL ||
-            strstr(im->name, "smallco") != NULL || strstr(im->name, "dwrow") != NULL);
+            strstr(im->name, "smallco") != NULL || strstr(im->name, "dwrow") != NULL ||
+            strstr(im->name, "deconv_tile") != NULL);
 }
 
 /* Runs the reference, then every perf variant that accepts the node at 1 and 3 threads, and
@@ -360,6 +362,52 @@ static void test_dw_small_c(void **state) {
     dw_case(&(conv_spec){1, 64, 64, 8, 0, 3, 3, 1, 1, KS_PAD_SAME_UPPER, {0}, KS_ACT_RELU6, true});
 }
 
+/* ---- CONV2D_TRANSPOSE with kernel == stride and few outputs per pixel ---- */
+
+static void deconv_tile_case(int64_t n, int64_t h, int64_t w, int64_t ci, int64_t co, int64_t k,
+                             int32_t pad_mode, int32_t act, bool bias) {
+    tens t[3];
+    float *xd = fill_rand(n * h * w * ci);
+    float *wd = fill_rand(co * k * k * ci);
+    float *bd = fill_rand(co);
+    tens_init(&t[0], KS_DTYPE_F32, 4, (int64_t[]){n, h, w, ci}, xd);
+    tens_init(&t[1], KS_DTYPE_F32, 4, (int64_t[]){co, k, k, ci}, wd);
+    tens_init(&t[2], KS_DTYPE_F32, 1, (int64_t[]){co}, bd);
+    ks__node node = node_of(KS_OP_CONV2D_TRANSPOSE);
+    node.ip[0] = node.ip[1] = (int32_t)k;
+    node.ip[6] = pad_mode;
+    node.ip[7] = act;
+    node.fp[0] = 0.2f; /* leaky alpha */
+    char what[160];
+    snprintf(what, sizeof(what),
+             "deconv tile n%lld %lldx%lldx%lld -> co %lld k=s=%lld pad %d act %d", (long long)n,
+             (long long)h, (long long)w, (long long)ci, (long long)co, (long long)k, pad_mode, act);
+    int accepted = check_node(&node, t, bias ? 3 : 2, 1, TOL_F32_REL * sqrt((double)ci), what);
+    if ((ks__cpu_isa() & KS_ISA_AVX512) && co * k * k <= 16 && accepted == 0)
+        fail_msg("%s: no perf variant", what);
+    free(xd);
+    free(wd);
+    free(bd);
+}
+
+static void test_deconv_tile(void **state) {
+    (void)state;
+    static const int32_t acts[] = {KS_ACT_NONE,       KS_ACT_SIGMOID, KS_ACT_RELU,
+                                   KS_ACT_LEAKY_RELU, KS_ACT_TANH,    KS_ACT_RELU6};
+    int i = 0;
+    for (int64_t co = 1; co <= 4; co++)
+        for (int64_t ci = 1; ci <= 19; ci += 3)
+            for (int64_t w = 1; w <= 9; w += 2, i++)
+                deconv_tile_case(1 + (i % 2), 3, w, ci, co, 2,
+                                 i % 3 == 0 ? KS_PAD_EXPLICIT
+                                            : (i % 3 == 1 ? KS_PAD_SAME_UPPER : KS_PAD_VALID),
+                                 acts[i % 6], i % 4 != 3);
+    deconv_tile_case(1, 4, 5, 7, 1, 3, KS_PAD_VALID, KS_ACT_NONE, true);            /* 9 lanes */
+    deconv_tile_case(1, 4, 6, 16, 1, 4, KS_PAD_SAME_UPPER, KS_ACT_NONE, true);      /* 16 lanes */
+    deconv_tile_case(1, 5, 7, 9, 3, 1, KS_PAD_EXPLICIT, KS_ACT_RELU, true);         /* pointwise */
+    deconv_tile_case(1, 64, 64, 16, 1, 2, KS_PAD_SAME_UPPER, KS_ACT_SIGMOID, true); /* selfie */
+}
+
 static void test_all_variants_ran(void **state) {
     (void)state;
     const ks__impl *const *list = ks__impl_list();
@@ -383,9 +431,9 @@ static int teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_transpose),        cmocka_unit_test(test_split),
-        cmocka_unit_test(test_conv_small_cout),  cmocka_unit_test(test_dw_small_c),
-        cmocka_unit_test(test_all_variants_ran),
+        cmocka_unit_test(test_transpose),       cmocka_unit_test(test_split),
+        cmocka_unit_test(test_conv_small_cout), cmocka_unit_test(test_dw_small_c),
+        cmocka_unit_test(test_deconv_tile),     cmocka_unit_test(test_all_variants_ran),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

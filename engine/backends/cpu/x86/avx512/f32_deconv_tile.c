@@ -1,0 +1,3 @@
+/* The AVX-512 build of x86/avx2/f32_deconv_tile.c: same source, 16-lane vectors selected by this
+ * directory's compile flags (see f32_vsimd.h). */
+#include "../avx2/f32_deconv_tile.c"
