@@ -3,6 +3,8 @@
  *   2. layout cleanup: cancel inverse TRANSPOSE pairs and move NCHW->NHWC transposes up through
  *      elementwise ops, concat and pad (the "NHWC twin" of a tensor, below),
  *   3. fusions: BatchNorm-style MUL/ADD into conv/fc weights, zero PAD into conv/avg-pool pads,
+ *      space-to-depth written as four strided slice pairs + CONCAT (YOLOX "Focus") into one
+ *      6-D TRANSPOSE between free reshapes,
  *      a residual ADD into the conv producing one operand, a following activation (and the
  *      MUL(x, SIGMOID(x)) SiLU pair, and a per-channel PRELU) into the producer's fused act,
  *   4. dead-code removal, topological re-ordering and tensor id compaction.
@@ -856,6 +858,136 @@ static uint32_t fuse_silu(pass_ctx *p) {
 }
 
 /* Same known shape (no -1 dims) for tensors a and b. */
+/* Value i of a constant I32/I64 1-D tensor. */
+static int const_i64(const ks__graph *g, int32_t id, int64_t i, int64_t *v) {
+    if (!is_const_t(g, id)) return 0;
+    const ks__tensor *t = &g->tensors[id];
+    if (t->rank != 1 || i < 0 || i >= t->dims[0] || !t->data) return 0;
+    if (t->dtype == KS_DTYPE_I32 && t->size_bytes >= (size_t)(i + 1) * 4)
+        *v = ((const int32_t *)t->data)[i];
+    else if (t->dtype == KS_DTYPE_I64 && t->size_bytes >= (size_t)(i + 1) * 8)
+        *v = ((const int64_t *)t->data)[i];
+    else
+        return 0;
+    return 1;
+}
+
+/* A SLICE node taking every second element of one axis from `start` on (start 0 or 1), with
+ * plain ONNX semantics (no TFLite masks). Returns 1 and the axis/start if so. */
+static int stride2_slice(const ks__graph *g, const ks__node *nd, int32_t rank, int64_t *axis,
+                         int64_t *start) {
+    if (nd->op != KS_OP_SLICE || nd->num_inputs < 5 || nd->ip[0] || nd->ip[1] || nd->ip[2])
+        return 0;
+    int64_t st, en, ax, step;
+    if (!const_i64(g, nd->inputs[1], 0, &st) || !const_i64(g, nd->inputs[2], 0, &en) ||
+        !const_i64(g, nd->inputs[3], 0, &ax) || !const_i64(g, nd->inputs[4], 0, &step))
+        return 0;
+    if (g->tensors[nd->inputs[1]].dims[0] != 1 || step != 2 || (st != 0 && st != 1)) return 0;
+    if (ax < 0) ax += rank;
+    const ks__tensor *x = &g->tensors[nd->inputs[0]];
+    if (ax < 0 || ax >= rank || x->dims[ax] < 2 || en < x->dims[ax]) return 0;
+    *axis = ax, *start = st;
+    return 1;
+}
+
+/* YOLOX's Focus: CONCAT on channels of x[..., dy::2, dx::2] for the four (dy, dx), each a pair
+ * of stride-2 SLICEs, usually followed by the importer's NCHW->NHWC TRANSPOSE. Eight slices, a
+ * concat and a transpose (YOLOX-nano: 0.5 ms of 9) become RESHAPE [N,C,H/2,2,W/2,2] ->
+ * TRANSPOSE -> RESHAPE, one pass over the data; the channel block order (dy-major or
+ * dx-major) becomes the order of the two size-2 axes in the permutation. */
+static ks_status fuse_focus(pass_ctx *p, uint32_t *changes) {
+    ks__graph *g = p->g;
+    *changes = 0;
+    uint32_t nn0 = g->num_nodes;
+    for (uint32_t n = 0; n < nn0; n++) {
+        ks__node cat = g->nodes[n];
+        if (cat.op != KS_OP_CONCAT || cat.num_inputs != 4 || cat.num_outputs != 1 || cat.ip[1])
+            continue;
+        int32_t y = cat.outputs[0];
+        const ks__tensor *yt = &g->tensors[y];
+        if (yt->rank != 4 || !is_float_plain(g, y) || (cat.ip[0] != 1 && cat.ip[0] != -3)) continue;
+        int32_t x = -1, slices[8];
+        int order[4] = {-1, -1, -1, -1}; /* block k -> dy * 2 + dx */
+        int ok = 1;
+        for (uint32_t k = 0; k < 4 && ok; k++) {
+            int32_t t = cat.inputs[k];
+            int32_t s2 = t >= 0 && single_internal_use(p, t) ? p->producer[t] : -1;
+            if (s2 < 0) {
+                ok = 0;
+                break;
+            }
+            int32_t t1 = g->nodes[s2].inputs[0];
+            int32_t s1 = single_internal_use(p, t1) ? p->producer[t1] : -1;
+            int64_t ax1, st1, ax2, st2;
+            if (s1 < 0 || !stride2_slice(g, &g->nodes[s2], 4, &ax2, &st2) ||
+                !stride2_slice(g, &g->nodes[s1], 4, &ax1, &st1) || ax1 == ax2 || ax1 < 2 ||
+                ax2 < 2) {
+                ok = 0;
+                break;
+            }
+            int32_t src = g->nodes[s1].inputs[0];
+            if (x < 0) x = src;
+            if (src != x) ok = 0;
+            int64_t dy = ax1 == 2 ? st1 : st2, dx = ax1 == 3 ? st1 : st2;
+            order[k] = (int)(dy * 2 + dx);
+            slices[2 * k] = s1, slices[2 * k + 1] = s2;
+        }
+        if (!ok || x < 0 || !is_float_plain(g, x)) continue;
+        const ks__tensor *xt = &g->tensors[x];
+        int64_t N = xt->dims[0], C = xt->dims[1], H = xt->dims[2], W = xt->dims[3];
+        if (xt->rank != 4 || N < 1 || C < 1 || H < 2 || W < 2 || H % 2 || W % 2) continue;
+        if (yt->dims[0] != N || yt->dims[1] != 4 * C || yt->dims[2] != H / 2 ||
+            yt->dims[3] != W / 2)
+            continue;
+        int dy_major = order[0] == 0 && order[1] == 1 && order[2] == 2 && order[3] == 3;
+        int dx_major = order[0] == 0 && order[1] == 2 && order[2] == 1 && order[3] == 3;
+        if (!dy_major && !dx_major) continue;
+        /* x6 axes: 0 n, 1 c, 2 i, 3 dy, 4 j, 5 dx. Block axes: dy-major (dy, dx) or (dx, dy). */
+        int32_t b0 = dy_major ? 3 : 5, b1 = dy_major ? 5 : 3;
+        /* Output NHWC when the concat only feeds the importer's NCHW->NHWC transpose. */
+        int32_t tr = single_internal_use(p, y) ? sole_consumer(p, y) : -1;
+        int nhwc = tr >= 0 && g->nodes[tr].op == KS_OP_TRANSPOSE && g->nodes[tr].num_inputs == 1 &&
+                   perm_is(&g->nodes[tr], k_to_nhwc, 4);
+        int32_t out = nhwc ? g->nodes[tr].outputs[0] : y;
+        if (!is_float_plain(g, out)) continue;
+        int32_t perm_nchw[6] = {0, b0, b1, 1, 2, 4}, perm_nhwc[6] = {0, 2, 4, b0, b1, 1};
+        const int32_t *perm = nhwc ? perm_nhwc : perm_nchw;
+        int64_t d6[6] = {N, C, H / 2, 2, W / 2, 2}, t6[6];
+        for (int a = 0; a < 6; a++)
+            t6[a] = d6[perm[a]];
+        int32_t x6, y6;
+        ks_status st = add_tensor_like(p, x, "/focus6", 6, d6, &x6);
+        if (!st) st = add_tensor_like(p, x, "/focus6_t", 6, t6, &y6);
+        if (st) return st;
+        char name[320];
+        ks__fmt(name, sizeof(name), "%s/focus", g->nodes[n].name);
+        uint32_t r1, tp, r2;
+        st = ks__graph_add_node(g, KS_OP_RESHAPE, name, 1, &x, 1, &x6, &r1);
+        if (!st) st = ks__graph_add_node(g, KS_OP_TRANSPOSE, name, 1, &x6, 1, &y6, &tp);
+        if (!st) st = ks__graph_add_node(g, KS_OP_RESHAPE, name, 1, &y6, 1, &out, &r2);
+        if (st) return oom(p);
+        g->nodes[r1].ip[0] = 6;
+        for (int a = 0; a < 6; a++)
+            g->nodes[r1].ip[1 + a] = (int32_t)d6[a];
+        g->nodes[tp].ip[0] = 6;
+        for (int a = 0; a < 6; a++)
+            g->nodes[tp].ip[1 + a] = perm[a];
+        const ks__tensor *ot = &g->tensors[out];
+        g->nodes[r2].ip[0] = 4;
+        for (int a = 0; a < 4; a++)
+            g->nodes[r2].ip[1 + a] = (int32_t)ot->dims[a];
+        g->nodes[r2].ip[9] = 1; /* dims are literal */
+        for (int k = 0; k < 8; k++)
+            g->nodes[slices[k]].op = 0;
+        g->nodes[n].op = 0;
+        if (nhwc) g->nodes[tr].op = 0;
+        (*changes)++;
+        st = analyze(p);
+        if (st) return st;
+    }
+    return KS_STATUS_OK;
+}
+
 static int same_known_shape(const ks__graph *g, int32_t a, int32_t b) {
     const ks__tensor *ta = &g->tensors[a], *tb = &g->tensors[b];
     if (ta->rank != tb->rank) return 0;
@@ -1354,6 +1486,9 @@ ks_status ks__graph_optimize(ks__graph *g, char *err, size_t err_cap) {
         changes += c;
         if (st) break;
         st = fuse_residual_add(&p, &c);
+        changes += c;
+        if (st) break;
+        st = fuse_focus(&p, &c);
         changes += c;
         if (st) break;
         st = fuse_prelu(&p, &c);
