@@ -321,6 +321,18 @@ static void test_softmax(void **state) {
         node.ip[0] = 0;
         assert_int_equal(check_node(&node, &t, 1, TOL_MATH_REL, TOL_TINY_ABS, "softmax axis0"), 0);
         free(x);
+        /* many short rows (detector score heads): the row-per-lane path, with a tail */
+        for (int64_t len = 2; len <= 9; len++) {
+            int64_t many[2] = {4420 + len, len};
+            x = fill_rand(many[0] * len, -12, 12, false);
+            x[5 * len] = -INFINITY;
+            tens_init(&t, KS_DTYPE_F32, 2, many, x);
+            node.ip[0] = -1;
+            node.fp[0] = len % 3 ? 0.0f : 0.5f;
+            expect_fast(check_node(&node, &t, 1, TOL_MATH_REL, TOL_TINY_ABS, "softmax short rows"));
+            free(x);
+        }
+        node.fp[0] = 0.0f;
         int64_t big[2] = {300, 1001};
         x = fill_rand(300 * 1001, -20, 20, false);
         tens_init(&t, KS_DTYPE_F32, 2, big, x);
