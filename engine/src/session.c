@@ -49,6 +49,10 @@ struct ks_session {
     /* planner work arrays (per tensor) */
     int32_t *group, *first, *last;
     size_t *gbytes, *offset;
+    /* in-place CONCAT: a group root placed inside another group's buffer (sub_base, -1 if none)
+     * at byte offset sub_off */
+    int32_t *sub_base;
+    size_t *sub_off;
 
     void *arena;
     size_t arena_bytes;
@@ -97,6 +101,8 @@ void ks_session_destroy(ks_session *s) {
     ks__free(&a, s->scratch);
     ks__free(&a, s->known_bufs);
     ks__free(&a, s->group);
+    ks__free(&a, s->sub_base);
+    ks__free(&a, s->sub_off);
     ks__free(&a, s->first);
     ks__free(&a, s->last);
     ks__free(&a, s->gbytes);
@@ -163,13 +169,15 @@ ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
     s->first = ks__calloc(&a, nt + nn, sizeof(int32_t));
     s->last = ks__calloc(&a, nt + nn, sizeof(int32_t));
     s->gbytes = ks__calloc(&a, nt + nn, sizeof(size_t));
+    s->sub_base = ks__calloc(&a, nt + nn, sizeof(int32_t));
+    s->sub_off = ks__calloc(&a, nt + nn, sizeof(size_t));
     s->offset = ks__calloc(&a, nt + nn, sizeof(size_t));
     s->impl = ks__calloc(&a, nn, sizeof(*s->impl));
     s->packed = ks__calloc(&a, nn, sizeof(void *));
     s->packed_bytes = ks__calloc(&a, nn, sizeof(size_t));
     if (!s->impl || !s->packed || !s->packed_bytes || !s->rt || !s->ptrs || !s->ptr_off ||
         !s->kind || !s->skip || !s->scratch_bytes || !s->scratch || !s->known_bufs || !s->group ||
-        !s->first || !s->last || !s->gbytes || !s->offset) {
+        !s->first || !s->last || !s->gbytes || !s->offset || !s->sub_base || !s->sub_off) {
         ks_session_destroy(s);
         ks__object_error(NULL, "out of memory creating a session");
         return KS_STATUS_OUT_OF_MEMORY;
@@ -238,6 +246,73 @@ static int32_t find(int32_t *group, int32_t x) {
 
 static size_t align64(size_t n) {
     return (n + 63) & ~(size_t)63;
+}
+
+/* Arena offset of group root r, following in-place concat placements. */
+static size_t root_offset(ks_session *s, int32_t r) {
+    size_t off = 0;
+    while (s->sub_base[r] >= 0) {
+        off += s->sub_off[r];
+        r = find(s->group, s->sub_base[r]);
+    }
+    return off + s->offset[r];
+}
+
+static bool same_quant(const ks__quant *a, const ks__quant *b) {
+    if (a->count != b->count) return false;
+    for (uint32_t c = 0; c < a->count; c++)
+        if (a->scales[c] != b->scales[c] || a->zero_points[c] != b->zero_points[c]) return false;
+    return true;
+}
+
+/* CONCAT written in place: when every input is one contiguous block of the output (all dims
+ * before the axis are 1), each input's buffer is placed at its block of the output buffer, so
+ * the producers write there and the concat does nothing. Only when it is safe and simple: no
+ * fused activation, same dtype and quantization, inputs produced by earlier nodes of this
+ * session and read by nothing after the concat (a later in-place op would overwrite the
+ * output), each input its own buffer (no graph input, no repeated input, not already placed
+ * elsewhere), and every block 64-byte aligned like any arena tensor. */
+static bool concat_in_place(ks_session *s, uint32_t i) {
+    const ks__graph *g = s->g;
+    const ks__node *n = &g->nodes[i];
+    if (n->op != KS_OP_CONCAT || n->num_outputs != 1 || n->ip[1] != KS_ACT_NONE ||
+        n->num_inputs > 64)
+        return false;
+    int32_t out = n->outputs[0];
+    if (out < 0 || s->kind[out] != T_ARENA) return false;
+    const ks__rt_tensor *y = &s->rt[out];
+    int32_t axis = n->ip[0] < 0 ? n->ip[0] + y->rank : n->ip[0];
+    if (axis < 0 || axis >= y->rank) return false;
+    for (int32_t a = 0; a < axis; a++)
+        if (y->dims[a] != 1) return false;
+    int32_t yroot = find(s->group, out);
+    int32_t roots[64];
+    size_t offs[64], off = 0;
+    for (uint32_t k = 0; k < n->num_inputs; k++) {
+        int32_t x = n->inputs[k];
+        if (x < 0 || s->kind[x] != T_ARENA || s->first[x] < 0 || s->rt[x].dtype != y->dtype ||
+            !same_quant(s->rt[x].quant, y->quant) || off % 64 != 0)
+            return false;
+        int32_t r = find(s->group, x);
+        if (r == yroot || s->sub_base[r] >= 0) return false;
+        for (uint32_t j = 0; j < k; j++)
+            if (roots[j] == r) return false;
+        /* every member of the group: produced before the concat, read by nothing after it */
+        for (uint32_t t = 0; t < g->num_tensors; t++)
+            if (s->kind[t] == T_ARENA && find(s->group, (int32_t)t) == r &&
+                (s->first[t] >= (int32_t)i || s->last[t] > (int32_t)i ||
+                 s->rt[t].size_bytes != s->rt[x].size_bytes))
+                return false;
+        roots[k] = r;
+        offs[k] = off;
+        off += s->rt[x].size_bytes;
+    }
+    if (off != y->size_bytes) return false;
+    for (uint32_t k = 0; k < n->num_inputs; k++) {
+        s->sub_base[roots[k]] = yroot;
+        s->sub_off[roots[k]] = offs[k];
+    }
+    return true;
 }
 
 /* Places buffers [0, count) (bytes gbytes[], lifetime [first, last]) into one
@@ -462,6 +537,8 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
     bool keep_all = (s->flags & KS_SESSION_KEEP_ALL_TENSORS) != 0;
     for (uint32_t t = 0; t < nt + nn; t++) {
         s->group[t] = (int32_t)t;
+        s->sub_base[t] = -1;
+        s->sub_off[t] = 0;
         s->first[t] = INT32_MAX;
         s->last[t] = -1;
         s->gbytes[t] = 0;
@@ -510,6 +587,10 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
         if (s->last[out] > s->last[gi]) s->last[gi] = s->last[out];
         if (s->skip[i] == 0) s->skip[i] = (info->flags & KS_OPF_VIEW) ? 2 : 0;
     }
+    if (!keep_all) {
+        for (uint32_t i = 0; i < nn; i++)
+            if (!s->skip[i] && concat_in_place(s, i)) s->skip[i] = 2;
+    }
     uint32_t nbuf = 0;
     order = ks__alloc(&s->alloc, (size_t)(nt + nn + 1) * sizeof(int32_t));
     if (!order) {
@@ -525,6 +606,19 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
         if (s->first[t] < s->first[r]) s->first[r] = s->first[t];
         if (s->last[t] > s->last[r]) s->last[r] = s->last[t];
     }
+    /* a root placed inside a concat's buffer lives as long as that buffer needs to: merge its
+     * lifetime upwards (bases have higher node indices' concats, so one pass per nesting level) */
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (uint32_t t = 0; t < nt; t++) {
+            if (s->sub_base[t] < 0) continue;
+            int32_t b = find(s->group, s->sub_base[t]);
+            if (s->first[t] < s->first[b]) s->first[b] = s->first[t], changed = true;
+            if (s->last[t] > s->last[b]) s->last[b] = s->last[t], changed = true;
+        }
+    }
+    for (uint32_t t = 0; t < nt; t++)
+        if (s->sub_base[t] >= 0) s->gbytes[t] = 0;
     for (uint32_t t = 0; t < nt + nn; t++)
         if (s->gbytes[t] && find(s->group, (int32_t)t) == (int32_t)t) order[nbuf++] = (int32_t)t;
     /* largest first (insertion sort is fine: graphs hold a few thousand buffers)
@@ -556,7 +650,7 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
     memset(s->arena, 0, s->arena_bytes);
     for (uint32_t t = 0; t < nt; t++)
         if (s->kind[t] == T_ARENA)
-            s->rt[t].data = (uint8_t *)s->arena + s->offset[find(s->group, (int32_t)t)];
+            s->rt[t].data = (uint8_t *)s->arena + root_offset(s, find(s->group, (int32_t)t));
     for (uint32_t i = 0; i < nn; i++)
         s->scratch[i] = s->scratch_bytes[i] ? (uint8_t *)s->arena + s->offset[nt + i] : NULL;
     ks__free(&s->alloc, order);
