@@ -493,6 +493,11 @@ def write_report(results, md_path, png_path):
     L.append("- Medians of per-call wall time. The machine is shared and noisy; the interleaved "
              "rounds make drift hit every engine alike but do not remove it. p90 and min per "
              "cell are in `bench/peers/work/results.json`.")
+    if results.get("mode", "frame") == "burst":
+        L.append("- One call per camera frame instead of back-to-back calls: "
+                 "`bench/peers/run.py --mode frame --gap-ms 33 --out docs/benchmarks-frame.md` "
+                 "writes the same tables to `docs/benchmarks-frame.md` (workers asleep at each "
+                 "call; see `bench/peers/README.md` for why the default changed).")
     # Sections written by other tools (bench/tasks.c: "## Task latency") are kept as they are.
     tail = ""
     if md_path.exists():
