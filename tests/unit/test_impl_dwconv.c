@@ -1,8 +1,9 @@
 /* Fast fp32 depthwise conv / pool / transpose conv variants (impls_dwconv.inc) against the
  * reference kernels: every variant in ks__impl_list() for these ops that the CPU supports, on
- * odd shapes that hit every tail (channels 1..69, widths 1..17, strides 1-3, every pad mode,
- * every fused activation), with 1 and 3 threads. Tolerance: f32 relative 1e-5 scaled by sqrt of
- * the reduction length. */
+ * odd shapes that hit every tail (channels 1..69, widths 1..19, strides 1-3, every pad mode,
+ * every fused activation incl. PRELU, the residual input), with 1, 2 and 3 threads. The row
+ * kernels (3x3 / 5x5, stride 1 / 2) get every channel count 1..40 and width 1..19. Tolerance:
+ * f32 relative 1e-5 scaled by sqrt of the reduction length. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,7 +39,7 @@ static const int64_t k_channels[] = {1, 3, 7, 15, 16, 17, 33, 69};
 #define NUM_CHANNELS (sizeof(k_channels) / sizeof(k_channels[0]))
 
 static char g_err[512];
-static ks__pool *g_pool3;
+static ks__pool *g_pool2, *g_pool3;
 static ks__quant g_noquant;
 static uint32_t g_rng = 2024u;
 static int g_num_checked; /* variant runs compared, to prove the loops ran */
@@ -136,10 +137,10 @@ static void check_variants(const ks__node *node, ks__rt_tensor **ins, uint32_t n
             ctx.scratch_bytes ? aligned_alloc(64, (ctx.scratch_bytes + 63) / 64 * 64) : NULL;
         ctx.packed = packed, ctx.packed_bytes = packed_bytes, ctx.scratch = scratch;
         if (im->pack) assert_int_equal(im->pack(&ctx), KS_STATUS_OK);
-        for (int threads = 1; threads <= 3; threads += 2) {
+        for (int threads = 1; threads <= 3; threads++) {
             for (int64_t i = 0; i < count; i++)
                 got[i] = NAN;
-            ctx.pool = threads == 1 ? NULL : g_pool3;
+            ctx.pool = threads == 1 ? NULL : threads == 2 ? g_pool2 : g_pool3;
             ks_status st = im->run(&ctx);
             if (st) print_error("%s: %s: %s\n", what, im->name, g_err);
             assert_int_equal(st, KS_STATUS_OK);
@@ -163,7 +164,7 @@ static void check_variants(const ks__node *node, ks__rt_tensor **ins, uint32_t n
 
 typedef struct dw_case {
     int64_t h, w, c, kh, kw, sh, sw, dil;
-    int32_t pad_mode, pads[4], act, with_bias;
+    int32_t pad_mode, pads[4], act, with_bias, with_res;
 } dw_case;
 
 static void run_dw(const dw_case *tc) {
@@ -171,15 +172,19 @@ static void run_dw(const dw_case *tc) {
     float *x = malloc((size_t)(tc->h * tc->w * tc->c) * sizeof(float));
     float *w = malloc((size_t)(tc->c * tc->kh * tc->kw) * sizeof(float));
     float *b = malloc((size_t)tc->c * sizeof(float));
-    assert_true(x && w && b);
+    float *slope = malloc((size_t)tc->c * sizeof(float));
+    float *res = NULL;
+    assert_true(x && w && b && slope);
     fill(x, tc->h * tc->w * tc->c);
     fill(w, tc->c * tc->kh * tc->kw);
     fill(b, tc->c);
-    ks__rt_tensor tx, tw, tb, ty;
+    fill(slope, tc->c);
+    ks__rt_tensor tx, tw, tb, ty, tr, ts;
     tensor(&tx, KS_DTYPE_F32, x, 4, xd);
     tensor(&tw, KS_DTYPE_F32, w, 4, wd);
     tensor(&tb, KS_DTYPE_F32, b, 1, bd);
-    ks__rt_tensor *ins[3] = {&tx, &tw, tc->with_bias ? &tb : NULL};
+    tensor(&ts, KS_DTYPE_F32, slope, 1, bd);
+    ks__rt_tensor *ins[5] = {&tx, &tw, tc->with_bias ? &tb : NULL, NULL, NULL};
     ks__node node;
     memset(&node, 0, sizeof(node));
     node.op = KS_OP_CONV2D;
@@ -192,20 +197,41 @@ static void run_dw(const dw_case *tc) {
     node.ip[9] = (int32_t)tc->c;
     node.ip[10] = tc->act;
     node.fp[0] = 0.125f;
+    uint32_t nin = 3;
+    if (tc->with_res) {
+        /* the residual has the output's shape: infer it first without one */
+        node.ip[10] = KS_ACT_NONE;
+        ks__rt_tensor *outp = &ty;
+        tensor(&ty, KS_DTYPE_F32, NULL, 0, NULL);
+        ks__kernel_ctx ctx = make_ctx(&node, ins, 3, &outp);
+        node.ip[10] = tc->act;
+        if (ks__ref_kernels()->k[KS_OP_CONV2D].infer(&ctx) != KS_STATUS_OK) goto done;
+        res = malloc((size_t)ks__rt_numel(&ty) * sizeof(float));
+        assert_non_null(res);
+        fill(res, ks__rt_numel(&ty));
+        tensor(&tr, KS_DTYPE_F32, res, 4, ty.dims);
+        ins[3] = &tr;
+        nin = 4;
+    }
+    if (tc->act == KS_ACT_PRELU) ins[4] = &ts, nin = 5;
     float *want = NULL;
     int64_t count = 0;
-    if (run_ref(&node, ins, 3, &ty, &want, &count)) {
+    if (run_ref(&node, ins, nin, &ty, &want, &count)) {
         char what[160];
-        snprintf(what, sizeof(what), "dw h%lld w%lld c%lld k%lldx%lld s%lld,%lld d%lld pad%d act%d",
+        snprintf(what, sizeof(what),
+                 "dw h%lld w%lld c%lld k%lldx%lld s%lld,%lld d%lld pad%d act%d res%d",
                  (long long)tc->h, (long long)tc->w, (long long)tc->c, (long long)tc->kh,
                  (long long)tc->kw, (long long)tc->sh, (long long)tc->sw, (long long)tc->dil,
-                 tc->pad_mode, tc->act);
-        check_variants(&node, ins, 3, &ty, want, count, (double)(tc->kh * tc->kw), what);
+                 tc->pad_mode, tc->act, tc->with_res);
+        check_variants(&node, ins, nin, &ty, want, count, (double)(tc->kh * tc->kw), what);
         free(want);
     }
+done:
     free(x);
     free(w);
     free(b);
+    free(slope);
+    free(res);
 }
 
 static void test_dwconv(void **state) {
@@ -213,7 +239,7 @@ static void test_dwconv(void **state) {
     static const int64_t kernels[][2] = {{3, 3}, {5, 5}, {2, 2}, {1, 3}, {7, 7}};
     int n = 0;
     for (size_t ci = 0; ci < NUM_CHANNELS; ci++) {
-        for (int64_t w = 1; w <= 17; w++) {
+        for (int64_t w = 1; w <= 19; w++) {
             for (int s = 1; s <= 2; s++) {
                 for (int pm = 0; pm < KS_PAD_MODE_COUNT; pm++, n++) {
                     dw_case tc;
@@ -228,6 +254,7 @@ static void test_dwconv(void **state) {
                             tc.pads[i] = (int32_t)(rnd() % (uint32_t)(k[i % 2 ? 1 : 0]));
                     tc.act = n % KS_ACT_COUNT;
                     tc.with_bias = n % 3 != 0;
+                    tc.with_res = n % 4 == 1;
                     run_dw(&tc);
                 }
             }
@@ -253,6 +280,56 @@ static void test_dwconv_large(void **state) {
     run_dw(&tc);
     tc.sh = tc.sw = 2, tc.kh = tc.kw = 5, tc.c = 72;
     run_dw(&tc);
+}
+
+/* The row kernels' shapes: every channel count 1..40 (vector tails, the C == 16 special case)
+ * and width 1..19 (pixel-group tails, all-border rows), 3x3 and 5x5, stride 1 and 2 (and a
+ * vertical-only stride), with tall enough images that interior rows exist. */
+static void test_dwconv_row(void **state) {
+    (void)state;
+    int n = 0;
+    for (int64_t c = 1; c <= 40; c++) {
+        for (int64_t w = 1; w <= 19; w++) {
+            for (int k = 3; k <= 5; k += 2) {
+                for (int s = 1; s <= 2; s++, n++) {
+                    dw_case tc;
+                    memset(&tc, 0, sizeof(tc));
+                    tc.c = c, tc.w = w, tc.h = k + 1 + (int64_t)(rnd() % 4);
+                    tc.kh = tc.kw = k, tc.sh = n % 7 == 3 ? 3 - s : s, tc.sw = s, tc.dil = 1;
+                    tc.pad_mode = n % 5 == 4   ? KS_PAD_VALID
+                                  : n % 5 == 3 ? KS_PAD_EXPLICIT
+                                               : KS_PAD_SAME_UPPER;
+                    if (tc.pad_mode == KS_PAD_EXPLICIT)
+                        for (int i = 0; i < 4; i++)
+                            tc.pads[i] = (int32_t)(rnd() % (uint32_t)k);
+                    tc.act = (n / 3) % KS_ACT_COUNT;
+                    tc.with_bias = n % 3 != 0;
+                    tc.with_res = n % 4 == 2;
+                    run_dw(&tc);
+                }
+            }
+        }
+    }
+    /* rows of 8..17 interior pixels at stride 2 (every pixel-group tail of the row kernels) */
+    static const int64_t chans[] = {1, 8, 16, 17, 40};
+    for (size_t ci = 0; ci < sizeof(chans) / sizeof(chans[0]); ci++) {
+        for (int64_t w = 17; w <= 40; w++, n++) {
+            int k = n % 2 ? 5 : 3;
+            dw_case tc = {.h = 7,
+                          .w = w,
+                          .c = chans[ci],
+                          .kh = k,
+                          .kw = k,
+                          .sh = 2,
+                          .sw = 2,
+                          .dil = 1,
+                          .pad_mode = KS_PAD_SAME_UPPER};
+            tc.act = n % KS_ACT_COUNT;
+            tc.with_bias = 1;
+            tc.with_res = n % 3 == 0;
+            run_dw(&tc);
+        }
+    }
 }
 
 /* Quantized / non-depthwise / multiplier > 1 convs are declined. */
@@ -351,7 +428,7 @@ static void test_pool(void **state) {
     static const int64_t kernels[][2] = {{2, 2}, {3, 3}, {3, 2}, {1, 1}, {0, 0}};
     int n = 0;
     for (size_t ci = 0; ci < NUM_CHANNELS; ci++) {
-        for (int64_t w = 1; w <= 17; w++) {
+        for (int64_t w = 1; w <= 19; w++) {
             for (int s = 1; s <= 2; s++) {
                 for (int pm = 0; pm < KS_PAD_MODE_COUNT; pm++, n++) {
                     pool_case tc;
@@ -474,21 +551,23 @@ static void test_deconv(void **state) {
 
 static int setup(void **state) {
     (void)state;
+    if (ks__pool_create(NULL, 2, &g_pool2) != KS_STATUS_OK) return -1;
     return ks__pool_create(NULL, 3, &g_pool3) == KS_STATUS_OK ? 0 : -1;
 }
 
 static int teardown(void **state) {
     (void)state;
     print_message("%d variant runs compared\n", g_num_checked);
+    ks__pool_destroy(g_pool2);
     ks__pool_destroy(g_pool3);
     return 0;
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dwconv),          cmocka_unit_test(test_dwconv_large),
-        cmocka_unit_test(test_dwconv_declines), cmocka_unit_test(test_pool),
-        cmocka_unit_test(test_deconv),
+        cmocka_unit_test(test_dwconv),     cmocka_unit_test(test_dwconv_large),
+        cmocka_unit_test(test_dwconv_row), cmocka_unit_test(test_dwconv_declines),
+        cmocka_unit_test(test_pool),       cmocka_unit_test(test_deconv),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

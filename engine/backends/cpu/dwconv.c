@@ -14,6 +14,7 @@
 #include "ref/conv_internal.h"
 
 #define DW_TILE_PX 64    /* output pixels per indirection tile */
+#define DW_ROW_MIN_PX 8  /* shortest interior run worth the row kernel (dw_interior) */
 #define DW_MAX_TAPS 1024 /* larger windows are left to the reference kernel */
 #define POOL_TILE_PX 64
 #define DECONV_MAX_TAPS 64 /* per phase; the tap pointers live on the stack */
@@ -39,8 +40,8 @@ static int64_t lead_pad(int32_t mode, int64_t explicit_lo, int64_t in, int64_t o
 }
 
 /* Float activation split into clamp + vector op (+ a scalar post pass for tanh/sigmoid).
- * Returns 0 for unknown activations. */
-static int act_split(int32_t act, float alpha, ks__f32_act *a, int *post) {
+ * Returns 0 for unknown activations, and for PRELU unless allow_prelu. */
+static int act_split(int32_t act, float alpha, int allow_prelu, ks__f32_act *a, int *post) {
     a->lo = -INFINITY, a->hi = INFINITY, a->act = KS_ACT_NONE, a->alpha = alpha;
     *post = 0;
     switch (act) {
@@ -60,6 +61,9 @@ static int act_split(int32_t act, float alpha, ks__f32_act *a, int *post) {
     case KS_ACT_SILU:
         a->act = act;
         return 1;
+    case KS_ACT_PRELU:
+        a->act = act;
+        return allow_prelu;
     case KS_ACT_TANH:
     case KS_ACT_SIGMOID:
         *post = 1;
@@ -104,13 +108,13 @@ typedef struct dw_geom {
     int64_t n, ih, iw, c, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
     ks__f32_act act;
     int32_t post_act;
+    const ks__rt_tensor *res, *slope; /* optional inputs 3 and 4 */
 } dw_geom;
 
 /* 1 when ctx is a float depthwise conv (multiplier 1) this driver handles. */
 static int dw_geom_get(const ks__kernel_ctx *ctx, dw_geom *g) {
     const ks__node *nd = ctx->node;
     if (nd->op != KS_OP_CONV2D || ctx->num_inputs < 2 || ctx->num_outputs < 1) return 0;
-    if (opt_in(ctx, 3)) return 0; /* a fused residual add (4th input) is not handled here */
     const ks__rt_tensor *x = ctx->in[0], *w = ctx->in[1], *b = opt_in(ctx, 2);
     const ks__rt_tensor *y = ctx->out[0];
     if (!is_plain_f32(x) || !is_plain_f32(y) || x->rank != 4 || y->rank != 4) return 0;
@@ -135,32 +139,84 @@ static int dw_geom_get(const ks__kernel_ctx *ctx, dw_geom *g) {
     g->pt = lead_pad(ip[8], ip[4], g->ih, g->oh, (g->kh - 1) * g->dh + 1, g->sh);
     g->pl = lead_pad(ip[8], ip[5], g->iw, g->ow, (g->kw - 1) * g->dw + 1, g->sw);
     int post = 0;
-    if (!act_split(ip[10], nd->fp[0], &g->act, &post)) return 0;
+    if (!act_split(ip[10], nd->fp[0], 1, &g->act, &post)) return 0;
     g->post_act = post ? ip[10] : KS_ACT_NONE;
+    g->res = opt_in(ctx, 3);
+    if (g->res) {
+        if (!is_plain_f32(g->res) || !g->res->data || g->res->rank != 4) return 0;
+        for (int i = 0; i < 4; i++)
+            if (g->res->dims[i] != y->dims[i]) return 0;
+    }
+    g->slope = opt_in(ctx, 4);
+    if (ip[10] == KS_ACT_PRELU) {
+        if (!is_plain_f32(g->slope) || !g->slope->data || ks__rt_numel(g->slope) != g->c) return 0;
+    } else if (g->slope) {
+        return 0;
+    }
     return 1;
+}
+
+/* Output columns [lo, hi) that the row kernel computes: those whose whole window row lies
+ * inside the input, if there are at least DW_ROW_MIN_PX of them (else lo == hi == 0). Why the
+ * minimum: a short interior (maps of 3..7 columns) would split each row into three microkernel
+ * calls for a handful of pixels, which costs more than the pointers it saves. */
+static void dw_interior(const dw_geom *g, int64_t *lo, int64_t *hi) {
+    *lo = g->pl > 0 ? (g->pl + g->sw - 1) / g->sw : 0;
+    int64_t last = g->iw - 1 + g->pl - (g->kw - 1) * g->dw; /* largest ox * sw allowed */
+    *hi = last < 0 ? 0 : last / g->sw + 1;
+    if (*hi > g->ow) *hi = g->ow;
+    if (*hi - *lo < DW_ROW_MIN_PX) *lo = *hi = 0;
+}
+
+/* Number of output rows whose window rows all lie inside the input (the row kernel's rows). */
+static int64_t dw_full_rows(const dw_geom *g) {
+    int64_t lo = g->pt > 0 ? (g->pt + g->sh - 1) / g->sh : 0;
+    int64_t last = g->ih - 1 + g->pt - (g->kh - 1) * g->dh;
+    int64_t hi = last < 0 ? 0 : last / g->sh + 1;
+    if (hi > g->oh) hi = g->oh;
+    return hi > lo ? hi - lo : 0;
+}
+
+static int dw_row_shape(const dw_geom *g) {
+    return g->dh == 1 && g->dw == 1 && g->kh == g->kw && (g->kh == 3 || g->kh == 5) && g->sw <= 2;
+}
+
+/* The row microkernel (dwconv.h) for g, or NULL. */
+static ks__f32_dw_row_ukernel dw_row_kernel(const dw_geom *g, const ks__f32_dw_config *cfg) {
+    return dw_row_shape(g) ? cfg->row[g->kh == 5][g->sw == 2] : NULL;
 }
 
 double ks__f32_dw_cost(const ks__kernel_ctx *ctx, uint32_t cb) {
     dw_geom g;
     if (cb == 0 || !dw_geom_get(ctx, &g)) return -1.0;
     double blocks = (double)((g.c + cb - 1) / cb);
-    /* vector FMAs plus one pointer per tap and pixel */
-    return (double)(g.n * g.oh * g.ow) * (double)(g.kh * g.kw) * (blocks + 0.5);
+    /* vector FMAs plus one pointer per tap and pixel; the row kernels (3x3 / 5x5, stride 1 or 2)
+     * build no pointers for interior pixels */
+    double px = (double)(g.n * g.oh * g.ow), row_px = 0.0;
+    if (dw_row_shape(&g)) {
+        int64_t lo, hi;
+        dw_interior(&g, &lo, &hi);
+        row_px = (double)(g.n * dw_full_rows(&g) * (hi - lo));
+    }
+    return (double)(g.kh * g.kw) * (px * blocks + (px - row_px) * 0.5 + row_px * 0.1);
 }
 
 static size_t dw_tap_bytes(const dw_geom *g) {
     return (size_t)DW_TILE_PX * (size_t)(g->kh * g->kw) * sizeof(const float *);
 }
 
+static size_t dw_packed_floats(const dw_geom *g, uint32_t cb) {
+    size_t cpad = round_up((size_t)g->c, cb);
+    return cpad / cb * KS__F32_DW_BLOCK_FLOATS(cb, g->kh * g->kw) + cpad;
+}
+
 ks_status ks__f32_dw_plan(ks__kernel_ctx *ctx, uint32_t cb, size_t *packed_bytes_out) {
     dw_geom g;
     if (cb == 0 || !dw_geom_get(ctx, &g))
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "not a float depthwise conv");
-    size_t cpad = round_up((size_t)g.c, cb);
-    size_t taps = (size_t)(g.kh * g.kw);
     uint32_t threads = ctx->num_threads ? ctx->num_threads : 1;
     ctx->scratch_bytes = dw_tap_bytes(&g) * threads;
-    *packed_bytes_out = (cpad * (1 + taps) + cpad) * sizeof(float);
+    *packed_bytes_out = dw_packed_floats(&g, cb) * sizeof(float);
     return KS_STATUS_OK;
 }
 
@@ -170,19 +226,21 @@ ks_status ks__f32_dw_pack(ks__kernel_ctx *ctx, uint32_t cb) {
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "not a float depthwise conv");
     const ks__rt_tensor *w = ctx->in[1], *b = opt_in(ctx, 2);
     size_t cpad = round_up((size_t)g.c, cb), taps = (size_t)(g.kh * g.kw);
-    size_t need = (cpad * (1 + taps) + cpad) * sizeof(float);
+    size_t need = dw_packed_floats(&g, cb) * sizeof(float);
     if (!ctx->packed || ctx->packed_bytes < need)
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "packed buffer of %zu bytes, need %zu",
                                 ctx->packed_bytes, need);
     float *p = (float *)ctx->packed;
+    const float *slope = g.act.act == KS_ACT_PRELU ? (const float *)g.slope->data : NULL;
     memset(p, 0, need);
     for (size_t c0 = 0; c0 < cpad; c0 += cb) {
-        float *blk = p + c0 * (1 + taps);
+        float *blk = p + c0 / cb * KS__F32_DW_BLOCK_FLOATS(cb, taps);
         for (size_t j = 0; j < cb && c0 + j < (size_t)g.c; j++) {
             int64_t c = (int64_t)(c0 + j);
             blk[j] = b ? ks__conv_load_f(b, c, c) : 0.0f;
             for (size_t t = 0; t < taps; t++)
                 blk[(1 + t) * cb + j] = ks__conv_load_f(w, c * (int64_t)taps + (int64_t)t, c);
+            if (slope) blk[(1 + taps) * cb + j] = slope[c];
         }
     }
     return KS_STATUS_OK;
@@ -190,42 +248,68 @@ ks_status ks__f32_dw_pack(ks__kernel_ctx *ctx, uint32_t cb) {
 
 typedef struct dw_job {
     const dw_geom *g;
-    const ks__f32_dw_config *cfg;
     ks__f32_dw_ukernel uk;
-    const float *x, *packed, *zero;
+    ks__f32_dw_row_ukernel row_uk; /* NULL: indirect path only */
+    int64_t ox_lo, ox_hi;          /* interior columns (row_uk) */
+    const float *x, *res, *packed, *zero;
     float *y;
     uint8_t *scratch;
     size_t scratch_per_thread;
 } dw_job;
 
+/* Output pixels [ox0, ox1) of output row oy (image img) through per-tap pointers. */
+static void dw_indirect(const dw_job *j, const float **taps, const float *img, int64_t oy,
+                        int64_t ox0, int64_t ox1, float *yrow, const float *rrow) {
+    const dw_geom *g = j->g;
+    size_t num_taps = (size_t)(g->kh * g->kw), c = (size_t)g->c;
+    for (int64_t t0 = ox0; t0 < ox1; t0 += DW_TILE_PX) {
+        int64_t npx = ox1 - t0 < DW_TILE_PX ? ox1 - t0 : DW_TILE_PX;
+        const float **tp = taps;
+        for (int64_t ox = t0; ox < t0 + npx; ox++) {
+            for (int64_t ky = 0; ky < g->kh; ky++) {
+                int64_t iy = oy * g->sh - g->pt + ky * g->dh;
+                int row_ok = iy >= 0 && iy < g->ih;
+                for (int64_t kx = 0; kx < g->kw; kx++) {
+                    int64_t ix = ox * g->sw - g->pl + kx * g->dw;
+                    *tp++ = row_ok && ix >= 0 && ix < g->iw ? img + (size_t)(iy * g->iw + ix) * c
+                                                            : j->zero;
+                }
+            }
+        }
+        float *out = yrow + (size_t)t0 * c;
+        j->uk((size_t)npx, c, num_taps, taps, j->packed, out, rrow ? rrow + (size_t)t0 * c : NULL,
+              &g->act);
+        if (g->post_act) post_act(out, (size_t)npx * c, g->post_act, g->act.alpha);
+    }
+}
+
 static void dw_rows(void *arg, size_t begin, size_t end, uint32_t thread) {
     const dw_job *j = (const dw_job *)arg;
     const dw_geom *g = j->g;
     const float **taps = (const float **)(void *)(j->scratch + j->scratch_per_thread * thread);
-    size_t num_taps = (size_t)(g->kh * g->kw), c = (size_t)g->c;
+    size_t c = (size_t)g->c;
     for (size_t row = begin; row < end; row++) {
         int64_t n = (int64_t)row / g->oh, oy = (int64_t)row % g->oh;
         const float *img = j->x + (size_t)(n * g->ih * g->iw) * c;
-        float *yrow = j->y + (size_t)row * (size_t)g->ow * c;
-        for (int64_t ox0 = 0; ox0 < g->ow; ox0 += DW_TILE_PX) {
-            int64_t npx = g->ow - ox0 < DW_TILE_PX ? g->ow - ox0 : DW_TILE_PX;
-            const float **tp = taps;
-            for (int64_t ox = ox0; ox < ox0 + npx; ox++) {
-                for (int64_t ky = 0; ky < g->kh; ky++) {
-                    int64_t iy = oy * g->sh - g->pt + ky * g->dh;
-                    int row_ok = iy >= 0 && iy < g->ih;
-                    for (int64_t kx = 0; kx < g->kw; kx++) {
-                        int64_t ix = ox * g->sw - g->pl + kx * g->dw;
-                        *tp++ = row_ok && ix >= 0 && ix < g->iw
-                                    ? img + (size_t)(iy * g->iw + ix) * c
-                                    : j->zero;
-                    }
-                }
-            }
-            float *out = yrow + (size_t)ox0 * c;
-            j->uk((size_t)npx, c, num_taps, taps, j->packed, out, &g->act);
-            if (g->post_act) post_act(out, (size_t)npx * c, g->post_act, g->act.alpha);
+        size_t row_off = (size_t)row * (size_t)g->ow * c;
+        float *yrow = j->y + row_off;
+        const float *rrow = j->res ? j->res + row_off : NULL;
+        int64_t iy0 = oy * g->sh - g->pt;
+        /* rows with a padded window row stay on the indirect path: a few per image */
+        if (!j->row_uk || iy0 < 0 || iy0 + g->kh > g->ih) {
+            dw_indirect(j, taps, img, oy, 0, g->ow, yrow, rrow);
+            continue;
         }
+        dw_indirect(j, taps, img, oy, 0, j->ox_lo, yrow, rrow);
+        const float *rows[5];
+        for (int64_t ky = 0; ky < g->kh; ky++)
+            rows[ky] = img + (size_t)((iy0 + ky) * g->iw + j->ox_lo * g->sw - g->pl) * c;
+        size_t num_px = (size_t)(j->ox_hi - j->ox_lo);
+        float *out = yrow + (size_t)j->ox_lo * c;
+        j->row_uk(num_px, c, rows, j->packed, out, rrow ? rrow + (size_t)j->ox_lo * c : NULL,
+                  &g->act);
+        if (g->post_act) post_act(out, num_px * c, g->post_act, g->act.alpha);
+        dw_indirect(j, taps, img, oy, j->ox_hi, g->ow, yrow, rrow);
     }
 }
 
@@ -234,18 +318,22 @@ ks_status ks__f32_dw_run(ks__kernel_ctx *ctx, const ks__f32_dw_config *cfg) {
     if (!dw_geom_get(ctx, &g))
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "not a float depthwise conv");
     size_t cpad = round_up((size_t)g.c, cfg->cb), num_taps = (size_t)(g.kh * g.kw);
-    size_t need = (cpad * (1 + num_taps) + cpad) * sizeof(float);
-    if (!ctx->packed || ctx->packed_bytes < need)
+    size_t packed_floats = dw_packed_floats(&g, cfg->cb);
+    if (!ctx->packed || ctx->packed_bytes < packed_floats * sizeof(float))
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "packed weights missing");
     ks_status st = check_scratch(ctx, dw_tap_bytes(&g));
     if (st) return st;
-    dw_job j = {.g = &g, .cfg = cfg, .uk = cfg->generic};
+    dw_job j = {.g = &g, .uk = cfg->generic};
     if (num_taps == 9 && cfg->k3x3) j.uk = cfg->k3x3;
     if (num_taps == 25 && cfg->k5x5) j.uk = cfg->k5x5;
+    j.row_uk = dw_row_kernel(&g, cfg);
+    dw_interior(&g, &j.ox_lo, &j.ox_hi);
+    if (j.ox_hi <= j.ox_lo) j.row_uk = NULL;
     j.x = (const float *)ctx->in[0]->data;
+    j.res = g.res ? (const float *)g.res->data : NULL;
     j.y = (float *)ctx->out[0]->data;
     j.packed = (const float *)ctx->packed;
-    j.zero = j.packed + cpad * (1 + num_taps);
+    j.zero = j.packed + packed_floats - cpad;
     j.scratch = (uint8_t *)ctx->scratch;
     j.scratch_per_thread = dw_tap_bytes(&g);
     size_t rows = (size_t)(g.n * g.oh);
@@ -302,7 +390,7 @@ static int pool_geom_get(const ks__kernel_ctx *ctx, pool_geom *g) {
         if (g->pr < 0) g->pr = 0;
     }
     int post = 0;
-    if (!act_split(ip[11], nd->fp[0], &g->act, &post)) return 0;
+    if (!act_split(ip[11], nd->fp[0], 0, &g->act, &post)) return 0;
     g->post_act = post ? ip[11] : KS_ACT_NONE;
     return 1;
 }
@@ -445,7 +533,7 @@ static int deconv_geom_get(const ks__kernel_ctx *ctx, deconv_geom *g) {
         g->pl = mode == KS_PAD_SAME_UPPER ? tw / 2 : tw - tw / 2;
     }
     int post = 0;
-    if (!act_split(ip[7], nd->fp[0], &g->act, &post)) return 0;
+    if (!act_split(ip[7], nd->fp[0], 0, &g->act, &post)) return 0;
     g->post_act = post ? ip[7] : KS_ACT_NONE;
     return 1;
 }

@@ -20,8 +20,8 @@ extern "C" {
 
 /* Fused activation as the microkernels see it: every float act becomes a clamp to [lo, hi]
  * (RELU family; +-inf when unused) followed by `act`, which is KS_ACT_NONE, KS_ACT_LEAKY_RELU,
- * KS_ACT_HARD_SWISH or KS_ACT_SILU. TANH/SIGMOID are applied by the driver after the microkernel (act is
- * NONE then). */
+ * KS_ACT_HARD_SWISH or KS_ACT_SILU (or, for depthwise CONV2D only, KS_ACT_PRELU). TANH/SIGMOID
+ * are applied by the driver after the microkernel (act is NONE then). */
 typedef struct ks__f32_act {
     float lo, hi;
     int32_t act;
@@ -29,21 +29,42 @@ typedef struct ks__f32_act {
 } ks__f32_act;
 
 /* ---- depthwise CONV2D ----
- * Packed weights, per block of `cb` channels: bias[cb], then tap 0..num_taps-1 weights [cb]
- * (taps in ky-major order), zero-padded past the last channel. A zero vector of
+ * y = act(conv(x, w) + bias + residual): the taps are summed from zero in (ky, kx) order and the
+ * bias is added after them (a large folded-BN bias as the sum's start would make every FMA round
+ * at its scale), then the optional residual, then the activation. ks__f32_act.act may also be
+ * KS_ACT_PRELU here, with per-channel slopes from the packed block.
+ *
+ * Packed weights, per block of `cb` channels (KS__F32_DW_BLOCK_FLOATS(cb, num_taps) floats):
+ * bias[cb], then tap 0..num_taps-1 weights [cb] (taps in ky-major order), then the PRELU slopes
+ * [cb] (zero unless act is PRELU), zero-padded past the last channel. A zero vector of
  * round_up(channels, cb) floats follows the last block. */
+#define KS__F32_DW_BLOCK_FLOATS(cb, num_taps) ((size_t)(cb) * ((size_t)(num_taps) + 2))
 
 /* Computes num_px output pixels (all `channels`) into out (pixel stride `channels`).
- * taps[px * num_taps + t] points at the input pixel (channel 0) of tap t, or at the zero vector. */
+ * taps[px * num_taps + t] points at the input pixel (channel 0) of tap t, or at the zero vector.
+ * res is NULL or the residual with out's layout. */
 typedef void (*ks__f32_dw_ukernel)(size_t num_px, size_t channels, size_t num_taps,
                                    const float *const *taps, const float *packed, float *out,
-                                   const ks__f32_act *act);
+                                   const float *res, const ks__f32_act *act);
+
+/* Row microkernel of a fixed KHxKW window, dilation 1 and a fixed horizontal stride SW: computes
+ * num_px consecutive output pixels of one output row whose windows lie inside the input (the
+ * driver keeps border pixels and padded rows on the indirect path). rows[ky] points at the
+ * input pixel (channel 0) of tap (ky, 0) of the first output pixel; tap (ky, kx) of output pixel
+ * p is at rows[ky] + (p * SW + kx) * channels. Why: no per-tap pointers, and horizontally
+ * adjacent taps of neighbouring pixels share one load. */
+typedef void (*ks__f32_dw_row_ukernel)(size_t num_px, size_t channels, const float *const *rows,
+                                       const float *packed, float *out, const float *res,
+                                       const ks__f32_act *act);
 
 typedef struct ks__f32_dw_config {
     uint32_t cb;                /* channel block (vector width in floats) */
     ks__f32_dw_ukernel generic; /* any num_taps */
     ks__f32_dw_ukernel k3x3;    /* num_taps == 9 (NULL: use generic) */
     ks__f32_dw_ukernel k5x5;    /* num_taps == 25 */
+    /* row[k][s]: window 3x3 (k 0) or 5x5 (k 1), horizontal stride 1 (s 0) or 2 (s 1); NULL:
+     * every pixel takes the indirect path */
+    ks__f32_dw_row_ukernel row[2][2];
 } ks__f32_dw_config;
 
 /* Cost of a depthwise float CONV2D at ctx's shapes with channel block cb, or -1 when the node is
