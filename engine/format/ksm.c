@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wcode.h"
 #include "wquant.h"
 
 /* ---- CRC-32 (table built once; values are a pure function, so racing builders agree) ---- */
@@ -120,13 +121,17 @@ static char *get_string(cursor *c, const ks_allocator *a, ks_status *st) {
     return s;
 }
 
+/* A section's bytes lie in the file (base = the file image) or, since 1.2, in the decoded
+ * PACKED image (base = that buffer). */
 typedef struct section {
+    const uint8_t *base;
     uint64_t offset, size;
     bool present;
 } section;
 
 static cursor section_cursor(const uint8_t *data, const section *s) {
-    cursor c = {data + s->offset, (size_t)s->size, false};
+    (void)data;
+    cursor c = {s->base + s->offset, (size_t)s->size, false};
     return c;
 }
 
@@ -138,7 +143,133 @@ static cursor section_cursor(const uint8_t *data, const section *s) {
     } while (0)
 
 static const char *k_section_names[] = {"",         "META",    "TENSORS", "NODES",
-                                        "GRAPH_IO", "WEIGHTS", "ENCODED"};
+                                        "GRAPH_IO", "WEIGHTS", "ENCODED", "PACKED"};
+
+#define KSM_NUM_KINDS 8 /* section kinds 0..7; 0 unused */
+#define KSM_PACKED_MAX_SECTIONS 8
+
+/* Finds the sections of a .ksm image (header already checked up to the section table) and
+ * decodes the PACKED section (1.2) into *packed_out (allocated from a; the caller frees it), so
+ * that every section of sec[] can be read with section_cursor. */
+static ks_status load_sections(const uint8_t *data, size_t size, const ks_allocator *a,
+                               section sec[KSM_NUM_KINDS], uint8_t **packed_out, char *err,
+                               size_t err_cap) {
+    ks_status st = KS_STATUS_INVALID_MODEL;
+    uint8_t *raw = NULL, *scratch = NULL;
+    memset(sec, 0, sizeof(section) * KSM_NUM_KINDS);
+    *packed_out = NULL;
+    uint32_t num_sections = rd32(data + 24);
+    uint64_t table_off = rd64(data + 32);
+    if (num_sections > KSM_MAX_SECTIONS)
+        FAIL(KS_STATUS_INVALID_MODEL, "%u sections (limit %d)", num_sections, KSM_MAX_SECTIONS);
+    if (table_off > size || (uint64_t)num_sections * 24 > size - table_off)
+        FAIL(KS_STATUS_INVALID_MODEL, "section table at %llu (%u entries) lies outside the file",
+             (unsigned long long)table_off, num_sections);
+    for (uint32_t i = 0; i < num_sections; i++) {
+        const uint8_t *e = data + table_off + (uint64_t)i * 24;
+        uint32_t kind = rd32(e);
+        uint64_t off = rd64(e + 8), sz = rd64(e + 16);
+        if (off > size || sz > size - off)
+            FAIL(KS_STATUS_INVALID_MODEL,
+                 "section %u (kind %u) [%llu, +%llu) lies outside the file", i, kind,
+                 (unsigned long long)off, (unsigned long long)sz);
+        if (kind < 1 || kind >= KSM_NUM_KINDS) continue; /* unknown: skipped (minor extension) */
+        if (sec[kind].present)
+            FAIL(KS_STATUS_INVALID_MODEL, "section %s appears twice", k_section_names[kind]);
+        sec[kind] = (section){data, off, sz, true};
+    }
+    if (sec[KSM_SECTION_PACKED].present) {
+        cursor c = section_cursor(data, &sec[KSM_SECTION_PACKED]);
+        uint32_t raw_size = get_u32(&c), method = get_u32(&c);
+        if (c.bad || method != 1)
+            FAIL(KS_STATUS_INVALID_MODEL, "PACKED section: %s (method %u, expected 1)",
+                 c.bad ? "truncated" : "unknown method", method);
+        /* bounded before allocating, so a small hostile file cannot demand a huge buffer */
+        if ((uint64_t)raw_size > (uint64_t)KS__WENC_MAX_RATIO * c.left + KS__WENC_RATIO_SLACK)
+            FAIL(KS_STATUS_INVALID_MODEL,
+                 "PACKED section: %u table bytes cannot come from a %zu-byte stream", raw_size,
+                 c.left);
+        raw = ks__alloc(a, (size_t)raw_size + 1);
+        scratch = ks__alloc(a, ks__bcode_scratch_bytes());
+        if (!raw || !scratch)
+            FAIL(KS_STATUS_OUT_OF_MEMORY, "out of memory unpacking %u table bytes", raw_size);
+        if (ks__bcode_decode(c.p, c.left, scratch, raw, raw_size) != KS_STATUS_OK)
+            FAIL(KS_STATUS_INVALID_MODEL, "PACKED section: corrupt stream (%zu bytes for %u)",
+                 c.left, raw_size);
+        cursor r = {raw, raw_size, false};
+        uint32_t n = get_u32(&r);
+        if (n > KSM_PACKED_MAX_SECTIONS || n > r.left / 16)
+            FAIL(KS_STATUS_INVALID_MODEL, "PACKED section: %u sections", n);
+        uint64_t off = 4 + (uint64_t)n * 16;
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t kind = get_u32(&r), reserved = get_u32(&r);
+            uint64_t sz = get_u64(&r);
+            bool packable = kind == KSM_SECTION_META || kind == KSM_SECTION_TENSORS ||
+                            kind == KSM_SECTION_NODES || kind == KSM_SECTION_GRAPH_IO ||
+                            kind == KSM_SECTION_ENCODED;
+            if (!packable || reserved)
+                FAIL(KS_STATUS_INVALID_MODEL, "PACKED section: entry %u has kind %u", i, kind);
+            if (sec[kind].present)
+                FAIL(KS_STATUS_INVALID_MODEL, "section %s appears twice", k_section_names[kind]);
+            if (sz > raw_size - off)
+                FAIL(KS_STATUS_INVALID_MODEL, "PACKED section: %s (%llu bytes) overruns it",
+                     k_section_names[kind], (unsigned long long)sz);
+            sec[kind] = (section){raw, off, sz, true};
+            off += sz;
+        }
+        if (off != raw_size)
+            FAIL(KS_STATUS_INVALID_MODEL, "PACKED section: %llu of %u bytes used",
+                 (unsigned long long)off, raw_size);
+        *packed_out = raw;
+        raw = NULL;
+    }
+    st = KS_STATUS_OK;
+error:
+    ks__free(a, scratch);
+    ks__free(a, raw);
+    return st;
+}
+
+/* Decodes one LOSSLESS payload (1.2) into a graph-owned buffer of the tensor's own dtype. */
+static ks_status read_lossless(ks__graph *g, uint32_t id, const ks__wenc_params *p, char *err,
+                               size_t err_cap) {
+    ks_status st = KS_STATUS_INVALID_MODEL;
+    ks__tensor *t = &g->tensors[id];
+    size_t elem = ks_dtype_size(t->dtype);
+    uint64_t num_elems = 1;
+    if (!elem)
+        FAIL(KS_STATUS_INVALID_MODEL, "tensor %u '%s': lossless payload of dtype %u", id, t->name,
+             t->dtype);
+    for (int32_t d = 0; d < t->rank; d++) {
+        if (t->dims[d] < 0 || (t->dims[d] && num_elems > ((uint64_t)1 << 40) / t->dims[d]))
+            FAIL(KS_STATUS_INVALID_MODEL, "tensor %u '%s': encoded tensor has bad dims", id,
+                 t->name);
+        num_elems *= (uint64_t)t->dims[d];
+    }
+    uint64_t num_bytes = num_elems * elem;
+    /* checked before allocating, so a tiny file cannot claim a huge tensor */
+    if (num_bytes > (uint64_t)KS__WENC_MAX_RATIO * t->size_bytes + KS__WENC_RATIO_SLACK)
+        FAIL(KS_STATUS_INVALID_MODEL,
+             "tensor %u '%s': %llu bytes cannot come from a %zu-byte payload", id, t->name,
+             (unsigned long long)num_bytes, t->size_bytes);
+    const uint8_t *payload = t->data;
+    size_t payload_size = t->size_bytes;
+    uint8_t *buf = ks__alloc_aligned(&g->alloc, (size_t)num_bytes + 4, KSM_WEIGHT_ALIGN);
+    if (!buf)
+        FAIL(KS_STATUS_OUT_OF_MEMORY, "tensor %u '%s': out of memory decoding %llu bytes", id,
+             t->name, (unsigned long long)num_bytes);
+    t->data = buf; /* graph-owned from here, so any failure below frees it with g */
+    t->size_bytes = (size_t)num_bytes;
+    t->flags = KS__TENSOR_CONST;
+    char derr[256];
+    derr[0] = 0;
+    st = ks__wenc_decode_lossless(&g->alloc, payload, payload_size, p, t->dtype == KS_DTYPE_I8,
+                                  (size_t)num_bytes, buf, derr, sizeof(derr));
+    if (st) FAIL(st, "tensor %u '%s': %s", id, t->name, derr);
+    return KS_STATUS_OK;
+error:
+    return st;
+}
 
 /* Decodes the tensors listed in the ENCODED section (format 1.1) into graph-owned F32 buffers.
  * encoded[id] is 1 for tensors flagged encoded; entries set it to 2 so duplicates are caught. */
@@ -170,6 +301,16 @@ static ks_status read_encoded(const uint8_t *data, const section *sec, ks__graph
                  "ENCODED entry %u: tensor %u is not an encoded tensor or is listed twice", i, id);
         encoded[id] = 2;
         ks__tensor *t = &g->tensors[id];
+        if (p.encoding == KS__WENC_LOSSLESS) {
+            st = read_lossless(g, id, &p, err, err_cap);
+            if (st) goto error;
+            st = KS_STATUS_INVALID_MODEL;
+            continue;
+        }
+        if (t->dtype != KS_DTYPE_F32)
+            FAIL(KS_STATUS_INVALID_MODEL,
+                 "tensor %u '%s': encoding %u needs an F32 tensor (dtype %u)", id, t->name,
+                 p.encoding, t->dtype);
         uint64_t num_elems = 1;
         for (int32_t d = 0; d < t->rank; d++) {
             if (t->dims[d] < 0 || (t->dims[d] && num_elems > ((uint64_t)1 << 40) / t->dims[d]))
@@ -212,8 +353,9 @@ error:
 ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, ks__graph *g,
                        char *err, size_t err_cap) {
     ks_status st = KS_STATUS_INVALID_MODEL;
-    section sec[7];
+    section sec[KSM_NUM_KINDS];
     memset(sec, 0, sizeof(sec));
+    uint8_t *packed = NULL;
     char *name = NULL;
     int32_t *ids = NULL;
     uint8_t *encoded = NULL;
@@ -234,7 +376,8 @@ ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, k
     if (rd32(data + 8) != KSM_HEADER_BYTES)
         FAIL(KS_STATUS_INVALID_MODEL, "header size %u, expected 64", rd32(data + 8));
     uint32_t flags = rd32(data + 12);
-    if (flags & ~1u) FAIL(KS_STATUS_INVALID_MODEL, "unknown header flags 0x%x", flags);
+    if (flags & ~(KSM_FLAG_CHECKSUM | KSM_FLAG_NEEDS_1_2))
+        FAIL(KS_STATUS_INVALID_MODEL, "unknown header flags 0x%x", flags);
     uint64_t file_size = rd64(data + 16);
     if (file_size != size)
         FAIL(KS_STATUS_INVALID_MODEL,
@@ -250,28 +393,11 @@ ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, k
                  "checksum mismatch: stored 0x%08x, computed 0x%08x (file corrupt)",
                  rd32(data + 28), crc);
     }
-    uint32_t num_sections = rd32(data + 24);
-    uint64_t table_off = rd64(data + 32);
-    if (num_sections > KSM_MAX_SECTIONS)
-        FAIL(KS_STATUS_INVALID_MODEL, "%u sections (limit %d)", num_sections, KSM_MAX_SECTIONS);
-    if (table_off > size || (uint64_t)num_sections * 24 > size - table_off)
-        FAIL(KS_STATUS_INVALID_MODEL, "section table at %llu (%u entries) lies outside the file",
-             (unsigned long long)table_off, num_sections);
-    for (uint32_t i = 0; i < num_sections; i++) {
-        const uint8_t *e = data + table_off + (uint64_t)i * 24;
-        uint32_t kind = rd32(e);
-        uint64_t off = rd64(e + 8), sz = rd64(e + 16);
-        if (off > size || sz > size - off)
-            FAIL(KS_STATUS_INVALID_MODEL,
-                 "section %u (kind %u) [%llu, +%llu) lies outside the file", i, kind,
-                 (unsigned long long)off, (unsigned long long)sz);
-        if (kind < 1 || kind > 6) continue; /* unknown: skipped (minor-version extension) */
-        if (sec[kind].present)
-            FAIL(KS_STATUS_INVALID_MODEL, "section %s appears twice", k_section_names[kind]);
-        sec[kind].present = true;
-        sec[kind].offset = off;
-        sec[kind].size = sz;
-    }
+    st = load_sections(data, size, &g->alloc, sec, &packed, err, err_cap);
+    if (st) goto error;
+    st = KS_STATUS_INVALID_MODEL;
+    if (sec[KSM_SECTION_WEIGHTS].present && sec[KSM_SECTION_WEIGHTS].base != data)
+        FAIL(KS_STATUS_INVALID_MODEL, "the WEIGHTS section cannot be packed");
     for (int k = 1; k <= 5; k++)
         if (!sec[k].present)
             FAIL(KS_STATUS_INVALID_MODEL, "section %s is missing", k_section_names[k]);
@@ -324,9 +450,15 @@ ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, k
             uint32_t qn = get_u32(&c);
             int32_t qaxis = (int32_t)get_u32(&c);
             if (c.bad) FAIL(KS_STATUS_INVALID_MODEL, "tensor %u '%s': record truncated", i, name);
-            if (qn > c.left / 8)
+            bool no_zp = (tflags & KSM_TENSOR_NO_ZERO_POINTS) != 0;
+            bool f16_scales = (tflags & KSM_TENSOR_F16_SCALES) != 0;
+            if (qn > c.left / ((f16_scales ? 2 : 4) + (no_zp ? 0 : 4)))
                 FAIL(KS_STATUS_INVALID_MODEL,
                      "tensor %u '%s': %u quantization params exceed the section", i, name, qn);
+            if ((no_zp || f16_scales) && !qn)
+                FAIL(KS_STATUS_INVALID_MODEL,
+                     "tensor %u '%s': quantization flags 0x%x without quantization", i, name,
+                     tflags);
             int32_t id;
             st = ks__graph_add_tensor(g, name, (ks_dtype)dtype, rank, dims, &id);
             if (st) FAIL(st, "tensor %u '%s': %s", i, name, ks_status_string(st));
@@ -335,30 +467,48 @@ ks_status ks__ksm_read(const uint8_t *data, size_t size, bool verify_checksum, k
             ks__tensor *t = &g->tensors[id];
             if (qn) {
                 t->quant.scales = ks__alloc(&g->alloc, qn * sizeof(float));
-                t->quant.zero_points = ks__alloc(&g->alloc, qn * sizeof(int32_t));
+                t->quant.zero_points = ks__calloc(&g->alloc, qn, sizeof(int32_t));
                 if (!t->quant.scales || !t->quant.zero_points)
                     FAIL(KS_STATUS_OUT_OF_MEMORY, "out of memory reading quantization");
+                /* f16 scales: 127 x scale as f16 bits (see ksm.h); the division is IEEE f32 */
                 for (uint32_t q = 0; q < qn; q++)
-                    t->quant.scales[q] = get_f32(&c);
-                for (uint32_t q = 0; q < qn; q++)
+                    t->quant.scales[q] =
+                        f16_scales ? ks__f16_to_f32(get_u16(&c)) / 127.0f : get_f32(&c);
+                for (uint32_t q = 0; q < qn && !no_zp; q++)
                     t->quant.zero_points[q] = (int32_t)get_u32(&c);
                 t->quant.count = qn;
                 t->quant.axis = qaxis;
+                /* integer kernels subtract zero points in int arithmetic: one outside the
+                 * dtype's range is no valid quantization and would overflow there */
+                int32_t zlo = dtype == KS_DTYPE_U8 ? 0 : dtype == KS_DTYPE_I8 ? -128 : -32768;
+                int32_t zhi = dtype == KS_DTYPE_U8 ? 255 : dtype == KS_DTYPE_I8 ? 127 : 32767;
+                bool small_int =
+                    dtype == KS_DTYPE_U8 || dtype == KS_DTYPE_I8 || dtype == KS_DTYPE_I16;
+                for (uint32_t q = 0; q < qn && small_int; q++)
+                    if (t->quant.zero_points[q] < zlo || t->quant.zero_points[q] > zhi)
+                        FAIL(KS_STATUS_INVALID_MODEL,
+                             "tensor %u '%s': zero point %d outside [%d, %d] of its dtype", i,
+                             t->name, t->quant.zero_points[q], zlo, zhi);
             }
-            if (tflags & ~(KSM_TENSOR_CONST | KSM_TENSOR_ENCODED))
+            if (tflags & ~(KSM_TENSOR_CONST | KSM_TENSOR_ENCODED | KSM_TENSOR_NO_ZERO_POINTS |
+                           KSM_TENSOR_F16_SCALES))
                 FAIL(KS_STATUS_INVALID_MODEL, "tensor %u '%s': unknown flags 0x%x", i, t->name,
                      tflags);
             if (tflags & KSM_TENSOR_ENCODED) {
-                if (!(tflags & KSM_TENSOR_CONST) || t->dtype != KS_DTYPE_F32)
+                /* the dtype is checked against the encoding in read_encoded (LOSSLESS payloads
+                 * keep any dtype since 1.2) */
+                if (!(tflags & KSM_TENSOR_CONST))
                     FAIL(KS_STATUS_INVALID_MODEL,
-                         "tensor %u '%s': encoded tensors must be F32 constants (flags 0x%x, "
-                         "dtype %u)",
-                         i, t->name, tflags, dtype);
+                         "tensor %u '%s': encoded tensors must be constants (flags 0x%x)", i,
+                         t->name, tflags);
                 encoded[id] = 1;
                 num_encoded++;
             }
             if (tflags & KSM_TENSOR_CONST) {
-                if (doff % KSM_WEIGHT_ALIGN || doff > wsize || dsize > wsize - doff)
+                /* encoded payloads are decoded into aligned buffers: only data used in place
+                 * must be aligned (the writer packs payloads unaligned since 1.2) */
+                bool in_place = !(tflags & KSM_TENSOR_ENCODED);
+                if ((in_place && doff % KSM_WEIGHT_ALIGN) || doff > wsize || dsize > wsize - doff)
                     FAIL(KS_STATUS_INVALID_MODEL,
                          "tensor %u '%s': data [%llu, +%llu) outside the weight section (%llu "
                          "bytes)",
@@ -466,38 +616,43 @@ error:
     ks__free(&g->alloc, name);
     ks__free(&g->alloc, ids);
     ks__free(&g->alloc, encoded);
+    ks__free(&g->alloc, packed);
     return st;
 }
 
-ks_status ks__ksm_weight_stats(const uint8_t *data, size_t size, uint64_t *stored_bytes_out,
-                               uint64_t *num_values_out, uint64_t *encoded_bytes_out,
-                               uint64_t *encoded_values_out, uint32_t *num_encoded_out) {
-    if (!data || size < KSM_HEADER_BYTES || memcmp(data, KSM_MAGIC, 4) != 0)
-        return KS_STATUS_INVALID_MODEL;
-    uint32_t num_sections = rd32(data + 24);
-    uint64_t table_off = rd64(data + 32);
-    if (num_sections > KSM_MAX_SECTIONS || table_off > size ||
-        (uint64_t)num_sections * 24 > size - table_off)
-        return KS_STATUS_INVALID_MODEL;
-    section tsec = {0, 0, false};
-    for (uint32_t i = 0; i < num_sections; i++) {
-        const uint8_t *e = data + table_off + (uint64_t)i * 24;
-        uint64_t off = rd64(e + 8), sz = rd64(e + 16);
-        if (rd32(e) == KSM_SECTION_TENSORS && off <= size && sz <= size - off)
-            tsec = (section){off, sz, true};
+ks_status ks__ksm_sizes_of(const uint8_t *data, size_t size, ks__ksm_sizes *out) {
+    ks_status st = KS_STATUS_INVALID_MODEL;
+    char err[8];
+    size_t err_cap = sizeof(err);
+    section sec[KSM_NUM_KINDS];
+    uint8_t *packed = NULL;
+    ks_allocator a = ks__allocator_or_default(NULL);
+    ks__ksm_sizes z;
+    memset(&z, 0, sizeof(z));
+    if (!data || size < KSM_HEADER_BYTES || memcmp(data, KSM_MAGIC, 4) != 0) return st;
+    st = load_sections(data, size, &a, sec, &packed, err, err_cap);
+    if (st) return st;
+    st = KS_STATUS_INVALID_MODEL;
+    if (!sec[KSM_SECTION_TENSORS].present) goto error;
+    z.file_bytes = size;
+    for (int k = 1; k < KSM_NUM_KINDS; k++) {
+        if (!sec[k].present) continue;
+        if (sec[k].base == data)
+            z.section_bytes[k] = sec[k].size;
+        else
+            z.packed_section_bytes[k] = sec[k].size;
     }
-    if (!tsec.present) return KS_STATUS_INVALID_MODEL;
-    cursor c = section_cursor(data, &tsec);
-    uint64_t stored = 0, values = 0, ebytes = 0, evalues = 0;
-    uint32_t nenc = 0;
+    cursor c = section_cursor(data, &sec[KSM_SECTION_TENSORS]);
     uint32_t n = get_u32(&c);
+    z.num_tensors = n;
     for (uint32_t i = 0; i < n && !c.bad; i++) {
         uint32_t name_len = get_u32(&c);
         take(&c, name_len);
-        (void)get_u8(&c);
+        z.name_bytes += 4 + (uint64_t)name_len;
+        uint8_t dtype = get_u8(&c);
         uint8_t rank = get_u8(&c);
         uint16_t tflags = get_u16(&c);
-        if (rank > KS_MAX_RANK) return KS_STATUS_INVALID_MODEL;
+        if (rank > KS_MAX_RANK) goto error;
         uint64_t elems = 1;
         for (uint32_t d = 0; d < rank; d++) {
             int64_t v = (int64_t)get_u64(&c);
@@ -507,23 +662,50 @@ ks_status ks__ksm_weight_stats(const uint8_t *data, size_t size, uint64_t *store
         uint64_t dsize = get_u64(&c);
         uint32_t qn = get_u32(&c);
         (void)get_u32(&c);
-        if (qn > c.left / 8) return KS_STATUS_INVALID_MODEL;
-        take(&c, (size_t)qn * 8);
+        bool no_zp = (tflags & KSM_TENSOR_NO_ZERO_POINTS) != 0;
+        size_t scale_elem = (tflags & KSM_TENSOR_F16_SCALES) ? 2 : 4;
+        if (qn > c.left / 2) goto error;
+        take(&c, (size_t)qn * scale_elem);
+        z.scale_bytes += (uint64_t)qn * scale_elem;
+        if (!no_zp) {
+            take(&c, (size_t)qn * 4);
+            z.zero_point_bytes += (uint64_t)qn * 4;
+        }
         if (!(tflags & KSM_TENSOR_CONST)) continue;
-        stored += dsize;
-        values += elems;
+        z.num_constants++;
+        z.stored_bytes += dsize;
+        z.dtype_stored_bytes[dtype & 15] += dsize;
+        z.dtype_raw_bytes[dtype & 15] += elems * ks_dtype_size((ks_dtype)dtype);
+        z.num_values += elems;
         if (tflags & KSM_TENSOR_ENCODED) {
-            ebytes += dsize;
-            evalues += elems;
-            nenc++;
+            z.encoded_bytes += dsize;
+            z.encoded_values += elems;
+            z.num_encoded++;
         }
     }
-    if (c.bad) return KS_STATUS_INVALID_MODEL;
-    *stored_bytes_out = stored;
-    *num_values_out = values;
-    *encoded_bytes_out = ebytes;
-    *encoded_values_out = evalues;
-    *num_encoded_out = nenc;
+    if (c.bad) goto error;
+    z.record_bytes =
+        sec[KSM_SECTION_TENSORS].size - z.name_bytes - z.scale_bytes - z.zero_point_bytes;
+    if (sec[KSM_SECTION_WEIGHTS].present && sec[KSM_SECTION_WEIGHTS].size >= z.stored_bytes)
+        z.padding_bytes = sec[KSM_SECTION_WEIGHTS].size - z.stored_bytes;
+    *out = z;
+    st = KS_STATUS_OK;
+error:
+    ks__free(&a, packed);
+    return st;
+}
+
+ks_status ks__ksm_weight_stats(const uint8_t *data, size_t size, uint64_t *stored_bytes_out,
+                               uint64_t *num_values_out, uint64_t *encoded_bytes_out,
+                               uint64_t *encoded_values_out, uint32_t *num_encoded_out) {
+    ks__ksm_sizes z;
+    ks_status st = ks__ksm_sizes_of(data, size, &z);
+    if (st) return st;
+    *stored_bytes_out = z.stored_bytes;
+    *num_values_out = z.num_values;
+    *encoded_bytes_out = z.encoded_bytes;
+    *encoded_values_out = z.encoded_values;
+    *num_encoded_out = z.num_encoded;
     return KS_STATUS_OK;
 }
 
@@ -622,6 +804,66 @@ static bool weight_is_compressible(const ks__graph *g, const uint8_t *use, uint3
     return n >= 32 && n * 4 == t->size_bytes;
 }
 
+static size_t align_up(size_t n) {
+    return (n + KSM_WEIGHT_ALIGN - 1) / KSM_WEIGHT_ALIGN * KSM_WEIGHT_ALIGN;
+}
+
+/* Rows for wcode: output channels (dims[0]) of conv/FC weights; when dims[0] is 1 (depthwise
+ * [1, H, W, C]) the taps, so that a column is one channel, whose weights share a magnitude. */
+static uint64_t lossless_rows(const ks__tensor *t) {
+    if (t->rank < 2) return 1;
+    if (t->dims[0] > 1) return (uint64_t)t->dims[0];
+    uint64_t rows = 1;
+    for (int32_t d = 0; d + 1 < t->rank; d++)
+        rows *= (uint64_t)(t->dims[d] > 0 ? t->dims[d] : 1);
+    return rows;
+}
+
+/* pack (1.2): a constant becomes a LOSSLESS payload when that is smaller than its aligned
+ * in-place bytes (an ENCODED entry costs ~8 bytes once the tables are packed). Decoding it costs
+ * a copy at load, so in-place (zero-copy) data stays only where coding does not pay. */
+static ks_status pack_constant(const ks__graph *g, const ks__ksm_write_opts *o, uint32_t id,
+                               wtensor *w) {
+    const ks__tensor *t = &g->tensors[id];
+    size_t elem = ks_dtype_size(t->dtype);
+    uint64_t num_elems = 1;
+    for (int32_t d = 0; d < t->rank; d++)
+        num_elems *= (uint64_t)(t->dims[d] > 0 ? t->dims[d] : 0);
+    if (!elem || num_elems * elem != t->size_bytes || !t->size_bytes) return KS_STATUS_OK;
+    ks__wenc_params p = {0};
+    p.entropy_coders = o->entropy_coders;
+    uint8_t *payload = NULL;
+    size_t size = 0;
+    ks_status st =
+        ks__wenc_encode_lossless(&g->alloc, t->data, t->size_bytes, t->dtype == KS_DTYPE_I8,
+                                 lossless_rows(t), &p, &payload, &size);
+    if (st) return st;
+    if (size + 8 >= align_up(t->size_bytes)) {
+        ks__free(&g->alloc, payload);
+        return KS_STATUS_OK;
+    }
+    w->owned = payload;
+    w->data = payload;
+    w->size_bytes = size;
+    w->flags |= KSM_TENSOR_ENCODED;
+    w->enc = p;
+    return KS_STATUS_OK;
+}
+
+/* Symmetric int8 scales are max|w| / 127; when the float weights were f16 (most TFLite models),
+ * max|w| is an f16 value, so the scale is 2 bytes of information. Only used when every scale
+ * comes back bit for bit. */
+static bool scales_fit_f16(const ks__quant *q) {
+    if (q->count < 2) return false; /* per-tensor scales: 2 bytes are not worth a flag */
+    for (uint32_t i = 0; i < q->count; i++) {
+        float s = q->scales[i];
+        if (!(s > 0.0f)) return false;
+        float back = ks__f16_to_f32(ks__f32_to_f16(s * 127.0f)) / 127.0f;
+        if (memcmp(&back, &s, 4) != 0) return false;
+    }
+    return true;
+}
+
 static ks_status prepare_weights(const ks__graph *g, const ks__ksm_write_opts *o, wtensor *wt,
                                  char *err, size_t err_cap) {
     ks_status st = KS_STATUS_OK;
@@ -645,7 +887,18 @@ static ks_status prepare_weights(const ks__graph *g, const ks__ksm_write_opts *o
         wt[i].size_bytes = t->size_bytes;
         wt[i].dtype = (uint8_t)t->dtype;
         wt[i].flags = (t->flags & KS__TENSOR_CONST) ? KSM_TENSOR_CONST : 0;
-        if (o->weights == KS__KSM_WEIGHTS_FP32 || !weight_is_compressible(g, use, i)) continue;
+        if (o->weights == KS__KSM_WEIGHTS_FP32 || !weight_is_compressible(g, use, i)) {
+            if (o->pack && (t->flags & KS__TENSOR_CONST)) {
+                st = pack_constant(g, o, i, &wt[i]);
+                if (st == KS_STATUS_OUT_OF_MEMORY) goto oom;
+                if (st) {
+                    ks__fmt(err, err_cap, "tensor %u '%s': cannot code the constant: %s", i,
+                            t->name, ks_status_string(st));
+                    goto error;
+                }
+            }
+            continue;
+        }
         const float *w = t->data;
         size_t num_elems = t->size_bytes / 4;
         if (o->weights == KS__KSM_WEIGHTS_FP16) {
@@ -696,6 +949,70 @@ error:
     return st;
 }
 
+/* Replaces the tables (META .. ENCODED, written back to back from sec_off[META]) by one PACKED
+ * section when that is smaller. */
+static ks_status pack_tables(wbuf *b, size_t *sec_off, size_t *sec_size, char *err, size_t err_cap,
+                             bool *packed_out) {
+    static const uint32_t kinds[5] = {KSM_SECTION_META, KSM_SECTION_TENSORS, KSM_SECTION_NODES,
+                                      KSM_SECTION_GRAPH_IO, KSM_SECTION_ENCODED};
+    ks_status st = KS_STATUS_OK;
+    size_t start = sec_off[KSM_SECTION_META], tables = b->len - start;
+    uint32_t n = 0;
+    for (int i = 0; i < 5; i++)
+        if (sec_size[kinds[i]] || kinds[i] != KSM_SECTION_ENCODED) n++;
+    size_t raw_size = 4 + (size_t)n * 16 + tables;
+    uint8_t *raw = ks__alloc(b->a, raw_size), *scratch = ks__alloc(b->a, ks__bcode_scratch_bytes());
+    uint8_t *coded = ks__alloc(b->a, raw_size + 16);
+    *packed_out = false;
+    if (!raw || !scratch || !coded) {
+        st = KS_STATUS_OUT_OF_MEMORY;
+        ks__fmt(err, err_cap, "out of memory packing the tables");
+        goto error;
+    }
+    size_t pos = 0;
+    uint8_t x[16];
+    memset(x, 0, sizeof(x));
+    x[0] = (uint8_t)n;
+    memcpy(raw, x, 4);
+    pos = 4;
+    for (int i = 0; i < 5; i++) {
+        uint32_t k = kinds[i];
+        if (!sec_size[k] && k == KSM_SECTION_ENCODED) continue;
+        uint64_t sz = sec_size[k];
+        memset(x, 0, sizeof(x));
+        x[0] = (uint8_t)k;
+        for (int j = 0; j < 8; j++)
+            x[8 + j] = (uint8_t)(sz >> (8 * j));
+        memcpy(raw + pos, x, 16);
+        pos += 16;
+    }
+    memcpy(raw + pos, b->p + start, tables);
+    size_t coded_size = 0;
+    st = ks__bcode_encode(raw, raw_size, scratch, coded, raw_size + 16, &coded_size);
+    if (st == KS_STATUS_LIMIT_EXCEEDED || raw_size > UINT32_MAX || coded_size + 8 + 24 >= tables) {
+        st = KS_STATUS_OK; /* incompressible: keep the plain sections */
+        goto error;
+    }
+    if (st) {
+        ks__fmt(err, err_cap, "cannot pack the tables: %s", ks_status_string(st));
+        goto error;
+    }
+    b->len = start;
+    for (int i = 0; i < 5; i++)
+        sec_off[kinds[i]] = sec_size[kinds[i]] = 0;
+    sec_off[KSM_SECTION_PACKED] = b->len;
+    put_u32(b, (uint32_t)raw_size);
+    put_u32(b, 1);
+    put(b, coded, coded_size);
+    sec_size[KSM_SECTION_PACKED] = b->len - sec_off[KSM_SECTION_PACKED];
+    *packed_out = true;
+error:
+    ks__free(b->a, coded);
+    ks__free(b->a, scratch);
+    ks__free(b->a, raw);
+    return st;
+}
+
 ks_status ks__ksm_write(const ks__graph *g, uint8_t **data_out, size_t *size_out, char *err,
                         size_t err_cap) {
     return ks__ksm_write_ex(g, NULL, data_out, size_out, err, err_cap);
@@ -705,7 +1022,7 @@ ks_status ks__ksm_write_ex(const ks__graph *g, const ks__ksm_write_opts *opts, u
                            size_t *size_out, char *err, size_t err_cap) {
     ks_status st = ks__graph_validate(g, err, err_cap);
     if (st) return st;
-    ks__ksm_write_opts o = {KS__KSM_WEIGHTS_FP32, false, 0, false, 0};
+    ks__ksm_write_opts o = {KS__KSM_WEIGHTS_FP32, false, 0, false, 0, false};
     if (opts) o = *opts;
     if (o.block_size > KS__WENC_MAX_BLOCK) {
         ks__fmt(err, err_cap, "int4 block size %u is above %u", o.block_size, KS__WENC_MAX_BLOCK);
@@ -723,16 +1040,21 @@ ks_status ks__ksm_write_ex(const ks__graph *g, const ks__ksm_write_opts *opts, u
     st = prepare_weights(g, &o, wt, err, err_cap);
     if (st) goto done;
     /* weight offsets first, so the tensor table can be written in one pass */
+    /* pack: in-place constants first, 64-byte aligned, then the encoded payloads back to back
+     * (they are decoded into aligned buffers, so they need no alignment) */
     uint64_t woff = 0;
     uint32_t num_encoded = 0;
-    for (uint32_t i = 0; i < g->num_tensors; i++) {
-        if (!(wt[i].flags & KSM_TENSOR_CONST)) continue;
-        if (wt[i].flags & KSM_TENSOR_ENCODED) num_encoded++;
-        doffs[i] = woff;
-        woff += (wt[i].size_bytes + KSM_WEIGHT_ALIGN - 1) / KSM_WEIGHT_ALIGN * KSM_WEIGHT_ALIGN;
-    }
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t i = 0; i < g->num_tensors; i++) {
+            if (!(wt[i].flags & KSM_TENSOR_CONST)) continue;
+            bool unaligned = o.pack && (wt[i].flags & KSM_TENSOR_ENCODED);
+            if (unaligned != (pass == 1)) continue;
+            if (wt[i].flags & KSM_TENSOR_ENCODED) num_encoded++;
+            doffs[i] = woff;
+            woff += unaligned ? wt[i].size_bytes : align_up(wt[i].size_bytes);
+        }
     put(&b, NULL, KSM_HEADER_BYTES);
-    size_t sec_off[7] = {0}, sec_size[7] = {0};
+    size_t sec_off[8] = {0}, sec_size[8] = {0};
 
     sec_off[KSM_SECTION_META] = b.len;
     put_u32(&b, g->num_meta);
@@ -747,19 +1069,28 @@ ks_status ks__ksm_write_ex(const ks__graph *g, const ks__ksm_write_opts *opts, u
     for (uint32_t i = 0; i < g->num_tensors; i++) {
         const ks__tensor *t = &g->tensors[i];
         bool is_const = (wt[i].flags & KSM_TENSOR_CONST) != 0;
+        bool zp_zero = o.pack && t->quant.count > 0;
+        for (uint32_t q = 0; q < t->quant.count && zp_zero; q++)
+            zp_zero = t->quant.zero_points[q] == 0;
+        bool f16_scales = o.pack && scales_fit_f16(&t->quant);
         put_str(&b, t->name);
         put_u8(&b, wt[i].dtype);
         put_u8(&b, (uint8_t)t->rank);
-        put_u16(&b, wt[i].flags);
+        put_u16(&b, (uint16_t)(wt[i].flags | (zp_zero ? KSM_TENSOR_NO_ZERO_POINTS : 0) |
+                               (f16_scales ? KSM_TENSOR_F16_SCALES : 0)));
         for (int32_t d = 0; d < t->rank; d++)
             put_u64(&b, (uint64_t)t->dims[d]);
         put_u64(&b, is_const ? doffs[i] : 0);
         put_u64(&b, is_const ? wt[i].size_bytes : 0);
         put_u32(&b, t->quant.count);
         put_u32(&b, (uint32_t)t->quant.axis);
-        for (uint32_t q = 0; q < t->quant.count; q++)
-            put_f32(&b, t->quant.scales[q]);
-        for (uint32_t q = 0; q < t->quant.count; q++)
+        for (uint32_t q = 0; q < t->quant.count; q++) {
+            if (f16_scales)
+                put_u16(&b, ks__f32_to_f16(t->quant.scales[q] * 127.0f));
+            else
+                put_f32(&b, t->quant.scales[q]);
+        }
+        for (uint32_t q = 0; q < t->quant.count && !zp_zero; q++)
             put_u32(&b, (uint32_t)t->quant.zero_points[q]);
     }
     sec_size[KSM_SECTION_TENSORS] = b.len - sec_off[KSM_SECTION_TENSORS];
@@ -801,9 +1132,7 @@ ks_status ks__ksm_write_ex(const ks__graph *g, const ks__ksm_write_opts *opts, u
         put_u32(&b, (uint32_t)g->outputs[k]);
     sec_size[KSM_SECTION_GRAPH_IO] = b.len - sec_off[KSM_SECTION_GRAPH_IO];
 
-    uint32_t num_sections = 5;
     if (num_encoded) {
-        num_sections = 6;
         sec_off[KSM_SECTION_ENCODED] = b.len;
         put_u32(&b, num_encoded);
         for (uint32_t i = 0; i < g->num_tensors; i++) {
@@ -818,17 +1147,35 @@ ks_status ks__ksm_write_ex(const ks__graph *g, const ks__ksm_write_opts *opts, u
         }
         sec_size[KSM_SECTION_ENCODED] = b.len - sec_off[KSM_SECTION_ENCODED];
     }
+    uint32_t kinds[8], num_sections = 0;
+    bool packed = false;
+    if (o.pack && !b.oom) {
+        st = pack_tables(&b, sec_off, sec_size, err, err_cap, &packed);
+        if (st) {
+            ks__free(&g->alloc, b.p);
+            goto done;
+        }
+    }
+    for (uint32_t k = 1; k < 8; k++)
+        if (sec_size[k] || (k <= KSM_SECTION_WEIGHTS && !packed) || k == KSM_SECTION_WEIGHTS)
+            kinds[num_sections++] = k;
 
     size_t table_off = b.len;
     put(&b, NULL, (size_t)num_sections * 24);
 
     pad_to(&b, KSM_WEIGHT_ALIGN);
     sec_off[KSM_SECTION_WEIGHTS] = b.len;
-    for (uint32_t i = 0; i < g->num_tensors; i++) {
-        if (!(wt[i].flags & KSM_TENSOR_CONST)) continue;
-        put(&b, wt[i].data, wt[i].size_bytes);
-        pad_to(&b, KSM_WEIGHT_ALIGN);
+    for (int pass = 0; pass < 2; pass++) {
+        pad_to(&b, KSM_WEIGHT_ALIGN); /* where the offsets above put the payloads */
+        for (uint32_t i = 0; i < g->num_tensors; i++) {
+            if (!(wt[i].flags & KSM_TENSOR_CONST)) continue;
+            bool unaligned = o.pack && (wt[i].flags & KSM_TENSOR_ENCODED);
+            if (unaligned != (pass == 1)) continue;
+            if (!unaligned) pad_to(&b, KSM_WEIGHT_ALIGN);
+            put(&b, wt[i].data, wt[i].size_bytes);
+        }
     }
+    if (!o.pack) pad_to(&b, KSM_WEIGHT_ALIGN);
     sec_size[KSM_SECTION_WEIGHTS] = b.len - sec_off[KSM_SECTION_WEIGHTS];
     if (b.oom) {
         ks__free(&g->alloc, b.p);
@@ -836,20 +1183,23 @@ ks_status ks__ksm_write_ex(const ks__graph *g, const ks__ksm_write_opts *opts, u
         st = KS_STATUS_OUT_OF_MEMORY;
         goto done;
     }
-    for (uint32_t k = 1; k <= num_sections; k++) {
-        size_t e = table_off + (k - 1) * 24;
-        patch_u32(&b, e, k);
+    for (uint32_t i = 0; i < num_sections; i++) {
+        size_t e = table_off + (size_t)i * 24;
+        patch_u32(&b, e, kinds[i]);
         patch_u32(&b, e + 4, 0);
-        patch_u64(&b, e + 8, sec_off[k]);
-        patch_u64(&b, e + 16, sec_size[k]);
+        patch_u64(&b, e + 8, sec_off[kinds[i]]);
+        patch_u64(&b, e + 16, sec_size[kinds[i]]);
     }
+    /* Files without 1.2 content keep saying 1.1, so 1.1 readers still take them; pack output
+     * says 1.2 and sets the header flag 1.1 readers refuse. */
+    uint16_t minor = o.pack ? KSM_VERSION_MINOR : 1;
     memcpy(b.p, KSM_MAGIC, 4);
     b.p[4] = KSM_VERSION_MAJOR & 0xff;
     b.p[5] = KSM_VERSION_MAJOR >> 8;
-    b.p[6] = KSM_VERSION_MINOR & 0xff;
-    b.p[7] = KSM_VERSION_MINOR >> 8;
+    b.p[6] = (uint8_t)(minor & 0xff);
+    b.p[7] = (uint8_t)(minor >> 8);
     patch_u32(&b, 8, KSM_HEADER_BYTES);
-    patch_u32(&b, 12, 1u);
+    patch_u32(&b, 12, KSM_FLAG_CHECKSUM | (o.pack ? KSM_FLAG_NEEDS_1_2 : 0));
     patch_u64(&b, 16, b.len);
     patch_u32(&b, 24, num_sections);
     patch_u64(&b, 32, table_off);

@@ -102,4 +102,35 @@ ks_status ks__wcode_decode(const uint8_t *src, size_t src_size, uint64_t num_sca
                            uint32_t scale_bits, uint8_t *scales_out, uint64_t num_rows,
                            uint64_t row_len, int32_t qmax, void *scratch, int8_t *codes_out);
 
+/* Byte coder ("bcode", .ksm 1.2 PACKED section): the same range coder and adaptive bits as
+ * above, for arbitrary bytes b[0..n) (the model's tables: names, shapes, node parameters,
+ * scales). Byte i is coded as 8 adaptive bits, most significant first, each with one of:
+ *   order-1: O[b[i-1]][node] (b[-1] = 0), node the position in the byte's binary tree (1, then
+ *            2 node + bit), 256 x 256 contexts;
+ *   match:   M[len][e], len 1..15, e the bit at the same position of the predicted byte b[P].
+ * Match state (P, len), len 0 = no match; table T of 65536 positions, all 0 at the start. Before
+ * byte i, when len == 0 and i >= 2: x = b[i-2] * 256 + b[i-1]; if T[x] != 0 then P = T[x],
+ * len = 1. While len > 0 the bits use M; a bit that differs from e sets len = 0 and the rest of
+ * the byte uses O. After byte i: T[x] = i (i >= 2, x as above); if len > 0: P += 1,
+ * len = min(len + 1, 15). Every probability starts at 1/2 and adapts with the config's rates
+ * (s1, s2) as above.
+ * Stream layout:
+ *   0  u8   config: bits 0..1 rate set r (as above); bits 2..7 zero
+ *   1  u32  CRC-32 (as in ksm.h) of the decoded bytes followed by their count as u64
+ *   5  u8[] arithmetic-coded part, to the end of the stream; a valid stream leaves V == 0
+ *           after the last bit with every byte consumed (checked, as above) */
+
+/* Scratch bytes bcode needs (the context table). */
+size_t ks__bcode_scratch_bytes(void);
+
+/* Codes src[n] into dst (dst_cap bytes), trying the 4 rate sets and keeping the smallest.
+ * KS_STATUS_LIMIT_EXCEEDED when no stream fits. */
+ks_status ks__bcode_encode(const uint8_t *src, size_t n, void *scratch, uint8_t *dst,
+                           size_t dst_cap, size_t *size_out);
+
+/* Decodes a stream of exactly src_size bytes into dst[n]. KS_STATUS_INVALID_MODEL when it is
+ * malformed or does not decode to exactly n bytes with the stored CRC. Time linear in n. */
+ks_status ks__bcode_decode(const uint8_t *src, size_t src_size, void *scratch, uint8_t *dst,
+                           size_t n);
+
 #endif /* KESTREL_WCODE_H */

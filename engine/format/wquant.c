@@ -345,3 +345,170 @@ error:
     ks__free(a, scratch);
     return st;
 }
+
+/* ---- LOSSLESS (.ksm 1.2): a constant's own bytes, e.g. the I8 weights of a ks-quant model ---- */
+
+ks_status ks__wenc_encode_lossless(const ks_allocator *a, const uint8_t *bytes, size_t num_bytes,
+                                   bool is_i8, uint64_t num_rows, ks__wenc_params *p,
+                                   uint8_t **payload_out, size_t *size_out) {
+    ks_status st = KS_STATUS_OK;
+    uint8_t mask =
+        p->entropy_coders
+            ? p->entropy_coders
+            : (uint8_t)(1u << KS__WCODER_RANS | 1u << KS__WCODER_WCODE | 1u << KS__WCODER_BCODE);
+    size_t cap = num_bytes + ks__rans_bound(num_bytes) + 16;
+    uint8_t *best = ks__alloc(a, cap), *scratch = NULL, *wc = NULL;
+    if (!best) return KS_STATUS_OUT_OF_MEMORY;
+    memcpy(best, bytes, num_bytes);
+    size_t best_size = num_bytes;
+    uint8_t coder = KS__WCODER_RAW;
+    uint32_t rows = 0;
+    /* below the ratio floor a payload would be refused by the reader: no candidate */
+    size_t min_size =
+        num_bytes > KS__WENC_RATIO_SLACK
+            ? (num_bytes - KS__WENC_RATIO_SLACK + KS__WENC_MAX_RATIO - 1) / KS__WENC_MAX_RATIO
+            : 0;
+    if ((mask & (1u << KS__WCODER_RANS)) && num_bytes) {
+        uint8_t *r = ks__alloc(a, cap);
+        size_t n = 0;
+        if (!r) {
+            st = KS_STATUS_OUT_OF_MEMORY;
+            goto error;
+        }
+        st = ks__rans_encode_model(
+            bytes, num_bytes, is_i8 ? KS__RANS_TABLE_INT8 : KS__RANS_TABLE_EXPLICIT, r, cap, &n);
+        if (!st && n < best_size && n >= min_size) {
+            ks__free(a, best);
+            best = r;
+            best_size = n;
+            coder = KS__WCODER_RANS;
+        } else {
+            ks__free(a, r);
+        }
+        st = KS_STATUS_OK;
+    }
+    if ((mask & (1u << KS__WCODER_BCODE)) && num_bytes && best_size > 16) {
+        uint8_t *r = ks__alloc(a, best_size);
+        scratch = ks__alloc(a, ks__bcode_scratch_bytes());
+        if (!r || !scratch) {
+            ks__free(a, r);
+            st = KS_STATUS_OUT_OF_MEMORY;
+            goto error;
+        }
+        size_t n = 0;
+        ks_status bs = ks__bcode_encode(bytes, num_bytes, scratch, r, best_size - 1, &n);
+        if (bs == KS_STATUS_OK && n >= min_size) {
+            ks__free(a, best);
+            best = r;
+            best_size = n;
+            coder = KS__WCODER_BCODE;
+        } else {
+            ks__free(a, r);
+        }
+        ks__free(a, scratch);
+        scratch = NULL;
+    }
+    bool in_range = is_i8 && num_bytes && num_rows && num_rows <= num_bytes &&
+                    num_bytes % num_rows == 0 && num_rows <= UINT32_MAX;
+    for (size_t i = 0; in_range && i < num_bytes; i++)
+        if (bytes[i] == 0x80) in_range = false; /* -128: outside wcode's [-127, 127] */
+    if ((mask & (1u << KS__WCODER_WCODE)) && in_range && best_size > 1) {
+        uint64_t row = num_bytes / num_rows;
+        scratch = ks__alloc(a, ks__wcode_scratch_bytes(row));
+        wc = ks__alloc(a, best_size);
+        if (!scratch || !wc) {
+            st = KS_STATUS_OUT_OF_MEMORY;
+            goto error;
+        }
+        size_t n = 0;
+        ks_status ws = ks__wcode_encode(NULL, 0, 32, (const int8_t *)bytes, num_rows, row, 127,
+                                        scratch, wc, best_size - 1, &n);
+        if (ws == KS_STATUS_OK && n >= min_size) {
+            ks__free(a, best);
+            best = wc;
+            wc = NULL;
+            best_size = n;
+            coder = KS__WCODER_WCODE;
+            rows = (uint32_t)num_rows;
+        } else if (ws != KS_STATUS_OK && ws != KS_STATUS_LIMIT_EXCEEDED) {
+            st = ws;
+            goto error;
+        }
+    }
+    p->encoding = KS__WENC_LOSSLESS;
+    p->coder = coder;
+    p->scale_dtype = 0;
+    p->block_size = rows;
+    *payload_out = best;
+    *size_out = best_size;
+    best = NULL;
+error:
+    ks__free(a, wc);
+    ks__free(a, scratch);
+    ks__free(a, best);
+    return st;
+}
+
+ks_status ks__wenc_decode_lossless(const ks_allocator *a, const uint8_t *payload, size_t size,
+                                   const ks__wenc_params *p, bool is_i8, size_t num_bytes,
+                                   uint8_t *out, char *err, size_t err_cap) {
+    ks_status st = KS_STATUS_INVALID_MODEL;
+    uint8_t *scratch = NULL;
+    bool rows_ok = p->coder == KS__WCODER_WCODE
+                       ? (is_i8 && p->block_size >= 1 && p->block_size <= num_bytes &&
+                          num_bytes % p->block_size == 0)
+                       : p->block_size == 0;
+    if (p->encoding != KS__WENC_LOSSLESS || p->scale_dtype != 0 || p->coder > KS__WCODER_BCODE ||
+        !rows_ok) {
+        ks__fmt(err, err_cap,
+                "bad lossless encoding parameters (coder %u, scale dtype %u, rows %u) for %zu "
+                "bytes%s",
+                p->coder, p->scale_dtype, p->block_size, num_bytes, is_i8 ? "" : " (not I8)");
+        return st;
+    }
+    if ((uint64_t)num_bytes > (uint64_t)KS__WENC_MAX_RATIO * size + KS__WENC_RATIO_SLACK) {
+        ks__fmt(err, err_cap, "%zu bytes from a %zu-byte payload exceed the %ux size limit",
+                num_bytes, size, KS__WENC_MAX_RATIO);
+        return st;
+    }
+    if (p->coder == KS__WCODER_RAW) {
+        if (size != num_bytes) {
+            ks__fmt(err, err_cap, "raw payload is %zu bytes, expected %zu", size, num_bytes);
+            return st;
+        }
+        memcpy(out, payload, num_bytes);
+    } else if (p->coder == KS__WCODER_RANS) {
+        if (ks__rans_decode(payload, size, out, num_bytes) != KS_STATUS_OK) {
+            ks__fmt(err, err_cap, "corrupt rANS stream (%zu bytes for %zu bytes)", size, num_bytes);
+            return st;
+        }
+    } else if (p->coder == KS__WCODER_BCODE) {
+        scratch = ks__alloc(a, ks__bcode_scratch_bytes());
+        if (!scratch) {
+            ks__fmt(err, err_cap, "out of memory decoding %zu bytes", num_bytes);
+            return KS_STATUS_OUT_OF_MEMORY;
+        }
+        if (ks__bcode_decode(payload, size, scratch, out, num_bytes) != KS_STATUS_OK) {
+            ks__fmt(err, err_cap, "corrupt bcode stream (%zu bytes for %zu bytes)", size,
+                    num_bytes);
+            goto error;
+        }
+    } else {
+        uint64_t row = num_bytes / p->block_size;
+        scratch = ks__alloc(a, ks__wcode_scratch_bytes(row));
+        if (!scratch) {
+            ks__fmt(err, err_cap, "out of memory decoding %zu weight codes", num_bytes);
+            return KS_STATUS_OUT_OF_MEMORY;
+        }
+        if (ks__wcode_decode(payload, size, 0, 32, NULL, p->block_size, row, 127, scratch,
+                             (int8_t *)out) != KS_STATUS_OK) {
+            ks__fmt(err, err_cap, "corrupt wcode stream (%zu bytes for %zu codes)", size,
+                    num_bytes);
+            goto error;
+        }
+    }
+    st = KS_STATUS_OK;
+error:
+    ks__free(a, scratch);
+    return st;
+}

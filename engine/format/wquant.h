@@ -31,11 +31,13 @@
 enum {
     KS__WENC_INT8_CHANNEL = 1,
     KS__WENC_INT4_BLOCK = 2,
+    KS__WENC_LOSSLESS = 3, /* since .ksm 1.2: the constant's own bytes, losslessly coded */
 };
 enum {
     KS__WCODER_RAW = 0,
     KS__WCODER_RANS = 1,
     KS__WCODER_WCODE = 2,
+    KS__WCODER_BCODE = 3, /* LOSSLESS only (.ksm 1.2): the bcode byte coder of wcode.h */
 };
 
 #define KS__WENC_MAX_BLOCK 65536u
@@ -71,5 +73,28 @@ ks_status ks__wenc_encode(const ks_allocator *a, const float *w, uint64_t num_el
 ks_status ks__wenc_decode(const ks_allocator *a, const uint8_t *payload, size_t size,
                           const ks__wenc_params *p, uint64_t num_elems, uint64_t num_channels,
                           float *out, char *err, size_t err_cap);
+
+/* LOSSLESS payloads (.ksm 1.2): the tensor keeps its dtype, dims and quantization; the payload
+ * decodes to exactly its num_bytes raw bytes. Coder RAW: the bytes themselves. RANS: one rANS
+ * stream of the bytes (rans.h). BCODE: one bcode stream of the bytes (wcode.h; order-1 context
+ * and match model, e.g. for I32 biases, whose high bytes follow the low ones). WCODE (I8
+ * tensors only): one wcode stream (wcode.h) with no
+ * scales (32-bit scale words, count 0) and num_rows rows of num_bytes / num_rows codes, each in
+ * [-127, 127], row-major in the tensor's byte order. num_rows is stored in the ENCODED entry's
+ * block size field: 1..num_bytes and dividing num_bytes for WCODE, 0 for RAW and RANS. */
+
+/* Codes bytes[num_bytes] (int8 codes when is_i8) into a payload allocated from a: the smallest
+ * of RAW and the coders in p->entropy_coders (0: RANS, BCODE and, for I8, WCODE). Sets p->encoding,
+ * p->coder, p->scale_dtype (0) and p->block_size (rows). */
+ks_status ks__wenc_encode_lossless(const ks_allocator *a, const uint8_t *bytes, size_t num_bytes,
+                                   bool is_i8, uint64_t num_rows, ks__wenc_params *p,
+                                   uint8_t **payload_out, size_t *size_out);
+
+/* Decodes a LOSSLESS payload into out[num_bytes]. KS_STATUS_INVALID_MODEL (err says why) for
+ * any inconsistency, including a payload that would decode to more than
+ * KS__WENC_MAX_RATIO x its size + KS__WENC_RATIO_SLACK bytes. */
+ks_status ks__wenc_decode_lossless(const ks_allocator *a, const uint8_t *payload, size_t size,
+                                   const ks__wenc_params *p, bool is_i8, size_t num_bytes,
+                                   uint8_t *out, char *err, size_t err_cap);
 
 #endif /* KESTREL_WQUANT_H */

@@ -1,7 +1,9 @@
-/* ks-convert IN.{tflite,onnx} OUT.ksm [--no-optimize] [--weights fp32|fp16|int8|int4]
- *            [--entropy] [--block N]
+/* ks-convert IN.{tflite,onnx,ksm} OUT.ksm [--no-optimize] [--weights fp32|fp16|int8|int4]
+ *            [--entropy] [--block N] [--pack]
  * Imports a TFLite or ONNX model, optimizes the graph and writes a .ksm file, optionally with
- * compressed conv/FC weights (see ksm.h, "Weight-only compression"). */
+ * compressed conv/FC weights (see ksm.h, "Weight-only compression"). A .ksm input is rewritten
+ * as it is (no optimization), e.g. to pack an int8 model made by ks-quant (--entropy or --pack:
+ * format 1.2 lossless packing, see ksm.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,23 +15,29 @@
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: ks-convert IN.{tflite,onnx} OUT.ksm [--no-optimize] [--quiet]\n"
+            "usage: ks-convert IN.{tflite,onnx,ksm} OUT.ksm [--no-optimize] [--quiet]\n"
             "                  [--weights fp32|fp16|int8|int4] [--entropy]\n"
-            "                  [--coder best|rans|wcode] [--block N]\n"
-            "  Converts a TFLite or ONNX model into Kestrel's .ksm format.\n"
+            "                  [--coder best|rans|wcode] [--block N] [--pack]\n"
+            "  Converts a TFLite or ONNX model into Kestrel's .ksm format, or rewrites a .ksm\n"
+            "  (as it is, e.g. an int8 model from ks-quant).\n"
             "  --weights  storage of conv/FC weights: fp16, int8 (per output channel) or int4\n"
             "             (per block of N input values, default 32); int8/int4 are decoded to\n"
             "             fp32 at load\n"
             "  --entropy  entropy-code the int8/int4 weight codes (lossless)\n"
             "  --coder    with --entropy: best (default: per tensor the smallest of raw, rANS\n"
             "             and wcode), rans (static order-0 rANS) or wcode (context-adaptive\n"
-            "             arithmetic coding, also codes the scales)\n");
+            "             arithmetic coding, also codes the scales)\n"
+            "  --pack     lossless format 1.2 packing (needs Kestrel >= 1.2 to load): every\n"
+            "             constant entropy-coded where smaller (int8 weights of quantized\n"
+            "             models included), zero points omitted, tables compressed; with a\n"
+            "             .ksm input, --entropy alone means --pack\n");
 }
 
 int main(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     int optimize = 1, quiet = 0, coder_set = 0;
-    ks__ksm_write_opts wopts = {KS__KSM_WEIGHTS_FP32, false, 0, false, 0};
+    ks__ksm_write_opts wopts = {KS__KSM_WEIGHTS_FP32, false, 0, false, 0, false};
+    int weights_set = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--weights") == 0 && i + 1 < argc) {
             const char *v = argv[++i];
@@ -45,6 +53,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "ks-convert: --weights %s: expected fp32, fp16, int8 or int4\n", v);
                 return 2;
             }
+            weights_set = 1;
         } else if (strcmp(argv[i], "--entropy") == 0)
             wopts.entropy = true;
         else if (strcmp(argv[i], "--coder") == 0 && i + 1 < argc) {
@@ -68,7 +77,9 @@ int main(int argc, char **argv) {
                 return 2;
             }
             wopts.block_size = (uint32_t)v;
-        } else if (strcmp(argv[i], "--no-optimize") == 0)
+        } else if (strcmp(argv[i], "--pack") == 0)
+            wopts.pack = true;
+        else if (strcmp(argv[i], "--no-optimize") == 0)
             optimize = 0;
         else if (strcmp(argv[i], "--quiet") == 0)
             quiet = 1;
@@ -92,15 +103,6 @@ int main(int argc, char **argv) {
         usage();
         return 2;
     }
-    if (wopts.entropy && wopts.weights != KS__KSM_WEIGHTS_INT8 &&
-        wopts.weights != KS__KSM_WEIGHTS_INT4) {
-        fprintf(stderr, "ks-convert: --entropy needs --weights int8 or int4\n");
-        return 2;
-    }
-    if (coder_set && !wopts.entropy) {
-        fprintf(stderr, "ks-convert: --coder needs --entropy\n");
-        return 2;
-    }
     char err[1024] = "";
     uint8_t *buf = NULL;
     size_t n = 0;
@@ -109,12 +111,35 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ks-convert: %s\n", err);
         return 1;
     }
+    bool ksm_in = n >= 4 && memcmp(buf, KSM_MAGIC, 4) == 0;
+    /* an already converted (e.g. quantized) model: --entropy can only mean lossless packing */
+    if (ksm_in && wopts.entropy && !weights_set) {
+        wopts.entropy = false;
+        wopts.pack = true;
+    }
+    if ((wopts.entropy && wopts.weights != KS__KSM_WEIGHTS_INT8 &&
+         wopts.weights != KS__KSM_WEIGHTS_INT4) ||
+        (coder_set && !wopts.entropy && !wopts.pack)) {
+        fprintf(stderr, "ks-convert: %s\n",
+                coder_set && !wopts.entropy && !wopts.pack
+                    ? "--coder needs --entropy or --pack"
+                    : "--entropy needs --weights int8 or int4 (or a .ksm input)");
+        free(buf);
+        return 2;
+    }
     const char *base = strrchr(in, '/');
     base = base ? base + 1 : in;
     ks__graph g;
     ks__graph_init(&g, NULL);
-    st = ks__import_any(buf, n, base, &g, err, sizeof(err));
-    free(buf);
+    if (ksm_in) {
+        /* the graph keeps pointing into buf, so buf lives until the graph is written */
+        st = ks__ksm_read(buf, n, true, &g, err, sizeof(err));
+        optimize = 0;
+    } else {
+        st = ks__import_any(buf, n, base, &g, err, sizeof(err));
+        free(buf);
+        buf = NULL;
+    }
     uint32_t nodes_before = g.num_nodes;
     if (!st && optimize) st = ks__graph_optimize(&g, err, sizeof(err));
     if (!st) st = ks__graph_validate(&g, err, sizeof(err));
@@ -122,11 +147,13 @@ int main(int argc, char **argv) {
     if (st) {
         fprintf(stderr, "ks-convert: %s: %s\n", ks_status_string(st), err);
         ks__graph_free(&g);
+        free(buf);
         return 1;
     }
     if (!quiet)
         printf("ks-convert: %s -> %s: %u nodes (%u before optimization), %u tensors\n", in, out,
                g.num_nodes, nodes_before, g.num_tensors);
     ks__graph_free(&g);
+    free(buf);
     return 0;
 }

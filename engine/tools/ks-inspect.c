@@ -1,4 +1,5 @@
-/* ks-inspect MODEL.ksm [--nodes] [--svg OUT.svg] [--ops-only]
+/* ks-inspect MODEL.ksm [--nodes] [--svg OUT.svg] [--ops-only] [--sizes]
+ * --sizes: where the file's bytes go (sections, tensor table parts, constants by dtype).
  * Shows a model's inputs/outputs, metadata, op histogram, per-node parameters and shapes, FLOPs
  * and the memory plan, and renders the graph as an SVG picture. */
 #include <stdio.h>
@@ -166,9 +167,68 @@ static void print_weight_storage(const char *path) {
     free(buf);
 }
 
+static void print_sizes(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    uint8_t *buf = NULL;
+    long len = -1;
+    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
+    if (len > 0 && fseek(f, 0, SEEK_SET) == 0) buf = malloc((size_t)len);
+    if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (!buf) return;
+    ks__ksm_sizes z;
+    if (ks__ksm_sizes_of(buf, (size_t)len, &z) != KS_STATUS_OK) {
+        printf("sizes: not available\n");
+        free(buf);
+        return;
+    }
+    static const char *kinds[8] = {"",         "META",    "TENSORS", "NODES",
+                                   "GRAPH_IO", "WEIGHTS", "ENCODED", "PACKED"};
+    printf("sizes (format %u.%u): %llu bytes\n", buf[4] | buf[5] << 8, buf[6] | buf[7] << 8,
+           (unsigned long long)z.file_bytes);
+    uint64_t in_sections = 0;
+    for (int k = 1; k < 8; k++)
+        in_sections += z.section_bytes[k];
+    printf("  %-10s %10llu  (header, section table, alignment)\n", "other",
+           (unsigned long long)(z.file_bytes - in_sections));
+    for (int k = 1; k < 8; k++) {
+        if (!z.section_bytes[k] && !z.packed_section_bytes[k]) continue;
+        if (z.section_bytes[k])
+            printf("  %-10s %10llu", kinds[k], (unsigned long long)z.section_bytes[k]);
+        else
+            printf("  %-10s %10s  (%llu unpacked, inside PACKED)", kinds[k], "-",
+                   (unsigned long long)z.packed_section_bytes[k]);
+        if (k == KSM_SECTION_PACKED) {
+            uint64_t u = 0;
+            for (int j = 1; j < 8; j++)
+                u += z.packed_section_bytes[j];
+            printf("  (%llu bytes of tables unpacked, %.1f%%)", (unsigned long long)u,
+                   u ? 100.0 * (double)z.section_bytes[k] / (double)u : 0.0);
+        }
+        printf("\n");
+    }
+    printf("  tensor table: %u tensors; names %llu, scales %llu, zero points %llu, other %llu\n",
+           z.num_tensors, (unsigned long long)z.name_bytes, (unsigned long long)z.scale_bytes,
+           (unsigned long long)z.zero_point_bytes, (unsigned long long)z.record_bytes);
+    printf("  weights: %u constants (%u encoded), %llu bytes stored, %llu padding\n",
+           z.num_constants, z.num_encoded, (unsigned long long)z.stored_bytes,
+           (unsigned long long)z.padding_bytes);
+    for (int d = 0; d < 16; d++)
+        if (z.dtype_raw_bytes[d] || z.dtype_stored_bytes[d])
+            printf("    %-5s %10llu bytes stored for %llu bytes of values\n",
+                   d < KS_DTYPE_COUNT ? ks_dtype_string((ks_dtype)d) : "?",
+                   (unsigned long long)z.dtype_stored_bytes[d],
+                   (unsigned long long)z.dtype_raw_bytes[d]);
+    free(buf);
+}
+
 int main(int argc, char **argv) {
     const char *path = NULL, *svg = NULL;
-    int show_nodes = 0, ops_only = 0;
+    int show_nodes = 0, ops_only = 0, sizes = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--svg") == 0 && i + 1 < argc)
             svg = argv[++i];
@@ -176,15 +236,20 @@ int main(int argc, char **argv) {
             show_nodes = 1;
         else if (strcmp(argv[i], "--ops-only") == 0)
             ops_only = 1;
+        else if (strcmp(argv[i], "--sizes") == 0)
+            sizes = 1;
         else if (argv[i][0] != '-' && !path)
             path = argv[i];
         else {
-            fprintf(stderr, "usage: ks-inspect MODEL.ksm [--nodes] [--svg OUT.svg] [--ops-only]\n");
+            fprintf(
+                stderr,
+                "usage: ks-inspect MODEL.ksm [--nodes] [--svg OUT.svg] [--ops-only] [--sizes]\n");
             return 2;
         }
     }
     if (!path) {
-        fprintf(stderr, "usage: ks-inspect MODEL.ksm [--nodes] [--svg OUT.svg] [--ops-only]\n");
+        fprintf(stderr,
+                "usage: ks-inspect MODEL.ksm [--nodes] [--svg OUT.svg] [--ops-only] [--sizes]\n");
         return 2;
     }
     ks_model *m = NULL;
@@ -228,6 +293,7 @@ int main(int argc, char **argv) {
     printf("nodes: %u, tensors: %u, weights: %llu bytes\n", g->num_nodes, g->num_tensors,
            (unsigned long long)weight_bytes);
     print_weight_storage(path);
+    if (sizes) print_sizes(path);
     printf("op histogram:\n");
     for (uint32_t op = 0; op < KS_OP_MAX_ID; op++)
         if (hist[op]) printf("  %-28s %u\n", ks__op_get_info(op)->name, hist[op]);

@@ -70,13 +70,63 @@ int main(int argc, char **argv) {
         rc |= write_seed(argv[1], "conv_pool.ksm", &g);
         /* the same graph with coded weights, so the fuzzer reaches the ENCODED section (.ksm 1.1)
          */
-        const ks__ksm_write_opts coded[2] = {{.weights = KS__KSM_WEIGHTS_INT8, .entropy = true},
-                                             {.weights = KS__KSM_WEIGHTS_INT4, .entropy = true}};
-        const char *names[2] = {"conv_pool_int8_rans.ksm", "conv_pool_int4_rans.ksm"};
-        for (int k = 0; k < 2; k++) {
+        /* ... and packed (.ksm 1.2: PACKED tables, LOSSLESS constants, unaligned payloads) */
+        const ks__ksm_write_opts coded[4] = {
+            {.weights = KS__KSM_WEIGHTS_INT8, .entropy = true},
+            {.weights = KS__KSM_WEIGHTS_INT4, .entropy = true},
+            {.pack = true},
+            {.weights = KS__KSM_WEIGHTS_INT8, .entropy = true, .pack = true}};
+        const char *names[4] = {"conv_pool_int8_rans.ksm", "conv_pool_int4_rans.ksm",
+                                "conv_pool_packed.ksm", "conv_pool_int8_packed.ksm"};
+        for (int k = 0; k < 4; k++) {
             char path[4096], err[256];
             snprintf(path, sizeof(path), "%s/%s", argv[1], names[k]);
             if (ks__ksm_write_file_ex(&g, &coded[k], path, err, sizeof(err))) {
+                fprintf(stderr, "gen_seeds_ksm: %s\n", err);
+                rc = 1;
+            }
+        }
+        ks__graph_free(&g);
+    }
+    /* 3: an int8 conv as ks-quant writes it (I8 per-channel weights with zero zero points, I32
+     * bias), packed: reaches zero-point omission and LOSSLESS I8 payloads (wcode, rANS) */
+    {
+        ks__graph g;
+        ks__graph_init(&g, NULL);
+        int64_t dx[4] = {1, 4, 4, 4}, dw[4] = {8, 3, 3, 4}, db[1] = {8}, dy[4] = {1, 4, 4, 8};
+        int32_t x, xq, w, b, y, yf;
+        int8_t wv[288];
+        int32_t bv[8] = {100, -200, 300, -400, 5, 6, -7, 8}, zeros[8] = {0}, zq = 1;
+        float ws[8] = {0.01f, 0.02f, 0.015f, 0.03f, 0.01f, 0.02f, 0.015f, 0.03f}, sq = 0.05f;
+        /* small codes, as real weights are, so every coder (wcode too) beats raw */
+        for (int i = 0; i < 288; i++)
+            wv[i] = (int8_t)(((i * 29) % 15 - 7) / (1 + i % 3));
+        ks__graph_add_tensor(&g, "x", KS_DTYPE_F32, 4, dx, &x);
+        ks__graph_add_tensor(&g, "xq", KS_DTYPE_I8, 4, dx, &xq);
+        ks__graph_set_quant(&g, xq, 1, 0, &sq, &zq);
+        ks__graph_add_tensor(&g, "w", KS_DTYPE_I8, 4, dw, &w);
+        ks__graph_set_const(&g, w, wv, sizeof(wv), true);
+        ks__graph_set_quant(&g, w, 8, 0, ws, zeros);
+        ks__graph_add_tensor(&g, "b", KS_DTYPE_I32, 1, db, &b);
+        ks__graph_set_const(&g, b, bv, sizeof(bv), true);
+        ks__graph_add_tensor(&g, "y", KS_DTYPE_I8, 4, dy, &y);
+        ks__graph_set_quant(&g, y, 1, 0, &sq, &zq);
+        ks__graph_add_tensor(&g, "yf", KS_DTYPE_F32, 4, dy, &yf);
+        int32_t in[3] = {xq, w, b};
+        uint32_t ci;
+        ks__graph_add_node(&g, KS_OP_QUANTIZE, "q", 1, &x, 1, &xq, NULL);
+        ks__graph_add_node(&g, KS_OP_CONV2D, "conv", 3, in, 1, &y, &ci);
+        g.nodes[ci].ip[0] = g.nodes[ci].ip[1] = g.nodes[ci].ip[2] = g.nodes[ci].ip[3] = 1;
+        g.nodes[ci].ip[8] = KS_PAD_SAME_UPPER;
+        ks__graph_add_node(&g, KS_OP_DEQUANTIZE, "dq", 1, &y, 1, &yf, NULL);
+        ks__graph_set_io(&g, 1, &x, 1, &yf);
+        rc |= write_seed(argv[1], "conv_int8.ksm", &g);
+        for (int k = 0; k < 4; k++) { /* best, rANS, wcode, bcode */
+            char path[4096], err[256];
+            ks__ksm_write_opts o = {.pack = true,
+                                    .entropy_coders = (uint8_t)(k == 0 ? 0 : 1u << k)};
+            snprintf(path, sizeof(path), "%s/conv_int8_packed_%d.ksm", argv[1], k);
+            if (ks__ksm_write_file_ex(&g, &o, path, err, sizeof(err))) {
                 fprintf(stderr, "gen_seeds_ksm: %s\n", err);
                 rc = 1;
             }

@@ -68,7 +68,7 @@ static float *fill_rand(int64_t n) {
 }
 
 static bool is_perf_variant(const ks__impl *im) {
-    return strstr(im->name, "__avx") != NULL &&
+    return (strstr(im->name, "__avx") != NULL || strstr(im->name, "__neon") != NULL) &&
            (strncmp(im->name, "ks_x32_", 7) == 0 || strstr(im->name, "_perf") != NULL ||
             strstr(im->name, "smallco") != NULL || strstr(im->name, "dwrow") != NULL ||
             strstr(im->name, "deconv_tile") != NULL);
@@ -383,8 +383,9 @@ static void deconv_tile_case(int64_t n, int64_t h, int64_t w, int64_t ci, int64_
              "deconv tile n%lld %lldx%lldx%lld -> co %lld k=s=%lld pad %d act %d", (long long)n,
              (long long)h, (long long)w, (long long)ci, (long long)co, (long long)k, pad_mode, act);
     int accepted = check_node(&node, t, bias ? 3 : 2, 1, TOL_F32_REL * sqrt((double)ci), what);
-    if ((ks__cpu_isa() & KS_ISA_AVX512) && co * k * k <= 16 && accepted == 0)
-        fail_msg("%s: no perf variant", what);
+    bool lanes_fit = ((ks__cpu_isa() & KS_ISA_AVX512) && co * k * k <= 16) ||
+                     ((ks__cpu_isa() & KS_ISA_NEON) && co * k * k <= 4);
+    if (lanes_fit && accepted == 0) fail_msg("%s: no perf variant", what);
     free(xd);
     free(wd);
     free(bd);

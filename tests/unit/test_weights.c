@@ -162,7 +162,7 @@ static ks_model *load(const uint8_t *img, size_t n) {
 }
 
 static uint8_t *write_opts(const ks__graph *g, ks__ksm_weights w, bool entropy, size_t *n) {
-    ks__ksm_write_opts o = {w, entropy, 0, false, 1u << KS__WCODER_RANS};
+    ks__ksm_write_opts o = {w, entropy, 0, false, 1u << KS__WCODER_RANS, false};
     uint8_t *img = NULL;
     char err[256];
     ks_status st = ks__ksm_write_ex(g, &o, &img, n, err, sizeof(err));
@@ -214,7 +214,11 @@ static void test_decode_exact(void **state) {
     build_graph(&g);
     for (int mode = 0; mode < 4; mode++) {
         ks__ksm_write_opts o = {mode < 2 ? KS__KSM_WEIGHTS_INT8 : KS__KSM_WEIGHTS_INT4,
-                                (mode & 1) != 0, mode >= 2 ? 16u : 0u, false, 0};
+                                (mode & 1) != 0,
+                                mode >= 2 ? 16u : 0u,
+                                false,
+                                0,
+                                false};
         uint8_t *img = NULL;
         size_t n = 0;
         char err[256];
