@@ -1,7 +1,7 @@
 /* A thin fp32 vector layer so the elementwise/softmax/resize/copy kernels are written once and
- * compiled per ISA: the files in x86/avx512/ include their x86/avx2/ twins, and the compiler
- * flags of each directory (__AVX512F__ or not) select the vector width here. Not a published
- * API; include only from x86 ISA sources.
+ * compiled per ISA: the files in x86/avx512/ and arm/neon/ include their x86/avx2/ twins, and the
+ * compiler flags of each directory select the branch here: AVX-512 (16 lanes), AArch64 NEON (4
+ * lanes) or AVX2 (8 lanes). Not a published API; include only from ISA sources.
  *
  * Comparison semantics follow the x86 instructions: v_max(a, b) is `a > b ? a : b` and v_min(a,
  * b) is `a < b ? a : b` (the second operand wins on NaN and on equal zeros), which is exactly
@@ -10,7 +10,11 @@
 #ifndef KESTREL_X86_F32_VSIMD_H
 #define KESTREL_X86_F32_VSIMD_H
 
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#else
 #include <immintrin.h>
+#endif
 #include <stddef.h>
 #include <stdint.h>
 
@@ -129,6 +133,144 @@ static inline vd v_dset1(double x) {
 /* Rounds two double vectors (lanes 0..V_N/2-1 and the rest) into one float vector. */
 static inline vf v_from_d(vd lo, vd hi) {
     return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);
+}
+
+#elif defined(__aarch64__)
+/* AArch64 Advanced SIMD, 4 lanes. Every op reproduces the x86 semantics above rather than the
+ * natural NEON instruction where the two differ: FMAX/FMIN propagate NaN and order -0 < +0, so
+ * v_max/v_min are compare + select; masked loads/stores of tails go through a stack buffer so
+ * nothing past p[n - 1] is touched; v_ldexp is the two-step scaling of the AVX2 branch. */
+#define V_N 4
+#define V_ISA KS_ISA_NEON
+#define V_SYM(base) ks_f32_##base##__neon
+#define V_NAME(base) "ks_f32_" #base "__neon"
+
+typedef float32x4_t vf;
+typedef uint32x4_t vm;
+typedef float64x2_t vd;
+
+static inline vm v_tail(size_t n) {
+    static const uint32_t k_lane[4] = {0, 1, 2, 3};
+    return vcltq_u32(vld1q_u32(k_lane), vdupq_n_u32((uint32_t)(n < V_N ? n : V_N)));
+}
+static inline vf v_load(const float *p) {
+    return vld1q_f32(p);
+}
+static inline void v_store(float *p, vf v) {
+    vst1q_f32(p, v);
+}
+/* Lanes n.. are zero, as with the x86 masked loads. */
+static inline vf v_loadn(const float *p, size_t n) {
+    float buf[V_N] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (size_t k = 0; k < n && k < V_N; k++)
+        buf[k] = p[k];
+    return vld1q_f32(buf);
+}
+static inline void v_storen(float *p, vf v, size_t n) {
+    float buf[V_N];
+    vst1q_f32(buf, v);
+    for (size_t k = 0; k < n && k < V_N; k++)
+        p[k] = buf[k];
+}
+static inline vf v_set1(float x) {
+    return vdupq_n_f32(x);
+}
+static inline vf v_add(vf a, vf b) {
+    return vaddq_f32(a, b);
+}
+static inline vf v_sub(vf a, vf b) {
+    return vsubq_f32(a, b);
+}
+static inline vf v_mul(vf a, vf b) {
+    return vmulq_f32(a, b);
+}
+static inline vf v_div(vf a, vf b) {
+    return vdivq_f32(a, b);
+}
+/* a * b + c, one rounding */
+static inline vf v_fmadd(vf a, vf b, vf c) {
+    return vfmaq_f32(c, a, b);
+}
+/* c - a * b, one rounding */
+static inline vf v_fnmadd(vf a, vf b, vf c) {
+    return vfmsq_f32(c, a, b);
+}
+static inline vf v_max(vf a, vf b) {
+    return vbslq_f32(vcgtq_f32(a, b), a, b);
+}
+static inline vf v_min(vf a, vf b) {
+    return vbslq_f32(vcltq_f32(a, b), a, b);
+}
+static inline vf v_sqrt(vf a) {
+    return vsqrtq_f32(a);
+}
+static inline vf v_sel(vm m, vf t, vf f) {
+    return vbslq_f32(m, t, f);
+}
+static inline vm v_lt(vf a, vf b) {
+    return vcltq_f32(a, b);
+}
+static inline vm v_ge(vf a, vf b) {
+    return vcgeq_f32(a, b);
+}
+static inline vm v_isnan(vf a) {
+    return vmvnq_u32(vceqq_f32(a, a));
+}
+static inline vf v_and(vf a, vf b) {
+    return vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(a), vreinterpretq_u32_f32(b)));
+}
+static inline vf v_xor(vf a, vf b) {
+    return vreinterpretq_f32_u32(veorq_u32(vreinterpretq_u32_f32(a), vreinterpretq_u32_f32(b)));
+}
+static inline vf v_or(vf a, vf b) {
+    return vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(a), vreinterpretq_u32_f32(b)));
+}
+/* ~a & b, as _mm256_andnot_ps */
+static inline vf v_andnot(vf a, vf b) {
+    return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(b), vreinterpretq_u32_f32(a)));
+}
+/* to nearest, ties to even (FRINTN), as _MM_FROUND_TO_NEAREST_INT */
+static inline vf v_round(vf a) {
+    return vrndnq_f32(a);
+}
+/* p * 2^n for integral n in [-150, 128], in the two steps of the AVX2 branch (same results). */
+static inline vf v_ldexp(vf p, vf n) {
+    int32x4_t k = vcvtnq_s32_f32(n);
+    int32x4_t k1 = vshrq_n_s32(k, 1);
+    int32x4_t k2 = vsubq_s32(k, k1);
+    int32x4_t bias = vdupq_n_s32(127);
+    vf s1 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(k1, bias), 23));
+    vf s2 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(k2, bias), 23));
+    return vmulq_f32(vmulq_f32(p, s1), s2);
+}
+static inline float v_hmax(vf a) {
+    vf m = v_max(a, vextq_f32(a, a, 2));
+    m = v_max(m, vextq_f32(m, m, 1));
+    return vgetq_lane_f32(m, 0);
+}
+static inline vd v_dzero(void) {
+    return vdupq_n_f64(0.0);
+}
+static inline vd v_dadd(vd a, vd b) {
+    return vaddq_f64(a, b);
+}
+static inline vd v_dlo(vf a) {
+    return vcvt_f64_f32(vget_low_f32(a));
+}
+static inline vd v_dhi(vf a) {
+    return vcvt_high_f64_f32(a);
+}
+static inline double v_dsum(vd a) {
+    return vgetq_lane_f64(a, 0) + vgetq_lane_f64(a, 1);
+}
+static inline vd v_dmul(vd a, vd b) {
+    return vmulq_f64(a, b);
+}
+static inline vd v_dset1(double x) {
+    return vdupq_n_f64(x);
+}
+static inline vf v_from_d(vd lo, vd hi) {
+    return vcvt_high_f32_f64(vcvt_f32_f64(lo), hi);
 }
 
 #else /* AVX2 + FMA */

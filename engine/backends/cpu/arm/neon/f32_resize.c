@@ -1,0 +1,3 @@
+/* The NEON build of x86/avx2/f32_resize.c (RESIZE):
+ * the same source with 4-lane vectors, from the __aarch64__ branch of x86/avx2/f32_vsimd.h. */
+#include "../../x86/avx2/f32_resize.c"
