@@ -54,6 +54,8 @@ typedef enum ks__act {
     KS_ACT_HARD_SWISH = 7,
     KS_ACT_SILU = 8,  /* x * sigmoid(x) (SiLU / swish); older readers apply it as identity */
     KS_ACT_PRELU = 9, /* CONV2D only: x >= 0 ? x : slope[c] * x, slopes from conv input 4 */
+    /* Quantized CONV2D with ip[12] == 1 only: y = table[intermediate], table from input 4. */
+    KS_ACT_TABLE = 10,
     KS_ACT_COUNT
 } ks__act;
 

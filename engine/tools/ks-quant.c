@@ -4,7 +4,10 @@
  *
  * Steps: decode the calibration images and preprocess them into the model input; run the fp32
  * model on each with every intermediate kept (KS_SESSION_KEEP_ALL_TENSORS, as ks-run --dump-all)
- * and collect per-tensor statistics; pick I8 params per tensor; quantize conv/FC weights per
+ * and collect per-tensor and per-channel statistics; equalize per-channel ranges across conv
+ * pairs (exact fp32 rewrite, checked against the original outputs) and calibrate again; pick I8
+ * params per tensor (MSE clipping by default); keep the layers computing the outputs in fp32;
+ * correct conv biases for the int8 weights' mean error; quantize conv/FC weights per
  * output channel; rewrite the graph with QUANTIZE/DEQUANTIZE at the int8/fp32 borders; then run
  * the int8 graph against fp32 on a few images, measure per-layer cosine similarity and per-layer
  * time, and return layers to fp32 where the cosine is below --min-cosine or int8 is slower. */
@@ -26,6 +29,10 @@
 
 #define MAX_MODEL_BYTES ((size_t)1 << 31)
 #define MAX_SKIP 256
+#define MAX_CROPS 6 /* --calibration-crops */
+/* Equalization is an exact fp32 rewrite; outputs moving by more than this (relative to each
+ * output's largest magnitude) mean a bug, and the pass is dropped. */
+#define EQUALIZE_TOLERANCE 1e-4
 
 typedef struct preprocess {
     float mean[3], scale[3];
@@ -40,12 +47,17 @@ typedef struct options {
     double percentile, min_cosine, min_output_cosine;
     int max_images, eval_images, bench_runs, max_rounds;
     int speed_check, quiet;
+    int equalize;           /* cross-layer equalization (equalize.c), on by default */
+    int bias_correction;    /* 0 off, 1 empirical, 2 analytic (default) */
+    int int8_output_layers; /* quantize the layers that compute the model outputs too */
+    int crops;              /* --calibration-crops: extra crops per calibration image */
     char *skip[MAX_SKIP];
     int num_skip;
     char *skip_buf;
     char *outputs[MAX_SKIP]; /* --outputs: graph outputs the output check considers */
     int num_outputs;
     char *outputs_buf;
+    char passes[256]; /* what the data-free passes did, for the report and metadata */
 } options;
 
 typedef struct image_list {
@@ -66,8 +78,10 @@ static void usage(void) {
             "  --preprocess SPEC            mean=M[:M:M],scale=S[:S:S],layout=nhwc|nchw,\n"
             "                               size=WxH,color=rgb|bgr (default: the model's\n"
             "                               'preprocess' metadata, else mean=0,scale=1/255)\n"
-            "  --calibration-method M       minmax | percentile | kl | mse (default percentile)\n"
+            "  --calibration-method M       minmax | percentile | kl | mse (default mse)\n"
             "  --percentile P               for percentile, in (50, 100] (default 99.99)\n"
+            "  --calibration-crops N        also calibrate on N square crops of each image\n"
+            "                               (0..6, default 0; for models fed crops)\n"
             "  --skip NAME,...              keep these layers (node or output names) in fp32\n"
             "  --min-cosine C               keep in fp32 the layers whose own int8 output (from\n"
             "                               exact fp32 inputs) has a cosine similarity vs fp32\n"
@@ -80,6 +94,13 @@ static void usage(void) {
             "  --eval-images N              images for the cosine checks, spread over the\n"
             "                               calibration set (default 4)\n"
             "  --no-speed-check             keep int8 layers even where measured slower\n"
+            "  --no-equalize                no cross-layer equalization of per-channel ranges\n"
+            "  --bias-correction M          analytic (default: the int8 weights' expected\n"
+            "                               error) | empirical (the int8 model's mean error per\n"
+            "                               channel, measured layer by layer)\n"
+            "  --no-bias-correction         no bias correction\n"
+            "  --int8-output-layers         quantize the layers that compute the model outputs\n"
+            "                               too (default: they stay fp32, see docs)\n"
             "  --report FILE.md|FILE.json   per-layer cosine similarity, worst first\n"
             "  --bench N                    time fp32 and int8 interleaved, N runs, 1 thread\n"
             "  --quiet                      no progress bar\n");
@@ -185,7 +206,7 @@ static int parse_preprocess(const char *spec, preprocess *pp, char *err, size_t 
 }
 
 static int parse_args(int argc, char **argv, options *o) {
-    o->method = KSQ_METHOD_PERCENTILE;
+    o->method = KSQ_METHOD_MSE;
     o->percentile = 99.99;
     o->min_cosine = 0.999;
     o->min_output_cosine = 0.99;
@@ -193,6 +214,8 @@ static int parse_args(int argc, char **argv, options *o) {
     o->eval_images = 4;
     o->max_rounds = 16;
     o->speed_check = 1;
+    o->equalize = 1;
+    o->bias_correction = 2;
     const char *skip_arg = NULL, *outputs_arg = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -238,6 +261,8 @@ static int parse_args(int argc, char **argv, options *o) {
             if (parse_int(argv[++i], 1, 100000, &o->max_images)) goto bad_int;
         } else if (strcmp(a, "--eval-images") == 0 && has) {
             if (parse_int(argv[++i], 1, 1000, &o->eval_images)) goto bad_int;
+        } else if (strcmp(a, "--calibration-crops") == 0 && has) {
+            if (parse_int(argv[++i], 0, MAX_CROPS, &o->crops)) goto bad_int;
         } else if (strcmp(a, "--bench") == 0 && has) {
             if (parse_int(argv[++i], 1, 100000, &o->bench_runs)) goto bad_int;
         } else if (strcmp(a, "--skip") == 0 && has) {
@@ -248,6 +273,23 @@ static int parse_args(int argc, char **argv, options *o) {
             o->report_path = argv[++i];
         } else if (strcmp(a, "--no-speed-check") == 0) {
             o->speed_check = 0;
+        } else if (strcmp(a, "--no-equalize") == 0) {
+            o->equalize = 0;
+        } else if (strcmp(a, "--no-bias-correction") == 0) {
+            o->bias_correction = 0;
+        } else if (strcmp(a, "--int8-output-layers") == 0) {
+            o->int8_output_layers = 1;
+        } else if (strcmp(a, "--bias-correction") == 0 && has) {
+            const char *v = argv[++i];
+            if (strcmp(v, "empirical") == 0)
+                o->bias_correction = 1;
+            else if (strcmp(v, "analytic") == 0)
+                o->bias_correction = 2;
+            else {
+                fprintf(stderr, "ks-quant: --bias-correction: '%s' is not empirical or analytic\n",
+                        v);
+                return -1;
+            }
         } else if (strcmp(a, "--quiet") == 0) {
             o->quiet = 1;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -474,7 +516,37 @@ static int input_shape(const ks_model *m, preprocess *pp, ks_tensor_shape *shape
     return 0;
 }
 
-static int fill_input(ks_session *s, const preprocess *pp, const char *path) {
+/* Calibration crops (--calibration-crops): side as a share of the photo's shorter side, centre
+ * as a share of its width and height. Crop-fed models (landmarks, pose) see one subject filling
+ * the input, which the whole stretched photos of a calibration folder rarely show. */
+static const float k_crops[MAX_CROPS][3] = {
+    {0.8f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.4f}, {0.6f, 0.3f, 0.5f},
+    {0.6f, 0.7f, 0.5f}, {0.4f, 0.5f, 0.3f}, {0.7f, 0.5f, 0.6f},
+};
+
+/* Narrows img to crop k (1..MAX_CROPS; 0: the whole image) by moving its plane pointer. */
+static void crop_view(ks_image *img, int k) {
+    int bpp = img->format == KS_PIXEL_FORMAT_RGB || img->format == KS_PIXEL_FORMAT_BGR     ? 3
+              : img->format == KS_PIXEL_FORMAT_RGBA || img->format == KS_PIXEL_FORMAT_BGRA ? 4
+              : img->format == KS_PIXEL_FORMAT_GRAY                                        ? 1
+                                                                                           : 0;
+    if (k < 1 || k > MAX_CROPS || !bpp) return;
+    int32_t w = img->width_px, h = img->height_px, shorter = w < h ? w : h;
+    int32_t side = (int32_t)(k_crops[k - 1][0] * (float)shorter);
+    if (side < 8) return;
+    int32_t x0 = (int32_t)(k_crops[k - 1][1] * (float)w) - side / 2;
+    int32_t y0 = (int32_t)(k_crops[k - 1][2] * (float)h) - side / 2;
+    x0 = x0 < 0 ? 0 : (x0 + side > w ? w - side : x0);
+    y0 = y0 < 0 ? 0 : (y0 + side > h ? h - side : y0);
+    int32_t stride = img->stride_bytes[0] ? img->stride_bytes[0] : w * bpp;
+    img->planes[0] =
+        (const uint8_t *)img->planes[0] + (size_t)y0 * (size_t)stride + (size_t)x0 * (size_t)bpp;
+    img->stride_bytes[0] = stride;
+    img->width_px = side;
+    img->height_px = side;
+}
+
+static int fill_input_crop(ks_session *s, const preprocess *pp, const char *path, int crop) {
     ks_image_buf img;
     char err[512];
     ks_tensor t;
@@ -482,6 +554,8 @@ static int fill_input(ks_session *s, const preprocess *pp, const char *path) {
         fprintf(stderr, "ks-quant: %s\n", err);
         return -1;
     }
+    ks_image view = img.image;
+    crop_view(&view, crop);
     ks_session_input(s, 0, &t);
     ks_image_to_tensor_desc desc;
     memset(&desc, 0, sizeof(desc));
@@ -491,13 +565,17 @@ static int fill_input(ks_session *s, const preprocess *pp, const char *path) {
     }
     desc.channel_order = (ks_channel_order)pp->color;
     desc.layout = (ks_tensor_layout)pp->layout;
-    ks_status st = ks_image_to_tensor(&img.image, &desc, &t);
+    ks_status st = ks_image_to_tensor(&view, &desc, &t);
     ks_image_buf_free(&img);
     if (st) {
         fprintf(stderr, "ks-quant: %s: %s\n", path, ks_last_error(NULL));
         return -1;
     }
     return 0;
+}
+
+static int fill_input(ks_session *s, const preprocess *pp, const char *path) {
+    return fill_input_crop(s, pp, path, 0);
 }
 
 /* ---- sessions ----------------------------------------------------------------------------- */
@@ -767,6 +845,243 @@ done:
     return rc;
 }
 
+/* ---- calibration ------------------------------------------------------------------------- */
+
+/* Runs the fp32 session over the calibration images: pass 1 min/max, per-channel statistics and
+ * runtime shapes (into plan when given), pass 2 (passes == 2) the histograms. */
+static int calibrate(const options *o, const ks__graph *g, ks_session *fs, const preprocess *pp,
+                     const image_list *imgs, int passes, ksq_calib *calib, ksq_plan *plan) {
+    for (int pass = 1; pass <= passes; pass++) {
+        const char *what = pass == 1 ? "calibrating (range)" : "calibrating (histogram)";
+        int per = 1 + o->crops, total = imgs->count * per;
+        for (int i = 0; i < total; i++) {
+            progress(o, what, i, total);
+            if (fill_input_crop(fs, pp, imgs->paths[i / per], i % per) || run_session(fs))
+                return -1;
+            for (uint32_t t = 0; t < g->num_tensors; t++) {
+                const ks__tensor *d = &g->tensors[t];
+                ks_tensor rt;
+                if ((d->flags & KS__TENSOR_CONST) || d->dtype != KS_DTYPE_F32) continue;
+                if (ks_session_tensor(fs, t, &rt) || !rt.data) continue;
+                int32_t rank = rt.info.shape.rank;
+                if (plan && pass == 1 && i == 0 && rank <= KS_MAX_RANK) { /* whole image 0 */
+                    plan->rank[t] = rank;
+                    memcpy(&plan->dims[(size_t)t * KS_MAX_RANK], rt.info.shape.dims,
+                           (size_t)rank * sizeof(int64_t));
+                }
+                size_t n = rt.size_bytes / sizeof(float);
+                ks_status st = ksq_calib_observe(calib, t, rt.data, n, pass);
+                if (!st && pass == 1 && rank >= 2 && rank <= KS_MAX_RANK &&
+                    rt.info.shape.dims[rank - 1] > 0 && rt.info.shape.dims[rank - 1] < (1 << 20))
+                    st = ksq_calib_observe_channels(calib, t, rt.data, n,
+                                                    (uint32_t)rt.info.shape.dims[rank - 1]);
+                if (st) {
+                    fprintf(stderr, "ks-quant: out of memory\n");
+                    return -1;
+                }
+            }
+        }
+        progress(o, what, total, total);
+    }
+    return 0;
+}
+
+static bool output_checked(const options *o, const char *name);
+
+/* Largest difference between the outputs (those --outputs selects) of two fp32 models on the
+ * evaluation images, relative to each output's largest magnitude (the equalization must be an
+ * exact rewrite); worst_out names the output. */
+static int compare_fp32(const options *o, const ks_model *a, const ks_model *b,
+                        const ks_tensor_shape *shape, const preprocess *pp, const image_list *imgs,
+                        double *max_rel_out, const char **worst_out) {
+    ks_session *sa = NULL, *sb = NULL;
+    int rc = -1;
+    *max_rel_out = 0.0;
+    *worst_out = "";
+    if (open_session(a, shape, &sa) || open_session(b, shape, &sb)) goto done;
+    int n = imgs->count < o->eval_images ? imgs->count : o->eval_images;
+    for (int k = 0; k < n; k++) {
+        const char *img = eval_image(imgs, k, n);
+        if (fill_input(sa, pp, img) || fill_input(sb, pp, img) || run_session(sa) ||
+            run_session(sb))
+            goto done;
+        for (uint32_t i = 0; i < ks_model_num_outputs(a); i++) {
+            ks_tensor ta, tb;
+            if (ks_session_output(sa, i, &ta) || ks_session_output(sb, i, &tb) ||
+                ta.size_bytes != tb.size_bytes || ta.info.dtype != KS_DTYPE_F32)
+                continue;
+            const float *x = ta.data, *y = tb.data;
+            size_t m = ta.size_bytes / sizeof(float);
+            double top = 0.0, diff = 0.0;
+            for (size_t j = 0; j < m; j++) {
+                if (!isfinite(x[j]) || !isfinite(y[j])) continue;
+                top = fmax(top, fabs((double)x[j]));
+                diff = fmax(diff, fabs((double)x[j] - (double)y[j]));
+            }
+            double rel = top > 0.0 ? diff / top : diff;
+            if (rel > *max_rel_out && output_checked(o, ta.info.name)) {
+                *max_rel_out = rel;
+                *worst_out = ta.info.name;
+            }
+        }
+    }
+    rc = 0;
+done:
+    ks_session_destroy(sa);
+    ks_session_destroy(sb);
+    return rc;
+}
+
+/* ---- empirical bias correction ------------------------------------------------------------ */
+
+#define BIAS_IMAGES 8  /* images the mean errors are measured on, spread over the set */
+#define BIAS_ROUNDS 48 /* at most this many measuring runs; deeper nets group depth levels */
+/* Channels with fewer informative values keep their bias: a mean of a few values (a 1x1 squeeze-
+ * excite conv sees one per image) is noise, and correcting by it hurt (selfie masks). */
+#define BIAS_MIN_SAMPLES 256
+
+/* Whether a conv/FC output value pair is informative about the pre-activation shift: both inside
+ * the activation's linear part and q not saturated (clipping is not a bias to correct). */
+static bool linear_part(int act, double f, double v) {
+    switch (act) {
+    case KS_ACT_NONE:
+        return true;
+    case KS_ACT_RELU:
+        return f > 0.0 && v > 0.0;
+    case KS_ACT_RELU6:
+        return f > 0.0 && v > 0.0 && f < 6.0 && v < 6.0;
+    case KS_ACT_RELU_N1_TO_1:
+        return f > -1.0 && v > -1.0 && f < 1.0 && v < 1.0;
+    default:
+        return false;
+    }
+}
+
+/* Nagel et al.'s empirical bias correction: per int8 conv/FC output channel, the mean of
+ * (int8 model - fp32 model) over the images, subtracted from the bias. Layers are corrected in
+ * depth order (a layer's depth counts the corrected layers on its longest input path), each depth
+ * measured with everything upstream already corrected, so an upstream shift is not corrected
+ * twice; the error that quantization noise builds up through the activations is included. */
+static int empirical_bias(const options *o, ks__graph *src, const ksq_plan *plan, ksq_biascorr *bc,
+                          ks_session *fs, const ks_tensor_shape *shape, const preprocess *pp,
+                          const image_list *imgs, int *rounds_out) {
+    uint32_t nn = src->num_nodes, nt = src->num_tensors;
+    int32_t *lvl_t = calloc(nt + 1, sizeof(int32_t)), *lvl = malloc((nn + 1) * sizeof(int32_t));
+    double **sum = calloc(nn + 1, sizeof(double *)), **cnt = calloc(nn + 1, sizeof(double *));
+    ks__graph qg;
+    ksq_map map = {0};
+    ks_model *qm = NULL;
+    ks_session *qs = NULL;
+    uint8_t *buf = NULL;
+    size_t size = 0;
+    char err[1024];
+    int rc = -1, max_lvl = -1;
+    ks__graph_init(&qg, NULL);
+    *rounds_out = 0;
+    if (!lvl_t || !lvl || !sum || !cnt) goto done;
+    for (uint32_t i = 0; i < nn; i++) {
+        const ks__node *n = &src->nodes[i];
+        int32_t l = 0;
+        for (uint32_t k = 0; k < n->num_inputs; k++)
+            if (n->inputs[k] >= 0 && lvl_t[n->inputs[k]] > l) l = lvl_t[n->inputs[k]];
+        bool corrected = bc->bias_id[i] >= 0 && plan->mode[i] == KSQ_INT8;
+        lvl[i] = corrected ? l : -1;
+        if (corrected && l > max_lvl) max_lvl = l;
+        for (uint32_t k = 0; k < n->num_outputs; k++)
+            if (n->outputs[k] >= 0) lvl_t[n->outputs[k]] = l + (corrected ? 1 : 0);
+    }
+    int step = (max_lvl + 1 + BIAS_ROUNDS - 1) / BIAS_ROUNDS;
+    if (step < 1) step = 1;
+    int n_img = imgs->count < BIAS_IMAGES ? imgs->count : BIAS_IMAGES;
+    for (int from = 0; from <= max_lvl; from += step) {
+        (*rounds_out)++;
+        progress(o, "bias correction", from, max_lvl + 1);
+        ksq_biascorr_apply(bc, src, plan->mode);
+        ks__graph_free(&qg);
+        ks__graph_init(&qg, NULL);
+        ksq_map_free(&map);
+        ks_session_destroy(qs);
+        qs = NULL;
+        ks_model_destroy(qm);
+        qm = NULL;
+        if (buf) ks__free(&qg.alloc, buf);
+        buf = NULL;
+        err[0] = '\0';
+        ks_model_desc md = {.flags = KS_MODEL_COPY_BUFFER};
+        if (ksq_build(src, plan, &qg, &map, NULL, err, sizeof(err)) ||
+            ks__ksm_write(&qg, &buf, &size, err, sizeof(err)) ||
+            ks_model_load_buffer(buf, size, &md, &qm)) {
+            fprintf(stderr, "ks-quant: bias correction: %s %s\n", err, ks_last_error(NULL));
+            goto done;
+        }
+        if (open_session(qm, shape, &qs)) goto done;
+        for (uint32_t i = 0; i < nn; i++) {
+            if (lvl[i] < from || lvl[i] >= from + step) continue;
+            const ks__tensor *b = &src->tensors[bc->bias_id[i]];
+            size_t ch = b->size_bytes / sizeof(float);
+            if (!(sum[i] = calloc(ch, sizeof(double))) || !(cnt[i] = calloc(ch, sizeof(double))))
+                goto done;
+        }
+        for (int k = 0; k < n_img; k++) {
+            const char *img = eval_image(imgs, k, n_img);
+            if (fill_input(fs, pp, img) || fill_input(qs, pp, img) || run_session(fs) ||
+                run_session(qs))
+                goto done;
+            for (uint32_t i = 0; i < nn; i++) {
+                if (!sum[i]) continue;
+                const ks__node *n = &src->nodes[i];
+                int32_t y = n->outputs[0], qid = map.i8_id[y];
+                int act = n->op == KS_OP_CONV2D ? n->ip[10] : n->ip[0];
+                size_t ch = src->tensors[bc->bias_id[i]].size_bytes / sizeof(float);
+                ks_tensor rt, qt;
+                if (qid < 0 || ks_session_tensor(fs, (uint32_t)y, &rt) || !rt.data ||
+                    ks_session_tensor(qs, (uint32_t)qid, &qt) || !qt.data ||
+                    qt.info.dtype != KS_DTYPE_I8 ||
+                    qt.size_bytes * sizeof(float) != rt.size_bytes || qt.size_bytes % ch)
+                    continue;
+                const float *f = rt.data;
+                const int8_t *q = qt.data;
+                for (size_t j = 0; j < qt.size_bytes; j++) {
+                    if (q[j] == -128 || q[j] == 127 || !isfinite(f[j])) continue;
+                    double v = (double)qt.info.scale * (q[j] - qt.info.zero_point);
+                    if (!linear_part(act, f[j], v)) continue;
+                    sum[i][j % ch] += v - (double)f[j];
+                    cnt[i][j % ch] += 1.0;
+                }
+            }
+        }
+        for (uint32_t i = 0; i < nn; i++) {
+            if (!sum[i]) continue;
+            size_t ch = src->tensors[bc->bias_id[i]].size_bytes / sizeof(float);
+            for (size_t c = 0; c < ch; c++)
+                if (cnt[i][c] >= BIAS_MIN_SAMPLES)
+                    bc->fixed[i][c] -= (float)(sum[i][c] / cnt[i][c]);
+            free(sum[i]);
+            free(cnt[i]);
+            sum[i] = cnt[i] = NULL;
+        }
+    }
+    progress(o, "bias correction", max_lvl + 1, max_lvl + 1);
+    ksq_biascorr_apply(bc, src, plan->mode);
+    rc = 0;
+done:
+    if (sum)
+        for (uint32_t i = 0; i < nn; i++) {
+            free(sum[i]);
+            free(cnt[i]);
+        }
+    free(sum);
+    free(cnt);
+    free(lvl_t);
+    free(lvl);
+    ks_session_destroy(qs);
+    ks_model_destroy(qm);
+    if (buf) ks__free(&qg.alloc, buf);
+    ks__graph_free(&qg);
+    ksq_map_free(&map);
+    return rc;
+}
+
 /* ---- fallback ----------------------------------------------------------------------------- */
 
 static uint32_t find_root(uint32_t *parent, uint32_t i) {
@@ -895,6 +1210,8 @@ static const char *reason_text(int r) {
         return "fp32 (int8 slower)";
     case KSQ_WHY_OUTPUT:
         return "fp32 (output cosine fallback)";
+    case KSQ_WHY_OUTPUT_LAYER:
+        return "fp32 (computes an output)";
     case KSQ_WHY_NOT_CALIBRATED:
         return "fp32 (not calibrated)";
     case KSQ_WHY_INPUT_NOT_INT8:
@@ -951,8 +1268,10 @@ static int write_report(const options *o, const ks__graph *g, const ksq_plan *p,
         json_str(f, o->in_path);
         fprintf(f,
                 ",\"method\":\"%s\",\"calibration_images\":%d,\"fp32_bytes\":%zu,"
-                "\"int8_bytes\":%zu,\"int8_layers\":%u,\"layers\":%u,\"outputs\":[",
+                "\"int8_bytes\":%zu,\"int8_layers\":%u,\"layers\":%u,\"data_free_passes\":",
                 methods[o->method], num_images, in_bytes, out_bytes, n_int8, g->num_nodes);
+        json_str(f, o->passes);
+        fprintf(f, ",\"outputs\":[");
         for (uint32_t i = 0; i < g->num_outputs; i++) {
             fprintf(f, "%s{\"name\":", i ? "," : "");
             json_str(f, g->tensors[g->outputs[i]].name);
@@ -985,6 +1304,7 @@ static int write_report(const options *o, const ks__graph *g, const ksq_plan *p,
         fprintf(f, "- size: %zu -> %zu bytes (%.3fx)\n", in_bytes, out_bytes,
                 in_bytes ? (double)out_bytes / (double)in_bytes : 0.0);
         fprintf(f, "- layers in int8: %u of %u\n", n_int8, g->num_nodes);
+        if (o->passes[0]) fprintf(f, "- data-free passes: %s\n", o->passes);
         fprintf(f, "- profiled time, 1 thread: fp32 %.2f ms, mixed int8 %.2f ms\n\n",
                 e->total_f32 / 1e6, e->total_i8 / 1e6);
         fprintf(f, "Outputs (cosine similarity vs fp32):\n\n");
@@ -1102,6 +1422,82 @@ static int check_float_model(const ks__graph *g, const char *path) {
     return 0;
 }
 
+/* Ops through which a model output is still the value of the layer before (layout changes and
+ * monotonic per-value maps): the layer that computes that value is an "output layer". */
+static bool passes_value(uint32_t op) {
+    switch (op) {
+    case KS_OP_RESHAPE:
+    case KS_OP_TRANSPOSE:
+    case KS_OP_CONCAT:
+    case KS_OP_SQUEEZE:
+    case KS_OP_UNSQUEEZE:
+    case KS_OP_SLICE:
+    case KS_OP_SPLIT:
+    case KS_OP_PAD:
+    case KS_OP_RESIZE:
+    case KS_OP_DEPTH_TO_SPACE:
+    case KS_OP_SPACE_TO_DEPTH:
+    case KS_OP_SIGMOID:
+    case KS_OP_TANH:
+    case KS_OP_SOFTMAX:
+    case KS_OP_CAST:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Weight values of a conv/FC node (0 for other ops). */
+static int64_t weight_count(const ks__graph *g, const ks__node *n) {
+    if ((n->op != KS_OP_CONV2D && n->op != KS_OP_FULLY_CONNECTED) || n->num_inputs < 2 ||
+        n->inputs[1] < 0)
+        return 0;
+    const ks__tensor *w = &g->tensors[n->inputs[1]];
+    return (w->flags & KS__TENSOR_CONST) ? ks__numel(w->rank, w->dims) : 0;
+}
+
+/* An output layer holding more than this share of the model's weights stays int8 (size): */
+#define OUTPUT_LAYER_MAX_WEIGHT_SHARE 0.15
+
+/* Output layers stay fp32: a per-tensor int8 output has one step for all of its values, and
+ * detection heads put their rare, decisive values at the edge of a wide range (BlazeFace's score
+ * logits span [-470, 2.5]: one step of 1.85 logits, every face scored sigmoid(1.85)); small head
+ * convs in fp32 cost little. A head with a large share of the weights (FaceMesh's landmark conv:
+ * fp32 would make the model 2.8x larger, for 0.84 -> 0.80 % landmark error) stays int8. Returns
+ * the number of layers marked. */
+static int keep_output_layers(const ks__graph *g, ksq_plan *p) {
+    bool *marked = calloc(g->num_tensors + 1, sizeof(bool));
+    int count = 0;
+    int64_t total = 0;
+    if (!marked) return -1;
+    for (uint32_t i = 0; i < g->num_nodes; i++)
+        total += weight_count(g, &g->nodes[i]);
+    for (uint32_t k = 0; k < g->num_outputs; k++)
+        if (g->outputs[k] >= 0) marked[g->outputs[k]] = true;
+    for (uint32_t r = g->num_nodes; r-- > 0;) {
+        const ks__node *n = &g->nodes[r];
+        bool out = false;
+        for (uint32_t k = 0; k < n->num_outputs; k++)
+            out |= n->outputs[k] >= 0 && marked[n->outputs[k]];
+        if (!out) continue;
+        if (passes_value(n->op)) {
+            uint32_t num = n->op == KS_OP_CONCAT ? n->num_inputs : 1;
+            for (uint32_t k = 0; k < num && k < n->num_inputs; k++)
+                if (n->inputs[k] >= 0 && !(g->tensors[n->inputs[k]].flags & KS__TENSOR_CONST))
+                    marked[n->inputs[k]] = true;
+        }
+        /* A SIGMOID table would requantize the head's logits to int8 again: fp32 as well. */
+        if (ksq_is_compute_op(n->op) && !p->force_f32[r] &&
+            (double)weight_count(g, n) <= OUTPUT_LAYER_MAX_WEIGHT_SHARE * (double)total) {
+            p->force_f32[r] = 1;
+            p->force_why[r] = KSQ_WHY_OUTPUT_LAYER;
+            count++;
+        }
+    }
+    free(marked);
+    return count;
+}
+
 static int apply_skip(const options *o, const ks__graph *g, ksq_plan *p) {
     for (int k = 0; k < o->num_skip; k++) {
         int found = 0;
@@ -1140,6 +1536,7 @@ int main(int argc, char **argv) {
     size_t work_size = 0;
     ks_model *orig_model = NULL;
     ksq_calib calib = {0};
+    ksq_biascorr bc = {0};
     ksq_plan plan = {0};
     ksq_map map = {0};
     eval ev = {0};
@@ -1197,42 +1594,6 @@ int main(int argc, char **argv) {
     if (input_shape(fm, &pp, &shape)) goto done;
     if (list_images(&o, &imgs)) goto done;
     if (open_session(fm, &shape, &fs)) goto done;
-    if (ksq_calib_init(&calib, src.num_tensors) || ksq_plan_init(&plan, &src)) {
-        fprintf(stderr, "ks-quant: out of memory\n");
-        goto done;
-    }
-    plan.pair = pair;
-    /* Calibration: pass 1 min/max (and shapes), pass 2 histograms for percentile / KL. */
-    int passes = o.method == KSQ_METHOD_MINMAX ? 1 : 2;
-    for (int pass = 1; pass <= passes; pass++) {
-        const char *what = pass == 1 ? "calibrating (range)" : "calibrating (histogram)";
-        for (int i = 0; i < imgs.count; i++) {
-            progress(&o, what, i, imgs.count);
-            if (fill_input(fs, &pp, imgs.paths[i]) || run_session(fs)) goto done;
-            for (uint32_t t = 0; t < src.num_tensors; t++) {
-                const ks__tensor *d = &src.tensors[t];
-                ks_tensor rt;
-                if ((d->flags & KS__TENSOR_CONST) || d->dtype != KS_DTYPE_F32) continue;
-                if (ks_session_tensor(fs, t, &rt) || !rt.data) continue;
-                if (pass == 1 && i == 0 && rt.info.shape.rank <= KS_MAX_RANK) {
-                    plan.rank[t] = rt.info.shape.rank;
-                    memcpy(&plan.dims[(size_t)t * KS_MAX_RANK], rt.info.shape.dims,
-                           (size_t)rt.info.shape.rank * sizeof(int64_t));
-                }
-                if (ksq_calib_observe(&calib, t, rt.data, rt.size_bytes / sizeof(float), pass)) {
-                    fprintf(stderr, "ks-quant: out of memory\n");
-                    goto done;
-                }
-            }
-        }
-        progress(&o, what, imgs.count, imgs.count);
-    }
-    for (uint32_t t = 0; t < src.num_tensors; t++) {
-        float lo, hi;
-        if (!ksq_calib_range(&calib, t, o.method, o.percentile, &lo, &hi)) continue;
-        ksq_qparams_from_range(lo, hi, &plan.scale[t], &plan.zp[t]);
-        plan.has_q[t] = true;
-    }
     for (int k = 0; k < o.num_outputs; k++) {
         bool found = false;
         for (uint32_t i = 0; i < src.num_outputs && !found; i++)
@@ -1244,9 +1605,91 @@ int main(int argc, char **argv) {
             goto done;
         }
     }
+    if (o.equalize) {
+        /* Cross-layer equalization on per-channel ranges of the fp32 model, then recalibrate
+         * the rescaled graph (only the rescaled tensors change, but the histograms need it). */
+        ksq_equalize_info eq;
+        ks_model *em = NULL;
+        double rel = 0.0;
+        const char *worst = "";
+        if (ksq_calib_init(&calib, src.num_tensors)) {
+            fprintf(stderr, "ks-quant: out of memory\n");
+            goto done;
+        }
+        if (calibrate(&o, &src, fs, &pp, &imgs, 1, &calib, NULL)) goto done;
+        err[0] = '\0';
+        if (ksq_equalize(&src, &calib, &eq, err, sizeof(err))) {
+            fprintf(stderr, "ks-quant: %s\n", err);
+            goto done;
+        }
+        ksq_calib_free(&calib);
+        if (eq.num_tensors) {
+            ks__free(&src.alloc, work_buf);
+            work_buf = NULL;
+            if (ks__ksm_write(&src, &work_buf, &work_size, err, sizeof(err)) ||
+                ks_model_load_buffer(work_buf, work_size, &md, &em)) {
+                fprintf(stderr, "ks-quant: equalized graph: %s %s\n", err, ks_last_error(NULL));
+                goto done;
+            }
+            if (compare_fp32(&o, fm, em, &shape, &pp, &imgs, &rel, &worst)) {
+                ks_model_destroy(em);
+                goto done;
+            }
+        }
+        if (eq.num_tensors && rel > EQUALIZE_TOLERANCE) {
+            fprintf(stderr,
+                    "ks-quant: warning: equalization moved fp32 output '%s' by %.3g (relative "
+                    "to its largest value, tolerance %g); not used\n",
+                    worst, rel, EQUALIZE_TOLERANCE);
+            ks_model_destroy(em);
+            ks__graph_free(&src);
+            ks__graph_init(&src, NULL);
+            free(pair);
+            pair = NULL;
+            err[0] = '\0';
+            if (ksq_unfuse_residual(&orig, &src, &pair, err, sizeof(err))) {
+                fprintf(stderr, "ks-quant: %s: %s\n", o.in_path, err);
+                goto done;
+            }
+        } else if (eq.num_tensors) {
+            ks_session_destroy(fs);
+            fs = NULL;
+            ks_model_destroy(fm);
+            fm = em;
+            if (open_session(fm, &shape, &fs)) goto done;
+            snprintf(o.passes, sizeof(o.passes),
+                     "equalized %u tensors (%u consumer convs, factors up to %.0f, fp32 outputs "
+                     "within %.2g)",
+                     eq.num_tensors, eq.num_consumers, eq.max_factor, rel);
+        }
+        if (!o.quiet)
+            fprintf(stderr, "ks-quant: %s\n",
+                    o.passes[0] ? o.passes : "equalization: no eligible conv pairs");
+    }
+    if (ksq_calib_init(&calib, src.num_tensors) || ksq_plan_init(&plan, &src)) {
+        fprintf(stderr, "ks-quant: out of memory\n");
+        goto done;
+    }
+    plan.pair = pair;
+    /* Calibration: pass 1 min/max (and shapes), pass 2 histograms for percentile / KL. */
+    if (calibrate(&o, &src, fs, &pp, &imgs, o.method == KSQ_METHOD_MINMAX ? 1 : 2, &calib, &plan))
+        goto done;
+    for (uint32_t t = 0; t < src.num_tensors; t++) {
+        float lo, hi;
+        if (!ksq_calib_range(&calib, t, o.method, o.percentile, &lo, &hi)) continue;
+        ksq_qparams_from_range(lo, hi, &plan.scale[t], &plan.zp[t]);
+        plan.has_q[t] = true;
+    }
     if (apply_skip(&o, &src, &plan)) {
         rc = 2;
         goto done;
+    }
+    if (!o.int8_output_layers) {
+        int kept = keep_output_layers(&src, &plan);
+        if (kept < 0) goto done;
+        if (!o.quiet && kept)
+            fprintf(stderr, "ks-quant: %d output layer%s kept in fp32\n", kept,
+                    kept == 1 ? "" : "s");
     }
     /* Layers whose own int8 error is too large go back to fp32 (one pass: a layer's own error
      * does not depend on the precision of the others). */
@@ -1268,9 +1711,32 @@ int main(int argc, char **argv) {
             fprintf(stderr, "ks-quant: %d layer%s below cosine %g back to fp32\n", marked,
                     marked == 1 ? "" : "s", o.min_cosine);
     }
+    if (o.bias_correction) {
+        /* After the per-layer check: that check measures the layers' own rounding error. The
+         * empirical correction is measured for the plan as it stands; layers that go back to
+         * fp32 later get their original bias again (ksq_biascorr_apply). */
+        int rounds = 0;
+        if (ksq_biascorr_init(&bc, &src, &calib, &plan, o.bias_correction == 2)) {
+            fprintf(stderr, "ks-quant: out of memory\n");
+            goto done;
+        }
+        ksq_plan_decide(&plan, &src);
+        if (o.bias_correction == 1 &&
+            empirical_bias(&o, &src, &plan, &bc, fs, &shape, &pp, &imgs, &rounds))
+            goto done;
+        size_t len = strlen(o.passes);
+        snprintf(o.passes + len, sizeof(o.passes) - len, "%sbias-corrected %u layers (%s%s)",
+                 len ? "; " : "", bc.num_corrected,
+                 o.bias_correction == 1 ? "empirical" : "analytic",
+                 o.bias_correction == 1 ? ", depth order" : "");
+        if (!o.quiet)
+            fprintf(stderr, "ks-quant: bias correction (%s): %u layers (%d measuring runs)\n",
+                    o.bias_correction == 1 ? "empirical" : "analytic", bc.num_corrected, rounds);
+    }
     /* Build, measure, return slower layers to fp32, repeat. */
     for (int round = 0;; round++) {
         ksq_plan_decide(&plan, &src);
+        if (o.bias_correction) ksq_biascorr_apply(&bc, &src, plan.mode);
         ks__graph_free(&qg);
         ks__graph_init(&qg, NULL);
         ksq_map_free(&map);
@@ -1291,7 +1757,11 @@ int main(int argc, char **argv) {
     {
         static const char *methods[] = {"minmax", "percentile", "kl", "mse"};
         char val[256];
-        snprintf(val, sizeof(val), "int8 ptq, %s, %d images", methods[o.method], imgs.count);
+        snprintf(val, sizeof(val), "int8 ptq, %s, %d images%s%s", methods[o.method], imgs.count,
+                 o.equalize && strstr(o.passes, "equalized") ? ", equalized" : "",
+                 o.bias_correction == 1   ? ", bias-corrected (empirical)"
+                 : o.bias_correction == 2 ? ", bias-corrected (analytic)"
+                                          : "");
         if (ks__graph_set_meta(&qg, "quantization", val)) goto done;
         snprintf(val, sizeof(val), "mean=%g:%g:%g,scale=%g:%g:%g,layout=%s", pp.mean[0], pp.mean[1],
                  pp.mean[2], pp.scale[0], pp.scale[1], pp.scale[2],
@@ -1323,6 +1793,7 @@ done:
     ksq_map_free(&map);
     ksq_plan_free(&plan);
     ksq_calib_free(&calib);
+    ksq_biascorr_free(&bc);
     ks_session_destroy(fs);
     ks_model_destroy(fm);
     ks_model_destroy(orig_model);

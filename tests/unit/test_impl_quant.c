@@ -2,7 +2,9 @@
  * every q8 variant this CPU supports, on odd shapes that hit every row, column, channel and k
  * tail, strides, dilation, padding modes, U8 per-tensor weights with zero points, I8 per-channel
  * weights (symmetric and not), I8 inputs, every quantized activation, at 1 and 3 threads. The
- * results must be byte-identical: the reference is bit-exact with TFLite and so must we be. */
+ * results must be byte-identical: the reference is bit-exact with TFLite and so must we be.
+ * Fused CONV2D forms (ops.inc, ip[12] == 1: residual ADD, output TABLE incl. SiLU) are checked
+ * twice: the fused reference against the unfused reference chain, then every variant against it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -465,6 +467,8 @@ static void test_fc(void **state) {
         run_fc_case(3, 37, 19, wk, KS_DTYPE_I8, KS_ACT_RELU, 1);
         run_fc_case(13, 5, 40, wk, KS_DTYPE_U8, KS_ACT_RELU6, 0);
         run_fc_case(7, 64, 33, wk, KS_DTYPE_I8, KS_ACT_NONE, 1);
+        run_fc_case(19, 23, 13, wk, KS_DTYPE_U8, KS_ACT_RELU, 1); /* <= 16 outputs: 16 x 16 */
+        run_fc_case(17, 9, 16, wk, KS_DTYPE_I8, KS_ACT_NONE, 0);
     }
 }
 
@@ -507,6 +511,239 @@ static void test_add(void **state) {
     run_add_case(333, KS_DTYPE_U8, KS_OP_ADD, KS_ACT_NONE, 0.001f, 0.002f, 0.0001f);
 }
 
+/* ---- fused CONV2D forms (ops.inc: ip[12] == 1) against the unfused reference pair ---- */
+
+/* Runs the reference kernel of `node` into y (dtype and quantization set; data allocated here). */
+static void ref_run(const ks__node *node, ks__rt_tensor **ins, uint32_t nin, qtensor *y) {
+    ks__rt_tensor *outs[1] = {&y->t};
+    ks__kernel_ctx ctx = make_ctx(node, ins, nin, outs);
+    const ks__kernel *k = &ks__ref_kernels()->k[node->op];
+    ks_status st = k->infer(&ctx);
+    if (st) print_error("ref infer: %s\n", g_err);
+    assert_int_equal(st, KS_STATUS_OK);
+    free(y->data);
+    y->t.size_bytes = (size_t)ks__rt_numel(&y->t) * ks_dtype_size(y->t.dtype);
+    y->data = y->t.data = malloc(y->t.size_bytes + 1);
+    assert_non_null(y->data);
+    ctx.scratch = aligned(ctx.scratch_bytes);
+    st = k->run(&ctx);
+    if (st) print_error("ref run: %s\n", g_err);
+    assert_int_equal(st, KS_STATUS_OK);
+    free(ctx.scratch);
+}
+
+/* An output tensor with per-tensor params and no data yet. */
+static qtensor *new_out(ks_dtype dt, float scale, int32_t zp) {
+    qtensor *q = malloc(sizeof(qtensor));
+    assert_non_null(q);
+    int64_t one[1] = {1};
+    mkq(q, dt, 1, one, 1);
+    free(q->data);
+    q->t.data = q->data = NULL;
+    q->scales[0] = scale;
+    q->zps[0] = zp;
+    return q;
+}
+
+static void free_q(qtensor *q) {
+    if (!q) return;
+    free(q->data);
+    free(q);
+}
+
+enum {
+    FUSE_RESIDUAL = 1,
+    FUSE_SIGMOID,
+    FUSE_TANH,
+    FUSE_HARD_SWISH,
+    FUSE_LEAKY,
+    FUSE_SILU,
+    FUSE_COUNT
+};
+
+/* The unfused chain after the conv: x (the intermediate) -> y with y's params. */
+static void run_table_chain(int fuse, qtensor *x, qtensor *y) {
+    ks__node node;
+    memset(&node, 0, sizeof(node));
+    node.name = (char *)"chain";
+    ks_dtype dt = x->t.dtype;
+    int32_t base = dt == KS_DTYPE_U8 ? 128 : 0;
+    if (fuse == FUSE_SILU) {
+        qtensor *s = new_out(dt, 1.0f / 256.0f, base - 128);
+        node.op = KS_OP_SIGMOID;
+        ks__rt_tensor *ins[1] = {&x->t};
+        ref_run(&node, ins, 1, s);
+        node.op = KS_OP_MUL;
+        ks__rt_tensor *ins2[2] = {&x->t, &s->t};
+        ref_run(&node, ins2, 2, y);
+        free_q(s);
+        return;
+    }
+    node.op = fuse == FUSE_SIGMOID ? KS_OP_SIGMOID
+              : fuse == FUSE_TANH  ? KS_OP_TANH
+              : fuse == FUSE_LEAKY ? KS_OP_LEAKY_RELU
+                                   : KS_OP_HARD_SWISH;
+    node.fp[0] = 0.1f;
+    ks__rt_tensor *ins[1] = {&x->t};
+    ref_run(&node, ins, 1, y);
+}
+
+static void run_fused_case(const conv_case *c, int fuse, int32_t act) {
+    int64_t groups = c->groups ? c->groups : 1;
+    int64_t xd[4] = {c->n, c->ih, c->iw, c->ic}, wd[4] = {c->oc, c->kh, c->kw, c->ic / groups};
+    int64_t bd[1] = {c->oc};
+    qtensor *x = malloc(sizeof(qtensor)), *w = malloc(sizeof(qtensor)),
+            *b = malloc(sizeof(qtensor));
+    assert_true(x && w && b);
+    ks_dtype dt = c->xdt;
+    int32_t base = dt == KS_DTYPE_U8 ? 128 : 0;
+    mkq(x, dt, 4, xd, 1);
+    x->scales[0] = 0.02f;
+    x->zps[0] = base + (int32_t)(urand() % 41) - 20;
+    ks_dtype wdt = c->wkind == W_U8_TENSOR ? KS_DTYPE_U8 : KS_DTYPE_I8;
+    mkq(w, wdt, 4, wd, c->wkind == W_U8_TENSOR ? 1 : (uint32_t)c->oc);
+    fill_weights(w, c->wkind, c->oc);
+    mkq(b, KS_DTYPE_I32, 1, bd, 0);
+    for (int64_t i = 0; i < c->oc; i++)
+        ((int32_t *)b->data)[i] = (int32_t)(urand() % 20001) - 10000;
+    int64_t depth = c->kh * c->kw * (c->ic / groups);
+    float ts = out_scale(x->scales[0], w->scales[0], depth);
+    int32_t tz = base + (int32_t)(urand() % 61) - 30;
+    /* unfused: CONV2D (act NONE) to the intermediate t, then ADD or the table chain */
+    ks__node conv;
+    memset(&conv, 0, sizeof(conv));
+    conv.op = KS_OP_CONV2D;
+    conv.name = (char *)"qconv";
+    int32_t ip[11] = {c->sh, c->sw, c->dh,   c->dw,     c->pt,      c->pl,
+                      c->pb, c->pr, c->mode, c->groups, KS_ACT_NONE};
+    memcpy(conv.ip, ip, sizeof(ip));
+    ks__rt_tensor *cins[3] = {&x->t, &w->t, c->bias ? &b->t : NULL};
+    qtensor *t = new_out(dt, ts, tz);
+    ref_run(&conv, cins, 3, t);
+    qtensor *want = NULL, *r = NULL, *tab = NULL, *idx = NULL;
+    ks__node fused = conv;
+    fused.ip[11] = tz;
+    fused.ip[12] = 1;
+    fused.fp[1] = ts;
+    ks__rt_tensor *fins[5] = {&x->t, &w->t, c->bias ? &b->t : NULL, NULL, NULL};
+    if (fuse == FUSE_RESIDUAL) {
+        r = malloc(sizeof(qtensor));
+        assert_non_null(r);
+        mkq(r, dt, 4, t->t.dims, 1);
+        r->scales[0] = ts * (0.3f + (float)(urand() % 100) / 40.0f);
+        r->zps[0] = base + (int32_t)(urand() % 81) - 40;
+        float rs = r->scales[0];
+        want = new_out(dt, 1.3f * (ts > rs ? ts : rs), base + (int32_t)(urand() % 21) - 10);
+        ks__node add;
+        memset(&add, 0, sizeof(add));
+        add.op = KS_OP_ADD;
+        add.name = (char *)"qadd";
+        add.ip[0] = act;
+        ks__rt_tensor *ains[2] = {&t->t, &r->t};
+        ref_run(&add, ains, 2, want);
+        fused.ip[10] = act;
+        fins[3] = &r->t;
+    } else {
+        float ys = fuse == FUSE_SIGMOID ? 1.0f / 256.0f : fuse == FUSE_TANH ? 1.0f / 128.0f : ts;
+        int32_t yz = fuse == FUSE_SIGMOID ? base - 128 : fuse == FUSE_TANH ? base : tz;
+        want = new_out(dt, ys, yz);
+        run_table_chain(fuse, t, want);
+        /* the table: the same chain on the 256 values, index i holding value i (- 128 for I8) */
+        int64_t n256[1] = {256};
+        idx = malloc(sizeof(qtensor));
+        assert_non_null(idx);
+        mkq(idx, dt, 1, n256, 1);
+        idx->scales[0] = ts;
+        idx->zps[0] = tz;
+        for (int i = 0; i < 256; i++)
+            ((uint8_t *)idx->data)[i] = (uint8_t)(dt == KS_DTYPE_I8 ? i ^ 0x80 : i);
+        tab = new_out(dt, ys, yz);
+        run_table_chain(fuse, idx, tab);
+        fused.ip[10] = KS_ACT_TABLE;
+        fins[4] = &tab->t;
+    }
+    /* the fused reference must equal the unfused pair bit for bit */
+    qtensor *got = new_out(dt, want->scales[0], want->zps[0]);
+    ref_run(&fused, fins, 5, got);
+    assert_int_equal(got->t.size_bytes, want->t.size_bytes);
+    for (size_t i = 0; i < want->t.size_bytes; i++) {
+        if (((uint8_t *)got->data)[i] != ((uint8_t *)want->data)[i]) {
+            print_error("fuse %d act %d element %zu: fused %d unfused %d\n", fuse, act, i,
+                        ((uint8_t *)got->data)[i], ((uint8_t *)want->data)[i]);
+            fail();
+        }
+    }
+    /* and every fast variant must equal the fused reference */
+    qtensor *fy = new_out(dt, want->scales[0], want->zps[0]);
+    int ran = check_variants(&fused, fins, 5, &fy->t);
+    if (has_fast()) assert_true(ran > 0);
+    free_q(fy);
+    free_q(got);
+    free_q(want);
+    free_q(t);
+    free_q(r);
+    free_q(tab);
+    free_q(idx);
+    free_q(x), free_q(w), free_q(b);
+}
+
+static void test_fused(void **state) {
+    (void)state;
+    int k = 0;
+    for (int64_t wdt = 1; wdt <= 17; wdt++, k++) { /* 1x1 GEMM tails */
+        conv_case c = {.n = 1,
+                       .ih = 1 + wdt % 3,
+                       .iw = wdt,
+                       .ic = 1 + (wdt * 5) % 23,
+                       .oc = 1 + (wdt * 7) % 41,
+                       .kh = 1,
+                       .kw = 1,
+                       .bias = (int)(wdt & 1),
+                       .wkind = (int)(wdt % 3),
+                       .xdt = wdt % 2 ? KS_DTYPE_I8 : KS_DTYPE_U8};
+        for (int f = FUSE_RESIDUAL; f < FUSE_COUNT; f++)
+            run_fused_case(&c, f, k_acts[(wdt + f) % 4]);
+    }
+    const int64_t channels[] = {1, 7, 16, 19, 33, 72};
+    for (size_t ci = 0; ci < sizeof(channels) / sizeof(channels[0]); ci++) {
+        for (int xi = 0; xi < 2; xi++) {
+            ks_dtype dt = xi ? KS_DTYPE_I8 : KS_DTYPE_U8;
+            conv_case dw = {.n = 1,
+                            .ih = 9,
+                            .iw = 10,
+                            .ic = channels[ci],
+                            .oc = channels[ci],
+                            .kh = 3,
+                            .kw = 3,
+                            .sh = (int32_t)(1 + ci % 2),
+                            .sw = (int32_t)(1 + ci % 2),
+                            .groups = (int32_t)channels[ci],
+                            .mode = KS_PAD_SAME_UPPER,
+                            .bias = 1,
+                            .wkind = (int)(ci % 3),
+                            .xdt = dt};
+            conv_case g3 = {.n = 2,
+                            .ih = 7,
+                            .iw = 6,
+                            .ic = 5 + channels[ci] % 13,
+                            .oc = channels[ci] + 3,
+                            .kh = 3,
+                            .kw = 3,
+                            .pt = 1,
+                            .pl = 1,
+                            .pb = 1,
+                            .pr = 1,
+                            .bias = 1,
+                            .wkind = (int)((ci + 1) % 3),
+                            .xdt = dt};
+            for (int f = FUSE_RESIDUAL; f < FUSE_COUNT; f++) {
+                run_fused_case(&dw, f, k_acts[(ci + (size_t)f) % 4]);
+                run_fused_case(&g3, f, k_acts[(ci + (size_t)f + 1) % 4]);
+            }
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_1x1_tails),
@@ -515,6 +752,7 @@ int main(void) {
         cmocka_unit_test(test_conv_refused),
         cmocka_unit_test(test_fc),
         cmocka_unit_test(test_add),
+        cmocka_unit_test(test_fused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -148,6 +148,67 @@ static void test_bad_flags(void **state) {
     expect_refusal(run("ks-quant %s %s/o.ksm", m, g_tmp), 2, "--calibration DIR is required");
     expect_refusal(run("ks-quant %s %s/o.ksm --calibration %s --max-images 0", m, g_tmp, dir), 2,
                    "bad count");
+    expect_refusal(
+        run("ks-quant %s %s/o.ksm --calibration %s --bias-correction magic", m, g_tmp, dir), 2,
+        "--bias-correction: 'magic' is not empirical or analytic");
+    expect_refusal(run("ks-quant %s %s/o.ksm --calibration %s --bias-correction", m, g_tmp, dir), 2,
+                   "missing value");
+    expect_refusal(run("ks-quant %s %s/o.ksm --calibration %s --no-equalize=1", m, g_tmp, dir), 2,
+                   "unexpected argument '--no-equalize=1'");
+    expect_refusal(
+        run("ks-quant %s %s/o.ksm --calibration %s --calibration-crops 7", m, g_tmp, dir), 2,
+        "--calibration-crops: bad count '7'");
+}
+
+/* A calibration folder with two photos (no faces needed: ranges only). */
+static void two_photos(char *dir, size_t cap) {
+    char p[700];
+    make_dir("calib2", dir, cap);
+    snprintf(p, sizeof(p), "%s/skimage_astronaut.png", dir);
+    copy_file(KS_SOURCE_DIR "/models/images/skimage_astronaut.png", p);
+    snprintf(p, sizeof(p), "%s/opencv_messi5.jpg", dir);
+    copy_file(KS_SOURCE_DIR "/models/images/opencv_messi5.jpg", p);
+}
+
+/* Cross-layer equalization is an exact fp32 rewrite: on BlazeFace (16 depthwise -> 1x1 pairs)
+ * ks-quant rescales tensors and reports how far the equalized fp32 graph's outputs moved from the
+ * original's (relative to each output's largest value); it must stay within 1e-4. The options
+ * that turn the passes off parse and are honoured. */
+static void test_equalization(void **state) {
+    (void)state;
+    char dir[600], model[600];
+    two_photos(dir, sizeof(dir));
+    snprintf(model, sizeof(model), "%s/blazeface.ksm", g_tmp);
+    int rc = run("ks-convert %s/models/face_detection/face_detection_short_range.tflite %s --quiet",
+                 KS_SOURCE_DIR, model);
+    assert_int_equal(rc, 0);
+    rc = run("ks-quant %s %s/bf8.ksm --calibration %s --no-speed-check --min-cosine 0 "
+             "--min-output-cosine 0 --bias-correction analytic",
+             model, g_tmp, dir);
+    if (rc) fprintf(stderr, "%s\n", g_out);
+    assert_int_equal(rc, 0);
+    const char *e = strstr(g_out, "ks-quant: equalized ");
+    assert_non_null(e);
+    unsigned num_tensors = 0;
+    assert_int_equal(sscanf(e, "ks-quant: equalized %u tensors", &num_tensors), 1);
+    assert_true(num_tensors >= 8);
+    const char *w = strstr(e, "fp32 outputs within ");
+    assert_non_null(w);
+    double rel = atof(w + strlen("fp32 outputs within "));
+    assert_true(rel <= 1e-4);
+    assert_non_null(strstr(g_out, "bias correction (analytic)"));
+    assert_non_null(strstr(g_out, "output layers kept in fp32"));
+
+    rc = run("ks-quant %s %s/bf8_plain.ksm --calibration %s --no-speed-check --min-cosine 0 "
+             "--min-output-cosine 0 --no-equalize --no-bias-correction --int8-output-layers "
+             "--calibration-crops 2",
+             model, g_tmp, dir);
+    if (rc) fprintf(stderr, "%s\n", g_out);
+    assert_int_equal(rc, 0);
+    assert_null(strstr(g_out, "equalized"));
+    assert_null(strstr(g_out, "bias correction"));
+    assert_null(strstr(g_out, "output layers kept"));
+    assert_non_null(strstr(g_out, "73 of 73 layers int8"));
 }
 
 static void test_not_a_model(void **state) {
@@ -273,7 +334,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_missing_folder), cmocka_unit_test(test_folder_is_file),
         cmocka_unit_test(test_empty_folder),   cmocka_unit_test(test_no_images),
         cmocka_unit_test(test_bad_flags),      cmocka_unit_test(test_not_a_model),
-        cmocka_unit_test(test_end_to_end),
+        cmocka_unit_test(test_end_to_end),     cmocka_unit_test(test_equalization),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[512];

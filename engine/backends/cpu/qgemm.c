@@ -15,6 +15,7 @@
  */
 #include "qgemm.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "ref/conv_internal.h"
@@ -31,6 +32,13 @@ typedef struct qproblem {
     const ks__rt_tensor *x, *w, *bias, *y;
     int legacy; /* TFLite legacy float scale product */
     int32_t act;
+    /* What the microkernel requantizes to: the output's params, or for fused nodes the
+     * intermediate's (fp[1], ip[11]) with act NONE. */
+    float ys;
+    int32_t yzp;
+    int32_t fused;    /* KS_Q8_FUSED_* */
+    int32_t post_act; /* RESIDUAL: the ADD's act (the node's ip[10]) */
+    const ks__rt_tensor *res, *table;
 } qproblem;
 
 static int64_t one_if_zero(int32_t v) {
@@ -74,11 +82,12 @@ static int64_t lead_pad(int32_t mode, int64_t explicit_pad, int64_t in, int64_t 
 /* Checks shared by every quantized variant: per-tensor U8/I8 activations with zero points inside
  * their dtype, constant U8/I8 weights (per tensor or per output channel), constant I32 bias, a
  * quantizable activation, and an int32-safe accumulator for reduction depth `depth`. */
-static int check_quant_common(const ks__kernel_ctx *ctx, const qproblem *p, int64_t depth) {
+static int check_quant_common(const ks__kernel_ctx *ctx, qproblem *p, int64_t depth) {
     const ks__rt_tensor *x = p->x, *w = p->w, *y = p->y, *b = p->bias;
     if (!q8(x) || !q8(y) || !q8(w) || !w->data) return -1;
     if (x->quant->count != 1 || y->quant->count != 1) return -1;
     if (!(x->quant->scales[0] > 0.0f) || !(y->quant->scales[0] > 0.0f)) return -1;
+    if (!p->fused) p->ys = y->quant->scales[0], p->yzp = y->quant->zero_points[0];
     if ((int64_t)w->quant->count != 1 && ((int64_t)w->quant->count != p->oc || w->quant->axis != 0))
         return -1;
     int32_t xzp = x->quant->zero_points[0], yzp = y->quant->zero_points[0];
@@ -107,7 +116,113 @@ static int check_quant_common(const ks__kernel_ctx *ctx, const qproblem *p, int6
     return 0;
 }
 
-static int describe_gemm(const ks__kernel_ctx *ctx, qproblem *p, uint32_t kr) {
+static int same_shape(const ks__rt_tensor *a, const ks__rt_tensor *b) {
+    if (a->rank != b->rank) return 0;
+    for (int32_t d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d]) return 0;
+    return 1;
+}
+
+/* CONV2D's fused forms (ops.inc): ip[12] == 1 with a residual (input 3) or act TABLE (input 4).
+ * Without ip[12], inputs 3 and 4 are refused (float-only residual, PRELU slopes). Sets p->act to
+ * the microkernel's own act (NONE for fused nodes) and p->ys / p->yzp to the intermediate's. */
+static int describe_fused(const ks__kernel_ctx *ctx, qproblem *p, int allowed) {
+    const int32_t *ip = ctx->node->ip;
+    const ks__rt_tensor *res = input_at(ctx, 3), *tab = input_at(ctx, 4), *y = p->y;
+    p->act = ip[10];
+    if (ip[12] != 1) return res || tab ? -1 : 0;
+    if (!allowed || !q8(y) || y->quant->count != 1) return -1;
+    float is = ctx->node->fp[1];
+    int32_t iz = ip[11];
+    if (!(is > 0.0f) || !isfinite(is) || iz < dtype_lo(y->dtype) || iz > dtype_hi(y->dtype))
+        return -1;
+    if (ip[10] == KS_ACT_TABLE) {
+        if (res || !tab || !tab->data || tab->dtype != y->dtype || ks__rt_numel(tab) != 256)
+            return -1;
+        p->fused = KS_Q8_FUSED_TABLE;
+    } else {
+        if (!res || tab || !q8(res) || res->dtype != y->dtype || res->quant->count != 1 ||
+            !(res->quant->scales[0] > 0.0f) || !same_shape(res, y))
+            return -1;
+        int32_t rz = res->quant->zero_points[0];
+        if (rz < dtype_lo(y->dtype) || rz > dtype_hi(y->dtype)) return -1;
+        if (ip[10] != KS_ACT_NONE && ip[10] != KS_ACT_RELU && ip[10] != KS_ACT_RELU6 &&
+            ip[10] != KS_ACT_RELU_N1_TO_1)
+            return -1;
+        p->fused = KS_Q8_FUSED_RESIDUAL;
+        p->post_act = ip[10];
+    }
+    p->res = res, p->table = tab;
+    p->act = KS_ACT_NONE;
+    p->ys = is, p->yzp = iz;
+    return 0;
+}
+
+static void make_fused(const qproblem *p, ks__q8_fused *f) {
+    memset(f, 0, sizeof(*f));
+    f->kind = p->fused;
+    const ks__rt_tensor *y = p->y;
+    if (p->fused == KS_Q8_FUSED_RESIDUAL) {
+        ks__q8_fused_add_init(f, y->dtype, p->ys, p->yzp, p->res->quant->scales[0],
+                              p->res->quant->zero_points[0], y->quant->scales[0],
+                              y->quant->zero_points[0], p->post_act);
+    } else if (p->fused == KS_Q8_FUSED_TABLE) {
+        f->flip = y->dtype == KS_DTYPE_I8 ? 0x80 : 0;
+        f->vbmi = (ks__cpu_isa() & KS_ISA_AVX512_VBMI) != 0;
+        const uint8_t *t = (const uint8_t *)p->table->data;
+        for (int b = 0; b < 256; b++)
+            f->table[b] = t[b ^ f->flip];
+    }
+}
+
+static void vq_consts(int32_t mult, int32_t shift, int32_t *out) {
+    int32_t left = shift > 0 ? (shift > 31 ? 31 : shift) : 0;
+    int32_t right = shift > 0 ? 0 : (-shift > 31 ? 31 : -shift);
+    int32_t mask = (int32_t)((1LL << right) - 1);
+    out[0] = mult, out[1] = left, out[2] = right, out[3] = mask, out[4] = mask >> 1;
+}
+
+void ks__q8_fused_add_init(ks__q8_fused *f, ks_dtype dtype, float sa, int32_t za, float sb,
+                           int32_t zb, float so, int32_t zo, int32_t act) {
+    int32_t off = dtype == KS_DTYPE_I8 ? 128 : 0;
+    f->kind = KS_Q8_FUSED_RESIDUAL;
+    f->flip = off ? 0x80 : 0;
+    f->za = za + off, f->zb = zb + off, f->zo = zo;
+    const double twice_max = 2.0 * (double)(sa > sb ? sa : sb);
+    ks__quant_multiplier((double)sa / twice_max, &f->ma, &f->sha);
+    ks__quant_multiplier((double)sb / twice_max, &f->mb, &f->shb);
+    ks__quant_multiplier(twice_max / ((double)(1 << 20) * (double)so), &f->mo, &f->sho);
+    ks__quant_act_range(act, so, zo, dtype, &f->lo, &f->hi);
+    vq_consts(f->ma, f->sha, f->vq[0]);
+    vq_consts(f->mb, f->shb, f->vq[1]);
+    vq_consts(f->mo, f->sho, f->vq[2]);
+}
+
+int32_t ks__q8_fused_add_one(const ks__q8_fused *f, int32_t a, int32_t b) {
+    int32_t off = f->flip ? 128 : 0;
+    /* |a - za| <= 255, so the << 20 stays inside int32 (the reference's wrapping multiply) */
+    int32_t va = (a + off - f->za) * (1 << 20), vb = (b + off - f->zb) * (1 << 20);
+    int32_t raw = ks__quant_mul(va, f->ma, f->sha) + ks__quant_mul(vb, f->mb, f->shb);
+    int32_t q = ks__quant_mul(raw, f->mo, f->sho) + f->zo;
+    return q < f->lo ? f->lo : (q > f->hi ? f->hi : q);
+}
+
+void ks__q8_fused_apply_scalar(const ks__q8_fused *f, uint8_t *y, const uint8_t *res, size_t n) {
+    if (f->kind == KS_Q8_FUSED_TABLE) {
+        for (size_t i = 0; i < n; i++)
+            y[i] = f->table[y[i]];
+        return;
+    }
+    if (f->kind != KS_Q8_FUSED_RESIDUAL) return;
+    const int32_t off = f->flip ? 128 : 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t a = (int32_t)(uint8_t)(y[i] ^ f->flip) - off;
+        int32_t b = (int32_t)(uint8_t)(res[i] ^ f->flip) - off;
+        y[i] = (uint8_t)ks__q8_fused_add_one(f, a, b);
+    }
+}
+
+static int describe_gemm(const ks__kernel_ctx *ctx, qproblem *p, uint32_t kr, int fused_ok) {
     memset(p, 0, sizeof(*p));
     if (ctx->num_outputs != 1 || ctx->num_inputs < 2) return -1;
     const ks__rt_tensor *x = input_at(ctx, 0), *w = input_at(ctx, 1), *y = ctx->out[0];
@@ -115,7 +230,8 @@ static int describe_gemm(const ks__kernel_ctx *ctx, qproblem *p, uint32_t kr) {
     p->x = x, p->w = w, p->y = y, p->bias = input_at(ctx, 2);
     if (ctx->node->op == KS_OP_CONV2D) {
         const int32_t *ip = ctx->node->ip;
-        if (input_at(ctx, 3) || x->rank != 4 || w->rank != 4 || y->rank != 4) return -1;
+        if (x->rank != 4 || w->rank != 4 || y->rank != 4) return -1;
+        if (describe_fused(ctx, p, fused_ok)) return -1;
         if (one_if_zero(ip[9]) != 1) return -1;
         p->ic = x->dims[3], p->kc = w->dims[3], p->kh = w->dims[1], p->kw = w->dims[2];
         p->oc = w->dims[0];
@@ -134,7 +250,6 @@ static int describe_gemm(const ks__kernel_ctx *ctx, qproblem *p, uint32_t kr) {
         p->pixels = x->dims[0] * p->ih * p->iw;
         p->conv = !(p->ks == 1 && p->sh == 1 && p->sw == 1 && p->pt == 0 && p->pl == 0 &&
                     p->oh == p->ih && p->ow == p->iw);
-        p->act = ip[10];
         p->legacy = x->dtype == KS_DTYPE_U8;
     } else if (ctx->node->op == KS_OP_FULLY_CONNECTED) {
         if (w->rank != 2) return -1;
@@ -155,7 +270,7 @@ static int describe_gemm(const ks__kernel_ctx *ctx, qproblem *p, uint32_t kr) {
 /* ---- requantization constants ---- */
 
 static void col_requant(const qproblem *p, int64_t c, int32_t *hdr, size_t stride) {
-    float xs = p->x->quant->scales[0], ys = p->y->quant->scales[0];
+    float xs = p->x->quant->scales[0], ys = p->ys;
     float ws = p->w->quant->scales[p->w->quant->count == 1 ? 0 : c];
     double real = p->legacy ? (double)(xs * ws) / (double)ys : (double)xs * (double)ws / (double)ys;
     int32_t mult, shift;
@@ -170,8 +285,8 @@ static void col_requant(const qproblem *p, int64_t c, int32_t *hdr, size_t strid
 
 static void make_epilogue(const qproblem *p, ks__q8_epilogue *ep) {
     memset(ep, 0, sizeof(*ep));
-    ep->out_zp = p->y->quant->zero_points[0];
-    ks__quant_act_range(p->act, p->y->quant->scales[0], ep->out_zp, p->y->dtype, &ep->lo, &ep->hi);
+    ep->out_zp = p->yzp;
+    ks__quant_act_range(p->act, p->ys, ep->out_zp, p->y->dtype, &ep->lo, &ep->hi);
 }
 
 static int32_t wzp_at(const ks__rt_tensor *w, int64_t c) {
@@ -237,7 +352,7 @@ static size_t per_thread_scratch(const qproblem *p, const ks__q8_gemm_arch *arch
 
 double ks__q8_gemm_cost(const ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
     qproblem p;
-    if (describe_gemm(ctx, &p, arch->kr)) return -1.0;
+    if (describe_gemm(ctx, &p, arch->kr, arch->fused != NULL)) return -1.0;
     double mtiles = (double)((p.m + arch->mr - 1) / arch->mr);
     double macs =
         mtiles * arch->mr * (double)num_panels(&p, arch) * arch->nr * (double)(p.ks * p.kcp);
@@ -247,7 +362,7 @@ double ks__q8_gemm_cost(const ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch)
 ks_status ks__q8_gemm_plan(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch,
                            size_t *packed_bytes_out) {
     qproblem p;
-    if (describe_gemm(ctx, &p, arch->kr))
+    if (describe_gemm(ctx, &p, arch->kr, arch->fused != NULL))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 gemm cannot run this node");
     uint32_t threads = ctx->num_threads ? ctx->num_threads : 1;
     size_t scratch =
@@ -259,7 +374,7 @@ ks_status ks__q8_gemm_plan(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch,
 
 ks_status ks__q8_gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
     qproblem p;
-    if (describe_gemm(ctx, &p, arch->kr))
+    if (describe_gemm(ctx, &p, arch->kr, arch->fused != NULL))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 gemm cannot run this node");
     size_t np = num_panels(&p, arch), pb = panel_bytes(&p, arch), nr = arch->nr, kr = arch->kr;
     size_t zb = zero_bytes(&p, arch);
@@ -310,6 +425,35 @@ ks_status ks__q8_gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
     return KS_STATUS_OK;
 }
 
+/* Arm SDOT has no u8 x s8 form (USDOT needs FEAT_I8MM), so those kernels flip each A byte back
+ * to s8 (a ^ 0x80 == a - 128) and take s8 x s8 dot products, which lowers every column's sum by
+ * 128 * (sum of its W bytes over all taps); the colterm adds it back, modulo 2^32 like the rest. */
+ks_status ks__q8_gemm_pack_s8a(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
+    if (arch->kr != 4)
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "q8 gemm: s8 A needs 4-byte k groups");
+    ks_status st = ks__q8_gemm_pack(ctx, arch);
+    if (st != KS_STATUS_OK) return st;
+    qproblem p;
+    if (describe_gemm(ctx, &p, arch->kr, arch->fused != NULL))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 gemm cannot run this node");
+    size_t np = num_panels(&p, arch), pb = panel_bytes(&p, arch), nr = arch->nr;
+    size_t groups = (size_t)(p.ks * p.kcp) / 4;
+    for (size_t pn = 0; pn < np; pn++) {
+        char *panel = (char *)ctx->packed + zero_bytes(&p, arch) + pn * pb;
+        int32_t *hdr = (int32_t *)panel;
+        const int8_t *wp = (const int8_t *)(panel + KS_Q8_HDR_ROWS * nr * 4);
+        for (size_t j = 0; j < nr; j++) {
+            uint32_t sum = 0;
+            for (size_t g = 0; g < groups; g++)
+                for (size_t q = 0; q < 4; q++)
+                    sum += (uint32_t)(int32_t)wp[(g * nr + j) * 4 + q];
+            hdr[KS_Q8_HDR_BIAS * nr + j] =
+                (int32_t)((uint32_t)hdr[KS_Q8_HDR_BIAS * nr + j] + 128u * sum);
+        }
+    }
+    return KS_STATUS_OK;
+}
+
 /* ---- GEMM run ---- */
 
 typedef struct qgemm_job {
@@ -325,6 +469,8 @@ typedef struct qgemm_job {
     int32_t zero_sum; /* rowsum contribution of a padding tap */
     char *thread_mem;
     ks__q8_epilogue ep;
+    const uint8_t *res; /* fused residual (same layout as y) */
+    ks__q8_fused fused;
 } qgemm_job;
 
 static void convert_range(void *arg, size_t begin, size_t end, uint32_t thread) {
@@ -384,10 +530,25 @@ static void build_rows(const qgemm_job *j, size_t m0, size_t mr, const void **a,
     int64_t plane = p->oh * p->ow;
     int64_t b = (int64_t)m0 / plane, rem = (int64_t)m0 % plane;
     int64_t oy = rem / p->ow, ox = rem % p->ow;
+    /* Output columns whose window lies inside the input horizontally (as in dw_range): from the
+     * previous pixel of the same row, the taps of valid input rows advance by sw pixels. Without
+     * row sums (symmetric weights, the int16 path) that replaces the per-tap bounds checks. */
+    int64_t ox_lo = (p->pl + p->sw - 1) / p->sw;
+    int64_t ox_hi = p->iw - 1 - (p->kw - 1) * p->dw + p->pl;
+    ox_hi = ox_hi < 0 ? -1 : ox_hi / p->sw;
+    const size_t step = (size_t)p->sw * row_bytes;
     for (size_t r = 0; r < MR; r++) {
         if (r > 0 && r < mr && ++ox == p->ow) {
             ox = 0;
             if (++oy == p->oh) oy = 0, b++;
+        }
+        if (r > 0 && r < mr && !j->pixsum && ox > ox_lo && ox <= ox_hi) {
+            for (size_t t = 0; t < (size_t)p->ks; t++) {
+                const char *prev = (const char *)a[t * MR + r - 1];
+                a[t * MR + r] = prev == j->zero ? prev : prev + step;
+            }
+            rowsum[r] = 0; /* unused without pixsum */
+            continue;
         }
         int64_t img = b * p->ih * p->iw;
         int32_t sum = 0;
@@ -436,12 +597,17 @@ static void gemm_range(void *arg, size_t begin, size_t end, uint32_t thread) {
         size_t nc = (size_t)p->oc - n0 < NR ? (size_t)p->oc - n0 : NR;
         j->arch->ukernel(mr, nc, kb, (size_t)p->ks, a, j->w + pn * j->pb, j->y + m0 * ldc + n0, ldc,
                          rowsum, &j->ep);
+        if (j->fused.kind && !j->arch->fused_in_kernel) /* the tile is still in L1 */
+            for (size_t r = 0; r < mr; r++) {
+                size_t at = (m0 + r) * ldc + n0;
+                j->arch->fused(&j->fused, (uint8_t *)j->y + at, j->res ? j->res + at : NULL, nc);
+            }
     }
 }
 
 ks_status ks__q8_gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
     qproblem p;
-    if (describe_gemm(ctx, &p, arch->kr))
+    if (describe_gemm(ctx, &p, arch->kr, arch->fused != NULL))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 gemm cannot run this node");
     uint32_t threads = ks__pool_threads(ctx->pool);
     size_t need = abuf_bytes(&p, arch) + rowsum_bytes(&p) + per_thread_scratch(&p, arch) * threads;
@@ -469,7 +635,11 @@ ks_status ks__q8_gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
     j.mtiles = ((size_t)p.m + arch->mr - 1) / arch->mr;
     j.pb = panel_bytes(&p, arch);
     make_epilogue(&p, &j.ep);
+    make_fused(&p, &j.fused);
+    j.res = p.res ? (const uint8_t *)p.res->data : NULL;
     j.ep.use_rowsum = j.pixsum != NULL;
+    if (j.fused.kind && arch->fused_in_kernel)
+        j.ep.fused = &j.fused, j.ep.y_base = (const uint8_t *)j.y, j.ep.res_base = j.res;
     j.tile_major = j.panels * j.pb <= (256u << 10);
     ks__parallel_for(ctx->pool, (size_t)p.pixels, 64, convert_range, &j);
     ks__parallel_for(ctx->pool, j.panels * j.mtiles, 1, gemm_range, &j);
@@ -478,14 +648,14 @@ ks_status ks__q8_gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
 
 /* ---- depthwise ---- */
 
-static int describe_dw(const ks__kernel_ctx *ctx, qproblem *p) {
+static int describe_dw(const ks__kernel_ctx *ctx, qproblem *p, int fused_ok) {
     memset(p, 0, sizeof(*p));
     if (ctx->node->op != KS_OP_CONV2D || ctx->num_outputs != 1 || ctx->num_inputs < 2) return -1;
     const ks__rt_tensor *x = input_at(ctx, 0), *w = input_at(ctx, 1), *y = ctx->out[0];
     const int32_t *ip = ctx->node->ip;
-    if (!x || !w || !y || input_at(ctx, 3) || x->rank != 4 || w->rank != 4 || y->rank != 4)
-        return -1;
+    if (!x || !w || !y || x->rank != 4 || w->rank != 4 || y->rank != 4) return -1;
     p->x = x, p->w = w, p->y = y, p->bias = input_at(ctx, 2);
+    if (describe_fused(ctx, p, fused_ok)) return -1;
     p->ic = x->dims[3], p->oc = w->dims[0], p->kh = w->dims[1], p->kw = w->dims[2];
     if (w->dims[3] != 1 || one_if_zero(ip[9]) != p->ic || p->oc != p->ic || p->ic < 1 ||
         p->kh < 1 || p->kw < 1 || y->dims[3] != p->oc || y->dims[0] != x->dims[0])
@@ -499,7 +669,6 @@ static int describe_dw(const ks__kernel_ctx *ctx, qproblem *p) {
     p->pl = lead_pad(ip[8], ip[5], p->iw, p->ow, (p->kw - 1) * p->dw + 1, p->sw);
     p->ks = p->kh * p->kw, p->kc = 1;
     p->m = y->dims[0] * p->oh * p->ow;
-    p->act = ip[10];
     p->legacy = x->dtype == KS_DTYPE_U8;
     if (p->m < 1) return -1;
     return check_quant_common(ctx, p, p->ks);
@@ -513,13 +682,19 @@ static size_t dw_block_bytes(const qproblem *p, const ks__q8_dw_arch *arch) {
     return (KS_Q8_HDR_ROWS + (size_t)p->ks) * arch->cb * sizeof(int32_t);
 }
 
+/* Per thread: the tap pointers, then the per-tap steps of the row kernel. */
+static size_t dw_per_thread(const qproblem *p) {
+    return round_up((size_t)p->ks * sizeof(void *), 64) +
+           round_up((size_t)p->ks * sizeof(size_t), 64);
+}
+
 static size_t dw_zero_bytes(const qproblem *p) {
     return round_up((size_t)p->ic + 64, 64);
 }
 
 double ks__q8_dw_cost(const ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch) {
     qproblem p;
-    if (describe_dw(ctx, &p)) return -1.0;
+    if (describe_dw(ctx, &p, arch->fused != NULL)) return -1.0;
     return (double)p.m * (double)(dw_blocks(&p, arch) * arch->cb) * (double)p.ks /
            arch->macs_per_cycle;
 }
@@ -527,10 +702,10 @@ double ks__q8_dw_cost(const ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch) {
 ks_status ks__q8_dw_plan(ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch,
                          size_t *packed_bytes_out) {
     qproblem p;
-    if (describe_dw(ctx, &p))
+    if (describe_dw(ctx, &p, arch->fused != NULL))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 dwconv cannot run this node");
     uint32_t threads = ctx->num_threads ? ctx->num_threads : 1;
-    size_t scratch = round_up((size_t)p.ks * sizeof(void *), 64) * threads;
+    size_t scratch = dw_per_thread(&p) * threads;
     if (scratch > ctx->scratch_bytes) ctx->scratch_bytes = scratch;
     *packed_bytes_out = dw_zero_bytes(&p) + dw_blocks(&p, arch) * dw_block_bytes(&p, arch);
     return KS_STATUS_OK;
@@ -538,7 +713,7 @@ ks_status ks__q8_dw_plan(ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch,
 
 ks_status ks__q8_dw_pack(ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch) {
     qproblem p;
-    if (describe_dw(ctx, &p))
+    if (describe_dw(ctx, &p, arch->fused != NULL))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 dwconv cannot run this node");
     size_t nb = dw_blocks(&p, arch), bb = dw_block_bytes(&p, arch), cb = arch->cb;
     size_t zb = dw_zero_bytes(&p);
@@ -583,13 +758,18 @@ typedef struct qdw_job {
     size_t per_thread;
     int32_t flip, zp;
     ks__q8_epilogue ep;
+    const uint8_t *res; /* fused residual (same layout as y) */
+    ks__q8_fused fused;
 } qdw_job;
 
 static void dw_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     const qdw_job *j = (const qdw_job *)arg;
     const qproblem *p = j->p;
     const void **a = (const void **)(j->thread_mem + (size_t)thread * j->per_thread);
+    size_t *steps = (size_t *)(j->thread_mem + (size_t)thread * j->per_thread +
+                               round_up((size_t)p->ks * sizeof(void *), 64));
     size_t c = (size_t)p->ic;
+    const int use_row = j->arch->row && c <= j->arch->cb;
     /* Output columns whose window lies inside the input horizontally: from one to the next the
      * tap pointers of valid rows advance by sw pixels, so they are not rebuilt. */
     int64_t ox_lo = (p->pl + p->sw - 1) / p->sw;
@@ -600,6 +780,19 @@ static void dw_range(void *arg, size_t begin, size_t end, uint32_t thread) {
         int64_t b = (int64_t)row / p->oh, oy = (int64_t)row % p->oh;
         const uint8_t *img = j->x + (size_t)(b * p->ih * p->iw) * c;
         for (int64_t ox = 0; ox < p->ow; ox++) {
+            if (ox > ox_lo && ox <= ox_hi && use_row) {
+                /* the whole interior run in one call; the tap pointers are at ox - 1 */
+                int64_t last = ox_hi < p->ow - 1 ? ox_hi : p->ow - 1;
+                size_t count = (size_t)(last - ox + 1);
+                for (size_t t = 0; t < (size_t)p->ks; t++) {
+                    steps[t] = a[t] == j->zero ? 0 : step;
+                    a[t] = (const uint8_t *)a[t] + steps[t];
+                }
+                size_t at = ((size_t)row * p->ow + (size_t)ox) * c;
+                j->arch->row(c, (size_t)p->ks, a, steps, count, j->w, j->y + at, j->flip, &j->ep);
+                ox = last; /* the next pixels rebuild their taps */
+                continue;
+            }
             if (ox > ox_lo && ox <= ox_hi) {
                 for (int64_t ky = 0; ky < p->kh; ky++) {
                     int64_t iy = oy * p->sh - p->pt + ky * p->dh;
@@ -607,8 +800,10 @@ static void dw_range(void *arg, size_t begin, size_t end, uint32_t thread) {
                     for (int64_t kx = 0; kx < p->kw; kx++)
                         a[ky * p->kw + kx] = (const uint8_t *)a[ky * p->kw + kx] + step;
                 }
-                j->arch->ukernel(c, (size_t)p->ks, a, j->w, j->y + ((size_t)row * p->ow + ox) * c,
-                                 j->flip, j->zp, &j->ep);
+                size_t at = ((size_t)row * p->ow + (size_t)ox) * c;
+                j->arch->ukernel(c, (size_t)p->ks, a, j->w, j->y + at, j->flip, j->zp, &j->ep);
+                if (j->fused.kind && !j->arch->fused_in_kernel)
+                    j->arch->fused(&j->fused, j->y + at, j->res ? j->res + at : NULL, c);
                 continue;
             }
             for (int64_t ky = 0; ky < p->kh; ky++) {
@@ -621,18 +816,20 @@ static void dw_range(void *arg, size_t begin, size_t end, uint32_t thread) {
                                              : j->zero;
                 }
             }
-            j->arch->ukernel(c, (size_t)p->ks, a, j->w, j->y + ((size_t)row * p->ow + ox) * c,
-                             j->flip, j->zp, &j->ep);
+            size_t at = ((size_t)row * p->ow + (size_t)ox) * c;
+            j->arch->ukernel(c, (size_t)p->ks, a, j->w, j->y + at, j->flip, j->zp, &j->ep);
+            if (j->fused.kind && !j->arch->fused_in_kernel)
+                j->arch->fused(&j->fused, j->y + at, j->res ? j->res + at : NULL, c);
         }
     }
 }
 
 ks_status ks__q8_dw_run(ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch) {
     qproblem p;
-    if (describe_dw(ctx, &p))
+    if (describe_dw(ctx, &p, arch->fused != NULL))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 dwconv cannot run this node");
     uint32_t threads = ks__pool_threads(ctx->pool);
-    size_t per_thread = round_up((size_t)p.ks * sizeof(void *), 64);
+    size_t per_thread = dw_per_thread(&p);
     if (!ctx->packed || !ctx->scratch || ctx->scratch_bytes < per_thread * threads)
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL,
                                 "q8 dwconv: packed/scratch buffers missing or planned for fewer "
@@ -651,6 +848,10 @@ ks_status ks__q8_dw_run(ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch) {
     j.flip = p.x->dtype == KS_DTYPE_I8 ? 0x80 : 0;
     j.zp = p.x->quant->zero_points[0] + (p.x->dtype == KS_DTYPE_I8 ? 128 : 0);
     make_epilogue(&p, &j.ep);
+    make_fused(&p, &j.fused);
+    j.res = p.res ? (const uint8_t *)p.res->data : NULL;
+    if (j.fused.kind && arch->fused_in_kernel)
+        j.ep.fused = &j.fused, j.ep.y_base = j.y, j.ep.res_base = j.res;
     ks__parallel_for(ctx->pool, (size_t)(p.y->dims[0] * p.oh), 1, dw_range, &j);
     return KS_STATUS_OK;
 }

@@ -26,6 +26,10 @@
  * starting from the bias with the input zero point folded in (the ROWMUL header row).
  *
  * Packed panels start with per-column epilogue rows (KS_Q8_HDR_ROWS x NR int32, see below).
+ *
+ * Fused CONV2D (ip[12] == 1, ops.inc): the kernels requantize to the intermediate's params, then
+ * finish each tile while it is in cache with the quantized residual ADD or the output table
+ * (ks__q8_fused), bit-identical to the unfused CONV2D + ADD / lookup-op chain.
  */
 #ifndef KESTREL_CPU_QGEMM_H
 #define KESTREL_CPU_QGEMM_H
@@ -49,11 +53,50 @@ enum {
     KS_Q8_HDR_ROWS = 6
 };
 
+/* Fused epilogue of a quantized CONV2D with intermediate params (ip[12] == 1, ops.inc): the
+ * microkernel computes the intermediate (its requantization uses fp[1]/ip[11], clamp = the
+ * dtype's range), then this second step runs on it before the tile leaves the cache: inside the
+ * microkernel (arch fused_in_kernel, ep->fused set) or as the driver's pass over the freshly
+ * written bytes of each tile / pixel (arch->fused). */
+enum { KS_Q8_FUSED_NONE = 0, KS_Q8_FUSED_RESIDUAL = 1, KS_Q8_FUSED_TABLE = 2 };
+
+typedef struct ks__q8_fused {
+    int32_t kind; /* KS_Q8_FUSED_* */
+    int32_t flip; /* 0x80 for I8 (bytes as u8 = value + 128), else 0 */
+    int32_t vbmi; /* the CPU has AVX-512 VBMI (TABLE: 64-byte permute lookups) */
+    /* RESIDUAL, the reference quantized ADD(a = intermediate, b = residual) with the node's act:
+     * za, zb in the flipped (u8) domain; zo, lo, hi as output dtype values. */
+    int32_t za, zb, zo, lo, hi;
+    int32_t ma, sha, mb, shb, mo, sho; /* ks__quant_mul multipliers/shifts (after << 20) */
+    /* The same three as vector-kernel constants: [a, b, out][mult, left, right, mask, mask/2]. */
+    int32_t vq[3][5];
+    /* TABLE: output byte indexed by the intermediate's raw byte (already flipped for I8). */
+    uint8_t table[256];
+} ks__q8_fused;
+
 typedef struct ks__q8_epilogue {
     int32_t out_zp;
     int32_t lo, hi;     /* clamp (activation range, within the output dtype) */
     int32_t use_rowsum; /* add rowsum[r] * rowmul[n] */
+    /* Fused node, for microkernels that apply it in registers before the store (arch
+     * fused_in_kernel); NULL otherwise. The residual of output byte y_base[i] is res_base[i]. */
+    const ks__q8_fused *fused;
+    const uint8_t *y_base, *res_base;
 } ks__q8_epilogue;
+
+/* ADD's constants exactly as the reference quantized ADD derives them (TFLite: both inputs << 20,
+ * rescaled to twice the larger input scale, summed, rescaled to the output), act range from
+ * ks__quant_act_range. dtype: U8 or I8. */
+void ks__q8_fused_add_init(ks__q8_fused *f, ks_dtype dtype, float sa, int32_t za, float sb,
+                           int32_t zb, float so, int32_t zo, int32_t act);
+/* One element: a, b are dtype values (not flipped); returns the clamped output value. */
+int32_t ks__q8_fused_add_one(const ks__q8_fused *f, int32_t a, int32_t b);
+/* Scalar epilogue over n bytes: y[i] = fused(y[i], res[i]) in place (res only for RESIDUAL). */
+void ks__q8_fused_apply_scalar(const ks__q8_fused *f, uint8_t *y, const uint8_t *res, size_t n);
+
+/* Applies a fused epilogue in place to n bytes (an ISA-specific vector version, or the scalar
+ * one); res: the residual bytes at the same positions (RESIDUAL only). */
+typedef void (*ks__q8_fused_fn)(const ks__q8_fused *f, uint8_t *y, const uint8_t *res, size_t n);
 
 /* Computes rows [0, mr) x columns [0, nc) of one tile (mr <= MR, nc <= NR).
  *   a:      ks groups of MR pointers (a[t * MR + r]) into the A buffer, kb * KR elements each;
@@ -70,6 +113,8 @@ typedef struct ks__q8_gemm_arch {
     uint32_t kr;           /* 4: u8 x s8 A/W bytes; 2: int16 A/W */
     double macs_per_cycle; /* for cost() */
     ks__q8_igemm_fn ukernel;
+    ks__q8_fused_fn fused; /* NULL: the variant refuses fused nodes (ip[12] == 1) */
+    int fused_in_kernel;   /* the ukernel applies ep->fused itself (no pass over the tile) */
 } ks__q8_gemm_arch;
 
 /* One output pixel of a depthwise conv: `channels` channels, ks tap pointers to the input
@@ -78,19 +123,33 @@ typedef struct ks__q8_gemm_arch {
 typedef void (*ks__q8_dw_fn)(size_t channels, size_t ks, const void *const *in, const void *w,
                              void *out, int32_t in_flip, int32_t in_zp, const ks__q8_epilogue *ep);
 
+/* `count` consecutive output pixels of a depthwise conv with channels <= CB, one call: pixel i
+ * reads tap t at in[t] + i * steps[t] (steps 0 for padding taps) and writes out + i * channels.
+ * For the interior of small-channel rows, where a per-pixel call costs more than its math. */
+typedef void (*ks__q8_dw_row_fn)(size_t channels, size_t ks, const void *const *in,
+                                 const size_t *steps, size_t count, const void *w, void *out,
+                                 int32_t in_flip, const ks__q8_epilogue *ep);
+
 typedef struct ks__q8_dw_arch {
     uint32_t cb; /* channel block */
     double macs_per_cycle;
     ks__q8_dw_fn ukernel;
+    ks__q8_fused_fn fused; /* NULL: the variant refuses fused nodes (ip[12] == 1) */
+    int fused_in_kernel;   /* the ukernel applies ep->fused itself (no pass over the pixel) */
+    ks__q8_dw_row_fn row;  /* NULL: per-pixel calls only */
 } ks__q8_dw_arch;
 
 /* The impl steps (impl.h). cost() is negative unless the node is a quantized CONV2D (groups 1)
  * or FULLY_CONNECTED with constant weights and bias whose accumulator provably stays in int32,
- * with a fused activation the quantized reference supports. */
+ * with a fused activation the quantized reference supports; fused CONV2D nodes (residual or
+ * TABLE, ip[12] == 1) only when arch->fused is set. */
 double ks__q8_gemm_cost(const ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch);
 ks_status ks__q8_gemm_plan(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch,
                            size_t *packed_bytes_out);
 ks_status ks__q8_gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch);
+/* pack for KR == 4 kernels that read A as s8 (each byte ^ 0x80, e.g. Arm SDOT): the colterm
+ * also holds 128 * sum of the column's weights, which those kernels' products leave out. */
+ks_status ks__q8_gemm_pack_s8a(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch);
 ks_status ks__q8_gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch);
 
 /* Same for depthwise CONV2D (groups == in channels == out channels). */

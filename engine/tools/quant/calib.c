@@ -12,16 +12,33 @@
 ks_status ksq_calib_init(ksq_calib *c, uint32_t num_tensors) {
     memset(c, 0, sizeof(*c));
     c->stats = calloc(num_tensors ? num_tensors : 1, sizeof(ksq_stat));
-    if (!c->stats) return KS_STATUS_OUT_OF_MEMORY;
+    c->chan = calloc(num_tensors ? num_tensors : 1, sizeof(ksq_chan));
+    if (!c->stats || !c->chan) {
+        free(c->stats);
+        free(c->chan);
+        memset(c, 0, sizeof(*c));
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
     c->num_tensors = num_tensors;
     return KS_STATUS_OK;
+}
+
+static void chan_free(ksq_chan *ch) {
+    free(ch->min);
+    free(ch->max);
+    free(ch->sum);
+    memset(ch, 0, sizeof(*ch));
 }
 
 void ksq_calib_free(ksq_calib *c) {
     if (c->stats)
         for (uint32_t i = 0; i < c->num_tensors; i++)
             free(c->stats[i].hist);
+    if (c->chan)
+        for (uint32_t i = 0; i < c->num_tensors; i++)
+            chan_free(&c->chan[i]);
     free(c->stats);
+    free(c->chan);
     memset(c, 0, sizeof(*c));
 }
 
@@ -65,6 +82,46 @@ ks_status ksq_calib_observe(ksq_calib *c, uint32_t id, const float *x, size_t n,
         size_t k = b >= KSQ_HIST_BINS - 1 ? KSQ_HIST_BINS - 1 : (size_t)b;
         s->hist[k]++;
     }
+    return KS_STATUS_OK;
+}
+
+ks_status ksq_calib_observe_channels(ksq_calib *c, uint32_t id, const float *x, size_t n,
+                                     uint32_t channels) {
+    if (id >= c->num_tensors || !c->chan || channels == 0 || n == 0 || n % channels) {
+        return KS_STATUS_OK;
+    }
+    ksq_chan *ch = &c->chan[id];
+    if (ch->channels && ch->channels != channels) { /* shape changed: not per-channel after all */
+        chan_free(ch);
+        ch->channels = UINT32_MAX;
+    }
+    if (ch->channels == UINT32_MAX) return KS_STATUS_OK;
+    if (!ch->channels) {
+        ch->min = malloc(channels * sizeof(float));
+        ch->max = malloc(channels * sizeof(float));
+        ch->sum = calloc(channels, sizeof(double));
+        if (!ch->min || !ch->max || !ch->sum) {
+            chan_free(ch);
+            return KS_STATUS_OUT_OF_MEMORY;
+        }
+        for (uint32_t k = 0; k < channels; k++) {
+            ch->min[k] = INFINITY;
+            ch->max[k] = -INFINITY;
+        }
+        ch->channels = channels;
+    }
+    size_t rows = n / channels;
+    for (size_t r = 0; r < rows; r++) {
+        const float *v = x + r * channels;
+        for (uint32_t k = 0; k < channels; k++) {
+            float a = v[k];
+            if (!isfinite(a)) continue;
+            ch->min[k] = a < ch->min[k] ? a : ch->min[k];
+            ch->max[k] = a > ch->max[k] ? a : ch->max[k];
+            ch->sum[k] += a;
+        }
+    }
+    ch->count += rows;
     return KS_STATUS_OK;
 }
 

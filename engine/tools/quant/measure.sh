@@ -1,6 +1,10 @@
 #!/bin/sh
 # Reproduces the "Post-training int8 (ks-quant)" figures of docs/compression.md.
 #   engine/tools/quant/measure.sh BUILD_DIR WORK_DIR
+# Environment (all optional): MODELS="blazeface selfie ..." (default: all six), VARIANTS="full
+# max" (default "fast max full"), KSQ_FLAGS (extra ks-quant flags for every run, e.g.
+# "--no-equalize --no-bias-correction" for the numbers without the data-free passes), BENCH=N
+# (interleaved timing runs, default 30; 0: no timing and no profiles).
 # BUILD_DIR: a build with ks-convert, ks-quant, ks-run (engine/tools), ks-vision and
 # ks-task-bundle (algos). Needs /work/shared/data (../shared/data) and the project venv.
 # Calibration photos: ../shared/data/images minus masks and minus the held-out test photos
@@ -35,20 +39,30 @@ ultraface|$DATA/face_detection/version-RFB-320.onnx|mean=127,scale=0.0078125,lay
 LIST
 # Variants: fast = defaults (int8 only where measured faster, accuracy checks on);
 # max = --no-speed-check (accuracy checks still on); full = every layer with an int8 kernel.
+MODELS=${MODELS:-blazeface selfie facemesh blazepose_full yolox_nano ultraface}
+VARIANTS=${VARIANTS:-fast max full}
+BENCH=${BENCH:-30}
+KSQ_FLAGS=${KSQ_FLAGS:-}
 while IFS='|' read -r name src pp flags; do
+  case " $MODELS " in *" $name "*) ;; *) continue ;; esac
   "$T/ks-convert" "$src" "$WORK/$name.ksm" --quiet
-  for mode in fast max full; do
+  for mode in $VARIANTS; do
     case $mode in
       fast) extra="" ;;
       max) extra="--no-speed-check" ;;
       full) extra="--no-speed-check --min-cosine 0 --min-output-cosine 0" ;;
     esac
     echo "== $name ($mode)"
+    bench=""
+    [ "$BENCH" -gt 0 ] && bench="--bench $BENCH"
     # shellcheck disable=SC2086
     "$T/ks-quant" "$WORK/$name.ksm" "$WORK/${name}_int8_$mode.ksm" --calibration "$WORK/calib" \
-      --preprocess "$pp" --report "$WORK/${name}_$mode.md" --bench 30 --quiet $extra $flags
+      --preprocess "$pp" --report "$WORK/${name}_$mode.md" --quiet $bench $extra $flags $KSQ_FLAGS
   done
-  "$T/ks-bench" "$WORK/${name}_int8_full.ksm" --profile --runs 10 > "$WORK/${name}_full_profile.txt"
-  "$T/ks-bench" "$WORK/$name.ksm" --profile --runs 10 > "$WORK/${name}_fp32_profile.txt"
+  if [ "$BENCH" -gt 0 ] && [ -f "$WORK/${name}_int8_full.ksm" ]; then
+    "$T/ks-bench" "$WORK/${name}_int8_full.ksm" --profile --runs 10 > "$WORK/${name}_full_profile.txt"
+    "$T/ks-bench" "$WORK/$name.ksm" --profile --runs 10 > "$WORK/${name}_fp32_profile.txt"
+  fi
 done < "$WORK/models.txt"
-"$PY" "$SRC/engine/tools/quant/task_deltas.py" "$BUILD" "$WORK"
+"$PY" "$SRC/engine/tools/quant/task_deltas.py" "$BUILD" "$WORK" --models "$(echo $MODELS | tr ' ' ,)" \
+  --variants "$(echo $VARIANTS | tr ' ' ,)"

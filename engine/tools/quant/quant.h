@@ -36,15 +36,29 @@ typedef struct ksq_stat {
     uint64_t *hist; /* KSQ_HIST_BINS bins of |x| over [0, max(|min|, |max|)] (pass 2) */
 } ksq_stat;
 
+/* Per-channel statistics (channels = last axis, NHWC) of one tensor, for equalization and bias
+ * correction (pass 1 only). */
+typedef struct ksq_chan {
+    uint32_t channels; /* 0: not collected */
+    uint64_t count;    /* values per channel seen */
+    float *min, *max;
+    double *sum;
+} ksq_chan;
+
 typedef struct ksq_calib {
     uint32_t num_tensors;
     ksq_stat *stats;
+    ksq_chan *chan; /* per tensor */
 } ksq_calib;
 
 ks_status ksq_calib_init(ksq_calib *c, uint32_t num_tensors);
 void ksq_calib_free(ksq_calib *c);
 /* Folds the values of tensor `id` into its statistics: pass 1 min/max, pass 2 histogram. */
 ks_status ksq_calib_observe(ksq_calib *c, uint32_t id, const float *x, size_t n, int pass);
+/* Folds x (n values, `channels` innermost) into the per-channel statistics of tensor `id`.
+ * A tensor whose channel count changes between calls loses its channel statistics. */
+ks_status ksq_calib_observe_channels(ksq_calib *c, uint32_t id, const float *x, size_t n,
+                                     uint32_t channels);
 /* Clipping range [lo, hi] of tensor `id` for the method (percentile: `percentile` in (50, 100]).
  * Returns false when the tensor was never seen. The range always contains 0. */
 bool ksq_calib_range(const ksq_calib *c, uint32_t id, ksq_method method, double percentile,
@@ -69,6 +83,7 @@ typedef enum ksq_reason {
     KSQ_WHY_NOT_CALIBRATED, /* an input or output never produced a value */
     KSQ_WHY_INPUT_NOT_INT8, /* data-movement op whose input is fp32 anyway */
     KSQ_WHY_OUTPUT,         /* automatic fallback: a model output below --min-output-cosine */
+    KSQ_WHY_OUTPUT_LAYER,   /* computes a model output (kept fp32 unless --int8-output-layers) */
 } ksq_reason;
 
 typedef struct ksq_plan {
@@ -123,5 +138,57 @@ void ksq_map_free(ksq_map *m);
  * own int8 error, free of the error accumulated upstream. */
 ks_status ksq_build(const ks__graph *src, const ksq_plan *plan, ks__graph *dst, ksq_map *map,
                     int32_t *shadow_id, char *err, size_t err_cap);
+
+/* ---- data-free accuracy passes (equalize.c) -----------------------------------------------
+ * Both work on the split graph (after ksq_unfuse_residual) and replace the constants they change
+ * by graph-owned copies (borrowed ones are never written). */
+
+typedef struct ksq_equalize_info {
+    uint32_t num_tensors;   /* activation tensors rescaled (a PRELU chain counts its tensors) */
+    uint32_t num_consumers; /* consumer convs whose input channels were rescaled */
+    double max_factor;      /* largest per-channel factor applied (or its inverse) */
+} ksq_equalize_info;
+
+/* Cross-layer equalization (Nagel et al. 2019) driven by calibration ranges: for every
+ * activation tensor T = act(conv1(x)) (act NONE or RELU, optionally followed by one per-channel
+ * PRELU) read only as the data input of CONV2Ds, channel c of T is multiplied by d_c (conv1's
+ * output row c and bias c by d_c, each consumer's input channel c by 1/d_c). Exact in fp32 (both
+ * acts are positively homogeneous, zero padding stays zero). d_c balances T's per-tensor int8
+ * range against the consumers' per-output-channel weight ranges: sqrt(r_c / a_c), a_c the
+ * channel's share of T's |range| and r_c the share of input channel c in the consumers' weight
+ * rows; 1 / a_c (a flat T) when every consumer is depthwise (its weights are per channel).
+ * Needs channel statistics (ksq_calib_observe_channels) of the current graph. */
+ks_status ksq_equalize(ks__graph *g, const ksq_calib *c, ksq_equalize_info *info, char *err,
+                       size_t err_cap);
+
+/* Bias correction: for each CONV2D / FULLY_CONNECTED with a constant bias whose input has channel
+ * statistics, a corrected bias. analytic: the one that compensates the expected error of its
+ * int8 weights, b - sum_k (Wq - W)[o, k] * E[x_in(o, k)] * (share of output positions where tap k
+ * reads inside the input); otherwise fixed starts equal to the bias and the caller adjusts it
+ * (ks-quant's empirical correction measures the int8 model's mean error per channel). The
+ * corrected bias is used only while the layer is int8: ksq_biascorr_apply writes, per node, the
+ * corrected or the original values into the graph's bias (call it after every ksq_plan_decide). */
+typedef struct ksq_biascorr {
+    uint32_t num_nodes, num_corrected;
+    int32_t *bias_id; /* per node: -1 when not corrected */
+    float **orig, **fixed;
+    double max_rel_change; /* largest |correction| / max |bias| of its layer */
+} ksq_biascorr;
+
+/* plan (may be NULL): the calibrated runtime shapes, to discount taps that read the padding. */
+ks_status ksq_biascorr_init(ksq_biascorr *bc, ks__graph *g, const ksq_calib *c,
+                            const ksq_plan *plan, bool analytic);
+void ksq_biascorr_apply(const ksq_biascorr *bc, ks__graph *g, const uint8_t *mode);
+void ksq_biascorr_free(ksq_biascorr *bc);
+
+/* Rewrites, in place, the int8 epilogue chains of a built graph into CONV2D's fused forms
+ * (ops.inc, ip[12] == 1; fuse.c): CONV2D -> ADD(residual), CONV2D -> unary lookup op and
+ * CONV2D -> SIGMOID -> MUL (SiLU), when the conv's output has no other consumer. Bit-exact with
+ * the unfused graph. map (from ksq_build, may be NULL): node_src is kept aligned with the
+ * surviving nodes, and the i8 ids of fused-away tensors are cleared; plan gives the runtime
+ * shapes (a residual is fused only when its shape provably equals the conv output's).
+ * With KS_QUANT_NO_FUSE set in the environment the pass does nothing (to A/B the fused graph). */
+ks_status ksq_fuse(ks__graph *g, const ksq_plan *plan, ksq_map *map, uint32_t num_src_tensors,
+                   uint32_t *num_fused_out, char *err, size_t err_cap);
 
 #endif /* KESTREL_TOOLS_QUANT_H */

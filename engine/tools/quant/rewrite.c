@@ -623,6 +623,9 @@ ks_status ksq_build(const ks__graph *src, const ksq_plan *plan, ks__graph *dst, 
     }
     for (uint32_t i = 0; i < src->num_meta; i++)
         if ((st = ks__graph_set_meta(dst, src->meta[i].key, src->meta[i].value))) goto done;
+    uint32_t num_fused = 0; /* the int8 epilogue chains folded into their convs (fuse.c) */
+    if (!shadow_id && (st = ksq_fuse(dst, plan, map, src->num_tensors, &num_fused, err, err_cap)))
+        goto done;
     st = ks__graph_validate(dst, err, err_cap);
 done:
     free(b.i8_scale);

@@ -1,14 +1,17 @@
 """Task deltas of ks-quant int8 models against fp32 (docs/compression.md, ks-quant section).
 
-    python task_deltas.py BUILD_DIR WORK_DIR
+    python task_deltas.py BUILD_DIR WORK_DIR [--models blazeface,selfie,...] [--variants full,max]
 
 WORK_DIR is what engine/tools/quant/measure.sh filled: <name>.ksm (fp32), <name>_int8_{fast,max,full}.ksm,
 test/ (held-out photos). Task models run through ks-vision with bundles made by ks-task-bundle
 from the same graph JSON, once with the fp32 model and once with the int8 one (other models of a
 bundle stay fp32, so each row measures one model). UltraFace has no task; its raw outputs from
 ks-run are decoded here (score > 0.7, NMS 0.3).
-Prints one markdown table row per model and variant.
+Prints one markdown table row per model and variant (models: blazeface, selfie, facemesh,
+blazepose_full, yolox_nano, ultraface; default all; a model whose int8 file is missing is skipped),
+with the output cosines ks-quant wrote into the variant's report (<name>_<variant>.md).
 """
+import argparse
 import json
 import os
 import subprocess
@@ -17,7 +20,14 @@ import sys
 import numpy as np
 from PIL import Image
 
-BUILD, WORK = sys.argv[1], sys.argv[2]
+ALL_MODELS = ["blazeface", "selfie", "facemesh", "blazepose_full", "yolox_nano", "ultraface"]
+_ap = argparse.ArgumentParser()
+_ap.add_argument("build")
+_ap.add_argument("work")
+_ap.add_argument("--models", default=",".join(ALL_MODELS))
+_ap.add_argument("--variants", default="full,max,fast")
+ARGS = _ap.parse_args()
+BUILD, WORK = ARGS.build, ARGS.work
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 DATA = os.path.join(SRC, "..", "shared", "data")
 TOOLS = os.path.join(BUILD, "engine", "tools")
@@ -153,9 +163,30 @@ def ultraface_row(ksm32, ksm8):
         miss, extra_n)
 
 
+def report_cosines(name, variant):
+    """Output cosines and int8 layer count from ks-quant's markdown report, or ''."""
+    path = os.path.join(WORK, "%s_%s.md" % (name, variant))
+    if not os.path.exists(path):
+        return ""
+    cos, layers = [], ""
+    with open(path) as f:
+        for line in f:
+            if line.startswith("- layers in int8:"):
+                layers = line.split(":", 1)[1].strip().replace(" of ", "/")
+            elif line.startswith("- `") and "`: " in line:
+                cos.append(line.rsplit(": ", 1)[1].strip())
+            elif line.startswith("| #"):
+                break
+    return "%s (%s int8)" % (" / ".join(cos), layers)
+
+
 def main():
     models = os.path.join(SRC, "models")
+    wanted = ARGS.models.split(",")
     det_short = os.path.join(WORK, "blazeface.ksm")
+    if not os.path.exists(det_short):
+        det_short = convert(os.path.join(models, "face_detection",
+                                         "face_detection_short_range.tflite"), "blazeface")
     det_full = convert(os.path.join(models, "face_detection",
                                     "face_detection_full_range_sparse.tflite"), "face_det_full")
     pose_det = convert(os.path.join(models, "pose", "pose_detection.tflite"), "pose_det")
@@ -163,41 +194,53 @@ def main():
     coco = os.path.join(DATA, "object_detection", "coco.names")
     if not os.path.exists(coco):
         coco = os.path.join(SRC, "algos", "detect", "coco80.names")
-    for variant in ("full", "max", "fast"):
+    for variant in ARGS.variants.split(","):
         def q(name):
             return os.path.join(WORK, "%s_int8_%s.ksm" % (name, variant))
 
+        def want(name):
+            return name in wanted and os.path.exists(q(name))
+
         rows = []
-        g = os.path.join(SRC, "algos", "face", "face_detector_short.json")
-        b32 = bundle("fd32", g, {"face_detector": det_short})
-        b8 = bundle("fd8", g, {"face_detector": q("blazeface")})
-        rows.append(("BlazeFace (short)", det_row("face_detect", "faces", b32, b8, False)))
-        g = os.path.join(SRC, "algos", "segment", "selfie_segmenter_general.json")
-        b32 = bundle("seg32", g, {"selfie_segmentation": os.path.join(WORK, "selfie.ksm")})
-        b8 = bundle("seg8", g, {"selfie_segmentation": q("selfie")})
-        rows.append(("Selfie segmentation", seg_row(b32, b8)))
-        g = os.path.join(SRC, "algos", "face", "face_landmarker.json")
-        common = {"face_detector_short": det_short, "face_detector_full": det_full}
-        b32 = bundle("fl32", g, dict(common, face_landmarks=os.path.join(WORK, "facemesh.ksm")),
-                     ["--file", "%s=%s" % (os.path.basename(geom), geom)])
-        b8 = bundle("fl8", g, dict(common, face_landmarks=q("facemesh")),
-                    ["--file", "%s=%s" % (os.path.basename(geom), geom)])
-        rows.append(("FaceMesh", lm_row("face_landmarks", "faces", b32, b8)))
-        g = os.path.join(SRC, "algos", "pose", "pose_landmarker.json")
-        b32 = bundle("pl32", g, {"pose_detection": pose_det,
-                                 "pose_landmark": os.path.join(WORK, "blazepose_full.ksm")})
-        b8 = bundle("pl8", g, {"pose_detection": pose_det, "pose_landmark": q("blazepose_full")})
-        rows.append(("BlazePose full", lm_row("pose", "poses", b32, b8)))
-        g = os.path.join(SRC, "algos", "detect", "object_detector_yolox.json")
-        extra = ["--labels", "labels=" + coco, "--config",
-                 "detector_config=" + os.path.join(SRC, "algos", "detect", "yolox_nano.json")]
-        b32 = bundle("od32", g, {"detector": os.path.join(WORK, "yolox_nano.ksm")}, extra)
-        b8 = bundle("od8", g, {"detector": q("yolox_nano")}, extra)
-        rows.append(("YOLOX-nano", det_row("detect", "objects", b32, b8, True)))
-        rows.append(("UltraFace RFB-320",
-                     ultraface_row(os.path.join(WORK, "ultraface.ksm"), q("ultraface"))))
-        for name, text in rows:
-            print("| %s | %s | %s |" % (name, variant, text))
+        if want("blazeface"):
+            g = os.path.join(SRC, "algos", "face", "face_detector_short.json")
+            b32 = bundle("fd32", g, {"face_detector": det_short})
+            b8 = bundle("fd8", g, {"face_detector": q("blazeface")})
+            rows.append(("BlazeFace (short)", "blazeface",
+                         det_row("face_detect", "faces", b32, b8, False)))
+        if want("selfie"):
+            g = os.path.join(SRC, "algos", "segment", "selfie_segmenter_general.json")
+            b32 = bundle("seg32", g, {"selfie_segmentation": os.path.join(WORK, "selfie.ksm")})
+            b8 = bundle("seg8", g, {"selfie_segmentation": q("selfie")})
+            rows.append(("Selfie segmentation", "selfie", seg_row(b32, b8)))
+        if want("facemesh"):
+            g = os.path.join(SRC, "algos", "face", "face_landmarker.json")
+            common = {"face_detector_short": det_short, "face_detector_full": det_full}
+            b32 = bundle("fl32", g, dict(common, face_landmarks=os.path.join(WORK, "facemesh.ksm")),
+                         ["--file", "%s=%s" % (os.path.basename(geom), geom)])
+            b8 = bundle("fl8", g, dict(common, face_landmarks=q("facemesh")),
+                        ["--file", "%s=%s" % (os.path.basename(geom), geom)])
+            rows.append(("FaceMesh", "facemesh", lm_row("face_landmarks", "faces", b32, b8)))
+        if want("blazepose_full"):
+            g = os.path.join(SRC, "algos", "pose", "pose_landmarker.json")
+            b32 = bundle("pl32", g, {"pose_detection": pose_det,
+                                     "pose_landmark": os.path.join(WORK, "blazepose_full.ksm")})
+            b8 = bundle("pl8", g, {"pose_detection": pose_det,
+                                   "pose_landmark": q("blazepose_full")})
+            rows.append(("BlazePose full", "blazepose_full", lm_row("pose", "poses", b32, b8)))
+        if want("yolox_nano"):
+            g = os.path.join(SRC, "algos", "detect", "object_detector_yolox.json")
+            extra = ["--labels", "labels=" + coco, "--config",
+                     "detector_config=" + os.path.join(SRC, "algos", "detect", "yolox_nano.json")]
+            b32 = bundle("od32", g, {"detector": os.path.join(WORK, "yolox_nano.ksm")}, extra)
+            b8 = bundle("od8", g, {"detector": q("yolox_nano")}, extra)
+            rows.append(("YOLOX-nano", "yolox_nano", det_row("detect", "objects", b32, b8, True)))
+        if want("ultraface"):
+            rows.append(("UltraFace RFB-320", "ultraface",
+                         ultraface_row(os.path.join(WORK, "ultraface.ksm"), q("ultraface"))))
+        for title, name, text in rows:
+            print("| %s | %s | %s | %s |" % (title, variant, report_cosines(name, variant), text))
+            sys.stdout.flush()
 
 
 main()

@@ -15,6 +15,7 @@
 
 #include "conv_internal.h"
 #include "../op_enabled.h"
+#include "../qgemm.h" /* the fused residual ADD's constants (shared with the fast kernels) */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Shared helpers (declared in conv_internal.h)                                               */
@@ -262,10 +263,9 @@ static ks_status check_float_weights(ks__kernel_ctx *ctx, const ks__rt_tensor *w
 
 /* Multiplier of output channel c. `legacy_float_product` selects TFLite's uint8/per-tensor rule
  * (scale product rounded to float before widening). */
-static void channel_multiplier(const ks__rt_tensor *x, const ks__rt_tensor *w,
-                               const ks__rt_tensor *y, int64_t c, int legacy_float_product,
-                               int32_t *mult, int32_t *shift) {
-    float xs = ks__conv_qscale(x, 0), ws = ks__conv_qscale(w, c), ys = ks__conv_qscale(y, 0);
+static void channel_multiplier(const ks__rt_tensor *x, const ks__rt_tensor *w, float ys, int64_t c,
+                               int legacy_float_product, int32_t *mult, int32_t *shift) {
+    float xs = ks__conv_qscale(x, 0), ws = ks__conv_qscale(w, c);
     double real = legacy_float_product ? (double)(xs * ws) / (double)ys
                                        : (double)xs * (double)ws / (double)ys;
     ks__quant_multiplier(real, mult, shift);
@@ -285,9 +285,11 @@ static int64_t param_or_one(int32_t v) {
     return v == 0 ? 1 : v;
 }
 
-/* The fused act of a conv-family node: a known ks__act; PRELU only where the op has slopes. */
+/* The fused act of a conv-family node: a known ks__act; PRELU (and TABLE, checked further by
+ * check_fused) only on CONV2D, which has the extra input. */
 static ks_status check_act(ks__kernel_ctx *ctx, int32_t act, int prelu_ok) {
-    if (act < 0 || act >= KS_ACT_COUNT || (act == KS_ACT_PRELU && !prelu_ok))
+    if (act < 0 || act >= KS_ACT_COUNT ||
+        ((act == KS_ACT_PRELU || act == KS_ACT_TABLE) && !prelu_ok))
         return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
                                 "fused activation %d is unknown or not allowed on this op",
                                 (int)act);
@@ -339,6 +341,7 @@ static ks_status conv_geometry(ks__kernel_ctx *ctx, conv_geom *g) {
  * with one value per output channel. */
 static ks_status check_slope(ks__kernel_ctx *ctx, int32_t act, int64_t oc) {
     const ks__rt_tensor *s = opt_input(ctx, 4);
+    if (act == KS_ACT_TABLE) return KS_STATUS_OK; /* input 4 is the table (check_fused) */
     if (act != KS_ACT_PRELU) {
         if (s)
             return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
@@ -355,6 +358,61 @@ static ks_status check_slope(ks__kernel_ctx *ctx, int32_t act, int64_t oc) {
     return KS_STATUS_OK;
 }
 
+/* Quantized CONV2D's fused forms (ops.inc): ip[12] == 1 gives an intermediate (scale fp[1],
+ * zero point ip[11], y's dtype), followed by the quantized ADD of the residual (input 3) or the
+ * output table (act TABLE, input 4). `quant`: the conv is quantized. */
+static ks_status check_fused(ks__kernel_ctx *ctx, int quant, int32_t act) {
+    const int32_t *ip = ctx->node->ip;
+    const ks__rt_tensor *res = opt_input(ctx, 3), *tab = opt_input(ctx, 4);
+    const ks__rt_tensor *y = ctx->out[0];
+    if (ip[12] != 1 || !quant) {
+        if (act == KS_ACT_TABLE)
+            return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
+                                    "act TABLE needs a quantized conv with the intermediate "
+                                    "params (ip[12] = 1)");
+        if (res && quant)
+            return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
+                                    "a residual on a quantized conv needs the intermediate params "
+                                    "(ip[12] = 1)");
+        return KS_STATUS_OK; /* float convs ignore ip[11], ip[12] and fp[1] */
+    }
+    float is = ctx->node->fp[1];
+    int32_t iz = ip[11];
+    int32_t lo = y->dtype == KS_DTYPE_U8 ? 0 : -128, hi = y->dtype == KS_DTYPE_U8 ? 255 : 127;
+    if (!(is > 0.0f) || !isfinite(is) || iz < lo || iz > hi)
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
+                                "intermediate scale %g / zero point %d invalid for dtype %s",
+                                (double)is, (int)iz, ks_dtype_string(y->dtype));
+    if (act == KS_ACT_TABLE) {
+        if (res || !tab || !tab->data || tab->dtype != y->dtype || ks__rt_numel(tab) != 256)
+            return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
+                                    "act TABLE needs input 4: a constant [256] %s table and no "
+                                    "residual (got %s, %lld values)",
+                                    ks_dtype_string(y->dtype), tab ? "a tensor" : "none",
+                                    (long long)(tab ? ks__rt_numel(tab) : 0));
+        return KS_STATUS_OK;
+    }
+    if (!res || tab)
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
+                                "fused intermediate needs a residual (input 3) or act TABLE");
+    if (!act_is_quantizable(act))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
+                                "fused activation %d is not supported on quantized tensors",
+                                (int)act);
+    if (res->dtype != y->dtype || !ks__conv_is_quant(res) || res->rank != 4)
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
+                                "residual must be %s, rank 4, quantized (dtype %s, rank %d)",
+                                ks_dtype_string(y->dtype), ks_dtype_string(res->dtype),
+                                (int)res->rank);
+    ks_status st = check_act_quant(ctx, res, "residual");
+    if (st) return st;
+    int32_t rz = res->quant->zero_points[0];
+    if (rz < lo || rz > hi)
+        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "residual zero point %d invalid",
+                                (int)rz);
+    return KS_STATUS_OK;
+}
+
 static ks_status conv_infer(ks__kernel_ctx *ctx) {
     conv_geom g;
     ks_status st = conv_geometry(ctx, &g);
@@ -365,24 +423,23 @@ static ks_status conv_infer(ks__kernel_ctx *ctx) {
     if ((st = ks__conv_check_dims(ctx, "output", 4, dims, 0))) return st;
     if ((st = check_bias(ctx, 2, g.oc, quant))) return st;
     const ks__rt_tensor *res = opt_input(ctx, 3);
-    if (res && quant)
-        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
-                                "a residual input is not supported on quantized convs");
+    if (quant && (st = check_quant_output(ctx, g.act == KS_ACT_TABLE ? KS_ACT_NONE : g.act)))
+        return st;
+    if ((st = check_fused(ctx, quant, g.act))) return st;
     if (res) {
         int same = res->rank == 4;
         for (int i = 0; same && i < 4; i++)
             same = res->dims[i] == dims[i];
-        if (!same || res->dtype != KS_DTYPE_F32 || res->quant->count != 0)
+        if (!same || (!quant && (res->dtype != KS_DTYPE_F32 || res->quant->count != 0)))
             return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE,
-                                    "residual must be F32 with the output's shape "
+                                    "residual must have the output's shape (F32 if float) "
                                     "[%lld,%lld,%lld,%lld] (dtype %d, rank %d)",
                                     (long long)dims[0], (long long)dims[1], (long long)dims[2],
                                     (long long)dims[3], (int)res->dtype, (int)res->rank);
     }
     if ((st = check_slope(ctx, g.act, g.oc))) return st;
     if (quant) {
-        if ((st = check_act_quant(ctx, x, "input 0")) || (st = check_weight_quant(ctx, w, g.oc)) ||
-            (st = check_quant_output(ctx, g.act)))
+        if ((st = check_act_quant(ctx, x, "input 0")) || (st = check_weight_quant(ctx, w, g.oc)))
             return st;
         ks__rt_set_shape(ctx->out[0], ctx->out[0]->dtype, 4, dims);
         ctx->scratch_bytes = (size_t)g.oc * 2 * sizeof(int32_t);
@@ -397,6 +454,14 @@ static ks_status conv_infer(ks__kernel_ctx *ctx) {
     return KS_STATUS_OK;
 }
 
+/* The fused node's second step on one intermediate value t (ops.inc): the quantized ADD with the
+ * residual value r, or the table lookup. */
+static int32_t conv_fused_out(const ks__q8_fused *f, const ks__rt_tensor *tab, ks_dtype dt,
+                              int32_t t, int32_t r) {
+    if (!tab) return ks__q8_fused_add_one(f, t, r);
+    return ks__conv_load_q(tab, t + (dt == KS_DTYPE_I8 ? 128 : 0));
+}
+
 static ks_status conv_run(ks__kernel_ctx *ctx) {
     conv_geom g;
     ks_status st = conv_geometry(ctx, &g);
@@ -409,18 +474,29 @@ static ks_status conv_run(ks__kernel_ctx *ctx) {
     int32_t xzp = 0, yzp = 0, lo = 0, hi = 0;
     if ((st = check_slope(ctx, g.act, g.oc))) return st;
     const float *slope = g.act == KS_ACT_PRELU ? (const float *)ctx->in[4]->data : NULL;
-    if (res && (quant || res->dtype != KS_DTYPE_F32 || ks__rt_numel(res) != ks__rt_numel(y)))
+    const int fused = quant && ctx->node->ip[12] == 1;
+    if ((st = check_fused(ctx, quant, g.act))) return st;
+    if (res && (ks__rt_numel(res) != ks__rt_numel(y) || (!quant && res->dtype != KS_DTYPE_F32)))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "residual does not match the output");
+    const ks__rt_tensor *tab = fused && g.act == KS_ACT_TABLE ? ctx->in[4] : NULL;
+    ks__q8_fused fz;
+    memset(&fz, 0, sizeof(fz));
     if (quant) {
         if (!ctx->scratch || ctx->scratch_bytes < (size_t)g.oc * 2 * sizeof(int32_t))
             return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "scratch buffer missing");
         mult = (int32_t *)ctx->scratch;
         shift = mult + g.oc;
+        /* A fused node first requantizes to the intermediate (fp[1], ip[11], act NONE). */
+        float ys = fused ? ctx->node->fp[1] : ks__conv_qscale(y, 0);
         for (int64_t c = 0; c < g.oc; c++)
-            channel_multiplier(x, w, y, c, x->dtype == KS_DTYPE_U8, &mult[c], &shift[c]);
+            channel_multiplier(x, w, ys, c, x->dtype == KS_DTYPE_U8, &mult[c], &shift[c]);
         xzp = ks__conv_qzp(x, 0);
-        yzp = ks__conv_qzp(y, 0);
-        ks__quant_act_range(g.act, ks__conv_qscale(y, 0), yzp, y->dtype, &lo, &hi);
+        yzp = fused ? ctx->node->ip[11] : ks__conv_qzp(y, 0);
+        ks__quant_act_range(fused ? KS_ACT_NONE : g.act, ys, yzp, y->dtype, &lo, &hi);
+        if (fused && !tab)
+            ks__q8_fused_add_init(&fz, y->dtype, ys, yzp, ks__conv_qscale(res, 0),
+                                  ks__conv_qzp(res, 0), ks__conv_qscale(y, 0), ks__conv_qzp(y, 0),
+                                  g.act);
     }
     for (int64_t n = 0; n < g.n; n++) {
         for (int64_t oy = 0; oy < g.oh; oy++) {
@@ -453,6 +529,9 @@ static ks_status conv_run(ks__kernel_ctx *ctx) {
                         if (b) qacc += ks__conv_load_q(b, co);
                         int32_t v = ks__quant_mul(sat_i32(qacc), mult[co], shift[co]) + yzp;
                         v = v < lo ? lo : (v > hi ? hi : v);
+                        if (fused)
+                            v = conv_fused_out(&fz, tab, y->dtype, v,
+                                               res ? ks__conv_load_q(res, yi + co) : 0);
                         ks__conv_store_q(y, yi + co, v);
                     } else {
                         if (b) facc += ks__conv_load_f(b, co, co);
@@ -586,7 +665,8 @@ static ks_status tconv_run(ks__kernel_ctx *ctx) {
         mult = (int32_t *)ctx->scratch;
         shift = mult + g.oc;
         for (int64_t c = 0; c < g.oc; c++)
-            channel_multiplier(x, w, y, c, x->dtype == KS_DTYPE_U8, &mult[c], &shift[c]);
+            channel_multiplier(x, w, ks__conv_qscale(y, 0), c, x->dtype == KS_DTYPE_U8, &mult[c],
+                               &shift[c]);
         xzp = ks__conv_qzp(x, 0);
         yzp = ks__conv_qzp(y, 0);
         ks__quant_act_range(g.act, ks__conv_qscale(y, 0), yzp, y->dtype, &lo, &hi);
@@ -866,7 +946,8 @@ static ks_status fc_run(ks__kernel_ctx *ctx) {
         shift = mult + o;
         /* TFLite FC: per-tensor weights use the legacy float product, per-channel a double one. */
         for (int64_t c = 0; c < o; c++)
-            channel_multiplier(x, w, y, c, w->quant->count == 1, &mult[c], &shift[c]);
+            channel_multiplier(x, w, ks__conv_qscale(y, 0), c, w->quant->count == 1, &mult[c],
+                               &shift[c]);
         xzp = ks__conv_qzp(x, 0);
         yzp = ks__conv_qzp(y, 0);
         ks__quant_act_range(act, ks__conv_qscale(y, 0), yzp, y->dtype, &lo, &hi);

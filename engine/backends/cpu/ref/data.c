@@ -750,7 +750,7 @@ static ks_status concat_plan_make(ks__kernel_ctx *ctx, concat_plan *p) {
 static ks_status concat_check_act(ks__kernel_ctx *ctx, ks_dtype dt, const ks__quant *q) {
     int32_t act = ctx->node->ip[1];
     if (act == KS_ACT_NONE) return KS_STATUS_OK;
-    if (act < 0 || act >= KS_ACT_COUNT || act == KS_ACT_PRELU)
+    if (act < 0 || act >= KS_ACT_COUNT || act == KS_ACT_PRELU || act == KS_ACT_TABLE)
         return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "unknown fused activation %d", act);
     if (dt == KS_DTYPE_F32 || dt == KS_DTYPE_F16) return KS_STATUS_OK;
     int64_t lo, hi;

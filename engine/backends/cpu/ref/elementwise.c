@@ -429,7 +429,7 @@ static ks_status binary_infer(ks__kernel_ctx *ctx) {
     const ks__rt_tensor *a = ctx->in[0], *b = ctx->in[1];
     const ks__rt_tensor *y = ctx->out[0];
     int32_t act = ctx->node->ip[0];
-    if (act < 0 || act >= KS_ACT_COUNT || act == KS_ACT_PRELU)
+    if (act < 0 || act >= KS_ACT_COUNT || act == KS_ACT_PRELU || act == KS_ACT_TABLE)
         return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "unknown fused activation %d", act);
     if (a->dtype != b->dtype)
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,

@@ -154,8 +154,68 @@ static void ks_q8_dw__avx2_c8(size_t channels, size_t ks, const void *const *in,
     }
 }
 
-static const ks__q8_gemm_arch k_gemm = {ARCH_MR, ARCH_NR, 2, 16.0, ks_q8_igemm__avx2_6x16};
-static const ks__q8_dw_arch k_dw = {DW_CB, 4.0, ks_q8_dw__avx2_c8};
+/* ---- fused nodes (qgemm.h): the driver's pass over each finished tile / pixel ----
+ * The stores above are plain 8-byte stores, so the pass's 8-byte loads are forwarded from them. */
+
+typedef struct vqmul {
+    __m256i mult, left, right, mask, half;
+} vqmul;
+
+static void vqmul_load(const int32_t *q, vqmul *v) {
+    v->mult = _mm256_set1_epi32(q[0]);
+    v->left = _mm256_set1_epi32(q[1]);
+    v->right = _mm256_set1_epi32(q[2]);
+    v->mask = _mm256_set1_epi32(q[3]);
+    v->half = _mm256_set1_epi32(q[4]);
+}
+
+/* ks__quant_mul with one multiplier for every lane (qgemm.h ks__q8_fused vq row). */
+KS_INLINE __m256i requant_b(__m256i v, const vqmul *q) {
+    const __m256i nudge = _mm256_set1_epi64x(1LL << 30);
+    v = _mm256_sllv_epi32(v, q->left);
+    /* mult is in both halves of each 64-bit lane: the odd products need no shift of it */
+    __m256i even = _mm256_add_epi64(_mm256_mul_epi32(v, q->mult), nudge);
+    __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(v, 32), q->mult), nudge);
+    __m256i high = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+    __m256i rem = _mm256_and_si256(high, q->mask);
+    __m256i thr = _mm256_sub_epi32(q->half, _mm256_srai_epi32(high, 31));
+    __m256i res = _mm256_srav_epi32(high, q->right);
+    return _mm256_sub_epi32(res, _mm256_cmpgt_epi32(rem, thr));
+}
+
+/* The reference quantized ADD (ks__q8_fused_add_one) 8 lanes at a time; tables and the last
+ * n % 8 bytes go through the scalar epilogue. */
+static void fused_apply(const ks__q8_fused *f, uint8_t *y, const uint8_t *res, size_t n) {
+    size_t i = 0;
+    if (f->kind == KS_Q8_FUSED_RESIDUAL && n >= 8) {
+        vqmul ma, mb, mo;
+        vqmul_load(f->vq[0], &ma);
+        vqmul_load(f->vq[1], &mb);
+        vqmul_load(f->vq[2], &mo);
+        const __m128i flip = _mm_set1_epi8((char)f->flip);
+        const __m256i za = _mm256_set1_epi32(f->za), zb = _mm256_set1_epi32(f->zb);
+        const __m256i zo = _mm256_set1_epi32(f->zo);
+        const __m256i lo = _mm256_set1_epi32(f->lo), hi = _mm256_set1_epi32(f->hi);
+        const __m256i byte = _mm256_set1_epi32(0xFF);
+        for (; i + 8 <= n; i += 8) {
+            __m128i ba = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(y + i)), flip);
+            __m128i bb = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(res + i)), flip);
+            __m256i va = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(ba), za), 20);
+            __m256i vb = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepu8_epi32(bb), zb), 20);
+            __m256i raw = _mm256_add_epi32(requant_b(va, &ma), requant_b(vb, &mb));
+            __m256i q = _mm256_add_epi32(requant_b(raw, &mo), zo);
+            q = _mm256_and_si256(_mm256_min_epi32(_mm256_max_epi32(q, lo), hi), byte);
+            __m128i w16 =
+                _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+            _mm_storel_epi64((__m128i *)(y + i), _mm_packus_epi16(w16, w16));
+        }
+    }
+    if (i < n) ks__q8_fused_apply_scalar(f, y + i, res ? res + i : NULL, n - i);
+}
+
+static const ks__q8_gemm_arch k_gemm = {ARCH_MR,     ARCH_NR, 2, 16.0, ks_q8_igemm__avx2_6x16,
+                                        fused_apply, 0};
+static const ks__q8_dw_arch k_dw = {DW_CB, 4.0, ks_q8_dw__avx2_c8, fused_apply, 0, NULL};
 
 static double gemm_cost(const ks__kernel_ctx *ctx) {
     return ks__q8_gemm_cost(ctx, &k_gemm);
