@@ -47,6 +47,7 @@ typedef struct options {
     double percentile, min_cosine, min_output_cosine;
     int max_images, eval_images, bench_runs, max_rounds;
     int speed_check, quiet;
+    int entropy;            /* --entropy: write .ksm 1.2, losslessly packed (ksm.h) */
     int equalize;           /* cross-layer equalization (equalize.c), on by default */
     int bias_correction;    /* 0 off, 1 empirical, 2 analytic (default) */
     int int8_output_layers; /* quantize the layers that compute the model outputs too */
@@ -103,6 +104,9 @@ static void usage(void) {
             "                               too (default: they stay fp32, see docs)\n"
             "  --report FILE.md|FILE.json   per-layer cosine similarity, worst first\n"
             "  --bench N                    time fp32 and int8 interleaved, N runs, 1 thread\n"
+            "  --entropy                    write the model losslessly packed (.ksm 1.2:\n"
+            "                               coded constants and tables; same outputs, needs a\n"
+            "                               reader of format 1.2)\n"
             "  --quiet                      no progress bar\n");
 }
 
@@ -292,6 +296,8 @@ static int parse_args(int argc, char **argv, options *o) {
             }
         } else if (strcmp(a, "--quiet") == 0) {
             o->quiet = 1;
+        } else if (strcmp(a, "--entropy") == 0) {
+            o->entropy = 1;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage();
             exit(0);
@@ -1768,7 +1774,8 @@ int main(int argc, char **argv) {
                  pp.layout == KS_TENSOR_LAYOUT_NCHW ? "nchw" : "nhwc");
         if (!meta_pp && ks__graph_set_meta(&qg, "preprocess", val)) goto done;
     }
-    if (ks__ksm_write_file(&qg, o.out_path, err, sizeof(err))) {
+    ks__ksm_write_opts wo = {.pack = o.entropy != 0};
+    if (ks__ksm_write_file_ex(&qg, &wo, o.out_path, err, sizeof(err))) {
         fprintf(stderr, "ks-quant: cannot write %s: %s\n", o.out_path, err);
         goto done;
     }

@@ -279,6 +279,43 @@ static void test_end_to_end(void **state) {
     double cos = atof(c + 9);
     assert_true(cos >= 0.98); /* the fallback keeps the mask output at the bar */
 
+    /* --entropy writes the same model losslessly packed (.ksm 1.2): smaller, same outputs */
+    char packed[600];
+    snprintf(packed, sizeof(packed), "%s/selfie_int8_packed.ksm", g_tmp);
+    rc = run("ks-quant %s %s --calibration %s --no-speed-check --min-cosine 0.98 --entropy --quiet",
+             float_model(), packed, dir);
+    if (rc) fprintf(stderr, "%s\n", g_out);
+    assert_int_equal(rc, 0);
+    struct stat st_plain, st_packed;
+    assert_int_equal(stat(out, &st_plain), 0);
+    assert_int_equal(stat(packed, &st_packed), 0);
+    assert_true(st_packed.st_size < st_plain.st_size * 9 / 10);
+    float *first_out = NULL;
+    size_t out_bytes = 0;
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(ks_model_load_file(k ? packed : out, NULL, &m), KS_STATUS_OK);
+        assert_int_equal(ks_session_create(m, NULL, &s), KS_STATUS_OK);
+        assert_int_equal(ks_session_reshape(s, NULL), KS_STATUS_OK);
+        ks_tensor ti, to;
+        assert_int_equal(ks_session_input(s, 0, &ti), KS_STATUS_OK);
+        for (size_t e = 0; e < ti.size_bytes / sizeof(float); e++)
+            ((float *)ti.data)[e] = (float)(e % 251) / 251.0f;
+        assert_int_equal(ks_session_run(s), KS_STATUS_OK);
+        assert_int_equal(ks_session_output(s, 0, &to), KS_STATUS_OK);
+        if (!k) {
+            out_bytes = to.size_bytes;
+            first_out = malloc(out_bytes);
+            assert_non_null(first_out);
+            memcpy(first_out, to.data, out_bytes);
+        } else {
+            assert_int_equal(to.size_bytes, out_bytes);
+            assert_memory_equal(first_out, to.data, out_bytes);
+        }
+        ks_session_destroy(s);
+        ks_model_destroy(m);
+    }
+    free(first_out);
+
     /* --skip keeps a layer fp32 and the report says why; the default (speed-checked) mode
      * writes a loadable model too. */
     snprintf(report, sizeof(report), "%s/report.md", g_tmp);
