@@ -70,11 +70,6 @@ static ks_status tile_plan(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
     return KS_STATUS_OK;
 }
 
-static float tensor_float(const ks__rt_tensor *t, size_t i) {
-    return t->dtype == KS_DTYPE_F16 ? ks__f16_to_f32(((const uint16_t *)t->data)[i])
-                                    : ((const float *)t->data)[i];
-}
-
 static ks_status tile_pack(ks__kernel_ctx *ctx) {
     tile_geom g;
     if (!tile_geom_get(ctx, &g) || ctx->packed_bytes < tile_packed_floats(&g) * sizeof(float))
@@ -86,10 +81,10 @@ static ks_status tile_pack(ks__kernel_ctx *ctx) {
         for (int64_t bb = 0; bb < g.kw; bb++)
             for (int64_t o = 0; o < g.co; o++) {
                 size_t lane = (size_t)((a * g.kw + bb) * g.co + o);
-                if (b) p[lane] = tensor_float(b, (size_t)o);
+                if (b) p[lane] = (float)ks__rt_get_f64(b, o);
                 for (int64_t c = 0; c < g.ci; c++) /* w is [Co, KH, KW, Ci] */
                     p[(size_t)V_N * (size_t)(1 + c) + lane] =
-                        tensor_float(w, (size_t)(((o * g.kh + a) * g.kw + bb) * g.ci + c));
+                        (float)ks__rt_get_f64(w, ((o * g.kh + a) * g.kw + bb) * g.ci + c);
             }
     return KS_STATUS_OK;
 }
