@@ -263,7 +263,7 @@ static ks_status read_lossless(ks__graph *g, uint32_t id, const ks__wenc_params 
     t->flags = KS__TENSOR_CONST;
     char derr[256];
     derr[0] = 0;
-    st = ks__wenc_decode_lossless(&g->alloc, payload, payload_size, p, t->dtype == KS_DTYPE_I8,
+    st = ks__wenc_decode_lossless(&g->alloc, payload, payload_size, p, t->dtype,
                                   (size_t)num_bytes, buf, derr, sizeof(derr));
     if (st) FAIL(st, "tensor %u '%s': %s", id, t->name, derr);
     return KS_STATUS_OK;
@@ -835,7 +835,7 @@ static ks_status pack_constant(const ks__graph *g, const ks__ksm_write_opts *o, 
     uint8_t *payload = NULL;
     size_t size = 0;
     ks_status st =
-        ks__wenc_encode_lossless(&g->alloc, t->data, t->size_bytes, t->dtype == KS_DTYPE_I8,
+        ks__wenc_encode_lossless(&g->alloc, t->data, t->size_bytes, t->dtype,
                                  lossless_rows(t), &p, &payload, &size);
     if (st) return st;
     if (size + 8 >= align_up(t->size_bytes)) {

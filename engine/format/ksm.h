@@ -79,10 +79,12 @@
  * losslessly coded: the tensor keeps its dtype (any dtype with a size), dims and quantization
  * (e.g. the I8 weights of a ks-quant model, whose per-channel scales stay in TENSORS); coder
  * 0 raw bytes, 1 rANS of the bytes, 2 wcode (I8 only: int8 codes in [-127, 127], no scales),
- * 3 bcode of the bytes (wcode.h); scale dtype 0; the block size field holds the number of
- * wcode rows (1..bytes, dividing them) for coder 2 and 0 otherwise. Payload layout in wquant.h. The
- * reader decodes it into a graph-owned buffer of num_elems x dtype size bytes (same 256x + 64 KiB
- * bound). Encodings 1 and 2 still need an F32 tensor.
+ * 3 bcode of the bytes (wcode.h), 4 (F32 only, added within 1.2: older 1.2 readers refuse it
+ * as bad encoding parameters) bcode of the values' f16 bit patterns, for F32 constants whose
+ * every value is an f16 (widened bit for bit); scale dtype 0; the block size field holds the number
+ * of wcode rows (1..bytes, dividing them) for coder 2 and 0 otherwise. Payload layout in wquant.h.
+ * The reader decodes it into a graph-owned buffer of num_elems x dtype size bytes (same 256x + 64
+ * KiB bound). Encodings 1 and 2 still need an F32 tensor.
  *
  * Packed tables (format 1.2). Section kind 7 PACKED replaces the META, TENSORS, NODES,
  * GRAPH_IO and ENCODED entries of the section table with one compressed copy of them:

@@ -348,14 +348,56 @@ error:
 
 /* ---- LOSSLESS (.ksm 1.2): a constant's own bytes, e.g. the I8 weights of a ks-quant model ---- */
 
+/* Fills h[n] with the f16 bit patterns of f[n] when every value comes back bit for bit. */
+static bool f32_as_f16(const uint8_t *bytes, size_t n, uint8_t *h) {
+    for (size_t i = 0; i < n; i++) {
+        float f, back;
+        memcpy(&f, bytes + 4 * i, 4);
+        uint16_t v = ks__f32_to_f16(f);
+        back = ks__f16_to_f32(v);
+        if (memcmp(&f, &back, 4) != 0) return false;
+        h[2 * i] = (uint8_t)(v & 0xff);
+        h[2 * i + 1] = (uint8_t)(v >> 8);
+    }
+    return true;
+}
+
+/* F16_BCODE candidate: replaces *best when the f16 stream is smaller. */
+static ks_status try_f16_bcode(const ks_allocator *a, const uint8_t *bytes, size_t num_bytes,
+                               size_t min_size, uint8_t **best, size_t *best_size, uint8_t *coder) {
+    ks_status st = KS_STATUS_OK;
+    size_t n16 = num_bytes / 2;
+    uint8_t *h = ks__alloc(a, n16), *r = ks__alloc(a, *best_size);
+    uint8_t *scratch = ks__alloc(a, ks__bcode_scratch_bytes());
+    if (!h || !r || !scratch) {
+        st = KS_STATUS_OUT_OF_MEMORY;
+        goto done;
+    }
+    size_t n = 0;
+    if (f32_as_f16(bytes, num_bytes / 4, h) &&
+        ks__bcode_encode(h, n16, scratch, r, *best_size - 1, &n) == KS_STATUS_OK && n >= min_size) {
+        ks__free(a, *best);
+        *best = r;
+        r = NULL;
+        *best_size = n;
+        *coder = KS__WCODER_F16_BCODE;
+    }
+done:
+    ks__free(a, scratch);
+    ks__free(a, r);
+    ks__free(a, h);
+    return st;
+}
+
 ks_status ks__wenc_encode_lossless(const ks_allocator *a, const uint8_t *bytes, size_t num_bytes,
-                                   bool is_i8, uint64_t num_rows, ks__wenc_params *p,
+                                   ks_dtype dtype, uint64_t num_rows, ks__wenc_params *p,
                                    uint8_t **payload_out, size_t *size_out) {
     ks_status st = KS_STATUS_OK;
-    uint8_t mask =
-        p->entropy_coders
-            ? p->entropy_coders
-            : (uint8_t)(1u << KS__WCODER_RANS | 1u << KS__WCODER_WCODE | 1u << KS__WCODER_BCODE);
+    bool is_i8 = dtype == KS_DTYPE_I8;
+    uint8_t mask = p->entropy_coders
+                       ? p->entropy_coders
+                       : (uint8_t)(1u << KS__WCODER_RANS | 1u << KS__WCODER_WCODE |
+                                   1u << KS__WCODER_BCODE | 1u << KS__WCODER_F16_BCODE);
     size_t cap = num_bytes + ks__rans_bound(num_bytes) + 16;
     uint8_t *best = ks__alloc(a, cap), *scratch = NULL, *wc = NULL;
     if (!best) return KS_STATUS_OUT_OF_MEMORY;
@@ -408,6 +450,11 @@ ks_status ks__wenc_encode_lossless(const ks_allocator *a, const uint8_t *bytes, 
         ks__free(a, scratch);
         scratch = NULL;
     }
+    if ((mask & (1u << KS__WCODER_F16_BCODE)) && dtype == KS_DTYPE_F32 && num_bytes >= 64 &&
+        num_bytes % 4 == 0 && best_size > 16) {
+        st = try_f16_bcode(a, bytes, num_bytes, min_size, &best, &best_size, &coder);
+        if (st) goto error;
+    }
     bool in_range = is_i8 && num_bytes && num_rows && num_rows <= num_bytes &&
                     num_bytes % num_rows == 0 && num_rows <= UINT32_MAX;
     for (size_t i = 0; in_range && i < num_bytes; i++)
@@ -450,20 +497,23 @@ error:
 }
 
 ks_status ks__wenc_decode_lossless(const ks_allocator *a, const uint8_t *payload, size_t size,
-                                   const ks__wenc_params *p, bool is_i8, size_t num_bytes,
+                                   const ks__wenc_params *p, ks_dtype dtype, size_t num_bytes,
                                    uint8_t *out, char *err, size_t err_cap) {
     ks_status st = KS_STATUS_INVALID_MODEL;
     uint8_t *scratch = NULL;
+    bool is_i8 = dtype == KS_DTYPE_I8;
     bool rows_ok = p->coder == KS__WCODER_WCODE
                        ? (is_i8 && p->block_size >= 1 && p->block_size <= num_bytes &&
                           num_bytes % p->block_size == 0)
                        : p->block_size == 0;
-    if (p->encoding != KS__WENC_LOSSLESS || p->scale_dtype != 0 || p->coder > KS__WCODER_BCODE ||
-        !rows_ok) {
+    bool dtype_ok =
+        p->coder != KS__WCODER_F16_BCODE || (dtype == KS_DTYPE_F32 && num_bytes % 4 == 0);
+    if (p->encoding != KS__WENC_LOSSLESS || p->scale_dtype != 0 ||
+        p->coder > KS__WCODER_F16_BCODE || !rows_ok || !dtype_ok) {
         ks__fmt(err, err_cap,
                 "bad lossless encoding parameters (coder %u, scale dtype %u, rows %u) for %zu "
-                "bytes%s",
-                p->coder, p->scale_dtype, p->block_size, num_bytes, is_i8 ? "" : " (not I8)");
+                "bytes of dtype %u",
+                p->coder, p->scale_dtype, p->block_size, num_bytes, (unsigned)dtype);
         return st;
     }
     if ((uint64_t)num_bytes > (uint64_t)KS__WENC_MAX_RATIO * size + KS__WENC_RATIO_SLACK) {
@@ -481,6 +531,25 @@ ks_status ks__wenc_decode_lossless(const ks_allocator *a, const uint8_t *payload
         if (ks__rans_decode(payload, size, out, num_bytes) != KS_STATUS_OK) {
             ks__fmt(err, err_cap, "corrupt rANS stream (%zu bytes for %zu bytes)", size, num_bytes);
             return st;
+        }
+    } else if (p->coder == KS__WCODER_F16_BCODE) {
+        /* in place: the f16 values go to the upper half of out and widen front to back; value
+         * i ends at byte 4i + 4 <= num_bytes / 2 + 2(i + 1), where the unread f16 i + 1 starts */
+        size_t n = num_bytes / 4;
+        uint8_t *h = out + num_bytes / 2;
+        scratch = ks__alloc(a, ks__bcode_scratch_bytes());
+        if (!scratch) {
+            ks__fmt(err, err_cap, "out of memory decoding %zu bytes", num_bytes);
+            return KS_STATUS_OUT_OF_MEMORY;
+        }
+        if (ks__bcode_decode(payload, size, scratch, h, 2 * n) != KS_STATUS_OK) {
+            ks__fmt(err, err_cap, "corrupt bcode stream (%zu bytes for %zu f16 values)", size, n);
+            goto error;
+        }
+        for (size_t i = 0; i < n; i++) {
+            uint16_t v = (uint16_t)(h[2 * i] | h[2 * i + 1] << 8);
+            float f = ks__f16_to_f32(v);
+            memcpy(out + 4 * i, &f, 4);
         }
     } else if (p->coder == KS__WCODER_BCODE) {
         scratch = ks__alloc(a, ks__bcode_scratch_bytes());

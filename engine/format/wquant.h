@@ -38,6 +38,9 @@ enum {
     KS__WCODER_RANS = 1,
     KS__WCODER_WCODE = 2,
     KS__WCODER_BCODE = 3, /* LOSSLESS only (.ksm 1.2): the bcode byte coder of wcode.h */
+    /* LOSSLESS F32 only (.ksm 1.2, added after the first 1.2 writers): every value is exactly an
+     * f16; the payload is the bcode stream of the f16 bit patterns */
+    KS__WCODER_F16_BCODE = 4,
 };
 
 #define KS__WENC_MAX_BLOCK 65536u
@@ -81,20 +84,23 @@ ks_status ks__wenc_decode(const ks_allocator *a, const uint8_t *payload, size_t 
  * tensors only): one wcode stream (wcode.h) with no
  * scales (32-bit scale words, count 0) and num_rows rows of num_bytes / num_rows codes, each in
  * [-127, 127], row-major in the tensor's byte order. num_rows is stored in the ENCODED entry's
- * block size field: 1..num_bytes and dividing num_bytes for WCODE, 0 for RAW and RANS. */
+ * block size field: 1..num_bytes and dividing num_bytes for WCODE, 0 for RAW and RANS.
+ * F16_BCODE (F32 tensors only): one bcode stream of num_bytes / 2 bytes, the little-endian f16
+ * bit patterns of the values, which widen to the stored F32 values bit for bit (writers use it
+ * only where every value round-trips; TFLite models often carry f16 weights as F32). */
 
-/* Codes bytes[num_bytes] (int8 codes when is_i8) into a payload allocated from a: the smallest
- * of RAW and the coders in p->entropy_coders (0: RANS, BCODE and, for I8, WCODE). Sets p->encoding,
- * p->coder, p->scale_dtype (0) and p->block_size (rows). */
+/* Codes bytes[num_bytes] (the values of a tensor of dtype) into a payload allocated from a: the
+ * smallest of RAW and the coders in p->entropy_coders (0: RANS, BCODE, for I8 WCODE and for F32
+ * F16_BCODE). Sets p->encoding, p->coder, p->scale_dtype (0) and p->block_size (rows). */
 ks_status ks__wenc_encode_lossless(const ks_allocator *a, const uint8_t *bytes, size_t num_bytes,
-                                   bool is_i8, uint64_t num_rows, ks__wenc_params *p,
+                                   ks_dtype dtype, uint64_t num_rows, ks__wenc_params *p,
                                    uint8_t **payload_out, size_t *size_out);
 
 /* Decodes a LOSSLESS payload into out[num_bytes]. KS_STATUS_INVALID_MODEL (err says why) for
  * any inconsistency, including a payload that would decode to more than
  * KS__WENC_MAX_RATIO x its size + KS__WENC_RATIO_SLACK bytes. */
 ks_status ks__wenc_decode_lossless(const ks_allocator *a, const uint8_t *payload, size_t size,
-                                   const ks__wenc_params *p, bool is_i8, size_t num_bytes,
+                                   const ks__wenc_params *p, ks_dtype dtype, size_t num_bytes,
                                    uint8_t *out, char *err, size_t err_cap);
 
 #endif /* KESTREL_WQUANT_H */

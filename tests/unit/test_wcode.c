@@ -513,25 +513,63 @@ static void test_bcode_and_lossless(void **state) {
         p.entropy_coders = (uint8_t)(coders ? 1u << coders : 0);
         uint8_t *payload = NULL;
         size_t size = 0;
-        assert_int_equal(ks__wenc_encode_lossless(NULL, (const uint8_t *)codes, sizeof(codes), true,
-                                                  64, &p, &payload, &size),
+        assert_int_equal(ks__wenc_encode_lossless(NULL, (const uint8_t *)codes, sizeof(codes),
+                                                  KS_DTYPE_I8, 64, &p, &payload, &size),
                          0);
         assert_int_equal(p.encoding, KS__WENC_LOSSLESS);
         assert_true(size < sizeof(codes));
         char err[256];
         memset(dst, 0, sizeof(codes));
-        assert_int_equal(ks__wenc_decode_lossless(NULL, payload, size, &p, true, sizeof(codes), dst,
-                                                  err, sizeof(err)),
+        assert_int_equal(ks__wenc_decode_lossless(NULL, payload, size, &p, KS_DTYPE_I8,
+                                                  sizeof(codes), dst, err, sizeof(err)),
                          0);
         assert_memory_equal(codes, dst, sizeof(codes));
         /* the same payload read as another size or as a non-I8 tensor is refused */
-        assert_int_not_equal(ks__wenc_decode_lossless(NULL, payload, size, &p, true,
+        assert_int_not_equal(ks__wenc_decode_lossless(NULL, payload, size, &p, KS_DTYPE_I8,
                                                       sizeof(codes) - 36, dst, err, sizeof(err)),
                              0);
         if (p.coder == KS__WCODER_WCODE)
-            assert_int_not_equal(ks__wenc_decode_lossless(NULL, payload, size, &p, false,
+            assert_int_not_equal(ks__wenc_decode_lossless(NULL, payload, size, &p, KS_DTYPE_U8,
                                                           sizeof(codes), dst, err, sizeof(err)),
                                  0);
+        ks__free(NULL, payload);
+    }
+    /* F32 values that are all f16 (f16 weights stored as F32): F16_BCODE wins, round-trips bit
+     * for bit (signed zero, subnormals, infinities included) and is refused for other dtypes or
+     * sizes; one value that is not an f16 rules it out */
+    float vals[1024];
+    for (int i = 0; i < 1024; i++)
+        vals[i] = ks__f16_to_f32((uint16_t)(((i * 40503u) & 0x7bffu) | (unsigned)(i & 1) << 15));
+    vals[5] = -0.0f;
+    vals[6] = ks__f16_to_f32(0x0001); /* smallest subnormal */
+    vals[7] = ks__f16_to_f32(0x7c00); /* +inf */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) vals[500] = 1.0f + 1.0f / 4096.0f; /* needs more than f16's 10 mantissa bits */
+        ks__wenc_params p = {0};
+        uint8_t *payload = NULL;
+        size_t size = 0;
+        assert_int_equal(ks__wenc_encode_lossless(NULL, (const uint8_t *)vals, sizeof(vals),
+                                                  KS_DTYPE_F32, 1, &p, &payload, &size),
+                         0);
+        assert_int_equal(p.coder == KS__WCODER_F16_BCODE, pass == 0);
+        char err[256];
+        memset(dst, 0, sizeof(vals));
+        assert_int_equal(ks__wenc_decode_lossless(NULL, payload, size, &p, KS_DTYPE_F32,
+                                                  sizeof(vals), dst, err, sizeof(err)),
+                         0);
+        assert_memory_equal(vals, dst, sizeof(vals));
+        if (!pass) {
+            assert_true(size < sizeof(vals) / 2 + 32); /* ~2 bytes per pseudo-random f16 */
+            assert_int_not_equal(ks__wenc_decode_lossless(NULL, payload, size, &p, KS_DTYPE_I32,
+                                                          sizeof(vals), dst, err, sizeof(err)),
+                                 0);
+            assert_int_not_equal(ks__wenc_decode_lossless(NULL, payload, size, &p, KS_DTYPE_F32,
+                                                          sizeof(vals) - 4, dst, err, sizeof(err)),
+                                 0);
+            assert_int_not_equal(ks__wenc_decode_lossless(NULL, payload, size - 1, &p, KS_DTYPE_F32,
+                                                          sizeof(vals), dst, err, sizeof(err)),
+                                 0);
+        }
         ks__free(NULL, payload);
     }
     free(scratch);
