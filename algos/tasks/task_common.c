@@ -5,7 +5,10 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "kestrel/engine.h"
 
 #include "vision_nodes.h"
 
@@ -88,9 +91,160 @@ static ks_status bundle_path(const ks_task_options *task, const char *default_bu
     return KS_STATUS_OK;
 }
 
+/* Largest .ksm a task accepts in place of a bundle model. */
+#define KS__TASK_MAX_MODEL_BYTES ((size_t)1 << 30)
+
+/* Reads a whole file into a malloc'ed buffer. */
+static ks_status read_file(const char *path, uint8_t **data_out, size_t *size_out, char *err,
+                           size_t err_size) {
+    ks_status st = KS_STATUS_IO_ERROR;
+    uint8_t *data = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, err_size, "cannot open model '%s'", path);
+        return st;
+    }
+    long size = -1;
+    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    if (size <= 0 || (unsigned long)size > KS__TASK_MAX_MODEL_BYTES || fseek(f, 0, SEEK_SET) != 0) {
+        snprintf(err, err_size, "model '%s': size %ld is not in 1..%zu bytes", path, size,
+                 KS__TASK_MAX_MODEL_BYTES);
+        st = size > 0 ? KS_STATUS_LIMIT_EXCEEDED : KS_STATUS_INVALID_MODEL;
+        goto done;
+    }
+    data = malloc((size_t)size);
+    if (!data) {
+        snprintf(err, err_size, "model '%s': out of memory for %ld bytes", path, size);
+        st = KS_STATUS_OUT_OF_MEMORY;
+        goto done;
+    }
+    if (fread(data, 1, (size_t)size, f) != (size_t)size) {
+        snprintf(err, err_size, "model '%s': short read", path);
+        goto done;
+    }
+    *data_out = data;
+    *size_out = (size_t)size;
+    data = NULL;
+    st = KS_STATUS_OK;
+done:
+    free(data);
+    fclose(f);
+    return st;
+}
+
+/* Same graph inputs and outputs: count, names, dtypes and ranks (shapes may differ, e.g. a model
+ * re-exported at another resolution; the pipeline checks what it needs). */
+static bool same_signature(const ks_model *a, const ks_model *b) {
+    uint32_t ni = ks_model_num_inputs(a), no = ks_model_num_outputs(a);
+    if (ni != ks_model_num_inputs(b) || no != ks_model_num_outputs(b)) return false;
+    for (uint32_t i = 0; i < ni + no; i++) {
+        ks_tensor_info x, y;
+        ks_status sa = i < ni ? ks_model_input_info(a, i, &x) : ks_model_output_info(a, i - ni, &x);
+        ks_status sb = i < ni ? ks_model_input_info(b, i, &y) : ks_model_output_info(b, i - ni, &y);
+        if (sa || sb || strcmp(x.name, y.name) != 0 || x.dtype != y.dtype ||
+            x.shape.rank != y.shape.rank)
+            return false;
+    }
+    return true;
+}
+
+/* task->model_path names a .ksm (e.g. an int8 model from ks-quant): open the task's default
+ * bundle and rebuild it in memory with the single model entry whose signature matches the file
+ * replaced by the file. */
+static ks_status open_with_model(const ks_task_options *task, const char *default_bundle,
+                                 ks_bundle **out, char *err, size_t err_size) {
+    ks_task_options dflt = *task;
+    dflt.model_path = NULL;
+    ks_bundle *base = NULL, *b = NULL;
+    ks_model *model = NULL;
+    ks_bundle_writer *w = NULL;
+    uint8_t *ksm = NULL;
+    void *image = NULL;
+    size_t ksm_size = 0, image_size = 0;
+    char tmp[512];
+    ks_status st = read_file(task->model_path, &ksm, &ksm_size, err, err_size);
+    if (st) return st;
+    st = ks_model_load_buffer(ksm, ksm_size, NULL, &model);
+    if (st) {
+        snprintf(err, err_size, "model '%s': %s", task->model_path, ks_last_error(NULL));
+        goto done;
+    }
+    st = ks__task_open_bundle(&dflt, default_bundle, &base, tmp, sizeof(tmp));
+    if (st) {
+        snprintf(err, err_size, "model '%s' replaces a model of the %s, which failed: %s",
+                 task->model_path, default_bundle, tmp);
+        goto done;
+    }
+    uint32_t n = ks_bundle_num_entries(base), match = UINT32_MAX, num_matches = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        ks_bundle_entry e;
+        ks_model *m = NULL;
+        if (ks_bundle_get_entry(base, i, &e) || e.kind != KS_BUNDLE_MODEL) continue;
+        if (ks_model_load_buffer(e.data, e.size_bytes, NULL, &m) == KS_STATUS_OK &&
+            same_signature(m, model)) {
+            match = i;
+            num_matches++;
+        }
+        ks_model_destroy(m);
+    }
+    if (num_matches != 1) {
+        snprintf(err, err_size,
+                 "model '%s': its inputs and outputs (names, dtypes, ranks) match %u of the "
+                 "models in %s; it must match exactly one (or pass a .ksb made with "
+                 "ks-task-bundle)",
+                 task->model_path, num_matches, default_bundle);
+        st = KS_STATUS_INVALID_ARGUMENT;
+        goto done;
+    }
+    st = ks_bundle_writer_create(task->allocator, &w);
+    for (uint32_t i = 0; !st && i < n; i++) {
+        ks_bundle_entry e;
+        st = ks_bundle_get_entry(base, i, &e);
+        if (!st)
+            st = i == match ? ks_bundle_writer_add(w, e.name, e.kind, ksm, ksm_size)
+                            : ks_bundle_writer_add(w, e.name, e.kind, e.data, e.size_bytes);
+    }
+    if (!st) st = ks_bundle_writer_finish(w, &image, &image_size);
+    if (!st)
+        st = ks_bundle_open_buffer(
+            image, image_size,
+            &(ks_bundle_desc){.allocator = task->allocator, .flags = KS_BUNDLE_COPY_BUFFER}, &b);
+    if (st) {
+        snprintf(err, err_size, "model '%s' in the %s: %s", task->model_path, default_bundle,
+                 ks_last_error(NULL));
+        goto done;
+    }
+    *out = b;
+done:
+    ks_bundle_buffer_free(task->allocator, image);
+    ks_bundle_writer_destroy(w);
+    ks_bundle_destroy(base);
+    ks_model_destroy(model);
+    free(ksm);
+    return st;
+}
+
+/* First bytes of the file at path (0 when unreadable). */
+static bool has_magic(const char *path, const char magic[4]) {
+    char head[4] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    size_t n = fread(head, 1, 4, f);
+    fclose(f);
+    return n == 4 && memcmp(head, magic, 4) == 0;
+}
+
 ks_status ks__task_open_bundle(const ks_task_options *task, const char *default_bundle,
                                ks_bundle **out, char *err, size_t err_size) {
     bool is_default = !task->model_path || !task->model_path[0];
+    if (!is_default && has_magic(task->model_path, "KSMF"))
+        return open_with_model(task, default_bundle, out, err, err_size);
+    if (!is_default && has_magic(task->model_path, "KSME")) {
+        snprintf(err, err_size,
+                 "model '%s' is encrypted; task options carry no key (pass a plain .ksm or a .ksb)",
+                 task->model_path);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
     char path[KS__TASK_PATH_BYTES];
     ks_status st = bundle_path(task, default_bundle, path, sizeof(path), err, err_size);
     if (st) return st;

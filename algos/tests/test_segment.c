@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "image_io.h"
+#include "kestrel/bundle.h"
 #include "kestrel/segment.h"
 
 #define ASTRONAUT KS_SOURCE_DIR "/models/images/skimage_astronaut.png"
@@ -141,6 +142,57 @@ static void test_bad_inputs(void **state) {
     ks_segmentation_release(NULL);
 }
 
+/* Writes bytes to a fresh temporary file; returns its path in path (PATH_MAX-free: 64 bytes). */
+static void write_temp(char path[64], const void *data, size_t size) {
+    snprintf(path, 64, "/tmp/ks_test_segment_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, size), (ssize_t)size);
+    close(fd);
+}
+
+/* task.model_path may name a bare .ksm (e.g. a ks-quant int8 model): it replaces the default
+ * bundle's model with the same inputs and outputs. The bundle's own model given that way gives
+ * the same mask bit for bit; truncated and encrypted files are refused with a message. */
+static void test_model_path_ksm(void **state) {
+    (void)state;
+    ks_bundle *b = NULL;
+    assert_int_equal(ks_bundle_open_file(KS_BUNDLES_DIR "/selfie_segmenter.ksb", NULL, &b), 0);
+    ks_bundle_entry e = {0};
+    for (uint32_t i = 0; i < ks_bundle_num_entries(b); i++) {
+        assert_int_equal(ks_bundle_get_entry(b, i, &e), 0);
+        if (e.kind == KS_BUNDLE_MODEL) break;
+    }
+    assert_int_equal(e.kind, KS_BUNDLE_MODEL);
+    char path[64], bad[64], enc[64];
+    write_temp(path, e.data, e.size_bytes);
+    write_temp(bad, e.data, e.size_bytes / 2);
+    uint8_t head[64] = {'K', 'S', 'M', 'E'};
+    write_temp(enc, head, sizeof(head));
+    ks_bundle_destroy(b);
+
+    ks_segmentation *ref = run(&(ks_segmenter_desc){0}, &g_img.image);
+    ks_segmentation *m = run(&(ks_segmenter_desc){.task = {.model_path = path}}, &g_img.image);
+    assert_int_equal(m->width_px, ref->width_px);
+    assert_int_equal(m->height_px, ref->height_px);
+    assert_memory_equal(m->mask, ref->mask,
+                        (size_t)m->width_px * (size_t)m->height_px * sizeof(float));
+    ks_segmentation_release(m);
+    ks_segmentation_release(ref);
+
+    ks_segmenter *s = NULL;
+    assert_int_equal(ks_segmenter_create(&(ks_segmenter_desc){.task = {.model_path = bad}}, &s),
+                     KS_STATUS_INVALID_MODEL);
+    assert_non_null(strstr(ks_last_error(NULL), bad));
+    assert_int_equal(ks_segmenter_create(&(ks_segmenter_desc){.task = {.model_path = enc}}, &s),
+                     KS_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ks_last_error(NULL), "encrypted"));
+    assert_null(s);
+    unlink(path);
+    unlink(bad);
+    unlink(enc);
+}
+
 int main(void) {
     if (access(KS_BUNDLES_DIR "/selfie_segmenter.ksb", R_OK) != 0 ||
         access(KS_BUNDLES_DIR "/selfie_segmenter_landscape.ksb", R_OK) != 0 ||
@@ -161,6 +213,7 @@ int main(void) {
         cmocka_unit_test(test_rotation_undone),
         cmocka_unit_test(test_video_smoothing_and_timestamps),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_model_path_ksm),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     ks_image_buf_free(&g_img);

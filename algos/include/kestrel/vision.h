@@ -52,14 +52,17 @@ typedef struct ks_box {
 /* Options common to every task (the `task` member of each task's desc). Zero = default. */
 typedef struct ks_task_options {
     ks_running_mode mode;
-    int32_t num_threads;           /* 0: 1 */
-    float min_score;               /* 0: the task's default threshold */
-    int32_t max_results;           /* 0: the task's default (e.g. 1 face for landmarks) */
-    ks_rotation rotation;          /* how the input is rotated (camera sensor orientation) */
-    int32_t mirror;                /* non-zero: input is mirrored (front camera) */
-    ks_box roi;                    /* w == 0: whole image; else only this region is searched */
-    float smoothing;               /* VIDEO: 0 default, < 0 off, else One Euro min_cutoff (Hz) */
-    const char *model_path;        /* .ksb bundle; NULL: the task's default (see docs/tasks.md) */
+    int32_t num_threads;  /* 0: 1 */
+    float min_score;      /* 0: the task's default threshold */
+    int32_t max_results;  /* 0: the task's default (e.g. 1 face for landmarks) */
+    ks_rotation rotation; /* how the input is rotated (camera sensor orientation) */
+    int32_t mirror;       /* non-zero: input is mirrored (front camera) */
+    ks_box roi;           /* w == 0: whole image; else only this region is searched */
+    float smoothing;      /* VIDEO: 0 default, < 0 off, else One Euro min_cutoff (Hz) */
+    /* .ksb bundle; or a .ksm that replaces the default bundle's one model with the same input
+     * and output names, dtypes and ranks (e.g. an int8 model from ks-quant); NULL: the task's
+     * default bundle (see docs/tasks.md) */
+    const char *model_path;
     const ks_allocator *allocator; /* NULL: malloc */
 } ks_task_options;
 
