@@ -67,8 +67,11 @@ static float *fill_rand(int64_t n) {
     return p;
 }
 
+/* fp32 variants only: quantized ones with similar names (ks_q8_dwconv__..._dwrow) have their own
+ * bit-exact tests */
 static bool is_perf_variant(const ks__impl *im) {
     return (strstr(im->name, "__avx") != NULL || strstr(im->name, "__neon") != NULL) &&
+           strncmp(im->name, "ks_q8_", 6) != 0 &&
            (strncmp(im->name, "ks_x32_", 7) == 0 || strstr(im->name, "_perf") != NULL ||
             strstr(im->name, "smallco") != NULL || strstr(im->name, "dwrow") != NULL ||
             strstr(im->name, "deconv_tile") != NULL);
@@ -307,6 +310,75 @@ static void test_conv_small_cout(void **state) {
         1, 6, 6, 3, 1, 7, 7, 1, 1, KS_PAD_EXPLICIT, {3, 2, 3, 4}, KS_ACT_LEAKY_RELU, true});
     conv_case(&(conv_spec){1, 40, 33, 64, 1, 1, 1, 1, 1, KS_PAD_VALID, {0}, KS_ACT_SIGMOID, true});
     conv_case(&(conv_spec){1, 64, 64, 8, 1, 3, 3, 1, 1, KS_PAD_SAME_UPPER, {0}, KS_ACT_NONE, true});
+    /* pixel-packed path (Cin 1, 2, 4, 8, 16 at unit horizontal stride): every tile tail, pads
+     * wider than the kernel reach, dilation */
+    const int64_t narrow[] = {1, 2, 4, 8, 16};
+    for (int c = 0; c < 5; c++)
+        for (int64_t w = 1; w <= 17; w++) {
+            const int64_t co = 1 + (w + c) % 4;
+            conv_case(&(conv_spec){1,
+                                   4,
+                                   w,
+                                   narrow[c],
+                                   co,
+                                   3,
+                                   3,
+                                   1,
+                                   1,
+                                   KS_PAD_EXPLICIT,
+                                   {1, 1, 1, 1},
+                                   (int32_t)(w % 5),
+                                   w % 2 == 1});
+            conv_case(&(conv_spec){2,
+                                   5,
+                                   w + 16,
+                                   narrow[c],
+                                   co,
+                                   3,
+                                   2,
+                                   1,
+                                   2,
+                                   KS_PAD_EXPLICIT,
+                                   {2, 3, 0, 5},
+                                   KS_ACT_NONE,
+                                   true});
+        }
+    /* Cin a multiple of 16 (a vector per pixel, any stride) */
+    for (int64_t w = 1; w <= 17; w += 2)
+        for (int32_t st = 1; st <= 2; st++) {
+            conv_case(&(conv_spec){1,
+                                   5,
+                                   w + 3,
+                                   32,
+                                   1 + w % 4,
+                                   3,
+                                   3,
+                                   st,
+                                   1,
+                                   KS_PAD_EXPLICIT,
+                                   {1, 0, 1, 2},
+                                   (int32_t)(w % 9),
+                                   w % 3 != 0});
+            conv_case(&(conv_spec){1,
+                                   3,
+                                   2 * w + 20,
+                                   48,
+                                   1 + (w + st) % 4,
+                                   1,
+                                   1,
+                                   st,
+                                   1,
+                                   KS_PAD_VALID,
+                                   {0},
+                                   KS_ACT_SIGMOID,
+                                   true});
+        }
+    /* Cin 8, 3x3: interior tiles starting at odd and at even input pixels */
+    conv_case(&(conv_spec){1, 9, 40, 8, 1, 3, 3, 1, 1, KS_PAD_SAME_UPPER, {0}, KS_ACT_NONE, true});
+    conv_case(&(conv_spec){1, 6, 50, 8, 2, 3, 3, 1, 1, KS_PAD_VALID, {0}, KS_ACT_NONE, true});
+    conv_case(&(conv_spec){
+        1, 5, 53, 8, 1, 3, 3, 1, 1, KS_PAD_EXPLICIT, {1, 2, 0, 0}, KS_ACT_RELU6, false});
+    conv_case(&(conv_spec){1, 9, 37, 2, 3, 5, 5, 1, 1, KS_PAD_SAME_LOWER, {0}, KS_ACT_RELU, false});
 }
 
 /* ---- depthwise CONV2D with 1, 2, 4, 8 channels ---- */

@@ -16,6 +16,7 @@
 
 #include "impl.h"
 #include "kernel.h"
+#include "q8_lut.h"
 
 static char g_err[512];
 
@@ -499,13 +500,80 @@ static void test_slice(void **state) {
     if (ks__cpu_isa() & (KS_ISA_AVX2 | KS_ISA_NEON)) assert_true(ran > 30);
 }
 
+/* ADD/SUB through the byte-plane tables (AVX-512 VBMI variant): every tail of a 64-byte step and
+ * far-apart scales (large rescaling shifts, one input nearly vanishing), U8 and I8. */
+static void test_binary_tables(void **state) {
+    (void)state;
+    static const float ratios[] = {1.0f, 0.5f, 3.7f, 1e-3f, 2e4f, 0.999f};
+    int ran = 0;
+    for (int round = 0; round < 160; round++) {
+        ks_dtype d = round & 1 ? KS_DTYPE_I8 : KS_DTYPE_U8;
+        int64_t n = round < 130 ? round + 1 : 40000 + round;
+        ks__node node;
+        memset(&node, 0, sizeof(node));
+        node.op = round % 3 == 2 ? KS_OP_SUB : KS_OP_ADD;
+        node.ip[0] = round % 4 == 3 ? KS_ACT_RELU6 : (round % 4 == 1 ? KS_ACT_RELU : KS_ACT_NONE);
+        qtensor a, b, y;
+        mk(&a, d, n, 1);
+        mk(&b, d, n, 1);
+        mk(&y, d, n, 1);
+        b.scale = a.scale * ratios[round % 6];
+        if (round % 5 == 4) y.scale = a.scale * 1e-3f; /* output saturates */
+        fill(&a);
+        fill(&b);
+        ks__rt_tensor *ins[2] = {&a.t, &b.t};
+        ran += check_variants(&node, ins, 2, &y.t);
+        free(a.t.data);
+        free(b.t.data);
+    }
+    if (ks__cpu_isa() & KS_ISA_AVX512) assert_true(ran > 0);
+}
+
+/* The AVX-512 DEQUANTIZE formula on every byte value, for scales across the whole float range
+ * (denormal products, overflow to infinity) and every zero point, bit for bit against the
+ * reference's double product. */
+static void test_dequantize_formula(void **state) {
+    (void)state;
+#if defined(__x86_64__)
+    if (!(ks__cpu_isa() & KS_ISA_AVX512)) skip();
+    uint8_t bytes[256 + 7];
+    float got[256 + 7], want;
+    for (int i = 0; i < 256 + 7; i++)
+        bytes[i] = (uint8_t)(i * 151 + 3);
+    for (int round = 0; round < 3000; round++) {
+        float scale;
+        if (round < 40) {
+            scale = ldexpf(1.0f + (float)round / 41.0f, -149 + round * 7); /* denormal..huge */
+        } else {
+            uint32_t bits = (urand() << 8 ^ urand()) & 0x7F7FFFFFu; /* finite, positive */
+            memcpy(&scale, &bits, sizeof(scale));
+            if (!(scale > 0.0f)) scale = 1e-3f;
+        }
+        const int is_i8 = round & 1;
+        const int32_t zp = is_i8 ? (int32_t)(urand() % 256) - 128 : (int32_t)(urand() % 256);
+        const size_t n = 256 + (size_t)(round % 8);
+        ks__q8_dequantize_avx512(bytes, got, n, is_i8, zp, scale);
+        for (size_t i = 0; i < n; i++) {
+            const int32_t q = is_i8 ? (int32_t)(int8_t)bytes[i] : (int32_t)bytes[i];
+            want = (float)((double)scale * (double)(q - zp));
+            if (memcmp(&got[i], &want, sizeof(want)) != 0)
+                fail_msg("scale %g zp %d byte %d: got %.9g want %.9g", (double)scale, zp,
+                         (int)bytes[i], (double)got[i], (double)want);
+        }
+    }
+#else
+    skip();
+#endif
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lut_unary),    cmocka_unit_test(test_requantize_dequantize),
-        cmocka_unit_test(test_quantize_f32), cmocka_unit_test(test_binary),
-        cmocka_unit_test(test_concat),       cmocka_unit_test(test_maxpool),
-        cmocka_unit_test(test_transpose),    cmocka_unit_test(test_prelu),
-        cmocka_unit_test(test_pad),          cmocka_unit_test(test_slice),
+        cmocka_unit_test(test_lut_unary),     cmocka_unit_test(test_requantize_dequantize),
+        cmocka_unit_test(test_quantize_f32),  cmocka_unit_test(test_binary),
+        cmocka_unit_test(test_concat),        cmocka_unit_test(test_maxpool),
+        cmocka_unit_test(test_transpose),     cmocka_unit_test(test_prelu),
+        cmocka_unit_test(test_pad),           cmocka_unit_test(test_slice),
+        cmocka_unit_test(test_binary_tables), cmocka_unit_test(test_dequantize_formula),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -158,6 +158,7 @@ typedef struct conv_case {
     int32_t sh, sw, dh, dw, pt, pl, pb, pr, mode, groups, act;
     int bias, wkind;
     ks_dtype xdt;
+    float real_mult; /* nonzero: the output scale making x_scale * w_scale / y_scale this */
 } conv_case;
 
 /* Output scale that spreads the accumulators of a depth-`depth` reduction over the dtype. */
@@ -200,7 +201,8 @@ static void run_conv_case(const conv_case *c, int expect_fast) {
     mkq(y, c->xdt, 1, one, 1);
     free(y->data);
     y->t.data = y->data = NULL;
-    y->scales[0] = out_scale(x->scales[0], w->scales[0], depth);
+    y->scales[0] = c->real_mult > 0.0f ? x->scales[0] * w->scales[0] / c->real_mult
+                                       : out_scale(x->scales[0], w->scales[0], depth);
     y->zps[0] = c->xdt == KS_DTYPE_U8 ? 121 : 3;
     ks__node node;
     memset(&node, 0, sizeof(node));
@@ -246,6 +248,50 @@ static void test_conv_1x1_tails(void **state) {
                       .bias = 1,
                       .xdt = KS_DTYPE_U8};
     run_conv_case(&wide, 1);
+    for (int64_t oc = 1; oc <= 9; oc++) { /* narrow outputs over many rows (16 x 16 tile) */
+        conv_case narrow = {.n = 1,
+                            .ih = 5,
+                            .iw = 7 + oc,
+                            .ic = 4 + oc,
+                            .oc = oc,
+                            .kh = 1,
+                            .kw = 1,
+                            .bias = 1,
+                            .wkind = (int)(oc % 3),
+                            .act = k_acts[oc % 4],
+                            .xdt = oc % 2 ? KS_DTYPE_I8 : KS_DTYPE_U8};
+        run_conv_case(&narrow, 1);
+    }
+}
+
+/* Requantization multipliers across their range: >= 0.5 (no right shift), > 1 (left shifts),
+ * tiny (right shifts near 31), on both GEMM tile shapes (<= 16 and > 16 output channels), the
+ * indirect (3x3) and direct (1x1, U8 input rows read in place when channels % 4 == 0) paths. */
+static void test_conv_requant_range(void **state) {
+    (void)state;
+    const float reals[] = {0.5f, 0.73f, 1.0f, 2.5f, 40.0f, 1e-6f, 3e-9f};
+    for (size_t i = 0; i < sizeof(reals) / sizeof(reals[0]); i++) {
+        for (int v = 0; v < 4; v++) {
+            int k3 = v & 1;
+            conv_case c = {.n = 1,
+                           .ih = 3 + (int64_t)i % 3,
+                           .iw = 5 + (int64_t)v,
+                           .ic = v < 2 ? 8 : 13,
+                           .oc = v % 2 ? 12 : 37,
+                           .kh = k3 ? 3 : 1,
+                           .kw = k3 ? 3 : 1,
+                           .pt = k3,
+                           .pl = k3,
+                           .pb = k3,
+                           .pr = k3,
+                           .bias = 1,
+                           .wkind = (int)((i + (size_t)v) % 3),
+                           .act = k_acts[(i + (size_t)v) % 4],
+                           .xdt = (i + (size_t)v) % 2 ? KS_DTYPE_I8 : KS_DTYPE_U8,
+                           .real_mult = reals[i]};
+            run_conv_case(&c, 1);
+        }
+    }
 }
 
 static void test_conv_general(void **state) {
@@ -704,6 +750,23 @@ static void test_fused(void **state) {
         for (int f = FUSE_RESIDUAL; f < FUSE_COUNT; f++)
             run_fused_case(&c, f, k_acts[(wdt + f) % 4]);
     }
+    /* narrow 1x1 outputs (<= 8 channels: two rows per vector) over many rows, full row groups
+     * and a tail, at 8 channels (contiguous rows) and fewer */
+    const int64_t narrow[] = {8, 5, 1, 8};
+    for (size_t ni = 0; ni < sizeof(narrow) / sizeof(narrow[0]); ni++, k++) {
+        conv_case c = {.n = 2,
+                       .ih = 7,
+                       .iw = 6,
+                       .ic = ni == 3 ? 12 : 8 + (int64_t)ni * 3,
+                       .oc = narrow[ni],
+                       .kh = 1,
+                       .kw = 1,
+                       .bias = 1,
+                       .wkind = (int)(ni % 3),
+                       .xdt = ni % 2 ? KS_DTYPE_U8 : KS_DTYPE_I8};
+        for (int f = FUSE_RESIDUAL; f < FUSE_COUNT; f++)
+            run_fused_case(&c, f, k_acts[(ni + (size_t)f) % 4]);
+    }
     const int64_t channels[] = {1, 7, 16, 19, 33, 72};
     for (size_t ci = 0; ci < sizeof(channels) / sizeof(channels[0]); ci++) {
         for (int xi = 0; xi < 2; xi++) {
@@ -748,6 +811,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_1x1_tails),
         cmocka_unit_test(test_conv_general),
+        cmocka_unit_test(test_conv_requant_range),
         cmocka_unit_test(test_dwconv),
         cmocka_unit_test(test_conv_refused),
         cmocka_unit_test(test_fc),

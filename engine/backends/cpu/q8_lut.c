@@ -150,6 +150,89 @@ static ks_status lut_run(ks__kernel_ctx *ctx) {
     return KS_STATUS_OK;
 }
 
+#if defined(__x86_64__)
+/* ---- DEQUANTIZE U8/I8 -> F32 with AVX-512: the vector formula, checked against the table ----
+ * The float table above runs at about one element per cycle (a byte load, a float load and a
+ * store each). scale * (float)(q - zp) gives the reference's value for every byte (see
+ * x86/avx512/q8_elementwise.c); pack() builds the reference table as usual, evaluates the
+ * vector kernel on the same 256 bytes and keeps a flag saying whether all 256 floats are
+ * bit-identical, so exactness never rests on that argument alone. Without the flag, run() uses
+ * the table. */
+
+enum {
+    DQ_GOT_OFFSET = LUT_PACKED_BYTES,           /* the kernel's 256 floats */
+    DQ_FLAG_OFFSET = DQ_GOT_OFFSET + LUT_BYTES, /* 1: the kernel matches the table */
+    DQ_PACKED_BYTES = DQ_FLAG_OFFSET + 64
+};
+
+static int dq_describe(const ks__kernel_ctx *ctx) {
+    return ctx->node->op == KS_OP_DEQUANTIZE && lut_out_size(ctx) == sizeof(float);
+}
+
+static double dq_cost(const ks__kernel_ctx *ctx) {
+    if (!dq_describe(ctx)) return -1.0;
+    return (double)ks__rt_numel(ctx->out[0]) / 4.0 + 512.0;
+}
+
+static ks_status dq_plan(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
+    if (!dq_describe(ctx))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 dequantize cannot run this node");
+    *packed_bytes_out = DQ_PACKED_BYTES;
+    return KS_STATUS_OK;
+}
+
+static ks_status dq_pack(ks__kernel_ctx *ctx) {
+    if (!dq_describe(ctx))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 dequantize cannot run this node");
+    if (!ctx->packed || ctx->packed_bytes < DQ_PACKED_BYTES)
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "q8 dequantize: packed buffer missing");
+    ks_status st = lut_pack(ctx);
+    if (st) return st;
+    uint8_t *p = (uint8_t *)ctx->packed;
+    const ks__rt_tensor *x = ctx->in[0];
+    ks__q8_dequantize_avx512(p + LUT_IN_OFFSET, (float *)(void *)(p + DQ_GOT_OFFSET), 256,
+                             x->dtype == KS_DTYPE_I8, x->quant->zero_points[0],
+                             x->quant->scales[0]);
+    p[DQ_FLAG_OFFSET] = memcmp(p, p + DQ_GOT_OFFSET, LUT_BYTES) == 0;
+    return KS_STATUS_OK;
+}
+
+typedef struct dq_job {
+    const uint8_t *x;
+    float *y;
+    int is_i8;
+    int32_t zp;
+    float scale;
+} dq_job;
+
+static void dq_range(void *arg, size_t begin, size_t end, uint32_t thread) {
+    const dq_job *j = (const dq_job *)arg;
+    (void)thread;
+    ks__q8_dequantize_avx512(j->x + begin, j->y + begin, end - begin, j->is_i8, j->zp, j->scale);
+}
+
+static ks_status dq_run(ks__kernel_ctx *ctx) {
+    if (!dq_describe(ctx))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 dequantize cannot run this node");
+    if (!ctx->packed || ctx->packed_bytes < DQ_PACKED_BYTES)
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "q8 dequantize: packed buffer missing");
+    const ks__rt_tensor *x = ctx->in[0];
+    const size_t n = (size_t)ks__rt_numel(ctx->out[0]);
+    if (!((const uint8_t *)ctx->packed)[DQ_FLAG_OFFSET]) {
+        lut_job j = {(const uint8_t *)x->data, ctx->out[0]->data, ctx->packed};
+        ks__parallel_for(ctx->pool, n, 16384, lut_floats_range, &j);
+        return KS_STATUS_OK;
+    }
+    dq_job j = {(const uint8_t *)x->data, (float *)ctx->out[0]->data, x->dtype == KS_DTYPE_I8,
+                x->quant->zero_points[0], x->quant->scales[0]};
+    ks__parallel_for(ctx->pool, n, 16384, dq_range, &j);
+    return KS_STATUS_OK;
+}
+
+const ks__impl ks_q8_dequantize__avx512 = {
+    "ks_q8_dequantize__avx512", KS_OP_DEQUANTIZE, KS_ISA_AVX512, dq_cost, dq_plan, dq_pack, dq_run};
+#endif
+
 /* ---- CONCAT of U8/I8 tensors ----
  * Each input reaches the output through a byte map: a copy when its quantization matches the
  * output's, else the reference's float requantization, then the fused activation's clamp. The

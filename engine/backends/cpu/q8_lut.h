@@ -11,9 +11,12 @@ extern "C" {
 #endif
 
 #if defined(__x86_64__)
-/* 1 when the running CPU has AVX-512 VBMI (checked once). */
 /* y[i] = table[x[i]] for i < n; needs AVX-512 VBMI (x86/avx512/q8_map_vbmi.c). */
 void ks__q8_map_bytes_avx512vbmi(const uint8_t *table, const uint8_t *x, uint8_t *y, size_t n);
+/* y[i] = scale * (float)(x[i] - zp), x read as I8 when is_i8 else U8; needs AVX-512 F/BW
+ * (x86/avx512/q8_elementwise.c). */
+void ks__q8_dequantize_avx512(const uint8_t *x, float *y, size_t n, int is_i8, int32_t zp,
+                              float scale);
 #endif
 
 #ifdef __cplusplus

@@ -6,7 +6,9 @@
  * are padded to the k block with a value that contributes nothing), never branch on the input
  * dtype, and for the int16 path never subtract zero points. The pass reads the input once and
  * costs a few percent of the GEMM it feeds; its output is laid out exactly like the input (one
- * row per pixel), so the indirect-GEMM row pointers work unchanged.
+ * row per pixel), so the indirect-GEMM row pointers work unchanged. When it would be a plain copy
+ * (KR == 4, U8 input, channels a multiple of 4, no row sums) the kernels read the input in place,
+ * and without padding or row sums the I8 flip is one flat pass over the whole input.
  *
  * Exactness: everything the kernels add is congruent mod 2^32 to the reference's int64 sum, and
  * cost() refuses nodes whose true sum may leave int32 (where the reference saturates), so the
@@ -286,6 +288,7 @@ static void col_requant(const qproblem *p, int64_t c, int32_t *hdr, size_t strid
 static void make_epilogue(const qproblem *p, ks__q8_epilogue *ep) {
     memset(ep, 0, sizeof(*ep));
     ep->out_zp = p->yzp;
+    ep->out_signed = p->y->dtype == KS_DTYPE_I8;
     ks__quant_act_range(p->act, p->ys, ep->out_zp, p->y->dtype, &ep->lo, &ep->hi);
 }
 
@@ -328,9 +331,27 @@ static size_t num_panels(const qproblem *p, const ks__q8_gemm_arch *arch) {
     return ((size_t)p->oc + arch->nr - 1) / arch->nr;
 }
 
-static size_t panel_bytes(const qproblem *p, const ks__q8_gemm_arch *arch) {
+static size_t ext_bytes(const ks__q8_gemm_arch *arch, int r64) {
+    return r64 ? KS_Q8_EXT_ROWS * (arch->nr / 2) * sizeof(int64_t) : 0;
+}
+
+static size_t panel_bytes(const qproblem *p, const ks__q8_gemm_arch *arch, int r64) {
     return KS_Q8_HDR_ROWS * arch->nr * sizeof(int32_t) +
-           (size_t)(p->ks * p->kcp) * arch->nr * esize(arch);
+           (size_t)(p->ks * p->kcp) * arch->nr * esize(arch) + ext_bytes(arch, r64);
+}
+
+/* Column j's KS_Q8_EXT_* entries (qgemm.h) from its header's multiplier and right shift. The
+ * reference rounds twice: h = floor((p + 2^30) / 2^31), then h / 2^r half away from zero, i.e.
+ * floor((h + 2^(r-1) - [h < 0]) / 2^r); nested floors of divisions by powers of two merge into
+ * one. [h < 0] may be replaced by [p < 0]: they differ only when h == 0, where both give 0. */
+static void fill_ext(char *ext, size_t nr, size_t j, const int32_t *hdr) {
+    int64_t *e = (int64_t *)ext;
+    size_t half = nr / 2, q = (j / 16) * 8 + (j % 16) / 2, odd = j & 1;
+    int64_t r = hdr[KS_Q8_HDR_RSHIFT * nr + j];
+    e[(KS_Q8_EXT_RND_E + odd) * half + q] = (1LL << 30) + (r ? (int64_t)1 << (30 + r) : 0);
+    e[(KS_Q8_EXT_SH_E + odd) * half + q] = 31 + r;
+    e[(KS_Q8_EXT_CORR_E + odd) * half + q] = r ? (1LL << 31) : 0;
+    if (odd) e[KS_Q8_EXT_MULT_O * half + q] = hdr[KS_Q8_HDR_MULT * nr + j];
 }
 
 static size_t zero_bytes(const qproblem *p, const ks__q8_gemm_arch *arch) {
@@ -359,7 +380,7 @@ double ks__q8_gemm_cost(const ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch)
     return macs / arch->macs_per_cycle + (double)p.pixels * (double)p.kcp / 16.0;
 }
 
-ks_status ks__q8_gemm_plan(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch,
+static ks_status gemm_plan(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, int r64,
                            size_t *packed_bytes_out) {
     qproblem p;
     if (describe_gemm(ctx, &p, arch->kr, arch->fused != NULL))
@@ -368,16 +389,30 @@ ks_status ks__q8_gemm_plan(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch,
     size_t scratch =
         abuf_bytes(&p, arch) + rowsum_bytes(&p) + per_thread_scratch(&p, arch) * threads;
     if (scratch > ctx->scratch_bytes) ctx->scratch_bytes = scratch;
-    *packed_bytes_out = zero_bytes(&p, arch) + num_panels(&p, arch) * panel_bytes(&p, arch);
+    *packed_bytes_out = zero_bytes(&p, arch) + num_panels(&p, arch) * panel_bytes(&p, arch, r64);
     return KS_STATUS_OK;
 }
 
-ks_status ks__q8_gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
+ks_status ks__q8_gemm_plan(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch,
+                           size_t *packed_bytes_out) {
+    return gemm_plan(ctx, arch, 0, packed_bytes_out);
+}
+
+ks_status ks__q8_gemm_plan_r64(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch,
+                               size_t *packed_bytes_out) {
+    return gemm_plan(ctx, arch, 1, packed_bytes_out);
+}
+
+static ks_status gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, int r64) {
     qproblem p;
     if (describe_gemm(ctx, &p, arch->kr, arch->fused != NULL))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 gemm cannot run this node");
-    size_t np = num_panels(&p, arch), pb = panel_bytes(&p, arch), nr = arch->nr, kr = arch->kr;
-    size_t zb = zero_bytes(&p, arch);
+    size_t np = num_panels(&p, arch), pb = panel_bytes(&p, arch, r64), nr = arch->nr;
+    size_t kr = arch->kr, zb = zero_bytes(&p, arch);
+    if (r64 && (kr != 4 || nr % 16 != 0))
+        return ks__kernel_error(
+            ctx, KS_STATUS_INTERNAL,
+            "q8 gemm: 64-bit requantization needs KR 4 and NR a multiple of 16");
     if (!ctx->packed || ctx->packed_bytes < zb + np * pb)
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "packed buffer too small");
     int32_t xzp4 = xzp_shifted(&p);
@@ -420,9 +455,28 @@ ks_status ks__q8_gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
             }
             hdr[KS_Q8_HDR_BIAS * nr + j] = (int32_t)(uint32_t)(uint64_t)colterm;
             col_requant(&p, co, hdr + j, nr);
+            if (r64) fill_ext(panel + pb - ext_bytes(arch, r64), nr, j, hdr);
+        }
+        /* Outputs of at most NR / 2 channels: the padding columns [NR / 2, NR) repeat the
+         * requantization constants of [0, NR / 2), so kernels may requantize two tile rows'
+         * columns in one vector (their bias and weights stay 0). */
+        if (r64 && (int64_t)(nr / 2) >= p.oc) {
+            for (size_t j = nr / 2; j < nr / 2 + (size_t)p.oc; j++) {
+                for (int row = KS_Q8_HDR_MULT; row <= KS_Q8_HDR_RMASK; row++)
+                    hdr[(size_t)row * nr + j] = hdr[(size_t)row * nr + j - nr / 2];
+                fill_ext(panel + pb - ext_bytes(arch, r64), nr, j, hdr);
+            }
         }
     }
     return KS_STATUS_OK;
+}
+
+ks_status ks__q8_gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
+    return gemm_pack(ctx, arch, 0);
+}
+
+ks_status ks__q8_gemm_pack_r64(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
+    return gemm_pack(ctx, arch, 1);
 }
 
 /* Arm SDOT has no u8 x s8 form (USDOT needs FEAT_I8MM), so those kernels flip each A byte back
@@ -436,7 +490,7 @@ ks_status ks__q8_gemm_pack_s8a(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch
     qproblem p;
     if (describe_gemm(ctx, &p, arch->kr, arch->fused != NULL))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 gemm cannot run this node");
-    size_t np = num_panels(&p, arch), pb = panel_bytes(&p, arch), nr = arch->nr;
+    size_t np = num_panels(&p, arch), pb = panel_bytes(&p, arch, 0), nr = arch->nr;
     size_t groups = (size_t)(p.ks * p.kcp) / 4;
     for (size_t pn = 0; pn < np; pn++) {
         char *panel = (char *)ctx->packed + zero_bytes(&p, arch) + pn * pb;
@@ -459,9 +513,10 @@ ks_status ks__q8_gemm_pack_s8a(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch
 typedef struct qgemm_job {
     const qproblem *p;
     const ks__q8_gemm_arch *arch;
-    const char *xin; /* raw input */
-    char *abuf;      /* converted input */
-    int32_t *pixsum; /* per converted row: sum of its A bytes (KR == 4 with rowsum) */
+    const char *xin;   /* raw input */
+    char *abuf;        /* converted input */
+    const char *arows; /* what the row pointers index: abuf, or the input when it needs no pass */
+    int32_t *pixsum;   /* per converted row: sum of its A bytes (KR == 4 with rowsum) */
     const char *zero, *w;
     char *y;
     size_t panels, mtiles, pb, per_thread, esz;
@@ -481,7 +536,29 @@ static void convert_range(void *arg, size_t begin, size_t end, uint32_t thread) 
     if (j->arch->kr == 4) {
         uint8_t flip = p->x->dtype == KS_DTYPE_I8 ? 0x80 : 0;
         uint8_t pad = (uint8_t)xzp_shifted(p);
-        for (size_t r = begin; r < end; r++) {
+        if (!j->pixsum && kc == kcp) { /* the rows are contiguous: one flat (vectorized) pass */
+            const uint8_t *src = (const uint8_t *)j->xin + begin * kc;
+            uint8_t *dst = (uint8_t *)j->abuf + begin * kc;
+            size_t n = (end - begin) * kc;
+#if defined(__x86_64__)
+            if (ks__cpu_isa() & KS_ISA_AVX2) {
+                ks__q8_xor_bytes__avx2(src, dst, n, flip);
+                return;
+            }
+#endif
+            for (size_t i = 0; i < n; i++)
+                dst[i] = (uint8_t)(src[i] ^ flip);
+            return;
+        }
+        for (size_t r = begin; r < end && !j->pixsum; r++) { /* padded rows, no row sums */
+            const uint8_t *src = (const uint8_t *)j->xin + r * kc;
+            uint8_t *dst = (uint8_t *)j->abuf + r * kcp;
+            for (size_t k = 0; k < kc; k++)
+                dst[k] = (uint8_t)(src[k] ^ flip);
+            for (size_t k = kc; k < kcp; k++)
+                dst[k] = pad;
+        }
+        for (size_t r = begin; r < end && j->pixsum; r++) {
             const uint8_t *src = (const uint8_t *)j->xin + r * kc;
             uint8_t *dst = (uint8_t *)j->abuf + r * kcp;
             uint32_t sum = 0;
@@ -494,7 +571,7 @@ static void convert_range(void *arg, size_t begin, size_t end, uint32_t thread) 
                 dst[k] = pad;
                 sum += pad;
             }
-            if (j->pixsum) j->pixsum[r] = (int32_t)sum;
+            j->pixsum[r] = (int32_t)sum;
         }
         return;
     }
@@ -522,7 +599,7 @@ static void build_rows(const qgemm_job *j, size_t m0, size_t mr, const void **a,
     if (!p->conv) {
         for (size_t r = 0; r < MR; r++) {
             size_t row = m0 + (r < mr ? r : mr - 1);
-            a[r] = j->abuf + row * row_bytes;
+            a[r] = j->arows + row * row_bytes;
             if (j->pixsum) rowsum[r] = j->pixsum[row];
         }
         return;
@@ -543,11 +620,21 @@ static void build_rows(const qgemm_job *j, size_t m0, size_t mr, const void **a,
             if (++oy == p->oh) oy = 0, b++;
         }
         if (r > 0 && r < mr && !j->pixsum && ox > ox_lo && ox <= ox_hi) {
+            /* the run of rows [r, end) in the interior of this output row, tap by tap */
+            size_t end = r + 1;
+            while (end < mr && ox + 1 <= ox_hi && ox + 1 < p->ow)
+                end++, ox++;
             for (size_t t = 0; t < (size_t)p->ks; t++) {
-                const char *prev = (const char *)a[t * MR + r - 1];
-                a[t * MR + r] = prev == j->zero ? prev : prev + step;
+                const char *ptr = (const char *)a[t * MR + r - 1];
+                const size_t inc = ptr == j->zero ? 0 : step;
+                for (size_t q = r; q < end; q++) {
+                    ptr += inc;
+                    a[t * MR + q] = ptr;
+                }
             }
-            rowsum[r] = 0; /* unused without pixsum */
+            for (size_t q = r; q < end; q++)
+                rowsum[q] = 0; /* unused without pixsum */
+            r = end - 1;
             continue;
         }
         int64_t img = b * p->ih * p->iw;
@@ -560,7 +647,7 @@ static void build_rows(const qgemm_job *j, size_t m0, size_t mr, const void **a,
                 size_t t = (size_t)(ky * p->kw + kx);
                 if (row_ok && ix >= 0 && ix < p->iw) {
                     int64_t pix = img + iy * p->iw + ix;
-                    a[t * MR + r] = j->abuf + (size_t)pix * row_bytes;
+                    a[t * MR + r] = j->arows + (size_t)pix * row_bytes;
                     if (j->pixsum) sum += j->pixsum[pix];
                 } else {
                     a[t * MR + r] = j->zero;
@@ -605,7 +692,7 @@ static void gemm_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     }
 }
 
-ks_status ks__q8_gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
+static ks_status gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, int r64) {
     qproblem p;
     if (describe_gemm(ctx, &p, arch->kr, arch->fused != NULL))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 gemm cannot run this node");
@@ -633,7 +720,7 @@ ks_status ks__q8_gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
     j.y = (char *)p.y->data;
     j.panels = num_panels(&p, arch);
     j.mtiles = ((size_t)p.m + arch->mr - 1) / arch->mr;
-    j.pb = panel_bytes(&p, arch);
+    j.pb = panel_bytes(&p, arch, r64);
     make_epilogue(&p, &j.ep);
     make_fused(&p, &j.fused);
     j.res = p.res ? (const uint8_t *)p.res->data : NULL;
@@ -641,9 +728,24 @@ ks_status ks__q8_gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
     if (j.fused.kind && arch->fused_in_kernel)
         j.ep.fused = &j.fused, j.ep.y_base = (const uint8_t *)j.y, j.ep.res_base = j.res;
     j.tile_major = j.panels * j.pb <= (256u << 10);
-    ks__parallel_for(ctx->pool, (size_t)p.pixels, 64, convert_range, &j);
+    /* U8 input rows already in the A format (KR == 4, no k padding, no row sums) are read in
+     * place. */
+    if (arch->kr == 4 && !j.pixsum && p.kc == p.kcp && p.x->dtype == KS_DTYPE_U8) {
+        j.arows = j.xin;
+    } else {
+        j.arows = j.abuf;
+        ks__parallel_for(ctx->pool, (size_t)p.pixels, 64, convert_range, &j);
+    }
     ks__parallel_for(ctx->pool, j.panels * j.mtiles, 1, gemm_range, &j);
     return KS_STATUS_OK;
+}
+
+ks_status ks__q8_gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
+    return gemm_run(ctx, arch, 0);
+}
+
+ks_status ks__q8_gemm_run_r64(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
+    return gemm_run(ctx, arch, 1);
 }
 
 /* ---- depthwise ---- */

@@ -53,6 +53,23 @@ enum {
     KS_Q8_HDR_ROWS = 6
 };
 
+/* Optional 64-bit requantization rows of a GEMM panel (the *_r64 entry points below), stored
+ * after the panel's weights as int64[KS_Q8_EXT_ROWS][NR / 2]: column j (NR % 16 == 0) sits at qword
+ * (j / 16) * 8 + (j % 16) / 2 of the even (j even) or odd row of each pair. They turn the
+ * reference's two roundings into one: with p = (x << left) * mult as int64 and right shift r,
+ *     ks__quant_mul(x) == (p + RND - (p < 0 ? CORR : 0)) >> SH   (arithmetic shift)
+ * where RND = 2^30 + (r ? 2^(30 + r) : 0), CORR = r ? 2^31 : 0, SH = 31 + r (qgemm.c). */
+enum {
+    KS_Q8_EXT_RND_E = 0,
+    KS_Q8_EXT_RND_O = 1,
+    KS_Q8_EXT_SH_E = 2,
+    KS_Q8_EXT_SH_O = 3,
+    KS_Q8_EXT_CORR_E = 4,
+    KS_Q8_EXT_CORR_O = 5,
+    KS_Q8_EXT_MULT_O = 6, /* the odd columns' Q31 multipliers (the even ones: HDR_MULT) */
+    KS_Q8_EXT_ROWS = 7
+};
+
 /* Fused epilogue of a quantized CONV2D with intermediate params (ip[12] == 1, ops.inc): the
  * microkernel computes the intermediate (its requantization uses fp[1]/ip[11], clamp = the
  * dtype's range), then this second step runs on it before the tile leaves the cache: inside the
@@ -82,6 +99,7 @@ typedef struct ks__q8_epilogue {
      * fused_in_kernel); NULL otherwise. The residual of output byte y_base[i] is res_base[i]. */
     const ks__q8_fused *fused;
     const uint8_t *y_base, *res_base;
+    int32_t out_signed; /* the output (or intermediate) bytes are I8 */
 } ks__q8_epilogue;
 
 /* ADD's constants exactly as the reference quantized ADD derives them (TFLite: both inputs << 20,
@@ -101,7 +119,8 @@ typedef void (*ks__q8_fused_fn)(const ks__q8_fused *f, uint8_t *y, const uint8_t
 /* Computes rows [0, mr) x columns [0, nc) of one tile (mr <= MR, nc <= NR).
  *   a:      ks groups of MR pointers (a[t * MR + r]) into the A buffer, kb * KR elements each;
  *           rows >= mr repeat a valid row.
- *   w:      the tile's panel: KS_Q8_HDR_ROWS x NR int32, then ks * kb blocks of NR x KR weights.
+ *   w:      the tile's panel: KS_Q8_HDR_ROWS x NR int32, then ks * kb blocks of NR x KR weights
+ *           (then the KS_Q8_EXT_* rows with the *_r64 entry points).
  *   c:      output row r starts at c + r * c_stride (bytes; the output is U8 or I8).
  *   rowsum: MR int32 (read only when ep->use_rowsum). */
 typedef void (*ks__q8_igemm_fn)(size_t mr, size_t nc, size_t kb, size_t ks, const void *const *a,
@@ -151,6 +170,19 @@ ks_status ks__q8_gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch);
  * also holds 128 * sum of the column's weights, which those kernels' products leave out. */
 ks_status ks__q8_gemm_pack_s8a(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch);
 ks_status ks__q8_gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch);
+/* plan/pack/run for kernels whose panels end with the KS_Q8_EXT_* rows (KR == 4, NR % 16 == 0).
+ * With at most NR / 2 output channels, the padding columns [NR / 2, NR) of these panels repeat
+ * the requantization constants (HDR_MULT..HDR_RMASK, EXT) of columns [0, NR / 2), so a kernel
+ * may requantize two tile rows in one vector. */
+ks_status ks__q8_gemm_plan_r64(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch,
+                               size_t *packed_bytes_out);
+ks_status ks__q8_gemm_pack_r64(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch);
+ks_status ks__q8_gemm_run_r64(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch);
+
+#if defined(__x86_64__)
+/* dst[i] = src[i] ^ mask for n bytes (x86/avx2; the I8 -> u8 input pass of KR == 4 GEMMs). */
+void ks__q8_xor_bytes__avx2(const uint8_t *src, uint8_t *dst, size_t n, uint8_t mask);
+#endif
 
 /* Same for depthwise CONV2D (groups == in channels == out channels). */
 double ks__q8_dw_cost(const ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch);

@@ -213,6 +213,26 @@ static void fused_apply(const ks__q8_fused *f, uint8_t *y, const uint8_t *res, s
     if (i < n) ks__q8_fused_apply_scalar(f, y + i, res ? res + i : NULL, n - i);
 }
 
+void ks__q8_xor_bytes__avx2(const uint8_t *src, uint8_t *dst, size_t n, uint8_t mask) {
+    const __m256i m = _mm256_set1_epi8((char)mask);
+    size_t i = 0;
+    for (; i + 128 <= n; i += 128) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(src + i));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(src + i + 32));
+        __m256i c = _mm256_loadu_si256((const __m256i *)(src + i + 64));
+        __m256i d = _mm256_loadu_si256((const __m256i *)(src + i + 96));
+        _mm256_storeu_si256((__m256i *)(dst + i), _mm256_xor_si256(a, m));
+        _mm256_storeu_si256((__m256i *)(dst + i + 32), _mm256_xor_si256(b, m));
+        _mm256_storeu_si256((__m256i *)(dst + i + 64), _mm256_xor_si256(c, m));
+        _mm256_storeu_si256((__m256i *)(dst + i + 96), _mm256_xor_si256(d, m));
+    }
+    for (; i + 32 <= n; i += 32)
+        _mm256_storeu_si256((__m256i *)(dst + i),
+                            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(src + i)), m));
+    for (; i < n; i++)
+        dst[i] = (uint8_t)(src[i] ^ mask);
+}
+
 static const ks__q8_gemm_arch k_gemm = {ARCH_MR,     ARCH_NR, 2, 16.0, ks_q8_igemm__avx2_6x16,
                                         fused_apply, 0};
 static const ks__q8_dw_arch k_dw = {DW_CB, 4.0, ks_q8_dw__avx2_c8, fused_apply, 0, NULL};

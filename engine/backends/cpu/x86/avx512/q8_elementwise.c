@@ -4,7 +4,9 @@
  *       reference does), NaN -> 0, + zero point, clamp to the dtype;
  *   ADD/SUB of same-shape tensors: TFLite's integer add (both inputs shifted left by 20 bits and
  *       rescaled to twice the larger scale, summed, rescaled to the output);
- *   MUL of same-shape tensors: (a - za) * (b - zb) rescaled by s_a * s_b / s_out.
+ *   MUL of same-shape tensors: (a - za) * (b - zb) rescaled by s_a * s_b / s_out;
+ *   ADD/SUB again with AVX-512 VBMI, the two input rescalings looked up from per-node tables;
+ *   DEQUANTIZE U8/I8 -> F32 (the vector formula behind q8_lut.c's ks_q8_dequantize__avx512).
  * All rescalings are MultiplyByQuantizedMultiplier (rounding doubling high multiply, then a
  * rounding right shift), 16 lanes at a time; tails use masked loads and stores, so there is no
  * scalar path. Broadcasting and I16 stay with the reference.
@@ -14,6 +16,7 @@
 #include <string.h>
 
 #include "../../impl.h"
+#include "../../q8_lut.h"
 #include "../../ref/quant_util.h"
 
 #define KS_INLINE static inline __attribute__((always_inline))
@@ -186,6 +189,149 @@ const ks__impl ks_q8_vsub__avx512 = {
 const ks__impl ks_q8_vmul__avx512 = {
     "ks_q8_vmul__avx512", KS_OP_MUL, KS_ISA_AVX512, vbin_cost, no_plan, NULL, vbin_run};
 
+/* ---- ADD / SUB with AVX-512 VBMI: the input rescalings as byte-plane lookups ----
+ * Each input's rescaled value (the first two requant calls of vbin_range) depends on its byte
+ * alone, so pack() tabulates it for the 256 byte values with that same vector code (exact by
+ * construction) and stores each int32 table as four 256-byte planes. run() looks the planes up
+ * 64 bytes at a time (two vpermi2b and a blend on the index's top bit per plane) and interleaves
+ * them back into int32 lanes, which costs about a third of computing the two rescalings; only
+ * the output rescaling is still computed. The unpacks interleave within 128-bit lanes, so the
+ * input bytes are first permuted (k_unscramble) such that the four int32 vectors come out in
+ * element order. */
+
+enum { VT_PLANE = 256, VT_PACKED_BYTES = 2 * 4 * VT_PLANE };
+
+typedef struct vtab_job {
+    vbin_job b;
+    const uint8_t *planes; /* [input][plane][byte] */
+} vtab_job;
+
+static ks_status vtab_plan(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
+    vbin_job j;
+    if (vbin_describe(ctx, &j) || j.op == KS_OP_MUL)
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 add/sub cannot run this node");
+    *packed_bytes_out = VT_PACKED_BYTES;
+    return KS_STATUS_OK;
+}
+
+static ks_status vtab_pack(ks__kernel_ctx *ctx) {
+    vbin_job j;
+    if (vbin_describe(ctx, &j) || j.op == KS_OP_MUL)
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 add/sub cannot run this node");
+    if (!ctx->packed || ctx->packed_bytes < VT_PACKED_BYTES)
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "q8 add/sub: packed tables missing");
+    uint8_t *planes = (uint8_t *)ctx->packed;
+    vreq m[2];
+    vreq_init(&j.ma, &m[0]);
+    vreq_init(&j.mb, &m[1]);
+    const __m512i zp[2] = {_mm512_set1_epi32(j.za), _mm512_set1_epi32(j.zb)};
+    uint8_t bytes[16];
+    int32_t vals[16];
+    for (int t = 0; t < 2; t++) {
+        for (int i = 0; i < 256; i += 16) {
+            for (int k = 0; k < 16; k++)
+                bytes[k] = (uint8_t)(i + k);
+            __m512i v = load16(bytes, 0xFFFF, j.is_i8, zp[t]);
+            _mm512_storeu_si512(vals, requant(_mm512_slli_epi32(v, ADD_LEFT_SHIFT), &m[t]));
+            for (int k = 0; k < 16; k++)
+                for (int p = 0; p < 4; p++)
+                    planes[(t * 4 + p) * VT_PLANE + i + k] =
+                        (uint8_t)((uint32_t)vals[k] >> (8 * p));
+        }
+    }
+    return KS_STATUS_OK;
+}
+
+#define KS_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+
+/* byte b of the unpack result lands on element order[b]; gather element order[b] into byte b */
+static const uint8_t k_unscramble[64] = {
+    0,  1,  2,  3,  16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51, 4,  5,  6,  7,  20, 21,
+    22, 23, 36, 37, 38, 39, 52, 53, 54, 55, 8,  9,  10, 11, 24, 25, 26, 27, 40, 41, 42, 43,
+    56, 57, 58, 59, 12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63};
+
+/* 64 bytes (already unscrambled) -> the table values of elements 0..15, 16..31, 32..47, 48..63 */
+KS_VBMI static inline __attribute__((always_inline)) void
+vt_lookup(__m512i v, const uint8_t *planes, __m512i out[4]) {
+    const __mmask64 top = _mm512_movepi8_mask(v);
+    __m512i b[4];
+    for (int p = 0; p < 4; p++) {
+        const uint8_t *t = planes + p * VT_PLANE;
+        __m512i lo = _mm512_permutex2var_epi8(_mm512_loadu_si512(t), v, _mm512_loadu_si512(t + 64));
+        __m512i hi =
+            _mm512_permutex2var_epi8(_mm512_loadu_si512(t + 128), v, _mm512_loadu_si512(t + 192));
+        b[p] = _mm512_mask_blend_epi8(top, lo, hi);
+    }
+    const __m512i w_lo = _mm512_unpacklo_epi8(b[0], b[1]), w_hi = _mm512_unpackhi_epi8(b[0], b[1]);
+    const __m512i u_lo = _mm512_unpacklo_epi8(b[2], b[3]), u_hi = _mm512_unpackhi_epi8(b[2], b[3]);
+    out[0] = _mm512_unpacklo_epi16(w_lo, u_lo);
+    out[1] = _mm512_unpackhi_epi16(w_lo, u_lo);
+    out[2] = _mm512_unpacklo_epi16(w_hi, u_hi);
+    out[3] = _mm512_unpackhi_epi16(w_hi, u_hi);
+}
+
+KS_VBMI static void vtab_range(void *arg, size_t begin, size_t end, uint32_t thread) {
+    const vtab_job *j = (const vtab_job *)arg;
+    (void)thread;
+    const __m512i zo = _mm512_set1_epi32(j->b.zo);
+    const __m512i lo = _mm512_set1_epi32(j->b.lo), hi = _mm512_set1_epi32(j->b.hi);
+    const __m512i perm = _mm512_loadu_si512(k_unscramble);
+    vreq mo;
+    vreq_init(&j->b.mo, &mo);
+    const int sub = j->b.op == KS_OP_SUB;
+    for (size_t i = begin; i < end; i += 64) {
+        const size_t left = end - i;
+        const __mmask64 m = left >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << left) - 1;
+        __m512i ta[4], tb[4];
+        vt_lookup(_mm512_permutexvar_epi8(perm, _mm512_maskz_loadu_epi8(m, j->b.a + i)), j->planes,
+                  ta);
+        vt_lookup(_mm512_permutexvar_epi8(perm, _mm512_maskz_loadu_epi8(m, j->b.b + i)),
+                  j->planes + 4 * VT_PLANE, tb);
+        for (int k = 0; k < 4; k++) {
+            const __m512i raw =
+                sub ? _mm512_sub_epi32(ta[k], tb[k]) : _mm512_add_epi32(ta[k], tb[k]);
+            __m512i q = _mm512_add_epi32(requant(raw, &mo), zo);
+            q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+            if (left >= 64)
+                _mm512_mask_cvtepi32_storeu_epi8(j->b.y + i + 16 * k, 0xFFFF, q);
+            else if (left > (size_t)(16 * k))
+                _mm512_mask_cvtepi32_storeu_epi8(j->b.y + i + 16 * k, tail_mask(left - 16 * k), q);
+        }
+    }
+}
+
+static double vtab_cost(const ks__kernel_ctx *ctx) {
+    vbin_job j;
+    if (vbin_describe(ctx, &j) || j.op == KS_OP_MUL) return -1.0;
+    return (double)ks__rt_numel(ctx->out[0]) / 28.0 + 16.0;
+}
+
+static ks_status vtab_run(ks__kernel_ctx *ctx) {
+    vtab_job j;
+    if (vbin_describe(ctx, &j.b) || j.b.op == KS_OP_MUL)
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 add/sub cannot run this node");
+    if (!ctx->packed || ctx->packed_bytes < VT_PACKED_BYTES)
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "q8 add/sub: packed tables missing");
+    j.planes = (const uint8_t *)ctx->packed;
+    ks__parallel_for(ctx->pool, (size_t)ks__rt_numel(ctx->out[0]), GRAIN, vtab_range, &j);
+    return KS_STATUS_OK;
+}
+
+const ks__impl ks_q8_vadd__avx512vbmi = {"ks_q8_vadd__avx512vbmi",
+                                         KS_OP_ADD,
+                                         KS_ISA_AVX512 | KS_ISA_AVX512_VBMI,
+                                         vtab_cost,
+                                         vtab_plan,
+                                         vtab_pack,
+                                         vtab_run};
+const ks__impl ks_q8_vsub__avx512vbmi = {"ks_q8_vsub__avx512vbmi",
+                                         KS_OP_SUB,
+                                         KS_ISA_AVX512 | KS_ISA_AVX512_VBMI,
+                                         vtab_cost,
+                                         vtab_plan,
+                                         vtab_pack,
+                                         vtab_run};
+
 /* ---- QUANTIZE F32 -> U8/I8 ---- */
 
 typedef struct quant_job {
@@ -258,3 +404,36 @@ static ks_status quant_run(ks__kernel_ctx *ctx) {
 
 const ks__impl ks_q8_quantize__avx512 = {
     "ks_q8_quantize__avx512", KS_OP_QUANTIZE, KS_ISA_AVX512, quant_cost, no_plan, NULL, quant_run};
+
+/* ---- DEQUANTIZE U8/I8 -> F32 ----
+ * scale * (float)(q - zp) in float: the product of a float and an integer of at most 9 bits is
+ * exact in double, so the reference's double product rounded to float and this single float
+ * product are the same correctly rounded value. q8_lut.c still checks the 256 results against
+ * the reference's table before using this. */
+void ks__q8_dequantize_avx512(const uint8_t *x, float *y, size_t n, int is_i8, int32_t zp,
+                              float scale) {
+    const __m512i vzp = _mm512_set1_epi32(zp);
+    const __m512 vs = _mm512_set1_ps(scale);
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        const __m512i b = _mm512_loadu_si512(x + i);
+        __m128i q0 = _mm512_castsi512_si128(b), q1 = _mm512_extracti32x4_epi32(b, 1);
+        __m128i q2 = _mm512_extracti32x4_epi32(b, 2), q3 = _mm512_extracti32x4_epi32(b, 3);
+        __m512i v0 = is_i8 ? _mm512_cvtepi8_epi32(q0) : _mm512_cvtepu8_epi32(q0);
+        __m512i v1 = is_i8 ? _mm512_cvtepi8_epi32(q1) : _mm512_cvtepu8_epi32(q1);
+        __m512i v2 = is_i8 ? _mm512_cvtepi8_epi32(q2) : _mm512_cvtepu8_epi32(q2);
+        __m512i v3 = is_i8 ? _mm512_cvtepi8_epi32(q3) : _mm512_cvtepu8_epi32(q3);
+        _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(v0, vzp)), vs));
+        _mm512_storeu_ps(y + i + 16,
+                         _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(v1, vzp)), vs));
+        _mm512_storeu_ps(y + i + 32,
+                         _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(v2, vzp)), vs));
+        _mm512_storeu_ps(y + i + 48,
+                         _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(v3, vzp)), vs));
+    }
+    for (; i < n; i += 16) {
+        const __mmask16 m = tail_mask(n - i);
+        const __m512i v = load16(x + i, m, is_i8, vzp);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_cvtepi32_ps(v), vs));
+    }
+}

@@ -1,0 +1,590 @@
+/* Row-wise quantized depthwise CONV2D driver (q8_dw.h): node checks, weight and requantization
+ * constant packing, padded phase rows, the per-row interleave and threading over output rows.
+ * Portable C; the ISA files supply the interleave and row microkernels.
+ *
+ * Exactness: the kernels' int32 sums are congruent mod 2^32 to the reference's exact sum, and
+ * cost() refuses nodes whose exact sum may leave int32 (where the reference saturates), so the
+ * wrapped value is the reference's accumulator. The requantization constants use the reference's
+ * multiplier rule (legacy float scale product for U8 inputs, as qgemm.c's col_requant).
+ */
+#include "q8_dw.h"
+
+#include <string.h>
+
+#include "ref/quant_util.h"
+
+typedef struct dwp {
+    int64_t n, ih, iw, c, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+    int64_t groups_h; /* ceil(kh / 4): interleaved row groups */
+    int64_t pm;       /* pixels per phase row */
+    int64_t patterns; /* P = C / gcd(C, block bytes) */
+    int64_t rows;     /* output rows per kernel call at most: 1, 2 or 4 (q8_dw.h) */
+    int64_t bb;       /* the arch's flat block bytes */
+    const ks__rt_tensor *x, *w, *bias, *y;
+    const ks__rt_tensor *table; /* fused TABLE form: the output lookup, else NULL */
+    float ys;                   /* what the kernel requantizes to: y's params or the */
+    int32_t yzp;                /* intermediate's (fp[1], ip[11]) for the TABLE form */
+    int32_t act;
+    int32_t xzp; /* input zero point as the kernels see it (I8 flipped to u8) */
+    uint8_t flip;
+} dwp;
+
+static const ks__rt_tensor *input_at(const ks__kernel_ctx *ctx, uint32_t i) {
+    return i < ctx->num_inputs ? ctx->in[i] : NULL;
+}
+
+static int64_t one_if_zero(int32_t v) {
+    return v == 0 ? 1 : v;
+}
+
+static int q8(const ks__rt_tensor *t) {
+    return t && (t->dtype == KS_DTYPE_U8 || t->dtype == KS_DTYPE_I8) && t->quant &&
+           t->quant->count > 0 && t->quant->scales && t->quant->zero_points;
+}
+
+static int32_t dtype_lo(ks_dtype d) {
+    return d == KS_DTYPE_U8 ? 0 : -128;
+}
+
+static int32_t dtype_hi(ks_dtype d) {
+    return d == KS_DTYPE_U8 ? 255 : 127;
+}
+
+static int64_t max_dev(ks_dtype d, int32_t zp) {
+    int64_t a = (int64_t)zp - dtype_lo(d), b = (int64_t)dtype_hi(d) - zp;
+    a = a < 0 ? -a : a;
+    b = b < 0 ? -b : b;
+    return a > b ? a : b;
+}
+
+static int64_t lead_pad(int32_t mode, int64_t explicit_pad, int64_t in, int64_t out, int64_t k_eff,
+                        int64_t stride) {
+    if (mode == KS_PAD_EXPLICIT) return explicit_pad;
+    if (mode == KS_PAD_VALID) return 0;
+    int64_t total = (out - 1) * stride + k_eff - in;
+    if (total < 0) total = 0;
+    return mode == KS_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+}
+
+static size_t round_up(size_t v, size_t a) {
+    return (v + a - 1) / a * a;
+}
+
+static int32_t wzp_at(const ks__rt_tensor *w, int64_t c) {
+    return w->quant->zero_points[w->quant->count == 1 ? 0 : c];
+}
+
+static int32_t load_q(const ks__rt_tensor *t, int64_t i) {
+    return t->dtype == KS_DTYPE_U8 ? ((const uint8_t *)t->data)[i] : ((const int8_t *)t->data)[i];
+}
+
+/* Same rule as qgemm.c col_requant (copied: it is static there). */
+static void channel_multiplier(const dwp *p, int64_t c, int32_t *mult, int32_t *left,
+                               int32_t *right) {
+    float xs = p->x->quant->scales[0], ys = p->ys;
+    float ws = p->w->quant->scales[p->w->quant->count == 1 ? 0 : c];
+    int legacy = p->x->dtype == KS_DTYPE_U8;
+    double real = legacy ? (double)(xs * ws) / (double)ys : (double)xs * (double)ws / (double)ys;
+    int32_t shift;
+    ks__quant_multiplier(real, mult, &shift);
+    *left = shift > 0 ? (shift > 31 ? 31 : shift) : 0;
+    *right = shift > 0 ? 0 : (-shift > 31 ? 31 : -shift);
+}
+
+/* 0 when the node is a quantized depthwise CONV2D this variant runs exactly. `full` adds the
+ * checks that read every weight and derive every multiplier (cost/plan/pack); run, which only
+ * follows a successful pack of the same node, skips them. */
+static int describe(const ks__kernel_ctx *ctx, const ks__q8dw_arch *arch, dwp *p, int full) {
+    memset(p, 0, sizeof(*p));
+    const ks__node *node = ctx->node;
+    if (node->op != KS_OP_CONV2D || ctx->num_outputs != 1 || ctx->num_inputs < 2) return -1;
+    const int32_t *ip = node->ip;
+    const ks__rt_tensor *x = input_at(ctx, 0), *w = input_at(ctx, 1), *y = ctx->out[0];
+    const ks__rt_tensor *b = input_at(ctx, 2);
+    if (!x || !w || !y || x->rank != 4 || w->rank != 4 || y->rank != 4) return -1;
+    if (!q8(x) || !q8(y) || !q8(w) || !w->data) return -1;
+    p->x = x, p->w = w, p->y = y, p->bias = b;
+    if (y->quant->count != 1) return -1;
+    p->act = ip[10];
+    p->ys = y->quant->scales[0], p->yzp = y->quant->zero_points[0];
+    /* Fused forms (ip[12] == 1, ops.inc): the output TABLE only (requantize to the intermediate,
+     * then look up); the residual form goes to the per-pixel kernel (qgemm.c). Without ip[12],
+     * inputs 3 and 4 (float residual, PRELU slopes) are the reference's. */
+    if (ip[12] == 1) {
+        const ks__rt_tensor *tab = input_at(ctx, 4);
+        if (ip[10] != KS_ACT_TABLE || input_at(ctx, 3) || !tab || !tab->data ||
+            tab->dtype != y->dtype || ks__rt_numel(tab) != 256)
+            return -1;
+        float is = ctx->node->fp[1];
+        if (!(is > 0.0f) || !(is < 3.0e38f) || ip[11] < dtype_lo(y->dtype) ||
+            ip[11] > dtype_hi(y->dtype))
+            return -1;
+        p->table = tab, p->ys = is, p->yzp = ip[11], p->act = KS_ACT_NONE;
+    } else if (ip[12] != 0 || input_at(ctx, 3) || input_at(ctx, 4)) {
+        return -1;
+    }
+    p->c = x->dims[3], p->kh = w->dims[1], p->kw = w->dims[2];
+    if (p->c < 1 || w->dims[0] != p->c || w->dims[3] != 1 || one_if_zero(ip[9]) != p->c ||
+        y->dims[3] != p->c || y->dims[0] != x->dims[0] || p->kh < 1 || p->kw < 1)
+        return -1;
+    if (ip[8] < KS_PAD_EXPLICIT || ip[8] > KS_PAD_VALID) return -1;
+    p->n = x->dims[0], p->ih = x->dims[1], p->iw = x->dims[2];
+    p->oh = y->dims[1], p->ow = y->dims[2];
+    p->sh = one_if_zero(ip[0]), p->sw = one_if_zero(ip[1]);
+    p->dh = one_if_zero(ip[2]), p->dw = one_if_zero(ip[3]);
+    if (p->n < 1 || p->ih < 1 || p->iw < 1 || p->oh < 1 || p->ow < 1) return -1;
+    if (p->sh < 1 || p->sw < 1 || p->dh < 1 || p->dw < 1 || p->sw > 8) return -1;
+    /* keeps every size below comfortably inside size_t and the scratch reasonable */
+    if (p->c > (1 << 16) || p->kh > 64 || p->kw > 64 || p->iw > (1 << 16) || p->ow > (1 << 16))
+        return -1;
+    p->pt = lead_pad(ip[8], ip[4], p->ih, p->oh, (p->kh - 1) * p->dh + 1, p->sh);
+    p->pl = lead_pad(ip[8], ip[5], p->iw, p->ow, (p->kw - 1) * p->dw + 1, p->sw);
+    if (p->pt < 0 || p->pl < 0) return -1;
+    if (p->act != KS_ACT_NONE && p->act != KS_ACT_RELU && p->act != KS_ACT_RELU6 &&
+        p->act != KS_ACT_RELU_N1_TO_1)
+        return -1;
+    if (x->quant->count != 1) return -1;
+    if (!(x->quant->scales[0] > 0.0f) || !(y->quant->scales[0] > 0.0f)) return -1;
+    if ((int64_t)w->quant->count != 1 && ((int64_t)w->quant->count != p->c || w->quant->axis != 0))
+        return -1;
+    int32_t xzp = x->quant->zero_points[0], yzp = p->yzp;
+    if (xzp < dtype_lo(x->dtype) || xzp > dtype_hi(x->dtype)) return -1;
+    if (yzp < dtype_lo(y->dtype) || yzp > dtype_hi(y->dtype)) return -1;
+    if (b && (b->dtype != KS_DTYPE_I32 || !b->data || ks__rt_numel(b) != p->c)) return -1;
+    if (ks__rt_numel(w) != p->c * p->kh * p->kw) return -1;
+    /* w - w_zp must be an s8 (the dot products are u8 x s8); bound the exact sum as qgemm.c */
+    int64_t ks = p->kh * p->kw, wdev = 0;
+    for (int64_t c = 0; c < p->c && full; c++) {
+        int32_t z = wzp_at(w, c);
+        if (z < dtype_lo(w->dtype) || z > dtype_hi(w->dtype)) return -1;
+        for (int64_t t = 0; t < ks; t++) {
+            int32_t d = load_q(w, c * ks + t) - z;
+            if (d < -128 || d > 127) return -1;
+        }
+        int64_t dev = max_dev(w->dtype, z);
+        if (dev > wdev) wdev = dev;
+    }
+    int64_t bmax = 0;
+    for (int64_t c = 0; b && full && c < p->c; c++) {
+        int64_t v = ((const int32_t *)b->data)[c];
+        v = v < 0 ? -v : v;
+        if (v > bmax) bmax = v;
+    }
+    if (full && ks > (INT32_MAX - bmax) / (max_dev(x->dtype, xzp) * wdev + 1)) return -1;
+    /* the two-step form adds < 2^30 to h (|h| <= |acc|) in 32 bits and has no left shifts */
+    if (full && arch->requant == 1 &&
+        ks > ((1 << 30) - 1 - bmax) / (max_dev(x->dtype, xzp) * wdev + 1))
+        return -1;
+    /* the one-step requantization needs a normalized multiplier (or 0) and keeps its 64-bit
+     * addend in range only for right shifts <= 22 (real multipliers >= 2^-23) */
+    for (int64_t c = 0; c < p->c && full; c++) {
+        int32_t mult, left, right;
+        channel_multiplier(p, c, &mult, &left, &right);
+        if ((mult != 0 && mult < (1 << 30)) || right > 22) return -1;
+        if (arch->requant == 1 && left > 0) return -1;
+    }
+    p->flip = x->dtype == KS_DTYPE_I8 ? 0x80 : 0;
+    p->xzp = xzp + (p->flip ? 128 : 0);
+    p->groups_h = (p->kh + 3) / 4;
+    p->rows = 1;
+    if (p->sh == 1 && p->dh == 1) /* the largest that keeps the window in the same groups */
+        p->rows = p->kh + 3 <= 4 * p->groups_h ? 4 : (p->kh + 1 <= 4 * p->groups_h ? 2 : 1);
+    while (p->rows > (int64_t)arch->max_rows && p->rows > 1)
+        p->rows /= 2;
+    p->pm = p->ow + (p->kw - 1) * p->dw / p->sw;
+    p->bb = arch->block_bytes;
+    int64_t g = p->c, h = p->bb;
+    while (h) {
+        int64_t t = g % h;
+        g = h, h = t;
+    }
+    p->patterns = p->c / g;
+    /* bounded scratch and packed data (a flat row of 4 MB, 32 MB of patterns): far beyond real
+     * depthwise layers, and the per-pixel kernel takes anything bigger */
+    int64_t taps = p->groups_h * p->kw;
+    int64_t pattern = (taps * p->rows + KS_Q8DW_C_ROWS) * 4 * p->bb;
+    if (p->pm * p->c > (1 << 22) || p->patterns * pattern > (1 << 25)) return -1;
+    return 0;
+}
+
+/* ---- sizes ---- */
+
+static size_t num_taps(const dwp *p) {
+    return (size_t)(p->groups_h * p->kw);
+}
+
+static size_t cst_offset(const dwp *p) {
+    return num_taps(p) * 4 * (size_t)p->bb * (size_t)p->rows;
+}
+
+static size_t pattern_bytes(const dwp *p) {
+    return cst_offset(p) + KS_Q8DW_C_ROWS * 4 * (size_t)p->bb;
+}
+
+/* Padded-row slots per thread: the window of `rows` output rows. */
+static size_t num_slots(const dwp *p) {
+    return (size_t)(p->kh + p->rows - 1);
+}
+
+/* Bytes of one phase row (and of the zero-point row): the flat run, rounded to whole blocks. */
+static size_t phase_bytes(const dwp *p) {
+    return round_up((size_t)(p->pm * p->c), 64); /* 64: a multiple of every block size */
+}
+
+/* Bytes of one interleaved buffer: a uint32 per flat position, plus the last block's overrun. */
+static size_t ibuf_bytes(const dwp *p) {
+    return (phase_bytes(p) + 64) * 4;
+}
+
+/* Packed data: a 64-byte header (int32 "some channel shifts left"), the zero-point row, the
+ * 256-byte output table (TABLE form; indexed by the raw byte), then the pattern blocks. */
+enum { HDR_BYTES = 64 };
+
+static size_t zero_row_bytes(const dwp *p) {
+    return HDR_BYTES + phase_bytes(p) + 256;
+}
+
+/* Per thread: row tags, tap pointers, kh padded rows of sw phases, groups_h x sw I buffers. */
+static size_t tags_bytes(const dwp *p) {
+    return round_up(num_slots(p) * sizeof(int64_t) + num_taps(p) * sizeof(void *), 64);
+}
+
+static size_t per_thread(const dwp *p) {
+    return tags_bytes(p) + num_slots(p) * (size_t)p->sw * phase_bytes(p) +
+           (size_t)(p->groups_h * p->sw) * ibuf_bytes(p);
+}
+
+double ks__q8dw_cost(const ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
+    dwp p;
+    if (describe(ctx, arch, &p, 1)) return -1.0;
+    double rows = (double)(p.n * p.oh);
+    double blocks = (double)(((size_t)(p.ow * p.c) + (size_t)p.bb - 1) / (size_t)p.bb);
+    /* per output block: 4 dot products per tap, ~55 ops of requantization, packing and store
+     * (measured ~47 cycles per 3x3 block on Zen 4 at ~1.8 ops per cycle) */
+    double row_ops = blocks * ((double)num_taps(&p) * 4.0 + 55.0);
+    /* per row: the interleave (~16 ops per block per group and phase, shared by the rows of a
+     * call), the new padded rows (about sh per output row) and a fixed overhead */
+    double ib = (double)(phase_bytes(&p) / (size_t)p.bb);
+    row_ops += ib * 16.0 * (double)(p.groups_h * p.sw) / (double)p.rows +
+               ib * 3.0 * (double)p.sh * (double)p.sw + 300.0;
+    return rows * row_ops / arch->ops_per_cycle;
+}
+
+ks_status ks__q8dw_plan(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch, size_t *packed_bytes_out) {
+    dwp p;
+    if (describe(ctx, arch, &p, 1))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 dwrow cannot run this node");
+    uint32_t threads = ctx->num_threads ? ctx->num_threads : 1;
+    size_t scratch = per_thread(&p) * threads;
+    if (scratch > ctx->scratch_bytes) ctx->scratch_bytes = scratch;
+    *packed_bytes_out = zero_row_bytes(&p) + (size_t)p.patterns * pattern_bytes(&p);
+    return KS_STATUS_OK;
+}
+
+ks_status ks__q8dw_pack(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
+    dwp p;
+    if (describe(ctx, arch, &p, 1))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 dwrow cannot run this node");
+    size_t zb = zero_row_bytes(&p), pb = pattern_bytes(&p), taps = num_taps(&p);
+    if (!ctx->packed || ctx->packed_bytes < zb + (size_t)p.patterns * pb)
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "q8 dwrow: packed buffer too small");
+    uint8_t *base = (uint8_t *)ctx->packed;
+    memset(base, 0, HDR_BYTES);
+    memset(base + HDR_BYTES, p.xzp, zb - 256 - HDR_BYTES);
+    uint8_t *table = base + zb - 256;
+    int32_t any_left = 0;
+    for (int64_t c = 0; c < p.c; c++) {
+        int32_t mult, left, right;
+        channel_multiplier(&p, c, &mult, &left, &right);
+        any_left |= left > 0;
+    }
+    memcpy(base, &any_left, sizeof(any_left));
+    for (int i = 0; i < 256; i++) /* the reference indexes by value + 128 for I8 */
+        table[i] =
+            p.table ? ((const uint8_t *)p.table->data)[i ^ (p.y->dtype == KS_DTYPE_I8 ? 0x80 : 0)]
+                    : (uint8_t)i;
+    const int32_t *bias = p.bias ? (const int32_t *)p.bias->data : NULL;
+    int64_t ks = p.kh * p.kw;
+    int32_t yzp = p.yzp;
+    for (int64_t pat = 0; pat < p.patterns; pat++) {
+        uint8_t *blk = base + zb + (size_t)pat * pb;
+        memset(blk, 0, pb);
+        uint8_t *cst = blk + cst_offset(&p);
+        const size_t bb = (size_t)p.bb, vl = bb / 4; /* block bytes, int32 lanes per vector */
+        for (size_t pos = 0; pos < bb; pos++) {
+            int64_t c = (pat * p.bb + (int64_t)pos) % p.c;
+            size_t v = pos / vl, l = pos % vl;
+            int32_t wzp = wzp_at(p.w, c);
+            int64_t wsum = 0;
+            for (int64_t ky = 0; ky < p.kh; ky++) {
+                for (int64_t kx = 0; kx < p.kw; kx++) {
+                    int32_t d = load_q(p.w, c * ks + ky * p.kw + kx) - wzp;
+                    size_t t = (size_t)((ky / 4) * p.kw + kx);
+                    blk[(t * 4 + v) * bb + l * 4 + (size_t)(ky % 4)] = (uint8_t)(int8_t)d;
+                    for (int64_t q = 1; q < p.rows; q++) { /* set q: kernel row ky at ky + q */
+                        size_t tq = (size_t)(((ky + q) / 4) * p.kw + kx);
+                        blk[(size_t)q * taps * 4 * bb + (tq * 4 + v) * bb + l * 4 +
+                            (size_t)((ky + q) % 4)] = (uint8_t)(int8_t)d;
+                    }
+                    wsum += d;
+                }
+            }
+            int64_t start = (int64_t)(bias ? bias[c] : 0) - (int64_t)p.xzp * wsum;
+            int32_t mult, left, right;
+            channel_multiplier(&p, c, &mult, &left, &right);
+            int32_t *row32 = (int32_t *)cst;
+            int64_t *row64 = (int64_t *)cst;
+            row32[(KS_Q8DW_C_BIAS * 4 + v) * vl + l] = (int32_t)(uint32_t)(uint64_t)start;
+            row32[(KS_Q8DW_C_LSHIFT * 4 + v) * vl + l] = left;
+            row32[(KS_Q8DW_C_MEVEN * 4 + v) * vl + l] = mult;
+            size_t q = l / 2, odd = l % 2, vq = vl / 2; /* int64 lanes */
+            if (odd) row64[(KS_Q8DW_C_MODD * 4 + v) * vq + q] = mult;
+            if (arch->requant == 1) { /* two steps (q8_dw.h C2 rows) */
+                row32[(KS_Q8DW_C2_ADD * 4 + v) * vl + l] =
+                    right > 0 ? (1 << (right - 1)) + yzp * (1 << right) : yzp;
+                row32[(KS_Q8DW_C2_NZ * 4 + v) * vl + l] = right > 0 ? -1 : 0;
+                row32[(KS_Q8DW_C2_SHIFT * 4 + v) * vl + l] = right;
+                continue;
+            }
+            /* out + zp = floor((x * m + K - S * [x < 0]) / 2^(31 + r)) with
+             * K = 2^30 + [r > 0] 2^(30 + r) + zp 2^(31 + r), S = [r > 0] 2^31 (ISA file) */
+            int64_t k = (1LL << 30) + (right > 0 ? (1LL << (30 + right)) : 0) +
+                        (int64_t)yzp * (int64_t)(1ULL << (31 + right));
+            int64_t s = right > 0 ? (1LL << 31) : 0;
+            row64[((KS_Q8DW_C_KEVEN + odd) * 4 + v) * vq + q] = k;
+            row64[((KS_Q8DW_C_SEVEN + odd) * 4 + v) * vq + q] = s;
+            row64[((KS_Q8DW_C_SHEVEN + odd) * 4 + v) * vq + q] = 31 + right;
+        }
+    }
+    return KS_STATUS_OK;
+}
+
+/* ---- run ---- */
+
+typedef struct dw_job {
+    const dwp *p;
+    const ks__q8dw_arch *arch;
+    const uint8_t *x, *zero, *w;
+    uint8_t *y;
+    char *thread_mem;
+    size_t per_thread;
+    int32_t lo, hi, lshift;
+    const uint8_t *table;
+} dw_job;
+
+/* Fixed sizes inline to a few vector moves; the rest is a libc call. */
+static void copy_pixel(uint8_t *o, const uint8_t *s, size_t c) {
+    switch (c) {
+    case 8:
+        memcpy(o, s, 8);
+        break;
+    case 16:
+        memcpy(o, s, 16);
+        break;
+    case 24:
+        memcpy(o, s, 24);
+        break;
+    case 32:
+        memcpy(o, s, 32);
+        break;
+    case 48:
+        memcpy(o, s, 48);
+        break;
+    case 64:
+        memcpy(o, s, 64);
+        break;
+    default:
+        memcpy(o, s, c);
+        break;
+    }
+}
+
+/* Stride 2 with the ISA's split: padding first, then the input pixels in pairs. Padded pixel
+ * X = ix + pl goes to phase X % 2 at X / 2. */
+static void split2_row(const dw_job *j, const uint8_t *src, uint8_t *dst) {
+    const dwp *p = j->p;
+    const size_t c = (size_t)p->c, pb = phase_bytes(p);
+    const int64_t iw = p->iw, pl = p->pl, pm = p->pm;
+    const uint8_t flip = p->flip;
+    memset(dst, p->xzp, 2 * pb);
+    const int64_t first = pl % 2; /* pixel 0 in the odd phase: the pairs start at pixel 1 */
+    int64_t ix = first;
+    int64_t m0 = (ix + pl) / 2, pairs = (iw - ix) / 2;
+    if (pairs > pm - m0) pairs = pm - m0;
+    if (pairs > 0)
+        ix += 2 * (int64_t)j->arch->split2(src + (size_t)ix * c, (size_t)pairs, c, flip,
+                                           dst + (size_t)m0 * c, dst + pb + (size_t)m0 * c);
+    for (int64_t i = 0; i < iw; i++) {
+        if (i >= first && i < ix) i = ix; /* skip the pixels the split did */
+        if (i >= iw) break;
+        int64_t x = i + pl, m = x / 2;
+        if (m >= pm) continue;
+        uint8_t *o = dst + (size_t)(x % 2) * pb + (size_t)m * c;
+        const uint8_t *s = src + (size_t)i * c;
+        for (size_t k = 0; k < c; k++)
+            o[k] = (uint8_t)(s[k] ^ flip);
+    }
+}
+
+/* Padded input row `iy` of image b, split into sw phases of phase_bytes each. */
+static void fill_row(const dw_job *j, int64_t b, int64_t iy, uint8_t *dst) {
+    const dwp *p = j->p;
+    size_t c = (size_t)p->c, pb = phase_bytes(p);
+    const uint8_t *src = j->x + (size_t)((b * p->ih + iy) * p->iw) * c;
+    const uint8_t zp = (uint8_t)p->xzp, flip = p->flip;
+    for (int64_t ph = 0; ph < p->sw; ph++) {
+        uint8_t *d = dst + (size_t)ph * pb;
+        if (p->sw == 1) {
+            /* one contiguous run: left padding, the row, right padding */
+            int64_t left = p->pl < p->pm ? p->pl : p->pm;
+            int64_t cnt = p->iw < p->pm - left ? p->iw : p->pm - left;
+            memset(d, zp, (size_t)left * c);
+            size_t nb = (size_t)cnt * c;
+            uint8_t *o = d + (size_t)left * c;
+            if (flip)
+                for (size_t i = 0; i < nb; i++)
+                    o[i] = (uint8_t)(src[i] ^ 0x80);
+            else
+                memcpy(o, src, nb);
+            memset(o + nb, zp, pb - (size_t)(left + cnt) * c);
+            continue;
+        }
+        if (p->sw == 2 && j->arch->split2) {
+            split2_row(j, src, dst);
+            break; /* both phases done */
+        }
+        /* strided pixels: copy, then flip the whole phase in one vectorizable pass */
+        for (int64_t m = 0; m < p->pm; m++) {
+            int64_t ix = ph + p->sw * m - p->pl;
+            uint8_t *o = d + (size_t)m * c;
+            if (ix < 0 || ix >= p->iw)
+                memset(o, zp ^ flip, c);
+            else
+                copy_pixel(o, src + (size_t)ix * c, c);
+        }
+        const size_t flat = (size_t)p->pm * c; /* a local: d[] may alias *p */
+        if (flip)
+            for (size_t i = 0; i < flat; i++)
+                d[i] ^= 0x80;
+        memset(d + (size_t)p->pm * c, zp, pb - (size_t)p->pm * c);
+    }
+}
+
+static void dw_range(void *arg, size_t begin, size_t end, uint32_t thread) {
+    const dw_job *j = (const dw_job *)arg;
+    const dwp *p = j->p;
+    char *mem = j->thread_mem + (size_t)thread * j->per_thread;
+    const int64_t ns = (int64_t)num_slots(p);
+    int64_t *tags = (int64_t *)mem;
+    const uint32_t **tap = (const uint32_t **)(mem + (size_t)ns * sizeof(int64_t));
+    uint8_t *slots = (uint8_t *)mem + tags_bytes(p);
+    size_t pb = phase_bytes(p), rb = pb * (size_t)p->sw;
+    uint32_t *ibufs = (uint32_t *)(slots + rb * (size_t)ns);
+    size_t ib_words = ibuf_bytes(p) / 4, c = (size_t)p->c;
+    const uint8_t *src[64]; /* per window row: its padded row (all phases); <= 4 groups_h <= 64 */
+    for (int64_t s = 0; s < ns; s++)
+        tags[s] = -1;
+    ks__q8dw_row r;
+    memset(&r, 0, sizeof(r));
+    r.tap = tap;
+    r.num_taps = num_taps(p);
+    const size_t bb = (size_t)p->bb;
+    r.num_blocks = ((size_t)p->ow * c + bb - 1) / bb;
+    r.tail_bytes = (size_t)p->ow * c - (r.num_blocks - 1) * bb;
+    r.w = j->w;
+    r.pattern_bytes = pattern_bytes(p);
+    r.set_bytes = num_taps(p) * 4 * (size_t)p->bb;
+    r.cst_offset = cst_offset(p);
+    r.num_patterns = (size_t)p->patterns;
+    r.out_i8 = p->y->dtype == KS_DTYPE_I8;
+    r.lshift = j->lshift;
+    r.lo = j->lo, r.hi = j->hi;
+    r.no_sign = j->lo >= p->yzp;
+    r.table = j->table;
+    r.vbmi = (ks__cpu_isa() & KS_ISA_AVX512_VBMI) != 0;
+    for (size_t row = begin; row < end; row++) {
+        int64_t b = (int64_t)row / p->oh, oy = (int64_t)row % p->oh;
+        /* several output rows at once when they are this thread's and the same image's */
+        int64_t nr = p->rows,
+                left = (int64_t)(end - row) < p->oh - oy ? (int64_t)(end - row) : p->oh - oy;
+        while (nr > left)
+            nr /= 2;
+        const int64_t nwin = p->kh + nr - 1; /* window rows: iy = oy * sh - pt + k * dh */
+        for (int64_t k = 0; k < nwin; k++) {
+            int64_t iy = oy * p->sh - p->pt + k * p->dh;
+            src[k] = NULL;
+            if (iy < 0 || iy >= p->ih) continue;
+            int64_t key = b * p->ih + iy;
+            for (int64_t s = 0; s < ns; s++)
+                if (tags[s] == key) src[k] = slots + (size_t)s * rb;
+        }
+        for (int64_t k = 0; k < nwin; k++) {
+            int64_t iy = oy * p->sh - p->pt + k * p->dh;
+            if (src[k] || iy < 0 || iy >= p->ih) continue;
+            /* a slot holding no row of this window (one exists: ns >= nwin slots) */
+            int64_t s = 0;
+            for (; s < ns; s++) {
+                const uint8_t *at = slots + (size_t)s * rb;
+                int used = 0;
+                for (int64_t q = 0; q < nwin; q++)
+                    used |= src[q] == at;
+                if (!used) break;
+            }
+            uint8_t *at = slots + (size_t)s * rb;
+            fill_row(j, b, iy, at);
+            tags[s] = b * p->ih + iy;
+            src[k] = at;
+        }
+        for (int64_t g = 0; g < p->groups_h; g++) {
+            for (int64_t ph = 0; ph < p->sw; ph++) {
+                int used = 0;
+                for (int64_t kx = 0; kx < p->kw; kx++)
+                    used |= (kx * p->dw) % p->sw == ph;
+                if (!used) continue;
+                const uint8_t *rows4[4];
+                for (int64_t s = 0; s < 4; s++) {
+                    int64_t k = g * 4 + s;
+                    rows4[s] = k < nwin && src[k] ? src[k] + (size_t)ph * pb : j->zero;
+                }
+                j->arch->interleave(rows4, pb / bb, ibufs + (size_t)(g * p->sw + ph) * ib_words);
+            }
+            for (int64_t kx = 0; kx < p->kw; kx++) {
+                int64_t ph = (kx * p->dw) % p->sw, off = (kx * p->dw) / p->sw;
+                tap[g * p->kw + kx] = ibufs + (size_t)(g * p->sw + ph) * ib_words + (size_t)off * c;
+            }
+        }
+        r.out = j->y + row * (size_t)p->ow * c;
+        r.num_rows = (size_t)nr;
+        j->arch->row(&r);
+        row += (size_t)nr - 1;
+    }
+}
+
+ks_status ks__q8dw_run(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
+    dwp p;
+    if (describe(ctx, arch, &p, 0))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 dwrow cannot run this node");
+    uint32_t threads = ks__pool_threads(ctx->pool);
+    size_t pt = per_thread(&p);
+    if (!ctx->packed || !ctx->scratch || ctx->scratch_bytes < pt * threads ||
+        ctx->packed_bytes < zero_row_bytes(&p) + (size_t)p.patterns * pattern_bytes(&p))
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL,
+                                "q8 dwrow: packed/scratch buffers missing or planned for fewer "
+                                "than %u threads",
+                                threads);
+    dw_job j;
+    memset(&j, 0, sizeof(j));
+    j.p = &p;
+    j.arch = arch;
+    j.x = (const uint8_t *)p.x->data;
+    j.zero = (const uint8_t *)ctx->packed + HDR_BYTES;
+    j.w = (const uint8_t *)ctx->packed + zero_row_bytes(&p);
+    j.y = (uint8_t *)p.y->data;
+    j.thread_mem = (char *)ctx->scratch;
+    j.per_thread = pt;
+    ks__quant_act_range(p.act, p.ys, p.yzp, p.y->dtype, &j.lo, &j.hi);
+    j.table = p.table ? (const uint8_t *)ctx->packed + zero_row_bytes(&p) - 256 : NULL;
+    memcpy(&j.lshift, ctx->packed, sizeof(j.lshift));
+    ks__parallel_for(ctx->pool, (size_t)(p.n * p.oh), 1, dw_range, &j);
+    return KS_STATUS_OK;
+}

@@ -1,0 +1,531 @@
+/* Small-channel quantized CONV2D driver (q8_smallc.h): node checks, weight packing with the
+ * zero-point folding and per-lane requantization constants, the input copy (padded or
+ * pair-interleaved) and the row loop. Portable C; the ISA files supply the microkernels.
+ *
+ * The node checks, the requantization-constant derivation and the fused-node description are
+ * small static copies of qgemm.c's (owned elsewhere, static there): they must derive exactly the
+ * same constants, which test_impl_q8_smallc.c checks against the reference bit for bit.
+ */
+#include "q8_smallc.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ref/quant_util.h"
+
+#define MAX_WIDE_CH 32 /* two vectors of 16 channels */
+#define PAIR_CH 8
+#define SLACK_BYTES 64 /* read past the last window by the last group of a kernel row */
+#define PAIR_CHUNK 512 /* output pixels per PAIR work item */
+
+typedef struct scproblem {
+    int mode;
+    int64_t n, ih, iw, ic, oh, ow, oc, kh, kw, sh, sw, pt, pl;
+    int64_t hp, wp; /* WIDE: padded input rows / columns per image */
+    int64_t groups; /* 4-byte groups per kernel row (WIDE) or per pixel (PAIR) */
+    int64_t npix;   /* output pixels */
+    int64_t lanes;  /* header / weight lanes: 16, or 32 for WIDE with more than 16 channels */
+    int direct;     /* WIDE reading the input itself (pointwise, Cin % 4 == 0) */
+    const ks__rt_tensor *x, *w, *bias, *y, *res, *table;
+    int legacy;
+    int32_t act, post_act, fused;
+    float ys; /* what the kernel requantizes to (the intermediate's params for fused nodes) */
+    int32_t yzp;
+} scproblem;
+
+static int64_t one_if_zero(int32_t v) {
+    return v == 0 ? 1 : v;
+}
+
+static const ks__rt_tensor *input_at(const ks__kernel_ctx *ctx, uint32_t i) {
+    return i < ctx->num_inputs ? ctx->in[i] : NULL;
+}
+
+static int q8(const ks__rt_tensor *t) {
+    return t && (t->dtype == KS_DTYPE_U8 || t->dtype == KS_DTYPE_I8) && t->quant &&
+           t->quant->count > 0 && t->quant->scales && t->quant->zero_points;
+}
+
+static int32_t dtype_lo(ks_dtype d) {
+    return d == KS_DTYPE_U8 ? 0 : -128;
+}
+
+static int32_t dtype_hi(ks_dtype d) {
+    return d == KS_DTYPE_U8 ? 255 : 127;
+}
+
+static int64_t max_dev(ks_dtype d, int32_t zp) {
+    int64_t a = (int64_t)zp - dtype_lo(d), b = (int64_t)dtype_hi(d) - zp;
+    a = a < 0 ? -a : a;
+    b = b < 0 ? -b : b;
+    return a > b ? a : b;
+}
+
+static int64_t lead_pad(int32_t mode, int64_t explicit_pad, int64_t in, int64_t out, int64_t k_eff,
+                        int64_t stride) {
+    if (mode == KS_PAD_EXPLICIT) return explicit_pad;
+    if (mode == KS_PAD_VALID) return 0;
+    int64_t total = (out - 1) * stride + k_eff - in;
+    if (total < 0) total = 0;
+    return mode == KS_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+}
+
+static int same_shape(const ks__rt_tensor *a, const ks__rt_tensor *b) {
+    if (a->rank != b->rank) return 0;
+    for (int32_t i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return 0;
+    return 1;
+}
+
+static int32_t wzp_at(const ks__rt_tensor *w, int64_t c) {
+    return w->quant->zero_points[w->quant->count == 1 ? 0 : c];
+}
+
+static int32_t load_q(const ks__rt_tensor *t, int64_t i) {
+    return t->dtype == KS_DTYPE_U8 ? ((const uint8_t *)t->data)[i] : ((const int8_t *)t->data)[i];
+}
+
+/* Input zero point as u8 (I8 inputs are flipped by +128). */
+static int32_t xzp_shifted(const scproblem *p) {
+    return p->x->quant->zero_points[0] + (p->x->dtype == KS_DTYPE_I8 ? 128 : 0);
+}
+
+/* Weight zero point of channel c in s8 terms (U8 weights are shifted by -128). */
+static int32_t wzp_shifted(const scproblem *p, int64_t c) {
+    return wzp_at(p->w, c) - (p->w->dtype == KS_DTYPE_U8 ? 128 : 0);
+}
+
+/* Fused forms (ops.inc CONV2D ip[12] == 1), as qgemm.c describes them. */
+static int describe_fused(const ks__kernel_ctx *ctx, scproblem *p) {
+    const int32_t *ip = ctx->node->ip;
+    const ks__rt_tensor *res = input_at(ctx, 3), *tab = input_at(ctx, 4), *y = p->y;
+    p->act = ip[10];
+    if (ip[12] != 1) return res || tab ? -1 : 0;
+    if (!q8(y) || y->quant->count != 1) return -1;
+    float is = ctx->node->fp[1];
+    int32_t iz = ip[11];
+    if (!(is > 0.0f) || !isfinite(is) || iz < dtype_lo(y->dtype) || iz > dtype_hi(y->dtype))
+        return -1;
+    if (ip[10] == KS_ACT_TABLE) {
+        if (res || !tab || !tab->data || tab->dtype != y->dtype || ks__rt_numel(tab) != 256)
+            return -1;
+        p->fused = KS_Q8_FUSED_TABLE;
+    } else {
+        if (!res || tab || !q8(res) || res->dtype != y->dtype || res->quant->count != 1 ||
+            !(res->quant->scales[0] > 0.0f) || !same_shape(res, y))
+            return -1;
+        int32_t rz = res->quant->zero_points[0];
+        if (rz < dtype_lo(y->dtype) || rz > dtype_hi(y->dtype)) return -1;
+        if (ip[10] != KS_ACT_NONE && ip[10] != KS_ACT_RELU && ip[10] != KS_ACT_RELU6 &&
+            ip[10] != KS_ACT_RELU_N1_TO_1)
+            return -1;
+        p->fused = KS_Q8_FUSED_RESIDUAL;
+        p->post_act = ip[10];
+    }
+    p->res = res, p->table = tab;
+    p->act = KS_ACT_NONE;
+    p->ys = is, p->yzp = iz;
+    return 0;
+}
+
+/* Per-tensor activations, constant weights with all shifted zero points 0, constant I32 bias,
+ * an int32-safe accumulator (as qgemm.c's check_quant_common, plus the zero-point rule). */
+static int check_quant(scproblem *p, int64_t depth) {
+    const ks__rt_tensor *x = p->x, *w = p->w, *y = p->y, *b = p->bias;
+    if (!q8(x) || !q8(y) || !q8(w) || !w->data || x->dtype != y->dtype) return -1;
+    if (x->quant->count != 1 || y->quant->count != 1) return -1;
+    if (!(x->quant->scales[0] > 0.0f) || !(y->quant->scales[0] > 0.0f)) return -1;
+    if (!p->fused) p->ys = y->quant->scales[0], p->yzp = y->quant->zero_points[0];
+    if ((int64_t)w->quant->count != 1 && ((int64_t)w->quant->count != p->oc || w->quant->axis != 0))
+        return -1;
+    int32_t xzp = x->quant->zero_points[0], yzp = y->quant->zero_points[0];
+    if (xzp < dtype_lo(x->dtype) || xzp > dtype_hi(x->dtype)) return -1;
+    if (yzp < dtype_lo(y->dtype) || yzp > dtype_hi(y->dtype)) return -1;
+    if (p->act != KS_ACT_NONE && p->act != KS_ACT_RELU && p->act != KS_ACT_RELU6 &&
+        p->act != KS_ACT_RELU_N1_TO_1)
+        return -1;
+    if (b && (b->dtype != KS_DTYPE_I32 || !b->data || ks__rt_numel(b) != p->oc)) return -1;
+    int64_t wdev = 0;
+    for (uint32_t i = 0; i < w->quant->count; i++) {
+        int32_t z = w->quant->zero_points[i];
+        if (z < dtype_lo(w->dtype) || z > dtype_hi(w->dtype)) return -1;
+        int64_t d = max_dev(w->dtype, z);
+        if (d > wdev) wdev = d;
+    }
+    for (int64_t c = 0; c < p->oc; c++)
+        if (wzp_shifted(p, c) != 0) return -1;
+    int64_t bmax = 0;
+    for (int64_t c = 0; b && c < p->oc; c++) {
+        int64_t v = ((const int32_t *)b->data)[c];
+        if (v < 0) v = -v;
+        if (v > bmax) bmax = v;
+    }
+    int64_t xdev = max_dev(x->dtype, xzp);
+    if (depth > (INT32_MAX - bmax) / (xdev * wdev + 1)) return -1;
+    return 0;
+}
+
+static int describe(const ks__kernel_ctx *ctx, scproblem *p) {
+    memset(p, 0, sizeof(*p));
+    if (ctx->node->op != KS_OP_CONV2D || ctx->num_outputs != 1 || ctx->num_inputs < 2) return -1;
+    const ks__rt_tensor *x = input_at(ctx, 0), *w = input_at(ctx, 1), *y = ctx->out[0];
+    const int32_t *ip = ctx->node->ip;
+    if (!x || !w || !y || x->rank != 4 || w->rank != 4 || y->rank != 4) return -1;
+    p->x = x, p->w = w, p->y = y, p->bias = input_at(ctx, 2);
+    if (describe_fused(ctx, p)) return -1;
+    if (one_if_zero(ip[9]) != 1 || one_if_zero(ip[2]) != 1 || one_if_zero(ip[3]) != 1) return -1;
+    if (ip[8] < KS_PAD_EXPLICIT || ip[8] > KS_PAD_VALID) return -1;
+    p->n = x->dims[0], p->ih = x->dims[1], p->iw = x->dims[2], p->ic = x->dims[3];
+    p->oc = w->dims[0], p->kh = w->dims[1], p->kw = w->dims[2];
+    p->oh = y->dims[1], p->ow = y->dims[2];
+    if (p->n < 1 || p->ih < 1 || p->iw < 1 || p->ic < 1 || p->oc < 1 || p->oc > MAX_WIDE_CH ||
+        p->kh < 1 || p->kw < 1 || p->oh < 1 || p->ow < 1 || w->dims[3] != p->ic ||
+        y->dims[3] != p->oc || y->dims[0] != p->n)
+        return -1;
+    /* keeps every size below far from overflow; larger maps are the GEMM's */
+    if (p->ih > 65536 || p->iw > 65536 || p->ic > 4096 || p->kh > 64 || p->kw > 64 ||
+        p->oh > 65536 || p->ow > 65536 || p->n > 65536)
+        return -1;
+    /* small-channel convs have short reductions; the cap also bounds the packed weights (16
+     * lanes per output channel) to under 300 KiB */
+    if (p->kh * p->kw * p->ic > 8192) return -1;
+    p->sh = one_if_zero(ip[0]), p->sw = one_if_zero(ip[1]);
+    if (p->sh < 1 || p->sw < 1 || p->sh > 64 || p->sw > 64) return -1;
+    p->pt = lead_pad(ip[8], ip[4], p->ih, p->oh, p->kh, p->sh);
+    p->pl = lead_pad(ip[8], ip[5], p->iw, p->ow, p->kw, p->sw);
+    if (p->pt < 0 || p->pl < 0 || p->pt > 64 || p->pl > 64) return -1;
+    p->npix = p->n * p->oh * p->ow;
+    p->legacy = x->dtype == KS_DTYPE_U8;
+    const int pointwise = p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->pt == 0 &&
+                          p->pl == 0 && p->oh == p->ih && p->ow == p->iw;
+    if (p->oc <= PAIR_CH && pointwise) {
+        p->mode = KS_Q8SC_PAIR;
+        p->groups = (p->ic + 3) / 4;
+        p->lanes = 16;
+    } else {
+        p->mode = KS_Q8SC_WIDE;
+        p->groups = (p->kw * p->ic + 3) / 4;
+        p->hp = (p->oh - 1) * p->sh + p->kh;
+        p->wp = (p->ow - 1) * p->sw + p->kw;
+        p->direct = pointwise && p->ic % 4 == 0;
+        p->lanes = p->oc > 16 ? 32 : 16;
+    }
+    if ((double)p->n * (double)(p->hp + p->ih) * (double)(p->wp + p->iw) * (double)p->ic >
+        (double)((size_t)1 << 40))
+        return -1;
+    return check_quant(p, p->kh * p->kw * p->ic);
+}
+
+static size_t round_up(size_t v, size_t a) {
+    return (v + a - 1) / a * a;
+}
+
+static size_t weight_bytes(const scproblem *p) {
+    return (size_t)(p->kh * p->groups) * (size_t)p->lanes * 4;
+}
+
+/* Residual-fused nodes: y as a function of the intermediate byte and the residual byte,
+ * 256 x 256 bytes (+ slack for 4-byte gathers), after the weights. */
+#define ADD_TABLE_BYTES (256 * 256 + 64)
+
+static size_t table_offset(const scproblem *p) {
+    return round_up(KS_Q8SC_HDR_ROWS * (size_t)p->lanes * sizeof(int32_t) + weight_bytes(p), 64);
+}
+
+static size_t packed_size(const scproblem *p) {
+    return table_offset(p) + (p->fused == KS_Q8_FUSED_RESIDUAL ? ADD_TABLE_BYTES : 0);
+}
+
+static size_t input_bytes(const scproblem *p) {
+    if (p->direct) return 0;
+    if (p->mode == KS_Q8SC_PAIR)
+        return round_up((size_t)((p->npix + 1) / 2 * p->groups) * 8 + SLACK_BYTES, 64);
+    return round_up((size_t)(p->n * p->hp * p->wp * p->ic) + SLACK_BYTES, 64);
+}
+
+double ks__q8sc_cost(const ks__kernel_ctx *ctx, const ks__q8sc_arch *arch) {
+    scproblem p;
+    if (describe(ctx, &p)) return -1.0;
+    if (p.mode == KS_Q8SC_PAIR && !arch->pair) return -1.0;
+    if (p.mode == KS_Q8SC_WIDE && !arch->wide) return -1.0;
+    /* Above 16 channels the 8 x 32 GEMM fills its lanes too; this kernel only wins where the
+     * GEMM's per-tap work dominates: spatial kernels over few input channels (stems). Measured
+     * on 1x1 convs with 24 / 32 outputs: equal or slower. */
+    if (p.oc > 16 && (p.kh * p.kw == 1 || p.ic >= 16)) return -1.0;
+    /* In the units of the q8 GEMM's cost (ks__q8_gemm_cost: one unit per 16-lane vpdpbusd,
+     * which that kernel reaches only on deep reductions): the dot products, ~6 units of
+     * requantization per vector and the input copy, scaled by the GEMM's measured efficiency
+     * (~0.45 of its claimed rate at best, measured on Zen 4). Fused epilogues are left out as
+     * the GEMM leaves them out: both variants pay them, this one no more than the GEMM.
+     * Measured (Zen 4, 1 thread, YOLOX-nano and BlazePose): 1.1x (fused residual ADD, where
+     * the ADD's exact requantization dominates) to 3x (3x3 stride-2 stem over 3 channels)
+     * faster than the GEMM on every node it wins. */
+    double vectors = p.mode == KS_Q8SC_PAIR ? (double)((p.npix + 1) / 2)
+                                            : (double)p.npix * (double)(p.lanes / 16);
+    double dp = vectors * (double)(p.kh * p.groups) / arch->dp_per_cycle;
+    double copy = (double)input_bytes(&p) / 16.0;
+    return 0.45 * (dp + 6.0 * vectors + copy);
+}
+
+ks_status ks__q8sc_plan(ks__kernel_ctx *ctx, const ks__q8sc_arch *arch, size_t *packed_bytes_out) {
+    scproblem p;
+    (void)arch;
+    if (describe(ctx, &p))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 smallc cannot run this node");
+    size_t scratch = input_bytes(&p);
+    if (scratch > ctx->scratch_bytes) ctx->scratch_bytes = scratch;
+    *packed_bytes_out = packed_size(&p);
+    return KS_STATUS_OK;
+}
+
+/* Lane l of the header / weight vectors holds output channel lane_channel(l), or -1. */
+static int64_t lane_channel(const scproblem *p, size_t lane, int interleaved) {
+    int64_t c = p->mode == KS_Q8SC_PAIR ? (int64_t)(interleaved ? lane / 2 : lane % PAIR_CH)
+                                        : (int64_t)lane;
+    return c < p->oc ? c : -1;
+}
+
+static void make_fused(const scproblem *p, ks__q8_fused *f) {
+    memset(f, 0, sizeof(*f));
+    if (p->fused == KS_Q8_FUSED_RESIDUAL) {
+        ks__q8_fused_add_init(f, p->y->dtype, p->ys, p->yzp, p->res->quant->scales[0],
+                              p->res->quant->zero_points[0], p->y->quant->scales[0],
+                              p->y->quant->zero_points[0], p->post_act);
+    } else if (p->fused == KS_Q8_FUSED_TABLE) {
+        f->kind = KS_Q8_FUSED_TABLE;
+        f->flip = p->y->dtype == KS_DTYPE_I8 ? 0x80 : 0;
+        f->vbmi = (ks__cpu_isa() & KS_ISA_AVX512_VBMI) != 0;
+        const uint8_t *t = (const uint8_t *)p->table->data;
+        for (int b = 0; b < 256; b++)
+            f->table[b] = t[b ^ f->flip];
+    }
+}
+
+/* The quantized ADD of every (intermediate, residual) byte pair, computed exactly as
+ * ks__q8_fused_add_one does (each input's rescaled term only depends on its own byte), indexed
+ * by the raw bytes: table[t_byte * 256 + r_byte]. One gather then replaces three vector
+ * requantizations per output. */
+static void build_add_table(const ks__q8_fused *f, uint8_t *table) {
+    int32_t ta[256], tb[256];
+    for (int32_t v = 0; v < 256; v++) { /* v: the byte as u8 (flipped for I8) */
+        ta[v] = ks__quant_mul((v - f->za) * (1 << 20), f->ma, f->sha);
+        tb[v] = ks__quant_mul((v - f->zb) * (1 << 20), f->mb, f->shb);
+    }
+    for (int32_t a = 0; a < 256; a++)
+        for (int32_t b = 0; b < 256; b++) {
+            int32_t q = ks__quant_mul(ta[a] + tb[b], f->mo, f->sho) + f->zo;
+            q = q < f->lo ? f->lo : (q > f->hi ? f->hi : q);
+            /* raw bytes: flipped value v ^ flip is the stored byte */
+            table[(size_t)((a ^ f->flip) * 256 + (b ^ f->flip))] = (uint8_t)q;
+        }
+    memset(table + 256 * 256, 0, ADD_TABLE_BYTES - 256 * 256);
+}
+
+ks_status ks__q8sc_pack(ks__kernel_ctx *ctx, const ks__q8sc_arch *arch) {
+    scproblem p;
+    (void)arch;
+    if (describe(ctx, &p))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 smallc cannot run this node");
+    if (!ctx->packed || ctx->packed_bytes < packed_size(&p))
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "q8 smallc: packed buffer too small");
+    memset(ctx->packed, 0, packed_size(&p));
+    int32_t *hdr = (int32_t *)ctx->packed;
+    const size_t lanes = (size_t)p.lanes;
+    int8_t *wp = (int8_t *)(hdr + KS_Q8SC_HDR_ROWS * lanes);
+    const int32_t *bias = p.bias ? (const int32_t *)p.bias->data : NULL;
+    const int32_t wshift = p.w->dtype == KS_DTYPE_U8 ? 128 : 0;
+    const int64_t span = p.mode == KS_Q8SC_PAIR ? p.ic : p.kw * p.ic;
+    /* weights: [kernel row][group][lane][4 bytes]; bytes past the row's taps stay 0 */
+    for (int64_t ky = 0; ky < p.kh; ky++)
+        for (int64_t k = 0; k < span; k++)
+            for (size_t lane = 0; lane < lanes; lane++) {
+                int64_t c = lane_channel(&p, lane, 1);
+                if (c < 0) continue;
+                int32_t v = load_q(p.w, ((c * p.kh + ky) * p.kw) * p.ic + k) - wshift;
+                size_t at =
+                    (((size_t)(ky * p.groups + k / 4)) * lanes + lane) * 4 + (size_t)(k % 4);
+                wp[at] = (int8_t)v;
+            }
+    int32_t xzp = xzp_shifted(&p);
+    for (size_t lane = 0; lane < lanes; lane++) {
+        int64_t c = lane_channel(&p, lane, 0);
+        if (c < 0) continue;
+        int64_t wsum = 0;
+        for (int64_t i = 0; i < p.kh * p.kw * p.ic; i++)
+            wsum += load_q(p.w, c * p.kh * p.kw * p.ic + i) - wshift;
+        int64_t start = (int64_t)(bias ? bias[c] : 0) - (int64_t)xzp * wsum;
+        hdr[KS_Q8SC_HDR_START * lanes + lane] = (int32_t)(uint32_t)(uint64_t)start;
+        /* the reference's multiplier rule (qgemm.c col_requant) */
+        float xs = p.x->quant->scales[0], ys = p.ys;
+        float ws = p.w->quant->scales[p.w->quant->count == 1 ? 0 : c];
+        double real =
+            p.legacy ? (double)(xs * ws) / (double)ys : (double)xs * (double)ws / (double)ys;
+        int32_t mult, shift;
+        ks__quant_multiplier(real, &mult, &shift);
+        int32_t left = shift > 0 ? (shift > 31 ? 31 : shift) : 0;
+        int32_t right = shift > 0 ? 0 : (-shift > 31 ? 31 : -shift);
+        hdr[KS_Q8SC_HDR_MULT * lanes + lane] = mult;
+        hdr[KS_Q8SC_HDR_LSHIFT * lanes + lane] = left;
+        hdr[KS_Q8SC_HDR_RSHIFT * lanes + lane] = right;
+        hdr[KS_Q8SC_HDR_RMASK * lanes + lane] = (int32_t)((1LL << right) - 1);
+    }
+    if (p.fused == KS_Q8_FUSED_RESIDUAL) {
+        ks__q8_fused f;
+        make_fused(&p, &f);
+        build_add_table(&f, (uint8_t *)ctx->packed + table_offset(&p));
+    }
+    return KS_STATUS_OK;
+}
+
+typedef struct scjob {
+    const scproblem *p;
+    const ks__q8sc_arch *arch;
+    const uint8_t *x;
+    uint8_t *buf, *y;   /* buf: the input copy */
+    const uint8_t *img; /* what the kernels read: buf, or x itself */
+    const uint8_t *res;
+    uint8_t flip, pad;
+    ks__q8sc_args args;
+} scjob;
+
+/* WIDE input copy: padded rows [begin, end) of all images (row = b * hp + prow). */
+static void copy_wide(void *arg, size_t begin, size_t end, uint32_t thread) {
+    const scjob *j = (const scjob *)arg;
+    const scproblem *p = j->p;
+    const size_t ic = (size_t)p->ic, row_bytes = (size_t)p->wp * ic;
+    (void)thread;
+    for (size_t r = begin; r < end; r++) {
+        int64_t b = (int64_t)r / p->hp, iy = (int64_t)r % p->hp - p->pt;
+        uint8_t *dst = j->buf + r * row_bytes;
+        if (iy < 0 || iy >= p->ih) {
+            memset(dst, j->pad, row_bytes);
+            continue;
+        }
+        int64_t left = p->pl < p->wp ? p->pl : p->wp;
+        int64_t cols = p->wp - left < p->iw ? p->wp - left : p->iw;
+        memset(dst, j->pad, (size_t)left * ic);
+        const uint8_t *src = j->x + (size_t)((b * p->ih + iy) * p->iw) * ic;
+        uint8_t *d = dst + (size_t)left * ic;
+        const uint8_t flip = j->flip;
+        for (size_t i = 0; i < (size_t)cols * ic; i++)
+            d[i] = (uint8_t)(src[i] ^ flip);
+        memset(d + (size_t)cols * ic, j->pad, (size_t)(p->wp - left - cols) * ic);
+    }
+}
+
+/* PAIR input copy: pixel pairs [begin, end) as [pair][group][pixel 0 dword, pixel 1 dword]. */
+static void copy_pair(void *arg, size_t begin, size_t end, uint32_t thread) {
+    const scjob *j = (const scjob *)arg;
+    const scproblem *p = j->p;
+    const size_t ic = (size_t)p->ic, g = (size_t)p->groups;
+    (void)thread;
+    if (j->arch->pair_copy) {
+        j->arch->pair_copy(j->x, (size_t)p->npix, ic, g, j->flip, begin, end, j->buf);
+        return;
+    }
+    if (ic % 4 == 0) {
+        const uint32_t flip = j->flip * 0x01010101u;
+        for (size_t q = begin; q < end; q++) {
+            uint32_t *d = (uint32_t *)(j->buf + q * g * 8);
+            size_t p0 = 2 * q;
+            const uint8_t *s0 = j->x + p0 * ic;
+            const uint8_t *s1 = p0 + 1 < (size_t)p->npix ? s0 + ic : s0;
+            for (size_t k = 0; k < g; k++) {
+                uint32_t a, b;
+                memcpy(&a, s0 + 4 * k, 4);
+                memcpy(&b, s1 + 4 * k, 4);
+                d[2 * k] = a ^ flip;
+                d[2 * k + 1] = b ^ flip;
+            }
+        }
+        return;
+    }
+    for (size_t q = begin; q < end; q++) {
+        uint8_t *d = j->buf + q * g * 8;
+        for (size_t h = 0; h < 2; h++) {
+            size_t px = 2 * q + h < (size_t)p->npix ? 2 * q + h : 2 * q;
+            const uint8_t *s = j->x + px * ic;
+            for (size_t k = 0; k < g * 4; k++)
+                d[(k / 4) * 8 + h * 4 + k % 4] = k < ic ? (uint8_t)(s[k] ^ j->flip) : j->pad;
+        }
+    }
+}
+
+static void run_wide(void *arg, size_t begin, size_t end, uint32_t thread) {
+    const scjob *j = (const scjob *)arg;
+    const scproblem *p = j->p;
+    const size_t row_bytes = (size_t)p->wp * (size_t)p->ic, oc = (size_t)p->oc;
+    (void)thread;
+    for (size_t r = begin; r < end; r++) { /* r = b * oh + oy */
+        size_t b = r / (size_t)p->oh, oy = r % (size_t)p->oh;
+        const uint8_t *in = j->img + (b * (size_t)p->hp + oy * (size_t)p->sh) * row_bytes;
+        size_t at = r * (size_t)p->ow * oc;
+        j->arch->wide(&j->args, in, (size_t)p->ow, j->y + at, j->res ? j->res + at : NULL);
+    }
+}
+
+static void run_pair(void *arg, size_t begin, size_t end, uint32_t thread) {
+    const scjob *j = (const scjob *)arg;
+    const scproblem *p = j->p;
+    const size_t oc = (size_t)p->oc, g = (size_t)p->groups;
+    (void)thread;
+    for (size_t i = begin; i < end; i++) {
+        size_t p0 = i * PAIR_CHUNK;
+        size_t count = (size_t)p->npix - p0 < PAIR_CHUNK ? (size_t)p->npix - p0 : PAIR_CHUNK;
+        size_t at = p0 * oc;
+        j->arch->pair(&j->args, j->img + p0 / 2 * g * 8, count, j->y + at,
+                      j->res ? j->res + at : NULL);
+    }
+}
+
+ks_status ks__q8sc_run(ks__kernel_ctx *ctx, const ks__q8sc_arch *arch) {
+    scproblem p;
+    if (describe(ctx, &p))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 smallc cannot run this node");
+    if (!ctx->packed || ctx->packed_bytes < packed_size(&p) ||
+        (input_bytes(&p) && (!ctx->scratch || ctx->scratch_bytes < input_bytes(&p))))
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL,
+                                "q8 smallc: packed/scratch buffers missing or too small");
+    scjob j;
+    memset(&j, 0, sizeof(j));
+    j.p = &p;
+    j.arch = arch;
+    j.x = (const uint8_t *)p.x->data;
+    j.buf = (uint8_t *)ctx->scratch;
+    j.img = j.buf;
+    j.y = (uint8_t *)p.y->data;
+    j.res = p.res ? (const uint8_t *)p.res->data : NULL;
+    j.flip = p.x->dtype == KS_DTYPE_I8 ? 0x80 : 0;
+    j.pad = (uint8_t)xzp_shifted(&p);
+    ks__q8_fused fused;
+    make_fused(&p, &fused);
+    ks__q8sc_args *a = &j.args;
+    a->mode = p.mode;
+    a->oc = (size_t)p.oc;
+    a->kh = (size_t)p.kh;
+    a->groups = (size_t)p.groups;
+    a->sx = (size_t)(p.sw * p.ic);
+    a->row_bytes = (size_t)(p.wp * p.ic);
+    if (p.direct) {
+        j.img = j.x;
+        a->flip = j.flip ? 0x80808080u : 0;
+    }
+    a->hdr = (const int32_t *)ctx->packed;
+    a->out_zp = p.yzp;
+    ks__quant_act_range(p.act, p.ys, p.yzp, p.y->dtype, &a->lo, &a->hi);
+    a->lanes = (size_t)p.lanes;
+    for (size_t l = 0; l < a->lanes; l++)
+        a->any_lshift |= a->hdr[KS_Q8SC_HDR_LSHIFT * a->lanes + l] != 0;
+    a->fused = p.fused ? &fused : NULL;
+    if (p.fused == KS_Q8_FUSED_RESIDUAL)
+        a->add_table = (const uint8_t *)ctx->packed + table_offset(&p);
+    if (p.mode == KS_Q8SC_PAIR) {
+        ks__parallel_for(ctx->pool, (size_t)(p.npix + 1) / 2, 256, copy_pair, &j);
+        size_t chunks = ((size_t)p.npix + PAIR_CHUNK - 1) / PAIR_CHUNK;
+        ks__parallel_for(ctx->pool, chunks, 1, run_pair, &j);
+    } else {
+        if (!p.direct) ks__parallel_for(ctx->pool, (size_t)(p.n * p.hp), 4, copy_wide, &j);
+        ks__parallel_for(ctx->pool, (size_t)(p.n * p.oh), 1, run_wide, &j);
+    }
+    return KS_STATUS_OK;
+}

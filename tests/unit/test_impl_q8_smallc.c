@@ -1,0 +1,634 @@
+/* The small-channel quantized CONV2D (q8_smallc.h) against the reference kernel: every shape
+ * class it takes (WIDE: 9..32 output channels, any kernel, strides 1..3, explicit and SAME
+ * padding; PAIR: 1..8 output channels, pointwise), widths 1..17 for every tile tail, odd channel
+ * counts, U8 and I8 activations with zero points, I8 per-channel weights and U8 weights with
+ * zero point 128, every quantized activation, the fused residual ADD and output TABLE forms, at
+ * 1 and 3 threads. The bytes must be identical. Nodes it must refuse (asymmetric weights,
+ * dilation, more than 32 channels) are checked to be refused. The harness is
+ * test_impl_quant.c's (copied: each test file is its own program). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+#include <cmocka.h>
+
+#include "impl.h"
+#include "kernel.h"
+
+static char g_err[512];
+
+static uint32_t g_rng = 12345u;
+static uint32_t urand(void) {
+    g_rng = g_rng * 1664525u + 1013904223u;
+    return g_rng >> 8;
+}
+
+typedef struct qtensor {
+    ks__rt_tensor t;
+    ks__quant q;
+    float scales[1024];
+    int32_t zps[1024];
+    void *data;
+} qtensor;
+
+static void mkq(qtensor *qt, ks_dtype dt, int32_t rank, const int64_t *dims, uint32_t qcount) {
+    memset(qt, 0, sizeof(*qt));
+    qt->t.dtype = dt;
+    qt->t.rank = rank;
+    for (int32_t i = 0; i < rank; i++)
+        qt->t.dims[i] = dims[i];
+    qt->q.count = qcount;
+    qt->q.scales = qt->scales;
+    qt->q.zero_points = qt->zps;
+    qt->t.quant = &qt->q;
+    int64_t n = ks__rt_numel(&qt->t);
+    qt->t.size_bytes = (size_t)n * ks_dtype_size(dt);
+    qt->data = malloc(qt->t.size_bytes ? qt->t.size_bytes : 1);
+    assert_non_null(qt->data);
+    qt->t.data = qt->data;
+    for (int64_t i = 0; i < n; i++) {
+        if (dt == KS_DTYPE_U8 || dt == KS_DTYPE_I8) ((uint8_t *)qt->data)[i] = (uint8_t)urand();
+    }
+}
+
+static void *aligned(size_t bytes) {
+    void *p = NULL;
+    assert_int_equal(posix_memalign(&p, 64, bytes ? (bytes + 63) / 64 * 64 : 64), 0);
+    return p;
+}
+
+static ks__kernel_ctx make_ctx(const ks__node *node, ks__rt_tensor **ins, uint32_t nin,
+                               ks__rt_tensor **outs) {
+    ks__kernel_ctx ctx = {.node = node,
+                          .node_index = 3,
+                          .in = ins,
+                          .num_inputs = nin,
+                          .out = outs,
+                          .num_outputs = 1,
+                          .err = g_err,
+                          .err_cap = sizeof(g_err),
+                          .num_threads = 1};
+    g_err[0] = 0;
+    return ctx;
+}
+
+static int is_q8_variant(const ks__impl *im) {
+    return strncmp(im->name, "ks_q8_conv2d_smallc", 19) == 0;
+}
+
+/* Runs the reference and every supported q8 variant of node->op (1 and 3 threads) and requires
+ * identical bytes. `y` has dtype and quantization set; its data is allocated here. Returns the
+ * number of variants that took the node. */
+static int check_variants(const ks__node *node, ks__rt_tensor **ins, uint32_t nin,
+                          ks__rt_tensor *y) {
+    ks__rt_tensor *outs[1] = {y};
+    ks__kernel_ctx ctx = make_ctx(node, ins, nin, outs);
+    const ks__kernel *k = &ks__ref_kernels()->k[node->op];
+    ks_status st = k->infer(&ctx);
+    if (st) print_error("ref infer: %s\n", g_err);
+    assert_int_equal(st, KS_STATUS_OK);
+    int64_t count = ks__rt_numel(y);
+    y->size_bytes = (size_t)count;
+    uint8_t *want = malloc((size_t)count + 1);
+    assert_non_null(want);
+    y->data = want;
+    ctx.scratch = aligned(ctx.scratch_bytes);
+    assert_int_equal(k->run(&ctx), KS_STATUS_OK);
+    free(ctx.scratch);
+    int ran = 0;
+    for (const ks__impl *const *it = ks__impl_list(); *it; it++) {
+        const ks__impl *im = *it;
+        if (im->op != node->op || !is_q8_variant(im) || (im->isa & ~ks__cpu_isa()) != 0) continue;
+        for (uint32_t threads = 1; threads <= 3; threads += 2) {
+            ks__pool *pool = NULL;
+            if (threads > 1) assert_int_equal(ks__pool_create(NULL, threads, &pool), KS_STATUS_OK);
+            ks__kernel_ctx c = make_ctx(node, ins, nin, outs);
+            uint8_t *got = malloc((size_t)count + 1);
+            assert_non_null(got);
+            memset(got, 0xA5, (size_t)count + 1);
+            y->data = got;
+            c.num_threads = threads;
+            c.pool = pool;
+            if (im->cost(&c) < 0) {
+                ks__pool_destroy(pool);
+                free(got);
+                break;
+            }
+            ran += threads == 1;
+            size_t packed_bytes = 0;
+            c.scratch_bytes = 0;
+            assert_int_equal(im->plan(&c, &packed_bytes), KS_STATUS_OK);
+            c.packed = aligned(packed_bytes);
+            c.packed_bytes = packed_bytes;
+            if (packed_bytes && im->pack) assert_int_equal(im->pack(&c), KS_STATUS_OK);
+            c.scratch = aligned(c.scratch_bytes);
+            assert_int_equal(im->run(&c), KS_STATUS_OK);
+            for (int64_t i = 0; i < count; i++) {
+                if (got[i] != want[i]) {
+                    print_error("%s threads %u element %lld of %lld: got %d want %d\n", im->name,
+                                threads, (long long)i, (long long)count, got[i], want[i]);
+                    fail();
+                }
+            }
+            assert_int_equal(got[count], 0xA5); /* no write past the end */
+            free(c.scratch);
+            free(c.packed);
+            free(got);
+            ks__pool_destroy(pool);
+        }
+    }
+    free(want);
+    y->data = NULL;
+    return ran;
+}
+
+static int has_fast(void) {
+    const uint32_t need = KS_ISA_AVX512 | KS_ISA_AVX512_VNNI;
+    return (ks__cpu_isa() & need) == need;
+}
+
+/* Weight flavours. */
+enum { W_U8_TENSOR = 0, W_I8_CHANNEL_SYM = 1, W_I8_CHANNEL_ZP = 2, W_U8_128 = 3 };
+
+typedef struct conv_case {
+    int64_t n, ih, iw, ic, oc, kh, kw;
+    int32_t sh, sw, dh, dw, pt, pl, pb, pr, mode, groups, act;
+    int bias, wkind;
+    ks_dtype xdt;
+} conv_case;
+
+/* Output scale that spreads the accumulators of a depth-`depth` reduction over the dtype. */
+static float out_scale(float xs, float ws, int64_t depth) {
+    return xs * ws * 74.0f * 74.0f * 5.0f * sqrtf((float)depth) / 255.0f;
+}
+
+static void fill_weights(qtensor *w, int wkind, int64_t channels) {
+    if (wkind == W_U8_TENSOR || wkind == W_U8_128) {
+        w->scales[0] = 0.0123f;
+        w->zps[0] = wkind == W_U8_128 ? 128 : 117;
+        return;
+    }
+    assert_true(channels <= 1024);
+    for (int64_t c = 0; c < channels && c < 1024; c++) {
+        w->scales[c] = 0.004f + 0.0005f * (float)(c % 13);
+        w->zps[c] = wkind == W_I8_CHANNEL_SYM ? 0 : (int32_t)(c % 7) - 3;
+    }
+}
+
+static int run_conv_case(const conv_case *c, int expect_fast) {
+    int64_t groups = c->groups ? c->groups : 1;
+    int64_t xd[4] = {c->n, c->ih, c->iw, c->ic}, wd[4] = {c->oc, c->kh, c->kw, c->ic / groups};
+    int64_t bd[1] = {c->oc};
+    qtensor *x = malloc(sizeof(qtensor)), *w = malloc(sizeof(qtensor)),
+            *b = malloc(sizeof(qtensor));
+    qtensor *y = malloc(sizeof(qtensor));
+    assert_true(x && w && b && y);
+    mkq(x, c->xdt, 4, xd, 1);
+    x->scales[0] = 0.02f;
+    x->zps[0] = c->xdt == KS_DTYPE_U8 ? 131 : -7;
+    ks_dtype wdt = (c->wkind == W_U8_TENSOR || c->wkind == W_U8_128) ? KS_DTYPE_U8 : KS_DTYPE_I8;
+    mkq(w, wdt, 4, wd, (c->wkind == W_U8_TENSOR || c->wkind == W_U8_128) ? 1 : (uint32_t)c->oc);
+    fill_weights(w, c->wkind, c->oc);
+    mkq(b, KS_DTYPE_I32, 1, bd, 0);
+    for (int64_t i = 0; i < c->oc; i++)
+        ((int32_t *)b->data)[i] = (int32_t)(urand() % 20001) - 10000;
+    int64_t depth = c->kh * c->kw * (c->ic / groups);
+    int64_t one[1] = {1};
+    mkq(y, c->xdt, 1, one, 1);
+    free(y->data);
+    y->t.data = y->data = NULL;
+    y->scales[0] = out_scale(x->scales[0], w->scales[0], depth);
+    y->zps[0] = c->xdt == KS_DTYPE_U8 ? 121 : 3;
+    ks__node node;
+    memset(&node, 0, sizeof(node));
+    node.op = KS_OP_CONV2D;
+    node.name = (char *)"qconv";
+    int32_t ip[11] = {c->sh, c->sw, c->dh,   c->dw,     c->pt, c->pl,
+                      c->pb, c->pr, c->mode, c->groups, c->act};
+    memcpy(node.ip, ip, sizeof(ip));
+    ks__rt_tensor *ins[3] = {&x->t, &w->t, c->bias ? &b->t : NULL};
+    int ran = check_variants(&node, ins, 3, &y->t);
+    if (expect_fast && has_fast()) assert_true(ran > 0);
+    free(x->data), free(w->data), free(b->data);
+    free(x), free(w), free(b), free(y);
+    return ran;
+}
+
+static int run_conv_case_ran(const conv_case *c) {
+    return run_conv_case(c, 0);
+}
+
+static const int32_t k_acts[4] = {KS_ACT_NONE, KS_ACT_RELU, KS_ACT_RELU6, KS_ACT_RELU_N1_TO_1};
+
+/* ---- fused CONV2D forms (ops.inc: ip[12] == 1) against the unfused reference pair ---- */
+
+/* Runs the reference kernel of `node` into y (dtype and quantization set; data allocated here). */
+static void ref_run(const ks__node *node, ks__rt_tensor **ins, uint32_t nin, qtensor *y) {
+    ks__rt_tensor *outs[1] = {&y->t};
+    ks__kernel_ctx ctx = make_ctx(node, ins, nin, outs);
+    const ks__kernel *k = &ks__ref_kernels()->k[node->op];
+    ks_status st = k->infer(&ctx);
+    if (st) print_error("ref infer: %s\n", g_err);
+    assert_int_equal(st, KS_STATUS_OK);
+    free(y->data);
+    y->t.size_bytes = (size_t)ks__rt_numel(&y->t) * ks_dtype_size(y->t.dtype);
+    y->data = y->t.data = malloc(y->t.size_bytes + 1);
+    assert_non_null(y->data);
+    ctx.scratch = aligned(ctx.scratch_bytes);
+    st = k->run(&ctx);
+    if (st) print_error("ref run: %s\n", g_err);
+    assert_int_equal(st, KS_STATUS_OK);
+    free(ctx.scratch);
+}
+
+/* An output tensor with per-tensor params and no data yet. */
+static qtensor *new_out(ks_dtype dt, float scale, int32_t zp) {
+    qtensor *q = malloc(sizeof(qtensor));
+    assert_non_null(q);
+    int64_t one[1] = {1};
+    mkq(q, dt, 1, one, 1);
+    free(q->data);
+    q->t.data = q->data = NULL;
+    q->scales[0] = scale;
+    q->zps[0] = zp;
+    return q;
+}
+
+static void free_q(qtensor *q) {
+    if (!q) return;
+    free(q->data);
+    free(q);
+}
+
+enum {
+    FUSE_RESIDUAL = 1,
+    FUSE_SIGMOID,
+    FUSE_TANH,
+    FUSE_HARD_SWISH,
+    FUSE_LEAKY,
+    FUSE_SILU,
+    FUSE_COUNT
+};
+
+/* The unfused chain after the conv: x (the intermediate) -> y with y's params. */
+static void run_table_chain(int fuse, qtensor *x, qtensor *y) {
+    ks__node node;
+    memset(&node, 0, sizeof(node));
+    node.name = (char *)"chain";
+    ks_dtype dt = x->t.dtype;
+    int32_t base = dt == KS_DTYPE_U8 ? 128 : 0;
+    if (fuse == FUSE_SILU) {
+        qtensor *s = new_out(dt, 1.0f / 256.0f, base - 128);
+        node.op = KS_OP_SIGMOID;
+        ks__rt_tensor *ins[1] = {&x->t};
+        ref_run(&node, ins, 1, s);
+        node.op = KS_OP_MUL;
+        ks__rt_tensor *ins2[2] = {&x->t, &s->t};
+        ref_run(&node, ins2, 2, y);
+        free_q(s);
+        return;
+    }
+    node.op = fuse == FUSE_SIGMOID ? KS_OP_SIGMOID
+              : fuse == FUSE_TANH  ? KS_OP_TANH
+              : fuse == FUSE_LEAKY ? KS_OP_LEAKY_RELU
+                                   : KS_OP_HARD_SWISH;
+    node.fp[0] = 0.1f;
+    ks__rt_tensor *ins[1] = {&x->t};
+    ref_run(&node, ins, 1, y);
+}
+
+static void run_fused_case(const conv_case *c, int fuse, int32_t act) {
+    int64_t groups = c->groups ? c->groups : 1;
+    int64_t xd[4] = {c->n, c->ih, c->iw, c->ic}, wd[4] = {c->oc, c->kh, c->kw, c->ic / groups};
+    int64_t bd[1] = {c->oc};
+    qtensor *x = malloc(sizeof(qtensor)), *w = malloc(sizeof(qtensor)),
+            *b = malloc(sizeof(qtensor));
+    assert_true(x && w && b);
+    ks_dtype dt = c->xdt;
+    int32_t base = dt == KS_DTYPE_U8 ? 128 : 0;
+    mkq(x, dt, 4, xd, 1);
+    x->scales[0] = 0.02f;
+    x->zps[0] = base + (int32_t)(urand() % 41) - 20;
+    ks_dtype wdt = (c->wkind == W_U8_TENSOR || c->wkind == W_U8_128) ? KS_DTYPE_U8 : KS_DTYPE_I8;
+    mkq(w, wdt, 4, wd, (c->wkind == W_U8_TENSOR || c->wkind == W_U8_128) ? 1 : (uint32_t)c->oc);
+    fill_weights(w, c->wkind, c->oc);
+    mkq(b, KS_DTYPE_I32, 1, bd, 0);
+    for (int64_t i = 0; i < c->oc; i++)
+        ((int32_t *)b->data)[i] = (int32_t)(urand() % 20001) - 10000;
+    int64_t depth = c->kh * c->kw * (c->ic / groups);
+    float ts = out_scale(x->scales[0], w->scales[0], depth);
+    int32_t tz = base + (int32_t)(urand() % 61) - 30;
+    /* unfused: CONV2D (act NONE) to the intermediate t, then ADD or the table chain */
+    ks__node conv;
+    memset(&conv, 0, sizeof(conv));
+    conv.op = KS_OP_CONV2D;
+    conv.name = (char *)"qconv";
+    int32_t ip[11] = {c->sh, c->sw, c->dh,   c->dw,     c->pt,      c->pl,
+                      c->pb, c->pr, c->mode, c->groups, KS_ACT_NONE};
+    memcpy(conv.ip, ip, sizeof(ip));
+    ks__rt_tensor *cins[3] = {&x->t, &w->t, c->bias ? &b->t : NULL};
+    qtensor *t = new_out(dt, ts, tz);
+    ref_run(&conv, cins, 3, t);
+    qtensor *want = NULL, *r = NULL, *tab = NULL, *idx = NULL;
+    ks__node fused = conv;
+    fused.ip[11] = tz;
+    fused.ip[12] = 1;
+    fused.fp[1] = ts;
+    ks__rt_tensor *fins[5] = {&x->t, &w->t, c->bias ? &b->t : NULL, NULL, NULL};
+    if (fuse == FUSE_RESIDUAL) {
+        r = malloc(sizeof(qtensor));
+        assert_non_null(r);
+        mkq(r, dt, 4, t->t.dims, 1);
+        r->scales[0] = ts * (0.3f + (float)(urand() % 100) / 40.0f);
+        r->zps[0] = base + (int32_t)(urand() % 81) - 40;
+        float rs = r->scales[0];
+        want = new_out(dt, 1.3f * (ts > rs ? ts : rs), base + (int32_t)(urand() % 21) - 10);
+        ks__node add;
+        memset(&add, 0, sizeof(add));
+        add.op = KS_OP_ADD;
+        add.name = (char *)"qadd";
+        add.ip[0] = act;
+        ks__rt_tensor *ains[2] = {&t->t, &r->t};
+        ref_run(&add, ains, 2, want);
+        fused.ip[10] = act;
+        fins[3] = &r->t;
+    } else {
+        float ys = fuse == FUSE_SIGMOID ? 1.0f / 256.0f : fuse == FUSE_TANH ? 1.0f / 128.0f : ts;
+        int32_t yz = fuse == FUSE_SIGMOID ? base - 128 : fuse == FUSE_TANH ? base : tz;
+        want = new_out(dt, ys, yz);
+        run_table_chain(fuse, t, want);
+        /* the table: the same chain on the 256 values, index i holding value i (- 128 for I8) */
+        int64_t n256[1] = {256};
+        idx = malloc(sizeof(qtensor));
+        assert_non_null(idx);
+        mkq(idx, dt, 1, n256, 1);
+        idx->scales[0] = ts;
+        idx->zps[0] = tz;
+        for (int i = 0; i < 256; i++)
+            ((uint8_t *)idx->data)[i] = (uint8_t)(dt == KS_DTYPE_I8 ? i ^ 0x80 : i);
+        tab = new_out(dt, ys, yz);
+        run_table_chain(fuse, idx, tab);
+        fused.ip[10] = KS_ACT_TABLE;
+        fins[4] = &tab->t;
+    }
+    /* the fused reference must equal the unfused pair bit for bit */
+    qtensor *got = new_out(dt, want->scales[0], want->zps[0]);
+    ref_run(&fused, fins, 5, got);
+    assert_int_equal(got->t.size_bytes, want->t.size_bytes);
+    for (size_t i = 0; i < want->t.size_bytes; i++) {
+        if (((uint8_t *)got->data)[i] != ((uint8_t *)want->data)[i]) {
+            print_error("fuse %d act %d element %zu: fused %d unfused %d\n", fuse, act, i,
+                        ((uint8_t *)got->data)[i], ((uint8_t *)want->data)[i]);
+            fail();
+        }
+    }
+    /* and every fast variant must equal the fused reference */
+    qtensor *fy = new_out(dt, want->scales[0], want->zps[0]);
+    int ran = check_variants(&fused, fins, 5, &fy->t);
+    if (has_fast()) assert_true(ran > 0);
+    free_q(fy);
+    free_q(got);
+    free_q(want);
+    free_q(t);
+    free_q(r);
+    free_q(tab);
+    free_q(idx);
+    free_q(x), free_q(w), free_q(b);
+}
+
+/* Whether the variant takes a WIDE case (above 16 channels: spatial kernels over < 16 input
+ * channels only, see ks__q8sc_cost). */
+static int wide_taken(const conv_case *c) {
+    return c->oc <= 16 || (c->kh * c->kw > 1 && c->ic < 16);
+}
+
+static void test_wide(void **state) {
+    (void)state;
+    const int kinds[3] = {W_I8_CHANNEL_SYM, W_U8_128, W_I8_CHANNEL_SYM};
+    for (int64_t wdt = 1; wdt <= 17; wdt++) {
+        for (int k = 0; k < 3; k++) {
+            int64_t ic = 1 + (wdt * 5 + k) % 13;
+            int32_t s = (int32_t)(1 + (wdt + k) % 3);
+            int64_t kk = 1 + (wdt + 2 * k) % 4;
+            conv_case c = {.n = 1 + (wdt % 4 == 0),
+                           .ih = 1 + (wdt * 3) % 7,
+                           .iw = wdt,
+                           .ic = ic,
+                           .oc = 9 + (wdt * 5 + k) % 24,
+                           .kh = kk,
+                           .kw = 1 + (wdt + k) % 3,
+                           .sh = s,
+                           .sw = 1 + (wdt + k + 1) % 2,
+                           .mode = (wdt + k) % 2 ? KS_PAD_SAME_UPPER : KS_PAD_EXPLICIT,
+                           .pt = (int32_t)(wdt % 2),
+                           .pl = (int32_t)((wdt + k) % 3),
+                           .pb = (int32_t)(k % 2),
+                           .pr = 1,
+                           .bias = (int)((wdt + k) & 1) || k == 2,
+                           .wkind = kinds[k],
+                           .act = k_acts[(wdt + k) % 4],
+                           .xdt = (wdt + k) % 2 ? KS_DTYPE_I8 : KS_DTYPE_U8};
+            if (c.ih + c.pt + c.pb < c.kh) c.pb = (int32_t)(c.kh - c.ih);
+            if (c.iw + c.pl + c.pr < c.kw) c.pr = (int32_t)(c.kw - c.iw);
+            run_conv_case(&c, wide_taken(&c));
+        }
+    }
+    /* pointwise: read in place (Cin % 4 == 0, I8 flipped in registers) or copied */
+    for (int64_t ic = 4; ic <= 40; ic += 3) {
+        for (int xi = 0; xi < 2; xi++) {
+            conv_case c = {.n = 1 + xi,
+                           .ih = 3,
+                           .iw = 1 + ic % 17,
+                           .ic = ic,
+                           .oc = 9 + ic % 24,
+                           .kh = 1,
+                           .kw = 1,
+                           .bias = xi,
+                           .wkind = xi ? W_U8_128 : W_I8_CHANNEL_SYM,
+                           .act = k_acts[(ic + xi) % 4],
+                           .xdt = xi ? KS_DTYPE_U8 : KS_DTYPE_I8};
+            run_conv_case(&c, wide_taken(&c));
+            c.ic = ic / 4 * 4 + 4;
+            c.xdt = xi ? KS_DTYPE_I8 : KS_DTYPE_U8;
+            run_conv_case(&c, wide_taken(&c));
+        }
+    }
+    /* the BlazePose stem: 3 -> 24, 3x3, stride 2, SAME */
+    conv_case stem = {.n = 1,
+                      .ih = 16,
+                      .iw = 17,
+                      .ic = 3,
+                      .oc = 24,
+                      .kh = 3,
+                      .kw = 3,
+                      .sh = 2,
+                      .sw = 2,
+                      .mode = KS_PAD_SAME_UPPER,
+                      .bias = 1,
+                      .wkind = W_I8_CHANNEL_SYM,
+                      .act = KS_ACT_RELU6,
+                      .xdt = KS_DTYPE_I8};
+    run_conv_case(&stem, 1);
+    /* the YOLOX stem after the focus: 12 -> 16, 3x3, pad 1 */
+    conv_case yolox = {.n = 1,
+                       .ih = 20,
+                       .iw = 23,
+                       .ic = 12,
+                       .oc = 16,
+                       .kh = 3,
+                       .kw = 3,
+                       .pt = 1,
+                       .pl = 1,
+                       .pb = 1,
+                       .pr = 1,
+                       .bias = 1,
+                       .wkind = W_I8_CHANNEL_SYM,
+                       .act = KS_ACT_RELU,
+                       .xdt = KS_DTYPE_I8};
+    run_conv_case(&yolox, 1);
+}
+
+static void test_pair(void **state) {
+    (void)state;
+    for (int64_t wdt = 1; wdt <= 17; wdt++) {
+        for (int k = 0; k < 2; k++) {
+            conv_case c = {.n = 1 + (wdt % 5 == 0),
+                           .ih = 1 + wdt % 3,
+                           .iw = wdt,
+                           .ic = 1 + (wdt * 7 + k) % 50,
+                           .oc = k ? 8 : 1 + (wdt + k) % 8,
+                           .kh = 1,
+                           .kw = 1,
+                           .bias = (int)(wdt & 1),
+                           .wkind = k ? W_U8_128 : W_I8_CHANNEL_SYM,
+                           .act = k_acts[(wdt + k) % 4],
+                           .xdt = (wdt + k) % 2 ? KS_DTYPE_I8 : KS_DTYPE_U8};
+            run_conv_case(&c, 1);
+        }
+    }
+    /* whole 64-byte blocks of pairs (Cin 4, 8, 16, 32), odd and even pixel counts */
+    for (int64_t ic = 4; ic <= 32; ic *= 2) {
+        for (int64_t iw = 11; iw <= 12; iw++) {
+            conv_case c = {.n = 1,
+                           .ih = 13,
+                           .iw = iw,
+                           .ic = ic,
+                           .oc = 3 + ic % 6,
+                           .kh = 1,
+                           .kw = 1,
+                           .bias = 1,
+                           .wkind = W_I8_CHANNEL_SYM,
+                           .act = KS_ACT_RELU,
+                           .xdt = iw % 2 ? KS_DTYPE_I8 : KS_DTYPE_U8};
+            run_conv_case(&c, 1);
+        }
+    }
+    /* a 600-pixel map: several work chunks, odd pixel count */
+    conv_case big = {.n = 1,
+                     .ih = 25,
+                     .iw = 25,
+                     .ic = 8,
+                     .oc = 8,
+                     .kh = 1,
+                     .kw = 1,
+                     .bias = 1,
+                     .wkind = W_I8_CHANNEL_SYM,
+                     .act = KS_ACT_RELU6,
+                     .xdt = KS_DTYPE_I8};
+    run_conv_case(&big, 1);
+}
+
+static void test_fused_smallc(void **state) {
+    (void)state;
+    for (int64_t wdt = 1; wdt <= 17; wdt += 2) {
+        for (int f = FUSE_RESIDUAL; f < FUSE_COUNT; f++) {
+            ks_dtype dt = (wdt + f) % 2 ? KS_DTYPE_I8 : KS_DTYPE_U8;
+            conv_case pw = {.n = 1,
+                            .ih = 3,
+                            .iw = wdt,
+                            .ic = 1 + (wdt * 3) % 17,
+                            .oc = 1 + (wdt + (int64_t)f) % 8,
+                            .kh = 1,
+                            .kw = 1,
+                            .bias = 1,
+                            .wkind = W_I8_CHANNEL_SYM,
+                            .xdt = dt};
+            conv_case g3 = {.n = 1,
+                            .ih = 4,
+                            .iw = wdt,
+                            .ic = 1 + wdt % 12,
+                            .oc = 9 + (wdt * 3 + (int64_t)f) % 24,
+                            .kh = 3,
+                            .kw = 3,
+                            .pt = 1,
+                            .pl = 1,
+                            .pb = 1,
+                            .pr = 1,
+                            .bias = 1,
+                            .wkind = f % 2 ? W_U8_128 : W_I8_CHANNEL_SYM,
+                            .xdt = dt};
+            run_fused_case(&pw, f, k_acts[(wdt + (int64_t)f) % 4]);
+            run_fused_case(&g3, f, k_acts[(wdt + (int64_t)f + 1) % 4]);
+        }
+    }
+}
+
+/* Refused: asymmetric weights, dilation, groups, too many channels. */
+static void test_refused(void **state) {
+    (void)state;
+    conv_case asym = {.n = 1,
+                      .ih = 5,
+                      .iw = 6,
+                      .ic = 4,
+                      .oc = 8,
+                      .kh = 1,
+                      .kw = 1,
+                      .bias = 1,
+                      .wkind = W_U8_TENSOR,
+                      .xdt = KS_DTYPE_U8};
+    assert_int_equal(run_conv_case_ran(&asym), 0);
+    conv_case zp = asym;
+    zp.wkind = W_I8_CHANNEL_ZP;
+    assert_int_equal(run_conv_case_ran(&zp), 0);
+    conv_case dil = {.n = 1,
+                     .ih = 9,
+                     .iw = 9,
+                     .ic = 4,
+                     .oc = 16,
+                     .kh = 3,
+                     .kw = 3,
+                     .dh = 2,
+                     .dw = 2,
+                     .bias = 1,
+                     .wkind = W_I8_CHANNEL_SYM,
+                     .xdt = KS_DTYPE_I8};
+    assert_int_equal(run_conv_case_ran(&dil), 0);
+    conv_case wide = {.n = 1,
+                      .ih = 5,
+                      .iw = 6,
+                      .ic = 4,
+                      .oc = 33,
+                      .kh = 1,
+                      .kw = 1,
+                      .wkind = W_I8_CHANNEL_SYM,
+                      .xdt = KS_DTYPE_I8};
+    assert_int_equal(run_conv_case_ran(&wide), 0);
+    conv_case ok = wide;
+    ok.oc = 32, ok.kh = 3, ok.kw = 3, ok.pt = 1, ok.pl = 1, ok.pb = 1, ok.pr = 1;
+    if (ks__cpu_isa() & KS_ISA_AVX512_VNNI) assert_int_equal(run_conv_case_ran(&ok), 1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_wide),
+        cmocka_unit_test(test_pair),
+        cmocka_unit_test(test_fused_smallc),
+        cmocka_unit_test(test_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
