@@ -5,12 +5,13 @@
  * Exactness: the kernels' int32 sums are congruent mod 2^32 to the reference's exact sum, and
  * cost() refuses nodes whose exact sum may leave int32 (where the reference saturates), so the
  * wrapped value is the reference's accumulator. The requantization constants use the reference's
- * multiplier rule (legacy float scale product for U8 inputs, as qgemm.c's col_requant).
+ * multiplier rule (ks__q8_channel_multiplier, q8_common.h).
  */
 #include "q8_dw.h"
 
 #include <string.h>
 
+#include "q8_common.h"
 #include "ref/quant_util.h"
 
 typedef struct dwp {
@@ -29,66 +30,15 @@ typedef struct dwp {
     uint8_t flip;
 } dwp;
 
-static const ks__rt_tensor *input_at(const ks__kernel_ctx *ctx, uint32_t i) {
-    return i < ctx->num_inputs ? ctx->in[i] : NULL;
-}
-
-static int64_t one_if_zero(int32_t v) {
-    return v == 0 ? 1 : v;
-}
-
-static int q8(const ks__rt_tensor *t) {
-    return t && (t->dtype == KS_DTYPE_U8 || t->dtype == KS_DTYPE_I8) && t->quant &&
-           t->quant->count > 0 && t->quant->scales && t->quant->zero_points;
-}
-
-static int32_t dtype_lo(ks_dtype d) {
-    return d == KS_DTYPE_U8 ? 0 : -128;
-}
-
-static int32_t dtype_hi(ks_dtype d) {
-    return d == KS_DTYPE_U8 ? 255 : 127;
-}
-
-static int64_t max_dev(ks_dtype d, int32_t zp) {
-    int64_t a = (int64_t)zp - dtype_lo(d), b = (int64_t)dtype_hi(d) - zp;
-    a = a < 0 ? -a : a;
-    b = b < 0 ? -b : b;
-    return a > b ? a : b;
-}
-
-static int64_t lead_pad(int32_t mode, int64_t explicit_pad, int64_t in, int64_t out, int64_t k_eff,
-                        int64_t stride) {
-    if (mode == KS_PAD_EXPLICIT) return explicit_pad;
-    if (mode == KS_PAD_VALID) return 0;
-    int64_t total = (out - 1) * stride + k_eff - in;
-    if (total < 0) total = 0;
-    return mode == KS_PAD_SAME_UPPER ? total / 2 : total - total / 2;
-}
-
 static size_t round_up(size_t v, size_t a) {
     return (v + a - 1) / a * a;
 }
 
-static int32_t wzp_at(const ks__rt_tensor *w, int64_t c) {
-    return w->quant->zero_points[w->quant->count == 1 ? 0 : c];
-}
-
-static int32_t load_q(const ks__rt_tensor *t, int64_t i) {
-    return t->dtype == KS_DTYPE_U8 ? ((const uint8_t *)t->data)[i] : ((const int8_t *)t->data)[i];
-}
-
-/* Same rule as qgemm.c col_requant (copied: it is static there). */
 static void channel_multiplier(const dwp *p, int64_t c, int32_t *mult, int32_t *left,
                                int32_t *right) {
-    float xs = p->x->quant->scales[0], ys = p->ys;
-    float ws = p->w->quant->scales[p->w->quant->count == 1 ? 0 : c];
-    int legacy = p->x->dtype == KS_DTYPE_U8;
-    double real = legacy ? (double)(xs * ws) / (double)ys : (double)xs * (double)ws / (double)ys;
-    int32_t shift;
-    ks__quant_multiplier(real, mult, &shift);
-    *left = shift > 0 ? (shift > 31 ? 31 : shift) : 0;
-    *right = shift > 0 ? 0 : (-shift > 31 ? 31 : -shift);
+    ks__q8_channel_multiplier(p->x->quant->scales[0],
+                              p->w->quant->scales[p->w->quant->count == 1 ? 0 : c], p->ys,
+                              p->x->dtype == KS_DTYPE_U8, mult, left, right);
 }
 
 /* 0 when the node is a quantized depthwise CONV2D this variant runs exactly. `full` adds the
@@ -99,46 +49,33 @@ static int describe(const ks__kernel_ctx *ctx, const ks__q8dw_arch *arch, dwp *p
     const ks__node *node = ctx->node;
     if (node->op != KS_OP_CONV2D || ctx->num_outputs != 1 || ctx->num_inputs < 2) return -1;
     const int32_t *ip = node->ip;
-    const ks__rt_tensor *x = input_at(ctx, 0), *w = input_at(ctx, 1), *y = ctx->out[0];
-    const ks__rt_tensor *b = input_at(ctx, 2);
+    const ks__rt_tensor *x = ks__q8_input(ctx, 0), *w = ks__q8_input(ctx, 1), *y = ctx->out[0];
+    const ks__rt_tensor *b = ks__q8_input(ctx, 2);
     if (!x || !w || !y || x->rank != 4 || w->rank != 4 || y->rank != 4) return -1;
-    if (!q8(x) || !q8(y) || !q8(w) || !w->data) return -1;
+    if (!ks__q8_is_quant(x) || !ks__q8_is_quant(y) || !ks__q8_is_quant(w) || !w->data) return -1;
     p->x = x, p->w = w, p->y = y, p->bias = b;
     if (y->quant->count != 1) return -1;
-    p->act = ip[10];
-    p->ys = y->quant->scales[0], p->yzp = y->quant->zero_points[0];
     /* Fused forms (ip[12] == 1, ops.inc): the output TABLE only (requantize to the intermediate,
-     * then look up); the residual form goes to the per-pixel kernel (qgemm.c). Without ip[12],
-     * inputs 3 and 4 (float residual, PRELU slopes) are the reference's. */
-    if (ip[12] == 1) {
-        const ks__rt_tensor *tab = input_at(ctx, 4);
-        if (ip[10] != KS_ACT_TABLE || input_at(ctx, 3) || !tab || !tab->data ||
-            tab->dtype != y->dtype || ks__rt_numel(tab) != 256)
-            return -1;
-        float is = ctx->node->fp[1];
-        if (!(is > 0.0f) || !(is < 3.0e38f) || ip[11] < dtype_lo(y->dtype) ||
-            ip[11] > dtype_hi(y->dtype))
-            return -1;
-        p->table = tab, p->ys = is, p->yzp = ip[11], p->act = KS_ACT_NONE;
-    } else if (ip[12] != 0 || input_at(ctx, 3) || input_at(ctx, 4)) {
-        return -1;
-    }
+     * then look up); the residual form goes to the per-pixel kernel (qgemm.c). */
+    ks__q8_fused_desc fd;
+    if (ks__q8_describe_fused(ctx, y, 1, &fd) || fd.fused == KS_Q8_FUSED_RESIDUAL) return -1;
+    p->act = fd.act, p->ys = fd.ys, p->yzp = fd.yzp, p->table = fd.table;
     p->c = x->dims[3], p->kh = w->dims[1], p->kw = w->dims[2];
-    if (p->c < 1 || w->dims[0] != p->c || w->dims[3] != 1 || one_if_zero(ip[9]) != p->c ||
+    if (p->c < 1 || w->dims[0] != p->c || w->dims[3] != 1 || ks__q8_one_if_zero(ip[9]) != p->c ||
         y->dims[3] != p->c || y->dims[0] != x->dims[0] || p->kh < 1 || p->kw < 1)
         return -1;
     if (ip[8] < KS_PAD_EXPLICIT || ip[8] > KS_PAD_VALID) return -1;
     p->n = x->dims[0], p->ih = x->dims[1], p->iw = x->dims[2];
     p->oh = y->dims[1], p->ow = y->dims[2];
-    p->sh = one_if_zero(ip[0]), p->sw = one_if_zero(ip[1]);
-    p->dh = one_if_zero(ip[2]), p->dw = one_if_zero(ip[3]);
+    p->sh = ks__q8_one_if_zero(ip[0]), p->sw = ks__q8_one_if_zero(ip[1]);
+    p->dh = ks__q8_one_if_zero(ip[2]), p->dw = ks__q8_one_if_zero(ip[3]);
     if (p->n < 1 || p->ih < 1 || p->iw < 1 || p->oh < 1 || p->ow < 1) return -1;
     if (p->sh < 1 || p->sw < 1 || p->dh < 1 || p->dw < 1 || p->sw > 8) return -1;
     /* keeps every size below comfortably inside size_t and the scratch reasonable */
     if (p->c > (1 << 16) || p->kh > 64 || p->kw > 64 || p->iw > (1 << 16) || p->ow > (1 << 16))
         return -1;
-    p->pt = lead_pad(ip[8], ip[4], p->ih, p->oh, (p->kh - 1) * p->dh + 1, p->sh);
-    p->pl = lead_pad(ip[8], ip[5], p->iw, p->ow, (p->kw - 1) * p->dw + 1, p->sw);
+    p->pt = ks__q8_lead_pad(ip[8], ip[4], p->ih, p->oh, (p->kh - 1) * p->dh + 1, p->sh);
+    p->pl = ks__q8_lead_pad(ip[8], ip[5], p->iw, p->ow, (p->kw - 1) * p->dw + 1, p->sw);
     if (p->pt < 0 || p->pl < 0) return -1;
     if (p->act != KS_ACT_NONE && p->act != KS_ACT_RELU && p->act != KS_ACT_RELU6 &&
         p->act != KS_ACT_RELU_N1_TO_1)
@@ -148,20 +85,20 @@ static int describe(const ks__kernel_ctx *ctx, const ks__q8dw_arch *arch, dwp *p
     if ((int64_t)w->quant->count != 1 && ((int64_t)w->quant->count != p->c || w->quant->axis != 0))
         return -1;
     int32_t xzp = x->quant->zero_points[0], yzp = p->yzp;
-    if (xzp < dtype_lo(x->dtype) || xzp > dtype_hi(x->dtype)) return -1;
-    if (yzp < dtype_lo(y->dtype) || yzp > dtype_hi(y->dtype)) return -1;
+    if (xzp < ks__q8_lo(x->dtype) || xzp > ks__q8_hi(x->dtype)) return -1;
+    if (yzp < ks__q8_lo(y->dtype) || yzp > ks__q8_hi(y->dtype)) return -1;
     if (b && (b->dtype != KS_DTYPE_I32 || !b->data || ks__rt_numel(b) != p->c)) return -1;
     if (ks__rt_numel(w) != p->c * p->kh * p->kw) return -1;
     /* w - w_zp must be an s8 (the dot products are u8 x s8); bound the exact sum as qgemm.c */
     int64_t ks = p->kh * p->kw, wdev = 0;
     for (int64_t c = 0; c < p->c && full; c++) {
-        int32_t z = wzp_at(w, c);
-        if (z < dtype_lo(w->dtype) || z > dtype_hi(w->dtype)) return -1;
+        int32_t z = ks__q8_wzp(w, c);
+        if (z < ks__q8_lo(w->dtype) || z > ks__q8_hi(w->dtype)) return -1;
         for (int64_t t = 0; t < ks; t++) {
-            int32_t d = load_q(w, c * ks + t) - z;
+            int32_t d = ks__q8_load(w, c * ks + t) - z;
             if (d < -128 || d > 127) return -1;
         }
-        int64_t dev = max_dev(w->dtype, z);
+        int64_t dev = ks__q8_max_dev(w->dtype, z);
         if (dev > wdev) wdev = dev;
     }
     int64_t bmax = 0;
@@ -170,10 +107,10 @@ static int describe(const ks__kernel_ctx *ctx, const ks__q8dw_arch *arch, dwp *p
         v = v < 0 ? -v : v;
         if (v > bmax) bmax = v;
     }
-    if (full && ks > (INT32_MAX - bmax) / (max_dev(x->dtype, xzp) * wdev + 1)) return -1;
+    if (full && ks > (INT32_MAX - bmax) / (ks__q8_max_dev(x->dtype, xzp) * wdev + 1)) return -1;
     /* the two-step form adds < 2^30 to h (|h| <= |acc|) in 32 bits and has no left shifts */
     if (full && arch->requant == 1 &&
-        ks > ((1 << 30) - 1 - bmax) / (max_dev(x->dtype, xzp) * wdev + 1))
+        ks > ((1 << 30) - 1 - bmax) / (ks__q8_max_dev(x->dtype, xzp) * wdev + 1))
         return -1;
     /* the one-step requantization needs a normalized multiplier (or 0) and keeps its 64-bit
      * addend in range only for right shifts <= 22 (real multipliers >= 2^-23) */
@@ -314,11 +251,11 @@ ks_status ks__q8dw_pack(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
         for (size_t pos = 0; pos < bb; pos++) {
             int64_t c = (pat * p.bb + (int64_t)pos) % p.c;
             size_t v = pos / vl, l = pos % vl;
-            int32_t wzp = wzp_at(p.w, c);
+            int32_t wzp = ks__q8_wzp(p.w, c);
             int64_t wsum = 0;
             for (int64_t ky = 0; ky < p.kh; ky++) {
                 for (int64_t kx = 0; kx < p.kw; kx++) {
-                    int32_t d = load_q(p.w, c * ks + ky * p.kw + kx) - wzp;
+                    int32_t d = ks__q8_load(p.w, c * ks + ky * p.kw + kx) - wzp;
                     size_t t = (size_t)((ky / 4) * p.kw + kx);
                     blk[(t * 4 + v) * bb + l * 4 + (size_t)(ky % 4)] = (uint8_t)(int8_t)d;
                     for (int64_t q = 1; q < p.rows; q++) { /* set q: kernel row ky at ky + q */

@@ -1,16 +1,15 @@
 /* Small-channel quantized CONV2D driver (q8_smallc.h): node checks, weight packing with the
  * zero-point folding and per-lane requantization constants, the input copy (padded or
- * pair-interleaved) and the row loop. Portable C; the ISA files supply the microkernels.
- *
- * The node checks, the requantization-constant derivation and the fused-node description are
- * small static copies of qgemm.c's (owned elsewhere, static there): they must derive exactly the
- * same constants, which test_impl_q8_smallc.c checks against the reference bit for bit.
+ * pair-interleaved) and the row loop. Portable C; the ISA files supply the microkernels. The
+ * node checks, the multiplier rule and the fused-node description are the shared ones of
+ * q8_common.h, so they derive exactly the GEMM's constants.
  */
 #include "q8_smallc.h"
 
 #include <math.h>
 #include <string.h>
 
+#include "q8_common.h"
 #include "ref/quant_util.h"
 
 #define MAX_WIDE_CH 32 /* two vectors of 16 channels */
@@ -26,64 +25,10 @@ typedef struct scproblem {
     int64_t npix;   /* output pixels */
     int64_t lanes;  /* header / weight lanes: 16, or 32 for WIDE with more than 16 channels */
     int direct;     /* WIDE reading the input itself (pointwise, Cin % 4 == 0) */
-    const ks__rt_tensor *x, *w, *bias, *y, *res, *table;
+    const ks__rt_tensor *x, *w, *bias, *y;
     int legacy;
-    int32_t act, post_act, fused;
-    float ys; /* what the kernel requantizes to (the intermediate's params for fused nodes) */
-    int32_t yzp;
+    ks__q8_fused_desc f; /* what the kernel requantizes to, and the fused part */
 } scproblem;
-
-static int64_t one_if_zero(int32_t v) {
-    return v == 0 ? 1 : v;
-}
-
-static const ks__rt_tensor *input_at(const ks__kernel_ctx *ctx, uint32_t i) {
-    return i < ctx->num_inputs ? ctx->in[i] : NULL;
-}
-
-static int q8(const ks__rt_tensor *t) {
-    return t && (t->dtype == KS_DTYPE_U8 || t->dtype == KS_DTYPE_I8) && t->quant &&
-           t->quant->count > 0 && t->quant->scales && t->quant->zero_points;
-}
-
-static int32_t dtype_lo(ks_dtype d) {
-    return d == KS_DTYPE_U8 ? 0 : -128;
-}
-
-static int32_t dtype_hi(ks_dtype d) {
-    return d == KS_DTYPE_U8 ? 255 : 127;
-}
-
-static int64_t max_dev(ks_dtype d, int32_t zp) {
-    int64_t a = (int64_t)zp - dtype_lo(d), b = (int64_t)dtype_hi(d) - zp;
-    a = a < 0 ? -a : a;
-    b = b < 0 ? -b : b;
-    return a > b ? a : b;
-}
-
-static int64_t lead_pad(int32_t mode, int64_t explicit_pad, int64_t in, int64_t out, int64_t k_eff,
-                        int64_t stride) {
-    if (mode == KS_PAD_EXPLICIT) return explicit_pad;
-    if (mode == KS_PAD_VALID) return 0;
-    int64_t total = (out - 1) * stride + k_eff - in;
-    if (total < 0) total = 0;
-    return mode == KS_PAD_SAME_UPPER ? total / 2 : total - total / 2;
-}
-
-static int same_shape(const ks__rt_tensor *a, const ks__rt_tensor *b) {
-    if (a->rank != b->rank) return 0;
-    for (int32_t i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i]) return 0;
-    return 1;
-}
-
-static int32_t wzp_at(const ks__rt_tensor *w, int64_t c) {
-    return w->quant->zero_points[w->quant->count == 1 ? 0 : c];
-}
-
-static int32_t load_q(const ks__rt_tensor *t, int64_t i) {
-    return t->dtype == KS_DTYPE_U8 ? ((const uint8_t *)t->data)[i] : ((const int8_t *)t->data)[i];
-}
 
 /* Input zero point as u8 (I8 inputs are flipped by +128). */
 static int32_t xzp_shifted(const scproblem *p) {
@@ -92,88 +37,32 @@ static int32_t xzp_shifted(const scproblem *p) {
 
 /* Weight zero point of channel c in s8 terms (U8 weights are shifted by -128). */
 static int32_t wzp_shifted(const scproblem *p, int64_t c) {
-    return wzp_at(p->w, c) - (p->w->dtype == KS_DTYPE_U8 ? 128 : 0);
+    return ks__q8_wzp(p->w, c) - (p->w->dtype == KS_DTYPE_U8 ? 128 : 0);
 }
 
-/* Fused forms (ops.inc CONV2D ip[12] == 1), as qgemm.c describes them. */
-static int describe_fused(const ks__kernel_ctx *ctx, scproblem *p) {
-    const int32_t *ip = ctx->node->ip;
-    const ks__rt_tensor *res = input_at(ctx, 3), *tab = input_at(ctx, 4), *y = p->y;
-    p->act = ip[10];
-    if (ip[12] != 1) return res || tab ? -1 : 0;
-    if (!q8(y) || y->quant->count != 1) return -1;
-    float is = ctx->node->fp[1];
-    int32_t iz = ip[11];
-    if (!(is > 0.0f) || !isfinite(is) || iz < dtype_lo(y->dtype) || iz > dtype_hi(y->dtype))
-        return -1;
-    if (ip[10] == KS_ACT_TABLE) {
-        if (res || !tab || !tab->data || tab->dtype != y->dtype || ks__rt_numel(tab) != 256)
-            return -1;
-        p->fused = KS_Q8_FUSED_TABLE;
-    } else {
-        if (!res || tab || !q8(res) || res->dtype != y->dtype || res->quant->count != 1 ||
-            !(res->quant->scales[0] > 0.0f) || !same_shape(res, y))
-            return -1;
-        int32_t rz = res->quant->zero_points[0];
-        if (rz < dtype_lo(y->dtype) || rz > dtype_hi(y->dtype)) return -1;
-        if (ip[10] != KS_ACT_NONE && ip[10] != KS_ACT_RELU && ip[10] != KS_ACT_RELU6 &&
-            ip[10] != KS_ACT_RELU_N1_TO_1)
-            return -1;
-        p->fused = KS_Q8_FUSED_RESIDUAL;
-        p->post_act = ip[10];
-    }
-    p->res = res, p->table = tab;
-    p->act = KS_ACT_NONE;
-    p->ys = is, p->yzp = iz;
-    return 0;
-}
-
-/* Per-tensor activations, constant weights with all shifted zero points 0, constant I32 bias,
- * an int32-safe accumulator (as qgemm.c's check_quant_common, plus the zero-point rule). */
+/* The checks of every quantized variant (ks__q8_check_common), plus: input and output of one
+ * dtype, and all shifted weight zero points 0 (no per-pixel row sums here). */
 static int check_quant(scproblem *p, int64_t depth) {
-    const ks__rt_tensor *x = p->x, *w = p->w, *y = p->y, *b = p->bias;
-    if (!q8(x) || !q8(y) || !q8(w) || !w->data || x->dtype != y->dtype) return -1;
-    if (x->quant->count != 1 || y->quant->count != 1) return -1;
-    if (!(x->quant->scales[0] > 0.0f) || !(y->quant->scales[0] > 0.0f)) return -1;
-    if (!p->fused) p->ys = y->quant->scales[0], p->yzp = y->quant->zero_points[0];
-    if ((int64_t)w->quant->count != 1 && ((int64_t)w->quant->count != p->oc || w->quant->axis != 0))
+    if (ks__q8_check_common(p->x, p->w, p->y, p->bias, p->f.act, p->oc, depth) ||
+        p->x->dtype != p->y->dtype)
         return -1;
-    int32_t xzp = x->quant->zero_points[0], yzp = y->quant->zero_points[0];
-    if (xzp < dtype_lo(x->dtype) || xzp > dtype_hi(x->dtype)) return -1;
-    if (yzp < dtype_lo(y->dtype) || yzp > dtype_hi(y->dtype)) return -1;
-    if (p->act != KS_ACT_NONE && p->act != KS_ACT_RELU && p->act != KS_ACT_RELU6 &&
-        p->act != KS_ACT_RELU_N1_TO_1)
-        return -1;
-    if (b && (b->dtype != KS_DTYPE_I32 || !b->data || ks__rt_numel(b) != p->oc)) return -1;
-    int64_t wdev = 0;
-    for (uint32_t i = 0; i < w->quant->count; i++) {
-        int32_t z = w->quant->zero_points[i];
-        if (z < dtype_lo(w->dtype) || z > dtype_hi(w->dtype)) return -1;
-        int64_t d = max_dev(w->dtype, z);
-        if (d > wdev) wdev = d;
-    }
     for (int64_t c = 0; c < p->oc; c++)
         if (wzp_shifted(p, c) != 0) return -1;
-    int64_t bmax = 0;
-    for (int64_t c = 0; b && c < p->oc; c++) {
-        int64_t v = ((const int32_t *)b->data)[c];
-        if (v < 0) v = -v;
-        if (v > bmax) bmax = v;
-    }
-    int64_t xdev = max_dev(x->dtype, xzp);
-    if (depth > (INT32_MAX - bmax) / (xdev * wdev + 1)) return -1;
+    if (!p->f.fused) p->f.ys = p->y->quant->scales[0], p->f.yzp = p->y->quant->zero_points[0];
     return 0;
 }
 
 static int describe(const ks__kernel_ctx *ctx, scproblem *p) {
     memset(p, 0, sizeof(*p));
     if (ctx->node->op != KS_OP_CONV2D || ctx->num_outputs != 1 || ctx->num_inputs < 2) return -1;
-    const ks__rt_tensor *x = input_at(ctx, 0), *w = input_at(ctx, 1), *y = ctx->out[0];
+    const ks__rt_tensor *x = ks__q8_input(ctx, 0), *w = ks__q8_input(ctx, 1), *y = ctx->out[0];
     const int32_t *ip = ctx->node->ip;
     if (!x || !w || !y || x->rank != 4 || w->rank != 4 || y->rank != 4) return -1;
-    p->x = x, p->w = w, p->y = y, p->bias = input_at(ctx, 2);
-    if (describe_fused(ctx, p)) return -1;
-    if (one_if_zero(ip[9]) != 1 || one_if_zero(ip[2]) != 1 || one_if_zero(ip[3]) != 1) return -1;
+    p->x = x, p->w = w, p->y = y, p->bias = ks__q8_input(ctx, 2);
+    if (ks__q8_describe_fused(ctx, y, 1, &p->f)) return -1;
+    if (ks__q8_one_if_zero(ip[9]) != 1 || ks__q8_one_if_zero(ip[2]) != 1 ||
+        ks__q8_one_if_zero(ip[3]) != 1)
+        return -1;
     if (ip[8] < KS_PAD_EXPLICIT || ip[8] > KS_PAD_VALID) return -1;
     p->n = x->dims[0], p->ih = x->dims[1], p->iw = x->dims[2], p->ic = x->dims[3];
     p->oc = w->dims[0], p->kh = w->dims[1], p->kw = w->dims[2];
@@ -189,10 +78,10 @@ static int describe(const ks__kernel_ctx *ctx, scproblem *p) {
     /* small-channel convs have short reductions; the cap also bounds the packed weights (16
      * lanes per output channel) to under 300 KiB */
     if (p->kh * p->kw * p->ic > 8192) return -1;
-    p->sh = one_if_zero(ip[0]), p->sw = one_if_zero(ip[1]);
+    p->sh = ks__q8_one_if_zero(ip[0]), p->sw = ks__q8_one_if_zero(ip[1]);
     if (p->sh < 1 || p->sw < 1 || p->sh > 64 || p->sw > 64) return -1;
-    p->pt = lead_pad(ip[8], ip[4], p->ih, p->oh, p->kh, p->sh);
-    p->pl = lead_pad(ip[8], ip[5], p->iw, p->ow, p->kw, p->sw);
+    p->pt = ks__q8_lead_pad(ip[8], ip[4], p->ih, p->oh, p->kh, p->sh);
+    p->pl = ks__q8_lead_pad(ip[8], ip[5], p->iw, p->ow, p->kw, p->sw);
     if (p->pt < 0 || p->pl < 0 || p->pt > 64 || p->pl > 64) return -1;
     p->npix = p->n * p->oh * p->ow;
     p->legacy = x->dtype == KS_DTYPE_U8;
@@ -233,7 +122,7 @@ static size_t table_offset(const scproblem *p) {
 }
 
 static size_t packed_size(const scproblem *p) {
-    return table_offset(p) + (p->fused == KS_Q8_FUSED_RESIDUAL ? ADD_TABLE_BYTES : 0);
+    return table_offset(p) + (p->f.fused == KS_Q8_FUSED_RESIDUAL ? ADD_TABLE_BYTES : 0);
 }
 
 static size_t input_bytes(const scproblem *p) {
@@ -285,22 +174,6 @@ static int64_t lane_channel(const scproblem *p, size_t lane, int interleaved) {
     return c < p->oc ? c : -1;
 }
 
-static void make_fused(const scproblem *p, ks__q8_fused *f) {
-    memset(f, 0, sizeof(*f));
-    if (p->fused == KS_Q8_FUSED_RESIDUAL) {
-        ks__q8_fused_add_init(f, p->y->dtype, p->ys, p->yzp, p->res->quant->scales[0],
-                              p->res->quant->zero_points[0], p->y->quant->scales[0],
-                              p->y->quant->zero_points[0], p->post_act);
-    } else if (p->fused == KS_Q8_FUSED_TABLE) {
-        f->kind = KS_Q8_FUSED_TABLE;
-        f->flip = p->y->dtype == KS_DTYPE_I8 ? 0x80 : 0;
-        f->vbmi = (ks__cpu_isa() & KS_ISA_AVX512_VBMI) != 0;
-        const uint8_t *t = (const uint8_t *)p->table->data;
-        for (int b = 0; b < 256; b++)
-            f->table[b] = t[b ^ f->flip];
-    }
-}
-
 /* The quantized ADD of every (intermediate, residual) byte pair, computed exactly as
  * ks__q8_fused_add_one does (each input's rescaled term only depends on its own byte), indexed
  * by the raw bytes: table[t_byte * 256 + r_byte]. One gather then replaces three vector
@@ -341,7 +214,7 @@ ks_status ks__q8sc_pack(ks__kernel_ctx *ctx, const ks__q8sc_arch *arch) {
             for (size_t lane = 0; lane < lanes; lane++) {
                 int64_t c = lane_channel(&p, lane, 1);
                 if (c < 0) continue;
-                int32_t v = load_q(p.w, ((c * p.kh + ky) * p.kw) * p.ic + k) - wshift;
+                int32_t v = ks__q8_load(p.w, ((c * p.kh + ky) * p.kw) * p.ic + k) - wshift;
                 size_t at =
                     (((size_t)(ky * p.groups + k / 4)) * lanes + lane) * 4 + (size_t)(k % 4);
                 wp[at] = (int8_t)v;
@@ -352,26 +225,21 @@ ks_status ks__q8sc_pack(ks__kernel_ctx *ctx, const ks__q8sc_arch *arch) {
         if (c < 0) continue;
         int64_t wsum = 0;
         for (int64_t i = 0; i < p.kh * p.kw * p.ic; i++)
-            wsum += load_q(p.w, c * p.kh * p.kw * p.ic + i) - wshift;
+            wsum += ks__q8_load(p.w, c * p.kh * p.kw * p.ic + i) - wshift;
         int64_t start = (int64_t)(bias ? bias[c] : 0) - (int64_t)xzp * wsum;
         hdr[KS_Q8SC_HDR_START * lanes + lane] = (int32_t)(uint32_t)(uint64_t)start;
-        /* the reference's multiplier rule (qgemm.c col_requant) */
-        float xs = p.x->quant->scales[0], ys = p.ys;
-        float ws = p.w->quant->scales[p.w->quant->count == 1 ? 0 : c];
-        double real =
-            p.legacy ? (double)(xs * ws) / (double)ys : (double)xs * (double)ws / (double)ys;
-        int32_t mult, shift;
-        ks__quant_multiplier(real, &mult, &shift);
-        int32_t left = shift > 0 ? (shift > 31 ? 31 : shift) : 0;
-        int32_t right = shift > 0 ? 0 : (-shift > 31 ? 31 : -shift);
+        int32_t mult, left, right;
+        ks__q8_channel_multiplier(p.x->quant->scales[0],
+                                  p.w->quant->scales[p.w->quant->count == 1 ? 0 : c], p.f.ys,
+                                  p.legacy, &mult, &left, &right);
         hdr[KS_Q8SC_HDR_MULT * lanes + lane] = mult;
         hdr[KS_Q8SC_HDR_LSHIFT * lanes + lane] = left;
         hdr[KS_Q8SC_HDR_RSHIFT * lanes + lane] = right;
         hdr[KS_Q8SC_HDR_RMASK * lanes + lane] = (int32_t)((1LL << right) - 1);
     }
-    if (p.fused == KS_Q8_FUSED_RESIDUAL) {
+    if (p.f.fused == KS_Q8_FUSED_RESIDUAL) {
         ks__q8_fused f;
-        make_fused(&p, &f);
+        ks__q8_make_fused(&p.f, p.y, &f);
         build_add_table(&f, (uint8_t *)ctx->packed + table_offset(&p));
     }
     return KS_STATUS_OK;
@@ -494,11 +362,11 @@ ks_status ks__q8sc_run(ks__kernel_ctx *ctx, const ks__q8sc_arch *arch) {
     j.buf = (uint8_t *)ctx->scratch;
     j.img = j.buf;
     j.y = (uint8_t *)p.y->data;
-    j.res = p.res ? (const uint8_t *)p.res->data : NULL;
+    j.res = p.f.res ? (const uint8_t *)p.f.res->data : NULL;
     j.flip = p.x->dtype == KS_DTYPE_I8 ? 0x80 : 0;
     j.pad = (uint8_t)xzp_shifted(&p);
     ks__q8_fused fused;
-    make_fused(&p, &fused);
+    ks__q8_make_fused(&p.f, p.y, &fused);
     ks__q8sc_args *a = &j.args;
     a->mode = p.mode;
     a->oc = (size_t)p.oc;
@@ -511,13 +379,13 @@ ks_status ks__q8sc_run(ks__kernel_ctx *ctx, const ks__q8sc_arch *arch) {
         a->flip = j.flip ? 0x80808080u : 0;
     }
     a->hdr = (const int32_t *)ctx->packed;
-    a->out_zp = p.yzp;
-    ks__quant_act_range(p.act, p.ys, p.yzp, p.y->dtype, &a->lo, &a->hi);
+    a->out_zp = p.f.yzp;
+    ks__quant_act_range(p.f.act, p.f.ys, p.f.yzp, p.y->dtype, &a->lo, &a->hi);
     a->lanes = (size_t)p.lanes;
     for (size_t l = 0; l < a->lanes; l++)
         a->any_lshift |= a->hdr[KS_Q8SC_HDR_LSHIFT * a->lanes + l] != 0;
-    a->fused = p.fused ? &fused : NULL;
-    if (p.fused == KS_Q8_FUSED_RESIDUAL)
+    a->fused = p.f.fused ? &fused : NULL;
+    if (p.f.fused == KS_Q8_FUSED_RESIDUAL)
         a->add_table = (const uint8_t *)ctx->packed + table_offset(&p);
     if (p.mode == KS_Q8SC_PAIR) {
         ks__parallel_for(ctx->pool, (size_t)(p.npix + 1) / 2, 256, copy_pair, &j);

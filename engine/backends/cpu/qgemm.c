@@ -20,6 +20,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "q8_common.h"
 #include "ref/conv_internal.h"
 #include "ref/quant_util.h"
 
@@ -33,145 +34,98 @@ typedef struct qproblem {
     int64_t ih, iw, ic, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
     const ks__rt_tensor *x, *w, *bias, *y;
     int legacy; /* TFLite legacy float scale product */
-    int32_t act;
-    /* What the microkernel requantizes to: the output's params, or for fused nodes the
-     * intermediate's (fp[1], ip[11]) with act NONE. */
-    float ys;
-    int32_t yzp;
-    int32_t fused;    /* KS_Q8_FUSED_* */
-    int32_t post_act; /* RESIDUAL: the ADD's act (the node's ip[10]) */
-    const ks__rt_tensor *res, *table;
+    /* the epilogue: what the microkernel requantizes to (the output's params, or for fused nodes
+     * the intermediate's with act NONE) and the fused part */
+    ks__q8_fused_desc f;
 } qproblem;
 
-static int64_t one_if_zero(int32_t v) {
-    return v == 0 ? 1 : v;
-}
-
-static const ks__rt_tensor *input_at(const ks__kernel_ctx *ctx, uint32_t i) {
-    return i < ctx->num_inputs ? ctx->in[i] : NULL;
-}
-
-static int q8(const ks__rt_tensor *t) {
-    return t && (t->dtype == KS_DTYPE_U8 || t->dtype == KS_DTYPE_I8) && t->quant &&
-           t->quant->count > 0 && t->quant->scales && t->quant->zero_points;
-}
-
-static int32_t dtype_lo(ks_dtype d) {
-    return d == KS_DTYPE_U8 ? 0 : -128;
-}
-
-static int32_t dtype_hi(ks_dtype d) {
-    return d == KS_DTYPE_U8 ? 255 : 127;
-}
-
-/* Largest |v - zp| over the dtype's range. */
-static int64_t max_dev(ks_dtype d, int32_t zp) {
-    int64_t a = (int64_t)zp - dtype_lo(d), b = (int64_t)dtype_hi(d) - zp;
-    a = a < 0 ? -a : a;
-    b = b < 0 ? -b : b;
-    return a > b ? a : b;
-}
-
-static int64_t lead_pad(int32_t mode, int64_t explicit_pad, int64_t in, int64_t out, int64_t k_eff,
-                        int64_t stride) {
-    if (mode == KS_PAD_EXPLICIT) return explicit_pad;
-    if (mode == KS_PAD_VALID) return 0;
-    int64_t total = (out - 1) * stride + k_eff - in;
-    if (total < 0) total = 0;
-    return mode == KS_PAD_SAME_UPPER ? total / 2 : total - total / 2;
-}
-
-/* Checks shared by every quantized variant: per-tensor U8/I8 activations with zero points inside
- * their dtype, constant U8/I8 weights (per tensor or per output channel), constant I32 bias, a
- * quantizable activation, and an int32-safe accumulator for reduction depth `depth`. */
-static int check_quant_common(const ks__kernel_ctx *ctx, qproblem *p, int64_t depth) {
-    const ks__rt_tensor *x = p->x, *w = p->w, *y = p->y, *b = p->bias;
-    if (!q8(x) || !q8(y) || !q8(w) || !w->data) return -1;
+int ks__q8_check_common(const ks__rt_tensor *x, const ks__rt_tensor *w, const ks__rt_tensor *y,
+                        const ks__rt_tensor *b, int32_t act, int64_t oc, int64_t depth) {
+    if (!ks__q8_is_quant(x) || !ks__q8_is_quant(y) || !ks__q8_is_quant(w) || !w->data) return -1;
     if (x->quant->count != 1 || y->quant->count != 1) return -1;
     if (!(x->quant->scales[0] > 0.0f) || !(y->quant->scales[0] > 0.0f)) return -1;
-    if (!p->fused) p->ys = y->quant->scales[0], p->yzp = y->quant->zero_points[0];
-    if ((int64_t)w->quant->count != 1 && ((int64_t)w->quant->count != p->oc || w->quant->axis != 0))
+    if ((int64_t)w->quant->count != 1 && ((int64_t)w->quant->count != oc || w->quant->axis != 0))
         return -1;
     int32_t xzp = x->quant->zero_points[0], yzp = y->quant->zero_points[0];
-    if (xzp < dtype_lo(x->dtype) || xzp > dtype_hi(x->dtype)) return -1;
-    if (yzp < dtype_lo(y->dtype) || yzp > dtype_hi(y->dtype)) return -1;
-    if (p->act != KS_ACT_NONE && p->act != KS_ACT_RELU && p->act != KS_ACT_RELU6 &&
-        p->act != KS_ACT_RELU_N1_TO_1)
+    if (xzp < ks__q8_lo(x->dtype) || xzp > ks__q8_hi(x->dtype)) return -1;
+    if (yzp < ks__q8_lo(y->dtype) || yzp > ks__q8_hi(y->dtype)) return -1;
+    if (act != KS_ACT_NONE && act != KS_ACT_RELU && act != KS_ACT_RELU6 &&
+        act != KS_ACT_RELU_N1_TO_1)
         return -1;
-    if (b && (b->dtype != KS_DTYPE_I32 || !b->data || ks__rt_numel(b) != p->oc)) return -1;
+    if (b && (b->dtype != KS_DTYPE_I32 || !b->data || ks__rt_numel(b) != oc)) return -1;
     int64_t wdev = 0;
     for (uint32_t i = 0; i < w->quant->count; i++) {
         int32_t z = w->quant->zero_points[i];
-        if (z < dtype_lo(w->dtype) || z > dtype_hi(w->dtype)) return -1;
-        int64_t d = max_dev(w->dtype, z);
+        if (z < ks__q8_lo(w->dtype) || z > ks__q8_hi(w->dtype)) return -1;
+        int64_t d = ks__q8_max_dev(w->dtype, z);
         if (d > wdev) wdev = d;
     }
     int64_t bmax = 0;
-    for (int64_t c = 0; b && c < p->oc; c++) {
+    for (int64_t c = 0; b && c < oc; c++) {
         int64_t v = ((const int32_t *)b->data)[c];
         if (v < 0) v = -v;
         if (v > bmax) bmax = v;
     }
-    int64_t xdev = max_dev(x->dtype, xzp);
+    int64_t xdev = ks__q8_max_dev(x->dtype, xzp);
     if (depth > (INT32_MAX - bmax) / (xdev * wdev + 1)) return -1;
-    (void)ctx;
     return 0;
 }
 
-static int same_shape(const ks__rt_tensor *a, const ks__rt_tensor *b) {
-    if (a->rank != b->rank) return 0;
-    for (int32_t d = 0; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d]) return 0;
-    return 1;
+/* ks__q8_check_common, then the plain node's requantization target. */
+static int check_quant_common(qproblem *p, int64_t depth) {
+    if (ks__q8_check_common(p->x, p->w, p->y, p->bias, p->f.act, p->oc, depth)) return -1;
+    if (!p->f.fused) p->f.ys = p->y->quant->scales[0], p->f.yzp = p->y->quant->zero_points[0];
+    return 0;
 }
 
-/* CONV2D's fused forms (ops.inc): ip[12] == 1 with a residual (input 3) or act TABLE (input 4).
- * Without ip[12], inputs 3 and 4 are refused (float-only residual, PRELU slopes). Sets p->act to
- * the microkernel's own act (NONE for fused nodes) and p->ys / p->yzp to the intermediate's. */
-static int describe_fused(const ks__kernel_ctx *ctx, qproblem *p, int allowed) {
+int ks__q8_describe_fused(const ks__kernel_ctx *ctx, const ks__rt_tensor *y, int allowed,
+                          ks__q8_fused_desc *d) {
     const int32_t *ip = ctx->node->ip;
-    const ks__rt_tensor *res = input_at(ctx, 3), *tab = input_at(ctx, 4), *y = p->y;
-    p->act = ip[10];
-    if (ip[12] != 1) return res || tab ? -1 : 0;
-    if (!allowed || !q8(y) || y->quant->count != 1) return -1;
+    const ks__rt_tensor *res = ks__q8_input(ctx, 3), *tab = ks__q8_input(ctx, 4);
+    memset(d, 0, sizeof(*d));
+    d->act = ip[10];
+    if (ip[12] != 1) {
+        if (ks__q8_is_quant(y)) d->ys = y->quant->scales[0], d->yzp = y->quant->zero_points[0];
+        return res || tab ? -1 : 0;
+    }
+    if (!allowed || !ks__q8_is_quant(y) || y->quant->count != 1) return -1;
     float is = ctx->node->fp[1];
     int32_t iz = ip[11];
-    if (!(is > 0.0f) || !isfinite(is) || iz < dtype_lo(y->dtype) || iz > dtype_hi(y->dtype))
+    if (!(is > 0.0f) || !isfinite(is) || iz < ks__q8_lo(y->dtype) || iz > ks__q8_hi(y->dtype))
         return -1;
     if (ip[10] == KS_ACT_TABLE) {
         if (res || !tab || !tab->data || tab->dtype != y->dtype || ks__rt_numel(tab) != 256)
             return -1;
-        p->fused = KS_Q8_FUSED_TABLE;
+        d->fused = KS_Q8_FUSED_TABLE;
     } else {
-        if (!res || tab || !q8(res) || res->dtype != y->dtype || res->quant->count != 1 ||
-            !(res->quant->scales[0] > 0.0f) || !same_shape(res, y))
+        if (!res || tab || !ks__q8_is_quant(res) || res->dtype != y->dtype ||
+            res->quant->count != 1 || !(res->quant->scales[0] > 0.0f) || !ks__q8_same_shape(res, y))
             return -1;
         int32_t rz = res->quant->zero_points[0];
-        if (rz < dtype_lo(y->dtype) || rz > dtype_hi(y->dtype)) return -1;
+        if (rz < ks__q8_lo(y->dtype) || rz > ks__q8_hi(y->dtype)) return -1;
         if (ip[10] != KS_ACT_NONE && ip[10] != KS_ACT_RELU && ip[10] != KS_ACT_RELU6 &&
             ip[10] != KS_ACT_RELU_N1_TO_1)
             return -1;
-        p->fused = KS_Q8_FUSED_RESIDUAL;
-        p->post_act = ip[10];
+        d->fused = KS_Q8_FUSED_RESIDUAL;
+        d->post_act = ip[10];
     }
-    p->res = res, p->table = tab;
-    p->act = KS_ACT_NONE;
-    p->ys = is, p->yzp = iz;
+    d->res = res, d->table = tab;
+    d->act = KS_ACT_NONE;
+    d->ys = is, d->yzp = iz;
     return 0;
 }
 
-static void make_fused(const qproblem *p, ks__q8_fused *f) {
+void ks__q8_make_fused(const ks__q8_fused_desc *d, const ks__rt_tensor *y, ks__q8_fused *f) {
     memset(f, 0, sizeof(*f));
-    f->kind = p->fused;
-    const ks__rt_tensor *y = p->y;
-    if (p->fused == KS_Q8_FUSED_RESIDUAL) {
-        ks__q8_fused_add_init(f, y->dtype, p->ys, p->yzp, p->res->quant->scales[0],
-                              p->res->quant->zero_points[0], y->quant->scales[0],
-                              y->quant->zero_points[0], p->post_act);
-    } else if (p->fused == KS_Q8_FUSED_TABLE) {
+    f->kind = d->fused;
+    if (d->fused == KS_Q8_FUSED_RESIDUAL) {
+        ks__q8_fused_add_init(f, y->dtype, d->ys, d->yzp, d->res->quant->scales[0],
+                              d->res->quant->zero_points[0], y->quant->scales[0],
+                              y->quant->zero_points[0], d->post_act);
+    } else if (d->fused == KS_Q8_FUSED_TABLE) {
         f->flip = y->dtype == KS_DTYPE_I8 ? 0x80 : 0;
         f->vbmi = (ks__cpu_isa() & KS_ISA_AVX512_VBMI) != 0;
-        const uint8_t *t = (const uint8_t *)p->table->data;
+        const uint8_t *t = (const uint8_t *)d->table->data;
         for (int b = 0; b < 256; b++)
             f->table[b] = t[b ^ f->flip];
     }
@@ -227,14 +181,14 @@ void ks__q8_fused_apply_scalar(const ks__q8_fused *f, uint8_t *y, const uint8_t 
 static int describe_gemm(const ks__kernel_ctx *ctx, qproblem *p, uint32_t kr, int fused_ok) {
     memset(p, 0, sizeof(*p));
     if (ctx->num_outputs != 1 || ctx->num_inputs < 2) return -1;
-    const ks__rt_tensor *x = input_at(ctx, 0), *w = input_at(ctx, 1), *y = ctx->out[0];
+    const ks__rt_tensor *x = ks__q8_input(ctx, 0), *w = ks__q8_input(ctx, 1), *y = ctx->out[0];
     if (!x || !w || !y) return -1;
-    p->x = x, p->w = w, p->y = y, p->bias = input_at(ctx, 2);
+    p->x = x, p->w = w, p->y = y, p->bias = ks__q8_input(ctx, 2);
     if (ctx->node->op == KS_OP_CONV2D) {
         const int32_t *ip = ctx->node->ip;
         if (x->rank != 4 || w->rank != 4 || y->rank != 4) return -1;
-        if (describe_fused(ctx, p, fused_ok)) return -1;
-        if (one_if_zero(ip[9]) != 1) return -1;
+        if (ks__q8_describe_fused(ctx, p->y, fused_ok, &p->f)) return -1;
+        if (ks__q8_one_if_zero(ip[9]) != 1) return -1;
         p->ic = x->dims[3], p->kc = w->dims[3], p->kh = w->dims[1], p->kw = w->dims[2];
         p->oc = w->dims[0];
         if (p->kc != p->ic || p->kc < 1 || p->kh < 1 || p->kw < 1 || p->oc < 1 ||
@@ -242,11 +196,11 @@ static int describe_gemm(const ks__kernel_ctx *ctx, qproblem *p, uint32_t kr, in
             return -1;
         if (ip[8] < KS_PAD_EXPLICIT || ip[8] > KS_PAD_VALID) return -1;
         p->ih = x->dims[1], p->iw = x->dims[2], p->oh = y->dims[1], p->ow = y->dims[2];
-        p->sh = one_if_zero(ip[0]), p->sw = one_if_zero(ip[1]);
-        p->dh = one_if_zero(ip[2]), p->dw = one_if_zero(ip[3]);
+        p->sh = ks__q8_one_if_zero(ip[0]), p->sw = ks__q8_one_if_zero(ip[1]);
+        p->dh = ks__q8_one_if_zero(ip[2]), p->dw = ks__q8_one_if_zero(ip[3]);
         if (p->sh < 1 || p->sw < 1 || p->dh < 1 || p->dw < 1 || p->ih < 1 || p->iw < 1) return -1;
-        p->pt = lead_pad(ip[8], ip[4], p->ih, p->oh, (p->kh - 1) * p->dh + 1, p->sh);
-        p->pl = lead_pad(ip[8], ip[5], p->iw, p->ow, (p->kw - 1) * p->dw + 1, p->sw);
+        p->pt = ks__q8_lead_pad(ip[8], ip[4], p->ih, p->oh, (p->kh - 1) * p->dh + 1, p->sh);
+        p->pl = ks__q8_lead_pad(ip[8], ip[5], p->iw, p->ow, (p->kw - 1) * p->dw + 1, p->sw);
         p->ks = p->kh * p->kw;
         p->m = y->dims[0] * p->oh * p->ow;
         p->pixels = x->dims[0] * p->ih * p->iw;
@@ -259,26 +213,32 @@ static int describe_gemm(const ks__kernel_ctx *ctx, qproblem *p, uint32_t kr, in
         if (o < 1 || in_size < 1 || numel < 0 || numel % in_size) return -1;
         if (ks__rt_numel(y) != numel / in_size * o) return -1;
         p->oc = o, p->kc = in_size, p->ks = 1, p->m = numel / in_size, p->pixels = p->m;
-        p->act = ctx->node->ip[0];
-        p->legacy = q8(w) && w->quant->count == 1;
+        p->f.act = ctx->node->ip[0];
+        p->legacy = ks__q8_is_quant(w) && w->quant->count == 1;
     } else {
         return -1;
     }
     if (p->m < 1) return -1;
     p->kcp = (p->kc + kr - 1) / kr * kr;
-    return check_quant_common(ctx, p, p->ks * p->kc);
+    return check_quant_common(p, p->ks * p->kc);
 }
 
 /* ---- requantization constants ---- */
 
+void ks__q8_channel_multiplier(float xs, float ws, float ys, int legacy, int32_t *mult,
+                               int32_t *left, int32_t *right) {
+    double real = legacy ? (double)(xs * ws) / (double)ys : (double)xs * (double)ws / (double)ys;
+    int32_t shift;
+    ks__quant_multiplier(real, mult, &shift);
+    *left = shift > 0 ? (shift > 31 ? 31 : shift) : 0;
+    *right = shift > 0 ? 0 : (-shift > 31 ? 31 : -shift);
+}
+
 static void col_requant(const qproblem *p, int64_t c, int32_t *hdr, size_t stride) {
-    float xs = p->x->quant->scales[0], ys = p->ys;
-    float ws = p->w->quant->scales[p->w->quant->count == 1 ? 0 : c];
-    double real = p->legacy ? (double)(xs * ws) / (double)ys : (double)xs * (double)ws / (double)ys;
-    int32_t mult, shift;
-    ks__quant_multiplier(real, &mult, &shift);
-    int32_t left = shift > 0 ? (shift > 31 ? 31 : shift) : 0;
-    int32_t right = shift > 0 ? 0 : (-shift > 31 ? 31 : -shift);
+    int32_t mult, left, right;
+    ks__q8_channel_multiplier(p->x->quant->scales[0],
+                              p->w->quant->scales[p->w->quant->count == 1 ? 0 : c], p->f.ys,
+                              p->legacy, &mult, &left, &right);
     hdr[KS_Q8_HDR_MULT * stride] = mult;
     hdr[KS_Q8_HDR_LSHIFT * stride] = left;
     hdr[KS_Q8_HDR_RSHIFT * stride] = right;
@@ -287,17 +247,9 @@ static void col_requant(const qproblem *p, int64_t c, int32_t *hdr, size_t strid
 
 static void make_epilogue(const qproblem *p, ks__q8_epilogue *ep) {
     memset(ep, 0, sizeof(*ep));
-    ep->out_zp = p->yzp;
+    ep->out_zp = p->f.yzp;
     ep->out_signed = p->y->dtype == KS_DTYPE_I8;
-    ks__quant_act_range(p->act, p->ys, ep->out_zp, p->y->dtype, &ep->lo, &ep->hi);
-}
-
-static int32_t wzp_at(const ks__rt_tensor *w, int64_t c) {
-    return w->quant->zero_points[w->quant->count == 1 ? 0 : c];
-}
-
-static int32_t load_q(const ks__rt_tensor *t, int64_t i) {
-    return t->dtype == KS_DTYPE_U8 ? ((const uint8_t *)t->data)[i] : ((const int8_t *)t->data)[i];
+    ks__quant_act_range(p->f.act, p->f.ys, ep->out_zp, p->y->dtype, &ep->lo, &ep->hi);
 }
 
 /* Input zero point as the KR == 4 kernels see it (I8 inputs are flipped to u8 by +128). */
@@ -307,7 +259,7 @@ static int32_t xzp_shifted(const qproblem *p) {
 
 /* Weight zero point of channel c in s8 terms (U8 weights are shifted by -128). */
 static int32_t wzp_shifted(const qproblem *p, int64_t c) {
-    return wzp_at(p->w, c) - (p->w->dtype == KS_DTYPE_U8 ? 128 : 0);
+    return ks__q8_wzp(p->w, c) - (p->w->dtype == KS_DTYPE_U8 ? 128 : 0);
 }
 
 static int needs_rowsum(const qproblem *p, uint32_t kr) {
@@ -429,11 +381,11 @@ static ks_status gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, in
         for (size_t j = 0; j < nr; j++) {
             int64_t co = (int64_t)(pn * nr + j);
             if (co >= p.oc) continue; /* padding columns: all zero, outputs never stored */
-            int32_t wzp = wzp_at(p.w, co);
+            int32_t wzp = ks__q8_wzp(p.w, co);
             int64_t wsum = 0;
             for (int64_t t = 0; t < p.ks; t++) {
                 for (int64_t k = 0; k < p.kc; k++) {
-                    int32_t wv = load_q(p.w, (co * p.ks + t) * p.kc + k);
+                    int32_t wv = ks__q8_load(p.w, (co * p.ks + t) * p.kc + k);
                     /* Index of (t, k) within the panel's [t][kb][nr][kr] weight blocks. */
                     size_t at =
                         (((size_t)t * (size_t)kb + (size_t)(k / (int64_t)kr)) * nr + j) * kr +
@@ -722,8 +674,8 @@ static ks_status gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, int
     j.mtiles = ((size_t)p.m + arch->mr - 1) / arch->mr;
     j.pb = panel_bytes(&p, arch, r64);
     make_epilogue(&p, &j.ep);
-    make_fused(&p, &j.fused);
-    j.res = p.res ? (const uint8_t *)p.res->data : NULL;
+    ks__q8_make_fused(&p.f, p.y, &j.fused);
+    j.res = p.f.res ? (const uint8_t *)p.f.res->data : NULL;
     j.ep.use_rowsum = j.pixsum != NULL;
     if (j.fused.kind && arch->fused_in_kernel)
         j.ep.fused = &j.fused, j.ep.y_base = (const uint8_t *)j.y, j.ep.res_base = j.res;
@@ -753,27 +705,27 @@ ks_status ks__q8_gemm_run_r64(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch)
 static int describe_dw(const ks__kernel_ctx *ctx, qproblem *p, int fused_ok) {
     memset(p, 0, sizeof(*p));
     if (ctx->node->op != KS_OP_CONV2D || ctx->num_outputs != 1 || ctx->num_inputs < 2) return -1;
-    const ks__rt_tensor *x = input_at(ctx, 0), *w = input_at(ctx, 1), *y = ctx->out[0];
+    const ks__rt_tensor *x = ks__q8_input(ctx, 0), *w = ks__q8_input(ctx, 1), *y = ctx->out[0];
     const int32_t *ip = ctx->node->ip;
     if (!x || !w || !y || x->rank != 4 || w->rank != 4 || y->rank != 4) return -1;
-    p->x = x, p->w = w, p->y = y, p->bias = input_at(ctx, 2);
-    if (describe_fused(ctx, p, fused_ok)) return -1;
+    p->x = x, p->w = w, p->y = y, p->bias = ks__q8_input(ctx, 2);
+    if (ks__q8_describe_fused(ctx, p->y, fused_ok, &p->f)) return -1;
     p->ic = x->dims[3], p->oc = w->dims[0], p->kh = w->dims[1], p->kw = w->dims[2];
-    if (w->dims[3] != 1 || one_if_zero(ip[9]) != p->ic || p->oc != p->ic || p->ic < 1 ||
+    if (w->dims[3] != 1 || ks__q8_one_if_zero(ip[9]) != p->ic || p->oc != p->ic || p->ic < 1 ||
         p->kh < 1 || p->kw < 1 || y->dims[3] != p->oc || y->dims[0] != x->dims[0])
         return -1;
     if (ip[8] < KS_PAD_EXPLICIT || ip[8] > KS_PAD_VALID) return -1;
     p->ih = x->dims[1], p->iw = x->dims[2], p->oh = y->dims[1], p->ow = y->dims[2];
-    p->sh = one_if_zero(ip[0]), p->sw = one_if_zero(ip[1]);
-    p->dh = one_if_zero(ip[2]), p->dw = one_if_zero(ip[3]);
+    p->sh = ks__q8_one_if_zero(ip[0]), p->sw = ks__q8_one_if_zero(ip[1]);
+    p->dh = ks__q8_one_if_zero(ip[2]), p->dw = ks__q8_one_if_zero(ip[3]);
     if (p->sh < 1 || p->sw < 1 || p->dh < 1 || p->dw < 1 || p->ih < 1 || p->iw < 1) return -1;
-    p->pt = lead_pad(ip[8], ip[4], p->ih, p->oh, (p->kh - 1) * p->dh + 1, p->sh);
-    p->pl = lead_pad(ip[8], ip[5], p->iw, p->ow, (p->kw - 1) * p->dw + 1, p->sw);
+    p->pt = ks__q8_lead_pad(ip[8], ip[4], p->ih, p->oh, (p->kh - 1) * p->dh + 1, p->sh);
+    p->pl = ks__q8_lead_pad(ip[8], ip[5], p->iw, p->ow, (p->kw - 1) * p->dw + 1, p->sw);
     p->ks = p->kh * p->kw, p->kc = 1;
     p->m = y->dims[0] * p->oh * p->ow;
     p->legacy = x->dtype == KS_DTYPE_U8;
     if (p->m < 1) return -1;
-    return check_quant_common(ctx, p, p->ks);
+    return check_quant_common(p, p->ks);
 }
 
 static size_t dw_blocks(const qproblem *p, const ks__q8_dw_arch *arch) {
@@ -830,17 +782,17 @@ ks_status ks__q8_dw_pack(ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch) {
         for (size_t j = 0; j < cb; j++) {
             int64_t c = (int64_t)(blk * cb + j);
             if (c >= p.oc) continue;
-            int32_t wzp = wzp_at(p.w, c);
+            int32_t wzp = ks__q8_wzp(p.w, c);
             for (int64_t t = 0; t < p.ks; t++)
                 wp[(size_t)t * cb + j] =
-                    (int32_t)(uint16_t)(int16_t)(load_q(p.w, c * p.ks + t) - wzp);
+                    (int32_t)(uint16_t)(int16_t)(ks__q8_load(p.w, c * p.ks + t) - wzp);
             hdr[KS_Q8_HDR_BIAS * cb + j] = bias ? bias[c] : 0;
             /* The ROWMUL row (unused by depthwise otherwise) holds the bias with the input zero
              * point folded in, for kernels that multiply raw input codes: bias - x_zp * sum(w),
              * congruent mod 2^32 (cost() keeps the true sum inside int32). */
             int64_t wsum = 0;
             for (int64_t t = 0; t < p.ks; t++)
-                wsum += load_q(p.w, c * p.ks + t) - wzp;
+                wsum += ks__q8_load(p.w, c * p.ks + t) - wzp;
             int64_t folded =
                 (int64_t)(bias ? bias[c] : 0) - (int64_t)p.x->quant->zero_points[0] * wsum;
             hdr[KS_Q8_HDR_ROWMUL * cb + j] = (int32_t)(uint32_t)(uint64_t)folded;
@@ -950,8 +902,8 @@ ks_status ks__q8_dw_run(ks__kernel_ctx *ctx, const ks__q8_dw_arch *arch) {
     j.flip = p.x->dtype == KS_DTYPE_I8 ? 0x80 : 0;
     j.zp = p.x->quant->zero_points[0] + (p.x->dtype == KS_DTYPE_I8 ? 128 : 0);
     make_epilogue(&p, &j.ep);
-    make_fused(&p, &j.fused);
-    j.res = p.res ? (const uint8_t *)p.res->data : NULL;
+    ks__q8_make_fused(&p.f, p.y, &j.fused);
+    j.res = p.f.res ? (const uint8_t *)p.f.res->data : NULL;
     if (j.fused.kind && arch->fused_in_kernel)
         j.ep.fused = &j.fused, j.ep.y_base = j.y, j.ep.res_base = j.res;
     ks__parallel_for(ctx->pool, (size_t)(p.y->dims[0] * p.oh), 1, dw_range, &j);
