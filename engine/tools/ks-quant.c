@@ -41,6 +41,17 @@ typedef struct preprocess {
     int32_t width_px, height_px;
 } preprocess;
 
+/* --fallback: how the output check (--min-output-cosine) picks the layers it returns to fp32. */
+enum {
+    FALLBACK_SENSITIVITY = 0, /* measured gain of the model outputs per layer (default) */
+    FALLBACK_CHEAP = 1,       /* that gain per microsecond the layer costs in fp32 */
+    FALLBACK_OWN_ERROR = 2,   /* largest own error first, an eighth per round (old) */
+    FALLBACK_SMALL = 3,       /* that gain per weight the layer would store in fp32 */
+};
+
+/* --bias-correction values */
+enum { BIAS_OFF = 0, BIAS_EMPIRICAL = 1, BIAS_ANALYTIC = 2, BIAS_AUTO = 3 };
+
 typedef struct options {
     const char *in_path, *out_path, *calib_dir, *report_path, *preprocess_spec;
     ksq_method method;
@@ -49,9 +60,10 @@ typedef struct options {
     int speed_check, quiet;
     int entropy;            /* --entropy: write .ksm 1.2, losslessly packed (ksm.h) */
     int equalize;           /* cross-layer equalization (equalize.c), on by default */
-    int bias_correction;    /* 0 off, 1 empirical, 2 analytic (default) */
+    int bias_correction;    /* BIAS_*: analytic by default */
     int int8_output_layers; /* quantize the layers that compute the model outputs too */
     int crops;              /* --calibration-crops: extra crops per calibration image */
+    int fallback;           /* --fallback: FALLBACK_* (how the output check picks layers) */
     char *skip[MAX_SKIP];
     int num_skip;
     char *skip_buf;
@@ -88,8 +100,15 @@ static void usage(void) {
             "                               exact fp32 inputs) has a cosine similarity vs fp32\n"
             "                               below C (default 0.999; 0 disables)\n"
             "  --min-output-cosine C        then, while a model output is below C vs fp32,\n"
-            "                               return the layers with the largest own error to\n"
-            "                               fp32, an eighth per round (default 0.99; 0 disables)\n"
+            "                               return int8 layers to fp32 (default 0.999; 0\n"
+            "                               disables), picked by --fallback\n"
+            "  --fallback sensitivity|cheap|small|own-error\n"
+            "                               sensitivity (default): the layers whose return\n"
+            "                               to fp32 raises the worst output cosine most,\n"
+            "                               measured per layer; cheap: that gain per us the\n"
+            "                               layer costs in fp32; small: per weight it stores\n"
+            "                               in fp32; own-error: largest own error first, an\n"
+            "                               eighth of the layers per round\n"
             "  --outputs NAME,...           outputs that check considers (default: all)\n"
             "  --max-images N               calibration images used (default 100)\n"
             "  --eval-images N              images for the cosine checks, spread over the\n"
@@ -98,7 +117,8 @@ static void usage(void) {
             "  --no-equalize                no cross-layer equalization of per-channel ranges\n"
             "  --bias-correction M          analytic (default: the int8 weights' expected\n"
             "                               error) | empirical (the int8 model's mean error per\n"
-            "                               channel, measured layer by layer)\n"
+            "                               channel, measured layer by layer) | auto (both,\n"
+            "                               keeps the one with the better worst output cosine)\n"
             "  --no-bias-correction         no bias correction\n"
             "  --int8-output-layers         quantize the layers that compute the model outputs\n"
             "                               too (default: they stay fp32, see docs)\n"
@@ -213,7 +233,7 @@ static int parse_args(int argc, char **argv, options *o) {
     o->method = KSQ_METHOD_MSE;
     o->percentile = 99.99;
     o->min_cosine = 0.999;
-    o->min_output_cosine = 0.99;
+    o->min_output_cosine = 0.999;
     o->max_images = 100;
     o->eval_images = 4;
     o->max_rounds = 16;
@@ -289,8 +309,28 @@ static int parse_args(int argc, char **argv, options *o) {
                 o->bias_correction = 1;
             else if (strcmp(v, "analytic") == 0)
                 o->bias_correction = 2;
+            else if (strcmp(v, "auto") == 0)
+                o->bias_correction = BIAS_AUTO;
             else {
-                fprintf(stderr, "ks-quant: --bias-correction: '%s' is not empirical or analytic\n",
+                fprintf(stderr,
+                        "ks-quant: --bias-correction: '%s' is not empirical, analytic or auto\n",
+                        v);
+                return -1;
+            }
+        } else if (strcmp(a, "--fallback") == 0 && has) {
+            const char *v = argv[++i];
+            if (strcmp(v, "sensitivity") == 0)
+                o->fallback = FALLBACK_SENSITIVITY;
+            else if (strcmp(v, "cheap") == 0)
+                o->fallback = FALLBACK_CHEAP;
+            else if (strcmp(v, "own-error") == 0)
+                o->fallback = FALLBACK_OWN_ERROR;
+            else if (strcmp(v, "small") == 0)
+                o->fallback = FALLBACK_SMALL;
+            else {
+                fprintf(stderr,
+                        "ks-quant: --fallback: '%s' is not sensitivity, cheap, small or "
+                        "own-error\n",
                         v);
                 return -1;
             }
@@ -1163,12 +1203,273 @@ static bool output_checked(const options *o, const char *name) {
     return false;
 }
 
+/* ---- output sensitivity (--fallback sensitivity, the default) ----------------------------- */
+
+/* fp32 outputs of the evaluation images, the reference every candidate plan is scored against. */
+typedef struct outref {
+    int num_images;
+    uint32_t num_outputs;
+    const char **names; /* per output (the src graph's names, shared) */
+    bool *checked;      /* per output: selected by --outputs */
+    float **ref;        /* [image * num_outputs + k]; NULL when the output is not f32 */
+    size_t *count;      /* per output: values */
+} outref;
+
+static void outref_free(outref *r) {
+    if (r->ref)
+        for (size_t i = 0; i < (size_t)r->num_images * r->num_outputs; i++)
+            free(r->ref[i]);
+    free(r->ref);
+    free(r->names);
+    free(r->checked);
+    free(r->count);
+    memset(r, 0, sizeof(*r));
+}
+
+static int outref_init(const options *o, const ks__graph *src, ks_session *fs, const preprocess *pp,
+                       const image_list *imgs, outref *r) {
+    memset(r, 0, sizeof(*r));
+    r->num_images = imgs->count < o->eval_images ? imgs->count : o->eval_images;
+    r->num_outputs = src->num_outputs;
+    r->names = calloc(r->num_outputs + 1, sizeof(char *));
+    r->checked = calloc(r->num_outputs + 1, sizeof(bool));
+    r->count = calloc(r->num_outputs + 1, sizeof(size_t));
+    r->ref = calloc((size_t)r->num_images * r->num_outputs + 1, sizeof(float *));
+    if (!r->names || !r->checked || !r->count || !r->ref) return -1;
+    for (uint32_t k = 0; k < r->num_outputs; k++) {
+        r->names[k] = src->tensors[src->outputs[k]].name;
+        r->checked[k] = output_checked(o, r->names[k]);
+    }
+    for (int i = 0; i < r->num_images; i++) {
+        if (fill_input(fs, pp, eval_image(imgs, i, r->num_images)) || run_session(fs)) return -1;
+        for (uint32_t k = 0; k < r->num_outputs; k++) {
+            ks_tensor t;
+            if (ks_session_tensor(fs, (uint32_t)src->outputs[k], &t) || !t.data ||
+                t.info.dtype != KS_DTYPE_F32)
+                continue;
+            float *copy = malloc(t.size_bytes ? t.size_bytes : 1);
+            if (!copy) return -1;
+            memcpy(copy, t.data, t.size_bytes);
+            r->ref[(size_t)i * r->num_outputs + k] = copy;
+            r->count[k] = t.size_bytes / sizeof(float);
+        }
+    }
+    return 0;
+}
+
+/* Worst cosine over the checked outputs of the plan's int8 model against the fp32 reference
+ * (decides the plan, applies the bias correction, builds, loads and runs the model on the
+ * evaluation images). */
+static int plan_worst_cosine(ks__graph *src, ksq_plan *plan, const ksq_biascorr *bc,
+                             const ks_tensor_shape *shape, const preprocess *pp,
+                             const image_list *imgs, const outref *r, double *worst_out) {
+    ks__graph qg;
+    ksq_map map = {0};
+    ks_model *qm = NULL;
+    ks_session *qs = NULL;
+    uint8_t *buf = NULL;
+    size_t size = 0;
+    char err[1024];
+    int rc = -1;
+    uint32_t no = r->num_outputs;
+    double *acc = calloc(3 * (size_t)no + 1, sizeof(double));
+    ks__graph_init(&qg, NULL);
+    err[0] = '\0';
+    if (!acc) goto done;
+    ksq_plan_decide(plan, src);
+    if (bc && bc->bias_id) ksq_biascorr_apply(bc, src, plan->mode);
+    ks_model_desc md = {.flags = KS_MODEL_COPY_BUFFER};
+    if (ksq_build(src, plan, &qg, &map, NULL, err, sizeof(err)) ||
+        ks__ksm_write(&qg, &buf, &size, err, sizeof(err)) ||
+        ks_model_load_buffer(buf, size, &md, &qm)) {
+        fprintf(stderr, "ks-quant: output check: %s %s\n", err, ks_last_error(NULL));
+        goto done;
+    }
+    ks_session_desc sd = {.num_threads = 1};
+    if (ks_session_create(qm, &sd, &qs) || ks_session_reshape(qs, shape)) {
+        fprintf(stderr, "ks-quant: output check: %s\n", ks_last_error(qs));
+        goto done;
+    }
+    for (int i = 0; i < r->num_images; i++) {
+        if (fill_input(qs, pp, eval_image(imgs, i, r->num_images)) || run_session(qs)) goto done;
+        for (uint32_t j = 0; j < ks_model_num_outputs(qm); j++) {
+            ks_tensor t;
+            if (ks_session_output(qs, j, &t) || !t.data || t.info.dtype != KS_DTYPE_F32) continue;
+            for (uint32_t k = 0; k < no; k++) {
+                const float *ref = r->ref[(size_t)i * no + k];
+                if (!ref || !r->checked[k] || !t.info.name ||
+                    strcmp(r->names[k], t.info.name) != 0 ||
+                    t.size_bytes != r->count[k] * sizeof(float))
+                    continue;
+                const float *v = t.data;
+                for (size_t e = 0; e < r->count[k]; e++) {
+                    if (!isfinite(ref[e]) || !isfinite(v[e])) continue;
+                    acc[3 * k] += (double)ref[e] * v[e];
+                    acc[3 * k + 1] += (double)ref[e] * ref[e];
+                    acc[3 * k + 2] += (double)v[e] * v[e];
+                }
+            }
+        }
+    }
+    *worst_out = 1.0;
+    for (uint32_t k = 0; k < no; k++) {
+        if (!r->checked[k]) continue;
+        double a = acc[3 * k + 1], b = acc[3 * k + 2];
+        double c = (a == 0.0 && b == 0.0)   ? 1.0
+                   : (a == 0.0 || b == 0.0) ? 0.0
+                                            : acc[3 * k] / sqrt(a * b);
+        if (c < *worst_out) *worst_out = c;
+    }
+    rc = 0;
+done:
+    ks_session_destroy(qs);
+    ks_model_destroy(qm);
+    if (buf) ks__free(&qg.alloc, buf);
+    ks__graph_free(&qg);
+    ksq_map_free(&map);
+    free(acc);
+    return rc;
+}
+
+/* A node's name for messages and the report; ONNX nodes are often unnamed: then the name of its
+ * first output tensor (what --skip also accepts). */
+static const char *layer_name(const ks__graph *g, const ks__node *n) {
+    if (n->name && n->name[0]) return n->name;
+    if (n->num_outputs && n->outputs[0] >= 0 && g->tensors[n->outputs[0]].name)
+        return g->tensors[n->outputs[0]].name;
+    return "";
+}
+
+typedef struct sens_row {
+    uint32_t node;
+    double score; /* larger: return to fp32 first */
+} sens_row;
+
+static int cmp_sens(const void *a, const void *b) {
+    double x = ((const sens_row *)a)->score, y = ((const sens_row *)b)->score;
+    return x > y ? -1 : (x < y ? 1 : 0);
+}
+
+/* What every candidate evaluation of the sensitivity fallback needs. */
+typedef struct sens_ctx {
+    const ks_tensor_shape *shape;
+    const preprocess *pp;
+    const image_list *imgs;
+    const outref *ref;
+    const ksq_biascorr *bc;
+    double *sens; /* per node: last measured output-cosine gain of returning it to fp32 (NAN) */
+    int evals;    /* candidate models built and run so far */
+} sens_ctx;
+
+static int64_t weight_count(const ks__graph *g, const ks__node *n);
+
+/* Extra time a layer costs when it returns to fp32 (0 when fp32 is not slower), in ns. */
+static double fallback_cost_ns(const eval *e, uint32_t i) {
+    double d = (double)e->t_f32[i] - (double)e->t_i8[i];
+    return d > 0.0 ? d : 0.0;
+}
+
+/* Returns int8 layers to fp32 by their measured effect on the model outputs until the worst
+ * checked output reaches --min-output-cosine. A ranking step measures, for every int8 compute
+ * layer, the worst output cosine with just that layer back in fp32 (its gain over the current
+ * plan); then the best-ranked layers go back one at a time, re-measured after each, until the
+ * target is met or a sixteenth of the candidates went back, and the ranking is measured again
+ * (interactions: once the worst layer is fp32 the next one's gain changes). With --fallback
+ * cheap the rank is the gain per microsecond the layer would add in fp32 (+ 20 us), so cheap
+ * layers go first; with small, the gain per weight it would store in fp32 (+ 1024), for the
+ * file size. Finally every layer returned here is tried in int8 again, latest first, and
+ * stays int8 when the target still holds (a greedy order can return layers that later ones made
+ * unnecessary). Returns the number of layers marked, -1 on error. */
+static int sensitivity_fallback(const options *o, ks__graph *g, ksq_plan *p, const eval *e,
+                                sens_ctx *sc, double worst) {
+    uint32_t nn = g->num_nodes;
+    int marked = 0, rc = -1;
+    double target = o->min_output_cosine;
+    sens_row *cand = calloc(nn + 1, sizeof(sens_row));
+    uint32_t *added = calloc(nn + 1, sizeof(uint32_t));
+    uint32_t num_added = 0;
+    if (!cand || !added) goto done;
+    while (worst < target) {
+        uint32_t nc = 0;
+        for (uint32_t i = 0; i < nn; i++) {
+            if (p->mode[i] != KSQ_INT8 || p->force_f32[i] || !ksq_is_compute_op(g->nodes[i].op))
+                continue;
+            cand[nc++].node = i;
+        }
+        if (nc == 0) break;
+        for (uint32_t c = 0; c < nc; c++) {
+            uint32_t i = cand[c].node;
+            double w = 0.0;
+            progress(o, "output sensitivity", (int)c, (int)nc);
+            uint8_t why = p->force_why[i];
+            p->force_f32[i] = 1;
+            p->force_why[i] = KSQ_WHY_OUTPUT; /* KSQ_WHY_INT8 (0) would keep it int8 */
+            int st = plan_worst_cosine(g, p, sc->bc, sc->shape, sc->pp, sc->imgs, sc->ref, &w);
+            p->force_f32[i] = 0;
+            p->force_why[i] = why;
+            sc->evals++;
+            if (st) goto done;
+            double gain = w - worst;
+            sc->sens[i] = gain;
+            if (o->fallback == FALLBACK_CHEAP)
+                cand[c].score = gain / (fallback_cost_ns(e, i) / 1000.0 + 20.0);
+            else if (o->fallback == FALLBACK_SMALL) /* 1024: an ADD costs some tables too */
+                cand[c].score = gain / ((double)weight_count(g, &g->nodes[i]) + 1024.0);
+            else
+                cand[c].score = gain;
+        }
+        progress(o, "output sensitivity", (int)nc, (int)nc);
+        qsort(cand, nc, sizeof(sens_row), cmp_sens);
+        uint32_t batch = (nc + 15) / 16;
+        for (uint32_t c = 0; c < batch && worst < target; c++) {
+            if (c > 0 && cand[c].score <= 0.0) break; /* nothing ranked helps: rank again */
+            uint32_t i = cand[c].node;
+            p->force_f32[i] = 1;
+            p->force_why[i] = KSQ_WHY_OUTPUT;
+            added[num_added++] = i;
+            marked++;
+            int st = plan_worst_cosine(g, p, sc->bc, sc->shape, sc->pp, sc->imgs, sc->ref, &worst);
+            sc->evals++;
+            if (st) goto done;
+            if (!o->quiet)
+                fprintf(stderr,
+                        "ks-quant: output check: '%s' back to fp32 (alone +%.2g), worst output "
+                        "cosine now %.5f\n",
+                        layer_name(g, &g->nodes[i]), sc->sens[i], worst);
+        }
+    }
+    for (uint32_t a = num_added; a-- > 0 && num_added > 1 && worst >= target;) {
+        uint32_t i = added[a];
+        double w = 0.0;
+        p->force_f32[i] = 0;
+        int st = plan_worst_cosine(g, p, sc->bc, sc->shape, sc->pp, sc->imgs, sc->ref, &w);
+        sc->evals++;
+        if (st) goto done;
+        if (w >= target) {
+            marked--;
+            if (!o->quiet)
+                fprintf(stderr, "ks-quant: output check: '%s' stays int8 after all (%.5f)\n",
+                        layer_name(g, &g->nodes[i]), w);
+        } else {
+            p->force_f32[i] = 1;
+        }
+    }
+    ksq_plan_decide(p, g);
+    if (sc->bc && sc->bc->bias_id) ksq_biascorr_apply(sc->bc, g, p->mode);
+    rc = 0;
+done:
+    free(cand);
+    free(added);
+    return rc ? -1 : marked;
+}
+
 /* Speed (layers slower in int8 go back); and, while a graph output is below
- * --min-output-cosine, the int8 layers with the largest own error go back, an eighth of them per
- * round. Both run every round: on a noisy machine the speed check can mark a layer in every
- * round until the round limit, and the output check must not be starved by it. */
-static int mark_fallbacks(const options *o, const ks__graph *g, ksq_plan *p, const eval *e,
-                          const double *iso) {
+ * --min-output-cosine, layers go back to fp32 as --fallback picks them (sensitivity_fallback;
+ * own-error: the int8 layers with the largest own error, an eighth of them per round). Both run
+ * every round: on a noisy machine the speed check can mark a layer in every round until the
+ * round limit, and the output check must not be starved by it. Returns -1 on error. */
+static int mark_fallbacks(const options *o, ks__graph *g, ksq_plan *p, const eval *e,
+                          const double *iso, sens_ctx *sc) {
     int marked = 0;
     if (o->speed_check) marked += mark_slower(g, p, e);
     if (o->min_output_cosine <= 0.0) return marked;
@@ -1179,6 +1480,11 @@ static int mark_fallbacks(const options *o, const ks__graph *g, ksq_plan *p, con
         if (!isnan(c) && c < worst) worst = c;
     }
     if (worst >= o->min_output_cosine) return marked;
+    if (o->fallback != FALLBACK_OWN_ERROR) {
+        /* The speed check's marks are part of the plan the sensitivities are measured on. */
+        int m = sensitivity_fallback(o, g, p, e, sc, worst);
+        return m < 0 ? -1 : marked + m;
+    }
     row *cand = calloc(g->num_nodes + 1, sizeof(row));
     uint32_t nc = 0;
     if (!cand) return marked;
@@ -1242,7 +1548,8 @@ static void json_str(FILE *f, const char *s) {
 }
 
 static int write_report(const options *o, const ks__graph *g, const ksq_plan *p, const eval *e,
-                        const double *iso, int num_images, size_t in_bytes, size_t out_bytes) {
+                        const double *iso, const double *sens, int num_images, size_t in_bytes,
+                        size_t out_bytes) {
     static const char *methods[] = {"minmax", "percentile", "kl", "mse"};
     row *rows = calloc(g->num_nodes + 1, sizeof(row));
     if (!rows) return -1;
@@ -1287,7 +1594,7 @@ static int write_report(const options *o, const ks__graph *g, const ksq_plan *p,
         for (uint32_t r = 0; r < nr; r++) {
             const ks__node *n = &g->nodes[rows[r].node];
             fprintf(f, "%s\n{\"node\":", r ? "," : "");
-            json_str(f, n->name);
+            json_str(f, layer_name(g, n));
             double lc = iso[rows[r].node];
             fprintf(f, ",\"op\":\"%s\",\"precision\":\"%s\",", ks__op_get_info(n->op)->name,
                     reason_text(p->reason[rows[r].node]));
@@ -1299,6 +1606,10 @@ static int write_report(const options *o, const ks__graph *g, const ksq_plan *p,
                 fprintf(f, "\"layer_cosine\":null,");
             else
                 fprintf(f, "\"layer_cosine\":%.6f,", lc);
+            if (isnan(sens[rows[r].node]))
+                fprintf(f, "\"output_gain\":null,");
+            else
+                fprintf(f, "\"output_gain\":%.3g,", sens[rows[r].node]);
             fprintf(f, "\"fp32_us\":%.1f,\"int8_us\":%.1f}", e->t_f32[rows[r].node] / 1e3,
                     p->mode[rows[r].node] == KSQ_INT8 ? e->t_i8[rows[r].node] / 1e3 : 0.0);
         }
@@ -1321,14 +1632,17 @@ static int write_report(const options *o, const ks__graph *g, const ksq_plan *p,
                 "\nPer layer, worst first. cosine: the layer output in the int8 model vs fp32 "
                 "(error accumulated through the network); own: the layer alone in int8 from "
                 "exact fp32 inputs (what --min-cosine %g tests); times from the profiler, int8 "
-                "including the QUANTIZE/DEQUANTIZE the layer needs.\n\n",
+                "including the QUANTIZE/DEQUANTIZE the layer needs; output gain: how much the "
+                "worst checked output cosine rose with just this layer back in fp32, in the "
+                "last ranking of the output check (--fallback sensitivity / cheap).\n\n",
                 o->min_cosine);
-        fprintf(f, "| # | layer | op | precision | cosine | own | fp32 us | int8 us |\n");
-        fprintf(f, "|---|---|---|---|---|---|---|---|\n");
+        fprintf(
+            f, "| # | layer | op | precision | cosine | own | output gain | fp32 us | int8 us |\n");
+        fprintf(f, "|---|---|---|---|---|---|---|---|---|\n");
         for (uint32_t r = 0; r < nr; r++) {
             uint32_t i = rows[r].node;
             const ks__node *n = &g->nodes[i];
-            fprintf(f, "| %u | %s | %s | %s | ", r + 1, n->name ? n->name : "",
+            fprintf(f, "| %u | %s | %s | %s | ", r + 1, layer_name(g, n),
                     ks__op_get_info(n->op)->name, reason_text(p->reason[i]));
             if (rows[r].cos > 1.5)
                 fprintf(f, "- | ");
@@ -1338,6 +1652,10 @@ static int write_report(const options *o, const ks__graph *g, const ksq_plan *p,
                 fprintf(f, "- | ");
             else
                 fprintf(f, "%.6f | ", iso[i]);
+            if (isnan(sens[i]))
+                fprintf(f, "- | ");
+            else
+                fprintf(f, "%.3g | ", sens[i]);
             fprintf(f, "%.1f | ", e->t_f32[i] / 1e3);
             if (p->mode[i] == KSQ_INT8)
                 fprintf(f, "%.1f |\n", e->t_i8[i] / 1e3);
@@ -1546,7 +1864,9 @@ int main(int argc, char **argv) {
     ksq_plan plan = {0};
     ksq_map map = {0};
     eval ev = {0};
-    double *iso = NULL;
+    double *iso = NULL, *sens = NULL;
+    outref oref = {0};
+    sens_ctx sc = {0};
     ks_model *fm = NULL;
     ks_session *fs = NULL;
     ks_tensor_shape shape;
@@ -1717,19 +2037,65 @@ int main(int argc, char **argv) {
             fprintf(stderr, "ks-quant: %d layer%s below cosine %g back to fp32\n", marked,
                     marked == 1 ? "" : "s", o.min_cosine);
     }
+    sens = malloc((src.num_nodes + 1) * sizeof(double));
+    if (!sens || outref_init(&o, &src, fs, &pp, &imgs, &oref)) {
+        fprintf(stderr, "ks-quant: cannot measure the fp32 reference outputs\n");
+        goto done;
+    }
+    for (uint32_t i = 0; i < src.num_nodes; i++)
+        sens[i] = NAN;
     if (o.bias_correction) {
         /* After the per-layer check: that check measures the layers' own rounding error. The
          * empirical correction is measured for the plan as it stands; layers that go back to
          * fp32 later get their original bias again (ksq_biascorr_apply). */
         int rounds = 0;
-        if (ksq_biascorr_init(&bc, &src, &calib, &plan, o.bias_correction == 2)) {
+        if (ksq_biascorr_init(&bc, &src, &calib, &plan, o.bias_correction != BIAS_EMPIRICAL)) {
             fprintf(stderr, "ks-quant: out of memory\n");
             goto done;
         }
         ksq_plan_decide(&plan, &src);
-        if (o.bias_correction == 1 &&
+        if (o.bias_correction == BIAS_EMPIRICAL &&
             empirical_bias(&o, &src, &plan, &bc, fs, &shape, &pp, &imgs, &rounds))
             goto done;
+        if (o.bias_correction == BIAS_AUTO) {
+            /* Both corrections, measured on the worst checked output of the plan as it stands;
+             * the better one is kept (empirical wins on BlazeFace, loses on selfie). */
+            ksq_biascorr emp = {0};
+            double w_analytic = 0.0, w_empirical = 0.0;
+            int st = plan_worst_cosine(&src, &plan, &bc, &shape, &pp, &imgs, &oref, &w_analytic);
+            /* The graph now holds the analytic biases: put the originals back first, or the
+             * empirical correction would start from (and "restore" fp32 layers to) them. */
+            uint8_t *all_fp32 = calloc(src.num_nodes + 1, 1); /* KSQ_FP32 == 0 */
+            if (!all_fp32) st = -1;
+            if (!st) ksq_biascorr_apply(&bc, &src, all_fp32);
+            free(all_fp32);
+            if (!st) st = ksq_biascorr_init(&emp, &src, &calib, &plan, false) ? -1 : 0;
+            if (!st) {
+                ksq_plan_decide(&plan, &src);
+                st = empirical_bias(&o, &src, &plan, &emp, fs, &shape, &pp, &imgs, &rounds);
+            }
+            if (!st)
+                st = plan_worst_cosine(&src, &plan, &emp, &shape, &pp, &imgs, &oref, &w_empirical);
+            if (st) {
+                ksq_biascorr_free(&emp);
+                goto done;
+            }
+            if (!o.quiet)
+                fprintf(stderr,
+                        "ks-quant: bias correction auto: worst output cosine %.5f analytic, "
+                        "%.5f empirical\n",
+                        w_analytic, w_empirical);
+            if (w_empirical > w_analytic) {
+                ksq_biascorr_free(&bc);
+                bc = emp;
+                o.bias_correction = BIAS_EMPIRICAL;
+            } else {
+                ksq_biascorr_free(&emp);
+                o.bias_correction = BIAS_ANALYTIC;
+            }
+            ksq_plan_decide(&plan, &src);
+            ksq_biascorr_apply(&bc, &src, plan.mode);
+        }
         size_t len = strlen(o.passes);
         snprintf(o.passes + len, sizeof(o.passes) - len, "%sbias-corrected %u layers (%s%s)",
                  len ? "; " : "", bc.num_corrected,
@@ -1740,6 +2106,12 @@ int main(int argc, char **argv) {
                     o.bias_correction == 1 ? "empirical" : "analytic", bc.num_corrected, rounds);
     }
     /* Build, measure, return slower layers to fp32, repeat. */
+    sc.shape = &shape;
+    sc.pp = &pp;
+    sc.imgs = &imgs;
+    sc.ref = &oref;
+    sc.bc = o.bias_correction ? &bc : NULL;
+    sc.sens = sens;
     for (int round = 0;; round++) {
         ksq_plan_decide(&plan, &src);
         if (o.bias_correction) ksq_biascorr_apply(&bc, &src, plan.mode);
@@ -1754,7 +2126,8 @@ int main(int argc, char **argv) {
         snprintf(what, sizeof(what), "checking (round %d)", round + 1);
         if (evaluate(&o, &src, &map, &qg, fs, &shape, &pp, &imgs, &ev, what)) goto done;
         if (round >= o.max_rounds) break;
-        int marked = mark_fallbacks(&o, &src, &plan, &ev, iso);
+        int marked = mark_fallbacks(&o, &src, &plan, &ev, iso, &sc);
+        if (marked < 0) goto done;
         if (!o.quiet && marked)
             fprintf(stderr, "ks-quant: round %d: %d layer%s back to fp32\n", round + 1, marked,
                     marked == 1 ? "" : "s");
@@ -1790,12 +2163,14 @@ int main(int argc, char **argv) {
         printf("%s%s cosine %.5f", i ? ", " : "; ", src.tensors[src.outputs[i]].name,
                cosine(&ev, (uint32_t)src.outputs[i]));
     printf("\n");
-    if (o.report_path && write_report(&o, &src, &plan, &ev, iso, imgs.count, size, out_bytes))
+    if (o.report_path && write_report(&o, &src, &plan, &ev, iso, sens, imgs.count, size, out_bytes))
         goto done;
     if (o.bench_runs && bench(&o, orig_model, o.out_path, &shape, &pp, &imgs)) goto done;
     rc = 0;
 done:
     free(iso);
+    free(sens);
+    outref_free(&oref);
     eval_free(&ev);
     ksq_map_free(&map);
     ksq_plan_free(&plan);

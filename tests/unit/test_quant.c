@@ -150,7 +150,9 @@ static void test_bad_flags(void **state) {
                    "bad count");
     expect_refusal(
         run("ks-quant %s %s/o.ksm --calibration %s --bias-correction magic", m, g_tmp, dir), 2,
-        "--bias-correction: 'magic' is not empirical or analytic");
+        "--bias-correction: 'magic' is not empirical, analytic or auto");
+    expect_refusal(run("ks-quant %s %s/o.ksm --calibration %s --fallback magic", m, g_tmp, dir), 2,
+                   "--fallback: 'magic' is not sensitivity, cheap, small or own-error");
     expect_refusal(run("ks-quant %s %s/o.ksm --calibration %s --bias-correction", m, g_tmp, dir), 2,
                    "missing value");
     expect_refusal(run("ks-quant %s %s/o.ksm --calibration %s --no-equalize=1", m, g_tmp, dir), 2,
@@ -209,6 +211,77 @@ static void test_equalization(void **state) {
     assert_null(strstr(g_out, "bias correction"));
     assert_null(strstr(g_out, "output layers kept"));
     assert_non_null(strstr(g_out, "73 of 73 layers int8"));
+}
+
+/* Smallest per-output cosine ks-quant printed ("NAME cosine X" after "layers int8"), and the int8
+ * layer count. */
+static double printed_worst_cosine(unsigned *num_int8) {
+    const char *p = strstr(g_out, "layers int8");
+    assert_non_null(p);
+    const char *q = p;
+    while (q > g_out && q[-1] != '\n' && q[-1] != ' ')
+        q--;
+    while (q > g_out && q[-1] == ' ')
+        q--;
+    while (q > g_out && q[-1] != '\n' && q[-1] != ' ')
+        q--;
+    /* q points at "N of M layers int8" */
+    assert_int_equal(sscanf(q, "%u of", num_int8), 1);
+    double worst = 2.0;
+    for (const char *c = strstr(p, " cosine "); c; c = strstr(c + 1, " cosine ")) {
+        double v = atof(c + strlen(" cosine "));
+        if (v < worst) worst = v;
+    }
+    return worst;
+}
+
+/* The output check meets --min-output-cosine with either fallback ranking, and the measured
+ * output sensitivity (default) keeps at least as many layers int8 as the own-error ranking on
+ * BlazeFace (measured: 21 against 4 of 73 at 0.999 on 4 images). --bias-correction auto measures
+ * both corrections and names the one it kept. */
+static void test_fallback(void **state) {
+    (void)state;
+    char dir[600], model[600];
+    two_photos(dir, sizeof(dir));
+    snprintf(model, sizeof(model), "%s/blazeface_fb.ksm", g_tmp);
+    int rc = run("ks-convert %s/models/face_detection/face_detection_short_range.tflite %s --quiet",
+                 KS_SOURCE_DIR, model);
+    assert_int_equal(rc, 0);
+    unsigned n_sens = 0, n_own = 0;
+    rc = run("ks-quant %s %s/bf_sens.ksm --calibration %s --no-speed-check "
+             "--min-output-cosine 0.999 --quiet --report %s/bf_sens.json",
+             model, g_tmp, dir, g_tmp);
+    if (rc) fprintf(stderr, "%s\n", g_out);
+    assert_int_equal(rc, 0);
+    assert_true(printed_worst_cosine(&n_sens) >= 0.999);
+    /* the report gives the measured gains; layers it returned say so */
+    char report[600];
+    snprintf(report, sizeof(report), "%s/bf_sens.json", g_tmp);
+    FILE *f = fopen(report, "rb");
+    assert_non_null(f);
+    static char js[1 << 20];
+    size_t n = fread(js, 1, sizeof(js) - 1, f);
+    js[n] = '\0';
+    fclose(f);
+    const char *gain = strstr(js, "\"output_gain\":");
+    while (gain && strncmp(gain + strlen("\"output_gain\":"), "null", 4) == 0)
+        gain = strstr(gain + 1, "\"output_gain\":");
+    assert_non_null(gain);
+    assert_non_null(strstr(js, "fp32 (output cosine fallback)"));
+    rc = run("ks-quant %s %s/bf_own.ksm --calibration %s --no-speed-check "
+             "--min-output-cosine 0.999 --fallback own-error --quiet",
+             model, g_tmp, dir);
+    if (rc) fprintf(stderr, "%s\n", g_out);
+    assert_int_equal(rc, 0);
+    assert_true(printed_worst_cosine(&n_own) >= 0.999);
+    assert_true(n_sens >= n_own);
+    assert_true(n_sens > 0);
+    rc = run("ks-quant %s %s/bf_auto.ksm --calibration %s --no-speed-check --min-cosine 0 "
+             "--min-output-cosine 0 --bias-correction auto",
+             model, g_tmp, dir);
+    if (rc) fprintf(stderr, "%s\n", g_out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(g_out, "bias correction auto: worst output cosine"));
 }
 
 static void test_not_a_model(void **state) {
@@ -372,6 +445,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_empty_folder),   cmocka_unit_test(test_no_images),
         cmocka_unit_test(test_bad_flags),      cmocka_unit_test(test_not_a_model),
         cmocka_unit_test(test_end_to_end),     cmocka_unit_test(test_equalization),
+        cmocka_unit_test(test_fallback),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[512];

@@ -4,7 +4,11 @@
 # Environment (all optional): MODELS="blazeface selfie ..." (default: all six), VARIANTS="full
 # max" (default "fast max full"), KSQ_FLAGS (extra ks-quant flags for every run, e.g.
 # "--no-equalize --no-bias-correction" for the numbers without the data-free passes), BENCH=N
-# (interleaved timing runs, default 30; 0: no timing and no profiles).
+# (interleaved timing runs, default 30; 0: no timing and no profiles), NOISE="w16 w8" (noise-floor
+# baselines, default none: the fp32 model with fp16 / int8 weight-only weights from
+# `ks-convert --weights fp16|int8`, measured like a variant: how far the task metric moves for an
+# almost lossless change, i.e. its fragility (NMS ties, tiny boxes, mask edges)), FLAGS_<name>
+# (extra ks-quant flags for one model, e.g. FLAGS_yolox_nano="--fallback cheap").
 # BUILD_DIR: a build with ks-convert, ks-quant, ks-run (engine/tools), ks-vision and
 # ks-task-bundle (algos). Needs /work/shared/data (../shared/data) and the project venv.
 # Calibration photos: ../shared/data/images minus masks and minus the held-out test photos
@@ -27,37 +31,57 @@ for f in "$DATA"/images/*; do
 done
 ln -sf "$SRC/models/images/skimage_astronaut.png" "$WORK/calib/" 2>/dev/null || true
 
-# name|source|preprocess|extra ks-quant flags. BlazePose: the output check skips Identity_2,
-# the segmentation logits the pose task does not use (they amplify any perturbation).
+# name|source|preprocess|extra ks-quant flags|flags of the "task" variant. BlazePose: the output
+# check skips Identity_2, the segmentation logits the pose task does not use (they amplify any
+# perturbation). The task flags are the per-model settings that came closest to the task targets
+# with the most int8 layers (docs/compression.md); YOLOX-nano and BlazePose full must also stay
+# fast, hence --fallback cheap (and BlazePose keeps the speed check). BlazeFace: its score heads
+# and the 8x8 box head stay fp32 (per-tensor int8 outputs: see "fp32 output layers"), the 16x16
+# box head is int8 for the size.
 cat > "$WORK/models.txt" <<LIST
-blazeface|$SRC/models/face_detection/face_detection_short_range.tflite|mean=127.5,scale=0.0078431|
-selfie|$SRC/models/segmentation/selfie_segmentation.tflite|mean=0,scale=0.0039216|
-facemesh|$SRC/models/face_landmarks/face_landmark.tflite|mean=0,scale=0.0039216|
-blazepose_full|$SRC/models/pose/pose_landmark_full.tflite|mean=0,scale=0.0039216|--outputs Identity,Identity_1,Identity_3,Identity_4
-yolox_nano|$DATA/object_detection/yolox_nano.onnx|mean=0,scale=1,layout=nchw,color=bgr|
-ultraface|$DATA/face_detection/version-RFB-320.onnx|mean=127,scale=0.0078125,layout=nchw|
+blazeface|$SRC/models/face_detection/face_detection_short_range.tflite|mean=127.5,scale=0.0078431||--no-speed-check --min-output-cosine 0 --calibration-method minmax --bias-correction empirical --int8-output-layers --skip classificator_16,classificator_8,regressor_8
+selfie|$SRC/models/segmentation/selfie_segmentation.tflite|mean=0,scale=0.0039216||
+facemesh|$SRC/models/face_landmarks/face_landmark.tflite|mean=0,scale=0.0039216||--no-speed-check --min-output-cosine 0.9999
+blazepose_full|$SRC/models/pose/pose_landmark_full.tflite|mean=0,scale=0.0039216|--outputs Identity,Identity_1,Identity_3,Identity_4|--fallback cheap
+yolox_nano|$DATA/object_detection/yolox_nano.onnx|mean=0,scale=1,layout=nchw,color=bgr||--no-speed-check --fallback cheap --min-output-cosine 0.995
+ultraface|$DATA/face_detection/version-RFB-320.onnx|mean=127,scale=0.0078125,layout=nchw||
 LIST
 # Variants: fast = defaults (int8 only where measured faster, accuracy checks on);
-# max = --no-speed-check (accuracy checks still on); full = every layer with an int8 kernel.
+# max = --no-speed-check (accuracy checks still on); full = every layer with an int8 kernel;
+# task = the model's task flags (last field above) plus --entropy (packed, the size that counts).
 MODELS=${MODELS:-blazeface selfie facemesh blazepose_full yolox_nano ultraface}
 VARIANTS=${VARIANTS:-fast max full}
 BENCH=${BENCH:-30}
 KSQ_FLAGS=${KSQ_FLAGS:-}
-while IFS='|' read -r name src pp flags; do
+NOISE=${NOISE:-}
+while IFS='|' read -r name src pp flags task_flags; do
   case " $MODELS " in *" $name "*) ;; *) continue ;; esac
   "$T/ks-convert" "$src" "$WORK/$name.ksm" --quiet
+  for mode in $NOISE; do
+    case $mode in
+      w16) "$T/ks-convert" "$WORK/$name.ksm" "$WORK/${name}_int8_$mode.ksm" --weights fp16 \
+             --quiet ;;
+      w8) "$T/ks-convert" "$WORK/$name.ksm" "$WORK/${name}_int8_$mode.ksm" --weights int8 \
+            --quiet ;;
+      *) echo "measure.sh: NOISE: unknown baseline '$mode' (w16, w8)" >&2; exit 2 ;;
+    esac
+  done
+  eval "model_flags=\${FLAGS_$name:-}"
   for mode in $VARIANTS; do
     case $mode in
       fast) extra="" ;;
       max) extra="--no-speed-check" ;;
       full) extra="--no-speed-check --min-cosine 0 --min-output-cosine 0" ;;
+      task) extra="$task_flags --entropy" ;;
+      *) echo "measure.sh: unknown variant '$mode' (fast, max, full, task)" >&2; exit 2 ;;
     esac
     echo "== $name ($mode)"
     bench=""
     [ "$BENCH" -gt 0 ] && bench="--bench $BENCH"
     # shellcheck disable=SC2086
     "$T/ks-quant" "$WORK/$name.ksm" "$WORK/${name}_int8_$mode.ksm" --calibration "$WORK/calib" \
-      --preprocess "$pp" --report "$WORK/${name}_$mode.md" --quiet $bench $extra $flags $KSQ_FLAGS
+      --preprocess "$pp" --report "$WORK/${name}_$mode.md" --quiet $bench $extra $flags $KSQ_FLAGS \
+      $model_flags
   done
   if [ "$BENCH" -gt 0 ] && [ -f "$WORK/${name}_int8_full.ksm" ]; then
     "$T/ks-bench" "$WORK/${name}_int8_full.ksm" --profile --runs 10 > "$WORK/${name}_full_profile.txt"
@@ -65,4 +89,4 @@ while IFS='|' read -r name src pp flags; do
   fi
 done < "$WORK/models.txt"
 "$PY" "$SRC/engine/tools/quant/task_deltas.py" "$BUILD" "$WORK" --models "$(echo $MODELS | tr ' ' ,)" \
-  --variants "$(echo $VARIANTS | tr ' ' ,)"
+  --variants "$(echo $NOISE $VARIANTS | tr ' ' ,)"
