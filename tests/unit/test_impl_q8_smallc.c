@@ -318,8 +318,12 @@ static void run_fused_case(const conv_case *c, int fuse, int32_t act) {
     mkq(w, wdt, 4, wd, (c->wkind == W_U8_TENSOR || c->wkind == W_U8_128) ? 1 : (uint32_t)c->oc);
     fill_weights(w, c->wkind, c->oc);
     mkq(b, KS_DTYPE_I32, 1, bd, 0);
-    for (int64_t i = 0; i < c->oc; i++)
-        ((int32_t *)b->data)[i] = (int32_t)(urand() % 20001) - 10000;
+    for (int64_t i = 0; i < c->oc; i++) {
+        int32_t v = (int32_t)(urand() % 20001) - 10000;
+        /* bias 2: accumulators past 2^30 (the smallc kernels' general requantization form) */
+        if (c->bias == 2) v += (int32_t)(i % 2 ? 1 : -1) * (1 << 30);
+        ((int32_t *)b->data)[i] = v;
+    }
     int64_t depth = c->kh * c->kw * (c->ic / groups);
     float ts = out_scale(x->scales[0], w->scales[0], depth);
     int32_t tz = base + (int32_t)(urand() % 61) - 30;
@@ -528,10 +532,10 @@ static void test_pair(void **state) {
             run_conv_case(&c, 1);
         }
     }
-    /* a 600-pixel map: several work chunks, odd pixel count */
+    /* a 2275-pixel map: two work chunks, odd pixel count */
     conv_case big = {.n = 1,
                      .ih = 25,
-                     .iw = 25,
+                     .iw = 91,
                      .ic = 8,
                      .oc = 8,
                      .kh = 1,
@@ -574,6 +578,44 @@ static void test_fused_smallc(void **state) {
                             .xdt = dt};
             run_fused_case(&pw, f, k_acts[(wdt + (int64_t)f) % 4]);
             run_fused_case(&g3, f, k_acts[(wdt + (int64_t)f + 1) % 4]);
+        }
+    }
+}
+
+/* 8 -> 8 pointwise convs with a fused residual ADD (the in-register PAIR forms on VBMI CPUs:
+ * Cin 4 / 8 read in place, other Cin through the pair copy): every tail of the 16- and 8-pixel
+ * steps, several work chunks, U8 and I8, every post-ADD act, short and general requantization. */
+static void test_pair8_residual(void **state) {
+    (void)state;
+    static const int64_t k_ic[] = {1, 3, 4, 8, 12};
+    static const int64_t k_w[] = {1, 2, 3, 5, 7, 8, 9, 13, 15, 16, 17, 31, 33};
+    int n = 0;
+    for (size_t i = 0; i < sizeof(k_ic) / sizeof(k_ic[0]); i++) {
+        for (size_t k = 0; k < sizeof(k_w) / sizeof(k_w[0]); k++, n++) {
+            conv_case c = {.n = 1,
+                           .ih = 1 + (int64_t)(k % 2),
+                           .iw = k_w[k],
+                           .ic = k_ic[i],
+                           .oc = 8,
+                           .kh = 1,
+                           .kw = 1,
+                           .bias = n % 5 == 4 ? 2 : 1,
+                           .wkind = n % 3 == 2 ? W_U8_128 : W_I8_CHANNEL_SYM,
+                           .xdt = n % 2 ? KS_DTYPE_I8 : KS_DTYPE_U8};
+            run_fused_case(&c, FUSE_RESIDUAL, k_acts[n % 4]);
+        }
+        for (int big = 0; big < 2; big++) {
+            conv_case c = {.n = 1 + big,
+                           .ih = 25,
+                           .iw = 41 - big,
+                           .ic = k_ic[i],
+                           .oc = 8,
+                           .kh = 1,
+                           .kw = 1,
+                           .bias = big ? 2 : 1,
+                           .wkind = W_I8_CHANNEL_SYM,
+                           .xdt = (i + (size_t)big) % 2 ? KS_DTYPE_I8 : KS_DTYPE_U8};
+            run_fused_case(&c, FUSE_RESIDUAL, k_acts[(i + (size_t)big) % 4]);
         }
     }
 }
@@ -625,9 +667,8 @@ static void test_refused(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_wide),
-        cmocka_unit_test(test_pair),
-        cmocka_unit_test(test_fused_smallc),
+        cmocka_unit_test(test_wide),         cmocka_unit_test(test_pair),
+        cmocka_unit_test(test_fused_smallc), cmocka_unit_test(test_pair8_residual),
         cmocka_unit_test(test_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

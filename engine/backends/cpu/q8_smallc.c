@@ -14,8 +14,8 @@
 
 #define MAX_WIDE_CH 32 /* two vectors of 16 channels */
 #define PAIR_CH 8
-#define SLACK_BYTES 64 /* read past the last window by the last group of a kernel row */
-#define PAIR_CHUNK 512 /* output pixels per PAIR work item */
+#define SLACK_BYTES 64  /* read past the last window by the last group of a kernel row */
+#define PAIR_CHUNK 2048 /* output pixels per PAIR work item */
 
 typedef struct scproblem {
     int mode;
@@ -121,12 +121,26 @@ static size_t table_offset(const scproblem *p) {
     return round_up(KS_Q8SC_HDR_ROWS * (size_t)p->lanes * sizeof(int32_t) + weight_bytes(p), 64);
 }
 
-static size_t packed_size(const scproblem *p) {
-    return table_offset(p) + (p->f.fused == KS_Q8_FUSED_RESIDUAL ? ADD_TABLE_BYTES : 0);
+/* The ADD's input terms as byte planes instead (q8_smallc.h): 2 inputs x 4 planes x 256. */
+#define ADD_PLANES_BYTES (2 * 4 * 256)
+
+static int uses_planes(const scproblem *p, const ks__q8sc_arch *arch) {
+    return arch->pair8_planes && p->mode == KS_Q8SC_PAIR && p->oc == PAIR_CH &&
+           p->f.fused == KS_Q8_FUSED_RESIDUAL && (ks__cpu_isa() & KS_ISA_AVX512_VBMI) != 0;
 }
 
-static size_t input_bytes(const scproblem *p) {
-    if (p->direct) return 0;
+static size_t packed_size(const scproblem *p, const ks__q8sc_arch *arch) {
+    if (p->f.fused != KS_Q8_FUSED_RESIDUAL) return table_offset(p);
+    return table_offset(p) + (uses_planes(p, arch) ? ADD_PLANES_BYTES : ADD_TABLE_BYTES);
+}
+
+/* add_planes nodes whose pair() reads the input itself. */
+static int uses_planar(const scproblem *p, const ks__q8sc_arch *arch) {
+    return uses_planes(p, arch) && (p->ic == 4 || p->ic == 8);
+}
+
+static size_t input_bytes(const scproblem *p, const ks__q8sc_arch *arch) {
+    if (p->direct || uses_planar(p, arch)) return 0;
     if (p->mode == KS_Q8SC_PAIR)
         return round_up((size_t)((p->npix + 1) / 2 * p->groups) * 8 + SLACK_BYTES, 64);
     return round_up((size_t)(p->n * p->hp * p->wp * p->ic) + SLACK_BYTES, 64);
@@ -146,24 +160,23 @@ double ks__q8sc_cost(const ks__kernel_ctx *ctx, const ks__q8sc_arch *arch) {
      * requantization per vector and the input copy, scaled by the GEMM's measured efficiency
      * (~0.45 of its claimed rate at best, measured on Zen 4). Fused epilogues are left out as
      * the GEMM leaves them out: both variants pay them, this one no more than the GEMM.
-     * Measured (Zen 4, 1 thread, YOLOX-nano and BlazePose): 1.1x (fused residual ADD, where
-     * the ADD's exact requantization dominates) to 3x (3x3 stride-2 stem over 3 channels)
-     * faster than the GEMM on every node it wins. */
+     * Measured (Zen 4, 1 thread, YOLOX-nano and BlazePose): 1.1x (fused residual ADD through
+     * the byte-pair table; the 8 -> 8 in-register form of q8_smallc.h is another 1.9x) to 3x
+     * (3x3 stride-2 stem over 3 channels) faster than the GEMM on every node it wins. */
     double vectors = p.mode == KS_Q8SC_PAIR ? (double)((p.npix + 1) / 2)
                                             : (double)p.npix * (double)(p.lanes / 16);
     double dp = vectors * (double)(p.kh * p.groups) / arch->dp_per_cycle;
-    double copy = (double)input_bytes(&p) / 16.0;
+    double copy = (double)input_bytes(&p, arch) / 16.0;
     return 0.45 * (dp + 6.0 * vectors + copy);
 }
 
 ks_status ks__q8sc_plan(ks__kernel_ctx *ctx, const ks__q8sc_arch *arch, size_t *packed_bytes_out) {
     scproblem p;
-    (void)arch;
     if (describe(ctx, &p))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 smallc cannot run this node");
-    size_t scratch = input_bytes(&p);
+    size_t scratch = input_bytes(&p, arch);
     if (scratch > ctx->scratch_bytes) ctx->scratch_bytes = scratch;
-    *packed_bytes_out = packed_size(&p);
+    *packed_bytes_out = packed_size(&p, arch);
     return KS_STATUS_OK;
 }
 
@@ -194,14 +207,27 @@ static void build_add_table(const ks__q8_fused *f, uint8_t *table) {
     memset(table + 256 * 256, 0, ADD_TABLE_BYTES - 256 * 256);
 }
 
+/* The ADD's rescaled input terms (the first two ks__quant_mul of ks__q8_fused_add_one) by raw
+ * byte, plus 2^29 each (wrapping), as byte planes: planes[(input * 4 + byte) * 256 + raw]. */
+static void build_add_planes(const ks__q8_fused *f, uint8_t *planes) {
+    for (int32_t raw = 0; raw < 256; raw++) {
+        int32_t v = raw ^ f->flip; /* the byte as u8 (flipped for I8) */
+        uint32_t t[2] = {(uint32_t)ks__quant_mul((v - f->za) * (1 << 20), f->ma, f->sha),
+                         (uint32_t)ks__quant_mul((v - f->zb) * (1 << 20), f->mb, f->shb)};
+        t[0] += 1u << 29, t[1] += 1u << 29;
+        for (int in = 0; in < 2; in++)
+            for (int b = 0; b < 4; b++)
+                planes[(in * 4 + b) * 256 + raw] = (uint8_t)(t[in] >> (8 * b));
+    }
+}
+
 ks_status ks__q8sc_pack(ks__kernel_ctx *ctx, const ks__q8sc_arch *arch) {
     scproblem p;
-    (void)arch;
     if (describe(ctx, &p))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 smallc cannot run this node");
-    if (!ctx->packed || ctx->packed_bytes < packed_size(&p))
+    if (!ctx->packed || ctx->packed_bytes < packed_size(&p, arch))
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "q8 smallc: packed buffer too small");
-    memset(ctx->packed, 0, packed_size(&p));
+    memset(ctx->packed, 0, packed_size(&p, arch));
     int32_t *hdr = (int32_t *)ctx->packed;
     const size_t lanes = (size_t)p.lanes;
     int8_t *wp = (int8_t *)(hdr + KS_Q8SC_HDR_ROWS * lanes);
@@ -240,9 +266,50 @@ ks_status ks__q8sc_pack(ks__kernel_ctx *ctx, const ks__q8sc_arch *arch) {
     if (p.f.fused == KS_Q8_FUSED_RESIDUAL) {
         ks__q8_fused f;
         ks__q8_make_fused(&p.f, p.y, &f);
-        build_add_table(&f, (uint8_t *)ctx->packed + table_offset(&p));
+        if (uses_planes(&p, arch))
+            build_add_planes(&f, (uint8_t *)ctx->packed + table_offset(&p));
+        else
+            build_add_table(&f, (uint8_t *)ctx->packed + table_offset(&p));
     }
     return KS_STATUS_OK;
+}
+
+/* |2^(right - 1) + zp * 2^right| < 2^30: the rounding shift's addend with the zero point. */
+static int fold_ok(int32_t right, int32_t zp) {
+    int64_t c = ((int64_t)1 << (right - 1)) + (int64_t)zp * ((int64_t)1 << right);
+    return c > -(1 << 30) && c < (1 << 30);
+}
+
+/* ks__q8sc_args.short_requant for an add_planes node (PAIR, 8 channels: header lane c and
+ * weight lanes 2c, 2c + 1 are channel c). */
+static int32_t short_requant_ok(const ks__q8sc_args *a, const ks__q8_fused *f) {
+    const int8_t *w = (const int8_t *)(a->hdr + KS_Q8SC_HDR_ROWS * a->lanes);
+    for (size_t c = 0; c < PAIR_CH; c++) {
+        /* |acc + start| over every u8 input */
+        int64_t bound = a->hdr[KS_Q8SC_HDR_START * a->lanes + c];
+        bound = bound < 0 ? -bound : bound;
+        for (size_t k = 0; k < a->groups * 4; k++) {
+            int64_t v = w[(k / 4 * a->lanes + 2 * c) * 4 + k % 4];
+            bound += 255 * (v < 0 ? -v : v);
+        }
+        const int32_t right = a->hdr[KS_Q8SC_HDR_RSHIFT * a->lanes + c];
+        if (bound >= (1 << 30) || a->hdr[KS_Q8SC_HDR_LSHIFT * a->lanes + c] != 0 || right < 1 ||
+            right > 30 || !fold_ok(right, a->out_zp))
+            return 0;
+    }
+    if (f->vq[2][1] != 0 || f->vq[2][2] < 1 || f->vq[2][2] > 30 || !fold_ok(f->vq[2][2], f->zo))
+        return 0;
+    int64_t max_term[2] = {0, 0};
+    for (int in = 0; in < 2; in++)
+        for (int raw = 0; raw < 256; raw++) {
+            uint32_t t = 0;
+            for (int b = 0; b < 4; b++)
+                t |= (uint32_t)a->add_planes[(in * 4 + b) * 256 + raw] << (8 * b);
+            int64_t v = (int64_t)(int32_t)(t - (1u << 29));
+            v = v < 0 ? -v : v;
+            if (v > max_term[in]) max_term[in] = v;
+        }
+    return max_term[0] + max_term[1] < (1 << 30);
 }
 
 typedef struct scjob {
@@ -350,8 +417,8 @@ ks_status ks__q8sc_run(ks__kernel_ctx *ctx, const ks__q8sc_arch *arch) {
     scproblem p;
     if (describe(ctx, &p))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 smallc cannot run this node");
-    if (!ctx->packed || ctx->packed_bytes < packed_size(&p) ||
-        (input_bytes(&p) && (!ctx->scratch || ctx->scratch_bytes < input_bytes(&p))))
+    if (!ctx->packed || ctx->packed_bytes < packed_size(&p, arch) ||
+        (input_bytes(&p, arch) && (!ctx->scratch || ctx->scratch_bytes < input_bytes(&p, arch))))
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL,
                                 "q8 smallc: packed/scratch buffers missing or too small");
     scjob j;
@@ -385,10 +452,17 @@ ks_status ks__q8sc_run(ks__kernel_ctx *ctx, const ks__q8sc_arch *arch) {
     for (size_t l = 0; l < a->lanes; l++)
         a->any_lshift |= a->hdr[KS_Q8SC_HDR_LSHIFT * a->lanes + l] != 0;
     a->fused = p.f.fused ? &fused : NULL;
-    if (p.f.fused == KS_Q8_FUSED_RESIDUAL)
+    if (p.f.fused == KS_Q8_FUSED_RESIDUAL && uses_planes(&p, arch))
+        a->add_planes = (const uint8_t *)ctx->packed + table_offset(&p);
+    else if (p.f.fused == KS_Q8_FUSED_RESIDUAL)
         a->add_table = (const uint8_t *)ctx->packed + table_offset(&p);
+    if (a->add_planes) a->short_requant = short_requant_ok(a, &fused);
+    if (uses_planar(&p, arch)) {
+        a->planar = 1;
+        j.img = j.x;
+    }
     if (p.mode == KS_Q8SC_PAIR) {
-        ks__parallel_for(ctx->pool, (size_t)(p.npix + 1) / 2, 256, copy_pair, &j);
+        if (!a->planar) ks__parallel_for(ctx->pool, (size_t)(p.npix + 1) / 2, 256, copy_pair, &j);
         size_t chunks = ((size_t)p.npix + PAIR_CHUNK - 1) / PAIR_CHUNK;
         ks__parallel_for(ctx->pool, chunks, 1, run_pair, &j);
     } else {
