@@ -19,131 +19,16 @@
 #include "impl.h"
 #include "kernel.h"
 
-static char g_err[512];
-
-static uint32_t g_rng = 12345u;
-static uint32_t urand(void) {
-    g_rng = g_rng * 1664525u + 1013904223u;
-    return g_rng >> 8;
-}
-
-typedef struct qtensor {
-    ks__rt_tensor t;
-    ks__quant q;
-    float scales[1024];
-    int32_t zps[1024];
-    void *data;
-} qtensor;
-
-static void mkq(qtensor *qt, ks_dtype dt, int32_t rank, const int64_t *dims, uint32_t qcount) {
-    memset(qt, 0, sizeof(*qt));
-    qt->t.dtype = dt;
-    qt->t.rank = rank;
-    for (int32_t i = 0; i < rank; i++)
-        qt->t.dims[i] = dims[i];
-    qt->q.count = qcount;
-    qt->q.scales = qt->scales;
-    qt->q.zero_points = qt->zps;
-    qt->t.quant = &qt->q;
-    int64_t n = ks__rt_numel(&qt->t);
-    qt->t.size_bytes = (size_t)n * ks_dtype_size(dt);
-    qt->data = malloc(qt->t.size_bytes ? qt->t.size_bytes : 1);
-    assert_non_null(qt->data);
-    qt->t.data = qt->data;
-    for (int64_t i = 0; i < n; i++) {
-        if (dt == KS_DTYPE_U8 || dt == KS_DTYPE_I8) ((uint8_t *)qt->data)[i] = (uint8_t)urand();
-    }
-}
-
-static void *aligned(size_t bytes) {
-    void *p = NULL;
-    assert_int_equal(posix_memalign(&p, 64, bytes ? (bytes + 63) / 64 * 64 : 64), 0);
-    return p;
-}
-
-static ks__kernel_ctx make_ctx(const ks__node *node, ks__rt_tensor **ins, uint32_t nin,
-                               ks__rt_tensor **outs) {
-    ks__kernel_ctx ctx = {.node = node,
-                          .node_index = 3,
-                          .in = ins,
-                          .num_inputs = nin,
-                          .out = outs,
-                          .num_outputs = 1,
-                          .err = g_err,
-                          .err_cap = sizeof(g_err),
-                          .num_threads = 1};
-    g_err[0] = 0;
-    return ctx;
-}
+#include "q8_variants.h"
 
 static int is_q8_variant(const ks__impl *im) {
     return strncmp(im->name, "ks_q8_", 6) == 0;
 }
 
-/* Runs the reference and every supported q8 variant of node->op (1 and 3 threads) and requires
- * identical bytes. `y` has dtype and quantization set; its data is allocated here. Returns the
- * number of variants that took the node. */
+/* Reference vs every selected variant, byte for byte (q8_variants.h). */
 static int check_variants(const ks__node *node, ks__rt_tensor **ins, uint32_t nin,
                           ks__rt_tensor *y) {
-    ks__rt_tensor *outs[1] = {y};
-    ks__kernel_ctx ctx = make_ctx(node, ins, nin, outs);
-    const ks__kernel *k = &ks__ref_kernels()->k[node->op];
-    ks_status st = k->infer(&ctx);
-    if (st) print_error("ref infer: %s\n", g_err);
-    assert_int_equal(st, KS_STATUS_OK);
-    int64_t count = ks__rt_numel(y);
-    y->size_bytes = (size_t)count;
-    uint8_t *want = malloc((size_t)count + 1);
-    assert_non_null(want);
-    y->data = want;
-    ctx.scratch = aligned(ctx.scratch_bytes);
-    assert_int_equal(k->run(&ctx), KS_STATUS_OK);
-    free(ctx.scratch);
-    int ran = 0;
-    for (const ks__impl *const *it = ks__impl_list(); *it; it++) {
-        const ks__impl *im = *it;
-        if (im->op != node->op || !is_q8_variant(im) || (im->isa & ~ks__cpu_isa()) != 0) continue;
-        for (uint32_t threads = 1; threads <= 3; threads += 2) {
-            ks__pool *pool = NULL;
-            if (threads > 1) assert_int_equal(ks__pool_create(NULL, threads, &pool), KS_STATUS_OK);
-            ks__kernel_ctx c = make_ctx(node, ins, nin, outs);
-            uint8_t *got = malloc((size_t)count + 1);
-            assert_non_null(got);
-            memset(got, 0xA5, (size_t)count + 1);
-            y->data = got;
-            c.num_threads = threads;
-            c.pool = pool;
-            if (im->cost(&c) < 0) {
-                ks__pool_destroy(pool);
-                free(got);
-                break;
-            }
-            ran += threads == 1;
-            size_t packed_bytes = 0;
-            c.scratch_bytes = 0;
-            assert_int_equal(im->plan(&c, &packed_bytes), KS_STATUS_OK);
-            c.packed = aligned(packed_bytes);
-            c.packed_bytes = packed_bytes;
-            if (packed_bytes && im->pack) assert_int_equal(im->pack(&c), KS_STATUS_OK);
-            c.scratch = aligned(c.scratch_bytes);
-            assert_int_equal(im->run(&c), KS_STATUS_OK);
-            for (int64_t i = 0; i < count; i++) {
-                if (got[i] != want[i]) {
-                    print_error("%s threads %u element %lld of %lld: got %d want %d\n", im->name,
-                                threads, (long long)i, (long long)count, got[i], want[i]);
-                    fail();
-                }
-            }
-            assert_int_equal(got[count], 0xA5); /* no write past the end */
-            free(c.scratch);
-            free(c.packed);
-            free(got);
-            ks__pool_destroy(pool);
-        }
-    }
-    free(want);
-    y->data = NULL;
-    return ran;
+    return q8v_check(node, ins, nin, y, is_q8_variant, NULL);
 }
 
 static int has_fast(void) {
