@@ -3,7 +3,8 @@
  * block), every flat tail, widths 1..17, strides 1..3, dilation, every padding mode, kernel
  * heights that fill 1 or 2 interleaved row groups, batches, U8 and I8 activations with zero
  * points, U8 per-tensor and I8 per-channel weights, left-shift multipliers, every quantized
- * activation, at 1 and 3 threads; and nodes it must refuse (fused forms, weights whose w - w_zp
+ * activation, at 1 and 3 threads; stride-2 quads, rows read in place and each requantization
+ * form (test_quad_and_forms); and nodes it must refuse (fused forms, weights whose w - w_zp
  * leaves s8). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,60 +20,7 @@
 #include "impl.h"
 #include "kernel.h"
 
-static char g_err[512];
-
-static uint32_t g_rng = 4242u;
-static uint32_t urand(void) {
-    g_rng = g_rng * 1664525u + 1013904223u;
-    return g_rng >> 8;
-}
-
-typedef struct qtensor {
-    ks__rt_tensor t;
-    ks__quant q;
-    float scales[256];
-    int32_t zps[256];
-} qtensor;
-
-static void mkq(qtensor *qt, ks_dtype dt, int32_t rank, const int64_t *dims, uint32_t qcount) {
-    memset(qt, 0, sizeof(*qt));
-    qt->t.dtype = dt;
-    qt->t.rank = rank;
-    for (int32_t i = 0; i < rank; i++)
-        qt->t.dims[i] = dims[i];
-    qt->q.count = qcount;
-    qt->q.scales = qt->scales;
-    qt->q.zero_points = qt->zps;
-    qt->t.quant = qcount ? &qt->q : NULL;
-    int64_t n = ks__rt_numel(&qt->t);
-    qt->t.size_bytes = (size_t)n * ks_dtype_size(dt);
-    qt->t.data = malloc(qt->t.size_bytes ? qt->t.size_bytes : 1);
-    assert_non_null(qt->t.data);
-    if (dt == KS_DTYPE_U8 || dt == KS_DTYPE_I8)
-        for (int64_t i = 0; i < n; i++)
-            ((uint8_t *)qt->t.data)[i] = (uint8_t)urand();
-}
-
-static void *aligned(size_t bytes) {
-    void *p = NULL;
-    assert_int_equal(posix_memalign(&p, 64, bytes ? (bytes + 63) / 64 * 64 : 64), 0);
-    return p;
-}
-
-static ks__kernel_ctx make_ctx(const ks__node *node, ks__rt_tensor **ins, uint32_t nin,
-                               ks__rt_tensor **outs) {
-    ks__kernel_ctx ctx = {.node = node,
-                          .node_index = 7,
-                          .in = ins,
-                          .num_inputs = nin,
-                          .out = outs,
-                          .num_outputs = 1,
-                          .err = g_err,
-                          .err_cap = sizeof(g_err),
-                          .num_threads = 1};
-    g_err[0] = 0;
-    return ctx;
-}
+#include "q8_variants.h"
 
 /* The dwrow variants this CPU runs (NULL-ended). */
 static const ks__impl *g_impls[8];
@@ -90,66 +38,13 @@ static int setup(void **state) {
     return 0;
 }
 
-/* Runs the reference and every dwrow variant; returns how many took the node (-1 refused). */
+static int is_dwrow(const ks__impl *im) {
+    return strncmp(im->name, "ks_q8_dwconv__", 14) == 0 && strstr(im->name, "dwrow") != NULL;
+}
+
+/* Runs the reference and every dwrow variant (q8_variants.h); returns how many took the node. */
 static int check(const ks__node *node, ks__rt_tensor **ins, uint32_t nin, ks__rt_tensor *y) {
-    ks__rt_tensor *outs[1] = {y};
-    ks__kernel_ctx ctx = make_ctx(node, ins, nin, outs);
-    const ks__kernel *k = &ks__ref_kernels()->k[node->op];
-    assert_int_equal(k->infer(&ctx), KS_STATUS_OK);
-    int64_t count = ks__rt_numel(y);
-    y->size_bytes = (size_t)count;
-    uint8_t *want = malloc((size_t)count + 1);
-    assert_non_null(want);
-    y->data = want;
-    ctx.scratch = aligned(ctx.scratch_bytes);
-    assert_int_equal(k->run(&ctx), KS_STATUS_OK);
-    free(ctx.scratch);
-    int ran = 0;
-    for (size_t i = 0; g_impls[i]; i++) {
-        const ks__impl *im = g_impls[i];
-        for (uint32_t threads = 1; threads <= 3; threads += 2) {
-            ks__pool *pool = NULL;
-            if (threads > 1) assert_int_equal(ks__pool_create(NULL, threads, &pool), KS_STATUS_OK);
-            ks__kernel_ctx c = make_ctx(node, ins, nin, outs);
-            uint8_t *got = malloc((size_t)count + 1);
-            assert_non_null(got);
-            memset(got, 0xA5, (size_t)count + 1);
-            y->data = got;
-            c.num_threads = threads;
-            c.pool = pool;
-            if (im->cost(&c) < 0) {
-                ks__pool_destroy(pool);
-                free(got);
-                break;
-            }
-            ran += threads == 1;
-            size_t packed_bytes = 0;
-            c.scratch_bytes = 0;
-            assert_int_equal(im->plan(&c, &packed_bytes), KS_STATUS_OK);
-            c.packed = aligned(packed_bytes);
-            c.packed_bytes = packed_bytes;
-            if (packed_bytes && im->pack) assert_int_equal(im->pack(&c), KS_STATUS_OK);
-            c.scratch = aligned(c.scratch_bytes);
-            assert_int_equal(im->run(&c), KS_STATUS_OK);
-            for (int64_t e = 0; e < count; e++) {
-                if (got[e] != want[e]) {
-                    print_error("%s threads %u element %lld of %lld (channel %lld): got %d "
-                                "want %d\n",
-                                im->name, threads, (long long)e, (long long)count,
-                                (long long)(e % y->dims[3]), got[e], want[e]);
-                    fail();
-                }
-            }
-            assert_int_equal(got[count], 0xA5); /* no write past the end */
-            free(c.scratch);
-            free(c.packed);
-            free(got);
-            ks__pool_destroy(pool);
-        }
-    }
-    free(want);
-    y->data = NULL;
-    return ran;
+    return q8v_check(node, ins, nin, y, is_dwrow, NULL);
 }
 
 enum { W_U8_TENSOR = 0, W_I8_SYM = 1, W_I8_ZP = 2, W_U8_WIDE = 3 };
@@ -482,6 +377,45 @@ static void test_random(void **state) {
     }
 }
 
+/* The forms q8_dw.c picks per node: tall stride-2 windows (the quad mode: kh >= 5, stride 2,
+ * >= 16 output rows) at every top padding and row parity, batches; stride-1 rows read in place
+ * with wide paddings; and output scales that select the float64 requantization (right shifts
+ * <= 13), the 64-bit integer one (smaller multipliers) and folded left shifts (larger ones). */
+static void test_quad_and_forms(void **state) {
+    (void)state;
+    const int64_t channels[] = {8, 24, 64, 144, 200, 13};
+    const float ymul[] = {1.0f, 0.01f, 400.0f, 0.2f};
+    for (int i = 0; i < 160; i++) {
+        dw_case k;
+        memset(&k, 0, sizeof(k));
+        int quad = i % 4 != 3;
+        k.n = 1 + (i % 5 == 0);
+        k.c = channels[i % 6];
+        k.kh = quad ? 5 + (i / 6) % 5 : 3 + (i % 3);
+        k.kw = quad ? (i % 2 ? 5 : 3) : 3 + 2 * (i % 2);
+        k.sh = quad ? 2 : 1, k.sw = quad ? 1 + (i % 3 != 0) : 1;
+        k.dw = 1 + (i % 7 == 0);
+        k.dh = quad ? 1 : 1 + (i % 11 == 0);
+        k.ih = quad ? 33 + (i % 6) : 5 + (i % 4);
+        k.iw = 3 + (int64_t)(urand() % 12);
+        k.mode = KS_PAD_EXPLICIT;
+        k.pt = i % 8 == 1 ? 9 + (int32_t)(i / 8) % 4 : (int32_t)(i % 5); /* rows of padding */
+        k.pb = (int32_t)(urand() % 4) + (i % 8 == 1 ? 7 : 0);
+        k.pl = (int32_t)(urand() % 5), k.pr = (int32_t)(urand() % 5);
+        int64_t eh = (k.kh - 1) * k.dh + 1, ew = (k.kw - 1) * k.dw + 1;
+        if (k.ih + k.pt + k.pb < eh) k.pb += (int32_t)(eh - k.ih);
+        if (k.iw + k.pl + k.pr < ew) k.pr += (int32_t)(ew - k.iw);
+        k.act = k_acts[(i / 3) % 4];
+        k.bias = i % 9 != 0;
+        k.wkind = i % 3;
+        k.xdt = (i / 2) % 2 ? KS_DTYPE_I8 : KS_DTYPE_U8;
+        k.fused = i % 13 == 0 ? 2 : 0;
+        k.yscale_mul = ymul[(i / 4) % 4];
+        int ran = run_case(&k);
+        if (g_impls[0] && k.yscale_mul >= 1.0f) assert_true(ran >= 1);
+    }
+}
+
 static void test_refused(void **state) {
     (void)state;
     dw_case k = {.n = 1,
@@ -501,12 +435,14 @@ static void test_refused(void **state) {
 }
 
 int main(void) {
+    g_rng = 4242u; /* the stream these cases were written with */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_channels_and_widths, setup),
         cmocka_unit_test_setup(test_geometry, setup),
         cmocka_unit_test_setup(test_table, setup),
         cmocka_unit_test_setup(test_stride2_split, setup),
         cmocka_unit_test_setup(test_random, setup),
+        cmocka_unit_test_setup(test_quad_and_forms, setup),
         cmocka_unit_test_setup(test_refused, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

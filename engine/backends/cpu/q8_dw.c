@@ -9,18 +9,32 @@
  */
 #include "q8_dw.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "q8_common.h"
 #include "ref/quant_util.h"
+
+/* The quad mode (dwp.quad) from this kernel height and output height on: for 3x3 the second
+ * group that half the rows then read costs more than the shared interleave saves (~8 % slower
+ * on BlazePose's 3x3 stride-2 layers, measured); 5x5 gains ~30 % at 32 rows, ~5 % at 8. */
+#define KS_Q8DW_QUAD_MIN_KH 5
+#define KS_Q8DW_QUAD_MIN_OH 4
 
 typedef struct dwp {
     int64_t n, ih, iw, c, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
     int64_t groups_h; /* ceil(kh / 4): interleaved row groups */
     int64_t pm;       /* pixels per phase row */
     int64_t patterns; /* P = C / gcd(C, block bytes) */
-    int64_t rows;     /* output rows per kernel call at most: 1, 2 or 4 (q8_dw.h) */
-    int64_t bb;       /* the arch's flat block bytes */
+    int64_t rows;     /* output rows per kernel call at most: 1, 2 or 4 (q8_dw.h; quad: 2) */
+    int64_t sets;     /* weight sets per pattern: rows, or 4 in the quad mode */
+    /* Quad mode (vertical stride 2): the row groups are the input rows 4t..4t+3 (absolute t),
+     * interleaved once and kept for every output row that reads them (3 rows for 5x5), and an
+     * output row whose window starts o rows into its first quad uses weight set o; a row with
+     * o <= 1 runs with the next one (set o + 2, same quads) in one call, sharing the loads.
+     * Without it a stride-2 row re-interleaves its whole window, twice the rows it reads. */
+    int64_t quad;
+    int64_t bb; /* the arch's flat block bytes */
     const ks__rt_tensor *x, *w, *bias, *y;
     const ks__rt_tensor *table; /* fused TABLE form: the output lookup, else NULL */
     float ys;                   /* what the kernel requantizes to: y's params or the */
@@ -128,6 +142,10 @@ static int describe(const ks__kernel_ctx *ctx, const ks__q8dw_arch *arch, dwp *p
         p->rows = p->kh + 3 <= 4 * p->groups_h ? 4 : (p->kh + 1 <= 4 * p->groups_h ? 2 : 1);
     while (p->rows > (int64_t)arch->max_rows && p->rows > 1)
         p->rows /= 2;
+    p->sets = p->rows;
+    p->quad = p->sh == 2 && p->dh == 1 && p->kh >= KS_Q8DW_QUAD_MIN_KH && p->kh <= 16 &&
+              p->oh >= KS_Q8DW_QUAD_MIN_OH && arch->max_rows >= 4;
+    if (p->quad) p->groups_h = (p->kh + 6) / 4, p->sets = 4;
     p->pm = p->ow + (p->kw - 1) * p->dw / p->sw;
     p->bb = arch->block_bytes;
     int64_t g = p->c, h = p->bb;
@@ -139,7 +157,7 @@ static int describe(const ks__kernel_ctx *ctx, const ks__q8dw_arch *arch, dwp *p
     /* bounded scratch and packed data (a flat row of 4 MB, 32 MB of patterns): far beyond real
      * depthwise layers, and the per-pixel kernel takes anything bigger */
     int64_t taps = p->groups_h * p->kw;
-    int64_t pattern = (taps * p->rows + KS_Q8DW_C_ROWS) * 4 * p->bb;
+    int64_t pattern = (taps * p->sets + KS_Q8DW_C_ROWS) * 4 * p->bb;
     if (p->pm * p->c > (1 << 22) || p->patterns * pattern > (1 << 25)) return -1;
     return 0;
 }
@@ -151,16 +169,22 @@ static size_t num_taps(const dwp *p) {
 }
 
 static size_t cst_offset(const dwp *p) {
-    return num_taps(p) * 4 * (size_t)p->bb * (size_t)p->rows;
+    return num_taps(p) * 4 * (size_t)p->bb * (size_t)p->sets;
 }
 
 static size_t pattern_bytes(const dwp *p) {
     return cst_offset(p) + KS_Q8DW_C_ROWS * 4 * (size_t)p->bb;
 }
 
-/* Padded-row slots per thread: the window of `rows` output rows. */
+/* Padded-row slots per thread: the window of `rows` output rows (quad mode: its quads). */
 static size_t num_slots(const dwp *p) {
-    return (size_t)(p->kh + p->rows - 1);
+    return (size_t)(p->quad ? 4 * p->groups_h : p->kh + p->rows - 1);
+}
+
+/* Interleaved buffers per thread (each of sw phases): one per group, or in the quad mode one
+ * more, so the quads of the next output row can be made without evicting the shared ones. */
+static size_t num_ibufs(const dwp *p) {
+    return (size_t)(p->groups_h + (p->quad ? 1 : 0));
 }
 
 /* Bytes of one phase row (and of the zero-point row): the flat run, rounded to whole blocks. */
@@ -173,8 +197,9 @@ static size_t ibuf_bytes(const dwp *p) {
     return (phase_bytes(p) + 64) * 4;
 }
 
-/* Packed data: a 64-byte header (int32 "some channel shifts left"), the zero-point row, the
- * 256-byte output table (TABLE form; indexed by the raw byte), then the pattern blocks. */
+/* Packed data: a 64-byte header (int32 "some channel shifts left", int32 "float64 form"), the
+ * zero-point row, the 256-byte output table (TABLE form; indexed by the raw byte), then the
+ * pattern blocks. */
 enum { HDR_BYTES = 64 };
 
 static size_t zero_row_bytes(const dwp *p) {
@@ -183,12 +208,13 @@ static size_t zero_row_bytes(const dwp *p) {
 
 /* Per thread: row tags, tap pointers, kh padded rows of sw phases, groups_h x sw I buffers. */
 static size_t tags_bytes(const dwp *p) {
-    return round_up(num_slots(p) * sizeof(int64_t) + num_taps(p) * sizeof(void *), 64);
+    return round_up((num_slots(p) + num_ibufs(p)) * sizeof(int64_t) + num_taps(p) * sizeof(void *),
+                    64);
 }
 
 static size_t per_thread(const dwp *p) {
     return tags_bytes(p) + num_slots(p) * (size_t)p->sw * phase_bytes(p) +
-           (size_t)(p->groups_h * p->sw) * ibuf_bytes(p);
+           num_ibufs(p) * (size_t)p->sw * ibuf_bytes(p);
 }
 
 double ks__q8dw_cost(const ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
@@ -198,12 +224,17 @@ double ks__q8dw_cost(const ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
     double blocks = (double)(((size_t)(p.ow * p.c) + (size_t)p.bb - 1) / (size_t)p.bb);
     /* per output block: 4 dot products per tap, ~55 ops of requantization, packing and store
      * (measured ~47 cycles per 3x3 block on Zen 4 at ~1.8 ops per cycle) */
-    double row_ops = blocks * ((double)num_taps(&p) * 4.0 + 55.0);
+    double taps = (double)num_taps(&p), groups = (double)p.groups_h / (double)p.rows;
+    if (p.quad) { /* the two row parities' quads; each quad serves two output rows */
+        int64_t o0 = ((-p.pt) % 4 + 4) % 4, o1 = (o0 + 2) % 4;
+        taps = (double)(((o0 + p.kh + 3) / 4 + (o1 + p.kh + 3) / 4) * p.kw) / 2.0;
+        groups = 0.5;
+    }
+    double row_ops = blocks * (taps * 4.0 + 55.0);
     /* per row: the interleave (~16 ops per block per group and phase, shared by the rows of a
      * call), the new padded rows (about sh per output row) and a fixed overhead */
     double ib = (double)(phase_bytes(&p) / (size_t)p.bb);
-    row_ops += ib * 16.0 * (double)(p.groups_h * p.sw) / (double)p.rows +
-               ib * 3.0 * (double)p.sh * (double)p.sw + 300.0;
+    row_ops += ib * 16.0 * groups * (double)p.sw + ib * 3.0 * (double)p.sh * (double)p.sw + 300.0;
     return rows * row_ops / arch->ops_per_cycle;
 }
 
@@ -216,6 +247,52 @@ ks_status ks__q8dw_plan(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch, size_t *
     if (scratch > ctx->scratch_bytes) ctx->scratch_bytes = scratch;
     *packed_bytes_out = zero_row_bytes(&p) + (size_t)p.patterns * pattern_bytes(&p);
     return KS_STATUS_OK;
+}
+
+/* The exact accumulator range of channel c: the bias plus each tap's (w - w_zp)(x - x_zp) at
+ * its extremes (padding reads the zero point, inside the same range). */
+static void acc_range(const dwp *p, int64_t c, int64_t *lo, int64_t *hi) {
+    const int64_t ks = p->kh * p->kw, xmin = ks__q8_lo(p->x->dtype), xmax = ks__q8_hi(p->x->dtype);
+    const int32_t xzp = p->x->quant->zero_points[0], wzp = ks__q8_wzp(p->w, c);
+    int64_t a = p->bias ? ((const int32_t *)p->bias->data)[c] : 0, b = a;
+    for (int64_t t = 0; t < ks; t++) {
+        int64_t d = ks__q8_load(p->w, c * ks + t) - wzp;
+        int64_t e0 = d * (xmin - xzp), e1 = d * (xmax - xzp);
+        a += e0 < e1 ? e0 : e1;
+        b += e0 < e1 ? e1 : e0;
+    }
+    *lo = a, *hi = b;
+}
+
+/* 1 when channel c's left shift (> 0, so its right shift is 0) can be folded into the one-step
+ * rounding: x 2^left never wraps int32 (the reference's product then is exact) and 2^left
+ * divides the rounding addend. Saves the per-lane variable left shift of the kernel. */
+static int fold_left(const dwp *p, const ks__q8dw_arch *arch, int64_t c, int32_t left) {
+    if (arch->requant != 0 || left < 1 || left > 30) return 0;
+    int64_t lo, hi;
+    acc_range(p, c, &lo, &hi);
+    const int64_t lim = (int64_t)1 << (31 - left);
+    return lo > -lim && hi < lim;
+}
+
+/* 1 when the float64 form (q8_dw.h) gives channel c's exact output for every reachable
+ * accumulator x: the reference's x 2^left does not wrap (so its result is floor(x A + B - S [x <
+ * 0]) + clamp, the one-step rule over 2^(31 + r)); A and B are exact doubles (m has 31 bits, B
+ * needs 10 + r); and the exact y has granularity 2^-(31 + r) >= 2^-44 = the ulp of [256, 512),
+ * so every |y| < 512 is representable and the FMA's one rounding leaves it unchanged; beyond,
+ * rounding is monotonic and 512 representable, so floor(fl(y)) stays beyond every 8-bit clamp
+ * bound, on the same side. The conversion needs |y| < 2^31. */
+static int fp64_exact(const dwp *p, const ks__q8dw_arch *arch, int64_t c) {
+    if (arch->requant != 0) return 0;
+    int32_t mult, left, right;
+    channel_multiplier(p, c, &mult, &left, &right);
+    if (right > 13 || left > 30) return 0;
+    int64_t lo, hi;
+    acc_range(p, c, &lo, &hi);
+    int64_t amax = -lo > hi ? -lo : hi;
+    if (left > 0 && amax >= ((int64_t)1 << (31 - left))) return 0;
+    double ymax = ldexp((double)amax * (double)mult, left - 31 - right) + 512.0;
+    return ymax < 2147483648.0 / 2;
 }
 
 ks_status ks__q8dw_pack(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
@@ -233,9 +310,13 @@ ks_status ks__q8dw_pack(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
     for (int64_t c = 0; c < p.c; c++) {
         int32_t mult, left, right;
         channel_multiplier(&p, c, &mult, &left, &right);
-        any_left |= left > 0;
+        any_left |= left > 0 && !fold_left(&p, arch, c, left);
     }
     memcpy(base, &any_left, sizeof(any_left));
+    int32_t fp64 = 1;
+    for (int64_t c = 0; c < p.c && fp64; c++)
+        fp64 = fp64_exact(&p, arch, c);
+    memcpy(base + 4, &fp64, sizeof(fp64));
     for (int i = 0; i < 256; i++) /* the reference indexes by value + 128 for I8 */
         table[i] =
             p.table ? ((const uint8_t *)p.table->data)[i ^ (p.y->dtype == KS_DTYPE_I8 ? 0x80 : 0)]
@@ -258,7 +339,7 @@ ks_status ks__q8dw_pack(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
                     int32_t d = ks__q8_load(p.w, c * ks + ky * p.kw + kx) - wzp;
                     size_t t = (size_t)((ky / 4) * p.kw + kx);
                     blk[(t * 4 + v) * bb + l * 4 + (size_t)(ky % 4)] = (uint8_t)(int8_t)d;
-                    for (int64_t q = 1; q < p.rows; q++) { /* set q: kernel row ky at ky + q */
+                    for (int64_t q = 1; q < p.sets; q++) { /* set q: kernel row ky at ky + q */
                         size_t tq = (size_t)(((ky + q) / 4) * p.kw + kx);
                         blk[(size_t)q * taps * 4 * bb + (tq * 4 + v) * bb + l * 4 +
                             (size_t)((ky + q) % 4)] = (uint8_t)(int8_t)d;
@@ -272,10 +353,12 @@ ks_status ks__q8dw_pack(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
             int32_t *row32 = (int32_t *)cst;
             int64_t *row64 = (int64_t *)cst;
             row32[(KS_Q8DW_C_BIAS * 4 + v) * vl + l] = (int32_t)(uint32_t)(uint64_t)start;
-            row32[(KS_Q8DW_C_LSHIFT * 4 + v) * vl + l] = left;
+            /* a left shift that cannot wrap moves into the right shift (fold_left) */
+            int32_t fold = left > 0 && fold_left(&p, arch, c, left) ? left : 0;
+            row32[(KS_Q8DW_C_LSHIFT * 4 + v) * vl + l] = left - fold;
             row32[(KS_Q8DW_C_MEVEN * 4 + v) * vl + l] = mult;
             size_t q = l / 2, odd = l % 2, vq = vl / 2; /* int64 lanes */
-            if (odd) row64[(KS_Q8DW_C_MODD * 4 + v) * vq + q] = mult;
+            if (odd && !fp64) row64[(KS_Q8DW_C_MODD * 4 + v) * vq + q] = mult;
             if (arch->requant == 1) { /* two steps (q8_dw.h C2 rows) */
                 row32[(KS_Q8DW_C2_ADD * 4 + v) * vl + l] =
                     right > 0 ? (1 << (right - 1)) + yzp * (1 << right) : yzp;
@@ -283,14 +366,29 @@ ks_status ks__q8dw_pack(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
                 row32[(KS_Q8DW_C2_SHIFT * 4 + v) * vl + l] = right;
                 continue;
             }
+            if (fp64) { /* q8_dw.h KS_Q8DW_CD_*: the same rule divided by 2^(31 + r) */
+                double *rowd = (double *)cst;
+                size_t vh = vl / 2, half = l / vh, ld = l % vh;
+                double a = ldexp((double)mult, left - 31 - right);
+                double bv = ldexp((double)((1LL << 30) + (right > 0 ? (1LL << (30 + right)) : 0)),
+                                  -31 - right) +
+                            (double)yzp;
+                double sv = right > 0 && mult > 0 ? ldexp(1.0, -right) : 0.0;
+                rowd[((KS_Q8DW_CD_ALO + half) * 4 + v) * vh + ld] = a;
+                rowd[((KS_Q8DW_CD_BLO + half) * 4 + v) * vh + ld] = bv;
+                rowd[((KS_Q8DW_CD_SLO + half) * 4 + v) * vh + ld] = sv;
+                continue;
+            }
             /* out + zp = floor((x * m + K - S * [x < 0]) / 2^(31 + r)) with
              * K = 2^30 + [r > 0] 2^(30 + r) + zp 2^(31 + r), S = [r > 0] 2^31 (ISA file) */
             int64_t k = (1LL << 30) + (right > 0 ? (1LL << (30 + right)) : 0) +
                         (int64_t)yzp * (int64_t)(1ULL << (31 + right));
             int64_t s = right > 0 ? (1LL << 31) : 0;
-            row64[((KS_Q8DW_C_KEVEN + odd) * 4 + v) * vq + q] = k;
+            /* folded (right == 0, s == 0): floor((x 2^left m + k) / 2^31) =
+             * floor((x m + k / 2^left) / 2^(31 - left)), k a multiple of 2^left (left <= 30) */
+            row64[((KS_Q8DW_C_KEVEN + odd) * 4 + v) * vq + q] = k / (1LL << fold);
             row64[((KS_Q8DW_C_SEVEN + odd) * 4 + v) * vq + q] = s;
-            row64[((KS_Q8DW_C_SHEVEN + odd) * 4 + v) * vq + q] = 31 + right;
+            row64[((KS_Q8DW_C_SHEVEN + odd) * 4 + v) * vq + q] = 31 + right - fold;
         }
     }
     return KS_STATUS_OK;
@@ -305,7 +403,7 @@ typedef struct dw_job {
     uint8_t *y;
     char *thread_mem;
     size_t per_thread;
-    int32_t lo, hi, lshift;
+    int32_t lo, hi, lshift, fp64;
     const uint8_t *table;
 } dw_job;
 
@@ -407,6 +505,114 @@ static void fill_row(const dw_job *j, int64_t b, int64_t iy, uint8_t *dst) {
     }
 }
 
+/* Makes src[k] the padded row iy0 + k of image b for k < nwin (NULL outside the image), filling
+ * slots that hold no row of this window. */
+static void window_rows(const dw_job *j, int64_t b, int64_t iy0, int64_t nwin, int64_t *tags,
+                        uint8_t *slots, const uint8_t **src) {
+    const dwp *p = j->p;
+    const int64_t ns = (int64_t)num_slots(p);
+    const size_t rb = phase_bytes(p) * (size_t)p->sw;
+    for (int64_t k = 0; k < nwin; k++) {
+        int64_t iy = iy0 + k;
+        src[k] = NULL;
+        if (iy < 0 || iy >= p->ih) continue;
+        for (int64_t s = 0; s < ns; s++)
+            if (tags[s] == b * p->ih + iy) src[k] = slots + (size_t)s * rb;
+    }
+    for (int64_t k = 0; k < nwin; k++) {
+        int64_t iy = iy0 + k;
+        if (src[k] || iy < 0 || iy >= p->ih) continue;
+        int64_t s = 0; /* a slot holding no row of this window (ns >= nwin) */
+        for (; s < ns; s++) {
+            const uint8_t *at = slots + (size_t)s * rb;
+            int used = 0;
+            for (int64_t q = 0; q < nwin; q++)
+                used |= src[q] == at;
+            if (!used) break;
+        }
+        uint8_t *at = slots + (size_t)s * rb;
+        fill_row(j, b, iy, at);
+        tags[s] = b * p->ih + iy;
+        src[k] = at;
+    }
+}
+
+static int64_t floor_div4(int64_t v) {
+    return v >= 0 ? v / 4 : -((-v + 3) / 4);
+}
+
+/* Quad t of image b as a unique key >= 0: the quads of an image are t_min..t_max. */
+static int64_t quad_key(const dwp *p, int64_t b, int64_t t) {
+    const int64_t t_min = floor_div4(-p->pt);
+    const int64_t t_max = floor_div4((p->oh - 1) * p->sh - p->pt) + p->groups_h;
+    return b * (t_max - t_min + 1) + (t - t_min);
+}
+
+/* The quad mode (dwp.quad): one or two output rows per kernel call. */
+static void dw_range_quad(const dw_job *j, ks__q8dw_row *r, size_t begin, size_t end, char *mem) {
+    const dwp *p = j->p;
+    const int64_t ns = (int64_t)num_slots(p), nib = (int64_t)num_ibufs(p), g_max = p->groups_h;
+    int64_t *tags = (int64_t *)mem, *qtags = tags + ns;
+    const uint32_t **tap = (const uint32_t **)(qtags + nib);
+    uint8_t *slots = (uint8_t *)mem + tags_bytes(p);
+    const size_t pb = phase_bytes(p), rb = pb * (size_t)p->sw, bb = (size_t)p->bb;
+    uint32_t *ibufs = (uint32_t *)(slots + rb * (size_t)ns);
+    const size_t ib_words = ibuf_bytes(p) / 4, c = (size_t)p->c;
+    const size_t set_bytes = r->set_bytes, cst = r->cst_offset;
+    const uint8_t *src[64]; /* the rows of the current quads: 4 g_max <= 64 (kh <= 16) */
+    for (int64_t s = 0; s < ns; s++)
+        tags[s] = -1;
+    for (int64_t i = 0; i < nib; i++)
+        qtags[i] = -1;
+    r->tap = tap;
+    for (size_t row = begin; row < end; row++) {
+        int64_t b = (int64_t)row / p->oh, oy = (int64_t)row % p->oh;
+        int64_t iy0 = oy * p->sh - p->pt, t0 = floor_div4(iy0), o = iy0 - 4 * t0;
+        /* a row starting in the quad's first half pairs with the next one (offset o + 2, the
+         * same quads when they fit): one call, the quad loads shared, weight sets o and o + 2 */
+        int64_t nr =
+            o <= 1 && o + 2 + p->kh <= 4 * g_max && row + 1 < end && oy + 1 < p->oh ? 2 : 1;
+        int64_t ng = (o + 2 * (nr - 1) + p->kh + 3) / 4; /* quads the rows read (<= g_max) */
+        window_rows(j, b, 4 * t0, 4 * g_max, tags, slots, src);
+        int64_t at[64];
+        for (int64_t g = 0; g < ng; g++) { /* find the quad, else interleave it */
+            int64_t key = quad_key(p, b, t0 + g), i = 0;
+            at[g] = -1;
+            for (i = 0; i < nib; i++)
+                if (qtags[i] == key) at[g] = i;
+            if (at[g] >= 0) continue;
+            for (i = 0; i < nib; i++) { /* one no current quad uses */
+                int64_t k2 = qtags[i], used = 0;
+                for (int64_t h = 0; h < ng; h++)
+                    used |= k2 == quad_key(p, b, t0 + h);
+                if (!used) break;
+            }
+            at[g] = i;
+            qtags[i] = key;
+            for (int64_t ph = 0; ph < p->sw; ph++) {
+                const uint8_t *rows4[4];
+                for (int64_t q = 0; q < 4; q++)
+                    rows4[q] = src[4 * g + q] ? src[4 * g + q] + (size_t)ph * pb : j->zero;
+                j->arch->interleave(rows4, pb / bb, ibufs + (size_t)(i * p->sw + ph) * ib_words);
+            }
+        }
+        for (int64_t g = 0; g < ng; g++)
+            for (int64_t kx = 0; kx < p->kw; kx++) {
+                int64_t ph = (kx * p->dw) % p->sw, off = (kx * p->dw) / p->sw;
+                tap[g * p->kw + kx] =
+                    ibufs + (size_t)(at[g] * p->sw + ph) * ib_words + (size_t)off * c;
+            }
+        r->num_taps = (size_t)(ng * p->kw);
+        r->w = j->w + (size_t)o * set_bytes;
+        r->cst_offset = cst - (size_t)o * set_bytes;
+        r->set_bytes = 2 * set_bytes;
+        r->out = j->y + row * (size_t)p->ow * c;
+        r->num_rows = (size_t)nr;
+        j->arch->row(r);
+        row += (size_t)nr - 1;
+    }
+}
+
 static void dw_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     const dw_job *j = (const dw_job *)arg;
     const dwp *p = j->p;
@@ -435,10 +641,16 @@ static void dw_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     r.num_patterns = (size_t)p->patterns;
     r.out_i8 = p->y->dtype == KS_DTYPE_I8;
     r.lshift = j->lshift;
+    r.fp64 = j->fp64;
     r.lo = j->lo, r.hi = j->hi;
     r.no_sign = j->lo >= p->yzp;
     r.table = j->table;
     r.vbmi = (ks__cpu_isa() & KS_ISA_AVX512_VBMI) != 0;
+    if (p->quad) {
+        dw_range_quad(j, &r, begin, end, mem);
+        return;
+    }
+    const int direct = p->sw == 1 && j->arch->interleave_src != NULL;
     for (size_t row = begin; row < end; row++) {
         int64_t b = (int64_t)row / p->oh, oy = (int64_t)row % p->oh;
         /* several output rows at once when they are this thread's and the same image's */
@@ -447,6 +659,29 @@ static void dw_range(void *arg, size_t begin, size_t end, uint32_t thread) {
         while (nr > left)
             nr /= 2;
         const int64_t nwin = p->kh + nr - 1; /* window rows: iy = oy * sh - pt + k * dh */
+        if (direct) { /* stride 1: the interleave reads the input rows in place */
+            for (int64_t g = 0; g < p->groups_h; g++) {
+                ks__q8dw_src rs[4];
+                for (int64_t s = 0; s < 4; s++) {
+                    int64_t k = g * 4 + s, iy = oy * p->sh - p->pt + k * p->dh;
+                    rs[s].data = j->x, rs[s].shift = rs[s].lo = rs[s].hi = 0;
+                    if (k >= nwin || iy < 0 || iy >= p->ih || p->pl >= p->pm) continue;
+                    int64_t end_px = p->pl + p->iw < p->pm ? p->pl + p->iw : p->pm;
+                    rs[s].data = j->x + (size_t)((b * p->ih + iy) * p->iw) * c;
+                    rs[s].shift = rs[s].lo = (size_t)p->pl * c;
+                    rs[s].hi = (size_t)end_px * c;
+                }
+                uint32_t *ib = ibufs + (size_t)g * ib_words;
+                j->arch->interleave_src(rs, pb / bb, p->flip, (uint8_t)p->xzp, ib);
+                for (int64_t kx = 0; kx < p->kw; kx++)
+                    tap[g * p->kw + kx] = ib + (size_t)(kx * p->dw) * c;
+            }
+            r.out = j->y + row * (size_t)p->ow * c;
+            r.num_rows = (size_t)nr;
+            j->arch->row(&r);
+            row += (size_t)nr - 1;
+            continue;
+        }
         for (int64_t k = 0; k < nwin; k++) {
             int64_t iy = oy * p->sh - p->pt + k * p->dh;
             src[k] = NULL;
@@ -522,6 +757,7 @@ ks_status ks__q8dw_run(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
     ks__quant_act_range(p.act, p.ys, p.yzp, p.y->dtype, &j.lo, &j.hi);
     j.table = p.table ? (const uint8_t *)ctx->packed + zero_row_bytes(&p) - 256 : NULL;
     memcpy(&j.lshift, ctx->packed, sizeof(j.lshift));
+    memcpy(&j.fp64, (const uint8_t *)ctx->packed + 4, sizeof(j.fp64));
     ks__parallel_for(ctx->pool, (size_t)(p.n * p.oh), 1, dw_range, &j);
     return KS_STATUS_OK;
 }

@@ -17,13 +17,20 @@
  * (padding is the zero point, which then contributes nothing). Weights are stored as w - w_zp,
  * which must fit s8 (else the variant refuses the node). With stride 1 and no vertical dilation,
  * the groups hold the rows of 2 or 4 consecutive output rows when they fit (3x3: 2, 5x5: 4), and
- * one interleave and one set of loads serve them all (weight set q shifted by q rows).
+ * one interleave and one set of loads serve them all (weight set q shifted by q rows). With
+ * stride 1 the ISA's interleave_src reads the input rows in place (masked at the padding, the
+ * I8 flip included), so no padded copy is made. With vertical stride 2 and kh >= 5 ("quad
+ * mode", q8_dw.c) the groups are the aligned input rows 4t..4t+3, interleaved once and shared by
+ * the ~3 output rows that read them, each row using the weight set of its offset in the quad.
  *
  * Requantization is the reference's MultiplyByQuantizedMultiplier followed by the output zero
- * point, computed exactly in one 64-bit rounding step per lane (see the ISA file). Results are
- * bit-identical to ref/conv.c. Of the fused CONV2D forms (ip[12] == 1) the output TABLE one is
- * run (requantize to the intermediate, then a 256-entry lookup of each byte of the row while it
- * is in L1); the residual form is refused, and the older per-pixel kernel (qgemm.c) takes it.
+ * point, computed exactly per lane either in one 64-bit rounding step (see the ISA file; a left
+ * shift that cannot wrap is folded into the right one) or, when q8_dw.c proves it exact for
+ * every reachable accumulator of every channel, as floor(x A + B) in float64 (KS_Q8DW_CD_*):
+ * one FMA and one rounding-down conversion per 8 lanes. Results are bit-identical to
+ * ref/conv.c. Of the fused CONV2D forms (ip[12] == 1) the output TABLE one is run (requantize to
+ * the intermediate, then a 256-entry lookup of each byte of the row while it is in L1); the
+ * residual form is refused, and the older per-pixel kernel (qgemm.c) takes it.
  */
 #ifndef KESTREL_CPU_Q8_DW_H
 #define KESTREL_CPU_Q8_DW_H
@@ -47,6 +54,17 @@ enum {
     KS_Q8DW_C_SHEVEN,   /* int64 total right shift (31 + r), lane 2i */
     KS_Q8DW_C_SHODD,    /* lane 2i + 1 */
     KS_Q8DW_C_ROWS
+};
+/* The float64 form (ks__q8dw_row fp64, requant 0 only; it reuses the 64-bit rows): per lane
+ * y = x A + B (B - S for x < 0) by one FMA, out = floor(y) converted by one rounding-down
+ * conversion. Lanes 0..B/8-1 of vector v in the LO row, the others in HI (B / 8 doubles each). */
+enum {
+    KS_Q8DW_CD_ALO = KS_Q8DW_C_MODD, /* A = m 2^(left - 31 - r) */
+    KS_Q8DW_CD_AHI,
+    KS_Q8DW_CD_BLO, /* B = (2^30 + [r > 0] 2^(30 + r)) / 2^(31 + r) + zp */
+    KS_Q8DW_CD_BHI,
+    KS_Q8DW_CD_SLO, /* S = [r > 0 and m > 0] 2^-r */
+    KS_Q8DW_CD_SHI
 };
 /* The two-step form (ks__q8dw_arch requant 1, for ISAs without 64-bit arithmetic shifts): h =
  * SRDHM(x, m) from the 64-bit products, then (h + add - [h < 0 and r > 0]) >> r in 32 bits. */
@@ -80,6 +98,7 @@ typedef struct ks__q8dw_row {
     size_t num_rows;     /* 1, 2 or 4 */
     int32_t out_i8;      /* output dtype I8 (else U8) */
     int32_t lshift;      /* some channel has a left shift */
+    int32_t fp64;        /* the constants are the float64 form (KS_Q8DW_CD_*) */
     int32_t lo, hi;      /* clamp, output dtype values */
     /* lo >= the output zero point (ReLU-style clamps): a negative requantized value clamps to lo
      * however it rounds, so kernels may skip the rounding's sign correction */
@@ -101,14 +120,26 @@ typedef void (*ks__q8dw_row_fn)(const ks__q8dw_row *r);
 typedef size_t (*ks__q8dw_split2_fn)(const uint8_t *src, size_t pairs, size_t c, uint8_t flip,
                                      uint8_t *even, uint8_t *odd);
 
+/* One input row as read in place (stride 1): flat byte f of the padded row is data[f - shift]
+ * when lo <= f < hi, else the (flipped) zero point `pad`; bytes are flipped by xor with `flip`.
+ * Rows outside the image have lo == hi. */
+typedef struct ks__q8dw_src {
+    const uint8_t *data;
+    size_t shift, lo, hi;
+} ks__q8dw_src;
+/* As ks__q8dw_interleave_fn from rows read in place: no padded copy of the input row. */
+typedef void (*ks__q8dw_interleave_src_fn)(const ks__q8dw_src rows[4], size_t num_blocks,
+                                           uint8_t flip, uint8_t pad, uint32_t *dst);
+
 typedef struct ks__q8dw_arch {
     uint32_t block_bytes; /* B: 64 or 32 */
     uint32_t requant;     /* 0: one 64-bit rounding step (KS_Q8DW_C_*); 1: two steps (C2) */
     uint32_t max_rows;    /* output rows per call the row kernel takes: 1, 2 or 4 */
     ks__q8dw_interleave_fn interleave;
     ks__q8dw_row_fn row;
-    double ops_per_cycle;      /* for cost() */
-    ks__q8dw_split2_fn split2; /* may be NULL */
+    double ops_per_cycle;                      /* for cost() */
+    ks__q8dw_split2_fn split2;                 /* may be NULL */
+    ks__q8dw_interleave_src_fn interleave_src; /* may be NULL: stride 1 then copies the rows */
 } ks__q8dw_arch;
 
 double ks__q8dw_cost(const ks__kernel_ctx *ctx, const ks__q8dw_arch *arch);

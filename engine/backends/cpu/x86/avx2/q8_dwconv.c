@@ -216,7 +216,7 @@ static size_t ks_q8dw_split2__avx2(const uint8_t *src, size_t pairs, size_t c, u
 
 /* 2 rows per call at most: 4 would need 16 accumulators, all 16 ymm registers */
 static const ks__q8dw_arch k_arch = {
-    BB, 1, 2, ks_q8dw_interleave__avx2, ks_q8dw_row__avxvnni, 1.8, ks_q8dw_split2__avx2};
+    BB, 1, 2, ks_q8dw_interleave__avx2, ks_q8dw_row__avxvnni, 1.8, ks_q8dw_split2__avx2, NULL};
 
 static double dwrow_cost(const ks__kernel_ctx *ctx) {
     /* twice the AVX-512 kernel's blocks at the same rate; AVX-512 CPUs pick that one */

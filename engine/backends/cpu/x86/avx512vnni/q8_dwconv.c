@@ -53,6 +53,40 @@ static void ks_q8dw_interleave__avx512vnni(const uint8_t *const rows[4], size_t 
     }
 }
 
+/* 64 bytes of a row read in place from flat byte f (q8_dw.h ks__q8dw_src), flipped. */
+KS_INLINE __m512i src_block(const ks__q8dw_src *r, size_t f, __m512i flip, __m512i pad) {
+    if (f >= r->lo && f + 64 <= r->hi)
+        return _mm512_xor_si512(_mm512_loadu_si512(r->data + (f - r->shift)), flip);
+    if (f + 64 <= r->lo || f >= r->hi) return pad;
+    /* an edge block: the valid bytes [lo, hi) - f, loaded masked (masked-off bytes are never
+     * accessed; the address is formed as an integer, it may precede the row) */
+    size_t b = r->lo > f ? r->lo - f : 0, e = r->hi - f < 64 ? r->hi - f : 64;
+    __mmask64 m =
+        (e == 64 ? ~(__mmask64)0 : (((__mmask64)1 << e) - 1)) & ~(((__mmask64)1 << b) - 1);
+    const void *at = (const void *)((uintptr_t)r->data + f - r->shift);
+    return _mm512_mask_mov_epi8(pad, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, at), flip));
+}
+
+/* The interleave of ks_q8dw_interleave__avx512vnni from rows read in place. */
+static void ks_q8dw_interleave_src__avx512vnni(const ks__q8dw_src rows[4], size_t num_blocks,
+                                               uint8_t flip, uint8_t pad, uint32_t *dst) {
+    const __m512i tr = _mm512_loadu_si512(k_transpose);
+    const __m512i fv = _mm512_set1_epi8((char)flip), pv = _mm512_set1_epi8((char)pad);
+    for (size_t j = 0; j < num_blocks; j++) {
+        __m512i r0 = _mm512_permutexvar_epi32(tr, src_block(&rows[0], 64 * j, fv, pv));
+        __m512i r1 = _mm512_permutexvar_epi32(tr, src_block(&rows[1], 64 * j, fv, pv));
+        __m512i r2 = _mm512_permutexvar_epi32(tr, src_block(&rows[2], 64 * j, fv, pv));
+        __m512i r3 = _mm512_permutexvar_epi32(tr, src_block(&rows[3], 64 * j, fv, pv));
+        __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
+        __m512i lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
+        uint32_t *d = dst + 64 * j;
+        _mm512_storeu_si512(d, _mm512_unpacklo_epi16(lo01, lo23));
+        _mm512_storeu_si512(d + 16, _mm512_unpackhi_epi16(lo01, lo23));
+        _mm512_storeu_si512(d + 32, _mm512_unpacklo_epi16(hi01, hi23));
+        _mm512_storeu_si512(d + 48, _mm512_unpackhi_epi16(hi01, hi23));
+    }
+}
+
 KS_INLINE __m512i cst_row(const uint8_t *cst, int row, size_t v) {
     return _mm512_loadu_si512(cst + ((size_t)row * 4 + v) * 64);
 }
@@ -61,7 +95,30 @@ KS_INLINE __m512i cst_row(const uint8_t *cst, int row, size_t v) {
 /* mode: MODE_LSHIFT (some channel shifts left), MODE_NO_SIGN (the clamp's low end is at or
  * above the zero point, so every negative h clamps to it whichever way it rounds: the sign
  * correction is skipped; q8_dw.h no_sign). */
-enum { MODE_LSHIFT = 1, MODE_NO_SIGN = 2 };
+/* MODE_FP64: the float64 constants (q8_dw.h KS_Q8DW_CD_*, exact where q8_dw.c chose them):
+ * two FMAs and two rounding-down conversions per 16 lanes instead of the 64-bit products. */
+enum { MODE_LSHIFT = 1, MODE_NO_SIGN = 2, MODE_FP64 = 4 };
+
+KS_INLINE __m512d cst_pd(const uint8_t *cst, int row, size_t v) {
+    return _mm512_loadu_pd(cst + ((size_t)row * 4 + v) * 64);
+}
+
+/* The low and high 8 lanes of out + zp. */
+KS_INLINE void requant_fp64(__m512i x, const uint8_t *cst, size_t v, int mode, __m256i *lo,
+                            __m256i *hi) {
+    __m512d dl = _mm512_cvtepi32_pd(_mm512_castsi512_si256(x));
+    __m512d dh = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(x, 1));
+    __m512d bl = cst_pd(cst, KS_Q8DW_CD_BLO, v), bh = cst_pd(cst, KS_Q8DW_CD_BHI, v);
+    if (!(mode & MODE_NO_SIGN)) {
+        __mmask16 n = _mm512_movepi32_mask(x);
+        bl = _mm512_mask_sub_pd(bl, (__mmask8)n, bl, cst_pd(cst, KS_Q8DW_CD_SLO, v));
+        bh = _mm512_mask_sub_pd(bh, (__mmask8)(n >> 8), bh, cst_pd(cst, KS_Q8DW_CD_SHI, v));
+    }
+    __m512d yl = _mm512_fmadd_pd(dl, cst_pd(cst, KS_Q8DW_CD_ALO, v), bl);
+    __m512d yh = _mm512_fmadd_pd(dh, cst_pd(cst, KS_Q8DW_CD_AHI, v), bh);
+    *lo = _mm512_cvt_roundpd_epi32(yl, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    *hi = _mm512_cvt_roundpd_epi32(yh, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+}
 
 KS_INLINE __m512i requant(__m512i x, const uint8_t *cst, size_t v, int mode, __m512i merge) {
     if (mode & MODE_LSHIFT) x = _mm512_sllv_epi32(x, cst_row(cst, KS_Q8DW_C_LSHIFT, v));
@@ -95,6 +152,22 @@ typedef struct consts {
 /* The 64 output bytes of 4 accumulators (pattern constants cst). */
 KS_INLINE __m512i finish(__m512i a0, __m512i a1, __m512i a2, __m512i a3, const uint8_t *cst,
                          int out_i8, int lshift, int clamp, const consts *k) {
+    if (lshift & MODE_FP64) {
+        /* the 256-bit halves pack as the 128-bit lanes 0-1 and 2-3 of the 512-bit form below */
+        __m256i l[4], h[4];
+        requant_fp64(a0, cst, 0, lshift, &l[0], &h[0]);
+        requant_fp64(a1, cst, 1, lshift, &l[1], &h[1]);
+        requant_fp64(a2, cst, 2, lshift, &l[2], &h[2]);
+        requant_fp64(a3, cst, 3, lshift, &l[3], &h[3]);
+        __m256i l01 = _mm256_packs_epi32(l[0], l[1]), l23 = _mm256_packs_epi32(l[2], l[3]);
+        __m256i h01 = _mm256_packs_epi32(h[0], h[1]), h23 = _mm256_packs_epi32(h[2], h[3]);
+        __m256i bl = out_i8 ? _mm256_packs_epi16(l01, l23) : _mm256_packus_epi16(l01, l23);
+        __m256i bh = out_i8 ? _mm256_packs_epi16(h01, h23) : _mm256_packus_epi16(h01, h23);
+        __m512i b = _mm512_inserti64x4(_mm512_castsi256_si512(bl), bh, 1);
+        if (clamp && out_i8) b = _mm512_min_epi8(_mm512_max_epi8(b, k->lo), k->hi);
+        if (clamp && !out_i8) b = _mm512_min_epu8(_mm512_max_epu8(b, k->lo), k->hi);
+        return _mm512_permutexvar_epi32(k->tr, b);
+    }
     __m512i q0 = requant(a0, cst, 0, lshift, k->merge), q1 = requant(a1, cst, 1, lshift, k->merge);
     __m512i q2 = requant(a2, cst, 2, lshift, k->merge), q3 = requant(a3, cst, 3, lshift, k->merge);
     /* saturating packs keep the order of values, so clamping after them is exact (and with the
@@ -114,8 +187,9 @@ KS_INLINE __m512i finish(__m512i a0, __m512i a1, __m512i a2, __m512i a3, const u
 
 /* Flat block j of nrows output rows (row q with weight set q, q8_dw.h): the interleaved loads
  * are shared by the rows. */
-KS_INLINE void block(const ks__q8dw_row *r, size_t j, const uint8_t *w, int out_i8, int lshift,
-                     int clamp, size_t fixed_taps, size_t nrows, const consts *k, __m512i *y) {
+KS_INLINE void block(const ks__q8dw_row *r, const uint32_t *const *tp, size_t j, const uint8_t *w,
+                     int out_i8, int lshift, int clamp, size_t fixed_taps, size_t nrows,
+                     const consts *k, __m512i *y) {
     const size_t taps = fixed_taps ? fixed_taps : r->num_taps;
     const uint8_t *cst = w + r->cst_offset;
     __m512i acc[4][4];
@@ -125,7 +199,7 @@ KS_INLINE void block(const ks__q8dw_row *r, size_t j, const uint8_t *w, int out_
             acc[q][v] = s;
     }
     KS_UNROLL for (size_t t = 0; t < taps; t++) {
-        const uint32_t *s = r->tap[t] + 64 * j;
+        const uint32_t *s = tp[t] + 64 * j;
         __m512i x[4];
         for (size_t v = 0; v < 4; v++)
             x[v] = _mm512_loadu_si512(s + 16 * v);
@@ -163,11 +237,18 @@ KS_INLINE void store_block(uint8_t *out, size_t j, size_t nb, __mmask64 tail, __
         const __mmask64 tail =                                                                     \
             r->tail_bytes >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << r->tail_bytes) - 1);           \
         (void)table;                                                                               \
+        /* a local copy: the stores below may alias r->tap[], which would reload it per block */   \
+        const uint32_t *tbuf[16], *const *tp = r->tap;                                             \
+        if (fixed_taps) {                                                                          \
+            for (size_t t = 0; t < fixed_taps; t++)                                                \
+                tbuf[t] = r->tap[t];                                                               \
+            tp = tbuf;                                                                             \
+        }                                                                                          \
         for (size_t p = 0; p < np && p < nb; p++) {                                                \
             const uint8_t *w = r->w + p * r->pattern_bytes;                                        \
             for (size_t j = p; j < nb; j += np) {                                                  \
                 __m512i y[4];                                                                      \
-                block(r, j, w, out_i8, lshift, clamp, fixed_taps, nrows, &k, y);                   \
+                block(r, tp, j, w, out_i8, lshift, clamp, fixed_taps, nrows, &k, y);               \
                 for (size_t q = 0; q < nrows; q++) {                                               \
                     LOOKUP;                                                                        \
                     store_block(r->out + q * row_bytes, j, nb, tail, y[q]);                        \
@@ -184,35 +265,46 @@ KS_DEFINE_ROW_LOOP(row_loop_vbmi, KS_TARGET_VBMI, y[q] = KS_TABLE_LOOKUP(y[q], t
 
 /* Bodies specialized on the rows per call and the tap count (3x3: 3, 5x5: 10); dtype, clamp
  * and left shift are loop-invariant branches. */
-#define KS_DISPATCH_ROWS(LOOP, TAPS, MODE)                                                         \
+#define KS_DISPATCH_ROWS(LOOP, TAPS, MODE, I8, CLAMP)                                              \
     do {                                                                                           \
         if (r->num_rows == 4)                                                                      \
-            LOOP(r, i8, MODE, clamp, TAPS, 4, table);                                              \
+            LOOP(r, I8, MODE, CLAMP, TAPS, 4, table);                                              \
         else if (r->num_rows == 2)                                                                 \
-            LOOP(r, i8, MODE, clamp, TAPS, 2, table);                                              \
+            LOOP(r, I8, MODE, CLAMP, TAPS, 2, table);                                              \
         else                                                                                       \
-            LOOP(r, i8, MODE, clamp, TAPS, 1, table);                                              \
+            LOOP(r, I8, MODE, CLAMP, TAPS, 1, table);                                              \
     } while (0)
 
-#define KS_DISPATCH_TAPS(LOOP, MODE)                                                               \
+#define KS_DISPATCH_TAPS_C(LOOP, MODE, I8, CLAMP)                                                  \
     do {                                                                                           \
         if (r->num_taps == 3)                                                                      \
-            KS_DISPATCH_ROWS(LOOP, 3, MODE);                                                       \
+            KS_DISPATCH_ROWS(LOOP, 3, MODE, I8, CLAMP);                                            \
         else if (r->num_taps == 10)                                                                \
-            KS_DISPATCH_ROWS(LOOP, 10, MODE);                                                      \
+            KS_DISPATCH_ROWS(LOOP, 10, MODE, I8, CLAMP);                                           \
+        else if (r->num_taps == 6)                                                                 \
+            KS_DISPATCH_ROWS(LOOP, 6, MODE, I8, CLAMP);                                            \
         else                                                                                       \
-            KS_DISPATCH_ROWS(LOOP, 0, MODE);                                                       \
+            KS_DISPATCH_ROWS(LOOP, 0, MODE, I8, CLAMP);                                            \
     } while (0)
+#define KS_DISPATCH_TAPS(LOOP, MODE) KS_DISPATCH_TAPS_C(LOOP, MODE, i8, clamp)
 
 /* The ReLU-clamped nodes (no sign correction) get their own bodies; the TABLE ones requantize
  * to the full range, so they never skip it and share the runtime-mode body. */
 #define KS_DEFINE_DISPATCH(NAME, ATTR, LOOP, NO_SIGN_BODY)                                         \
     ATTR static void NAME(const ks__q8dw_row *r, const __m512i *table) {                           \
         const int i8 = r->out_i8;                                                                  \
-        const int mode = (r->lshift ? MODE_LSHIFT : 0) | (r->no_sign ? MODE_NO_SIGN : 0);          \
+        const int mode = r->fp64                                                                   \
+                             ? MODE_FP64 | (r->no_sign ? MODE_NO_SIGN : 0)                         \
+                             : (r->lshift ? MODE_LSHIFT : 0) | (r->no_sign ? MODE_NO_SIGN : 0);    \
         const int clamp = r->lo > (i8 ? -128 : 0) || r->hi < (i8 ? 127 : 255);                     \
-        if (NO_SIGN_BODY && mode == MODE_NO_SIGN)                                                  \
+        if (NO_SIGN_BODY && mode == (MODE_FP64 | MODE_NO_SIGN) && i8 && !clamp)                    \
+            KS_DISPATCH_TAPS_C(LOOP, MODE_FP64 | MODE_NO_SIGN, 1, 0); /* ReLU6 to I8 */            \
+        else if (NO_SIGN_BODY && mode == (MODE_FP64 | MODE_NO_SIGN))                               \
+            KS_DISPATCH_TAPS(LOOP, MODE_FP64 | MODE_NO_SIGN);                                      \
+        else if (NO_SIGN_BODY && mode == MODE_NO_SIGN)                                             \
             KS_DISPATCH_TAPS(LOOP, MODE_NO_SIGN);                                                  \
+        else if (mode == MODE_FP64) /* the TABLE form's usual one */                               \
+            KS_DISPATCH_TAPS(LOOP, MODE_FP64);                                                     \
         else                                                                                       \
             KS_DISPATCH_TAPS(LOOP, mode);                                                          \
     }
@@ -288,7 +380,8 @@ static const ks__q8dw_arch k_arch = {64,
                                      ks_q8dw_interleave__avx512vnni,
                                      ks_q8dw_row__avx512vnni,
                                      1.8,
-                                     ks_q8dw_split2__avx512vnni};
+                                     ks_q8dw_split2__avx512vnni,
+                                     ks_q8dw_interleave_src__avx512vnni};
 
 static double dwrow_cost(const ks__kernel_ctx *ctx) {
     return ks__q8dw_cost(ctx, &k_arch);
