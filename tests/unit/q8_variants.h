@@ -1,6 +1,7 @@
 /* Shared harness of the quantized-variant tests (test_impl_quant.c, test_impl_q8_smallc.c,
- * test_impl_q8_dw.c, test_impl_arm_q8.c): quantized test tensors, kernel contexts, and the check
- * that every variant a test selects gives the reference kernel's bytes at 1 and 3 threads.
+ * test_impl_q8_dw.c, test_impl_arm_q8.c): quantized test tensors, kernel contexts, the check
+ * that every variant a test selects gives the reference kernel's bytes at 1 and 3 threads, and the
+ * unfused reference chains the fused CONV2D forms are compared with.
  * Include after <cmocka.h>, "impl.h" and "kernel.h"; everything here is static (inline, so a
  * test may leave parts unused). */
 #ifndef KESTREL_TESTS_Q8_VARIANTS_H
@@ -150,6 +151,83 @@ static inline int q8v_check(const ks__node *node, ks__rt_tensor **ins, uint32_t 
     free(want);
     y->data = NULL;
     return ran;
+}
+
+/* ---- fused CONV2D forms (ops.inc: ip[12] == 1): the unfused reference chain ---- */
+
+/* Runs the reference kernel of `node` into y (dtype and quantization set; data allocated here). */
+static inline void ref_run(const ks__node *node, ks__rt_tensor **ins, uint32_t nin, qtensor *y) {
+    ks__rt_tensor *outs[1] = {&y->t};
+    ks__kernel_ctx ctx = make_ctx(node, ins, nin, outs);
+    const ks__kernel *k = &ks__ref_kernels()->k[node->op];
+    ks_status st = k->infer(&ctx);
+    if (st) print_error("ref infer: %s\n", g_err);
+    assert_int_equal(st, KS_STATUS_OK);
+    free(y->data);
+    y->t.size_bytes = (size_t)ks__rt_numel(&y->t) * ks_dtype_size(y->t.dtype);
+    y->data = y->t.data = malloc(y->t.size_bytes + 1);
+    assert_non_null(y->data);
+    ctx.scratch = aligned(ctx.scratch_bytes);
+    st = k->run(&ctx);
+    if (st) print_error("ref run: %s\n", g_err);
+    assert_int_equal(st, KS_STATUS_OK);
+    free(ctx.scratch);
+}
+
+/* An output tensor with per-tensor params and no data yet. */
+static inline qtensor *new_out(ks_dtype dt, float scale, int32_t zp) {
+    qtensor *q = malloc(sizeof(qtensor));
+    assert_non_null(q);
+    int64_t one[1] = {1};
+    mkq(q, dt, 1, one, 1);
+    free(q->data);
+    q->t.data = q->data = NULL;
+    q->scales[0] = scale;
+    q->zps[0] = zp;
+    return q;
+}
+
+static inline void free_q(qtensor *q) {
+    if (!q) return;
+    free(q->data);
+    free(q);
+}
+
+enum {
+    FUSE_RESIDUAL = 1,
+    FUSE_SIGMOID,
+    FUSE_TANH,
+    FUSE_HARD_SWISH,
+    FUSE_LEAKY,
+    FUSE_SILU,
+    FUSE_COUNT
+};
+
+/* The unfused chain after the conv: x (the intermediate) -> y with y's params. */
+static inline void run_table_chain(int fuse, qtensor *x, qtensor *y) {
+    ks__node node;
+    memset(&node, 0, sizeof(node));
+    node.name = (char *)"chain";
+    ks_dtype dt = x->t.dtype;
+    int32_t base = dt == KS_DTYPE_U8 ? 128 : 0;
+    if (fuse == FUSE_SILU) {
+        qtensor *s = new_out(dt, 1.0f / 256.0f, base - 128);
+        node.op = KS_OP_SIGMOID;
+        ks__rt_tensor *ins[1] = {&x->t};
+        ref_run(&node, ins, 1, s);
+        node.op = KS_OP_MUL;
+        ks__rt_tensor *ins2[2] = {&x->t, &s->t};
+        ref_run(&node, ins2, 2, y);
+        free_q(s);
+        return;
+    }
+    node.op = fuse == FUSE_SIGMOID ? KS_OP_SIGMOID
+              : fuse == FUSE_TANH  ? KS_OP_TANH
+              : fuse == FUSE_LEAKY ? KS_OP_LEAKY_RELU
+                                   : KS_OP_HARD_SWISH;
+    node.fp[0] = 0.1f;
+    ks__rt_tensor *ins[1] = {&x->t};
+    ref_run(&node, ins, 1, y);
 }
 
 #endif /* KESTREL_TESTS_Q8_VARIANTS_H */
