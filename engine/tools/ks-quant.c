@@ -64,6 +64,7 @@ typedef struct options {
     int int8_output_layers; /* quantize the layers that compute the model outputs too */
     int crops;              /* --calibration-crops: extra crops per calibration image */
     int fallback;           /* --fallback: FALLBACK_* (how the output check picks layers) */
+    int gptq;               /* --weight-rounding gptq: error-compensated weights (gptq.c) */
     char *skip[MAX_SKIP];
     int num_skip;
     char *skip_buf;
@@ -120,6 +121,11 @@ static void usage(void) {
             "                               channel, measured layer by layer) | auto (both,\n"
             "                               keeps the one with the better worst output cosine)\n"
             "  --no-bias-correction         no bias correction\n"
+            "  --weight-rounding nearest|gptq\n"
+            "                               nearest (default): round each weight alone;\n"
+            "                               gptq: round each output channel in order, moving\n"
+            "                               each error onto the rest through the layer's input\n"
+            "                               statistics (one more pass over the images)\n"
             "  --int8-output-layers         quantize the layers that compute the model outputs\n"
             "                               too (default: they stay fp32, see docs)\n"
             "  --report FILE.md|FILE.json   per-layer cosine similarity, worst first\n"
@@ -315,6 +321,16 @@ static int parse_args(int argc, char **argv, options *o) {
                 fprintf(stderr,
                         "ks-quant: --bias-correction: '%s' is not empirical, analytic or auto\n",
                         v);
+                return -1;
+            }
+        } else if (strcmp(a, "--weight-rounding") == 0 && has) {
+            const char *v = argv[++i];
+            if (strcmp(v, "nearest") == 0)
+                o->gptq = 0;
+            else if (strcmp(v, "gptq") == 0)
+                o->gptq = 1;
+            else {
+                fprintf(stderr, "ks-quant: --weight-rounding: '%s' is not nearest or gptq\n", v);
                 return -1;
             }
         } else if (strcmp(a, "--fallback") == 0 && has) {
@@ -930,6 +946,97 @@ static int calibrate(const options *o, const ks__graph *g, ks_session *fs, const
         progress(o, what, total, total);
     }
     return 0;
+}
+
+/* KS_QUANT_WEIGHT_ONLY=1 (experiment switch): instead of the int8 model, write the fp32 graph
+ * with every conv/FC weight replaced by its int8 rounding, dequantized (the rounding --weight-
+ * rounding picks), to measure what the rounding alone costs the task. */
+static int write_weight_only(const options *o, ks__graph *g, const ksq_gptq *gq) {
+    char err[512];
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        const ks__node *n = &g->nodes[i];
+        if ((n->op != KS_OP_CONV2D && n->op != KS_OP_FULLY_CONNECTED) || n->num_inputs < 2 ||
+            n->inputs[1] < 0)
+            continue;
+        int32_t id = n->inputs[1];
+        const ks__tensor *w = &g->tensors[id];
+        if (!(w->flags & KS__TENSOR_CONST) || w->dtype != KS_DTYPE_F32 || !w->data || w->rank < 2 ||
+            w->dims[0] <= 0)
+            continue;
+        int64_t oc = w->dims[0], total = ks__numel(w->rank, w->dims), per = total / oc;
+        const float *wf = w->data;
+        float *dq = malloc((size_t)total * sizeof(float));
+        if (!dq) return -1;
+        for (int64_t c = 0; c < oc; c++) {
+            bool have = gq && gq->q && gq->q[id];
+            float m = 0.0f;
+            for (int64_t k = 0; k < per && !have; k++)
+                if (isfinite(wf[c * per + k]) && fabsf(wf[c * per + k]) > m)
+                    m = fabsf(wf[c * per + k]);
+            float s = have ? gq->scale[id][c] : (m > 0.0f ? m / 127.0f : 1.0f);
+            for (int64_t k = 0; k < per; k++) {
+                long r = have                        ? gq->q[id][c * per + k]
+                         : isfinite(wf[c * per + k]) ? lroundf(wf[c * per + k] / s)
+                                                     : 0;
+                dq[c * per + k] = s * (float)(r > 127 ? 127 : (r < -127 ? -127 : r));
+            }
+        }
+        ks_status st = ks__graph_set_const(g, id, dq, (size_t)total * sizeof(float), true);
+        free(dq);
+        if (st) return -1;
+    }
+    ks__ksm_write_opts wo = {.pack = false};
+    if (ks__ksm_write_file_ex(g, &wo, o->out_path, err, sizeof(err))) {
+        fprintf(stderr, "ks-quant: cannot write %s: %s\n", o->out_path, err);
+        return -1;
+    }
+    printf("%s: fp32 model with int8-rounded weights (%s)\n", o->out_path, gq ? "gptq" : "nearest");
+    return 0;
+}
+
+/* ---- error-compensated weight rounding (--weight-rounding gptq) --------------------------- */
+
+static const float *session_tensor(void *user, int32_t id, size_t *num) {
+    ks_tensor rt;
+    if (ks_session_tensor(user, (uint32_t)id, &rt) || !rt.data || rt.info.dtype != KS_DTYPE_F32)
+        return NULL;
+    *num = rt.size_bytes / sizeof(float);
+    return rt.data;
+}
+
+/* Hessian budget of one pass over the images (layers beyond it take another pass). */
+#define GPTQ_BUDGET_BYTES ((size_t)192 << 20)
+
+/* Runs the fp32 model over the calibration images once per batch of layers, collecting each
+ * layer's input statistics, and rounds their weights (plan->gptq then points at the result). */
+static int gptq_weights(const options *o, const ks__graph *g, ks_session *fs, const preprocess *pp,
+                        const image_list *imgs, ksq_plan *plan, ksq_gptq *gq) {
+    double t0 = (double)clock() / CLOCKS_PER_SEC;
+    if (ksq_gptq_init(gq, g, plan, GPTQ_BUDGET_BYTES)) goto oom;
+    for (int b = 0; b < gq->num_batches; b++) {
+        char what[64];
+        snprintf(what, sizeof(what), "weight rounding (%d/%d)", b + 1, gq->num_batches);
+        if (ksq_gptq_alloc_batch(gq, b)) goto oom;
+        for (int i = 0; i < imgs->count; i++) {
+            progress(o, what, i, imgs->count);
+            if (fill_input(fs, pp, imgs->paths[i]) || run_session(fs)) return -1;
+            ksq_gptq_observe(gq, b, g, plan, session_tensor, fs, i, imgs->count);
+        }
+        progress(o, what, imgs->count, imgs->count);
+        if (ksq_gptq_solve_batch(gq, g, b)) goto oom;
+    }
+    plan->gptq = gq;
+    if (!o->quiet)
+        fprintf(stderr,
+                "ks-quant: gptq weight rounding: %u layers (%u above %d inputs per channel keep "
+                "nearest), H-weighted error %.3f of nearest's (mean per layer), %.1f s\n",
+                gq->num_solved, gq->num_capped, KSQ_GPTQ_MAX_K,
+                gq->proxy_nearest > 0 ? gq->proxy_gptq / gq->proxy_nearest : 1.0,
+                (double)clock() / CLOCKS_PER_SEC - t0);
+    return 0;
+oom:
+    fprintf(stderr, "ks-quant: out of memory (weight rounding)\n");
+    return -1;
 }
 
 static bool output_checked(const options *o, const char *name);
@@ -1861,6 +1968,7 @@ int main(int argc, char **argv) {
     ks_model *orig_model = NULL;
     ksq_calib calib = {0};
     ksq_biascorr bc = {0};
+    ksq_gptq gq = {0};
     ksq_plan plan = {0};
     ksq_map map = {0};
     eval ev = {0};
@@ -2010,6 +2118,16 @@ int main(int argc, char **argv) {
         rc = 2;
         goto done;
     }
+    if (o.gptq) {
+        if (gptq_weights(&o, &src, fs, &pp, &imgs, &plan, &gq)) goto done;
+        size_t len = strlen(o.passes);
+        snprintf(o.passes + len, sizeof(o.passes) - len, "%sgptq-rounded %u layers",
+                 len ? "; " : "", gq.num_solved);
+    }
+    if (getenv("KS_QUANT_WEIGHT_ONLY")) {
+        rc = write_weight_only(&o, &src, o.gptq ? &gq : NULL) ? 1 : 0;
+        goto done;
+    }
     if (!o.int8_output_layers) {
         int kept = keep_output_layers(&src, &plan);
         if (kept < 0) goto done;
@@ -2053,6 +2171,9 @@ int main(int argc, char **argv) {
             fprintf(stderr, "ks-quant: out of memory\n");
             goto done;
         }
+        /* The analytic correction assumes nearest rounding: use the mean error of the weights
+         * actually written instead (measured with the layer's real inputs, padding included). */
+        if (o.gptq && o.bias_correction != BIAS_EMPIRICAL) ksq_gptq_fix_bias(&gq, &bc);
         ksq_plan_decide(&plan, &src);
         if (o.bias_correction == BIAS_EMPIRICAL &&
             empirical_bias(&o, &src, &plan, &bc, fs, &shape, &pp, &imgs, &rounds))
@@ -2136,8 +2257,9 @@ int main(int argc, char **argv) {
     {
         static const char *methods[] = {"minmax", "percentile", "kl", "mse"};
         char val[256];
-        snprintf(val, sizeof(val), "int8 ptq, %s, %d images%s%s", methods[o.method], imgs.count,
+        snprintf(val, sizeof(val), "int8 ptq, %s, %d images%s%s%s", methods[o.method], imgs.count,
                  o.equalize && strstr(o.passes, "equalized") ? ", equalized" : "",
+                 o.gptq ? ", gptq weights" : "",
                  o.bias_correction == 1   ? ", bias-corrected (empirical)"
                  : o.bias_correction == 2 ? ", bias-corrected (analytic)"
                                           : "");
@@ -2176,6 +2298,7 @@ done:
     ksq_plan_free(&plan);
     ksq_calib_free(&calib);
     ksq_biascorr_free(&bc);
+    ksq_gptq_free(&gq);
     ks_session_destroy(fs);
     ks_model_destroy(fm);
     ks_model_destroy(orig_model);

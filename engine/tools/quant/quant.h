@@ -98,6 +98,7 @@ typedef struct ksq_plan {
     int32_t *rank;       /* per tensor: runtime shape seen in calibration (rank -1: unknown) */
     int64_t *dims;       /* num_tensors * KS_MAX_RANK */
     const int32_t *pair; /* per node, from ksq_unfuse_residual (NULL: none) */
+    const struct ksq_gptq *gptq; /* error-compensated weights (gptq.c; NULL: round to nearest) */
 } ksq_plan;
 
 ks_status ksq_plan_init(ksq_plan *p, const ks__graph *g);
@@ -190,5 +191,53 @@ void ksq_biascorr_free(ksq_biascorr *bc);
  * With KS_QUANT_NO_FUSE set in the environment the pass does nothing (to A/B the fused graph). */
 ks_status ksq_fuse(ks__graph *g, const ksq_plan *plan, ksq_map *map, uint32_t num_src_tensors,
                    uint32_t *num_fused_out, char *err, size_t err_cap);
+
+/* ---- error-compensated weight rounding (gptq.c) ------------------------------------------
+ * GPTQ / OBQ style: per layer, H = sum of x x^T over sampled output positions (x: the im2col
+ * input of one output channel's group, K = kh * kw * Cin/groups; Cin for FC), damped by 1 % of its
+ * mean diagonal; each output channel is rounded in input order with its scale fixed first, every
+ * rounding error pushed onto the channel's not yet rounded weights through the Cholesky factor of
+ * H^-1. Per channel the result with the least H-weighted error among {nearest, GPTQ with the
+ * max-abs scale, GPTQ with the MSE-clipped scale} is kept, so the proxy error never exceeds
+ * nearest rounding's. Layers with K > KSQ_GPTQ_MAX_K (or too large a set of Hessians) keep nearest
+ * rounding. Usage: ksq_gptq_init; for each batch b < num_batches: ksq_gptq_alloc_batch, run the
+ * fp32 model on every calibration image and call ksq_gptq_observe, then ksq_gptq_solve_batch. */
+#define KSQ_GPTQ_MAX_K 2304
+
+typedef struct ksq_gptq_layer {
+    uint32_t node;
+    int32_t w_id, x_id, y_id;
+    int batch;
+    bool fc;
+    int64_t co, groups, k; /* k: inputs per output channel */
+    int64_t kh, kw, cig;   /* conv geometry (fc: 1, 1, k) */
+    double *h;             /* groups * k * k (lower triangle accumulated), during its batch */
+    double *sum_x;         /* groups * k */
+    uint64_t count;        /* sampled positions */
+} ksq_gptq_layer;
+
+typedef struct ksq_gptq {
+    uint32_t num_tensors, num_nodes, num_layers, num_capped;
+    int num_batches;
+    ksq_gptq_layer *layers;
+    int8_t **q;         /* per weight tensor: rounded weights (NULL: nearest in rewrite.c) */
+    float **scale;      /* per weight tensor: per-output-channel scales */
+    float **bias_shift; /* per node: sum_k (Wq - W)[o, k] * E[x_k] (the mean output error) */
+    double proxy_nearest, proxy_gptq; /* summed H-weighted errors, relative per layer */
+    uint32_t num_solved;
+} ksq_gptq;
+
+/* Picks the CONV2D / FULLY_CONNECTED nodes with constant F32 weights and calibrated shapes (plan
+ * ranks/dims) and splits them into batches whose Hessians fit budget_bytes. */
+ks_status ksq_gptq_init(ksq_gptq *q, const ks__graph *g, const ksq_plan *plan, size_t budget_bytes);
+ks_status ksq_gptq_alloc_batch(ksq_gptq *q, int batch);
+/* tensor(user, id, &num) returns the fp32 value of tensor id after the current run. */
+typedef const float *(*ksq_tensor_fn)(void *user, int32_t id, size_t *num);
+void ksq_gptq_observe(ksq_gptq *q, int batch, const ks__graph *g, const ksq_plan *plan,
+                      ksq_tensor_fn tensor, void *user, int image, int num_images);
+ks_status ksq_gptq_solve_batch(ksq_gptq *q, const ks__graph *g, int batch);
+/* For analytic bias correction: fixed = orig - bias_shift on the layers GPTQ rounded. */
+void ksq_gptq_fix_bias(const ksq_gptq *q, ksq_biascorr *bc);
+void ksq_gptq_free(ksq_gptq *q);
 
 #endif /* KESTREL_TOOLS_QUANT_H */

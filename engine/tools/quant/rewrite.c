@@ -346,18 +346,25 @@ static ks_status quant_weights(builder *b, int32_t w_src, float *w_scale, int32_
     int32_t *zps = calloc((size_t)oc, sizeof(int32_t));
     ks_status st = KS_STATUS_OUT_OF_MEMORY;
     if (!q || !zps) goto done;
-    for (int64_t c = 0; c < oc; c++) {
-        float m = 0.0f;
-        for (int64_t k = 0; k < per; k++) {
-            float a = fabsf(wf[c * per + k]);
-            if (isfinite(a) && a > m) m = a;
-        }
-        float s = m > 0.0f ? m / 127.0f : 1.0f;
-        w_scale[c] = s;
-        for (int64_t k = 0; k < per; k++) {
-            float v = wf[c * per + k];
-            long r = isfinite(v) ? lroundf(v / s) : 0;
-            q[c * per + k] = (int8_t)(r > 127 ? 127 : (r < -127 ? -127 : r));
+    const ksq_gptq *gq = b->plan->gptq;
+    if (gq && w_src >= 0 && (uint32_t)w_src < gq->num_tensors && gq->q[w_src]) {
+        /* error-compensated rounding (gptq.c), made for this tensor's shape */
+        memcpy(q, gq->q[w_src], (size_t)numel);
+        memcpy(w_scale, gq->scale[w_src], (size_t)oc * sizeof(float));
+    } else {
+        for (int64_t c = 0; c < oc; c++) {
+            float m = 0.0f;
+            for (int64_t k = 0; k < per; k++) {
+                float a = fabsf(wf[c * per + k]);
+                if (isfinite(a) && a > m) m = a;
+            }
+            float s = m > 0.0f ? m / 127.0f : 1.0f;
+            w_scale[c] = s;
+            for (int64_t k = 0; k < per; k++) {
+                float v = wf[c * per + k];
+                long r = isfinite(v) ? lroundf(v / s) : 0;
+                q[c * per + k] = (int8_t)(r > 127 ? 127 : (r < -127 ? -127 : r));
+            }
         }
     }
     if ((st = add_like(b, w_src, "/i8", KS_DTYPE_I8, id_out))) goto done;
