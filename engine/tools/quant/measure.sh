@@ -8,7 +8,9 @@
 # baselines, default none: the fp32 model with fp16 / int8 weight-only weights from
 # `ks-convert --weights fp16|int8`, measured like a variant: how far the task metric moves for an
 # almost lossless change, i.e. its fragility (NMS ties, tiny boxes, mask edges)), FLAGS_<name>
-# (extra ks-quant flags for one model, e.g. FLAGS_yolox_nano="--fallback cheap").
+# (extra ks-quant flags for one model, e.g. FLAGS_yolox_nano="--fallback cheap"), CALIB_CROPS=1
+# (FaceMesh and BlazePose full calibrate on the crops their task cuts around each detected face /
+# person in the calibration photos, engine/tools/quant/task_crops.py, instead of whole photos).
 # BUILD_DIR: a build with ks-convert, ks-quant, ks-run (engine/tools), ks-vision and
 # ks-task-bundle (algos). Needs /work/shared/data (../shared/data) and the project venv.
 # Calibration photos: ../shared/data/images minus masks and minus the held-out test photos
@@ -67,6 +69,18 @@ while IFS='|' read -r name src pp flags task_flags; do
     esac
   done
   eval "model_flags=\${FLAGS_$name:-}"
+  calib=$WORK/calib
+  case ${CALIB_CROPS:-}:$name in
+    ?*:facemesh) crop_task=face_landmarks ;;
+    ?*:blazepose_full) crop_task=pose ;;
+    *) crop_task="" ;;
+  esac
+  if [ -n "$crop_task" ]; then
+    calib=$WORK/crops_$name
+    rm -rf "$calib"
+    "$PY" "$SRC/engine/tools/quant/task_crops.py" "$BUILD/algos/ks-vision" "$crop_task" \
+      "$WORK/calib" "$calib" --quiet
+  fi
   for mode in $VARIANTS; do
     case $mode in
       fast) extra="" ;;
@@ -79,7 +93,7 @@ while IFS='|' read -r name src pp flags task_flags; do
     bench=""
     [ "$BENCH" -gt 0 ] && bench="--bench $BENCH"
     # shellcheck disable=SC2086
-    "$T/ks-quant" "$WORK/$name.ksm" "$WORK/${name}_int8_$mode.ksm" --calibration "$WORK/calib" \
+    "$T/ks-quant" "$WORK/$name.ksm" "$WORK/${name}_int8_$mode.ksm" --calibration "$calib" \
       --preprocess "$pp" --report "$WORK/${name}_$mode.md" --quiet $bench $extra $flags $KSQ_FLAGS \
       $model_flags
   done
