@@ -4,8 +4,10 @@
  *                        [--min-score S] [--mask-out mask.png] [--threads N]
  *
  * TASK is face_detect, face_landmarks, pose, segment, detect, hands or classify; the JSON each
- * prints is specified in docs/tasks.md. Bundles whose graphs use task node types are packed with
- * ks-task-bundle (algos/bundle_tool). */
+ * prints is specified in docs/tasks.md. --model takes a bundle (.ksb) or a bare model (.ksm, e.g.
+ * an int8 model from ks-quant) that replaces the default bundle's model with the same inputs and
+ * outputs. Bundles whose graphs use task node types are packed with ks-task-bundle
+ * (algos/bundle_tool). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,11 +31,12 @@ typedef struct command {
 } command;
 
 static int usage(void) {
-    fprintf(stderr,
-            "usage: ks-vision TASK IMAGE [--json] [--out annotated.png] [--model PATH]\n"
-            "                 [--max-results N] [--min-score S] [--mask-out mask.png] "
-            "[--threads N]\n"
-            "  TASK: face_detect, face_landmarks, pose, segment, detect, hands, classify\n");
+    fprintf(stderr, "usage: ks-vision TASK IMAGE [--json] [--out annotated.png] [--model PATH]\n"
+                    "                 [--max-results N] [--min-score S] [--mask-out mask.png] "
+                    "[--threads N]\n"
+                    "  TASK: face_detect, face_landmarks, pose, segment, detect, hands, classify\n"
+                    "  --model: a bundle (.ksb), or a model (.ksm) replacing the default bundle's\n"
+                    "           model with the same inputs and outputs\n");
     return 2;
 }
 
