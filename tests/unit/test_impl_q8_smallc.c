@@ -20,6 +20,7 @@
 #include "impl.h"
 #include "kernel.h"
 
+#define Q8V_CONV_CASES /* conv_case, fill_weights, q8v_fused_case */
 #include "q8_variants.h"
 
 static int is_q8_variant(const ks__impl *im) {
@@ -35,34 +36,6 @@ static int check_variants(const ks__node *node, ks__rt_tensor **ins, uint32_t ni
 static int has_fast(void) {
     const uint32_t need = KS_ISA_AVX512 | KS_ISA_AVX512_VNNI;
     return (ks__cpu_isa() & need) == need;
-}
-
-/* Weight flavours. */
-enum { W_U8_TENSOR = 0, W_I8_CHANNEL_SYM = 1, W_I8_CHANNEL_ZP = 2, W_U8_128 = 3 };
-
-typedef struct conv_case {
-    int64_t n, ih, iw, ic, oc, kh, kw;
-    int32_t sh, sw, dh, dw, pt, pl, pb, pr, mode, groups, act;
-    int bias, wkind;
-    ks_dtype xdt;
-} conv_case;
-
-/* Output scale that spreads the accumulators of a depth-`depth` reduction over the dtype. */
-static float out_scale(float xs, float ws, int64_t depth) {
-    return xs * ws * 74.0f * 74.0f * 5.0f * sqrtf((float)depth) / 255.0f;
-}
-
-static void fill_weights(qtensor *w, int wkind, int64_t channels) {
-    if (wkind == W_U8_TENSOR || wkind == W_U8_128) {
-        w->scales[0] = 0.0123f;
-        w->zps[0] = wkind == W_U8_128 ? 128 : 117;
-        return;
-    }
-    assert_true(channels <= 1024);
-    for (int64_t c = 0; c < channels && c < 1024; c++) {
-        w->scales[c] = 0.004f + 0.0005f * (float)(c % 13);
-        w->zps[c] = wkind == W_I8_CHANNEL_SYM ? 0 : (int32_t)(c % 7) - 3;
-    }
 }
 
 static int run_conv_case(const conv_case *c, int expect_fast) {
@@ -113,106 +86,8 @@ static const int32_t k_acts[4] = {KS_ACT_NONE, KS_ACT_RELU, KS_ACT_RELU6, KS_ACT
 /* ---- fused CONV2D forms (ops.inc: ip[12] == 1) against the unfused reference pair ---- */
 
 static void run_fused_case(const conv_case *c, int fuse, int32_t act) {
-    int64_t groups = c->groups ? c->groups : 1;
-    int64_t xd[4] = {c->n, c->ih, c->iw, c->ic}, wd[4] = {c->oc, c->kh, c->kw, c->ic / groups};
-    int64_t bd[1] = {c->oc};
-    qtensor *x = malloc(sizeof(qtensor)), *w = malloc(sizeof(qtensor)),
-            *b = malloc(sizeof(qtensor));
-    assert_true(x && w && b);
-    ks_dtype dt = c->xdt;
-    int32_t base = dt == KS_DTYPE_U8 ? 128 : 0;
-    mkq(x, dt, 4, xd, 1);
-    x->scales[0] = 0.02f;
-    x->zps[0] = base + (int32_t)(urand() % 41) - 20;
-    ks_dtype wdt = (c->wkind == W_U8_TENSOR || c->wkind == W_U8_128) ? KS_DTYPE_U8 : KS_DTYPE_I8;
-    mkq(w, wdt, 4, wd, (c->wkind == W_U8_TENSOR || c->wkind == W_U8_128) ? 1 : (uint32_t)c->oc);
-    fill_weights(w, c->wkind, c->oc);
-    mkq(b, KS_DTYPE_I32, 1, bd, 0);
-    for (int64_t i = 0; i < c->oc; i++) {
-        int32_t v = (int32_t)(urand() % 20001) - 10000;
-        /* bias 2: accumulators past 2^30 (the smallc kernels' general requantization form) */
-        if (c->bias == 2) v += (int32_t)(i % 2 ? 1 : -1) * (1 << 30);
-        ((int32_t *)b->data)[i] = v;
-    }
-    int64_t depth = c->kh * c->kw * (c->ic / groups);
-    float ts = out_scale(x->scales[0], w->scales[0], depth);
-    int32_t tz = base + (int32_t)(urand() % 61) - 30;
-    /* unfused: CONV2D (act NONE) to the intermediate t, then ADD or the table chain */
-    ks__node conv;
-    memset(&conv, 0, sizeof(conv));
-    conv.op = KS_OP_CONV2D;
-    conv.name = (char *)"qconv";
-    int32_t ip[11] = {c->sh, c->sw, c->dh,   c->dw,     c->pt,      c->pl,
-                      c->pb, c->pr, c->mode, c->groups, KS_ACT_NONE};
-    memcpy(conv.ip, ip, sizeof(ip));
-    ks__rt_tensor *cins[3] = {&x->t, &w->t, c->bias ? &b->t : NULL};
-    qtensor *t = new_out(dt, ts, tz);
-    ref_run(&conv, cins, 3, t);
-    qtensor *want = NULL, *r = NULL, *tab = NULL, *idx = NULL;
-    ks__node fused = conv;
-    fused.ip[11] = tz;
-    fused.ip[12] = 1;
-    fused.fp[1] = ts;
-    ks__rt_tensor *fins[5] = {&x->t, &w->t, c->bias ? &b->t : NULL, NULL, NULL};
-    if (fuse == FUSE_RESIDUAL) {
-        r = malloc(sizeof(qtensor));
-        assert_non_null(r);
-        mkq(r, dt, 4, t->t.dims, 1);
-        r->scales[0] = ts * (0.3f + (float)(urand() % 100) / 40.0f);
-        r->zps[0] = base + (int32_t)(urand() % 81) - 40;
-        float rs = r->scales[0];
-        want = new_out(dt, 1.3f * (ts > rs ? ts : rs), base + (int32_t)(urand() % 21) - 10);
-        ks__node add;
-        memset(&add, 0, sizeof(add));
-        add.op = KS_OP_ADD;
-        add.name = (char *)"qadd";
-        add.ip[0] = act;
-        ks__rt_tensor *ains[2] = {&t->t, &r->t};
-        ref_run(&add, ains, 2, want);
-        fused.ip[10] = act;
-        fins[3] = &r->t;
-    } else {
-        float ys = fuse == FUSE_SIGMOID ? 1.0f / 256.0f : fuse == FUSE_TANH ? 1.0f / 128.0f : ts;
-        int32_t yz = fuse == FUSE_SIGMOID ? base - 128 : fuse == FUSE_TANH ? base : tz;
-        want = new_out(dt, ys, yz);
-        run_table_chain(fuse, t, want);
-        /* the table: the same chain on the 256 values, index i holding value i (- 128 for I8) */
-        int64_t n256[1] = {256};
-        idx = malloc(sizeof(qtensor));
-        assert_non_null(idx);
-        mkq(idx, dt, 1, n256, 1);
-        idx->scales[0] = ts;
-        idx->zps[0] = tz;
-        for (int i = 0; i < 256; i++)
-            ((uint8_t *)idx->data)[i] = (uint8_t)(dt == KS_DTYPE_I8 ? i ^ 0x80 : i);
-        tab = new_out(dt, ys, yz);
-        run_table_chain(fuse, idx, tab);
-        fused.ip[10] = KS_ACT_TABLE;
-        fins[4] = &tab->t;
-    }
-    /* the fused reference must equal the unfused pair bit for bit */
-    qtensor *got = new_out(dt, want->scales[0], want->zps[0]);
-    ref_run(&fused, fins, 5, got);
-    assert_int_equal(got->t.size_bytes, want->t.size_bytes);
-    for (size_t i = 0; i < want->t.size_bytes; i++) {
-        if (((uint8_t *)got->data)[i] != ((uint8_t *)want->data)[i]) {
-            print_error("fuse %d act %d element %zu: fused %d unfused %d\n", fuse, act, i,
-                        ((uint8_t *)got->data)[i], ((uint8_t *)want->data)[i]);
-            fail();
-        }
-    }
-    /* and every fast variant must equal the fused reference */
-    qtensor *fy = new_out(dt, want->scales[0], want->zps[0]);
-    int ran = check_variants(&fused, fins, 5, &fy->t);
+    int ran = q8v_fused_case(c, fuse, act, check_variants);
     if (has_fast()) assert_true(ran > 0);
-    free_q(fy);
-    free_q(got);
-    free_q(want);
-    free_q(t);
-    free_q(r);
-    free_q(tab);
-    free_q(idx);
-    free_q(x), free_q(w), free_q(b);
 }
 
 /* Whether the variant takes a WIDE case (above 16 channels: spatial kernels over < 16 input
