@@ -263,8 +263,8 @@ static ks_status read_lossless(ks__graph *g, uint32_t id, const ks__wenc_params 
     t->flags = KS__TENSOR_CONST;
     char derr[256];
     derr[0] = 0;
-    st = ks__wenc_decode_lossless(&g->alloc, payload, payload_size, p, t->dtype,
-                                  (size_t)num_bytes, buf, derr, sizeof(derr));
+    st = ks__wenc_decode_lossless(&g->alloc, payload, payload_size, p, t->dtype, (size_t)num_bytes,
+                                  buf, derr, sizeof(derr));
     if (st) FAIL(st, "tensor %u '%s': %s", id, t->name, derr);
     return KS_STATUS_OK;
 error:
@@ -834,9 +834,8 @@ static ks_status pack_constant(const ks__graph *g, const ks__ksm_write_opts *o, 
     p.entropy_coders = o->entropy_coders;
     uint8_t *payload = NULL;
     size_t size = 0;
-    ks_status st =
-        ks__wenc_encode_lossless(&g->alloc, t->data, t->size_bytes, t->dtype,
-                                 lossless_rows(t), &p, &payload, &size);
+    ks_status st = ks__wenc_encode_lossless(&g->alloc, t->data, t->size_bytes, t->dtype,
+                                            lossless_rows(t), &p, &payload, &size);
     if (st) return st;
     if (size + 8 >= align_up(t->size_bytes)) {
         ks__free(&g->alloc, payload);
@@ -887,7 +886,8 @@ static ks_status prepare_weights(const ks__graph *g, const ks__ksm_write_opts *o
         wt[i].size_bytes = t->size_bytes;
         wt[i].dtype = (uint8_t)t->dtype;
         wt[i].flags = (t->flags & KS__TENSOR_CONST) ? KSM_TENSOR_CONST : 0;
-        if (o->weights == KS__KSM_WEIGHTS_FP32 || !weight_is_compressible(g, use, i)) {
+        bool selected = !o->select || (i < o->num_select && o->select[i]);
+        if (o->weights == KS__KSM_WEIGHTS_FP32 || !selected || !weight_is_compressible(g, use, i)) {
             if (o->pack && (t->flags & KS__TENSOR_CONST)) {
                 st = pack_constant(g, o, i, &wt[i]);
                 if (st == KS_STATUS_OUT_OF_MEMORY) goto oom;
@@ -920,6 +920,8 @@ static ks_status prepare_weights(const ks__graph *g, const ks__ksm_write_opts *o
         p.scale_dtype =
             (p.encoding == KS__WENC_INT4_BLOCK && !o->f32_scales) ? KS_DTYPE_F16 : KS_DTYPE_F32;
         p.block_size = p.encoding == KS__WENC_INT4_BLOCK ? (o->block_size ? o->block_size : 32) : 0;
+        if (p.encoding == KS__WENC_INT8_CHANNEL && o->select && o->int8_scales)
+            p.scales = o->int8_scales[i];
         uint8_t *payload = NULL;
         size_t size = 0;
         st = ks__wenc_encode(&g->alloc, w, num_elems, (uint64_t)t->dims[0], &p, &payload, &size,
@@ -1022,7 +1024,7 @@ ks_status ks__ksm_write_ex(const ks__graph *g, const ks__ksm_write_opts *opts, u
                            size_t *size_out, char *err, size_t err_cap) {
     ks_status st = ks__graph_validate(g, err, err_cap);
     if (st) return st;
-    ks__ksm_write_opts o = {KS__KSM_WEIGHTS_FP32, false, 0, false, 0, false};
+    ks__ksm_write_opts o = {.weights = KS__KSM_WEIGHTS_FP32};
     if (opts) o = *opts;
     if (o.block_size > KS__WENC_MAX_BLOCK) {
         ks__fmt(err, err_cap, "int4 block size %u is above %u", o.block_size, KS__WENC_MAX_BLOCK);

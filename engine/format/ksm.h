@@ -149,6 +149,13 @@ typedef struct ks__ksm_write_opts {
      * constants losslessly coded where smaller (rANS, wcode for int8, bcode; restricted by
      * entropy_coders), coded payloads unaligned, and the tables packed (bcode) */
     bool pack;
+    /* optional, num_select entries per tensor id: with a selection, only the weights it marks
+     * (non-zero) are compressed (ks-quant: the layers left in fp32); int8_scales (INT8, may be
+     * NULL) gives a marked tensor's per-output-channel scales (NULL entry: searched), so weights
+     * already rounded to code * scale are stored with exactly those codes */
+    const uint8_t *select;
+    const float *const *int8_scales;
+    uint32_t num_select;
 } ks__ksm_write_opts;
 
 /* Parses a .ksm image into g (freshly ks__graph_init'ed). Constants point into `data`

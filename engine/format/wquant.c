@@ -126,7 +126,15 @@ ks_status ks__wenc_encode(const ks_allocator *a, const float *w, uint64_t num_el
     }
     /* Scales first: f16 scales are rounded before the codes are chosen, so codes are optimal
      * for the scale the reader will actually see. */
-    for (int pass = 0; pass < 2; pass++) {
+    if (p->scales && int8) {
+        for (uint64_t c = 0; c < num_channels; c++)
+            if (!(p->scales[c] > 0.0f) || !isfinite(p->scales[c])) {
+                st = KS_STATUS_INVALID_ARGUMENT;
+                goto error;
+            }
+        memcpy(scales, p->scales, (size_t)num_channels * sizeof(float));
+    }
+    for (int pass = 0; pass < 2 && !(p->scales && int8); pass++) {
         bool overflow = false;
         for (uint64_t c = 0; c < num_channels; c++)
             for (uint64_t b = 0; b < blocks_per_row; b++) {

@@ -57,6 +57,10 @@ typedef struct ks__wenc_params {
     /* encode only: entropy coders tried when coder != RAW, as a mask of 1 << KS__WCODER_*;
      * 0 tries RANS and WCODE. The smallest payload wins (RAW when no coder pays off). */
     uint8_t entropy_coders;
+    /* encode only, INT8_CHANNEL: per-channel scales (finite, > 0; num_channels entries) to use
+     * instead of the clip search, codes round(w / scale) clamped to [-127, 127]. Values that
+     * already are code * scale (an earlier rounding, e.g. ks-quant's) then keep their codes. */
+    const float *scales;
 } ks__wenc_params;
 
 /* Checks params and geometry; returns the number of scales or 0 when invalid. */

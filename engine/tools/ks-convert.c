@@ -36,7 +36,7 @@ static void usage(void) {
 int main(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     int optimize = 1, quiet = 0, coder_set = 0;
-    ks__ksm_write_opts wopts = {KS__KSM_WEIGHTS_FP32, false, 0, false, 0, false};
+    ks__ksm_write_opts wopts = {.weights = KS__KSM_WEIGHTS_FP32};
     int weights_set = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--weights") == 0 && i + 1 < argc) {

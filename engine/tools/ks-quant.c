@@ -26,6 +26,7 @@
 #include "kestrel/imgproc.h"
 #include "ksm.h"
 #include "quant.h"
+#include "wquant.h"
 
 #define MAX_MODEL_BYTES ((size_t)1 << 31)
 #define MAX_SKIP 256
@@ -49,6 +50,9 @@ enum {
     FALLBACK_SMALL = 3,       /* that gain per weight the layer would store in fp32 */
 };
 
+/* --fallback-weights: storage of the weights of the conv/FC layers left in fp32. */
+enum { FW_FP32 = 0, FW_FP16 = 1, FW_INT8 = 2 };
+
 /* --bias-correction values */
 enum { BIAS_OFF = 0, BIAS_EMPIRICAL = 1, BIAS_ANALYTIC = 2, BIAS_AUTO = 3 };
 
@@ -65,13 +69,15 @@ typedef struct options {
     int crops;              /* --calibration-crops: extra crops per calibration image */
     int fallback;           /* --fallback: FALLBACK_* (how the output check picks layers) */
     int gptq;               /* --weight-rounding gptq: error-compensated weights (gptq.c) */
+    int fallback_weights;   /* FW_*: weights of the layers left in fp32 (-1: not given) */
+    int weights_only;       /* --weights-only: every layer fp32, weights stored int8 */
     char *skip[MAX_SKIP];
     int num_skip;
     char *skip_buf;
     char *outputs[MAX_SKIP]; /* --outputs: graph outputs the output check considers */
     int num_outputs;
     char *outputs_buf;
-    char passes[256]; /* what the data-free passes did, for the report and metadata */
+    char passes[512]; /* what the data-free passes did, for the report and metadata */
 } options;
 
 typedef struct image_list {
@@ -126,6 +132,16 @@ static void usage(void) {
             "                               gptq: round each output channel in order, moving\n"
             "                               each error onto the rest through the layer's input\n"
             "                               statistics (one more pass over the images)\n"
+            "  --fallback-weights fp32|fp16|int8\n"
+            "                               storage of the weights of the conv/FC layers left\n"
+            "                               in fp32 (their activations stay fp32): int8\n"
+            "                               (default; per output channel, gptq-rounded with\n"
+            "                               the calibration images, decoded to fp32 at load),\n"
+            "                               fp16, or fp32 (as they were); every check runs\n"
+            "                               with the weights the file stores\n"
+            "  --weights-only               every layer stays fp32 and stores int8 weights\n"
+            "                               (gptq-rounded with the calibration images): the\n"
+            "                               size without the activation error\n"
             "  --int8-output-layers         quantize the layers that compute the model outputs\n"
             "                               too (default: they stay fp32, see docs)\n"
             "  --report FILE.md|FILE.json   per-layer cosine similarity, worst first\n"
@@ -245,6 +261,7 @@ static int parse_args(int argc, char **argv, options *o) {
     o->max_rounds = 16;
     o->speed_check = 1;
     o->equalize = 1;
+    o->fallback_weights = -1;
     o->bias_correction = 2;
     const char *skip_arg = NULL, *outputs_arg = NULL;
     for (int i = 1; i < argc; i++) {
@@ -333,6 +350,21 @@ static int parse_args(int argc, char **argv, options *o) {
                 fprintf(stderr, "ks-quant: --weight-rounding: '%s' is not nearest or gptq\n", v);
                 return -1;
             }
+        } else if (strcmp(a, "--weights-only") == 0) {
+            o->weights_only = 1;
+        } else if (strcmp(a, "--fallback-weights") == 0 && has) {
+            const char *v = argv[++i];
+            if (strcmp(v, "fp32") == 0)
+                o->fallback_weights = FW_FP32;
+            else if (strcmp(v, "fp16") == 0)
+                o->fallback_weights = FW_FP16;
+            else if (strcmp(v, "int8") == 0)
+                o->fallback_weights = FW_INT8;
+            else {
+                fprintf(stderr, "ks-quant: --fallback-weights: '%s' is not fp32, fp16 or int8\n",
+                        v);
+                return -1;
+            }
         } else if (strcmp(a, "--fallback") == 0 && has) {
             const char *v = argv[++i];
             if (strcmp(v, "sensitivity") == 0)
@@ -379,6 +411,12 @@ static int parse_args(int argc, char **argv, options *o) {
         fprintf(stderr, "ks-quant: --calibration DIR is required\n");
         return -1;
     }
+    if (o->weights_only && o->fallback_weights == FW_FP32) {
+        fprintf(stderr, "ks-quant: --weights-only with --fallback-weights fp32 would write the "
+                        "model unchanged\n");
+        return -1;
+    }
+    if (o->fallback_weights < 0) o->fallback_weights = FW_INT8;
     if (skip_arg) {
         o->skip_buf = strdup(skip_arg);
         if (!o->skip_buf) return -1;
@@ -994,6 +1032,193 @@ static int write_weight_only(const options *o, ks__graph *g, const ksq_gptq *gq)
     return 0;
 }
 
+/* ---- stored weights of the fp32 layers (--fallback-weights) ------------------------------ */
+
+/* Per source tensor: the values an fp32 layer computes with (plan->f32_weights) and, for int8,
+ * the per-channel scales the writer must use to store exactly those values as codes. */
+typedef struct fallback_weights {
+    uint32_t num_tensors, num_gptq, num_nearest, num_fp16;
+    float **values;
+    float **scales;
+} fallback_weights;
+
+static void fallback_weights_free(fallback_weights *fw) {
+    for (uint32_t t = 0; fw->values && t < fw->num_tensors; t++) {
+        free(fw->values[t]);
+        free(fw->scales[t]);
+    }
+    free(fw->values);
+    free(fw->scales);
+    memset(fw, 0, sizeof(*fw));
+}
+
+/* int8 rounding of one weight tensor without gptq: the .ksm writer's own (per-channel scale with
+ * the least squared error, ks__wenc_encode), read back from a raw payload (f32 scales first). */
+static ks_status nearest_int8(const ks__tensor *w, float *values, float *scales) {
+    ks__wenc_params p = {
+        .encoding = KS__WENC_INT8_CHANNEL, .coder = KS__WCODER_RAW, .scale_dtype = KS_DTYPE_F32};
+    uint64_t n = (uint64_t)ks__numel(w->rank, w->dims), oc = (uint64_t)w->dims[0];
+    uint8_t *payload = NULL;
+    size_t size = 0;
+    ks_status st = ks__wenc_encode(NULL, w->data, n, oc, &p, &payload, &size, values);
+    if (st) return st;
+    for (uint64_t c = 0; c < oc && c * 4 + 4 <= size; c++) {
+        const uint8_t *b = payload + c * 4;
+        uint32_t u =
+            (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+        memcpy(&scales[c], &u, 4);
+    }
+    ks__free(NULL, payload);
+    return KS_STATUS_OK;
+}
+
+/* Rounds the weights of every conv/FC whose F32 weight tensor it alone reads (what the writer
+ * can compress); gq (may be NULL) gives gptq codes where it solved the layer. */
+static int fallback_weights_init(const options *o, const ks__graph *g, const ksq_gptq *gq,
+                                 fallback_weights *fw) {
+    memset(fw, 0, sizeof(*fw));
+    fw->num_tensors = g->num_tensors;
+    fw->values = calloc(g->num_tensors + 1, sizeof(float *));
+    fw->scales = calloc(g->num_tensors + 1, sizeof(float *));
+    uint8_t *uses = calloc(g->num_tensors + 1, 1);
+    if (!fw->values || !fw->scales || !uses) goto oom;
+    for (uint32_t i = 0; i < g->num_nodes; i++)
+        for (uint32_t j = 0; j < g->nodes[i].num_inputs; j++) {
+            int32_t t = g->nodes[i].inputs[j];
+            if (t >= 0 && uses[t] < 2) uses[t]++;
+        }
+    for (uint32_t k = 0; k < g->num_outputs; k++)
+        uses[g->outputs[k]] = 2;
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        const ks__node *n = &g->nodes[i];
+        if ((n->op != KS_OP_CONV2D && n->op != KS_OP_CONV2D_TRANSPOSE &&
+             n->op != KS_OP_FULLY_CONNECTED) ||
+            n->num_inputs < 2 || n->inputs[1] < 0 || uses[n->inputs[1]] != 1)
+            continue;
+        int32_t id = n->inputs[1];
+        const ks__tensor *w = &g->tensors[id];
+        int64_t total = ks__numel(w->rank, w->dims);
+        if (!(w->flags & KS__TENSOR_CONST) || w->dtype != KS_DTYPE_F32 || !w->data ||
+            w->quant.count || w->rank < 1 || w->dims[0] < 1 || total < 32 ||
+            (size_t)total * sizeof(float) != w->size_bytes)
+            continue;
+        int64_t oc = w->dims[0], per = total / oc;
+        const float *wf = w->data;
+        bool finite = true;
+        for (int64_t k = 0; k < total; k++)
+            finite = finite && isfinite(wf[k]);
+        if (!finite) continue; /* the writer keeps such weights F32 */
+        float *v = malloc((size_t)total * sizeof(float));
+        if (!v) goto oom;
+        fw->values[id] = v;
+        if (o->fallback_weights == FW_FP16) {
+            for (int64_t k = 0; k < total; k++)
+                v[k] = ks__f16_to_f32(ks__f32_to_f16(wf[k]));
+            fw->num_fp16++;
+            continue;
+        }
+        float *sc = malloc((size_t)oc * sizeof(float));
+        if (!sc) goto oom;
+        fw->scales[id] = sc;
+        if (gq && gq->q && gq->q[id]) {
+            for (int64_t c = 0; c < oc; c++) {
+                sc[c] = gq->scale[id][c];
+                for (int64_t k = 0; k < per; k++) /* the reader's expression, bit for bit */
+                    v[c * per + k] = (float)gq->q[id][c * per + k] * sc[c];
+            }
+            fw->num_gptq++;
+        } else {
+            ks_status st = nearest_int8(w, v, sc);
+            if (st == KS_STATUS_OUT_OF_MEMORY) goto oom;
+            if (st) { /* not representable: stays F32 */
+                free(v);
+                free(sc);
+                fw->values[id] = NULL;
+                fw->scales[id] = NULL;
+                continue;
+            }
+            fw->num_nearest++;
+        }
+        /* a zero scale (all-zero channel) is no valid stored scale: any positive one gives the
+         * same zero codes */
+        for (int64_t c = 0; c < oc; c++)
+            if (!(sc[c] > 0.0f)) sc[c] = 1.0f;
+    }
+    free(uses);
+    return 0;
+oom:
+    free(uses);
+    fallback_weights_free(fw);
+    fprintf(stderr, "ks-quant: out of memory (fallback weights)\n");
+    return -1;
+}
+
+/* Writer options that store the fp32 layers' weights of the built graph qg as rounded (their
+ * values there already are the rounded ones, plan->f32_weights). *sel and *scl (freed by the
+ * caller) back wo->select and wo->int8_scales. Returns the number of layers, -1 on failure. */
+static int fallback_select(const options *o, const ks__graph *src, const fallback_weights *fw,
+                           const ksq_map *map, const ks__graph *qg, ks__ksm_write_opts *wo,
+                           uint8_t **sel, const float ***scl) {
+    int num = 0;
+    *sel = calloc(qg->num_tensors + 1, 1);
+    *scl = calloc(qg->num_tensors + 1, sizeof(float *));
+    if (!*sel || !*scl) {
+        fprintf(stderr, "ks-quant: out of memory\n");
+        return -1;
+    }
+    for (uint32_t t = 0; t < src->num_tensors && t < fw->num_tensors; t++) {
+        int32_t id = map->f32_id[t];
+        if (!fw->values[t] || id < 0 || (uint32_t)id >= qg->num_tensors) continue;
+        (*sel)[id] = 1;
+        (*scl)[id] = fw->scales[t];
+        num++;
+    }
+    wo->weights = o->fallback_weights == FW_INT8 ? KS__KSM_WEIGHTS_INT8 : KS__KSM_WEIGHTS_FP16;
+    wo->select = *sel;
+    wo->int8_scales = *scl;
+    wo->num_select = qg->num_tensors;
+    return num;
+}
+
+static int compare_fp32(const options *o, const ks_model *a, const ks_model *b,
+                        const ks_tensor_shape *shape, const preprocess *pp, const image_list *imgs,
+                        double *max_rel_out, const char **worst_out);
+
+/* The file must compute exactly what the checks measured: its fp32 layers decode their stored
+ * weights to the values the checked graph held. Compares the outputs of OUT (as read back) and
+ * of the checked graph on the evaluation images, bit for bit. */
+static int verify_stored(const options *o, const ks__graph *qg, const ks_tensor_shape *shape,
+                         const preprocess *pp, const image_list *imgs) {
+    uint8_t *buf = NULL;
+    size_t size = 0;
+    char err[512];
+    ks_model *checked = NULL, *stored = NULL;
+    int rc = -1;
+    ks_model_desc md = {.flags = KS_MODEL_COPY_BUFFER};
+    if (ks__ksm_write(qg, &buf, &size, err, sizeof(err)) ||
+        ks_model_load_buffer(buf, size, &md, &checked) ||
+        ks_model_load_file(o->out_path, NULL, &stored)) {
+        fprintf(stderr, "ks-quant: cannot read back %s: %s\n", o->out_path, ks_last_error(NULL));
+        goto done;
+    }
+    double max_rel = 0.0;
+    const char *worst = "";
+    if (compare_fp32(o, checked, stored, shape, pp, imgs, &max_rel, &worst)) goto done;
+    if (max_rel != 0.0) {
+        fprintf(stderr,
+                "ks-quant: internal error: %s computes output '%s' differently from the checked "
+                "model (max relative difference %g)\n",
+                o->out_path, worst, max_rel);
+        goto done;
+    }
+    rc = 0;
+done:
+    ks_model_destroy(checked);
+    ks_model_destroy(stored);
+    ks__free(&qg->alloc, buf);
+    return rc;
+}
+
 /* ---- error-compensated weight rounding (--weight-rounding gptq) --------------------------- */
 
 static const float *session_tensor(void *user, int32_t id, size_t *num) {
@@ -1025,7 +1250,7 @@ static int gptq_weights(const options *o, const ks__graph *g, ks_session *fs, co
         progress(o, what, imgs->count, imgs->count);
         if (ksq_gptq_solve_batch(gq, g, b)) goto oom;
     }
-    plan->gptq = gq;
+    if (o->gptq) plan->gptq = gq; /* else only the fp32 layers' stored weights use it */
     if (!o->quiet)
         fprintf(stderr,
                 "ks-quant: gptq weight rounding: %u layers (%u above %d inputs per channel keep "
@@ -1631,6 +1856,8 @@ static const char *reason_text(int r) {
         return "fp32 (output cosine fallback)";
     case KSQ_WHY_OUTPUT_LAYER:
         return "fp32 (computes an output)";
+    case KSQ_WHY_WEIGHTS_ONLY:
+        return "fp32 (--weights-only)";
     case KSQ_WHY_NOT_CALIBRATED:
         return "fp32 (not calibrated)";
     case KSQ_WHY_INPUT_NOT_INT8:
@@ -1930,6 +2157,10 @@ static int keep_output_layers(const ks__graph *g, ksq_plan *p) {
 }
 
 static int apply_skip(const options *o, const ks__graph *g, ksq_plan *p) {
+    for (uint32_t i = 0; i < g->num_nodes && o->weights_only; i++) {
+        p->force_f32[i] = 1;
+        p->force_why[i] = KSQ_WHY_WEIGHTS_ONLY;
+    }
     for (int k = 0; k < o->num_skip; k++) {
         int found = 0;
         for (uint32_t i = 0; i < g->num_nodes; i++) {
@@ -1969,6 +2200,9 @@ int main(int argc, char **argv) {
     ksq_calib calib = {0};
     ksq_biascorr bc = {0};
     ksq_gptq gq = {0};
+    fallback_weights fw = {0};
+    uint8_t *fw_select = NULL;
+    const float **fw_scales = NULL;
     ksq_plan plan = {0};
     ksq_map map = {0};
     eval ev = {0};
@@ -2118,11 +2352,12 @@ int main(int argc, char **argv) {
         rc = 2;
         goto done;
     }
-    if (o.gptq) {
+    if (o.gptq || o.fallback_weights == FW_INT8) {
         if (gptq_weights(&o, &src, fs, &pp, &imgs, &plan, &gq)) goto done;
         size_t len = strlen(o.passes);
-        snprintf(o.passes + len, sizeof(o.passes) - len, "%sgptq-rounded %u layers",
-                 len ? "; " : "", gq.num_solved);
+        if (o.gptq)
+            snprintf(o.passes + len, sizeof(o.passes) - len, "%sgptq-rounded %u layers",
+                     len ? "; " : "", gq.num_solved);
     }
     if (getenv("KS_QUANT_WEIGHT_ONLY")) {
         rc = write_weight_only(&o, &src, o.gptq ? &gq : NULL) ? 1 : 0;
@@ -2154,6 +2389,19 @@ int main(int argc, char **argv) {
         if (!o.quiet && marked)
             fprintf(stderr, "ks-quant: %d layer%s below cosine %g back to fp32\n", marked,
                     marked == 1 ? "" : "s", o.min_cosine);
+    }
+    /* From here on the layers left in fp32 compute with the weights the file will store. */
+    if (o.fallback_weights != FW_FP32) {
+        if (fallback_weights_init(&o, &src, &gq, &fw)) goto done;
+        plan.f32_weights = fw.values;
+        size_t len = strlen(o.passes);
+        if (o.fallback_weights == FW_INT8)
+            snprintf(o.passes + len, sizeof(o.passes) - len,
+                     "%sfp32 layers store int8 weights (%u gptq-rounded, %u nearest)",
+                     len ? "; " : "", fw.num_gptq, fw.num_nearest);
+        else
+            snprintf(o.passes + len, sizeof(o.passes) - len, "%sfp32 layers store fp16 weights",
+                     len ? "; " : "");
     }
     sens = malloc((src.num_nodes + 1) * sizeof(double));
     if (!sens || outref_init(&o, &src, fs, &pp, &imgs, &oref)) {
@@ -2257,9 +2505,12 @@ int main(int argc, char **argv) {
     {
         static const char *methods[] = {"minmax", "percentile", "kl", "mse"};
         char val[256];
-        snprintf(val, sizeof(val), "int8 ptq, %s, %d images%s%s%s", methods[o.method], imgs.count,
+        snprintf(val, sizeof(val), "int8 ptq, %s, %d images%s%s%s%s", methods[o.method], imgs.count,
                  o.equalize && strstr(o.passes, "equalized") ? ", equalized" : "",
                  o.gptq ? ", gptq weights" : "",
+                 o.fallback_weights == FW_INT8   ? ", fp32 layers with int8 weights"
+                 : o.fallback_weights == FW_FP16 ? ", fp32 layers with fp16 weights"
+                                                 : "",
                  o.bias_correction == 1   ? ", bias-corrected (empirical)"
                  : o.bias_correction == 2 ? ", bias-corrected (analytic)"
                                           : "");
@@ -2269,11 +2520,16 @@ int main(int argc, char **argv) {
                  pp.layout == KS_TENSOR_LAYOUT_NCHW ? "nchw" : "nhwc");
         if (!meta_pp && ks__graph_set_meta(&qg, "preprocess", val)) goto done;
     }
-    ks__ksm_write_opts wo = {.pack = o.entropy != 0};
+    ks__ksm_write_opts wo = {.pack = o.entropy != 0, .entropy = o.entropy != 0};
+    int num_fw = 0;
+    if (o.fallback_weights != FW_FP32 &&
+        (num_fw = fallback_select(&o, &src, &fw, &map, &qg, &wo, &fw_select, &fw_scales)) < 0)
+        goto done;
     if (ks__ksm_write_file_ex(&qg, &wo, o.out_path, err, sizeof(err))) {
         fprintf(stderr, "ks-quant: cannot write %s: %s\n", o.out_path, err);
         goto done;
     }
+    if (num_fw > 0 && verify_stored(&o, &qg, &shape, &pp, &imgs)) goto done;
     struct stat sb;
     size_t out_bytes = stat(o.out_path, &sb) == 0 ? (size_t)sb.st_size : 0;
     uint32_t n_int8 = 0;
@@ -2284,6 +2540,9 @@ int main(int argc, char **argv) {
     for (uint32_t i = 0; i < src.num_outputs; i++)
         printf("%s%s cosine %.5f", i ? ", " : "; ", src.tensors[src.outputs[i]].name,
                cosine(&ev, (uint32_t)src.outputs[i]));
+    if (o.fallback_weights != FW_FP32)
+        printf("; %d fp32 layer%s with %s weights", num_fw, num_fw == 1 ? "" : "s",
+               o.fallback_weights == FW_INT8 ? "int8" : "fp16");
     printf("\n");
     if (o.report_path && write_report(&o, &src, &plan, &ev, iso, sens, imgs.count, size, out_bytes))
         goto done;
@@ -2299,6 +2558,9 @@ done:
     ksq_calib_free(&calib);
     ksq_biascorr_free(&bc);
     ksq_gptq_free(&gq);
+    fallback_weights_free(&fw);
+    free(fw_select);
+    free((void *)fw_scales);
     ks_session_destroy(fs);
     ks_model_destroy(fm);
     ks_model_destroy(orig_model);

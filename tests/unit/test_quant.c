@@ -442,6 +442,81 @@ static void test_end_to_end(void **state) {
                    "already quantized");
 }
 
+/* --fallback-weights / --weights-only: the layers left in fp32 store int8 (default) or fp16
+ * weights, decoded at load; the file shrinks and the model runs with fp32 activations only. */
+static void test_fallback_weights(void **state) {
+    (void)state;
+    char dir[512], p[700];
+    two_photos(dir, sizeof(dir));
+    const char *m = float_model();
+    struct stat st_f32, st_w[4];
+    assert_int_equal(stat(m, &st_f32), 0);
+    static const char *modes[4] = {"--weights-only", "--weights-only --fallback-weights fp16",
+                                   "--weights-only --entropy",
+                                   "--skip conv2d --fallback-weights fp32"};
+    for (int k = 0; k < 4; k++) {
+        int rc =
+            run("ks-quant %s %s/fw%d.ksm --calibration %s %s --quiet", m, g_tmp, k, dir, modes[k]);
+        if (rc) fprintf(stderr, "%s\n", g_out);
+        assert_int_equal(rc, 0);
+        snprintf(p, sizeof(p), "%s/fw%d.ksm", g_tmp, k);
+        assert_int_equal(stat(p, &st_w[k]), 0);
+        ks_model *mo = NULL;
+        ks_session *s = NULL;
+        assert_int_equal(ks_model_load_file(p, NULL, &mo), KS_STATUS_OK);
+        const char *meta = ks_model_metadata(mo, "quantization");
+        assert_non_null(meta);
+        if (k < 3) {
+            int f16 = k == 1;
+            assert_non_null(strstr(g_out, " 0 of "));
+            assert_non_null(strstr(g_out, f16 ? "with fp16 weights" : "with int8 weights"));
+            assert_non_null(strstr(meta, f16 ? "fp16 weights" : "int8 weights"));
+            assert_int_equal(ks_session_create(mo, NULL, &s), KS_STATUS_OK);
+            assert_int_equal(ks_session_reshape(s, NULL), KS_STATUS_OK);
+            assert_int_equal(ks_session_run(s), KS_STATUS_OK);
+            for (uint32_t i = 0; i < ks_session_num_tensors(s); i++) {
+                ks_tensor t;
+                if (ks_session_tensor(s, i, &t) == KS_STATUS_OK)
+                    assert_int_not_equal(t.info.dtype, KS_DTYPE_I8);
+            }
+            ks_session_destroy(s);
+        } else {
+            assert_null(strstr(meta, "weights"));
+        }
+        ks_model_destroy(mo);
+    }
+    /* int8 weights: about a quarter of fp32 once packed (the tables weigh in this small model),
+     * fp16: about half */
+    assert_true(st_w[2].st_size < st_f32.st_size * 3 / 10);
+    assert_true(st_w[0].st_size < st_f32.st_size * 4 / 10);
+    assert_true(st_w[1].st_size < st_f32.st_size * 6 / 10);
+    assert_true(st_w[0].st_size < st_w[1].st_size);
+    /* the mask output of the weight-only model stays close to fp32 (ks-quant's own check) */
+    int rc = run("ks-quant %s %s/fw.ksm --calibration %s --weights-only --report %s/fw.md", m,
+                 g_tmp, dir, g_tmp);
+    assert_int_equal(rc, 0);
+    const char *c = strstr(g_out, " cosine ");
+    assert_non_null(c);
+    assert_true(atof(c + 8) > 0.999);
+    assert_non_null(strstr(g_out, "gptq weight rounding:"));
+    snprintf(p, sizeof(p), "%s/fw.md", g_tmp);
+    FILE *f = fopen(p, "rb");
+    assert_non_null(f);
+    static char md[1 << 18];
+    size_t n = fread(md, 1, sizeof(md) - 1, f);
+    md[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(md, "fp32 layers store int8 weights ("));
+    assert_non_null(strstr(md, "fp32 (--weights-only)"));
+    expect_refusal(
+        run("ks-quant %s %s/o.ksm --calibration %s --fallback-weights int4", m, g_tmp, dir), 2,
+        "--fallback-weights: 'int4' is not fp32, fp16 or int8");
+    expect_refusal(run("ks-quant %s %s/o.ksm --calibration %s --weights-only --fallback-weights "
+                       "fp32",
+                       m, g_tmp, dir),
+                   2, "would write the model unchanged");
+}
+
 int main(int argc, char **argv) {
     (void)argc;
 #if defined(KS_CROSSCOMPILING)
@@ -476,7 +551,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_empty_folder),   cmocka_unit_test(test_no_images),
         cmocka_unit_test(test_bad_flags),      cmocka_unit_test(test_not_a_model),
         cmocka_unit_test(test_end_to_end),     cmocka_unit_test(test_equalization),
-        cmocka_unit_test(test_fallback),
+        cmocka_unit_test(test_fallback),       cmocka_unit_test(test_fallback_weights),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[512];

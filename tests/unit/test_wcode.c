@@ -287,8 +287,11 @@ static void test_payload_round_trip(void **state) {
                 (float)rnd_code(10.0, 127) * 0.01f * (float)(1 + j % 20) * (float)(1 + r % 3);
     for (int mode = 0; mode < 4; mode++) {
         ks__wenc_params p = {mode < 2 ? KS__WENC_INT8_CHANNEL : KS__WENC_INT4_BLOCK,
-                             KS__WCODER_WCODE, mode < 2 ? KS_DTYPE_F32 : KS_DTYPE_F16,
-                             mode < 2 ? 0u : 32u, (uint8_t)(mode & 1 ? 0 : 1u << KS__WCODER_WCODE)};
+                             KS__WCODER_WCODE,
+                             mode < 2 ? KS_DTYPE_F32 : KS_DTYPE_F16,
+                             mode < 2 ? 0u : 32u,
+                             (uint8_t)(mode & 1 ? 0 : 1u << KS__WCODER_WCODE),
+                             NULL};
         uint8_t *payload = NULL;
         size_t size = 0;
         assert_int_equal(ks__wenc_encode(NULL, w, n, rows, &p, &payload, &size, dq), KS_STATUS_OK);
@@ -312,7 +315,7 @@ static void test_payload_round_trip(void **state) {
     }
     /* An empty tensor (a zero dim) with a huge first dim claims billions of scales: refused
      * before any scratch is allocated (found by fuzz_ksm). */
-    ks__wenc_params p = {KS__WENC_INT8_CHANNEL, KS__WCODER_WCODE, KS_DTYPE_F32, 0, 0};
+    ks__wenc_params p = {KS__WENC_INT8_CHANNEL, KS__WCODER_WCODE, KS_DTYPE_F32, 0, 0, NULL};
     uint8_t small[66] = {0};
     char err[256];
     assert_int_equal(ks__wenc_decode(NULL, small, sizeof(small), &p, 0, (uint64_t)16089350147u, out,
@@ -368,7 +371,7 @@ typedef struct coded {
 static coded write_read(const ks__graph *g, ks__ksm_weights w, bool entropy, uint8_t coders,
                         ks__graph *decoded) {
     coded c = {0};
-    ks__ksm_write_opts o = {w, entropy, 0, false, coders, false};
+    ks__ksm_write_opts o = {.weights = w, .entropy = entropy, .entropy_coders = coders};
     char err[512];
     if (ks__ksm_write_ex(g, &o, &c.img, &c.size, err, sizeof(err))) fail_msg("write: %s", err);
     uint64_t sb, nv;

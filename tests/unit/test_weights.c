@@ -162,7 +162,8 @@ static ks_model *load(const uint8_t *img, size_t n) {
 }
 
 static uint8_t *write_opts(const ks__graph *g, ks__ksm_weights w, bool entropy, size_t *n) {
-    ks__ksm_write_opts o = {w, entropy, 0, false, 1u << KS__WCODER_RANS, false};
+    ks__ksm_write_opts o = {
+        .weights = w, .entropy = entropy, .entropy_coders = 1u << KS__WCODER_RANS};
     uint8_t *img = NULL;
     char err[256];
     ks_status st = ks__ksm_write_ex(g, &o, &img, n, err, sizeof(err));
@@ -213,12 +214,9 @@ static void test_decode_exact(void **state) {
     ks__graph g;
     build_graph(&g);
     for (int mode = 0; mode < 4; mode++) {
-        ks__ksm_write_opts o = {mode < 2 ? KS__KSM_WEIGHTS_INT8 : KS__KSM_WEIGHTS_INT4,
-                                (mode & 1) != 0,
-                                mode >= 2 ? 16u : 0u,
-                                false,
-                                0,
-                                false};
+        ks__ksm_write_opts o = {.weights = mode < 2 ? KS__KSM_WEIGHTS_INT8 : KS__KSM_WEIGHTS_INT4,
+                                .entropy = (mode & 1) != 0,
+                                .block_size = mode >= 2 ? 16u : 0u};
         uint8_t *img = NULL;
         size_t n = 0;
         char err[256];
@@ -233,10 +231,13 @@ static void test_decode_exact(void **state) {
                     assert_memory_equal(a->data, b->data, a->size_bytes);
                 continue;
             }
-            ks__wenc_params p = {
-                o.weights == KS__KSM_WEIGHTS_INT8 ? KS__WENC_INT8_CHANNEL : KS__WENC_INT4_BLOCK,
-                KS__WCODER_RAW, o.weights == KS__KSM_WEIGHTS_INT8 ? KS_DTYPE_F32 : KS_DTYPE_F16,
-                o.weights == KS__KSM_WEIGHTS_INT8 ? 0u : 16u, 0};
+            ks__wenc_params p = {o.weights == KS__KSM_WEIGHTS_INT8 ? KS__WENC_INT8_CHANNEL
+                                                                   : KS__WENC_INT4_BLOCK,
+                                 KS__WCODER_RAW,
+                                 o.weights == KS__KSM_WEIGHTS_INT8 ? KS_DTYPE_F32 : KS_DTYPE_F16,
+                                 o.weights == KS__KSM_WEIGHTS_INT8 ? 0u : 16u,
+                                 0,
+                                 NULL};
             size_t ne = a->size_bytes / 4, psize;
             float *dq = malloc(ne * 4);
             uint8_t *payload = NULL;
@@ -256,6 +257,88 @@ static void test_decode_exact(void **state) {
         ks__graph_free(&r);
         ks__free(&g.alloc, img);
     }
+    ks__graph_free(&g);
+}
+
+/* With a selection and explicit int8 scales (ks-quant --fallback-weights int8), the writer stores
+ * exactly the codes of weights already rounded to code * scale, compresses only the marked
+ * tensor, and refuses a non-positive scale. */
+static void test_explicit_scales(void **state) {
+    (void)state;
+    ks__graph g;
+    build_graph(&g);
+    int32_t w = -1, fw = -1;
+    for (uint32_t t = 0; t < g.num_tensors; t++) {
+        if (!strcmp(g.tensors[t].name, "w")) w = (int32_t)t;
+        if (!strcmp(g.tensors[t].name, "fw")) fw = (int32_t)t;
+    }
+    assert_true(w >= 0 && fw >= 0);
+    /* fw: 40 channels; codes use at most +-(20 + c) so the writer's own search would pick other
+     * scales; scales are not powers of two */
+    float scales[40], *v = (float *)g.tensors[fw].data;
+    for (int c = 0; c < 40; c++) {
+        scales[c] = 0.0123f * (float)(c + 1) / 3.0f;
+        for (int k = 0; k < 9; k++)
+            v[c * 9 + k] = (float)((int)(rnd() % (uint32_t)(41 + 2 * c)) - (20 + c)) * scales[c];
+    }
+    uint8_t *sel = calloc(g.num_tensors, 1);
+    const float **scl = calloc(g.num_tensors, sizeof(float *));
+    sel[fw] = 1;
+    scl[fw] = scales;
+    size_t n_f32 = 0;
+    ks__free(&g.alloc, write_opts(&g, KS__KSM_WEIGHTS_FP32, false, &n_f32));
+    for (int k = 0; k < 2; k++) {
+        ks__ksm_write_opts o = {.weights = KS__KSM_WEIGHTS_INT8,
+                                .entropy = k == 1,
+                                .select = sel,
+                                .int8_scales = scl,
+                                .num_select = g.num_tensors};
+        uint8_t *img = NULL;
+        size_t n = 0;
+        char err[256];
+        assert_int_equal(ks__ksm_write_ex(&g, &o, &img, &n, err, sizeof(err)), 0);
+        ks__graph r;
+        ks__graph_init(&r, NULL);
+        if (ks__ksm_read(img, n, true, &r, err, sizeof(err))) fail_msg("read: %s", err);
+        /* the marked tensor comes back bit for bit, the unmarked conv weights untouched */
+        assert_int_equal(r.tensors[fw].size_bytes, g.tensors[fw].size_bytes);
+        assert_memory_equal(r.tensors[fw].data, g.tensors[fw].data, g.tensors[fw].size_bytes);
+        assert_memory_equal(r.tensors[w].data, g.tensors[w].data, g.tensors[w].size_bytes);
+        /* fw: 360 codes + 40 scales instead of 1440 bytes */
+        assert_true(n + 800 < n_f32);
+        ks__graph_free(&r);
+        ks__free(&g.alloc, img);
+    }
+    /* without the scales the search rounds them differently (not bit-exact) */
+    {
+        ks__ksm_write_opts o = {
+            .weights = KS__KSM_WEIGHTS_INT8, .select = sel, .num_select = g.num_tensors};
+        uint8_t *img = NULL;
+        size_t n = 0;
+        char err[256];
+        assert_int_equal(ks__ksm_write_ex(&g, &o, &img, &n, err, sizeof(err)), 0);
+        ks__graph r;
+        ks__graph_init(&r, NULL);
+        assert_int_equal(ks__ksm_read(img, n, true, &r, err, sizeof(err)), 0);
+        assert_true(memcmp(r.tensors[fw].data, g.tensors[fw].data, g.tensors[fw].size_bytes));
+        ks__graph_free(&r);
+        ks__free(&g.alloc, img);
+    }
+    scales[7] = 0.0f;
+    {
+        ks__ksm_write_opts o = {.weights = KS__KSM_WEIGHTS_INT8,
+                                .select = sel,
+                                .int8_scales = scl,
+                                .num_select = g.num_tensors};
+        uint8_t *img = NULL;
+        size_t n = 0;
+        char err[256] = "";
+        assert_int_not_equal(ks__ksm_write_ex(&g, &o, &img, &n, err, sizeof(err)), 0);
+        assert_non_null(strstr(err, "fw"));
+        assert_null(img);
+    }
+    free(sel);
+    free((void *)scl);
     ks__graph_free(&g);
 }
 
@@ -528,11 +611,9 @@ static void test_real_models(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_modes_round_trip),
-        cmocka_unit_test(test_decode_exact),
-        cmocka_unit_test(test_rans),
-        cmocka_unit_test(test_hostile_encoded),
-        cmocka_unit_test(test_real_models),
+        cmocka_unit_test(test_modes_round_trip), cmocka_unit_test(test_decode_exact),
+        cmocka_unit_test(test_explicit_scales),  cmocka_unit_test(test_rans),
+        cmocka_unit_test(test_hostile_encoded),  cmocka_unit_test(test_real_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -84,6 +84,7 @@ typedef enum ksq_reason {
     KSQ_WHY_INPUT_NOT_INT8, /* data-movement op whose input is fp32 anyway */
     KSQ_WHY_OUTPUT,         /* automatic fallback: a model output below --min-output-cosine */
     KSQ_WHY_OUTPUT_LAYER,   /* computes a model output (kept fp32 unless --int8-output-layers) */
+    KSQ_WHY_WEIGHTS_ONLY,   /* --weights-only: every layer computes in fp32 */
 } ksq_reason;
 
 typedef struct ksq_plan {
@@ -99,6 +100,10 @@ typedef struct ksq_plan {
     int64_t *dims;       /* num_tensors * KS_MAX_RANK */
     const int32_t *pair; /* per node, from ksq_unfuse_residual (NULL: none) */
     const struct ksq_gptq *gptq; /* error-compensated weights (gptq.c; NULL: round to nearest) */
+    /* per source tensor (NULL entries: original), the weights an fp32 layer computes with:
+     * ks-quant --fallback-weights int8|fp16 stores the weights of the layers left in fp32 that
+     * way, so every check sees what the file will hold (NULL: originals everywhere) */
+    float *const *f32_weights;
 } ksq_plan;
 
 ks_status ksq_plan_init(ksq_plan *p, const ks__graph *g);

@@ -284,8 +284,12 @@ static ks_status get_plain(builder *b, int32_t t, int32_t *id_out) {
     const ks__tensor *s = &b->src->tensors[t];
     int32_t id;
     if (is_const(s)) {
+        /* only single-use conv/FC weights have a replacement (its reader is fp32 here) */
+        const void *data = b->plan->f32_weights && b->plan->f32_weights[t]
+                               ? (const void *)b->plan->f32_weights[t]
+                               : s->data;
         if ((st = add_like(b, t, "", s->dtype, &id))) return st;
-        if ((st = ks__graph_set_const(b->dst, id, s->data, s->size_bytes, true))) return st;
+        if ((st = ks__graph_set_const(b->dst, id, data, s->size_bytes, true))) return st;
         if (s->quant.count && (st = ks__graph_set_quant(b->dst, id, s->quant.count, s->quant.axis,
                                                         s->quant.scales, s->quant.zero_points)))
             return st;
