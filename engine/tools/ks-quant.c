@@ -137,8 +137,9 @@ static void usage(void) {
             "                               in fp32 (their activations stay fp32): int8\n"
             "                               (default; per output channel, gptq-rounded with\n"
             "                               the calibration images, decoded to fp32 at load),\n"
-            "                               fp16, or fp32 (as they were); every check runs\n"
-            "                               with the weights the file stores\n"
+            "                               fp16 (rounded to f16, stored packed: .ksm 1.2), or\n"
+            "                               fp32 (as they were); every check runs with the\n"
+            "                               weights the file stores\n"
             "  --weights-only               every layer stays fp32 and stores int8 weights\n"
             "                               (gptq-rounded with the calibration images): the\n"
             "                               size without the activation error\n"
@@ -1154,7 +1155,8 @@ oom:
 }
 
 /* Writer options that store the fp32 layers' weights of the built graph qg as rounded (their
- * values there already are the rounded ones, plan->f32_weights). *sel and *scl (freed by the
+ * values there already are the rounded ones, plan->f32_weights): int8 codes with the rounding's
+ * scales, or (fp16) packed F32 constants. *sel and *scl (freed by the
  * caller) back wo->select and wo->int8_scales. Returns the number of layers, -1 on failure. */
 static int fallback_select(const options *o, const ks__graph *src, const fallback_weights *fw,
                            const ksq_map *map, const ks__graph *qg, ks__ksm_write_opts *wo,
@@ -1173,7 +1175,14 @@ static int fallback_select(const options *o, const ks__graph *src, const fallbac
         (*scl)[id] = fw->scales[t];
         num++;
     }
-    wo->weights = o->fallback_weights == FW_INT8 ? KS__KSM_WEIGHTS_INT8 : KS__KSM_WEIGHTS_FP16;
+    if (o->fallback_weights == FW_FP16) {
+        /* The values are f16 but stay F32 constants, which packing stores as f16 losslessly
+         * (.ksm 1.2 coder F16_BCODE): the fp32 kernels see exactly the checked values (F16
+         * constants would take other kernel paths). */
+        wo->pack = true;
+        return num;
+    }
+    wo->weights = KS__KSM_WEIGHTS_INT8;
     wo->select = *sel;
     wo->int8_scales = *scl;
     wo->num_select = qg->num_tensors;
