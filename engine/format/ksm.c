@@ -849,6 +849,52 @@ static ks_status pack_constant(const ks__graph *g, const ks__ksm_write_opts *o, 
     return KS_STATUS_OK;
 }
 
+/* pack (1.2), conv/FC weights: values that are exactly an int8 rounding (per output channel,
+ * code * scale: decoded int8 weight-only storage, ks-quant's fp32 layers) are stored as those
+ * INT8_CHANNEL codes when smaller than what *w holds; they decode to the same bits. */
+static ks_status pack_int8_grid(const ks__graph *g, const ks__ksm_write_opts *o, uint32_t id,
+                                wtensor *w) {
+    const ks__tensor *t = &g->tensors[id];
+    uint64_t num_elems = t->size_bytes / 4, channels = (uint64_t)t->dims[0];
+    ks_status st = KS_STATUS_OK;
+    float *scales = ks__alloc(&g->alloc, (size_t)channels * sizeof(float) + 4);
+    float *back = NULL;
+    uint8_t *payload = NULL;
+    if (!scales) return KS_STATUS_OUT_OF_MEMORY;
+    if (!ks__wenc_find_int8_scales(t->data, num_elems, channels, scales)) goto done;
+    back = ks__alloc(&g->alloc, (size_t)num_elems * 4 + 4);
+    if (!back) {
+        st = KS_STATUS_OUT_OF_MEMORY;
+        goto done;
+    }
+    ks__wenc_params p = {0};
+    p.encoding = KS__WENC_INT8_CHANNEL;
+    p.coder = KS__WCODER_RANS; /* entropy-code: the smallest of the allowed coders and raw */
+    p.entropy_coders = o->entropy_coders;
+    p.scale_dtype = KS_DTYPE_F32;
+    p.scales = scales;
+    size_t size = 0;
+    st = ks__wenc_encode(&g->alloc, t->data, num_elems, channels, &p, &payload, &size, back);
+    if (st == KS_STATUS_UNSUPPORTED) st = KS_STATUS_OK;
+    if (st || !payload) goto done;
+    size_t current = (w->flags & KSM_TENSOR_ENCODED) ? w->size_bytes : align_up(w->size_bytes);
+    if (memcmp(back, t->data, t->size_bytes) != 0 || size + 8 >= current) goto done;
+    if (w->owned) ks__free(&g->alloc, w->owned);
+    p.scales = NULL; /* encode-only; the entry keeps params, not the scratch pointer */
+    w->owned = payload;
+    w->data = payload;
+    w->size_bytes = size;
+    w->dtype = KS_DTYPE_F32;
+    w->flags |= KSM_TENSOR_ENCODED;
+    w->enc = p;
+    payload = NULL;
+done:
+    ks__free(&g->alloc, payload);
+    ks__free(&g->alloc, back);
+    ks__free(&g->alloc, scales);
+    return st;
+}
+
 /* Symmetric int8 scales are max|w| / 127; when the float weights were f16 (most TFLite models),
  * max|w| is an f16 value, so the scale is 2 bytes of information. Only used when every scale
  * comes back bit for bit. */
@@ -890,6 +936,7 @@ static ks_status prepare_weights(const ks__graph *g, const ks__ksm_write_opts *o
         if (o->weights == KS__KSM_WEIGHTS_FP32 || !selected || !weight_is_compressible(g, use, i)) {
             if (o->pack && (t->flags & KS__TENSOR_CONST)) {
                 st = pack_constant(g, o, i, &wt[i]);
+                if (!st && weight_is_compressible(g, use, i)) st = pack_int8_grid(g, o, i, &wt[i]);
                 if (st == KS_STATUS_OUT_OF_MEMORY) goto oom;
                 if (st) {
                     ks__fmt(err, err_cap, "tensor %u '%s': cannot code the constant: %s", i,

@@ -102,6 +102,50 @@ error:
     return st;
 }
 
+/* Whether row[0..n) is exactly code * s with |code| <= 127. */
+static bool on_grid(const float *row, uint64_t n, float s) {
+    if (!(s > 0.0f) || !isfinite(s)) return false;
+    for (uint64_t j = 0; j < n; j++) {
+        float r = roundf(row[j] / s);
+        if (r > 127.0f || r < -127.0f) return false;
+        float back = r * s;
+        if (memcmp(&back, &row[j], 4) != 0) return false;
+    }
+    return true;
+}
+
+bool ks__wenc_find_int8_scales(const float *w, uint64_t num_elems, uint64_t num_channels,
+                               float *scales) {
+    if (!num_channels || num_elems % num_channels) return false;
+    uint64_t row = num_elems / num_channels;
+    for (uint64_t c = 0; c < num_channels; c++) {
+        const float *r = w + c * row;
+        float maxabs = 0.0f;
+        for (uint64_t j = 0; j < row; j++) {
+            if (!isfinite(r[j])) return false;
+            maxabs = fmaxf(maxabs, fabsf(r[j]));
+        }
+        if (maxabs == 0.0f) {
+            scales[c] = 1.0f;
+            continue;
+        }
+        /* the largest value is code k * s: try k = 127 down (nearest rounding reaches 127; a
+         * clipped scale less), and the neighbouring floats of maxabs / k (division rounds) */
+        bool found = false;
+        for (int k = 127; k >= 1 && !found; k--) {
+            float s0 = maxabs / (float)k;
+            float cand[3] = {s0, nextafterf(s0, 0.0f), nextafterf(s0, INFINITY)};
+            for (int i = 0; i < 3 && !found; i++)
+                if (on_grid(r, row, cand[i])) {
+                    scales[c] = cand[i];
+                    found = true;
+                }
+        }
+        if (!found) return false;
+    }
+    return true;
+}
+
 ks_status ks__wenc_encode(const ks_allocator *a, const float *w, uint64_t num_elems,
                           uint64_t num_channels, ks__wenc_params *p, uint8_t **payload_out,
                           size_t *size_out, float *dequant_out) {

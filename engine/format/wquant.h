@@ -75,6 +75,14 @@ ks_status ks__wenc_encode(const ks_allocator *a, const float *w, uint64_t num_el
                           uint64_t num_channels, ks__wenc_params *p, uint8_t **payload_out,
                           size_t *size_out, float *dequant_out);
 
+/* Lossless int8 detection: true when every value of each of the num_channels rows is exactly
+ * (float)code * scale for one scale per row and codes in [-127, 127] (weights an int8 rounding
+ * already produced, e.g. decoded int8 weight-only storage or ks-quant's fp32 layers); the scales
+ * go to scales[num_channels] (all-zero rows get 1). Encoding with them (p->scales) then stores
+ * the values bit for bit. */
+bool ks__wenc_find_int8_scales(const float *w, uint64_t num_elems, uint64_t num_channels,
+                               float *scales);
+
 /* Decodes a payload into out[num_elems] (F32). Scratch for entropy-coded codes comes from a.
  * Returns KS_STATUS_INVALID_MODEL (err says why) for any inconsistency. */
 ks_status ks__wenc_decode(const ks_allocator *a, const uint8_t *payload, size_t size,

@@ -324,6 +324,31 @@ static void test_explicit_scales(void **state) {
         ks__graph_free(&r);
         ks__free(&g.alloc, img);
     }
+    /* lossless packing finds such grids by itself (ks-convert X.ksm Y.ksm --entropy keeps
+     * decoded int8 weight-only tensors int8) and stores them bit for bit */
+    {
+        ks__ksm_write_opts o = {.pack = true};
+        uint8_t *img = NULL;
+        size_t n = 0;
+        char err[256];
+        assert_int_equal(ks__ksm_write_ex(&g, &o, &img, &n, err, sizeof(err)), 0);
+        ks__graph r;
+        ks__graph_init(&r, NULL);
+        if (ks__ksm_read(img, n, true, &r, err, sizeof(err))) fail_msg("read: %s", err);
+        assert_memory_equal(r.tensors[fw].data, g.tensors[fw].data, g.tensors[fw].size_bytes);
+        assert_memory_equal(r.tensors[w].data, g.tensors[w].data, g.tensors[w].size_bytes);
+        assert_true(n + 800 < n_f32);
+        ks__graph_free(&r);
+        ks__free(&g.alloc, img);
+        float found[40];
+        assert_true(ks__wenc_find_int8_scales(g.tensors[fw].data, 360, 40, found));
+        /* one value off the grid (by one ulp) and the tensor is no int8 rounding */
+        float keep = v[100];
+        v[100] = nextafterf(v[100], INFINITY);
+        assert_false(ks__wenc_find_int8_scales(g.tensors[fw].data, 360, 40, found));
+        v[100] = keep;
+        assert_false(ks__wenc_find_int8_scales(g.tensors[w].data, 9 * 3 * 3 * 7, 9, found));
+    }
     scales[7] = 0.0f;
     {
         ks__ksm_write_opts o = {.weights = KS__KSM_WEIGHTS_INT8,
