@@ -266,3 +266,273 @@ ks_status ks__lmtask_run_landmarks(ks_pipeline *pipeline, const ks_allocator *al
     if (st) snprintf(err, err_size, "landmarks: %s", ks_last_error(pipeline));
     return st;
 }
+
+/* ---- The landmarker handle core ------------------------------------------------------------ */
+
+void ks__lmtask_destroy(ks__lmtask *t) {
+    if (!t) return;
+    ks_allocator a = t->alloc;
+    ks_pipeline_destroy(t->pipeline);
+    ks_bundle_destroy(t->bundle);
+    for (int32_t i = 0; i < KS__TRACK_MAX_OBJECTS; i++) {
+        ks__landmark_smoother_destroy(t->smoother[i]);
+        ks__landmark_smoother_destroy(t->world_smoother[i]);
+    }
+    ks__lmtask_detector_free(&t->detector, &a);
+    ks__free(&a, t);
+}
+
+static ks_status check_desc(const ks__lmtask_spec *spec, const ks_task_options *task, int32_t model,
+                            float min_presence, char *err, size_t err_size) {
+    ks_status st = ks__lmtask_check_options(task, spec->max_results_cap, err, err_size);
+    if (st) return st;
+    if (model < 0 || model >= spec->num_models) {
+        snprintf(err, err_size, "desc.model %d is not a ks_%s_model", (int)model, spec->name);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    if (!(min_presence >= 0.0f && min_presence <= 1.0f)) {
+        snprintf(err, err_size, "desc.min_presence %g is outside [0, 1]", (double)min_presence);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    return KS_STATUS_OK;
+}
+
+/* Bundle, graph check, detector and filters of a handle whose options are set. */
+static ks_status open_task(ks__lmtask *t, const ks_task_options *task, const char *model_name,
+                           char *err, size_t err_size) {
+    const ks__lmtask_spec *spec = t->spec;
+    char name[64];
+    snprintf(name, sizeof(name), "%s_landmarker_%s.ksb", spec->name, model_name);
+    ks_task_options opt = *task;
+    opt.allocator = &t->alloc;
+    ks_status st =
+        ks__task_open(&opt, name, NULL, NULL, 0, &t->bundle, &t->pipeline, err, err_size);
+    if (st) return st;
+    if (ks_pipeline_num_inputs(t->pipeline) != KS__LMTASK_NUM_INPUTS ||
+        ks_pipeline_num_outputs(t->pipeline) != spec->num_outputs) {
+        snprintf(err, err_size,
+                 "bundle graph has %u inputs and %u outputs; the %s task needs %d and %d "
+                 "(see algos/%s/%s_landmarker.json)",
+                 ks_pipeline_num_inputs(t->pipeline), ks_pipeline_num_outputs(t->pipeline),
+                 spec->name, KS__LMTASK_NUM_INPUTS, (int)spec->num_outputs, spec->name, spec->name);
+        return KS_STATUS_INVALID_MODEL;
+    }
+    st = ks__lmtask_detector_init(&t->detector, spec->ssd, spec->detection_roi,
+                                  spec->detector_input, t->min_score, &t->alloc, err, err_size);
+    if (st || !t->smoothing) return st;
+    /* MediaPipe's hand graph: One Euro min_cutoff 0.05, beta 80 for image landmarks; 0.1, 40 for
+     * world landmarks. Its pose graph smooths image landmarks with a velocity filter instead; One
+     * Euro for both keeps one filter family. */
+    ks__one_euro_params img = {.min_cutoff = task->smoothing > 0.0f ? task->smoothing : 0.05f,
+                               .beta = 80.0f,
+                               .d_cutoff = 1.0f};
+    ks__one_euro_params world = {.min_cutoff = 0.1f, .beta = 40.0f, .d_cutoff = 1.0f};
+    for (int32_t i = 0; i < t->max_results; i++) {
+        st = ks__landmark_smoother_create(&t->alloc, spec->num_smoothed, &img, &t->smoother[i]);
+        if (!st)
+            st = ks__landmark_smoother_create(&t->alloc, spec->num_world, &world,
+                                              &t->world_smoother[i]);
+        if (st) {
+            snprintf(err, err_size, "out of memory");
+            return st;
+        }
+    }
+    return KS_STATUS_OK;
+}
+
+ks_status ks__lmtask_create(const ks__lmtask_spec *spec, const ks_task_options *task, int32_t model,
+                            const char *model_name, float min_presence, size_t handle_size,
+                            ks__lmtask **out) {
+    if (!out) {
+        ks__object_error(NULL, "ks_%s_landmarker_create: out is NULL", spec->name);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    char err[512] = "";
+    ks_status st = check_desc(spec, task, model, min_presence, err, sizeof(err));
+    if (st) {
+        ks__object_error(NULL, "ks_%s_landmarker_create: %s", spec->name, err);
+        return st;
+    }
+    ks_allocator a = ks__allocator_or_default(task->allocator);
+    ks__lmtask *t = ks__calloc(&a, 1, handle_size);
+    if (!t) {
+        ks__object_error(NULL, "ks_%s_landmarker_create: out of memory", spec->name);
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    t->obj.magic = KS__OBJECT_MAGIC;
+    t->spec = spec;
+    t->alloc = a;
+    t->mode = task->mode;
+    t->max_results = task->max_results > 0 ? task->max_results : spec->default_max_results;
+    t->min_score = task->min_score > 0.0f ? task->min_score : 0.5f;
+    t->min_presence = min_presence > 0.0f ? min_presence : 0.5f;
+    t->rotation = task->rotation;
+    t->mirror = task->mirror != 0;
+    t->roi = task->roi;
+    t->smoothing = task->mode == KS_MODE_VIDEO && task->smoothing >= 0.0f;
+    ks__track_loop_init(&t->tracker, t->max_results, task->mode == KS_MODE_VIDEO, spec->same_iou);
+    st = open_task(t, task, model_name, err, sizeof(err));
+    if (st) {
+        ks__object_error(NULL, "ks_%s_landmarker_create: %s", spec->name, err);
+        ks__lmtask_destroy(t);
+        return st;
+    }
+    *out = t;
+    return KS_STATUS_OK;
+}
+
+/* ---- tracking steps (ks__track_ops; task is the ks__lmtask) ---- */
+
+static ks_status step_detect(void *task, ks_packet *image, int32_t iw, int32_t ih, ks__rect *rois,
+                             size_t cap, size_t *num_out, char *err, size_t err_size) {
+    ks__lmtask *t = task;
+    return ks__lmtask_run_detector(&t->detector, t->pipeline, &t->alloc, &t->pipeline_ts, image,
+                                   &t->roi, iw, ih, rois, cap, num_out, err, err_size);
+}
+
+static ks_status step_landmarks(void *task, ks_packet *image, int32_t iw, int32_t ih,
+                                const ks__track_item *items, size_t num_items, char *err,
+                                size_t err_size) {
+    ks__lmtask *t = task;
+    return ks__lmtask_run_landmarks(t->pipeline, &t->alloc, &t->pipeline_ts, image, iw, ih,
+                                    t->spec->decode.input_width, items, num_items, t->outs, err,
+                                    err_size);
+}
+
+static void step_new_track(void *task, int32_t slot) {
+    ks__lmtask *t = task;
+    ks__landmark_smoother_reset(t->smoother[slot]);
+    ks__landmark_smoother_reset(t->world_smoother[slot]);
+}
+
+ks_status ks__lmtask_frame_run(ks__lmtask *t, const char *fn, const ks_image *image, bool has_out,
+                               int64_t timestamp_us, ks__lmtask_frame *f) {
+    f->fn = fn;
+    f->image = NULL;
+    f->num_items = 0;
+    f->num_kept = 0;
+    f->result_items = NULL;
+    f->planes = NULL;
+    f->plane_bytes = 0;
+    if (!image || !has_out)
+        return ks__lmtask_error(&t->obj, KS_STATUS_INVALID_ARGUMENT, "%s: %s is NULL", fn,
+                                image ? "out" : "image");
+    char err[512];
+    ks_status st =
+        ks__track_loop_begin(&t->tracker, &t->alloc, image, t->rotation, t->mirror, &t->roi,
+                             timestamp_us, &f->image, &f->width, &f->height, err, sizeof(err));
+    if (st) return ks__lmtask_error(&t->obj, st, "%s: %s", fn, err);
+    const ks__track_ops ops = {step_detect, step_landmarks, t->spec->finish, step_new_track};
+    st = ks__track_loop_frame(&t->tracker, &ops, t, f->image, f->width, f->height, timestamp_us,
+                              f->items, &f->num_items, err, sizeof(err));
+    if (st) {
+        ks__lmtask_error(&t->obj, st, "%s: %s", fn, err);
+        ks__lmtask_frame_end(t, f, st);
+        return st;
+    }
+    /* Stable insertion sort of the kept items by track id (all 0 in IMAGE mode). */
+    for (size_t i = 0; i < f->num_items; i++) {
+        if (!f->items[i].keep) continue;
+        uint32_t j = f->num_kept++;
+        for (; j > 0 && f->items[f->order[j - 1]].id > f->items[i].id; j--)
+            f->order[j] = f->order[j - 1];
+        f->order[j] = (uint32_t)i;
+    }
+    for (uint32_t k = 0; k < f->num_kept; k++)
+        f->ids[k] = t->mode == KS_MODE_VIDEO ? f->items[f->order[k]].id : (int32_t)k + 1;
+    return KS_STATUS_OK;
+}
+
+void *ks__lmtask_frame_result(ks__lmtask *t, ks__lmtask_frame *f, size_t result_size,
+                              size_t item_size, bool has_planes, size_t plane_px_bytes,
+                              ks_status *st) {
+    size_t num_kept = f->num_kept;
+    size_t items_off = ks__lmtask_align(sizeof(ks__lmtask_result_header) + result_size);
+    size_t total = items_off + num_kept * item_size;
+    size_t planes_off = has_planes ? ks__lmtask_align(total) : total;
+    f->plane_bytes = plane_px_bytes * (size_t)f->width * (size_t)f->height;
+    if (f->plane_bytes && num_kept > (SIZE_MAX - planes_off) / f->plane_bytes) {
+        *st = ks__lmtask_error(&t->obj, KS_STATUS_LIMIT_EXCEEDED,
+                               "%s: %u masks of %dx%d do not fit in memory", f->fn,
+                               (unsigned)num_kept, (int)f->width, (int)f->height);
+        return NULL;
+    }
+    total = planes_off + num_kept * f->plane_bytes;
+    uint8_t *block = ks__lmtask_result_alloc(&t->alloc, total);
+    if (!block) {
+        *st = ks__lmtask_error(&t->obj, KS_STATUS_OUT_OF_MEMORY,
+                               "%s: out of memory for the result (%zu bytes)", f->fn, total);
+        return NULL;
+    }
+    f->result_items = num_kept ? block + items_off : NULL;
+    f->planes = f->plane_bytes ? block + planes_off : NULL;
+    return block + sizeof(ks__lmtask_result_header);
+}
+
+void ks__lmtask_frame_end(ks__lmtask *t, ks__lmtask_frame *f, ks_status st) {
+    if (st) ks__track_loop_clear(&t->tracker);
+    ks__lmtask_release_outputs(t->outs, t->spec->num_outputs);
+    ks_packet_release(f->image);
+    f->image = NULL;
+}
+
+size_t ks__lmtask_output(const ks__lmtask *t, uint32_t out, size_t index, const float **data_out) {
+    return ks__lmtask_floats(ks_packet_list_item(t->outs[out], (uint32_t)index), data_out);
+}
+
+const float *ks__lmtask_output_matrix(const ks__lmtask *t, uint32_t out, size_t index) {
+    const ks_packet *p = ks_packet_list_item(t->outs[out], (uint32_t)index);
+    return p ? ks_packet_matrix(p) : NULL;
+}
+
+ks_status ks__lmtask_decode(const ks__lmtask *t, const float *raw, size_t num_raw, ks__landmark *lm,
+                            char *err, size_t err_size) {
+    const ks__landmarks_decode_options *lo = &t->spec->decode;
+    char msg[256];
+    ks_status st =
+        ks__tensors_to_landmarks(lo, raw, num_raw, lm, (size_t)lo->num_landmarks, msg, sizeof(msg));
+    if (st) snprintf(err, err_size, "%s landmarks: %s", t->spec->name, msg);
+    return st;
+}
+
+void ks__lmtask_place(const ks__lmtask *t, const ks__track_item *item, const float m[16],
+                      const float *world_raw, int32_t iw, int32_t ih, int64_t timestamp_us,
+                      ks__landmark *lm, ks_point3f *world) {
+    const ks__lmtask_spec *spec = t->spec;
+    size_t num_world = spec->num_world;
+    if (num_world > KS__LMTASK_MAX_LANDMARKS) num_world = KS__LMTASK_MAX_LANDMARKS;
+    float roi_w_px = hypotf(m[0] * (float)iw, m[4] * (float)ih);
+    for (size_t k = 0; k < (size_t)spec->decode.num_landmarks; k++) {
+        ks__landmark *l = &lm[k];
+        ks__lmtask_mp_project(m, spec->decode.input_width, &l->x, &l->y);
+        l->z = l->z * roi_w_px / (float)iw; /* image-normalized, scale of x */
+    }
+    /* World landmarks come in the ROI's frame: undo its rotation about z. */
+    float c = cosf(item->roi.rotation_rad), s = sinf(item->roi.rotation_rad);
+    for (size_t k = 0; k < num_world; k++) {
+        float x = world_raw[3 * k], y = world_raw[3 * k + 1];
+        world[k] = (ks_point3f){c * x - s * y, s * x + c * y, world_raw[3 * k + 2]};
+    }
+    if (item->slot < 0 || !t->smoothing) return;
+    float scale = 0.5f * (item->roi.width + item->roi.height);
+    ks__landmark_smoother_apply(t->smoother[item->slot], lm, spec->num_smoothed, scale,
+                                timestamp_us);
+    ks__landmark wl[KS__LMTASK_MAX_LANDMARKS];
+    for (size_t k = 0; k < num_world; k++)
+        wl[k] = (ks__landmark){world[k].x, world[k].y, world[k].z, 0, 0};
+    ks__landmark_smoother_apply(t->world_smoother[item->slot], wl, num_world, 1.0f, timestamp_us);
+    for (size_t k = 0; k < num_world; k++)
+        world[k] = (ks_point3f){wl[k].x, wl[k].y, wl[k].z};
+}
+
+ks_box ks__lmtask_pixel_box(const ks__landmark *lm, size_t n, int32_t iw, int32_t ih) {
+    float x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
+    for (size_t k = 0; k < n; k++) {
+        float x = lm[k].x * (float)iw, y = lm[k].y * (float)ih;
+        x0 = fminf(x0, x), y0 = fminf(y0, y);
+        x1 = fmaxf(x1, x), y1 = fmaxf(y1, y);
+    }
+    x0 = fmaxf(x0, 0.0f), y0 = fmaxf(y0, 0.0f);
+    x1 = fminf(x1, (float)iw), y1 = fminf(y1, (float)ih);
+    return (ks_box){x0, y0, fmaxf(x1 - x0, 0.0f), fmaxf(y1 - y0, 0.0f)};
+}

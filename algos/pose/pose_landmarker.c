@@ -9,7 +9,10 @@
  * re-associate) in C keeps it testable and independent of the node library.
  *
  * The two process calls of a frame use internal, strictly increasing pipeline timestamps: the
- * graph has no time-dependent node, and the caller's timestamps only drive smoothing. */
+ * graph has no time-dependent node, and the caller's timestamps only drive smoothing.
+ *
+ * The handle core, the frame loop and the steps shared with the hand task live in
+ * landmark_task.c (ks__lmtask); this file holds what is pose-specific. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,13 +38,9 @@
 #define POSE_HEATMAP_MIN_SCORE 0.5f /* ... min_confidence_to_refine */
 #define POSE_ASSOCIATION_IOU 0.5f   /* MediaPipe AssociationNormRectCalculator threshold */
 
-/* Graph stream order (pose_landmarker.json). */
-enum { IN_DETECT_IMAGE, IN_DETECT_ROI, IN_IMAGE, IN_ROIS, NUM_INPUTS };
+/* Graph outputs after the detector's (pose_landmarker.json; the rest: landmark_task.h). */
 enum {
-    OUT_DET_BOXES,
-    OUT_DET_SCORES,
-    OUT_DET_MATRIX,
-    OUT_LANDMARKS,
+    OUT_LANDMARKS = KS__LMTASK_OUT_DET_MATRIX + 1,
     OUT_FLAGS,
     OUT_MASKS,
     OUT_WORLD,
@@ -49,11 +48,6 @@ enum {
     OUT_HEATMAPS,
     NUM_OUTPUTS
 };
-
-typedef struct pose_track {
-    ks__landmark_smoother *smoother;       /* 35 image landmarks */
-    ks__landmark_smoother *world_smoother; /* 33 world landmarks */
-} pose_track;
 
 /* One person of the frame being processed. */
 typedef struct pose_work {
@@ -65,26 +59,15 @@ typedef struct pose_work {
 } pose_work;
 
 struct ks_pose_landmarker {
-    ks__object obj; /* first: ks_last_error() */
-    ks_allocator alloc;
-    ks_running_mode mode;
-    int32_t max_results;
-    float min_score, min_presence;
+    ks__lmtask core; /* first: the handle is also the core (and its ks__object) */
     int32_t output_mask;
-    ks_rotation rotation;
-    int32_t mirror;
-    ks_box roi;
-    bool smoothing;
-    ks_bundle *bundle;
-    ks_pipeline *pipeline;
-    int64_t pipeline_ts;
-    ks__track_loop tracker;
-    ks__lmtask_detector detector;
-    pose_track tracks[KS_POSE_MAX_RESULTS]; /* filters per tracker slot */
-    /* the frame being processed (ks_pose_detect) */
-    ks_packet *outs[NUM_OUTPUTS];
-    pose_work work[KS_POSE_MAX_RESULTS];
+    pose_work work[KS_POSE_MAX_RESULTS]; /* the frame being processed (ks_pose_detect) */
 };
+
+_Static_assert(KS_POSE_MAX_RESULTS <= KS__TRACK_MAX_OBJECTS &&
+                   NUM_OUTPUTS <= KS__LMTASK_MAX_OUTPUTS &&
+                   KS_POSE_NUM_LANDMARKS <= KS__LMTASK_MAX_LANDMARKS,
+               "the pose task fits ks__lmtask");
 
 static const uint8_t k_connections[] = {
     0,  1,  1,  2,  2,  3,  3,  7,  0,  4,  4,  5,  5,  6,  6,  8,  9,  10, 11, 12, 11, 13, 13, 15,
@@ -107,110 +90,6 @@ const char *ks_pose_model_string(ks_pose_model model) {
     default:
         return "invalid";
     }
-}
-
-void ks_pose_landmarker_destroy(ks_pose_landmarker *pl) {
-    if (!pl) return;
-    ks_allocator a = pl->alloc;
-    ks_pipeline_destroy(pl->pipeline);
-    ks_bundle_destroy(pl->bundle);
-    for (int i = 0; i < KS_POSE_MAX_RESULTS; i++) {
-        ks__landmark_smoother_destroy(pl->tracks[i].smoother);
-        ks__landmark_smoother_destroy(pl->tracks[i].world_smoother);
-    }
-    ks__lmtask_detector_free(&pl->detector, &a);
-    ks__free(&a, pl);
-}
-
-ks_status ks_pose_landmarker_create(const ks_pose_landmarker_desc *desc, ks_pose_landmarker **out) {
-    ks_pose_landmarker_desc d = {0};
-    if (desc) d = *desc;
-    if (!out) {
-        ks__object_error(NULL, "ks_pose_landmarker_create: out is NULL");
-        return KS_STATUS_INVALID_ARGUMENT;
-    }
-    char err[512] = "";
-    ks_status st = ks__lmtask_check_options(&d.task, KS_POSE_MAX_RESULTS, err, sizeof(err));
-    if (!st && ((unsigned)d.model >= KS_POSE_MODEL_COUNT)) {
-        snprintf(err, sizeof(err), "desc.model %d is not a ks_pose_model", (int)d.model);
-        st = KS_STATUS_INVALID_ARGUMENT;
-    }
-    if (!st && (!(d.min_presence >= 0.0f && d.min_presence <= 1.0f))) {
-        snprintf(err, sizeof(err), "desc.min_presence %g is outside [0, 1]",
-                 (double)d.min_presence);
-        st = KS_STATUS_INVALID_ARGUMENT;
-    }
-    if (st) {
-        ks__object_error(NULL, "ks_pose_landmarker_create: %s", err);
-        return st;
-    }
-    ks_allocator a = ks__allocator_or_default(d.task.allocator);
-    ks_pose_landmarker *pl = ks__calloc(&a, 1, sizeof(*pl));
-    if (!pl) {
-        ks__object_error(NULL, "ks_pose_landmarker_create: out of memory");
-        return KS_STATUS_OUT_OF_MEMORY;
-    }
-    pl->obj.magic = KS__OBJECT_MAGIC;
-    pl->alloc = a;
-    pl->mode = d.task.mode;
-    pl->max_results = d.task.max_results > 0 ? d.task.max_results : 1;
-    pl->min_score = d.task.min_score > 0.0f ? d.task.min_score : 0.5f;
-    pl->min_presence = d.min_presence > 0.0f ? d.min_presence : 0.5f;
-    pl->output_mask = d.output_segmentation != 0;
-    pl->rotation = d.task.rotation;
-    pl->mirror = d.task.mirror != 0;
-    pl->roi = d.task.roi;
-    pl->smoothing = d.task.mode == KS_MODE_VIDEO && d.task.smoothing >= 0.0f;
-    ks__track_loop_init(&pl->tracker, pl->max_results, d.task.mode == KS_MODE_VIDEO,
-                        POSE_ASSOCIATION_IOU);
-
-    char name[64];
-    snprintf(name, sizeof(name), "pose_landmarker_%s.ksb", ks_pose_model_string(d.model));
-    ks_task_options opt = d.task;
-    opt.allocator = &pl->alloc;
-    st = ks__task_open(&opt, name, NULL, NULL, 0, &pl->bundle, &pl->pipeline, err, sizeof(err));
-    if (st) goto error;
-    if (ks_pipeline_num_inputs(pl->pipeline) != NUM_INPUTS ||
-        ks_pipeline_num_outputs(pl->pipeline) != NUM_OUTPUTS) {
-        snprintf(err, sizeof(err),
-                 "bundle graph has %u inputs and %u outputs; the pose task needs %d and %d "
-                 "(see algos/pose/pose_landmarker.json)",
-                 ks_pipeline_num_inputs(pl->pipeline), ks_pipeline_num_outputs(pl->pipeline),
-                 NUM_INPUTS, NUM_OUTPUTS);
-        st = KS_STATUS_INVALID_MODEL;
-        goto error;
-    }
-
-    st = ks__lmtask_detector_init(&pl->detector, KS__SSD_PRESET_POSE,
-                                  KS__ROI_PRESET_POSE_FROM_DETECTION, POSE_DET_INPUT, pl->min_score,
-                                  &a, err, sizeof(err));
-    if (st) goto error;
-
-    if (pl->smoothing) {
-        /* MediaPipe smooths pose landmarks with a velocity filter and world landmarks with One
-         * Euro (min_cutoff 0.1, beta 40); One Euro for both keeps one filter family. */
-        ks__one_euro_params img = {.min_cutoff = d.task.smoothing > 0.0f ? d.task.smoothing : 0.05f,
-                                   .beta = 80.0f,
-                                   .d_cutoff = 1.0f};
-        ks__one_euro_params world = {.min_cutoff = 0.1f, .beta = 40.0f, .d_cutoff = 1.0f};
-        for (int32_t i = 0; i < pl->max_results; i++) {
-            st = ks__landmark_smoother_create(&a, POSE_NUM_ROI_LANDMARKS, &img,
-                                              &pl->tracks[i].smoother);
-            if (!st)
-                st = ks__landmark_smoother_create(&a, KS_POSE_NUM_LANDMARKS, &world,
-                                                  &pl->tracks[i].world_smoother);
-            if (st) {
-                snprintf(err, sizeof(err), "out of memory");
-                goto error;
-            }
-        }
-    }
-    *out = pl;
-    return KS_STATUS_OK;
-error:
-    ks__object_error(NULL, "ks_pose_landmarker_create: %s", err);
-    ks_pose_landmarker_destroy(pl);
-    return st;
 }
 
 /* ---- per-frame helpers ------------------------------------------------------------------ */
@@ -284,48 +163,23 @@ static void refine_from_heatmap(ks__landmark *lm, size_t n, const float *hm, siz
     }
 }
 
-/* ---- tracking steps (ks__track_ops) ------------------------------------------------------ */
+/* ---- the task ------------------------------------------------------------------------------ */
 
-static ks_status step_detect(void *task, ks_packet *image, int32_t iw, int32_t ih, ks__rect *rois,
-                             size_t cap, size_t *num_out, char *err, size_t err_size) {
-    ks_pose_landmarker *pl = task;
-    return ks__lmtask_run_detector(&pl->detector, pl->pipeline, &pl->alloc, &pl->pipeline_ts, image,
-                                   &pl->roi, iw, ih, rois, cap, num_out, err, err_size);
-}
-
-static ks_status step_landmarks(void *task, ks_packet *image, int32_t iw, int32_t ih,
-                                const ks__track_item *items, size_t num_items, char *err,
-                                size_t err_size) {
-    ks_pose_landmarker *pl = task;
-    return ks__lmtask_run_landmarks(pl->pipeline, &pl->alloc, &pl->pipeline_ts, image, iw, ih,
-                                    POSE_LM_INPUT, items, num_items, pl->outs, err, err_size);
-}
-
-static void step_new_track(void *task, int32_t slot) {
-    ks_pose_landmarker *pl = task;
-    ks__landmark_smoother_reset(pl->tracks[slot].smoother);
-    ks__landmark_smoother_reset(pl->tracks[slot].world_smoother);
-}
-
+/* ks__track_ops.finish: decodes person `index` of the frame's landmark outputs. */
 static ks_status step_finish(void *task, size_t index, const ks__track_item *item, int32_t iw,
                              int32_t ih, int64_t timestamp_us, ks__rect *next, bool *found,
                              char *err, size_t err_size) {
     ks_pose_landmarker *pl = task;
+    const ks__lmtask *t = &pl->core;
     pose_work *w = &pl->work[index];
-    const ks_packet *lp = ks_packet_list_item(pl->outs[OUT_LANDMARKS], (uint32_t)index);
-    const ks_packet *fp = ks_packet_list_item(pl->outs[OUT_FLAGS], (uint32_t)index);
-    const ks_packet *mp = ks_packet_list_item(pl->outs[OUT_MASKS], (uint32_t)index);
-    const ks_packet *wp = ks_packet_list_item(pl->outs[OUT_WORLD], (uint32_t)index);
-    const ks_packet *xp = ks_packet_list_item(pl->outs[OUT_MATRICES], (uint32_t)index);
-    const ks_packet *hp = ks_packet_list_item(pl->outs[OUT_HEATMAPS], (uint32_t)index);
     const float *raw = NULL, *flag = NULL, *mask = NULL, *world = NULL, *heat = NULL;
-    size_t n_heat = ks__lmtask_floats(hp, &heat);
-    size_t n_raw = ks__lmtask_floats(lp, &raw);
-    size_t n_flag = ks__lmtask_floats(fp, &flag);
-    size_t n_mask = ks__lmtask_floats(mp, &mask);
-    size_t n_world = ks__lmtask_floats(wp, &world);
+    size_t n_heat = ks__lmtask_output(t, OUT_HEATMAPS, index, &heat);
+    size_t n_raw = ks__lmtask_output(t, OUT_LANDMARKS, index, &raw);
+    size_t n_flag = ks__lmtask_output(t, OUT_FLAGS, index, &flag);
+    size_t n_mask = ks__lmtask_output(t, OUT_MASKS, index, &mask);
+    size_t n_world = ks__lmtask_output(t, OUT_WORLD, index, &world);
     *found = false;
-    w->matrix = xp ? ks_packet_matrix(xp) : NULL;
+    w->matrix = ks__lmtask_output_matrix(t, OUT_MATRICES, index);
     if (!raw || !flag || n_flag < 1 || !w->matrix || n_raw != (size_t)POSE_NUM_RAW_LANDMARKS * 5 ||
         !world || n_world < (size_t)KS_POSE_NUM_LANDMARKS * 3 ||
         (mask && n_mask != (size_t)POSE_MASK_SIZE * POSE_MASK_SIZE)) {
@@ -336,146 +190,97 @@ static ks_status step_finish(void *task, size_t index, const ks__track_item *ite
         return KS_STATUS_INVALID_MODEL;
     }
     w->score = flag[0];
-    if (!(w->score >= pl->min_presence)) return KS_STATUS_OK; /* lost */
-    ks__landmarks_decode_options lo = {.num_landmarks = POSE_NUM_RAW_LANDMARKS,
-                                       .input_width = POSE_LM_INPUT,
-                                       .input_height = POSE_LM_INPUT,
-                                       .visibility_activation = KS__ACTIVATION_SIGMOID,
-                                       .presence_activation = KS__ACTIVATION_SIGMOID};
-    char msg[256];
-    ks_status st =
-        ks__tensors_to_landmarks(&lo, raw, n_raw, w->lm, POSE_NUM_RAW_LANDMARKS, msg, sizeof(msg));
-    if (st) {
-        snprintf(err, err_size, "pose landmarks: %s", msg);
-        return st;
-    }
+    if (!(w->score >= t->min_presence)) return KS_STATUS_OK; /* lost */
+    ks_status st = ks__lmtask_decode(t, raw, n_raw, w->lm, err, err_size);
+    if (st) return st;
     if (heat && n_heat == (size_t)POSE_HEATMAP_SIZE * POSE_HEATMAP_SIZE * POSE_NUM_RAW_LANDMARKS)
         refine_from_heatmap(w->lm, KS_POSE_NUM_LANDMARKS, heat, POSE_NUM_RAW_LANDMARKS);
-    float roi_w_px = hypotf(w->matrix[0] * (float)iw, w->matrix[4] * (float)ih);
-    for (size_t k = 0; k < POSE_NUM_RAW_LANDMARKS; k++) {
-        ks__landmark *l = &w->lm[k];
-        ks__lmtask_mp_project(w->matrix, POSE_LM_INPUT, &l->x, &l->y);
-        l->z = l->z * roi_w_px / (float)iw; /* image-normalized, scale of x */
-    }
-    /* World landmarks come in the ROI's frame: undo its rotation about z. */
-    float c = cosf(item->roi.rotation_rad), s = sinf(item->roi.rotation_rad);
-    for (size_t k = 0; k < KS_POSE_NUM_LANDMARKS; k++) {
-        float x = world[3 * k], y = world[3 * k + 1];
-        w->world[k] = (ks_point3f){c * x - s * y, s * x + c * y, world[3 * k + 2]};
-    }
     w->mask_raw = mask;
-    if (item->slot >= 0 && pl->smoothing) {
-        float scale = 0.5f * (item->roi.width + item->roi.height);
-        ks__landmark_smoother_apply(pl->tracks[item->slot].smoother, w->lm, POSE_NUM_ROI_LANDMARKS,
-                                    scale, timestamp_us);
-        ks__landmark wl[KS_POSE_NUM_LANDMARKS];
-        for (size_t k = 0; k < KS_POSE_NUM_LANDMARKS; k++)
-            wl[k] = (ks__landmark){w->world[k].x, w->world[k].y, w->world[k].z, 0, 0};
-        ks__landmark_smoother_apply(pl->tracks[item->slot].world_smoother, wl,
-                                    KS_POSE_NUM_LANDMARKS, 1.0f, timestamp_us);
-        for (size_t k = 0; k < KS_POSE_NUM_LANDMARKS; k++)
-            w->world[k] = (ks_point3f){wl[k].x, wl[k].y, wl[k].z};
-    }
+    ks__lmtask_place(t, item, w->matrix, world, iw, ih, timestamp_us, w->lm, w->world);
     ks__roi_options next_ro;
     ks__roi_preset_get(KS__ROI_PRESET_POSE_FROM_LANDMARKS, &next_ro);
+    char msg[256];
     *found = ks__roi_from_landmarks(&next_ro, w->lm, POSE_NUM_ROI_LANDMARKS, iw, ih, next, msg,
                                     sizeof(msg)) == KS_STATUS_OK;
     return KS_STATUS_OK;
 }
 
-static const ks__track_ops k_pose_ops = {step_detect, step_landmarks, step_finish, step_new_track};
+/* MediaPipe's pose graph: pose detector, 256x256 landmark crops (39 landmarks: 33, the 2 that
+ * give the next ROI, 4 unused), filters on the 35 tracked ones and the 33 world landmarks. */
+static const ks__lmtask_spec k_pose_spec = {
+    .name = "pose",
+    .max_results_cap = KS_POSE_MAX_RESULTS,
+    .default_max_results = 1,
+    .num_models = KS_POSE_MODEL_COUNT,
+    .num_outputs = NUM_OUTPUTS,
+    .ssd = KS__SSD_PRESET_POSE,
+    .detection_roi = KS__ROI_PRESET_POSE_FROM_DETECTION,
+    .detector_input = POSE_DET_INPUT,
+    .decode = {.num_landmarks = POSE_NUM_RAW_LANDMARKS,
+               .input_width = POSE_LM_INPUT,
+               .input_height = POSE_LM_INPUT,
+               .visibility_activation = KS__ACTIVATION_SIGMOID,
+               .presence_activation = KS__ACTIVATION_SIGMOID},
+    .num_smoothed = POSE_NUM_ROI_LANDMARKS,
+    .num_world = KS_POSE_NUM_LANDMARKS,
+    .same_iou = POSE_ASSOCIATION_IOU,
+    .finish = step_finish,
+};
+
+void ks_pose_landmarker_destroy(ks_pose_landmarker *pl) {
+    ks__lmtask_destroy(pl ? &pl->core : NULL);
+}
+
+ks_status ks_pose_landmarker_create(const ks_pose_landmarker_desc *desc, ks_pose_landmarker **out) {
+    ks_pose_landmarker_desc d = {0};
+    if (desc) d = *desc;
+    ks__lmtask *t = NULL;
+    ks_status st =
+        ks__lmtask_create(&k_pose_spec, &d.task, (int32_t)d.model, ks_pose_model_string(d.model),
+                          d.min_presence, sizeof(ks_pose_landmarker), out ? &t : NULL);
+    if (st) return st;
+    ks_pose_landmarker *pl = (ks_pose_landmarker *)t;
+    pl->output_mask = d.output_segmentation != 0;
+    *out = pl;
+    return KS_STATUS_OK;
+}
 
 ks_status ks_pose_detect(ks_pose_landmarker *pl, const ks_image *image, int64_t timestamp_us,
                          ks_poses **out) {
     if (!pl) return KS_STATUS_INVALID_ARGUMENT;
-    if (!image || !out)
-        return ks__lmtask_error(&pl->obj, KS_STATUS_INVALID_ARGUMENT, "ks_pose_detect: %s is NULL",
-                                image ? "out" : "image");
-    ks_packet *img = NULL;
-    int32_t iw = 0, ih = 0;
-    char err[512];
-    ks_status st = ks__track_loop_begin(&pl->tracker, &pl->alloc, image, pl->rotation, pl->mirror,
-                                        &pl->roi, timestamp_us, &img, &iw, &ih, err, sizeof(err));
-    if (st) return ks__lmtask_error(&pl->obj, st, "ks_pose_detect: %s", err);
-    ks__track_item items[KS__TRACK_MAX_OBJECTS];
-    size_t n = 0;
-    st = ks__track_loop_frame(&pl->tracker, &k_pose_ops, pl, img, iw, ih, timestamp_us, items, &n,
-                              err, sizeof(err));
-    if (st) {
-        ks__lmtask_error(&pl->obj, st, "ks_pose_detect: %s", err);
-        goto done;
-    }
-    size_t num_kept = 0;
-    for (size_t i = 0; i < n; i++)
-        num_kept += items[i].keep;
-    bool video = pl->mode == KS_MODE_VIDEO;
-
-    /* One allocation: header, items, masks. */
-    size_t mask_px = pl->output_mask ? (size_t)iw * (size_t)ih : 0;
-    size_t items_off = ks__lmtask_align(sizeof(ks__lmtask_result_header) + sizeof(ks_poses));
-    size_t masks_off = ks__lmtask_align(items_off + num_kept * sizeof(ks_pose));
-    if (mask_px && num_kept > (SIZE_MAX - masks_off) / (mask_px * sizeof(float))) {
-        st = ks__lmtask_error(&pl->obj, KS_STATUS_LIMIT_EXCEEDED,
-                              "ks_pose_detect: %u masks of %dx%d do not fit in memory",
-                              (unsigned)num_kept, (int)iw, (int)ih);
-        goto done;
-    }
-    size_t total = masks_off + num_kept * mask_px * sizeof(float);
-    uint8_t *block = ks__lmtask_result_alloc(&pl->alloc, total);
-    if (!block) {
-        st = ks__lmtask_error(&pl->obj, KS_STATUS_OUT_OF_MEMORY,
-                              "ks_pose_detect: out of memory for the result (%zu bytes)", total);
-        goto done;
-    }
-    ks_poses *res = (ks_poses *)(block + sizeof(ks__lmtask_result_header));
-    res->items = num_kept ? (ks_pose *)(block + items_off) : NULL;
+    ks__lmtask_frame f;
+    ks_status st =
+        ks__lmtask_frame_run(&pl->core, "ks_pose_detect", image, out != NULL, timestamp_us, &f);
+    if (st) return st;
+    ks_poses *res = ks__lmtask_frame_result(&pl->core, &f, sizeof(ks_poses), sizeof(ks_pose), true,
+                                            pl->output_mask ? sizeof(float) : 0, &st);
+    if (!res) goto done;
+    int32_t iw = f.width, ih = f.height;
+    res->items = f.result_items;
     res->mask_width_px = pl->output_mask ? iw : 0;
     res->mask_height_px = pl->output_mask ? ih : 0;
-    uint32_t count = 0;
-    for (size_t i = 0; i < n; i++) {
-        const pose_work *w = &pl->work[i];
-        if (!items[i].keep) continue;
-        ks_pose *p = &res->items[count];
-        memset(p, 0, sizeof(*p));
-        p->id = video ? items[i].id : (int32_t)count + 1;
+    for (uint32_t i = 0; i < f.num_kept; i++) {
+        const pose_work *w = &pl->work[f.order[i]];
+        ks_pose *p = &res->items[i];
+        p->id = f.ids[i];
         p->score = w->score;
-        float x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
         for (size_t k = 0; k < KS_POSE_NUM_LANDMARKS; k++) {
             const ks__landmark *l = &w->lm[k];
-            ks_pose_landmark *o = &p->landmarks[k];
-            o->x = l->x * (float)iw;
-            o->y = l->y * (float)ih;
-            o->z = l->z * (float)iw;
-            o->visibility = l->visibility;
-            o->presence = l->presence;
-            x0 = fminf(x0, o->x), y0 = fminf(y0, o->y);
-            x1 = fmaxf(x1, o->x), y1 = fmaxf(y1, o->y);
+            p->landmarks[k] = (ks_pose_landmark){l->x * (float)iw, l->y * (float)ih,
+                                                 l->z * (float)iw, l->visibility, l->presence};
             p->world_landmarks[k] = w->world[k];
         }
-        x0 = fmaxf(x0, 0.0f), y0 = fmaxf(y0, 0.0f);
-        x1 = fminf(x1, (float)iw), y1 = fminf(y1, (float)ih);
-        p->box = (ks_box){x0, y0, fmaxf(x1 - x0, 0.0f), fmaxf(y1 - y0, 0.0f)};
-        if (mask_px && w->mask_raw) {
-            float *plane = (float *)(block + masks_off) + (size_t)count * mask_px;
+        p->box = ks__lmtask_pixel_box(w->lm, KS_POSE_NUM_LANDMARKS, iw, ih);
+        if (f.planes && w->mask_raw) {
+            float *plane = (float *)(f.planes + (size_t)i * f.plane_bytes);
             project_mask(w->mask_raw, w->matrix, iw, ih, plane);
             p->mask = plane;
         }
-        count++;
     }
-    res->count = count;
-    /* Sorted by id: tracked people keep their order across frames. */
-    for (uint32_t i = 1; i < count; i++) {
-        ks_pose tmp = res->items[i];
-        uint32_t j = i;
-        for (; j > 0 && res->items[j - 1].id > tmp.id; j--)
-            res->items[j] = res->items[j - 1];
-        res->items[j] = tmp;
-    }
+    res->count = f.num_kept;
     *out = res;
 done:
-    if (st) ks__track_loop_clear(&pl->tracker);
-    ks__lmtask_release_outputs(pl->outs, NUM_OUTPUTS);
-    ks_packet_release(img);
+    ks__lmtask_frame_end(&pl->core, &f, st);
     return st;
 }
 
