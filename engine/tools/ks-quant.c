@@ -2514,15 +2514,21 @@ int main(int argc, char **argv) {
     {
         static const char *methods[] = {"minmax", "percentile", "kl", "mse"};
         char val[256];
-        snprintf(val, sizeof(val), "int8 ptq, %s, %d images%s%s%s%s", methods[o.method], imgs.count,
+        /* the corrected biases live in int8 layers only */
+        bool any_int8 = false;
+        for (uint32_t i = 0; i < src.num_nodes; i++)
+            any_int8 = any_int8 || plan.mode[i] == KSQ_INT8;
+        int bias_meta = any_int8 ? o.bias_correction : 0;
+        snprintf(val, sizeof(val), "%s, %s, %d images%s%s%s%s",
+                 o.weights_only ? "int8 weights only" : "int8 ptq", methods[o.method], imgs.count,
                  o.equalize && strstr(o.passes, "equalized") ? ", equalized" : "",
                  o.gptq ? ", gptq weights" : "",
                  o.fallback_weights == FW_INT8   ? ", fp32 layers with int8 weights"
                  : o.fallback_weights == FW_FP16 ? ", fp32 layers with fp16 weights"
                                                  : "",
-                 o.bias_correction == 1   ? ", bias-corrected (empirical)"
-                 : o.bias_correction == 2 ? ", bias-corrected (analytic)"
-                                          : "");
+                 bias_meta == 1   ? ", bias-corrected (empirical)"
+                 : bias_meta == 2 ? ", bias-corrected (analytic)"
+                                  : "");
         if (ks__graph_set_meta(&qg, "quantization", val)) goto done;
         snprintf(val, sizeof(val), "mean=%g:%g:%g,scale=%g:%g:%g,layout=%s", pp.mean[0], pp.mean[1],
                  pp.mean[2], pp.scale[0], pp.scale[1], pp.scale[2],
