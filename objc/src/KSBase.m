@@ -29,8 +29,13 @@ BOOL ks__objc_fail(NSError **error, ks_status status, const char *message) {
     return NO;
 }
 
-BOOL ks__objc_check_options(KSTaskOptions *options, Class expected, const char *task,
-                            NSError **error) {
+BOOL ks__objc_ok(ks_status status, const void *handle, NSError **error) {
+    if (status == KS_STATUS_OK) return YES;
+    return ks__objc_fail(error, status, ks_last_error(handle));
+}
+
+static BOOL ks_objc_check_options(KSTaskOptions *options, Class expected, const char *task,
+                                  NSError **error) {
     if (options == nil || [options class] == [KSTaskOptions class] ||
         [options isKindOfClass:expected])
         return YES;
@@ -41,7 +46,7 @@ BOOL ks__objc_check_options(KSTaskOptions *options, Class expected, const char *
     return ks__objc_fail(error, KS_STATUS_INVALID_ARGUMENT, msg);
 }
 
-void ks__objc_task_options(KSTaskOptions *options, ks_task_options *out) {
+static void ks_objc_task_options(KSTaskOptions *options, ks_task_options *out) {
     memset(out, 0, sizeof(*out));
     if (options == nil) return;
     out->mode = (ks_running_mode)options.mode;
@@ -57,6 +62,26 @@ void ks__objc_task_options(KSTaskOptions *options, ks_task_options *out) {
     out->roi.h = roi.height;
     out->smoothing = options.smoothing;
     out->model_path = options.modelPath != nil ? [options.modelPath UTF8String] : NULL;
+}
+
+BOOL ks__objc_task_desc(KSTaskOptions *options, Class expected, const char *task, void *desc,
+                        size_t desc_bytes, ks_task_options *task_out, NSError **error) {
+    if (!ks_objc_check_options(options, expected, task, error)) return NO;
+    memset(desc, 0, desc_bytes);
+    ks_objc_task_options(options, task_out);
+    return YES;
+}
+
+NSArray *ks__objc_results(const void *results, const void *items, size_t item_bytes, uint32_t count,
+                          Class item_class) {
+    NSMutableArray *out = [NSMutableArray arrayWithCapacity:count];
+    const uint8_t *item = (const uint8_t *)items;
+    for (uint32_t i = 0; i < count; i++, item += item_bytes) {
+        id<KSObjCResultItem> object = [[item_class alloc] ks_initWithItem:item results:results];
+        [out addObject:object];
+        [object release];
+    }
+    return [[out copy] autorelease];
 }
 
 /* ---- KSImage -------------------------------------------------------------------------------- */
@@ -143,8 +168,7 @@ BOOL ks__objc_image_view(KSImage *image, ks_image *out, NSError **error) {
                        error:(NSError **)error {
     if (data == nil) {
         ks__objc_fail(error, KS_STATUS_INVALID_ARGUMENT, "KSImage: data is nil");
-        [self release];
-        return nil;
+        return ks__objc_abandon(self);
     }
     if (format < KSPixelFormatRGBA || format > KSPixelFormatI420 || width <= 0 || height <= 0 ||
         width > KS_IMAGE_MAX_DIM_PX || height > KS_IMAGE_MAX_DIM_PX || strideBytes < 0) {
@@ -152,8 +176,7 @@ BOOL ks__objc_image_view(KSImage *image, ks_image *out, NSError **error) {
         snprintf(msg, sizeof(msg), "KSImage: bad format %ld, size %dx%d or stride %d", (long)format,
                  (int)width, (int)height, (int)strideBytes);
         ks__objc_fail(error, KS_STATUS_INVALID_ARGUMENT, msg);
-        [self release];
-        return nil;
+        return ks__objc_abandon(self);
     }
     int num_planes = ks_objc_num_planes(format);
     const uint8_t *base = (const uint8_t *)[data bytes];
@@ -181,8 +204,7 @@ BOOL ks__objc_image_view(KSImage *image, ks_image *out, NSError **error) {
                      ks_pixel_format_string((ks_pixel_format)format), (int)strideBytes,
                      (long long)offset);
             ks__objc_fail(error, KS_STATUS_INVALID_ARGUMENT, msg);
-            [self release];
-            return nil;
+            return ks__objc_abandon(self);
         }
     }
     return [self initWithPlanes:planes
@@ -230,8 +252,7 @@ BOOL ks__objc_image_view(KSImage *image, ks_image *out, NSError **error) {
     }
     if (msg[0] != '\0') {
         ks__objc_fail(error, KS_STATUS_INVALID_ARGUMENT, msg);
-        [self release];
-        return nil;
+        return ks__objc_abandon(self);
     }
     _format = format;
     _width = width;
@@ -313,8 +334,7 @@ BOOL ks__objc_image_view(KSImage *image, ks_image *out, NSError **error) {
 
 + (BOOL)setDirectory:(NSString *)directory error:(NSError **)error {
     ks_status st = ks_set_models_dir(directory != nil ? [directory UTF8String] : NULL);
-    if (st != KS_STATUS_OK) return ks__objc_fail(error, st, ks_last_error(NULL));
-    return YES;
+    return ks__objc_ok(st, NULL, error);
 }
 
 + (NSString *)libraryVersion {

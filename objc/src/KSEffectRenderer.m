@@ -23,6 +23,22 @@ static const char ks_objc_no_ar[] =
 
 @implementation KSEffect
 
+#ifdef KS_OBJC_HAVE_AR
+/* The end of both initializers: keeps `fx`, opened with status `st`, or releases self and sets
+ * *error (`nilMessage` non-NULL: the input was nil, so nothing was opened). */
+- (instancetype)ks_keepEffect:(ks_effect *)fx
+                       status:(ks_status)st
+                   nilMessage:(const char *)nilMessage
+                        error:(NSError **)error {
+    if (st != KS_STATUS_OK) {
+        ks__objc_fail(error, st, nilMessage != NULL ? nilMessage : ks_last_error(NULL));
+        return ks__objc_abandon(self);
+    }
+    _effect = fx;
+    return self;
+}
+#endif
+
 - (instancetype)initWithContentsOfFile:(NSString *)path error:(NSError **)error {
     self = [super init];
     if (self == nil) return nil;
@@ -30,17 +46,13 @@ static const char ks_objc_no_ar[] =
     ks_effect *fx = NULL;
     ks_status st = path != nil ? ks_effect_open_file([path UTF8String], NULL, &fx)
                                : KS_STATUS_INVALID_ARGUMENT;
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, path != nil ? ks_last_error(NULL) : "KSEffect: path is nil");
-        [self release];
-        return nil;
-    }
-    _effect = fx;
-    return self;
+    return [self ks_keepEffect:fx
+                        status:st
+                    nilMessage:path != nil ? NULL : "KSEffect: path is nil"
+                         error:error];
 #else
     ks__objc_fail(error, KS_STATUS_UNSUPPORTED, ks_objc_no_ar);
-    [self release];
-    return nil;
+    return ks__objc_abandon(self);
 #endif
 }
 
@@ -51,17 +63,13 @@ static const char ks_objc_no_ar[] =
     ks_effect *fx = NULL;
     ks_status st = data != nil ? ks_effect_open_memory([data bytes], [data length], NULL, &fx)
                                : KS_STATUS_INVALID_ARGUMENT;
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, data != nil ? ks_last_error(NULL) : "KSEffect: data is nil");
-        [self release];
-        return nil;
-    }
-    _effect = fx;
-    return self;
+    return [self ks_keepEffect:fx
+                        status:st
+                    nilMessage:data != nil ? NULL : "KSEffect: data is nil"
+                         error:error];
 #else
     ks__objc_fail(error, KS_STATUS_UNSUPPORTED, ks_objc_no_ar);
-    [self release];
-    return nil;
+    return ks__objc_abandon(self);
 #endif
 }
 
@@ -199,8 +207,7 @@ static BOOL ks_objc_fill_frame(NSArray *faces, KSMask *mask, NSMutableData *scra
 #ifdef KS_OBJC_HAVE_AR
     if (effect == nil) {
         ks__objc_fail(error, KS_STATUS_INVALID_ARGUMENT, "KSEffectRenderer: effect is nil");
-        [self release];
-        return nil;
+        return ks__objc_abandon(self);
     }
     ks_ar_renderer_desc desc;
     memset(&desc, 0, sizeof(desc));
@@ -211,19 +218,14 @@ static BOOL ks_objc_fill_frame(NSArray *faces, KSMask *mask, NSMutableData *scra
     }
     ks_ar_renderer *r = NULL;
     ks_status st = ks_ar_renderer_create(&desc, (const ks_effect *)[effect ks_handle], &r);
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, ks_last_error(NULL));
-        [self release];
-        return nil;
-    }
+    if (!ks__objc_ok(st, NULL, error)) return ks__objc_abandon(self);
     _renderer = r;
     _effect = [effect retain];
     _scratch = [[NSMutableData alloc] init];
     return self;
 #else
     ks__objc_fail(error, KS_STATUS_UNSUPPORTED, ks_objc_no_ar);
-    [self release];
-    return nil;
+    return ks__objc_abandon(self);
 #endif
 }
 
@@ -239,8 +241,7 @@ static BOOL ks_objc_fill_frame(NSArray *faces, KSMask *mask, NSMutableData *scra
 #ifdef KS_OBJC_HAVE_AR
 /* Status of a parameter/state call, with the renderer's message. */
 - (BOOL)ks_check:(ks_status)st error:(NSError **)error {
-    if (st == KS_STATUS_OK) return YES;
-    return ks__objc_fail(error, st, ks_last_error(_renderer));
+    return ks__objc_ok(st, _renderer, error);
 }
 #endif
 
@@ -369,10 +370,7 @@ static BOOL ks_objc_fill_frame(NSArray *faces, KSMask *mask, NSMutableData *scra
     }
     ks_status st = ks_ar_get_layer_instance((const ks_ar_renderer *)_renderer, (uint32_t)layerIndex,
                                             (uint32_t)faceIndex, &li);
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, ks_last_error(_renderer));
-        return nil;
-    }
+    if (!ks__objc_ok(st, _renderer, error)) return nil;
     KSPoint2 center = {li.center_px[0], li.center_px[1]};
     KSPoint2 size = {li.size_px[0], li.size_px[1]};
     KSEffectLayerInstance *inst = [[KSEffectLayerInstance alloc] ks_initWithDrawn:li.drawn != 0

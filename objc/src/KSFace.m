@@ -33,8 +33,7 @@ _Static_assert(KS_FACE_NUM_KEYPOINTS == KS_FACE_KEYPOINT_COUNT, "keypoints");
 
 /* ---- results -------------------------------------------------------------------------------- */
 
-@interface KSFace ()
-- (instancetype)ks_initWithFace:(const ks_face *)face;
+@interface KSFace () <KSObjCResultItem>
 @end
 
 @implementation KSFace
@@ -42,9 +41,10 @@ _Static_assert(KS_FACE_NUM_KEYPOINTS == KS_FACE_KEYPOINT_COUNT, "keypoints");
 @synthesize score = _score;
 @synthesize trackingId = _trackingId;
 
-- (instancetype)ks_initWithFace:(const ks_face *)face {
+- (instancetype)ks_initWithItem:(const void *)item results:(const void *)results {
     self = [super init];
     if (self == nil) return nil;
+    const ks_face *face = item;
     _box = ks__objc_box(face->box);
     _score = face->score;
     _trackingId = face->id;
@@ -68,8 +68,7 @@ _Static_assert(KS_FACE_NUM_KEYPOINTS == KS_FACE_KEYPOINT_COUNT, "keypoints");
 }
 @end
 
-@interface KSFaceMesh ()
-- (instancetype)ks_initWithMesh:(const ks_face_mesh *)mesh;
+@interface KSFaceMesh () <KSObjCResultItem>
 @end
 
 @implementation KSFaceMesh
@@ -82,9 +81,10 @@ _Static_assert(KS_FACE_NUM_KEYPOINTS == KS_FACE_KEYPOINT_COUNT, "keypoints");
 @synthesize expressions = _expressions;
 @synthesize landmarksData = _landmarks;
 
-- (instancetype)ks_initWithMesh:(const ks_face_mesh *)mesh {
+- (instancetype)ks_initWithItem:(const void *)item results:(const void *)results {
     self = [super init];
     if (self == nil) return nil;
+    const ks_face_mesh *mesh = item;
     _box = ks__objc_box(mesh->box);
     _score = mesh->score;
     _trackingId = mesh->id;
@@ -146,25 +146,16 @@ _Static_assert(KS_FACE_NUM_KEYPOINTS == KS_FACE_KEYPOINT_COUNT, "keypoints");
 - (instancetype)initWithOptions:(KSTaskOptions *)taskOptions error:(NSError **)error {
     self = [super init];
     if (self == nil) return nil;
-    if (!ks__objc_check_options(taskOptions, [KSFaceDetectorOptions class], "KSFaceDetector",
-                                error)) {
-        [self release];
-        return nil;
-    }
-    KSFaceDetectorOptions *options = [taskOptions isKindOfClass:[KSFaceDetectorOptions class]]
-                                         ? (KSFaceDetectorOptions *)taskOptions
-                                         : nil;
     ks_face_detector_desc desc;
-    memset(&desc, 0, sizeof(desc));
-    ks__objc_task_options(taskOptions, &desc.task);
+    if (!ks__objc_task_desc(taskOptions, [KSFaceDetectorOptions class], "KSFaceDetector", &desc,
+                            sizeof(desc), &desc.task, error))
+        return ks__objc_abandon(self);
+    KSFaceDetectorOptions *options =
+        ks__objc_options_as(taskOptions, [KSFaceDetectorOptions class]);
     if (options != nil) desc.model = (ks_face_detector_model)options.model;
     ks_face_detector *det = NULL;
     ks_status st = ks_face_detector_create(&desc, &det);
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, ks_last_error(NULL));
-        [self release];
-        return nil;
-    }
+    if (!ks__objc_ok(st, NULL, error)) return ks__objc_abandon(self);
     _detector = det;
     return self;
 }
@@ -181,18 +172,11 @@ _Static_assert(KS_FACE_NUM_KEYPOINTS == KS_FACE_KEYPOINT_COUNT, "keypoints");
     if (!ks__objc_image_view(image, &view, error)) return nil;
     ks_faces *faces = NULL;
     ks_status st = ks_face_detect((ks_face_detector *)_detector, &view, timestampUs, &faces);
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, ks_last_error(_detector));
-        return nil;
-    }
-    NSMutableArray *out = [NSMutableArray arrayWithCapacity:faces->count];
-    for (uint32_t i = 0; i < faces->count; i++) {
-        KSFace *face = [[KSFace alloc] ks_initWithFace:&faces->items[i]];
-        [out addObject:face];
-        [face release];
-    }
+    if (!ks__objc_ok(st, _detector, error)) return nil;
+    NSArray *out =
+        ks__objc_results(faces, faces->items, sizeof(*faces->items), faces->count, [KSFace class]);
     ks_faces_release(faces);
-    return [[out copy] autorelease];
+    return out;
 }
 
 @end
@@ -202,17 +186,12 @@ _Static_assert(KS_FACE_NUM_KEYPOINTS == KS_FACE_KEYPOINT_COUNT, "keypoints");
 - (instancetype)initWithOptions:(KSTaskOptions *)taskOptions error:(NSError **)error {
     self = [super init];
     if (self == nil) return nil;
-    if (!ks__objc_check_options(taskOptions, [KSFaceLandmarkerOptions class], "KSFaceLandmarker",
-                                error)) {
-        [self release];
-        return nil;
-    }
-    KSFaceLandmarkerOptions *options = [taskOptions isKindOfClass:[KSFaceLandmarkerOptions class]]
-                                           ? (KSFaceLandmarkerOptions *)taskOptions
-                                           : nil;
     ks_face_landmarker_desc desc;
-    memset(&desc, 0, sizeof(desc));
-    ks__objc_task_options(taskOptions, &desc.task);
+    if (!ks__objc_task_desc(taskOptions, [KSFaceLandmarkerOptions class], "KSFaceLandmarker", &desc,
+                            sizeof(desc), &desc.task, error))
+        return ks__objc_abandon(self);
+    KSFaceLandmarkerOptions *options =
+        ks__objc_options_as(taskOptions, [KSFaceLandmarkerOptions class]);
     if (options != nil) {
         desc.detector = (ks_face_detector_model)options.detectorModel;
         desc.refine_landmarks = options.refineLandmarks ? 1 : 0;
@@ -220,11 +199,7 @@ _Static_assert(KS_FACE_NUM_KEYPOINTS == KS_FACE_KEYPOINT_COUNT, "keypoints");
     }
     ks_face_landmarker *lm = NULL;
     ks_status st = ks_face_landmarker_create(&desc, &lm);
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, ks_last_error(NULL));
-        [self release];
-        return nil;
-    }
+    if (!ks__objc_ok(st, NULL, error)) return ks__objc_abandon(self);
     _landmarker = lm;
     return self;
 }
@@ -242,18 +217,11 @@ _Static_assert(KS_FACE_NUM_KEYPOINTS == KS_FACE_KEYPOINT_COUNT, "keypoints");
     ks_face_meshes *meshes = NULL;
     ks_status st =
         ks_face_landmarker_detect((ks_face_landmarker *)_landmarker, &view, timestampUs, &meshes);
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, ks_last_error(_landmarker));
-        return nil;
-    }
-    NSMutableArray *out = [NSMutableArray arrayWithCapacity:meshes->count];
-    for (uint32_t i = 0; i < meshes->count; i++) {
-        KSFaceMesh *mesh = [[KSFaceMesh alloc] ks_initWithMesh:&meshes->items[i]];
-        [out addObject:mesh];
-        [mesh release];
-    }
+    if (!ks__objc_ok(st, _landmarker, error)) return nil;
+    NSArray *out = ks__objc_results(meshes, meshes->items, sizeof(*meshes->items), meshes->count,
+                                    [KSFaceMesh class]);
     ks_face_meshes_release(meshes);
-    return [[out copy] autorelease];
+    return out;
 }
 
 @end

@@ -20,8 +20,7 @@ _Static_assert(KS_HAND_LANDMARK_COUNT == KS_HAND_NUM_LANDMARKS, "landmarks");
 }
 @end
 
-@interface KSHand ()
-- (instancetype)ks_initWithHand:(const ks_hand *)hand;
+@interface KSHand () <KSObjCResultItem>
 @end
 
 @implementation KSHand
@@ -31,9 +30,10 @@ _Static_assert(KS_HAND_LANDMARK_COUNT == KS_HAND_NUM_LANDMARKS, "landmarks");
 @synthesize handedness = _handedness;
 @synthesize handednessScore = _handednessScore;
 
-- (instancetype)ks_initWithHand:(const ks_hand *)hand {
+- (instancetype)ks_initWithItem:(const void *)item results:(const void *)results {
     self = [super init];
     if (self == nil) return nil;
+    const ks_hand *hand = item;
     _trackingId = hand->id;
     _box = ks__objc_box(hand->box);
     _score = hand->score;
@@ -67,28 +67,19 @@ _Static_assert(KS_HAND_LANDMARK_COUNT == KS_HAND_NUM_LANDMARKS, "landmarks");
 - (instancetype)initWithOptions:(KSTaskOptions *)taskOptions error:(NSError **)error {
     self = [super init];
     if (self == nil) return nil;
-    if (!ks__objc_check_options(taskOptions, [KSHandLandmarkerOptions class], "KSHandLandmarker",
-                                error)) {
-        [self release];
-        return nil;
-    }
-    KSHandLandmarkerOptions *options = [taskOptions isKindOfClass:[KSHandLandmarkerOptions class]]
-                                           ? (KSHandLandmarkerOptions *)taskOptions
-                                           : nil;
     ks_hand_landmarker_desc desc;
-    memset(&desc, 0, sizeof(desc));
-    ks__objc_task_options(taskOptions, &desc.task);
+    if (!ks__objc_task_desc(taskOptions, [KSHandLandmarkerOptions class], "KSHandLandmarker", &desc,
+                            sizeof(desc), &desc.task, error))
+        return ks__objc_abandon(self);
+    KSHandLandmarkerOptions *options =
+        ks__objc_options_as(taskOptions, [KSHandLandmarkerOptions class]);
     if (options != nil) {
         desc.model = (ks_hand_model)options.model;
         desc.min_presence = options.minPresence;
     }
     ks_hand_landmarker *lm = NULL;
     ks_status st = ks_hand_landmarker_create(&desc, &lm);
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, ks_last_error(NULL));
-        [self release];
-        return nil;
-    }
+    if (!ks__objc_ok(st, NULL, error)) return ks__objc_abandon(self);
     _landmarker = lm;
     return self;
 }
@@ -105,18 +96,11 @@ _Static_assert(KS_HAND_LANDMARK_COUNT == KS_HAND_NUM_LANDMARKS, "landmarks");
     if (!ks__objc_image_view(image, &view, error)) return nil;
     ks_hands *hands = NULL;
     ks_status st = ks_hands_detect((ks_hand_landmarker *)_landmarker, &view, timestampUs, &hands);
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, ks_last_error(_landmarker));
-        return nil;
-    }
-    NSMutableArray *out = [NSMutableArray arrayWithCapacity:hands->count];
-    for (uint32_t i = 0; i < hands->count; i++) {
-        KSHand *hand = [[KSHand alloc] ks_initWithHand:&hands->items[i]];
-        [out addObject:hand];
-        [hand release];
-    }
+    if (!ks__objc_ok(st, _landmarker, error)) return nil;
+    NSArray *out =
+        ks__objc_results(hands, hands->items, sizeof(*hands->items), hands->count, [KSHand class]);
     ks_hands_release(hands);
-    return [[out copy] autorelease];
+    return out;
 }
 
 @end

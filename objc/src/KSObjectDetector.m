@@ -15,8 +15,7 @@ static NSString *ks_objc_label(const char *label) {
 @implementation KSObjectDetectorOptions
 @end
 
-@interface KSDetectedObject ()
-- (instancetype)ks_initWithObject:(const ks_detected_object *)object;
+@interface KSDetectedObject () <KSObjCResultItem>
 @end
 
 @implementation KSDetectedObject
@@ -26,9 +25,10 @@ static NSString *ks_objc_label(const char *label) {
 @synthesize score = _score;
 @synthesize trackingId = _trackingId;
 
-- (instancetype)ks_initWithObject:(const ks_detected_object *)object {
+- (instancetype)ks_initWithItem:(const void *)item results:(const void *)results {
     self = [super init];
     if (self == nil) return nil;
+    const ks_detected_object *object = item;
     _box = ks__objc_box(object->box);
     _classId = object->class_id;
     _label = [ks_objc_label(object->label) copy];
@@ -54,21 +54,13 @@ static NSString *ks_objc_label(const char *label) {
 - (instancetype)initWithOptions:(KSTaskOptions *)taskOptions error:(NSError **)error {
     self = [super init];
     if (self == nil) return nil;
-    if (!ks__objc_check_options(taskOptions, [KSObjectDetectorOptions class], "KSObjectDetector",
-                                error)) {
-        [self release];
-        return nil;
-    }
     ks_object_detector_desc desc;
-    memset(&desc, 0, sizeof(desc));
-    ks__objc_task_options(taskOptions, &desc.task);
+    if (!ks__objc_task_desc(taskOptions, [KSObjectDetectorOptions class], "KSObjectDetector", &desc,
+                            sizeof(desc), &desc.task, error))
+        return ks__objc_abandon(self);
     ks_object_detector *det = NULL;
     ks_status st = ks_object_detector_create(&desc, &det);
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, ks_last_error(NULL));
-        [self release];
-        return nil;
-    }
+    if (!ks__objc_ok(st, NULL, error)) return ks__objc_abandon(self);
     _detector = det;
     return self;
 }
@@ -85,18 +77,11 @@ static NSString *ks_objc_label(const char *label) {
     if (!ks__objc_image_view(image, &view, error)) return nil;
     ks_detected_objects *objects = NULL;
     ks_status st = ks_object_detect((ks_object_detector *)_detector, &view, timestampUs, &objects);
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, ks_last_error(_detector));
-        return nil;
-    }
-    NSMutableArray *out = [NSMutableArray arrayWithCapacity:objects->count];
-    for (uint32_t i = 0; i < objects->count; i++) {
-        KSDetectedObject *object = [[KSDetectedObject alloc] ks_initWithObject:&objects->items[i]];
-        [out addObject:object];
-        [object release];
-    }
+    if (!ks__objc_ok(st, _detector, error)) return nil;
+    NSArray *out = ks__objc_results(objects, objects->items, sizeof(*objects->items),
+                                    objects->count, [KSDetectedObject class]);
     ks_detected_objects_release(objects);
-    return [[out copy] autorelease];
+    return out;
 }
 
 @end
@@ -104,8 +89,7 @@ static NSString *ks_objc_label(const char *label) {
 @implementation KSImageClassifierOptions
 @end
 
-@interface KSCategory ()
-- (instancetype)ks_initWithScore:(const ks_class_score *)score;
+@interface KSCategory () <KSObjCResultItem>
 @end
 
 @implementation KSCategory
@@ -113,9 +97,10 @@ static NSString *ks_objc_label(const char *label) {
 @synthesize label = _label;
 @synthesize score = _score;
 
-- (instancetype)ks_initWithScore:(const ks_class_score *)score {
+- (instancetype)ks_initWithItem:(const void *)item results:(const void *)results {
     self = [super init];
     if (self == nil) return nil;
+    const ks_class_score *score = item;
     _classId = score->class_id;
     _label = [ks_objc_label(score->label) copy];
     _score = score->score;
@@ -137,21 +122,13 @@ static NSString *ks_objc_label(const char *label) {
 - (instancetype)initWithOptions:(KSTaskOptions *)taskOptions error:(NSError **)error {
     self = [super init];
     if (self == nil) return nil;
-    if (!ks__objc_check_options(taskOptions, [KSImageClassifierOptions class], "KSImageClassifier",
-                                error)) {
-        [self release];
-        return nil;
-    }
     ks_image_classifier_desc desc;
-    memset(&desc, 0, sizeof(desc));
-    ks__objc_task_options(taskOptions, &desc.task);
+    if (!ks__objc_task_desc(taskOptions, [KSImageClassifierOptions class], "KSImageClassifier",
+                            &desc, sizeof(desc), &desc.task, error))
+        return ks__objc_abandon(self);
     ks_image_classifier *cls = NULL;
     ks_status st = ks_image_classifier_create(&desc, &cls);
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, ks_last_error(NULL));
-        [self release];
-        return nil;
-    }
+    if (!ks__objc_ok(st, NULL, error)) return ks__objc_abandon(self);
     _classifier = cls;
     return self;
 }
@@ -168,18 +145,11 @@ static NSString *ks_objc_label(const char *label) {
     if (!ks__objc_image_view(image, &view, error)) return nil;
     ks_classifications *top = NULL;
     ks_status st = ks_image_classify((ks_image_classifier *)_classifier, &view, timestampUs, &top);
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, ks_last_error(_classifier));
-        return nil;
-    }
-    NSMutableArray *out = [NSMutableArray arrayWithCapacity:top->count];
-    for (uint32_t i = 0; i < top->count; i++) {
-        KSCategory *category = [[KSCategory alloc] ks_initWithScore:&top->items[i]];
-        [out addObject:category];
-        [category release];
-    }
+    if (!ks__objc_ok(st, _classifier, error)) return nil;
+    NSArray *out =
+        ks__objc_results(top, top->items, sizeof(*top->items), top->count, [KSCategory class]);
     ks_classifications_release(top);
-    return [[out copy] autorelease];
+    return out;
 }
 
 @end

@@ -22,8 +22,7 @@ _Static_assert(sizeof(KSPoseLandmark) == sizeof(ks_pose_landmark), "landmark lay
 }
 @end
 
-@interface KSPose ()
-- (instancetype)ks_initWithPose:(const ks_pose *)pose width:(int32_t)width height:(int32_t)height;
+@interface KSPose () <KSObjCResultItem>
 @end
 
 @implementation KSPose
@@ -32,9 +31,12 @@ _Static_assert(sizeof(KSPoseLandmark) == sizeof(ks_pose_landmark), "landmark lay
 @synthesize score = _score;
 @synthesize mask = _mask;
 
-- (instancetype)ks_initWithPose:(const ks_pose *)pose width:(int32_t)width height:(int32_t)height {
+- (instancetype)ks_initWithItem:(const void *)item results:(const void *)results {
     self = [super init];
     if (self == nil) return nil;
+    const ks_pose *pose = item;
+    const ks_poses *poses = results;
+    int32_t width = poses->mask_width_px, height = poses->mask_height_px;
     _trackingId = pose->id;
     _box = ks__objc_box(pose->box);
     _score = pose->score;
@@ -94,17 +96,12 @@ _Static_assert(sizeof(KSPoseLandmark) == sizeof(ks_pose_landmark), "landmark lay
 - (instancetype)initWithOptions:(KSTaskOptions *)taskOptions error:(NSError **)error {
     self = [super init];
     if (self == nil) return nil;
-    if (!ks__objc_check_options(taskOptions, [KSPoseLandmarkerOptions class], "KSPoseLandmarker",
-                                error)) {
-        [self release];
-        return nil;
-    }
-    KSPoseLandmarkerOptions *options = [taskOptions isKindOfClass:[KSPoseLandmarkerOptions class]]
-                                           ? (KSPoseLandmarkerOptions *)taskOptions
-                                           : nil;
     ks_pose_landmarker_desc desc;
-    memset(&desc, 0, sizeof(desc));
-    ks__objc_task_options(taskOptions, &desc.task);
+    if (!ks__objc_task_desc(taskOptions, [KSPoseLandmarkerOptions class], "KSPoseLandmarker", &desc,
+                            sizeof(desc), &desc.task, error))
+        return ks__objc_abandon(self);
+    KSPoseLandmarkerOptions *options =
+        ks__objc_options_as(taskOptions, [KSPoseLandmarkerOptions class]);
     if (options != nil) {
         desc.model = (ks_pose_model)options.model;
         desc.min_presence = options.minPresence;
@@ -112,11 +109,7 @@ _Static_assert(sizeof(KSPoseLandmark) == sizeof(ks_pose_landmark), "landmark lay
     }
     ks_pose_landmarker *lm = NULL;
     ks_status st = ks_pose_landmarker_create(&desc, &lm);
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, ks_last_error(NULL));
-        [self release];
-        return nil;
-    }
+    if (!ks__objc_ok(st, NULL, error)) return ks__objc_abandon(self);
     _landmarker = lm;
     return self;
 }
@@ -133,20 +126,11 @@ _Static_assert(sizeof(KSPoseLandmark) == sizeof(ks_pose_landmark), "landmark lay
     if (!ks__objc_image_view(image, &view, error)) return nil;
     ks_poses *poses = NULL;
     ks_status st = ks_pose_detect((ks_pose_landmarker *)_landmarker, &view, timestampUs, &poses);
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, ks_last_error(_landmarker));
-        return nil;
-    }
-    NSMutableArray *out = [NSMutableArray arrayWithCapacity:poses->count];
-    for (uint32_t i = 0; i < poses->count; i++) {
-        KSPose *pose = [[KSPose alloc] ks_initWithPose:&poses->items[i]
-                                                 width:poses->mask_width_px
-                                                height:poses->mask_height_px];
-        [out addObject:pose];
-        [pose release];
-    }
+    if (!ks__objc_ok(st, _landmarker, error)) return nil;
+    NSArray *out =
+        ks__objc_results(poses, poses->items, sizeof(*poses->items), poses->count, [KSPose class]);
     ks_poses_release(poses);
-    return [[out copy] autorelease];
+    return out;
 }
 
 @end

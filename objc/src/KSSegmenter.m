@@ -87,27 +87,18 @@ KSMask *ks__objc_mask_make(int32_t width, int32_t height, const float *probabili
 - (instancetype)initWithOptions:(KSTaskOptions *)taskOptions error:(NSError **)error {
     self = [super init];
     if (self == nil) return nil;
-    if (!ks__objc_check_options(taskOptions, [KSSegmenterOptions class], "KSSegmenter", error)) {
-        [self release];
-        return nil;
-    }
-    KSSegmenterOptions *options = [taskOptions isKindOfClass:[KSSegmenterOptions class]]
-                                      ? (KSSegmenterOptions *)taskOptions
-                                      : nil;
     ks_segmenter_desc desc;
-    memset(&desc, 0, sizeof(desc));
-    ks__objc_task_options(taskOptions, &desc.task);
+    if (!ks__objc_task_desc(taskOptions, [KSSegmenterOptions class], "KSSegmenter", &desc,
+                            sizeof(desc), &desc.task, error))
+        return ks__objc_abandon(self);
+    KSSegmenterOptions *options = ks__objc_options_as(taskOptions, [KSSegmenterOptions class]);
     if (options != nil) {
         desc.model = (ks_segmenter_model)options.model;
         desc.output_u8 = options.outputBytes ? 1 : 0;
     }
     ks_segmenter *seg = NULL;
     ks_status st = ks_segmenter_create(&desc, &seg);
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, ks_last_error(NULL));
-        [self release];
-        return nil;
-    }
+    if (!ks__objc_ok(st, NULL, error)) return ks__objc_abandon(self);
     _segmenter = seg;
     return self;
 }
@@ -122,10 +113,7 @@ KSMask *ks__objc_mask_make(int32_t width, int32_t height, const float *probabili
     if (!ks__objc_image_view(image, &view, error)) return nil;
     ks_segmentation *seg = NULL;
     ks_status st = ks_segment((ks_segmenter *)_segmenter, &view, timestampUs, &seg);
-    if (st != KS_STATUS_OK) {
-        ks__objc_fail(error, st, ks_last_error(_segmenter));
-        return nil;
-    }
+    if (!ks__objc_ok(st, _segmenter, error)) return nil;
     KSMask *mask = ks__objc_mask_make(seg->width_px, seg->height_px, seg->mask, seg->mask_u8,
                                       seg->person_fraction);
     ks_segmentation_release(seg);
