@@ -2483,6 +2483,21 @@ int main(int argc, char **argv) {
             fprintf(stderr, "ks-quant: bias correction (%s): %u layers (%d measuring runs)\n",
                     o.bias_correction == 1 ? "empirical" : "analytic", bc.num_corrected, rounds);
     }
+    /* The fp32 layers' GPTQ-rounded weights shift their mean output like the int8 layers'
+     * rounding does: their bias takes the same correction while they stay fp32. */
+    if (o.bias_correction && o.fallback_weights == FW_INT8) {
+        if (ksq_biascorr_stored(&bc, &src, &gq, fw.values)) {
+            fprintf(stderr, "ks-quant: out of memory\n");
+            goto done;
+        }
+        uint32_t num_stored = 0;
+        for (uint32_t i = 0; bc.stored && i < bc.num_nodes; i++)
+            num_stored += bc.stored[i] != NULL;
+        size_t len = strlen(o.passes);
+        snprintf(o.passes + len, sizeof(o.passes) - len,
+                 "; biases of %u fp32 layers corrected for their int8 weights' mean error",
+                 num_stored);
+    }
     /* Build, measure, return slower layers to fp32, repeat. */
     sc.shape = &shape;
     sc.pp = &pp;

@@ -507,6 +507,8 @@ static void test_fallback_weights(void **state) {
     md[n] = '\0';
     fclose(f);
     assert_non_null(strstr(md, "fp32 layers store int8 weights ("));
+    assert_non_null(strstr(md, " fp32 layers corrected for their int8 weights' mean error"));
+    assert_null(strstr(md, "biases of 0 fp32 layers"));
     assert_non_null(strstr(md, "fp32 (--weights-only)"));
     expect_refusal(
         run("ks-quant %s %s/o.ksm --calibration %s --fallback-weights int4", m, g_tmp, dir), 2,

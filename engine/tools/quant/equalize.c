@@ -306,10 +306,12 @@ void ksq_biascorr_free(ksq_biascorr *bc) {
     if (bc->orig)
         for (uint32_t i = 0; i < bc->num_nodes; i++) {
             free(bc->orig[i]);
+            if (bc->stored) free(bc->stored[i]);
             free(bc->fixed[i]);
         }
     free(bc->orig);
     free(bc->fixed);
+    free(bc->stored);
     free(bc->bias_id);
     memset(bc, 0, sizeof(*bc));
 }
@@ -446,6 +448,9 @@ void ksq_biascorr_apply(const ksq_biascorr *bc, ks__graph *g, const uint8_t *mod
         if (b < 0) continue;
         ks__tensor *t = &g->tensors[b];
         /* graph-owned since ksq_biascorr_init (owned_f32) */
-        memcpy((float *)t->data, mode[i] == KSQ_INT8 ? bc->fixed[i] : bc->orig[i], t->size_bytes);
+        const float *v = mode[i] == KSQ_INT8           ? bc->fixed[i]
+                         : bc->stored && bc->stored[i] ? bc->stored[i]
+                                                       : bc->orig[i];
+        memcpy((float *)t->data, v, t->size_bytes);
     }
 }

@@ -416,6 +416,28 @@ void ksq_gptq_fix_bias(const ksq_gptq *q, ksq_biascorr *bc) {
     }
 }
 
+ks_status ksq_biascorr_stored(ksq_biascorr *bc, const ks__graph *g, const ksq_gptq *q,
+                              float *const *stored_weights) {
+    if (!bc->stored && !(bc->stored = calloc(bc->num_nodes + 1, sizeof(float *))))
+        return KS_STATUS_OUT_OF_MEMORY;
+    for (uint32_t i = 0; i < q->num_nodes && i < bc->num_nodes && i < g->num_nodes; i++) {
+        const ks__node *n = &g->nodes[i];
+        if (!q->bias_shift[i] || bc->bias_id[i] < 0 || !bc->orig[i] || n->num_inputs < 2 ||
+            n->inputs[1] < 0 || !stored_weights[n->inputs[1]] || !q->q[n->inputs[1]])
+            continue;
+        const ksq_gptq_layer *l = NULL;
+        for (uint32_t j = 0; j < q->num_layers && !l; j++)
+            if (q->layers[j].node == i) l = &q->layers[j];
+        if (!l) continue;
+        free(bc->stored[i]);
+        if (!(bc->stored[i] = malloc((size_t)l->co * sizeof(float))))
+            return KS_STATUS_OUT_OF_MEMORY;
+        for (int64_t o = 0; o < l->co; o++)
+            bc->stored[i][o] = bc->orig[i][o] - q->bias_shift[i][o];
+    }
+    return KS_STATUS_OK;
+}
+
 void ksq_gptq_free(ksq_gptq *q) {
     for (uint32_t i = 0; q->layers && i < q->num_layers; i++) {
         free(q->layers[i].h);

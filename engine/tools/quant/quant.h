@@ -178,6 +178,9 @@ typedef struct ksq_biascorr {
     uint32_t num_nodes, num_corrected;
     int32_t *bias_id; /* per node: -1 when not corrected */
     float **orig, **fixed;
+    /* per node, set by the caller (NULL: orig): the bias of the layer while it is fp32 with
+     * rounded stored weights (ks-quant --fallback-weights int8: orig minus GPTQ's mean error) */
+    float **stored;
     double max_rel_change; /* largest |correction| / max |bias| of its layer */
 } ksq_biascorr;
 
@@ -185,6 +188,10 @@ typedef struct ksq_biascorr {
 ks_status ksq_biascorr_init(ksq_biascorr *bc, ks__graph *g, const ksq_calib *c,
                             const ksq_plan *plan, bool analytic);
 void ksq_biascorr_apply(const ksq_biascorr *bc, ks__graph *g, const uint8_t *mode);
+/* Sets bc->stored from GPTQ's mean output error for the layers whose weights stored_weights (per
+ * tensor, NULL entries: original weights) replaces with GPTQ's rounding. */
+ks_status ksq_biascorr_stored(ksq_biascorr *bc, const ks__graph *g, const struct ksq_gptq *q,
+                              float *const *stored_weights);
 void ksq_biascorr_free(ksq_biascorr *bc);
 
 /* Rewrites, in place, the int8 epilogue chains of a built graph into CONV2D's fused forms
