@@ -432,8 +432,17 @@ ks_status ksq_biascorr_stored(ksq_biascorr *bc, const ks__graph *g, const ksq_gp
         free(bc->stored[i]);
         if (!(bc->stored[i] = malloc((size_t)l->co * sizeof(float))))
             return KS_STATUS_OUT_OF_MEMORY;
-        for (int64_t o = 0; o < l->co; o++)
-            bc->stored[i][o] = bc->orig[i][o] - q->bias_shift[i][o];
+        /* A bias that was all f16 (TFLite's fp16 weights) stays f16: it is stored half the
+         * size (.ksm 1.2 coder F16_BCODE), and f16 resolution is far finer than the shift. */
+        bool f16 = true;
+        for (int64_t o = 0; o < l->co && f16; o++) {
+            float back = ks__f16_to_f32(ks__f32_to_f16(bc->orig[i][o]));
+            f16 = memcmp(&back, &bc->orig[i][o], sizeof(float)) == 0;
+        }
+        for (int64_t o = 0; o < l->co; o++) {
+            float v = bc->orig[i][o] - q->bias_shift[i][o];
+            bc->stored[i][o] = f16 ? ks__f16_to_f32(ks__f32_to_f16(v)) : v;
+        }
     }
     return KS_STATUS_OK;
 }
