@@ -63,6 +63,7 @@ typedef struct options {
     int max_images, eval_images, bench_runs, max_rounds;
     int speed_check, quiet;
     int entropy;            /* --entropy: write .ksm 1.2, losslessly packed (ksm.h) */
+    int coder;              /* --coder: 0 best, else the one KS__WCODER_* allowed (+1) */
     int equalize;           /* cross-layer equalization (equalize.c), on by default */
     int bias_correction;    /* BIAS_*: analytic by default */
     int int8_output_layers; /* quantize the layers that compute the model outputs too */
@@ -150,6 +151,9 @@ static void usage(void) {
             "  --entropy                    write the model losslessly packed (.ksm 1.2:\n"
             "                               coded constants and tables; same outputs, needs a\n"
             "                               reader of format 1.2)\n"
+            "  --coder best|rans|wcode      with --entropy: best (default, smallest per\n"
+            "                               constant) or one coder only; rans decodes ~9x\n"
+            "                               faster than wcode at load (slightly larger)\n"
             "  --quiet                      no progress bar\n");
 }
 
@@ -387,6 +391,18 @@ static int parse_args(int argc, char **argv, options *o) {
             o->quiet = 1;
         } else if (strcmp(a, "--entropy") == 0) {
             o->entropy = 1;
+        } else if (strcmp(a, "--coder") == 0 && has) {
+            const char *v = argv[++i];
+            if (strcmp(v, "best") == 0)
+                o->coder = 0;
+            else if (strcmp(v, "rans") == 0)
+                o->coder = 1 + KS__WCODER_RANS;
+            else if (strcmp(v, "wcode") == 0)
+                o->coder = 1 + KS__WCODER_WCODE;
+            else {
+                fprintf(stderr, "ks-quant: --coder: '%s' is not best, rans or wcode\n", v);
+                return -1;
+            }
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage();
             exit(0);
@@ -410,6 +426,10 @@ static int parse_args(int argc, char **argv, options *o) {
     }
     if (!o->calib_dir) {
         fprintf(stderr, "ks-quant: --calibration DIR is required\n");
+        return -1;
+    }
+    if (o->coder && !o->entropy) {
+        fprintf(stderr, "ks-quant: --coder needs --entropy\n");
         return -1;
     }
     if (o->weights_only && o->fallback_weights == FW_FP32) {
@@ -2550,7 +2570,9 @@ int main(int argc, char **argv) {
                  pp.layout == KS_TENSOR_LAYOUT_NCHW ? "nchw" : "nhwc");
         if (!meta_pp && ks__graph_set_meta(&qg, "preprocess", val)) goto done;
     }
-    ks__ksm_write_opts wo = {.pack = o.entropy != 0, .entropy = o.entropy != 0};
+    ks__ksm_write_opts wo = {.pack = o.entropy != 0,
+                             .entropy = o.entropy != 0,
+                             .entropy_coders = o.coder ? (uint8_t)(1u << (o.coder - 1)) : 0};
     int num_fw = 0;
     if (o.fallback_weights != FW_FP32 &&
         (num_fw = fallback_select(&o, &src, &fw, &map, &qg, &wo, &fw_select, &fw_scales)) < 0)

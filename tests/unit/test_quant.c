@@ -510,6 +510,43 @@ static void test_fallback_weights(void **state) {
     assert_non_null(strstr(md, " fp32 layers corrected for their int8 weights' mean error"));
     assert_null(strstr(md, "biases of 0 fp32 layers"));
     assert_non_null(strstr(md, "fp32 (--weights-only)"));
+    /* --coder rans: the same values (decoded bit for bit), only coded differently */
+    rc = run("ks-quant %s %s/fw_rans.ksm --calibration %s --weights-only --entropy --coder rans "
+             "--quiet",
+             m, g_tmp, dir);
+    if (rc) fprintf(stderr, "%s\n", g_out);
+    assert_int_equal(rc, 0);
+    float *outs[2] = {NULL, NULL};
+    size_t out_size[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        snprintf(p, sizeof(p), "%s/%s.ksm", g_tmp, k ? "fw_rans" : "fw2");
+        ks_model *mo = NULL;
+        ks_session *s = NULL;
+        ks_tensor ti, to;
+        assert_int_equal(ks_model_load_file(p, NULL, &mo), KS_STATUS_OK);
+        assert_int_equal(ks_session_create(mo, NULL, &s), KS_STATUS_OK);
+        assert_int_equal(ks_session_reshape(s, NULL), KS_STATUS_OK);
+        assert_int_equal(ks_session_input(s, 0, &ti), KS_STATUS_OK);
+        for (size_t e = 0; e < ti.size_bytes / sizeof(float); e++)
+            ((float *)ti.data)[e] = (float)(e % 253) / 253.0f;
+        assert_int_equal(ks_session_run(s), KS_STATUS_OK);
+        assert_int_equal(ks_session_output(s, 0, &to), KS_STATUS_OK);
+        out_size[k] = to.size_bytes;
+        outs[k] = malloc(to.size_bytes);
+        assert_non_null(outs[k]);
+        memcpy(outs[k], to.data, to.size_bytes);
+        ks_session_destroy(s);
+        ks_model_destroy(mo);
+    }
+    assert_int_equal(out_size[0], out_size[1]);
+    assert_memory_equal(outs[0], outs[1], out_size[0]);
+    free(outs[0]);
+    free(outs[1]);
+    expect_refusal(run("ks-quant %s %s/o.ksm --calibration %s --coder rans", m, g_tmp, dir), 2,
+                   "--coder needs --entropy");
+    expect_refusal(
+        run("ks-quant %s %s/o.ksm --calibration %s --entropy --coder zip", m, g_tmp, dir), 2,
+        "--coder: 'zip' is not best, rans or wcode");
     expect_refusal(
         run("ks-quant %s %s/o.ksm --calibration %s --fallback-weights int4", m, g_tmp, dir), 2,
         "--fallback-weights: 'int4' is not fp32, fp16 or int8");
