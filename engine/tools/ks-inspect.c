@@ -349,6 +349,12 @@ int main(int argc, char **argv) {
                 for (int k = 0; k < lastf; k++)
                     printf("%s%g", k ? "," : "", (double)n->fp[k]);
             }
+            printf(" in=");
+            for (uint32_t k = 0; k < n->num_inputs; k++)
+                printf("%s%d", k ? "," : "", (int)n->inputs[k]);
+            printf(" out=");
+            for (uint32_t k = 0; k < n->num_outputs; k++)
+                printf("%s%d", k ? "," : "", (int)n->outputs[k]);
             if (planned && acc.node_flops[i])
                 printf(" flops=%llu", (unsigned long long)acc.node_flops[i]);
             if (planned) printf(" kernel=%s", ks__session_kernel_name(s, i));

@@ -177,6 +177,19 @@ static void two_photos(char *dir, size_t cap) {
     copy_file(KS_SOURCE_DIR "/models/images/opencv_messi5.jpg", p);
 }
 
+/* ks-quant's output reports at least min_tensors equalized tensors, and the equalized fp32
+ * graph's outputs within 1e-4 of the original's (relative to each output's largest value). */
+static void expect_equalized(unsigned min_tensors) {
+    const char *e = strstr(g_out, "ks-quant: equalized ");
+    assert_non_null(e);
+    unsigned num_tensors = 0;
+    assert_int_equal(sscanf(e, "ks-quant: equalized %u tensors", &num_tensors), 1);
+    assert_true(num_tensors >= min_tensors);
+    const char *w = strstr(e, "fp32 outputs within ");
+    assert_non_null(w);
+    assert_true(atof(w + strlen("fp32 outputs within ")) <= 1e-4);
+}
+
 /* Cross-layer equalization is an exact fp32 rewrite: on BlazeFace (16 depthwise -> 1x1 pairs)
  * ks-quant rescales tensors and reports how far the equalized fp32 graph's outputs moved from the
  * original's (relative to each output's largest value); it must stay within 1e-4. The options
@@ -194,15 +207,7 @@ static void test_equalization(void **state) {
              model, g_tmp, dir);
     if (rc) fprintf(stderr, "%s\n", g_out);
     assert_int_equal(rc, 0);
-    const char *e = strstr(g_out, "ks-quant: equalized ");
-    assert_non_null(e);
-    unsigned num_tensors = 0;
-    assert_int_equal(sscanf(e, "ks-quant: equalized %u tensors", &num_tensors), 1);
-    assert_true(num_tensors >= 8);
-    const char *w = strstr(e, "fp32 outputs within ");
-    assert_non_null(w);
-    double rel = atof(w + strlen("fp32 outputs within "));
-    assert_true(rel <= 1e-4);
+    expect_equalized(8);
     assert_non_null(strstr(g_out, "bias correction (analytic)"));
     assert_non_null(strstr(g_out, "output layers kept in fp32"));
 
@@ -216,6 +221,25 @@ static void test_equalization(void **state) {
     assert_null(strstr(g_out, "bias correction"));
     assert_null(strstr(g_out, "output layers kept"));
     assert_non_null(strstr(g_out, "73 of 73 layers int8"));
+}
+
+/* RELU6 producers are equalized too (BlazePose full: MobileNetV2 blocks, RELU6 everywhere; only
+ * 1 tensor qualified before), amplifying only the channels that never reached 6 in calibration,
+ * with headroom, so the equalized fp32 graph still matches the original on the images. */
+static void test_equalization_relu6(void **state) {
+    (void)state;
+    char dir[600], model[600];
+    two_photos(dir, sizeof(dir));
+    snprintf(model, sizeof(model), "%s/pose_full.ksm", g_tmp);
+    int rc =
+        run("ks-convert %s/models/pose/pose_landmark_full.tflite %s --quiet", KS_SOURCE_DIR, model);
+    assert_int_equal(rc, 0);
+    rc = run("ks-quant %s %s/pose8.ksm --calibration %s --no-speed-check --min-cosine 0 "
+             "--min-output-cosine 0 --outputs Identity",
+             model, g_tmp, dir);
+    if (rc) fprintf(stderr, "%s\n", g_out);
+    assert_int_equal(rc, 0);
+    expect_equalized(40);
 }
 
 /* Smallest per-output cosine ks-quant printed ("NAME cosine X" after "layers int8"), and the int8
@@ -586,11 +610,12 @@ int main(int argc, char **argv) {
     snprintf(g_tmp, sizeof(g_tmp), "/tmp/ks_test_quant_XXXXXX");
     if (!mkdtemp(g_tmp)) return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_missing_folder), cmocka_unit_test(test_folder_is_file),
-        cmocka_unit_test(test_empty_folder),   cmocka_unit_test(test_no_images),
-        cmocka_unit_test(test_bad_flags),      cmocka_unit_test(test_not_a_model),
-        cmocka_unit_test(test_end_to_end),     cmocka_unit_test(test_equalization),
-        cmocka_unit_test(test_fallback),       cmocka_unit_test(test_fallback_weights),
+        cmocka_unit_test(test_missing_folder),     cmocka_unit_test(test_folder_is_file),
+        cmocka_unit_test(test_empty_folder),       cmocka_unit_test(test_no_images),
+        cmocka_unit_test(test_bad_flags),          cmocka_unit_test(test_not_a_model),
+        cmocka_unit_test(test_end_to_end),         cmocka_unit_test(test_equalization),
+        cmocka_unit_test(test_equalization_relu6), cmocka_unit_test(test_fallback),
+        cmocka_unit_test(test_fallback_weights),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[512];

@@ -23,6 +23,12 @@
 #define KSQ_MAX_FACTOR 256.0
 /* Channel shares below this are treated as dead channels (factor 1). */
 #define KSQ_DEAD_SHARE 1e-6
+/* RELU6 producers: relu6(d z) = d relu6(z) only while d z <= 6, so a channel is only amplified
+ * (d > 1), only if it never reached 6 in calibration, and only up to the factor that puts its
+ * calibrated maximum at 6 / KSQ_RELU6_HEADROOM: the rewrite is then exact for every value up to
+ * KSQ_RELU6_HEADROOM times the largest one seen. Saturating channels keep d = 1. */
+#define KSQ_RELU6_HEADROOM 2.0
+#define KSQ_RELU6_SATURATED (6.0 * (1.0 - 1e-4))
 
 static bool is_const_f32(const ks__tensor *t) {
     return (t->flags & KS__TENSOR_CONST) && t->data && t->dtype == KS_DTYPE_F32 &&
@@ -136,9 +142,11 @@ ks_status ksq_equalize(ks__graph *g, const ksq_calib *c, ksq_equalize_info *info
         geom pg;
         if (p->op != KS_OP_CONV2D || p->num_outputs != 1 || !conv_geom(g, p, &pg)) continue;
         int act = p->ip[10];
-        /* RELU6 and the other clipping acts are not positively homogeneous; a residual input
-         * ties the channels to another tensor's; shared weights serve other layers too. */
-        if (act != KS_ACT_NONE && act != KS_ACT_RELU) continue;
+        /* The other clipping acts are not positively homogeneous (RELU6 is, below its clamp:
+         * KSQ_RELU6_HEADROOM); a residual input ties the channels to another tensor's; shared
+         * weights serve other layers too. */
+        bool relu6 = act == KS_ACT_RELU6;
+        if (act != KS_ACT_NONE && act != KS_ACT_RELU && !relu6) continue;
         if (p->num_inputs > 3 && p->inputs[3] >= 0) continue;
         if (u.count[p->inputs[1]] != 1) continue;
         int32_t bias = p->num_inputs > 2 ? p->inputs[2] : -1;
@@ -254,6 +262,11 @@ ks_status ksq_equalize(ks__graph *g, const ksq_calib *c, ksq_equalize_info *info
             double f = factor[j] / top;
             f = fmin(fmax(f, 1.0 / KSQ_MAX_FACTOR), KSQ_MAX_FACTOR);
             if (share[j] < KSQ_DEAD_SHARE) f = 1.0;
+            if (relu6) {
+                double m = chan_of(c, chain[0], ch)->max[j];
+                double cap = m > 0.0 ? 6.0 / (KSQ_RELU6_HEADROOM * m) : 1.0;
+                f = m >= KSQ_RELU6_SATURATED || cap <= 1.0 ? 1.0 : fmin(fmax(f, 1.0), cap);
+            }
             factor[j] = f;
             any |= fabs(f - 1.0) > 1e-3;
         }
