@@ -909,11 +909,9 @@ static bool scales_fit_f16(const ks__quant *q) {
     return true;
 }
 
-static ks_status prepare_weights(const ks__graph *g, const ks__ksm_write_opts *o, wtensor *wt,
-                                 char *err, size_t err_cap) {
-    ks_status st = KS_STATUS_OK;
-    uint8_t *use = ks__calloc(&g->alloc, g->num_tensors + 1, 1);
-    if (!use) goto oom;
+/* use[id] (num_tensors + 1 entries, zeroed): 1 for tensors read only as the weight input (1) of
+ * CONV2D, CONV2D_TRANSPOSE or FULLY_CONNECTED and not graph outputs, 2 for any other use. */
+static void mark_weight_uses(const ks__graph *g, uint8_t *use) {
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         const ks__node *n = &g->nodes[i];
         bool has_weight = n->op == KS_OP_CONV2D || n->op == KS_OP_CONV2D_TRANSPOSE ||
@@ -926,6 +924,24 @@ static ks_status prepare_weights(const ks__graph *g, const ks__ksm_write_opts *o
     }
     for (uint32_t k = 0; k < g->num_outputs; k++)
         use[g->outputs[k]] = 2;
+}
+
+ks_status ks__ksm_compressible_weights(const ks__graph *g, uint8_t *out) {
+    uint8_t *use = ks__calloc(&g->alloc, g->num_tensors + 1, 1);
+    if (!use) return KS_STATUS_OUT_OF_MEMORY;
+    mark_weight_uses(g, use);
+    for (uint32_t i = 0; i < g->num_tensors; i++)
+        out[i] = weight_is_compressible(g, use, i);
+    ks__free(&g->alloc, use);
+    return KS_STATUS_OK;
+}
+
+static ks_status prepare_weights(const ks__graph *g, const ks__ksm_write_opts *o, wtensor *wt,
+                                 char *err, size_t err_cap) {
+    ks_status st = KS_STATUS_OK;
+    uint8_t *use = ks__calloc(&g->alloc, g->num_tensors + 1, 1);
+    if (!use) goto oom;
+    mark_weight_uses(g, use);
     for (uint32_t i = 0; i < g->num_tensors; i++) {
         const ks__tensor *t = &g->tensors[i];
         wt[i].data = t->data;

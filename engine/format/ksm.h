@@ -177,6 +177,12 @@ ks_status ks__ksm_write_ex(const ks__graph *g, const ks__ksm_write_opts *opts, u
 ks_status ks__ksm_write_file_ex(const ks__graph *g, const ks__ksm_write_opts *opts,
                                 const char *path, char *err, size_t err_cap);
 
+/* The weights the writer may store compressed (--weights, packing, ks-quant's int8 weights of
+ * fp32 layers): out[id] (num_tensors entries) is 1 for F32 constants without quantization
+ * params, at least 32 values, read only as the weight input of CONV2D, CONV2D_TRANSPOSE or
+ * FULLY_CONNECTED and not graph outputs; 0 elsewhere. */
+ks_status ks__ksm_compressible_weights(const ks__graph *g, uint8_t *out);
+
 /* Storage statistics of a .ksm image without decoding it (for ks-inspect's bits per weight):
  * bytes and value counts of all constants, and of the encoded ones among them. */
 ks_status ks__ksm_weight_stats(const uint8_t *data, size_t size_bytes, uint64_t *stored_bytes_out,

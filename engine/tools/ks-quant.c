@@ -1101,28 +1101,26 @@ static int fallback_weights_init(const options *o, const ks__graph *g, const ksq
     fw->num_tensors = g->num_tensors;
     fw->values = calloc(g->num_tensors + 1, sizeof(float *));
     fw->scales = calloc(g->num_tensors + 1, sizeof(float *));
+    /* the writer's rule (ksm.h), and one reader only: each layer gets its own rounding */
     uint8_t *uses = calloc(g->num_tensors + 1, 1);
-    if (!fw->values || !fw->scales || !uses) goto oom;
+    uint8_t *compressible = calloc(g->num_tensors + 1, 1);
+    if (!fw->values || !fw->scales || !uses || !compressible ||
+        ks__ksm_compressible_weights(g, compressible))
+        goto oom;
     for (uint32_t i = 0; i < g->num_nodes; i++)
         for (uint32_t j = 0; j < g->nodes[i].num_inputs; j++) {
             int32_t t = g->nodes[i].inputs[j];
             if (t >= 0 && uses[t] < 2) uses[t]++;
         }
-    for (uint32_t k = 0; k < g->num_outputs; k++)
-        uses[g->outputs[k]] = 2;
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         const ks__node *n = &g->nodes[i];
-        if ((n->op != KS_OP_CONV2D && n->op != KS_OP_CONV2D_TRANSPOSE &&
-             n->op != KS_OP_FULLY_CONNECTED) ||
-            n->num_inputs < 2 || n->inputs[1] < 0 || uses[n->inputs[1]] != 1)
+        if (n->num_inputs < 2 || n->inputs[1] < 0 || !compressible[n->inputs[1]] ||
+            uses[n->inputs[1]] != 1)
             continue;
         int32_t id = n->inputs[1];
         const ks__tensor *w = &g->tensors[id];
         int64_t total = ks__numel(w->rank, w->dims);
-        if (!(w->flags & KS__TENSOR_CONST) || w->dtype != KS_DTYPE_F32 || !w->data ||
-            w->quant.count || w->rank < 1 || w->dims[0] < 1 || total < 32 ||
-            (size_t)total * sizeof(float) != w->size_bytes)
-            continue;
+        if (!w->data) continue;
         int64_t oc = w->dims[0], per = total / oc;
         const float *wf = w->data;
         bool finite = true;
@@ -1166,9 +1164,11 @@ static int fallback_weights_init(const options *o, const ks__graph *g, const ksq
             if (!(sc[c] > 0.0f)) sc[c] = 1.0f;
     }
     free(uses);
+    free(compressible);
     return 0;
 oom:
     free(uses);
+    free(compressible);
     fallback_weights_free(fw);
     fprintf(stderr, "ks-quant: out of memory (fallback weights)\n");
     return -1;
