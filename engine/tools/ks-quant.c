@@ -1007,52 +1007,6 @@ static int calibrate(const options *o, const ks__graph *g, ks_session *fs, const
     return 0;
 }
 
-/* KS_QUANT_WEIGHT_ONLY=1 (experiment switch): instead of the int8 model, write the fp32 graph
- * with every conv/FC weight replaced by its int8 rounding, dequantized (the rounding --weight-
- * rounding picks), to measure what the rounding alone costs the task. */
-static int write_weight_only(const options *o, ks__graph *g, const ksq_gptq *gq) {
-    char err[512];
-    for (uint32_t i = 0; i < g->num_nodes; i++) {
-        const ks__node *n = &g->nodes[i];
-        if ((n->op != KS_OP_CONV2D && n->op != KS_OP_FULLY_CONNECTED) || n->num_inputs < 2 ||
-            n->inputs[1] < 0)
-            continue;
-        int32_t id = n->inputs[1];
-        const ks__tensor *w = &g->tensors[id];
-        if (!(w->flags & KS__TENSOR_CONST) || w->dtype != KS_DTYPE_F32 || !w->data || w->rank < 2 ||
-            w->dims[0] <= 0)
-            continue;
-        int64_t oc = w->dims[0], total = ks__numel(w->rank, w->dims), per = total / oc;
-        const float *wf = w->data;
-        float *dq = malloc((size_t)total * sizeof(float));
-        if (!dq) return -1;
-        for (int64_t c = 0; c < oc; c++) {
-            bool have = gq && gq->q && gq->q[id];
-            float m = 0.0f;
-            for (int64_t k = 0; k < per && !have; k++)
-                if (isfinite(wf[c * per + k]) && fabsf(wf[c * per + k]) > m)
-                    m = fabsf(wf[c * per + k]);
-            float s = have ? gq->scale[id][c] : (m > 0.0f ? m / 127.0f : 1.0f);
-            for (int64_t k = 0; k < per; k++) {
-                long r = have                        ? gq->q[id][c * per + k]
-                         : isfinite(wf[c * per + k]) ? lroundf(wf[c * per + k] / s)
-                                                     : 0;
-                dq[c * per + k] = s * (float)(r > 127 ? 127 : (r < -127 ? -127 : r));
-            }
-        }
-        ks_status st = ks__graph_set_const(g, id, dq, (size_t)total * sizeof(float), true);
-        free(dq);
-        if (st) return -1;
-    }
-    ks__ksm_write_opts wo = {.pack = false};
-    if (ks__ksm_write_file_ex(g, &wo, o->out_path, err, sizeof(err))) {
-        fprintf(stderr, "ks-quant: cannot write %s: %s\n", o->out_path, err);
-        return -1;
-    }
-    printf("%s: fp32 model with int8-rounded weights (%s)\n", o->out_path, gq ? "gptq" : "nearest");
-    return 0;
-}
-
 /* ---- stored weights of the fp32 layers (--fallback-weights) ------------------------------ */
 
 /* Per source tensor: the values an fp32 layer computes with (plan->f32_weights) and, for int8,
@@ -2387,10 +2341,6 @@ int main(int argc, char **argv) {
         if (o.gptq)
             snprintf(o.passes + len, sizeof(o.passes) - len, "%sgptq-rounded %u layers",
                      len ? "; " : "", gq.num_solved);
-    }
-    if (getenv("KS_QUANT_WEIGHT_ONLY")) {
-        rc = write_weight_only(&o, &src, o.gptq ? &gq : NULL) ? 1 : 0;
-        goto done;
     }
     if (!o.int8_output_layers) {
         int kept = keep_output_layers(&src, &plan);
