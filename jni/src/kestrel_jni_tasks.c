@@ -21,9 +21,14 @@
  *   classes (Category.unpack):      count; per class: class_id, score  + String[] labels
  *   segmentation (Mask.unpack):     Object[] { float[] {width, height, person_fraction},
  *                                   float[] mask, byte[] mask_u8 or null }
+ *
+ * Each task section below holds only what is its own: the desc fields of nativeCreate, its C
+ * types and functions (named in one TASK_DESTROY and one TASK_RUN line), and how its result
+ * converts to Java (an item_layout that flattens one result item, or, for the pose and segmentation
+ * masks, a function). Option reading, image pinning, throwing and array building are shared.
  */
+#include <stddef.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "kestrel/classify.h"
 #include "kestrel/detect.h"
@@ -64,6 +69,11 @@ static void put(packer *p, float v) {
     if (p->pos < p->size) p->data[p->pos++] = v;
 }
 
+static void put_floats(packer *p, const float *v, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        put(p, v[i]);
+}
+
 static void put_box(packer *p, ks_box b) {
     put(p, b.x);
     put(p, b.y);
@@ -88,11 +98,42 @@ static jfloatArray packer_finish(JNIEnv *env, packer *p) {
     return out;
 }
 
-static jobjectArray new_labels(JNIEnv *env, uint32_t count, const char *const *labels,
-                               size_t stride_bytes) {
+/* How one task flattens the items of its result array (see the layouts above). */
+typedef struct item_layout {
+    size_t item_size_bytes; /* stride of the C items array */
+    size_t num_floats;      /* floats per item (the fixed part when num_extra_floats is set) */
+    size_t (*num_extra_floats)(const void *item); /* variable-length part, or NULL */
+    void (*put_item)(packer *p, const void *item);
+} item_layout;
+
+/* Only called for i < count, so items is never NULL here (a count of 0 may come with NULL). */
+static const void *item_at(const void *items, size_t item_size_bytes, uint32_t i) {
+    return (const char *)items + (size_t)i * item_size_bytes;
+}
+
+/* The float[] of a result: count, then header[num_header], then every item per the layout.
+ * Returns NULL with an exception pending. */
+static jfloatArray pack_items(JNIEnv *env, const item_layout *layout, const float *header,
+                              size_t num_header, const void *items, uint32_t count) {
+    size_t size = 1 + num_header + (size_t)count * layout->num_floats;
+    for (uint32_t i = 0; layout->num_extra_floats != NULL && i < count; i++)
+        size += layout->num_extra_floats(item_at(items, layout->item_size_bytes, i));
+    packer p;
+    if (packer_init(env, &p, size)) return NULL;
+    put(&p, (float)count);
+    put_floats(&p, header, num_header);
+    for (uint32_t i = 0; i < count; i++)
+        layout->put_item(&p, item_at(items, layout->item_size_bytes, i));
+    return packer_finish(env, &p);
+}
+
+/* String[] of the `const char *` at label_offset in every item (NULL labels become ""). */
+static jobjectArray new_labels(JNIEnv *env, const void *items, uint32_t count,
+                               size_t item_size_bytes, size_t label_offset) {
     jobjectArray out = (*env)->NewObjectArray(env, (jsize)count, ks__jni_string_class(), NULL);
     for (uint32_t i = 0; out != NULL && i < count; i++) {
-        const char *label = *(const char *const *)((const char *)labels + i * stride_bytes);
+        const char *item = item_at(items, item_size_bytes, i);
+        const char *label = *(const char *const *)(item + label_offset);
         jstring s = (*env)->NewStringUTF(env, label ? label : "");
         if (s == NULL) return NULL;
         (*env)->SetObjectArrayElement(env, out, (jsize)i, s);
@@ -101,10 +142,12 @@ static jobjectArray new_labels(JNIEnv *env, uint32_t count, const char *const *l
     return out;
 }
 
+/* Object[] {a, b, c} (c may be null). */
 static jobjectArray new_pair(JNIEnv *env, jobject a, jobject b, jobject c) {
     jclass object_class = (*env)->FindClass(env, "java/lang/Object");
     if (object_class == NULL) return NULL;
     jobjectArray out = (*env)->NewObjectArray(env, 3, object_class, NULL);
+    (*env)->DeleteLocalRef(env, object_class);
     if (out != NULL) {
         (*env)->SetObjectArrayElement(env, out, 0, a);
         (*env)->SetObjectArrayElement(env, out, 1, b);
@@ -113,76 +156,129 @@ static jobjectArray new_pair(JNIEnv *env, jobject a, jobject b, jobject c) {
     return out;
 }
 
-/* Shared create plumbing: reads the common options into desc->task, calls create, throws. */
-#define TASK_CREATE(env, ti, tf, jpath, desc, create_call)                                         \
+/* Object[] {float[] packed items, String[] labels, null} of a labelled result. */
+static jobjectArray pack_labelled(JNIEnv *env, const item_layout *layout, const void *items,
+                                  uint32_t count, size_t label_offset) {
+    jfloatArray data = pack_items(env, layout, NULL, 0, items, count);
+    if (data == NULL) return NULL;
+    jobjectArray labels = new_labels(env, items, count, layout->item_size_bytes, label_offset);
+    if (labels == NULL) return NULL;
+    return new_pair(env, data, labels, NULL);
+}
+
+/* nativeCreate plumbing: reads the common options into desc.task, calls create_fn(&desc, &h)
+ * for a `type *h`, and returns the handle, or 0 with the create's message thrown. */
+#define TASK_CREATE(env, ti, tf, jpath, type, create_fn, desc)                                     \
     do {                                                                                           \
         const char *path_ = NULL;                                                                  \
         if (ks__jni_task_options(env, ti, tf, jpath, &(desc).task, &path_)) return 0;              \
-        ks_status st_ = (create_call);                                                             \
+        type *handle_ = NULL;                                                                      \
+        ks_status st_ = create_fn(&(desc), &handle_);                                              \
         ks__jni_task_options_release(env, jpath, path_);                                           \
         if (st_ != KS_STATUS_OK) {                                                                 \
             ks__jni_throw_last(env, st_, NULL);                                                    \
             return 0;                                                                              \
         }                                                                                          \
+        return KS_JNI_HANDLE(handle_);                                                             \
     } while (0)
 
-/* Shared run plumbing: pins the image, runs, releases, throws with the task's message. */
-#define TASK_RUN(env, jimage, handle, run_call)                                                    \
-    do {                                                                                           \
+/* The other two entry points of a task are the same but for names, so they are generated; the
+ * prototypes they must match come from `javac -h` (see kestrel_jni.h), which catches a misspelt
+ * class or method.
+ *
+ * TASK_DESTROY defines Java_ai_kestrel_<Class>_nativeDestroy(env, cls, handle), which calls
+ * destroy_fn((type *)handle).
+ *
+ * TASK_RUN defines `jtype Java_ai_kestrel_<Class>_<method>(env, cls, handle, image, timestamp_us)`:
+ * pins the Java image, calls run_fn((type *)handle, image, timestamp_us, &result) with a
+ * `result_type *result`, unpins, and throws the task's ks_last_error message on failure; else it
+ * converts with to_java(env, result) (NULL with an exception pending if that fails), calls
+ * release_fn(result) and returns the conversion. */
+#define TASK_DESTROY(Class, type, destroy_fn)                                                      \
+    JNIEXPORT void JNICALL Java_ai_kestrel_##Class##_nativeDestroy(JNIEnv *env, jclass cls,        \
+                                                                   jlong h) {                      \
+        destroy_fn(KS_JNI_PTR(type, h));                                                           \
+    }
+
+#define TASK_RUN(Class, method, jtype, type, run_fn, result_type, to_java, release_fn)             \
+    JNIEXPORT jtype JNICALL Java_ai_kestrel_##Class##_##method(                                    \
+        JNIEnv *env, jclass cls, jlong h, jobject jimage, jlong timestamp_us) {                    \
+        type *task_ = KS_JNI_PTR(type, h);                                                         \
+        result_type *result_ = NULL;                                                               \
         ks__jni_image img_;                                                                        \
         if (ks__jni_image_acquire(env, jimage, &img_)) return NULL;                                \
-        const ks_image *image = &img_.image;                                                       \
-        ks_status st_ = (run_call);                                                                \
+        ks_status st_ = run_fn(task_, &img_.image, (int64_t)timestamp_us, &result_);               \
         ks__jni_image_release(env, &img_);                                                         \
         if (st_ != KS_STATUS_OK) {                                                                 \
-            ks__jni_throw_last(env, st_, handle);                                                  \
+            ks__jni_throw_last(env, st_, task_);                                                   \
             return NULL;                                                                           \
         }                                                                                          \
-    } while (0)
+        jtype out_ = to_java(env, result_);                                                        \
+        release_fn(result_);                                                                       \
+        return out_;                                                                               \
+    }
 
 /* ---- FaceDetector ---------------------------------------------------------------------------- */
+
+static void put_face(packer *p, const void *item) {
+    const ks_face *f = item;
+    put_box(p, f->box);
+    put(p, f->score);
+    put(p, (float)f->id);
+    for (int k = 0; k < KS_FACE_KEYPOINT_COUNT; k++) {
+        put(p, f->keypoints[k].x);
+        put(p, f->keypoints[k].y);
+    }
+}
+
+static const item_layout face_layout = {sizeof(ks_face), FACE_FLOATS, NULL, put_face};
+
+static jfloatArray faces_to_java(JNIEnv *env, const ks_faces *faces) {
+    return pack_items(env, &face_layout, NULL, 0, faces->items, faces->count);
+}
 
 JNIEXPORT jlong JNICALL Java_ai_kestrel_FaceDetector_nativeCreate(JNIEnv *env, jclass cls,
                                                                   jintArray ti, jfloatArray tf,
                                                                   jstring jpath, jint model) {
     ks_face_detector_desc desc = {.model = (ks_face_detector_model)model};
-    ks_face_detector *det = NULL;
-    TASK_CREATE(env, ti, tf, jpath, desc, ks_face_detector_create(&desc, &det));
-    return KS_JNI_HANDLE(det);
+    TASK_CREATE(env, ti, tf, jpath, ks_face_detector, ks_face_detector_create, desc);
 }
 
-JNIEXPORT void JNICALL Java_ai_kestrel_FaceDetector_nativeDestroy(JNIEnv *env, jclass cls,
-                                                                  jlong h) {
-    ks_face_detector_destroy(KS_JNI_PTR(ks_face_detector, h));
-}
-
-JNIEXPORT jfloatArray JNICALL Java_ai_kestrel_FaceDetector_nativeDetect(JNIEnv *env, jclass cls,
-                                                                        jlong h, jobject jimage,
-                                                                        jlong timestamp_us) {
-    ks_face_detector *det = KS_JNI_PTR(ks_face_detector, h);
-    ks_faces *faces = NULL;
-    packer p;
-    TASK_RUN(env, jimage, det, ks_face_detect(det, image, (int64_t)timestamp_us, &faces));
-    if (packer_init(env, &p, 1 + (size_t)faces->count * FACE_FLOATS)) {
-        ks_faces_release(faces);
-        return NULL;
-    }
-    put(&p, (float)faces->count);
-    for (uint32_t i = 0; i < faces->count; i++) {
-        const ks_face *f = &faces->items[i];
-        put_box(&p, f->box);
-        put(&p, f->score);
-        put(&p, (float)f->id);
-        for (int k = 0; k < KS_FACE_KEYPOINT_COUNT; k++) {
-            put(&p, f->keypoints[k].x);
-            put(&p, f->keypoints[k].y);
-        }
-    }
-    ks_faces_release(faces);
-    return packer_finish(env, &p);
-}
+TASK_DESTROY(FaceDetector, ks_face_detector, ks_face_detector_destroy)
+TASK_RUN(FaceDetector, nativeDetect, jfloatArray, ks_face_detector, ks_face_detect, ks_faces,
+         faces_to_java, ks_faces_release)
 
 /* ---- FaceLandmarker -------------------------------------------------------------------------- */
+
+static size_t mesh_extra_floats(const void *item) {
+    return 3u * ((const ks_face_mesh *)item)->num_landmarks;
+}
+
+static void put_mesh(packer *p, const void *item) {
+    const ks_face_mesh *f = item;
+    put_box(p, f->box);
+    put(p, f->score);
+    put(p, (float)f->id);
+    put(p, (float)f->num_landmarks);
+    put(p, f->pitch_deg);
+    put(p, f->yaw_deg);
+    put(p, f->roll_deg);
+    put_floats(p, f->pose_matrix, 16);
+    put_floats(p, f->projection_matrix, 16);
+    put(p, f->expressions.mouth_open);
+    put(p, f->expressions.left_eye_blink);
+    put(p, f->expressions.right_eye_blink);
+    put(p, f->expressions.brow_raise);
+    put(p, f->expressions.smile);
+    put_points3(p, f->landmarks, f->num_landmarks);
+}
+
+static const item_layout mesh_layout = {sizeof(ks_face_mesh), MESH_HEADER_FLOATS, mesh_extra_floats,
+                                        put_mesh};
+
+static jfloatArray meshes_to_java(JNIEnv *env, const ks_face_meshes *faces) {
+    return pack_items(env, &mesh_layout, NULL, 0, faces->items, faces->count);
+}
 
 JNIEXPORT jlong JNICALL Java_ai_kestrel_FaceLandmarker_nativeCreate(JNIEnv *env, jclass cls,
                                                                     jintArray ti, jfloatArray tf,
@@ -192,56 +288,63 @@ JNIEXPORT jlong JNICALL Java_ai_kestrel_FaceLandmarker_nativeCreate(JNIEnv *env,
     ks_face_landmarker_desc desc = {.detector = (ks_face_detector_model)detector,
                                     .refine_landmarks = refine ? 1 : 0,
                                     .min_tracking_score = min_tracking_score};
-    ks_face_landmarker *lm = NULL;
-    TASK_CREATE(env, ti, tf, jpath, desc, ks_face_landmarker_create(&desc, &lm));
-    return KS_JNI_HANDLE(lm);
+    TASK_CREATE(env, ti, tf, jpath, ks_face_landmarker, ks_face_landmarker_create, desc);
 }
 
-JNIEXPORT void JNICALL Java_ai_kestrel_FaceLandmarker_nativeDestroy(JNIEnv *env, jclass cls,
-                                                                    jlong h) {
-    ks_face_landmarker_destroy(KS_JNI_PTR(ks_face_landmarker, h));
-}
-
-JNIEXPORT jfloatArray JNICALL Java_ai_kestrel_FaceLandmarker_nativeDetect(JNIEnv *env, jclass cls,
-                                                                          jlong h, jobject jimage,
-                                                                          jlong timestamp_us) {
-    ks_face_landmarker *lm = KS_JNI_PTR(ks_face_landmarker, h);
-    ks_face_meshes *faces = NULL;
-    packer p;
-    TASK_RUN(env, jimage, lm, ks_face_landmarker_detect(lm, image, (int64_t)timestamp_us, &faces));
-    size_t size = 1;
-    for (uint32_t i = 0; i < faces->count; i++)
-        size += MESH_HEADER_FLOATS + 3u * faces->items[i].num_landmarks;
-    if (packer_init(env, &p, size)) {
-        ks_face_meshes_release(faces);
-        return NULL;
-    }
-    put(&p, (float)faces->count);
-    for (uint32_t i = 0; i < faces->count; i++) {
-        const ks_face_mesh *f = &faces->items[i];
-        put_box(&p, f->box);
-        put(&p, f->score);
-        put(&p, (float)f->id);
-        put(&p, (float)f->num_landmarks);
-        put(&p, f->pitch_deg);
-        put(&p, f->yaw_deg);
-        put(&p, f->roll_deg);
-        for (int k = 0; k < 16; k++)
-            put(&p, f->pose_matrix[k]);
-        for (int k = 0; k < 16; k++)
-            put(&p, f->projection_matrix[k]);
-        put(&p, f->expressions.mouth_open);
-        put(&p, f->expressions.left_eye_blink);
-        put(&p, f->expressions.right_eye_blink);
-        put(&p, f->expressions.brow_raise);
-        put(&p, f->expressions.smile);
-        put_points3(&p, f->landmarks, f->num_landmarks);
-    }
-    ks_face_meshes_release(faces);
-    return packer_finish(env, &p);
-}
+TASK_DESTROY(FaceLandmarker, ks_face_landmarker, ks_face_landmarker_destroy)
+TASK_RUN(FaceLandmarker, nativeDetect, jfloatArray, ks_face_landmarker, ks_face_landmarker_detect,
+         ks_face_meshes, meshes_to_java, ks_face_meshes_release)
 
 /* ---- PoseLandmarker -------------------------------------------------------------------------- */
+
+static void put_pose(packer *p, const void *item) {
+    const ks_pose *q = item;
+    put(p, (float)q->id);
+    put_box(p, q->box);
+    put(p, q->score);
+    for (int k = 0; k < KS_POSE_NUM_LANDMARKS; k++) {
+        put(p, q->landmarks[k].x);
+        put(p, q->landmarks[k].y);
+        put(p, q->landmarks[k].z);
+        put(p, q->landmarks[k].visibility);
+        put(p, q->landmarks[k].presence);
+    }
+    put_points3(p, q->world_landmarks, KS_POSE_NUM_LANDMARKS);
+}
+
+static const item_layout pose_layout = {sizeof(ks_pose), POSE_FLOATS, NULL, put_pose};
+
+/* float[count][mask w * h], null where a pose has no mask; *out stays NULL when none has one.
+ * Returns nonzero with an exception pending. */
+static int pose_masks(JNIEnv *env, const ks_poses *poses, jobjectArray *out) {
+    int any_mask = 0;
+    *out = NULL;
+    for (uint32_t i = 0; i < poses->count; i++)
+        any_mask |= poses->items[i].mask != NULL;
+    if (!any_mask) return 0;
+    size_t n = (size_t)poses->mask_width_px * (size_t)poses->mask_height_px;
+    jobjectArray masks =
+        (*env)->NewObjectArray(env, (jsize)poses->count, ks__jni_float_array_class(), NULL);
+    if (masks == NULL) return 1;
+    for (uint32_t i = 0; i < poses->count; i++) {
+        if (poses->items[i].mask == NULL) continue;
+        jfloatArray m = (*env)->NewFloatArray(env, (jsize)n);
+        if (m == NULL) return 1;
+        (*env)->SetFloatArrayRegion(env, m, 0, (jsize)n, poses->items[i].mask);
+        (*env)->SetObjectArrayElement(env, masks, (jsize)i, m);
+        (*env)->DeleteLocalRef(env, m);
+    }
+    *out = masks;
+    return 0;
+}
+
+static jobjectArray poses_to_java(JNIEnv *env, const ks_poses *poses) {
+    float mask_size[2] = {(float)poses->mask_width_px, (float)poses->mask_height_px};
+    jfloatArray data = pack_items(env, &pose_layout, mask_size, 2, poses->items, poses->count);
+    jobjectArray masks = NULL;
+    if (data == NULL || pose_masks(env, poses, &masks)) return NULL;
+    return new_pair(env, data, masks, NULL);
+}
 
 JNIEXPORT jlong JNICALL Java_ai_kestrel_PoseLandmarker_nativeCreate(JNIEnv *env, jclass cls,
                                                                     jintArray ti, jfloatArray tf,
@@ -251,231 +354,126 @@ JNIEXPORT jlong JNICALL Java_ai_kestrel_PoseLandmarker_nativeCreate(JNIEnv *env,
     ks_pose_landmarker_desc desc = {.model = (ks_pose_model)model,
                                     .min_presence = min_presence,
                                     .output_segmentation = output_segmentation ? 1 : 0};
-    ks_pose_landmarker *pl = NULL;
-    TASK_CREATE(env, ti, tf, jpath, desc, ks_pose_landmarker_create(&desc, &pl));
-    return KS_JNI_HANDLE(pl);
+    TASK_CREATE(env, ti, tf, jpath, ks_pose_landmarker, ks_pose_landmarker_create, desc);
 }
 
-JNIEXPORT void JNICALL Java_ai_kestrel_PoseLandmarker_nativeDestroy(JNIEnv *env, jclass cls,
-                                                                    jlong h) {
-    ks_pose_landmarker_destroy(KS_JNI_PTR(ks_pose_landmarker, h));
-}
-
-static jobjectArray pose_masks(JNIEnv *env, const ks_poses *poses) {
-    size_t n = (size_t)poses->mask_width_px * (size_t)poses->mask_height_px;
-    jobjectArray out =
-        (*env)->NewObjectArray(env, (jsize)poses->count, ks__jni_float_array_class(), NULL);
-    for (uint32_t i = 0; out != NULL && i < poses->count; i++) {
-        if (poses->items[i].mask == NULL) continue;
-        jfloatArray m = (*env)->NewFloatArray(env, (jsize)n);
-        if (m == NULL) return NULL;
-        (*env)->SetFloatArrayRegion(env, m, 0, (jsize)n, poses->items[i].mask);
-        (*env)->SetObjectArrayElement(env, out, (jsize)i, m);
-        (*env)->DeleteLocalRef(env, m);
-    }
-    return out;
-}
-
-JNIEXPORT jobjectArray JNICALL Java_ai_kestrel_PoseLandmarker_nativeDetect(JNIEnv *env, jclass cls,
-                                                                           jlong h, jobject jimage,
-                                                                           jlong timestamp_us) {
-    ks_pose_landmarker *pl = KS_JNI_PTR(ks_pose_landmarker, h);
-    ks_poses *poses = NULL;
-    packer p;
-    int any_mask = 0;
-    TASK_RUN(env, jimage, pl, ks_pose_detect(pl, image, (int64_t)timestamp_us, &poses));
-    if (packer_init(env, &p, 3 + (size_t)poses->count * POSE_FLOATS)) {
-        ks_poses_release(poses);
-        return NULL;
-    }
-    put(&p, (float)poses->count);
-    put(&p, (float)poses->mask_width_px);
-    put(&p, (float)poses->mask_height_px);
-    for (uint32_t i = 0; i < poses->count; i++) {
-        const ks_pose *q = &poses->items[i];
-        put(&p, (float)q->id);
-        put_box(&p, q->box);
-        put(&p, q->score);
-        for (int k = 0; k < KS_POSE_NUM_LANDMARKS; k++) {
-            put(&p, q->landmarks[k].x);
-            put(&p, q->landmarks[k].y);
-            put(&p, q->landmarks[k].z);
-            put(&p, q->landmarks[k].visibility);
-            put(&p, q->landmarks[k].presence);
-        }
-        put_points3(&p, q->world_landmarks, KS_POSE_NUM_LANDMARKS);
-        any_mask |= q->mask != NULL;
-    }
-    jobjectArray masks = any_mask ? pose_masks(env, poses) : NULL;
-    ks_poses_release(poses);
-    jfloatArray data = packer_finish(env, &p);
-    if (data == NULL || (any_mask && masks == NULL)) return NULL;
-    return new_pair(env, data, masks, NULL);
-}
+TASK_DESTROY(PoseLandmarker, ks_pose_landmarker, ks_pose_landmarker_destroy)
+TASK_RUN(PoseLandmarker, nativeDetect, jobjectArray, ks_pose_landmarker, ks_pose_detect, ks_poses,
+         poses_to_java, ks_poses_release)
 
 /* ---- Segmenter ------------------------------------------------------------------------------- */
+
+static jobjectArray segmentation_to_java(JNIEnv *env, const ks_segmentation *m) {
+    jsize n = (jsize)((size_t)m->width_px * (size_t)m->height_px);
+    float header[3] = {(float)m->width_px, (float)m->height_px, m->person_fraction};
+    jfloatArray jheader = (*env)->NewFloatArray(env, 3);
+    jfloatArray jmask = jheader ? (*env)->NewFloatArray(env, n) : NULL;
+    if (jmask == NULL) return NULL;
+    (*env)->SetFloatArrayRegion(env, jheader, 0, 3, header);
+    (*env)->SetFloatArrayRegion(env, jmask, 0, n, m->mask);
+    jbyteArray ju8 = NULL;
+    if (m->mask_u8 != NULL) {
+        ju8 = (*env)->NewByteArray(env, n);
+        if (ju8 == NULL) return NULL;
+        (*env)->SetByteArrayRegion(env, ju8, 0, n, (const jbyte *)m->mask_u8);
+    }
+    return new_pair(env, jheader, jmask, ju8);
+}
 
 JNIEXPORT jlong JNICALL Java_ai_kestrel_Segmenter_nativeCreate(JNIEnv *env, jclass cls,
                                                                jintArray ti, jfloatArray tf,
                                                                jstring jpath, jint model,
                                                                jboolean output_u8) {
     ks_segmenter_desc desc = {.model = (ks_segmenter_model)model, .output_u8 = output_u8 ? 1 : 0};
-    ks_segmenter *seg = NULL;
-    TASK_CREATE(env, ti, tf, jpath, desc, ks_segmenter_create(&desc, &seg));
-    return KS_JNI_HANDLE(seg);
+    TASK_CREATE(env, ti, tf, jpath, ks_segmenter, ks_segmenter_create, desc);
 }
 
-JNIEXPORT void JNICALL Java_ai_kestrel_Segmenter_nativeDestroy(JNIEnv *env, jclass cls, jlong h) {
-    ks_segmenter_destroy(KS_JNI_PTR(ks_segmenter, h));
-}
-
-JNIEXPORT jobjectArray JNICALL Java_ai_kestrel_Segmenter_nativeSegment(JNIEnv *env, jclass cls,
-                                                                       jlong h, jobject jimage,
-                                                                       jlong timestamp_us) {
-    ks_segmenter *seg = KS_JNI_PTR(ks_segmenter, h);
-    ks_segmentation *m = NULL;
-    TASK_RUN(env, jimage, seg, ks_segment(seg, image, (int64_t)timestamp_us, &m));
-    jsize n = (jsize)((size_t)m->width_px * (size_t)m->height_px);
-    float header[3] = {(float)m->width_px, (float)m->height_px, m->person_fraction};
-    jfloatArray jheader = (*env)->NewFloatArray(env, 3);
-    jfloatArray jmask = jheader ? (*env)->NewFloatArray(env, n) : NULL;
-    jbyteArray ju8 = NULL;
-    if (jmask != NULL) {
-        (*env)->SetFloatArrayRegion(env, jheader, 0, 3, header);
-        (*env)->SetFloatArrayRegion(env, jmask, 0, n, m->mask);
-        if (m->mask_u8 != NULL) {
-            ju8 = (*env)->NewByteArray(env, n);
-            if (ju8 != NULL) (*env)->SetByteArrayRegion(env, ju8, 0, n, (const jbyte *)m->mask_u8);
-        }
-    }
-    int failed = jmask == NULL || (m->mask_u8 != NULL && ju8 == NULL);
-    ks_segmentation_release(m);
-    return failed ? NULL : new_pair(env, jheader, jmask, ju8);
-}
+TASK_DESTROY(Segmenter, ks_segmenter, ks_segmenter_destroy)
+TASK_RUN(Segmenter, nativeSegment, jobjectArray, ks_segmenter, ks_segment, ks_segmentation,
+         segmentation_to_java, ks_segmentation_release)
 
 /* ---- ObjectDetector -------------------------------------------------------------------------- */
+
+static void put_object(packer *p, const void *item) {
+    const ks_detected_object *o = item;
+    put_box(p, o->box);
+    put(p, (float)o->class_id);
+    put(p, o->score);
+    put(p, (float)o->track_id);
+}
+
+static const item_layout object_layout = {sizeof(ks_detected_object), OBJECT_FLOATS, NULL,
+                                          put_object};
+
+static jobjectArray objects_to_java(JNIEnv *env, const ks_detected_objects *objs) {
+    return pack_labelled(env, &object_layout, objs->items, objs->count,
+                         offsetof(ks_detected_object, label));
+}
 
 JNIEXPORT jlong JNICALL Java_ai_kestrel_ObjectDetector_nativeCreate(JNIEnv *env, jclass cls,
                                                                     jintArray ti, jfloatArray tf,
                                                                     jstring jpath) {
     ks_object_detector_desc desc = {0};
-    ks_object_detector *det = NULL;
-    TASK_CREATE(env, ti, tf, jpath, desc, ks_object_detector_create(&desc, &det));
-    return KS_JNI_HANDLE(det);
+    TASK_CREATE(env, ti, tf, jpath, ks_object_detector, ks_object_detector_create, desc);
 }
 
-JNIEXPORT void JNICALL Java_ai_kestrel_ObjectDetector_nativeDestroy(JNIEnv *env, jclass cls,
-                                                                    jlong h) {
-    ks_object_detector_destroy(KS_JNI_PTR(ks_object_detector, h));
-}
-
-JNIEXPORT jobjectArray JNICALL Java_ai_kestrel_ObjectDetector_nativeDetect(JNIEnv *env, jclass cls,
-                                                                           jlong h, jobject jimage,
-                                                                           jlong timestamp_us) {
-    ks_object_detector *det = KS_JNI_PTR(ks_object_detector, h);
-    ks_detected_objects *objs = NULL;
-    packer p;
-    TASK_RUN(env, jimage, det, ks_object_detect(det, image, (int64_t)timestamp_us, &objs));
-    if (packer_init(env, &p, 1 + (size_t)objs->count * OBJECT_FLOATS)) {
-        ks_detected_objects_release(objs);
-        return NULL;
-    }
-    put(&p, (float)objs->count);
-    for (uint32_t i = 0; i < objs->count; i++) {
-        const ks_detected_object *o = &objs->items[i];
-        put_box(&p, o->box);
-        put(&p, (float)o->class_id);
-        put(&p, o->score);
-        put(&p, (float)o->track_id);
-    }
-    jobjectArray labels = new_labels(env, objs->count, objs->count ? &objs->items[0].label : NULL,
-                                     sizeof(ks_detected_object));
-    ks_detected_objects_release(objs);
-    jfloatArray data = packer_finish(env, &p);
-    if (data == NULL || labels == NULL) return NULL;
-    return new_pair(env, data, labels, NULL);
-}
+TASK_DESTROY(ObjectDetector, ks_object_detector, ks_object_detector_destroy)
+TASK_RUN(ObjectDetector, nativeDetect, jobjectArray, ks_object_detector, ks_object_detect,
+         ks_detected_objects, objects_to_java, ks_detected_objects_release)
 
 /* ---- HandLandmarker -------------------------------------------------------------------------- */
+
+static void put_hand(packer *p, const void *item) {
+    const ks_hand *q = item;
+    put(p, (float)q->id);
+    put_box(p, q->box);
+    put(p, q->score);
+    put(p, (float)q->handedness);
+    put(p, q->handedness_score);
+    put_points3(p, q->landmarks, KS_HAND_NUM_LANDMARKS);
+    put_points3(p, q->world_landmarks, KS_HAND_NUM_LANDMARKS);
+}
+
+static const item_layout hand_layout = {sizeof(ks_hand), HAND_FLOATS, NULL, put_hand};
+
+static jfloatArray hands_to_java(JNIEnv *env, const ks_hands *hands) {
+    return pack_items(env, &hand_layout, NULL, 0, hands->items, hands->count);
+}
 
 JNIEXPORT jlong JNICALL Java_ai_kestrel_HandLandmarker_nativeCreate(JNIEnv *env, jclass cls,
                                                                     jintArray ti, jfloatArray tf,
                                                                     jstring jpath, jint model,
                                                                     jfloat min_presence) {
     ks_hand_landmarker_desc desc = {.model = (ks_hand_model)model, .min_presence = min_presence};
-    ks_hand_landmarker *hl = NULL;
-    TASK_CREATE(env, ti, tf, jpath, desc, ks_hand_landmarker_create(&desc, &hl));
-    return KS_JNI_HANDLE(hl);
+    TASK_CREATE(env, ti, tf, jpath, ks_hand_landmarker, ks_hand_landmarker_create, desc);
 }
 
-JNIEXPORT void JNICALL Java_ai_kestrel_HandLandmarker_nativeDestroy(JNIEnv *env, jclass cls,
-                                                                    jlong h) {
-    ks_hand_landmarker_destroy(KS_JNI_PTR(ks_hand_landmarker, h));
-}
-
-JNIEXPORT jfloatArray JNICALL Java_ai_kestrel_HandLandmarker_nativeDetect(JNIEnv *env, jclass cls,
-                                                                          jlong h, jobject jimage,
-                                                                          jlong timestamp_us) {
-    ks_hand_landmarker *hl = KS_JNI_PTR(ks_hand_landmarker, h);
-    ks_hands *hands = NULL;
-    packer p;
-    TASK_RUN(env, jimage, hl, ks_hands_detect(hl, image, (int64_t)timestamp_us, &hands));
-    if (packer_init(env, &p, 1 + (size_t)hands->count * HAND_FLOATS)) {
-        ks_hands_release(hands);
-        return NULL;
-    }
-    put(&p, (float)hands->count);
-    for (uint32_t i = 0; i < hands->count; i++) {
-        const ks_hand *q = &hands->items[i];
-        put(&p, (float)q->id);
-        put_box(&p, q->box);
-        put(&p, q->score);
-        put(&p, (float)q->handedness);
-        put(&p, q->handedness_score);
-        put_points3(&p, q->landmarks, KS_HAND_NUM_LANDMARKS);
-        put_points3(&p, q->world_landmarks, KS_HAND_NUM_LANDMARKS);
-    }
-    ks_hands_release(hands);
-    return packer_finish(env, &p);
-}
+TASK_DESTROY(HandLandmarker, ks_hand_landmarker, ks_hand_landmarker_destroy)
+TASK_RUN(HandLandmarker, nativeDetect, jfloatArray, ks_hand_landmarker, ks_hands_detect, ks_hands,
+         hands_to_java, ks_hands_release)
 
 /* ---- ImageClassifier ------------------------------------------------------------------------- */
+
+static void put_class(packer *p, const void *item) {
+    const ks_class_score *c = item;
+    put(p, (float)c->class_id);
+    put(p, c->score);
+}
+
+static const item_layout class_layout = {sizeof(ks_class_score), CLASS_FLOATS, NULL, put_class};
+
+static jobjectArray classes_to_java(JNIEnv *env, const ks_classifications *top) {
+    return pack_labelled(env, &class_layout, top->items, top->count,
+                         offsetof(ks_class_score, label));
+}
 
 JNIEXPORT jlong JNICALL Java_ai_kestrel_ImageClassifier_nativeCreate(JNIEnv *env, jclass cls,
                                                                      jintArray ti, jfloatArray tf,
                                                                      jstring jpath) {
     ks_image_classifier_desc desc = {0};
-    ks_image_classifier *c = NULL;
-    TASK_CREATE(env, ti, tf, jpath, desc, ks_image_classifier_create(&desc, &c));
-    return KS_JNI_HANDLE(c);
+    TASK_CREATE(env, ti, tf, jpath, ks_image_classifier, ks_image_classifier_create, desc);
 }
 
-JNIEXPORT void JNICALL Java_ai_kestrel_ImageClassifier_nativeDestroy(JNIEnv *env, jclass cls,
-                                                                     jlong h) {
-    ks_image_classifier_destroy(KS_JNI_PTR(ks_image_classifier, h));
-}
-
-JNIEXPORT jobjectArray JNICALL Java_ai_kestrel_ImageClassifier_nativeClassify(JNIEnv *env,
-                                                                              jclass cls, jlong h,
-                                                                              jobject jimage,
-                                                                              jlong timestamp_us) {
-    ks_image_classifier *c = KS_JNI_PTR(ks_image_classifier, h);
-    ks_classifications *top = NULL;
-    packer p;
-    TASK_RUN(env, jimage, c, ks_image_classify(c, image, (int64_t)timestamp_us, &top));
-    if (packer_init(env, &p, 1 + (size_t)top->count * CLASS_FLOATS)) {
-        ks_classifications_release(top);
-        return NULL;
-    }
-    put(&p, (float)top->count);
-    for (uint32_t i = 0; i < top->count; i++) {
-        put(&p, (float)top->items[i].class_id);
-        put(&p, top->items[i].score);
-    }
-    jobjectArray labels = new_labels(env, top->count, top->count ? &top->items[0].label : NULL,
-                                     sizeof(ks_class_score));
-    ks_classifications_release(top);
-    jfloatArray data = packer_finish(env, &p);
-    if (data == NULL || labels == NULL) return NULL;
-    return new_pair(env, data, labels, NULL);
-}
+TASK_DESTROY(ImageClassifier, ks_image_classifier, ks_image_classifier_destroy)
+TASK_RUN(ImageClassifier, nativeClassify, jobjectArray, ks_image_classifier, ks_image_classify,
+         ks_classifications, classes_to_java, ks_classifications_release)
