@@ -110,19 +110,35 @@ typedef struct imp {
 
 /* ---------------------------------------------------------------- errors */
 
-static ks_status fail(imp *c, ks_status st, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+#define KS_ONNX_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define KS_ONNX_PRINTF(f, a)
 #endif
-    ;
+
+/* Writes the message; in_node adds the current node's index, name and op type. */
+static ks_status vreport(imp *c, ks_status st, int in_node, const char *fmt, va_list ap)
+    KS_ONNX_PRINTF(4, 0);
+
+static ks_status vreport(imp *c, ks_status st, int in_node, const char *fmt, va_list ap) {
+    char msg[512];
+    /* node messages leave room for the node prefix */
+    vsnprintf(msg, in_node ? 384 : sizeof(msg), fmt, ap);
+    if (in_node)
+        ks__fmt(c->err, c->err_cap, "%s: node %u '%s' (%s): %s", c->src, c->node_index, c->nodename,
+                c->opname, msg);
+    else
+        ks__fmt(c->err, c->err_cap, "%s: %s", c->src, msg);
+    return st;
+}
+
+static ks_status fail(imp *c, ks_status st, const char *fmt, ...) KS_ONNX_PRINTF(3, 4);
 
 static ks_status fail(imp *c, ks_status st, const char *fmt, ...) {
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    st = vreport(c, st, 0, fmt, ap);
     va_end(ap);
-    ks__fmt(c->err, c->err_cap, "%s: %s", c->src, msg);
     return st;
 }
 
@@ -136,20 +152,13 @@ static void span_print(ks__pb_span s, char *buf, size_t cap) {
     buf[n] = 0;
 }
 
-static ks_status node_fail(imp *c, ks_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+static ks_status node_fail(imp *c, ks_status st, const char *fmt, ...) KS_ONNX_PRINTF(3, 4);
 
 static ks_status node_fail(imp *c, ks_status st, const char *fmt, ...) {
-    char msg[384];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    st = vreport(c, st, 1, fmt, ap);
     va_end(ap);
-    ks__fmt(c->err, c->err_cap, "%s: node %u '%s' (%s): %s", c->src, c->node_index, c->nodename,
-            c->opname, msg);
     return st;
 }
 
@@ -290,6 +299,11 @@ static int rank_known(const imp *c, int32_t id) {
 
 static int32_t t_rank(const imp *c, int32_t id) {
     return c->g->tensors[id].rank;
+}
+
+/* The rank of tensor id, -1 when unknown. */
+static int32_t known_rank(const imp *c, int32_t id) {
+    return rank_known(c, id) ? t_rank(c, id) : -1;
 }
 static int is_const(const imp *c, int32_t id) {
     return id >= 0 && (c->g->tensors[id].flags & KS__TENSOR_CONST);
@@ -734,6 +748,29 @@ static void attr_str(imp *c, const char *name, const char *def, char *buf, size_
         span_print(a->s, buf, cap);
 }
 
+typedef struct str_choice {
+    const char *name;
+    int32_t val;
+} str_choice;
+
+/* Maps string attribute `name` (def when absent) through choices. The value is compared as
+ * printed into a buffer of buf_cap bytes; an unknown value fails with "<what> '<value>'". */
+static ks_status attr_choice(imp *c, const char *name, const char *def, size_t buf_cap,
+                             const str_choice *choices, size_t num_choices, ks_status bad_status,
+                             const char *what, int32_t *out) {
+    char buf[64];
+    attr_str(c, name, def, buf, buf_cap < sizeof(buf) ? buf_cap : sizeof(buf));
+    for (size_t i = 0; i < num_choices; i++) {
+        if (strcmp(buf, choices[i].name) == 0) {
+            *out = choices[i].val;
+            return KS_STATUS_OK;
+        }
+    }
+    return node_fail(c, bad_status, "%s '%s'", what, buf);
+}
+
+#define NUM_CHOICES(a) (sizeof(a) / sizeof((a)[0]))
+
 /* Reads repeated attribute field `field` (AttributeProto: 8 = ints, 7 = floats) of `name` into
  * int_out or float_out (cap entries). *count_out = -1 if the attribute is absent. */
 static ks_status attr_repeated(imp *c, const char *name, uint32_t field, uint32_t wire,
@@ -784,6 +821,15 @@ static ks_status in_id(imp *c, uint32_t k, int required, int32_t *id_out) {
     return KS_STATUS_OK;
 }
 
+/* Node inputs 0..num-1 into ids; the first num_required must be present. */
+static ks_status in_ids(imp *c, uint32_t num, uint32_t num_required, int32_t *ids) {
+    for (uint32_t k = 0; k < num; k++) {
+        ks_status st = in_id(c, k, k < num_required, &ids[k]);
+        if (st) return st;
+    }
+    return KS_STATUS_OK;
+}
+
 /* Creates the tensor for ONNX output k. rank < 0: unknown. Value info (when trusted) wins. */
 static ks_status out_tensor(imp *c, uint32_t k, ks_dtype dtype, int32_t rank, const int64_t *dims,
                             int32_t *id_out) {
@@ -822,28 +868,36 @@ static ks_status out_tensor(imp *c, uint32_t k, ks_dtype dtype, int32_t rank, co
     return KS_STATUS_OK;
 }
 
-/* Internal tensor named "<first output>/<suffix>". */
-static ks_status tmp_tensor(imp *c, const char *suffix, ks_dtype dtype, int32_t rank,
-                            const int64_t *dims, int32_t *id_out) {
-    char nm[300];
+#define TMP_NAME_CAP 300
+
+/* "<first output>/<suffix>": the name of a tensor the current node adds internally. */
+static void tmp_name(imp *c, const char *suffix, char nm[TMP_NAME_CAP]) {
     char base[256];
     if (c->node.num_outputs)
         span_print(c->node.outputs[0], base, sizeof(base));
     else
         ks__fmt(base, sizeof(base), "node%u", c->node_index);
-    ks__fmt(nm, sizeof(nm), "%s/%s", base, suffix);
+    ks__fmt(nm, TMP_NAME_CAP, "%s/%s", base, suffix);
+}
+
+static ks_status tmp_tensor(imp *c, const char *suffix, ks_dtype dtype, int32_t rank,
+                            const int64_t *dims, int32_t *id_out) {
+    char nm[TMP_NAME_CAP];
+    tmp_name(c, suffix, nm);
     return new_tensor(c, nm, dtype, rank, dims, id_out);
+}
+
+static ks_status tmp_const(imp *c, const char *suffix, ks_dtype dtype, int32_t rank,
+                           const int64_t *dims, const void *data, int32_t *id_out) {
+    char nm[TMP_NAME_CAP];
+    tmp_name(c, suffix, nm);
+    return new_const(c, nm, dtype, rank, dims, data, id_out);
 }
 
 static ks_status tmp_const_i64(imp *c, const char *suffix, const int64_t *vals, int64_t n,
                                int32_t *id_out) {
-    char nm[300], base[256];
-    if (c->node.num_outputs)
-        span_print(c->node.outputs[0], base, sizeof(base));
-    else
-        ks__fmt(base, sizeof(base), "node%u", c->node_index);
-    ks__fmt(nm, sizeof(nm), "%s/%s", base, suffix);
-    return const_i64_1d(c, nm, vals, n, id_out);
+    int64_t d[1] = {n};
+    return tmp_const(c, suffix, KS_DTYPE_I64, 1, d, vals, id_out);
 }
 
 static ks_status emit(imp *c, uint32_t op, uint32_t nin, const int32_t *ins, uint32_t nout,
@@ -857,8 +911,22 @@ static ks_status emit(imp *c, uint32_t op, uint32_t nin, const int32_t *ins, uin
     return KS_STATUS_OK;
 }
 
+/* Creates ONNX output 0 (as out_tensor) and emits op over ins into it. */
+static ks_status emit_out(imp *c, uint32_t op, uint32_t nin, const int32_t *ins, ks_dtype dtype,
+                          int32_t rank, const int64_t *dims, ks__node **node_out) {
+    int32_t y;
+    ks_status st = out_tensor(c, 0, dtype, rank, dims, &y);
+    return st ? st : emit(c, op, nin, ins, 1, &y, node_out);
+}
+
 static ks_dtype dtype_of(const imp *c, int32_t id) {
     return c->g->tensors[id].dtype;
+}
+
+static ks_status check_axis(imp *c, int64_t axis, int32_t rank) {
+    if (axis < -KS_MAX_RANK || axis >= KS_MAX_RANK || (rank >= 0 && (axis < -rank || axis >= rank)))
+        return node_fail(c, KS_STATUS_INVALID_MODEL, "axis %lld out of range", (long long)axis);
+    return KS_STATUS_OK;
 }
 
 /* out = TRANSPOSE(x, perm); out dims are permuted from x's when known. */
@@ -911,75 +979,73 @@ static ks_status emit_spatial(imp *c, uint32_t op, int32_t x, uint32_t num_extra
     return KS_STATUS_OK;
 }
 
-/* Reads a constant integer tensor (any int dtype) into out. */
-static ks_status const_ints(imp *c, int32_t id, const char *what, int64_t *out, int64_t cap,
-                            int64_t *count_out) {
+/* The constant tensor id and its element count, which must not exceed cap. */
+static ks_status const_values(imp *c, int32_t id, const char *what, int64_t cap,
+                              const ks__tensor **t_out, int64_t *n_out) {
     if (!is_const(c, id)) return node_fail(c, KS_STATUS_UNSUPPORTED, "%s must be a constant", what);
     const ks__tensor *t = &c->g->tensors[id];
     int64_t n = ks__numel(t->rank, t->dims);
     if (n < 0 || n > cap)
         return node_fail(c, KS_STATUS_UNSUPPORTED, "%s has %lld values (at most %lld supported)",
                          what, (long long)n, (long long)cap);
-    for (int64_t i = 0; i < n; i++) {
-        switch (t->dtype) {
-        case KS_DTYPE_I64:
-            out[i] = ((const int64_t *)t->data)[i];
-            break;
-        case KS_DTYPE_I32:
-            out[i] = ((const int32_t *)t->data)[i];
-            break;
-        case KS_DTYPE_I16:
-            out[i] = ((const int16_t *)t->data)[i];
-            break;
-        case KS_DTYPE_I8:
-            out[i] = ((const int8_t *)t->data)[i];
-            break;
-        case KS_DTYPE_U8:
-        case KS_DTYPE_BOOL:
-            out[i] = ((const uint8_t *)t->data)[i];
-            break;
-        default:
-            return node_fail(c, KS_STATUS_INVALID_MODEL, "%s must be an integer tensor", what);
-        }
+    *t_out = t;
+    *n_out = n;
+    return KS_STATUS_OK;
+}
+
+/* Element i of an integer (or bool) tensor; false for any other dtype. */
+static bool int_elem(const ks__tensor *t, int64_t i, int64_t *v) {
+    switch (t->dtype) {
+    case KS_DTYPE_I64:
+        *v = ((const int64_t *)t->data)[i];
+        return true;
+    case KS_DTYPE_I32:
+        *v = ((const int32_t *)t->data)[i];
+        return true;
+    case KS_DTYPE_I16:
+        *v = ((const int16_t *)t->data)[i];
+        return true;
+    case KS_DTYPE_I8:
+        *v = ((const int8_t *)t->data)[i];
+        return true;
+    case KS_DTYPE_U8:
+    case KS_DTYPE_BOOL:
+        *v = ((const uint8_t *)t->data)[i];
+        return true;
+    default:
+        return false;
     }
+}
+
+/* Reads a constant integer tensor (any int dtype) into out. */
+static ks_status const_ints(imp *c, int32_t id, const char *what, int64_t *out, int64_t cap,
+                            int64_t *count_out) {
+    const ks__tensor *t;
+    int64_t n;
+    ks_status st = const_values(c, id, what, cap, &t, &n);
+    if (st) return st;
+    for (int64_t i = 0; i < n; i++)
+        if (!int_elem(t, i, &out[i]))
+            return node_fail(c, KS_STATUS_INVALID_MODEL, "%s must be an integer tensor", what);
     *count_out = n;
     return KS_STATUS_OK;
 }
 
 static ks_status const_floats(imp *c, int32_t id, const char *what, float *out, int64_t cap,
                               int64_t *count_out) {
-    if (!is_const(c, id)) return node_fail(c, KS_STATUS_UNSUPPORTED, "%s must be a constant", what);
-    const ks__tensor *t = &c->g->tensors[id];
-    int64_t n = ks__numel(t->rank, t->dims);
-    if (n < 0 || n > cap)
-        return node_fail(c, KS_STATUS_UNSUPPORTED, "%s has %lld values (at most %lld supported)",
-                         what, (long long)n, (long long)cap);
+    const ks__tensor *t;
+    int64_t n, v;
+    ks_status st = const_values(c, id, what, cap, &t, &n);
+    if (st) return st;
     for (int64_t i = 0; i < n; i++) {
         if (t->dtype == KS_DTYPE_F32)
             out[i] = ((const float *)t->data)[i];
         else if (t->dtype == KS_DTYPE_F16)
             out[i] = ks__f16_to_f32(((const uint16_t *)t->data)[i]);
-        else {
-            int64_t v;
-            switch (t->dtype) {
-            case KS_DTYPE_I64:
-                v = ((const int64_t *)t->data)[i];
-                break;
-            case KS_DTYPE_I32:
-                v = ((const int32_t *)t->data)[i];
-                break;
-            case KS_DTYPE_I16:
-                v = ((const int16_t *)t->data)[i];
-                break;
-            case KS_DTYPE_I8:
-                v = ((const int8_t *)t->data)[i];
-                break;
-            default:
-                v = ((const uint8_t *)t->data)[i];
-                break;
-            }
+        else if (int_elem(t, i, &v))
             out[i] = (float)v;
-        }
+        else
+            out[i] = ((const uint8_t *)t->data)[i];
     }
     *count_out = n;
     return KS_STATUS_OK;
@@ -994,14 +1060,12 @@ static int32_t clamp_i32(int64_t v) {
 typedef ks_status (*op_fn)(imp *c, uint32_t ir_op);
 
 static ks_status op_unary(imp *c, uint32_t ir_op) {
-    int32_t x, y;
+    int32_t x;
     ks_status st = in_id(c, 0, 1, &x);
     if (st) return st;
     const ks__tensor *t = &c->g->tensors[x];
-    st = out_tensor(c, 0, t->dtype, rank_known(c, x) ? t->rank : -1, t->dims, &y);
-    if (st) return st;
     ks__node *n;
-    st = emit(c, ir_op, 1, &x, 1, &y, &n);
+    st = emit_out(c, ir_op, 1, &x, t->dtype, known_rank(c, x), t->dims, &n);
     if (st) return st;
     if (ir_op == KS_OP_LEAKY_RELU) n->fp[0] = attr_float(c, "alpha", 0.01f);
     if (ir_op == KS_OP_ELU) n->fp[0] = attr_float(c, "alpha", 1.0f);
@@ -1035,7 +1099,7 @@ static ks_status op_identity(imp *c, uint32_t ir_op) {
 
 static ks_status op_clip(imp *c, uint32_t ir_op) {
     (void)ir_op;
-    int32_t x, y, mn = -1, mx = -1;
+    int32_t x, mn = -1, mx = -1;
     ks_status st = in_id(c, 0, 1, &x);
     float lo = -INFINITY, hi = INFINITY;
     if (c->opset < 11) {
@@ -1049,9 +1113,6 @@ static ks_status op_clip(imp *c, uint32_t ir_op) {
         if (!st && mx >= 0) st = const_floats(c, mx, "Clip max", &hi, 1, &cnt);
     }
     if (st) return st;
-    const ks__tensor *t = &c->g->tensors[x];
-    st = out_tensor(c, 0, t->dtype, rank_known(c, x) ? t->rank : -1, t->dims, &y);
-    if (st) return st;
     uint32_t op = KS_OP_CLIP;
     if (lo == 0.0f && hi == 6.0f)
         op = KS_OP_RELU6;
@@ -1059,8 +1120,9 @@ static ks_status op_clip(imp *c, uint32_t ir_op) {
         op = KS_OP_RELU;
     else if (lo == -1.0f && hi == 1.0f)
         op = KS_OP_RELU_N1_TO_1;
+    const ks__tensor *t = &c->g->tensors[x];
     ks__node *n;
-    st = emit(c, op, 1, &x, 1, &y, &n);
+    st = emit_out(c, op, 1, &x, t->dtype, known_rank(c, x), t->dims, &n);
     if (st) return st;
     n->fp[0] = lo;
     n->fp[1] = hi;
@@ -1074,19 +1136,15 @@ static int32_t bcast_rank(const imp *c, int32_t a, int32_t b) {
 }
 
 static ks_status op_binary(imp *c, uint32_t ir_op) {
-    int32_t a, b, y;
-    ks_status st = in_id(c, 0, 1, &a);
-    if (!st) st = in_id(c, 1, 1, &b);
+    int32_t ins[2];
+    ks_status st = in_ids(c, 2, 2, ins);
     if (st) return st;
     if (c->node.num_inputs > 2)
         return node_fail(c, KS_STATUS_UNSUPPORTED, "%u inputs (at most 2 supported)",
                          c->node.num_inputs);
-    ks_dtype dt = dtype_of(c, a);
+    ks_dtype dt = dtype_of(c, ins[0]);
     if (ir_op >= KS_OP_EQUAL && ir_op <= KS_OP_LESS_EQUAL) dt = KS_DTYPE_BOOL;
-    st = out_tensor(c, 0, dt, bcast_rank(c, a, b), NULL, &y);
-    if (st) return st;
-    int32_t ins[2] = {a, b};
-    return emit(c, ir_op, 2, ins, 1, &y, NULL);
+    return emit_out(c, ir_op, 2, ins, dt, bcast_rank(c, ins[0], ins[1]), NULL, NULL);
 }
 
 static ks_status op_minmax(imp *c, uint32_t ir_op) {
@@ -1096,10 +1154,10 @@ static ks_status op_minmax(imp *c, uint32_t ir_op) {
 
 static ks_status op_prelu(imp *c, uint32_t ir_op) {
     (void)ir_op;
-    int32_t x, s, y;
-    ks_status st = in_id(c, 0, 1, &x);
-    if (!st) st = in_id(c, 1, 1, &s);
+    int32_t ins[2];
+    ks_status st = in_ids(c, 2, 2, ins);
     if (st) return st;
+    int32_t x = ins[0], s = ins[1];
     /* ONNX slope broadcasts unidirectionally; a 1-D slope of C values for an [N,C,...] input is
      * the common PyTorch export and needs the channel axis made explicit. */
     const ks__tensor *tx = &c->g->tensors[x], *ts = &c->g->tensors[s];
@@ -1114,28 +1172,20 @@ static ks_status op_prelu(imp *c, uint32_t ir_op) {
         int32_t ns;
         st = new_const(c, nm, ts->dtype, r, d, c->g->tensors[s].data, &ns);
         if (st) return st;
-        s = ns;
+        ins[1] = ns;
     }
     tx = &c->g->tensors[x];
-    st = out_tensor(c, 0, tx->dtype, rank_known(c, x) ? tx->rank : -1, tx->dims, &y);
-    if (st) return st;
-    int32_t ins[2] = {x, s};
-    return emit(c, KS_OP_PRELU, 2, ins, 1, &y, NULL);
+    return emit_out(c, KS_OP_PRELU, 2, ins, tx->dtype, known_rank(c, x), tx->dims, NULL);
 }
 
 static ks_status op_where(imp *c, uint32_t ir_op) {
     (void)ir_op;
-    int32_t cond, a, b, y;
-    ks_status st = in_id(c, 0, 1, &cond);
-    if (!st) st = in_id(c, 1, 1, &a);
-    if (!st) st = in_id(c, 2, 1, &b);
+    int32_t ins[3]; /* cond, a, b */
+    ks_status st = in_ids(c, 3, 3, ins);
     if (st) return st;
-    int32_t r = bcast_rank(c, a, b);
-    if (r >= 0) r = bcast_rank(c, a, cond) > r ? bcast_rank(c, a, cond) : r;
-    st = out_tensor(c, 0, dtype_of(c, a), r, NULL, &y);
-    if (st) return st;
-    int32_t ins[3] = {cond, a, b};
-    return emit(c, KS_OP_WHERE, 3, ins, 1, &y, NULL);
+    int32_t a = ins[1], r = bcast_rank(c, a, ins[2]);
+    if (r >= 0) r = bcast_rank(c, a, ins[0]) > r ? bcast_rank(c, a, ins[0]) : r;
+    return emit_out(c, KS_OP_WHERE, 3, ins, dtype_of(c, a), r, NULL, NULL);
 }
 
 static ks_status read_pads_strides(imp *c, int64_t *strides, int64_t *dil, int64_t *pads,
@@ -1162,19 +1212,13 @@ static ks_status read_pads_strides(imp *c, int64_t *strides, int64_t *dil, int64
     for (int i = 0; i < 4; i++)
         if (pads[i] < 0 || pads[i] > 65536)
             return node_fail(c, KS_STATUS_INVALID_MODEL, "invalid pad %lld", (long long)pads[i]);
-    char ap[32];
-    attr_str(c, "auto_pad", "NOTSET", ap, sizeof(ap));
-    if (!strcmp(ap, "NOTSET") || !strcmp(ap, ""))
-        *mode = KS_PAD_EXPLICIT;
-    else if (!strcmp(ap, "SAME_UPPER"))
-        *mode = KS_PAD_SAME_UPPER;
-    else if (!strcmp(ap, "SAME_LOWER"))
-        *mode = KS_PAD_SAME_LOWER;
-    else if (!strcmp(ap, "VALID"))
-        *mode = KS_PAD_VALID;
-    else
-        return node_fail(c, KS_STATUS_INVALID_MODEL, "unknown auto_pad '%s'", ap);
-    return KS_STATUS_OK;
+    static const str_choice auto_pads[] = {{"NOTSET", KS_PAD_EXPLICIT},
+                                           {"", KS_PAD_EXPLICIT},
+                                           {"SAME_UPPER", KS_PAD_SAME_UPPER},
+                                           {"SAME_LOWER", KS_PAD_SAME_LOWER},
+                                           {"VALID", KS_PAD_VALID}};
+    return attr_choice(c, "auto_pad", "NOTSET", 32, auto_pads, NUM_CHOICES(auto_pads),
+                       KS_STATUS_INVALID_MODEL, "unknown auto_pad", mode);
 }
 
 /* Permutes a 4-D constant into a new constant (OIHW -> OHWI etc.); F32/F16 only. */
@@ -1222,11 +1266,10 @@ static ks_status permute_const4(imp *c, int32_t w, const int32_t *perm, const ch
 }
 
 static ks_status op_conv(imp *c, uint32_t ir_op) {
-    int32_t x, w, b;
-    ks_status st = in_id(c, 0, 1, &x);
-    if (!st) st = in_id(c, 1, 1, &w);
-    if (!st) st = in_id(c, 2, 0, &b);
+    int32_t ins[3];
+    ks_status st = in_ids(c, 3, 2, ins);
     if (st) return st;
+    int32_t x = ins[0], w = ins[1], b = ins[2];
     if (!rank_known(c, w) || t_rank(c, w) != 4)
         return node_fail(c, KS_STATUS_UNSUPPORTED,
                          "only 2-D convolutions (4-D weights) are supported");
@@ -1337,19 +1380,16 @@ static ks_status channel_const(imp *c, const float *vals, int64_t ch, int32_t ra
     d[0] = ch;
     for (int32_t i = 1; i < r; i++)
         d[i] = 1;
-    char nm[300], base[256];
-    span_print(c->node.outputs[0], base, sizeof(base));
-    ks__fmt(nm, sizeof(nm), "%s/%s", base, suffix);
-    return new_const(c, nm, KS_DTYPE_F32, r, d, vals, id);
+    return tmp_const(c, suffix, KS_DTYPE_F32, r, d, vals, id);
 }
 
 static ks_status op_batchnorm(imp *c, uint32_t ir_op) {
     (void)ir_op;
-    int32_t x, p[4];
-    ks_status st = in_id(c, 0, 1, &x);
-    for (uint32_t i = 0; i < 4 && !st; i++)
-        st = in_id(c, 1 + i, 1, &p[i]);
+    int32_t xp[5]; /* x, scale, B, mean, var */
+    ks_status st = in_ids(c, 5, 5, xp);
     if (st) return st;
+    int32_t x = xp[0];
+    const int32_t *p = &xp[1];
     for (uint32_t k = 1; k < c->node.num_outputs; k++)
         if (c->node.outputs[k].size_bytes)
             return node_fail(c, KS_STATUS_UNSUPPORTED, "training-mode outputs");
@@ -1418,42 +1458,29 @@ static ks_status op_resize(imp *c, uint32_t is_upsample) {
     int32_t x, scales = -1, sizes = -1;
     ks_status st = in_id(c, 0, 1, &x);
     if (st) return st;
-    char mode[32], coord[40], nmode[40];
-    attr_str(c, "mode", "nearest", mode, sizeof(mode));
+    static const str_choice modes[] = {{"nearest", 0}, {"linear", 1}, {"bilinear", 1}};
+    static const str_choice coords[] = {
+        {"half_pixel", KS_RESIZE_HALF_PIXEL},
+        {"pytorch_half_pixel", KS_RESIZE_PYTORCH_HALF_PIXEL},
+        {"align_corners", KS_RESIZE_ALIGN_CORNERS},
+        {"asymmetric", KS_RESIZE_ASYMMETRIC},
+        {"tf_half_pixel_for_nearest", KS_RESIZE_TF_HALF_PIXEL_FOR_NN}};
+    static const str_choice roundings[] = {
+        {"round_prefer_floor", 0}, {"round_prefer_ceil", 1}, {"floor", 2}, {"ceil", 3}};
     int32_t ip_mode;
-    if (!strcmp(mode, "nearest"))
-        ip_mode = 0;
-    else if (!strcmp(mode, "linear") || !strcmp(mode, "bilinear"))
-        ip_mode = 1;
-    else
-        return node_fail(c, KS_STATUS_UNSUPPORTED, "mode '%s'", mode);
+    st = attr_choice(c, "mode", "nearest", 32, modes, NUM_CHOICES(modes), KS_STATUS_UNSUPPORTED,
+                     "mode", &ip_mode);
+    if (st) return st;
     int32_t ip_coord = KS_RESIZE_ASYMMETRIC, ip_round = 2; /* Upsample / Resize-10: floor */
     if (!is_upsample && c->opset >= 11) {
-        attr_str(c, "coordinate_transformation_mode", "half_pixel", coord, sizeof(coord));
-        if (!strcmp(coord, "half_pixel"))
-            ip_coord = KS_RESIZE_HALF_PIXEL;
-        else if (!strcmp(coord, "pytorch_half_pixel"))
-            ip_coord = KS_RESIZE_PYTORCH_HALF_PIXEL;
-        else if (!strcmp(coord, "align_corners"))
-            ip_coord = KS_RESIZE_ALIGN_CORNERS;
-        else if (!strcmp(coord, "asymmetric"))
-            ip_coord = KS_RESIZE_ASYMMETRIC;
-        else if (!strcmp(coord, "tf_half_pixel_for_nearest"))
-            ip_coord = KS_RESIZE_TF_HALF_PIXEL_FOR_NN;
-        else
-            return node_fail(c, KS_STATUS_UNSUPPORTED, "coordinate_transformation_mode '%s'",
-                             coord);
-        attr_str(c, "nearest_mode", "round_prefer_floor", nmode, sizeof(nmode));
-        if (!strcmp(nmode, "round_prefer_floor"))
-            ip_round = 0;
-        else if (!strcmp(nmode, "round_prefer_ceil"))
-            ip_round = 1;
-        else if (!strcmp(nmode, "floor"))
-            ip_round = 2;
-        else if (!strcmp(nmode, "ceil"))
-            ip_round = 3;
-        else
-            return node_fail(c, KS_STATUS_UNSUPPORTED, "nearest_mode '%s'", nmode);
+        st = attr_choice(c, "coordinate_transformation_mode", "half_pixel", 40, coords,
+                         NUM_CHOICES(coords), KS_STATUS_UNSUPPORTED,
+                         "coordinate_transformation_mode", &ip_coord);
+        if (!st)
+            st = attr_choice(c, "nearest_mode", "round_prefer_floor", 40, roundings,
+                             NUM_CHOICES(roundings), KS_STATUS_UNSUPPORTED, "nearest_mode",
+                             &ip_round);
+        if (st) return st;
         if (attr_int(c, "exclude_outside", 0) != 0)
             return node_fail(c, KS_STATUS_UNSUPPORTED, "exclude_outside");
         if (attr_int(c, "antialias", 0) != 0)
@@ -1549,20 +1576,17 @@ static ks_status op_concat(imp *c, uint32_t ir_op) {
     uint32_t n_in = c->node.num_inputs;
     if (n_in < 1 || n_in > 64)
         return node_fail(c, KS_STATUS_UNSUPPORTED, "%u inputs (1..64 supported)", n_in);
-    int32_t ins[64], y;
+    int32_t ins[64];
     for (uint32_t i = 0; i < n_in; i++) {
         ks_status st = in_id(c, i, 1, &ins[i]);
         if (st) return st;
     }
     int64_t axis = attr_int(c, "axis", c->opset < 11 ? 1 : INT64_MIN);
     if (axis == INT64_MIN) return node_fail(c, KS_STATUS_INVALID_MODEL, "missing axis");
-    int32_t rank = rank_known(c, ins[0]) ? t_rank(c, ins[0]) : -1;
-    if (axis < -KS_MAX_RANK || axis >= KS_MAX_RANK || (rank >= 0 && (axis < -rank || axis >= rank)))
-        return node_fail(c, KS_STATUS_INVALID_MODEL, "axis %lld out of range", (long long)axis);
-    ks_status st = out_tensor(c, 0, dtype_of(c, ins[0]), rank, NULL, &y);
-    if (st) return st;
+    int32_t rank = known_rank(c, ins[0]);
     ks__node *n;
-    st = emit(c, KS_OP_CONCAT, n_in, ins, 1, &y, &n);
+    ks_status st = check_axis(c, axis, rank);
+    if (!st) st = emit_out(c, KS_OP_CONCAT, n_in, ins, dtype_of(c, ins[0]), rank, NULL, &n);
     if (st) return st;
     n->ip[0] = (int32_t)axis;
     return KS_STATUS_OK;
@@ -1570,21 +1594,17 @@ static ks_status op_concat(imp *c, uint32_t ir_op) {
 
 static ks_status op_reshape(imp *c, uint32_t ir_op) {
     (void)ir_op;
-    int32_t x, s, y;
-    ks_status st = in_id(c, 0, 1, &x);
-    if (!st) st = in_id(c, 1, 1, &s);
+    int32_t ins[2];
+    ks_status st = in_ids(c, 2, 2, ins);
     if (st) return st;
-    const ks__tensor *ts = &c->g->tensors[s];
+    const ks__tensor *ts = &c->g->tensors[ins[1]];
     int32_t rank = -1;
-    if (rank_known(c, s) && ts->rank == 1 && ts->dims[0] >= 0 && ts->dims[0] <= KS_MAX_RANK)
+    if (rank_known(c, ins[1]) && ts->rank == 1 && ts->dims[0] >= 0 && ts->dims[0] <= KS_MAX_RANK)
         rank = (int32_t)ts->dims[0];
     if (ts->dtype != KS_DTYPE_I64 && ts->dtype != KS_DTYPE_I32)
         return node_fail(c, KS_STATUS_INVALID_MODEL, "shape must be int64");
-    st = out_tensor(c, 0, dtype_of(c, x), rank, NULL, &y);
-    if (st) return st;
-    int32_t ins[2] = {x, s};
     ks__node *n;
-    st = emit(c, KS_OP_RESHAPE, 2, ins, 1, &y, &n);
+    st = emit_out(c, KS_OP_RESHAPE, 2, ins, dtype_of(c, ins[0]), rank, NULL, &n);
     if (st) return st;
     n->ip[9] = (int32_t)(attr_int(c, "allowzero", 0) != 0);
     return KS_STATUS_OK;
@@ -1631,13 +1651,13 @@ static ks_status op_flatten(imp *c, uint32_t ir_op) {
 
 static ks_status op_transpose(imp *c, uint32_t ir_op) {
     (void)ir_op;
-    int32_t x, y;
+    int32_t x;
     ks_status st = in_id(c, 0, 1, &x);
     if (st) return st;
     int64_t perm[KS_MAX_RANK], cnt;
     st = attr_ints(c, "perm", perm, KS_MAX_RANK, &cnt);
     if (st) return st;
-    int32_t rank = rank_known(c, x) ? t_rank(c, x) : -1;
+    int32_t rank = known_rank(c, x);
     if (cnt < 0) {
         if (rank < 0)
             return node_fail(c, KS_STATUS_UNSUPPORTED,
@@ -1663,10 +1683,8 @@ static ks_status op_transpose(imp *c, uint32_t ir_op) {
     const ks__tensor *t = &c->g->tensors[x];
     for (int64_t i = 0; i < cnt; i++)
         d[i] = rank >= 0 ? t->dims[p[i]] : -1;
-    st = out_tensor(c, 0, t->dtype, (int32_t)cnt, d, &y);
-    if (st) return st;
     ks__node *n;
-    st = emit(c, KS_OP_TRANSPOSE, 1, &x, 1, &y, &n);
+    st = emit_out(c, KS_OP_TRANSPOSE, 1, &x, t->dtype, (int32_t)cnt, d, &n);
     if (st) return st;
     n->ip[0] = (int32_t)cnt;
     for (int64_t i = 0; i < cnt; i++)
@@ -1676,7 +1694,7 @@ static ks_status op_transpose(imp *c, uint32_t ir_op) {
 
 static ks_status op_slice(imp *c, uint32_t ir_op) {
     (void)ir_op;
-    int32_t ins[5] = {-1, -1, -1, -1, -1}, y;
+    int32_t ins[5] = {-1, -1, -1, -1, -1};
     ks_status st = in_id(c, 0, 1, &ins[0]);
     if (st) return st;
     uint32_t nin = 3;
@@ -1702,9 +1720,8 @@ static ks_status op_slice(imp *c, uint32_t ir_op) {
         if (st) return st;
         nin = ins[4] >= 0 ? 5 : (ins[3] >= 0 ? 4 : 3);
     }
-    const ks__tensor *t = &c->g->tensors[ins[0]];
-    st = out_tensor(c, 0, t->dtype, rank_known(c, ins[0]) ? t->rank : -1, NULL, &y);
-    return st ? st : emit(c, KS_OP_SLICE, nin, ins, 1, &y, NULL);
+    return emit_out(c, KS_OP_SLICE, nin, ins, dtype_of(c, ins[0]), known_rank(c, ins[0]), NULL,
+                    NULL);
 }
 
 static ks_status op_split(imp *c, uint32_t ir_op) {
@@ -1730,9 +1747,8 @@ static ks_status op_split(imp *c, uint32_t ir_op) {
     }
     if (st) return st;
     int64_t axis = attr_int(c, "axis", 0);
-    int32_t rank = rank_known(c, x) ? t_rank(c, x) : -1;
-    if (axis < -KS_MAX_RANK || axis >= KS_MAX_RANK || (rank >= 0 && (axis < -rank || axis >= rank)))
-        return node_fail(c, KS_STATUS_INVALID_MODEL, "axis %lld out of range", (long long)axis);
+    int32_t rank = known_rank(c, x);
+    if ((st = check_axis(c, axis, rank))) return st;
     int32_t outs[64];
     for (uint32_t k = 0; k < nout; k++) {
         st = out_tensor(c, k, dtype_of(c, x), rank, NULL, &outs[k]);
@@ -1751,17 +1767,14 @@ static ks_status op_softmax(imp *c, uint32_t ir_op) {
     ks_status st = in_id(c, 0, 1, &x);
     if (st) return st;
     int64_t axis = attr_int(c, "axis", c->opset < 13 ? 1 : -1);
-    int32_t rank = rank_known(c, x) ? t_rank(c, x) : -1;
-    if (axis < -KS_MAX_RANK || axis >= KS_MAX_RANK || (rank >= 0 && (axis < -rank || axis >= rank)))
-        return node_fail(c, KS_STATUS_INVALID_MODEL, "axis %lld out of range", (long long)axis);
+    int32_t rank = known_rank(c, x);
+    if ((st = check_axis(c, axis, rank))) return st;
     if (rank >= 0 && axis < 0) axis += rank;
     ks_dtype dt = dtype_of(c, x);
     int last = axis == -1 || (rank >= 0 && axis == rank - 1);
     if (c->opset >= 13 || last) {
-        st = out_tensor(c, 0, dt, rank, NULL, &y);
-        if (st) return st;
         ks__node *n;
-        st = emit(c, ir_op, 1, &x, 1, &y, &n);
+        st = emit_out(c, ir_op, 1, &x, dt, rank, NULL, &n);
         if (!st) n->ip[0] = (int32_t)axis;
         return st;
     }
@@ -1793,7 +1806,7 @@ static ks_status op_softmax(imp *c, uint32_t ir_op) {
 }
 
 static ks_status op_squeeze_unsqueeze(imp *c, uint32_t ir_op) {
-    int32_t x, y, ax_in = -1;
+    int32_t x, ax_in = -1;
     ks_status st = in_id(c, 0, 1, &x);
     if (st) return st;
     int64_t axes[KS_MAX_RANK], cnt = -1;
@@ -1806,7 +1819,7 @@ static ks_status op_squeeze_unsqueeze(imp *c, uint32_t ir_op) {
     if (st) return st;
     if (ir_op == KS_OP_UNSQUEEZE && cnt < 1)
         return node_fail(c, KS_STATUS_INVALID_MODEL, "missing axes");
-    int32_t rank = rank_known(c, x) ? t_rank(c, x) : -1;
+    int32_t rank = known_rank(c, x);
     int32_t out_rank = -1;
     if (rank >= 0 && cnt >= 0)
         out_rank = ir_op == KS_OP_UNSQUEEZE ? rank + (int32_t)cnt : rank - (int32_t)cnt;
@@ -1823,10 +1836,8 @@ static ks_status op_squeeze_unsqueeze(imp *c, uint32_t ir_op) {
             return node_fail(c, KS_STATUS_INVALID_MODEL, "axis %lld out of range",
                              (long long)axes[i]);
     }
-    st = out_tensor(c, 0, dtype_of(c, x), out_rank, NULL, &y);
-    if (st) return st;
     ks__node *n;
-    st = emit(c, ir_op, 1, &x, 1, &y, &n);
+    st = emit_out(c, ir_op, 1, &x, dtype_of(c, x), out_rank, NULL, &n);
     if (st) return st;
     n->ip[0] = cnt < 0 ? 0 : (int32_t)cnt;
     for (int64_t i = 0; i < cnt; i++)
@@ -1836,42 +1847,36 @@ static ks_status op_squeeze_unsqueeze(imp *c, uint32_t ir_op) {
 
 static ks_status op_shape(imp *c, uint32_t ir_op) {
     (void)ir_op;
-    int32_t x, y;
+    int32_t x;
     ks_status st = in_id(c, 0, 1, &x);
     if (st) return st;
-    int32_t rank = rank_known(c, x) ? t_rank(c, x) : -1;
+    int32_t rank = known_rank(c, x);
     int64_t r1 = rank;
     const attr *as = find_attr(c, "start"), *ae = find_attr(c, "end");
-    if (!as && !ae) {
-        st = out_tensor(c, 0, KS_DTYPE_I64, 1, rank >= 0 ? &r1 : NULL, &y);
-        return st ? st : emit(c, KS_OP_SHAPE, 1, &x, 1, &y, NULL);
-    }
+    if (!as && !ae)
+        return emit_out(c, KS_OP_SHAPE, 1, &x, KS_DTYPE_I64, 1, rank >= 0 ? &r1 : NULL, NULL);
     int32_t full, s_id, e_id;
     int64_t s = attr_int(c, "start", 0), e = attr_int(c, "end", INT64_MAX);
     st = tmp_tensor(c, "shape", KS_DTYPE_I64, 1, rank >= 0 ? &r1 : NULL, &full);
     if (!st) st = emit(c, KS_OP_SHAPE, 1, &x, 1, &full, NULL);
     if (!st) st = tmp_const_i64(c, "start", &s, 1, &s_id);
     if (!st) st = tmp_const_i64(c, "end", &e, 1, &e_id);
-    if (!st) st = out_tensor(c, 0, KS_DTYPE_I64, 1, NULL, &y);
     if (st) return st;
     int32_t ins[3] = {full, s_id, e_id};
-    return emit(c, KS_OP_SLICE, 3, ins, 1, &y, NULL);
+    return emit_out(c, KS_OP_SLICE, 3, ins, KS_DTYPE_I64, 1, NULL, NULL);
 }
 
 static ks_status op_gather(imp *c, uint32_t ir_op) {
     (void)ir_op;
-    int32_t x, idx, y;
-    ks_status st = in_id(c, 0, 1, &x);
-    if (!st) st = in_id(c, 1, 1, &idx);
+    int32_t ins[2]; /* data, indices */
+    ks_status st = in_ids(c, 2, 2, ins);
     if (st) return st;
     int32_t rank = -1;
-    if (rank_known(c, x) && rank_known(c, idx)) rank = t_rank(c, x) + t_rank(c, idx) - 1;
+    if (rank_known(c, ins[0]) && rank_known(c, ins[1]))
+        rank = t_rank(c, ins[0]) + t_rank(c, ins[1]) - 1;
     if (rank > KS_MAX_RANK) return node_fail(c, KS_STATUS_UNSUPPORTED, "output rank %d", rank);
-    st = out_tensor(c, 0, dtype_of(c, x), rank, NULL, &y);
-    if (st) return st;
-    int32_t ins[2] = {x, idx};
     ks__node *n;
-    st = emit(c, KS_OP_GATHER, 2, ins, 1, &y, &n);
+    st = emit_out(c, KS_OP_GATHER, 2, ins, dtype_of(c, ins[0]), rank, NULL, &n);
     if (!st) n->ip[0] = clamp_i32(attr_int(c, "axis", 0));
     return st;
 }
@@ -1916,34 +1921,26 @@ static ks_status op_constant(imp *c, uint32_t ir_op) {
 
 static ks_status op_cast(imp *c, uint32_t ir_op) {
     (void)ir_op;
-    int32_t x, y;
+    int32_t x;
     ks_status st = in_id(c, 0, 1, &x);
     if (st) return st;
     int64_t to = attr_int(c, "to", 0);
     ks_dtype dt = map_dtype(to);
     if (dt == KS_DTYPE_INVALID)
         return node_fail(c, KS_STATUS_UNSUPPORTED, "cast to type %lld", (long long)to);
-    const ks__tensor *t = &c->g->tensors[x];
-    st = out_tensor(c, 0, dt, rank_known(c, x) ? t->rank : -1, t->dims, &y);
-    return st ? st : emit(c, KS_OP_CAST, 1, &x, 1, &y, NULL);
+    return emit_out(c, KS_OP_CAST, 1, &x, dt, known_rank(c, x), c->g->tensors[x].dims, NULL);
 }
 
 static ks_status op_pad(imp *c, uint32_t ir_op) {
     (void)ir_op;
-    int32_t x, pads = -1, val = -1, y;
+    int32_t x, pads = -1, val = -1;
     ks_status st = in_id(c, 0, 1, &x);
     if (st) return st;
-    char mode[16];
-    attr_str(c, "mode", "constant", mode, sizeof(mode));
+    static const str_choice modes[] = {{"constant", 0}, {"reflect", 1}, {"edge", 2}};
     int32_t ip_mode;
-    if (!strcmp(mode, "constant"))
-        ip_mode = 0;
-    else if (!strcmp(mode, "reflect"))
-        ip_mode = 1;
-    else if (!strcmp(mode, "edge"))
-        ip_mode = 2;
-    else
-        return node_fail(c, KS_STATUS_UNSUPPORTED, "mode '%s'", mode);
+    st = attr_choice(c, "mode", "constant", 16, modes, NUM_CHOICES(modes), KS_STATUS_UNSUPPORTED,
+                     "mode", &ip_mode);
+    if (st) return st;
     float value = 0.0f;
     int64_t pv[2 * KS_MAX_RANK], cnt = -1;
     if (c->opset < 11) {
@@ -1974,10 +1971,7 @@ static ks_status op_pad(imp *c, uint32_t ir_op) {
             p2[2 * i + 1] = pv[r + i];
         }
         int64_t d[2] = {r, 2};
-        char nm[300], base[256];
-        span_print(c->node.outputs[0], base, sizeof(base));
-        ks__fmt(nm, sizeof(nm), "%s/pads", base);
-        st = new_const(c, nm, KS_DTYPE_I64, 2, d, p2, &pads_ir);
+        st = tmp_const(c, "pads", KS_DTYPE_I64, 2, d, p2, &pads_ir);
     } else {
         /* runtime pads [b0..bn, e0..en] -> [[b0,e0],...] */
         int32_t two_n, dims[2] = {2, -1};
@@ -1987,12 +1981,9 @@ static ks_status op_pad(imp *c, uint32_t ir_op) {
         if (!st) st = emit_transpose(c, two_n, swap, 2, "pads_n2", &pads_ir);
     }
     if (st) return st;
-    const ks__tensor *t = &c->g->tensors[x];
-    st = out_tensor(c, 0, t->dtype, rank_known(c, x) ? t->rank : -1, NULL, &y);
-    if (st) return st;
     int32_t ins[3] = {x, pads_ir, val};
     ks__node *n;
-    st = emit(c, KS_OP_PAD, val >= 0 ? 3 : 2, ins, 1, &y, &n);
+    st = emit_out(c, KS_OP_PAD, val >= 0 ? 3 : 2, ins, dtype_of(c, x), known_rank(c, x), NULL, &n);
     if (st) return st;
     n->ip[0] = ip_mode;
     n->fp[0] = value;
@@ -2000,7 +1991,7 @@ static ks_status op_pad(imp *c, uint32_t ir_op) {
 }
 
 static ks_status op_reduce(imp *c, uint32_t kind) {
-    int32_t x, y, ax_in = -1;
+    int32_t x, ax_in = -1;
     ks_status st = in_id(c, 0, 1, &x);
     if (st) return st;
     int64_t axes[KS_MAX_RANK], cnt = -1;
@@ -2010,14 +2001,12 @@ static ks_status op_reduce(imp *c, uint32_t kind) {
     if (st) return st;
     int64_t keep = attr_int(c, "keepdims", 1);
     if (cnt <= 0 && attr_int(c, "noop_with_empty_axes", 0)) return alias_output(c, x);
-    int32_t rank = rank_known(c, x) ? t_rank(c, x) : -1;
+    int32_t rank = known_rank(c, x);
     int32_t out_rank = -1;
     if (rank >= 0) out_rank = keep ? rank : (cnt <= 0 ? 0 : rank - (int32_t)cnt);
     if (rank >= 0 && out_rank < 0) return node_fail(c, KS_STATUS_INVALID_MODEL, "too many axes");
-    st = out_tensor(c, 0, dtype_of(c, x), out_rank, NULL, &y);
-    if (st) return st;
     ks__node *n;
-    st = emit(c, KS_OP_REDUCE, 1, &x, 1, &y, &n);
+    st = emit_out(c, KS_OP_REDUCE, 1, &x, dtype_of(c, x), out_rank, NULL, &n);
     if (st) return st;
     n->ip[0] = (int32_t)kind;
     n->ip[1] = keep != 0;
@@ -2059,11 +2048,10 @@ static int is_float_2d_const(const imp *c, int32_t id) {
 
 static ks_status op_matmul(imp *c, uint32_t ir_op) {
     (void)ir_op;
-    int32_t a, b, y;
-    ks_status st = in_id(c, 0, 1, &a);
-    if (!st) st = in_id(c, 1, 1, &b);
+    int32_t ins[2];
+    ks_status st = in_ids(c, 2, 2, ins);
     if (st) return st;
-    int32_t rank = -1;
+    int32_t a = ins[0], b = ins[1], rank = -1;
     if (rank_known(c, a) && rank_known(c, b)) {
         int32_t ra = t_rank(c, a), rb = t_rank(c, b);
         rank = ra > rb ? ra : rb;
@@ -2071,29 +2059,21 @@ static ks_status op_matmul(imp *c, uint32_t ir_op) {
     }
     if (is_float_2d_const(c, b) && rank_known(c, a) && t_rank(c, a) >= 2 &&
         dtype_of(c, a) == KS_DTYPE_F32) {
-        int32_t wt;
-        st = transpose_const2(c, b, &wt);
-        if (!st) st = out_tensor(c, 0, dtype_of(c, a), rank, NULL, &y);
-        if (st) return st;
-        int32_t ins[2] = {a, wt};
         ks__node *n;
-        st = emit(c, KS_OP_FULLY_CONNECTED, 2, ins, 1, &y, &n);
+        st = transpose_const2(c, b, &ins[1]);
+        if (!st) st = emit_out(c, KS_OP_FULLY_CONNECTED, 2, ins, dtype_of(c, a), rank, NULL, &n);
         if (!st) n->ip[1] = 1;
         return st;
     }
-    st = out_tensor(c, 0, dtype_of(c, a), rank, NULL, &y);
-    if (st) return st;
-    int32_t ins[2] = {a, b};
-    return emit(c, KS_OP_MATMUL, 2, ins, 1, &y, NULL);
+    return emit_out(c, KS_OP_MATMUL, 2, ins, dtype_of(c, a), rank, NULL, NULL);
 }
 
 static ks_status op_gemm(imp *c, uint32_t ir_op) {
     (void)ir_op;
-    int32_t a, b, bias, y;
-    ks_status st = in_id(c, 0, 1, &a);
-    if (!st) st = in_id(c, 1, 1, &b);
-    if (!st) st = in_id(c, 2, 0, &bias);
+    int32_t abc[3];
+    ks_status st = in_ids(c, 3, 2, abc);
     if (st) return st;
+    int32_t a = abc[0], b = abc[1], bias = abc[2];
     float alpha = attr_float(c, "alpha", 1.0f), beta = attr_float(c, "beta", 1.0f);
     int64_t ta = attr_int(c, "transA", 0), tb = attr_int(c, "transB", 0);
     int bias_ok = bias < 0;
@@ -2116,10 +2096,10 @@ static ks_status op_gemm(imp *c, uint32_t ir_op) {
             st = new_const(c, nm, KS_DTYPE_F32, 1, d, c->g->tensors[bias].data, &nb);
             bias = nb;
         }
-        if (!st) st = out_tensor(c, 0, dtype_of(c, a), 2, NULL, &y);
         if (st) return st;
         int32_t ins[3] = {a, wt, bias};
-        return emit(c, KS_OP_FULLY_CONNECTED, bias >= 0 ? 3 : 2, ins, 1, &y, NULL);
+        return emit_out(c, KS_OP_FULLY_CONNECTED, bias >= 0 ? 3 : 2, ins, dtype_of(c, a), 2, NULL,
+                        NULL);
     }
     /* general form: y = alpha * op(A) op(B) + beta * C */
     int32_t mm, cur;
@@ -2138,12 +2118,7 @@ static ks_status op_gemm(imp *c, uint32_t ir_op) {
     cur = mm;
     if (need_scale) {
         int32_t k, o;
-        {
-            char nm[300], base[256];
-            span_print(c->node.outputs[0], base, sizeof(base));
-            ks__fmt(nm, sizeof(nm), "%s/alpha", base);
-            st = new_const(c, nm, KS_DTYPE_F32, 0, NULL, &alpha, &k);
-        }
+        st = tmp_const(c, "alpha", KS_DTYPE_F32, 0, NULL, &alpha, &k);
         if (!st) {
             if (need_bias)
                 st = tmp_tensor(c, "scaled", dtype_of(c, a), 2, NULL, &o);
@@ -2161,10 +2136,7 @@ static ks_status op_gemm(imp *c, uint32_t ir_op) {
         int32_t cb = bias, o;
         if (beta != 1.0f) {
             int32_t k, scaled;
-            char nm[300], base[256];
-            span_print(c->node.outputs[0], base, sizeof(base));
-            ks__fmt(nm, sizeof(nm), "%s/beta", base);
-            st = new_const(c, nm, KS_DTYPE_F32, 0, NULL, &beta, &k);
+            st = tmp_const(c, "beta", KS_DTYPE_F32, 0, NULL, &beta, &k);
             if (!st) st = tmp_tensor(c, "beta_c", dtype_of(c, bias), -1, NULL, &scaled);
             if (st) return st;
             ins[0] = bias;
@@ -2184,24 +2156,19 @@ static ks_status op_gemm(imp *c, uint32_t ir_op) {
 
 static ks_status op_expand(imp *c, uint32_t ir_op) {
     (void)ir_op;
-    int32_t x, s, y;
-    ks_status st = in_id(c, 0, 1, &x);
-    if (!st) st = in_id(c, 1, 1, &s);
-    if (st) return st;
-    st = out_tensor(c, 0, dtype_of(c, x), -1, NULL, &y);
-    int32_t ins[2] = {x, s};
-    return st ? st : emit(c, KS_OP_EXPAND, 2, ins, 1, &y, NULL);
+    int32_t ins[2];
+    ks_status st = in_ids(c, 2, 2, ins);
+    return st ? st : emit_out(c, KS_OP_EXPAND, 2, ins, dtype_of(c, ins[0]), -1, NULL, NULL);
 }
 
 static ks_status op_constant_of_shape(imp *c, uint32_t ir_op) {
     (void)ir_op;
-    int32_t s, v, y;
+    int32_t s, v;
     ks_status st = in_id(c, 0, 1, &s);
     if (st) return st;
     const attr *a = find_attr(c, "value");
-    char nm[300], base[256];
-    span_print(c->node.outputs[0], base, sizeof(base));
-    ks__fmt(nm, sizeof(nm), "%s/value", base);
+    char nm[TMP_NAME_CAP];
+    tmp_name(c, "value", nm);
     if (a && a->has_t) {
         st = parse_tensor(c, a->t, nm, &v);
         if (st) return st;
@@ -2215,23 +2182,20 @@ static ks_status op_constant_of_shape(imp *c, uint32_t ir_op) {
         if (st) return st;
     }
     /* EXPAND of a scalar to `shape` is ConstantOfShape; it folds when the shape is constant. */
-    st = out_tensor(c, 0, dtype_of(c, v), -1, NULL, &y);
     int32_t ins[2] = {v, s};
-    return st ? st : emit(c, KS_OP_EXPAND, 2, ins, 1, &y, NULL);
+    return emit_out(c, KS_OP_EXPAND, 2, ins, dtype_of(c, v), -1, NULL, NULL);
 }
 
 static ks_status op_argmax(imp *c, uint32_t ir_op) {
-    int32_t x, y;
+    int32_t x;
     ks_status st = in_id(c, 0, 1, &x);
     if (st) return st;
     if (attr_int(c, "select_last_index", 0))
         return node_fail(c, KS_STATUS_UNSUPPORTED, "select_last_index");
     int64_t keep = attr_int(c, "keepdims", 1);
     int32_t rank = rank_known(c, x) ? t_rank(c, x) - (keep ? 0 : 1) : -1;
-    st = out_tensor(c, 0, KS_DTYPE_I64, rank, NULL, &y);
-    if (st) return st;
     ks__node *n;
-    st = emit(c, ir_op, 1, &x, 1, &y, &n);
+    st = emit_out(c, ir_op, 1, &x, KS_DTYPE_I64, rank, NULL, &n);
     if (st) return st;
     n->ip[0] = clamp_i32(attr_int(c, "axis", 0));
     n->ip[1] = keep != 0;

@@ -19,6 +19,7 @@
 #include "tflite_internal.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -326,37 +327,45 @@ typedef struct opc {
     uint32_t custom_opts_len;
 } opc;
 
-static ks_status fail(imp *c, ks_status st, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+#define KS_TFL_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define KS_TFL_PRINTF(f, a)
 #endif
-    ;
+
+/* Writes the message; in_op adds the current op, node and output name. */
+static ks_status vreport(imp *c, ks_status st, bool in_op, const char *fmt, va_list ap)
+    KS_TFL_PRINTF(4, 0);
+
+static ks_status vreport(imp *c, ks_status st, bool in_op, const char *fmt, va_list ap) {
+    char msg[384];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    if (in_op)
+        ks__fmt(c->err, c->err_cap, "%s: op %s (node %u, output '%s'): %s", c->src, c->op_name,
+                c->node, c->out_name, msg);
+    else
+        ks__fmt(c->err, c->err_cap, "%s: %s", c->src, msg);
+    return st;
+}
+
+static ks_status fail(imp *c, ks_status st, const char *fmt, ...) KS_TFL_PRINTF(3, 4);
 
 static ks_status fail(imp *c, ks_status st, const char *fmt, ...) {
-    char msg[384];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    st = vreport(c, st, false, fmt, ap);
     va_end(ap);
-    ks__fmt(c->err, c->err_cap, "%s: %s", c->src, msg);
     return st;
 }
 
 /* Error inside the op being converted. */
-static ks_status op_fail(imp *c, ks_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+static ks_status op_fail(imp *c, ks_status st, const char *fmt, ...) KS_TFL_PRINTF(3, 4);
 
 static ks_status op_fail(imp *c, ks_status st, const char *fmt, ...) {
-    char msg[384];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    st = vreport(c, st, true, fmt, ap);
     va_end(ap);
-    ks__fmt(c->err, c->err_cap, "%s: op %s (node %u, output '%s'): %s", c->src, c->op_name, c->node,
-            c->out_name, msg);
     return st;
 }
 
@@ -762,6 +771,43 @@ static ks_status opt_bad(imp *c) {
                    c->fb.why ? c->fb.why : "?", c->fb.bad_offset);
 }
 
+/* One scalar field of a builtin options table: where it goes and its schema default. */
+enum { OF_I8, OF_I32, OF_BOOL, OF_F32 };
+
+typedef struct optf {
+    uint8_t kind; /* OF_* */
+    uint32_t field;
+    int32_t def; /* OF_F32: converted to float */
+    void *out;   /* int8_t, int32_t, bool or float */
+} optf;
+
+/* Checks the union type, then reads the fields in order (stopping at the first bad one). */
+static ks_status read_opts(imp *c, const opc *o, uint8_t type, const optf *f, size_t num_fields) {
+    ks_status st = want_opt(c, o, type);
+    if (st) return st;
+    for (size_t i = 0; i < num_fields; i++) {
+        bool ok = false;
+        switch (f[i].kind) {
+        case OF_I8:
+            ok = ks__fb_get_i8(&c->fb, &o->opt, f[i].field, (int8_t)f[i].def, f[i].out);
+            break;
+        case OF_I32:
+            ok = ks__fb_get_i32(&c->fb, &o->opt, f[i].field, f[i].def, f[i].out);
+            break;
+        case OF_BOOL:
+            ok = ks__fb_get_bool(&c->fb, &o->opt, f[i].field, f[i].out);
+            break;
+        case OF_F32:
+            ok = ks__fb_get_f32(&c->fb, &o->opt, f[i].field, (float)f[i].def, f[i].out);
+            break;
+        }
+        if (!ok) return opt_bad(c);
+    }
+    return KS_STATUS_OK;
+}
+
+#define NUM_OPTS(a) (sizeof(a) / sizeof((a)[0]))
+
 static ks_status map_act(imp *c, int8_t act, int32_t *out) {
     if (act >= 0 && act <= 4) { /* NONE, RELU, RELU_N1_TO_1, RELU6, TANH == ks__act values */
         *out = act;
@@ -788,6 +834,32 @@ static ks_status check_stride(imp *c, int32_t sh, int32_t sw, int32_t dh, int32_
     return KS_STATUS_OK;
 }
 
+/* Options shared by the windowed ops (conv, depthwise, transposed conv, pooling). */
+typedef struct win_opts {
+    int8_t pad, act;
+    int32_t sh, sw, dh, dw;
+    int32_t pad_mode, ks_act; /* mapped by map_window */
+} win_opts;
+
+static ks_status map_window(imp *c, win_opts *w) {
+    ks_status st;
+    if ((st = map_pad(c, w->pad, &w->pad_mode)) || (st = map_act(c, w->act, &w->ks_act)) ||
+        (st = check_stride(c, w->sh, w->sw, w->dh, w->dw)))
+        return st;
+    return KS_STATUS_OK;
+}
+
+/* CONV2D params: stride, dilation, padding mode, groups, fused activation. */
+static void set_conv_ip(ks__node *n, const win_opts *w, int32_t groups) {
+    n->ip[0] = w->sh;
+    n->ip[1] = w->sw;
+    n->ip[2] = w->dh;
+    n->ip[3] = w->dw;
+    n->ip[8] = w->pad_mode;
+    n->ip[9] = groups;
+    n->ip[10] = w->ks_act;
+}
+
 /* Defines all outputs of the op into outs[] (at most cap). */
 static ks_status def_outputs(imp *c, const opc *o, int32_t *outs, uint32_t cap) {
     ks_status st;
@@ -796,6 +868,16 @@ static ks_status def_outputs(imp *c, const opc *o, int32_t *outs, uint32_t cap) 
     for (uint32_t k = 0; k < o->outs.count; k++)
         if ((st = def_tensor(c, tout(c, o, k), &outs[k]))) return st;
     return KS_STATUS_OK;
+}
+
+/* Emits op over ins with the op's single output. */
+static ks_status emit_single(imp *c, const opc *o, uint32_t op, uint32_t nin, const int32_t *ins,
+                             ks__node **node_out) {
+    int32_t out;
+    ks_status st;
+    if (o->outs.count != 1) return op_fail(c, KS_STATUS_INVALID_MODEL, "%u outputs", o->outs.count);
+    if ((st = def_tensor(c, tout(c, o, 0), &out))) return st;
+    return emit(c, op, nin, ins, 1, &out, node_out);
 }
 
 /* Emits op with TFLite inputs [first, first + n) (absent ones as -1) and all outputs. */
@@ -819,21 +901,13 @@ static ks_status simple(imp *c, const opc *o, uint32_t op, uint32_t first, uint3
 /* ---- individual ops ---- */
 
 static ks_status conv_2d(imp *c, const opc *o) {
-    int8_t pad = 0, act = 0;
-    int32_t sw = 1, sh = 1, dw = 1, dh = 1, pad_mode, ks_act;
+    win_opts wo = {0};
     tdesc x, w;
     ks__node *n;
     ks_status st;
-    if ((st = want_opt(c, o, OPT_CONV2D))) return st;
-    if (!ks__fb_get_i8(&c->fb, &o->opt, 0, 0, &pad) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 1, 1, &sw) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 2, 1, &sh) ||
-        !ks__fb_get_i8(&c->fb, &o->opt, 3, 0, &act) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 4, 1, &dw) || !ks__fb_get_i32(&c->fb, &o->opt, 5, 1, &dh))
-        return opt_bad(c);
-    if ((st = map_pad(c, pad, &pad_mode)) || (st = map_act(c, act, &ks_act)) ||
-        (st = check_stride(c, sh, sw, dh, dw)))
-        return st;
+    const optf f[] = {{OF_I8, 0, 0, &wo.pad}, {OF_I32, 1, 1, &wo.sw}, {OF_I32, 2, 1, &wo.sh},
+                      {OF_I8, 3, 0, &wo.act}, {OF_I32, 4, 1, &wo.dw}, {OF_I32, 5, 1, &wo.dh}};
+    if ((st = read_opts(c, o, OPT_CONV2D, f, NUM_OPTS(f))) || (st = map_window(c, &wo))) return st;
     if ((st = tensor_desc_of_input(c, o, 0, &x)) || (st = tensor_desc_of_input(c, o, 1, &w)))
         return st;
     if (w.rank != 4 || w.dims[3] <= 0)
@@ -846,13 +920,7 @@ static ks_status conv_2d(imp *c, const opc *o) {
         groups = (int32_t)(x.dims[3] / w.dims[3]);
     }
     if ((st = simple(c, o, KS_OP_CONV2D, 0, 3, 2, &n))) return st;
-    n->ip[0] = sh;
-    n->ip[1] = sw;
-    n->ip[2] = dh;
-    n->ip[3] = dw;
-    n->ip[8] = pad_mode;
-    n->ip[9] = groups;
-    n->ip[10] = ks_act;
+    set_conv_ip(n, &wo, groups);
     return KS_STATUS_OK;
 }
 
@@ -924,22 +992,15 @@ static ks_status depthwise_weights(imp *c, const opc *o, int32_t *id_out) {
 }
 
 static ks_status depthwise_conv_2d(imp *c, const opc *o) {
-    int8_t pad = 0, act = 0;
-    int32_t sw = 1, sh = 1, dw = 1, dh = 1, mult = 1, pad_mode, ks_act;
-    int32_t ins[3], out;
+    win_opts wo = {0};
+    int32_t mult = 1, ins[3];
     tdesc x, w;
     ks__node *n;
     ks_status st;
-    if ((st = want_opt(c, o, OPT_DEPTHWISE))) return st;
-    if (!ks__fb_get_i8(&c->fb, &o->opt, 0, 0, &pad) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 1, 1, &sw) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 2, 1, &sh) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 3, 1, &mult) ||
-        !ks__fb_get_i8(&c->fb, &o->opt, 4, 0, &act) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 5, 1, &dw) || !ks__fb_get_i32(&c->fb, &o->opt, 6, 1, &dh))
-        return opt_bad(c);
-    if ((st = map_pad(c, pad, &pad_mode)) || (st = map_act(c, act, &ks_act)) ||
-        (st = check_stride(c, sh, sw, dh, dw)))
+    const optf f[] = {{OF_I8, 0, 0, &wo.pad}, {OF_I32, 1, 1, &wo.sw}, {OF_I32, 2, 1, &wo.sh},
+                      {OF_I32, 3, 1, &mult},  {OF_I8, 4, 0, &wo.act}, {OF_I32, 5, 1, &wo.dw},
+                      {OF_I32, 6, 1, &wo.dh}};
+    if ((st = read_opts(c, o, OPT_DEPTHWISE, f, NUM_OPTS(f))) || (st = map_window(c, &wo)))
         return st;
     if ((st = tensor_desc_of_input(c, o, 0, &x)) || (st = tensor_desc_of_input(c, o, 1, &w)))
         return st;
@@ -959,32 +1020,22 @@ static ks_status depthwise_conv_2d(imp *c, const opc *o) {
     if ((st = req_in(c, o, 0, &ins[0])) || (st = depthwise_weights(c, o, &ins[1])) ||
         (st = in_id(c, o, 2, &ins[2])))
         return st;
-    if (o->outs.count != 1) return op_fail(c, KS_STATUS_INVALID_MODEL, "%u outputs", o->outs.count);
-    if ((st = def_tensor(c, tout(c, o, 0), &out))) return st;
-    if ((st = emit(c, KS_OP_CONV2D, 3, ins, 1, &out, &n))) return st;
-    n->ip[0] = sh;
-    n->ip[1] = sw;
-    n->ip[2] = dh;
-    n->ip[3] = dw;
-    n->ip[8] = pad_mode;
-    n->ip[9] = (int32_t)cin;
-    n->ip[10] = ks_act;
+    if ((st = emit_single(c, o, KS_OP_CONV2D, 3, ins, &n))) return st;
+    set_conv_ip(n, &wo, (int32_t)cin);
     return KS_STATUS_OK;
 }
 
 static ks_status transpose_conv(imp *c, const opc *o) {
-    int8_t pad = 0, act = 0;
-    int32_t sw = 1, sh = 1, pad_mode, ks_act, ins[3], out;
+    win_opts wo = {.dh = 1, .dw = 1};
+    int32_t ins[3];
     tdesc x, w;
     ks__node *n;
     ks_status st;
-    if ((st = want_opt(c, o, OPT_TRANSPOSE_CONV))) return st;
-    if (!ks__fb_get_i8(&c->fb, &o->opt, 0, 0, &pad) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 1, 1, &sw) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 2, 1, &sh) || !ks__fb_get_i8(&c->fb, &o->opt, 3, 0, &act))
-        return opt_bad(c);
-    if ((st = map_pad(c, pad, &pad_mode)) || (st = map_act(c, act, &ks_act)) ||
-        (st = check_stride(c, sh, sw, 1, 1)))
+    const optf f[] = {{OF_I8, 0, 0, &wo.pad},
+                      {OF_I32, 1, 1, &wo.sw},
+                      {OF_I32, 2, 1, &wo.sh},
+                      {OF_I8, 3, 0, &wo.act}};
+    if ((st = read_opts(c, o, OPT_TRANSPOSE_CONV, f, NUM_OPTS(f))) || (st = map_window(c, &wo)))
         return st;
     if (o->ins.count < 3) return op_fail(c, KS_STATUS_INVALID_MODEL, "%u inputs", o->ins.count);
     if ((st = tensor_desc_of_input(c, o, 2, &x)) || (st = tensor_desc_of_input(c, o, 1, &w)))
@@ -999,14 +1050,14 @@ static ks_status transpose_conv(imp *c, const opc *o) {
     int32_t pads[4] = {0, 0, 0, 0}, out_pad[2] = {0, 0};
     bool explicit_pads = x.rank == 4 && x.dims[1] > 0 && x.dims[2] > 0;
     for (int a = 0; a < 2 && explicit_pads; a++) {
-        int64_t in = x.dims[1 + a], k = w.dims[1 + a], s = a == 0 ? sh : sw;
+        int64_t in = x.dims[1 + a], k = w.dims[1 + a], s = a == 0 ? wo.sh : wo.sw;
         int64_t total = (in - 1) * s + k - oshape[1 + a];
         if (oshape[1 + a] <= 0 || total > INT32_MAX || total < INT32_MIN)
             return op_fail(c, KS_STATUS_INVALID_MODEL, "output size %lld",
                            (long long)oshape[1 + a]);
         if (total < 0) {
             out_pad[a] = (int32_t)-total;
-        } else if (pad_mode == KS_PAD_SAME_UPPER) {
+        } else if (wo.pad_mode == KS_PAD_SAME_UPPER) {
             pads[a] = (int32_t)(total / 2);
             pads[2 + a] = (int32_t)(total - total / 2);
         } else {
@@ -1016,11 +1067,9 @@ static ks_status transpose_conv(imp *c, const opc *o) {
     if ((st = req_in(c, o, 2, &ins[0])) || (st = req_in(c, o, 1, &ins[1])) ||
         (st = in_id(c, o, 3, &ins[2])))
         return st;
-    if (o->outs.count != 1) return op_fail(c, KS_STATUS_INVALID_MODEL, "%u outputs", o->outs.count);
-    if ((st = def_tensor(c, tout(c, o, 0), &out))) return st;
-    if ((st = emit(c, KS_OP_CONV2D_TRANSPOSE, 3, ins, 1, &out, &n))) return st;
-    n->ip[0] = sh;
-    n->ip[1] = sw;
+    if ((st = emit_single(c, o, KS_OP_CONV2D_TRANSPOSE, 3, ins, &n))) return st;
+    n->ip[0] = wo.sh;
+    n->ip[1] = wo.sw;
     if (explicit_pads) {
         n->ip[2] = pads[0];
         n->ip[3] = pads[1];
@@ -1030,38 +1079,31 @@ static ks_status transpose_conv(imp *c, const opc *o) {
         n->ip[8] = out_pad[0];
         n->ip[9] = out_pad[1];
     } else {
-        n->ip[6] = pad_mode;
+        n->ip[6] = wo.pad_mode;
     }
-    n->ip[7] = ks_act;
+    n->ip[7] = wo.ks_act;
     return KS_STATUS_OK;
 }
 
 static ks_status pool_2d(imp *c, const opc *o, int32_t kind) {
-    int8_t pad = 0, act = 0;
-    int32_t sw = 1, sh = 1, fw = 0, fh = 0, pad_mode, ks_act;
+    win_opts wo = {.dh = 1, .dw = 1};
+    int32_t fw = 0, fh = 0;
     ks__node *n;
     ks_status st;
-    if ((st = want_opt(c, o, OPT_POOL2D))) return st;
-    if (!ks__fb_get_i8(&c->fb, &o->opt, 0, 0, &pad) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 1, 1, &sw) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 2, 1, &sh) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 3, 0, &fw) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 4, 0, &fh) || !ks__fb_get_i8(&c->fb, &o->opt, 5, 0, &act))
-        return opt_bad(c);
-    if ((st = map_pad(c, pad, &pad_mode)) || (st = map_act(c, act, &ks_act)) ||
-        (st = check_stride(c, sh, sw, 1, 1)))
-        return st;
+    const optf f[] = {{OF_I8, 0, 0, &wo.pad}, {OF_I32, 1, 1, &wo.sw}, {OF_I32, 2, 1, &wo.sh},
+                      {OF_I32, 3, 0, &fw},    {OF_I32, 4, 0, &fh},    {OF_I8, 5, 0, &wo.act}};
+    if ((st = read_opts(c, o, OPT_POOL2D, f, NUM_OPTS(f))) || (st = map_window(c, &wo))) return st;
     if (fw < 1 || fh < 1 || fw > 65536 || fh > 65536)
         return op_fail(c, KS_STATUS_INVALID_MODEL, "filter %dx%d", fh, fw);
     if ((st = simple(c, o, KS_OP_POOL2D, 0, 1, 1, &n))) return st;
     n->ip[0] = fh;
     n->ip[1] = fw;
-    n->ip[2] = sh;
-    n->ip[3] = sw;
-    n->ip[8] = pad_mode;
+    n->ip[2] = wo.sh;
+    n->ip[3] = wo.sw;
+    n->ip[8] = wo.pad_mode;
     n->ip[9] = kind;
     n->ip[10] = 0; /* TFLite averages over the valid (unpadded) window */
-    n->ip[11] = ks_act;
+    n->ip[11] = wo.ks_act;
     return KS_STATUS_OK;
 }
 
@@ -1071,10 +1113,8 @@ static ks_status fully_connected(imp *c, const opc *o) {
     int32_t ks_act;
     ks__node *n;
     ks_status st;
-    if ((st = want_opt(c, o, OPT_FC))) return st;
-    if (!ks__fb_get_i8(&c->fb, &o->opt, 0, 0, &act) ||
-        !ks__fb_get_i8(&c->fb, &o->opt, 1, 0, &fmt) || !ks__fb_get_bool(&c->fb, &o->opt, 2, &keep))
-        return opt_bad(c);
+    const optf f[] = {{OF_I8, 0, 0, &act}, {OF_I8, 1, 0, &fmt}, {OF_BOOL, 2, 0, &keep}};
+    if ((st = read_opts(c, o, OPT_FC, f, NUM_OPTS(f)))) return st;
     if (fmt != 0) return op_fail(c, KS_STATUS_UNSUPPORTED, "weights_format %d", fmt);
     if ((st = map_act(c, act, &ks_act))) return st;
     if ((st = simple(c, o, KS_OP_FULLY_CONNECTED, 0, 3, 2, &n))) return st;
@@ -1089,9 +1129,8 @@ static ks_status binary(imp *c, const opc *o, uint32_t op, uint8_t opt_type) {
     ks__node *n;
     ks_status st;
     if (opt_type) {
-        if ((st = want_opt(c, o, opt_type))) return st;
-        if (!ks__fb_get_i8(&c->fb, &o->opt, 0, 0, &act)) return opt_bad(c);
-        if ((st = map_act(c, act, &ks_act))) return st;
+        const optf f[] = {{OF_I8, 0, 0, &act}};
+        if ((st = read_opts(c, o, opt_type, f, 1)) || (st = map_act(c, act, &ks_act))) return st;
     }
     if ((st = simple(c, o, op, 0, 2, 2, &n))) return st;
     n->ip[0] = ks_act;
@@ -1146,17 +1185,11 @@ static ks_status resize(imp *c, const opc *o, int32_t mode) {
     bool align = false, half = false;
     ks__node *n;
     ks_status st;
-    if (mode == 1) {
-        if ((st = want_opt(c, o, OPT_RESIZE_BILINEAR))) return st;
-        if (!ks__fb_get_bool(&c->fb, &o->opt, 2, &align) ||
-            !ks__fb_get_bool(&c->fb, &o->opt, 3, &half))
-            return opt_bad(c);
-    } else {
-        if ((st = want_opt(c, o, OPT_RESIZE_NEAREST))) return st;
-        if (!ks__fb_get_bool(&c->fb, &o->opt, 0, &align) ||
-            !ks__fb_get_bool(&c->fb, &o->opt, 1, &half))
-            return opt_bad(c);
-    }
+    /* ResizeBilinearOptions keep two deprecated fields before align_corners. */
+    uint32_t first = mode == 1 ? 2 : 0;
+    const optf f[] = {{OF_BOOL, first, 0, &align}, {OF_BOOL, first + 1, 0, &half}};
+    if ((st = read_opts(c, o, mode == 1 ? OPT_RESIZE_BILINEAR : OPT_RESIZE_NEAREST, f, 2)))
+        return st;
     if (align && half)
         return op_fail(c, KS_STATUS_INVALID_MODEL, "align_corners and half_pixel_centers");
     if ((st = simple(c, o, KS_OP_RESIZE, 0, 2, 2, &n))) return st;
@@ -1181,8 +1214,8 @@ static ks_status pad_op(imp *c, const opc *o, int32_t code) {
     ks_status st;
     int8_t mode = 0;
     if (code == TFL_MIRROR_PAD) {
-        if ((st = want_opt(c, o, OPT_MIRROR_PAD))) return st;
-        if (!ks__fb_get_i8(&c->fb, &o->opt, 0, 0, &mode)) return opt_bad(c);
+        const optf f[] = {{OF_I8, 0, 0, &mode}};
+        if ((st = read_opts(c, o, OPT_MIRROR_PAD, f, 1))) return st;
         if (mode != 0 && mode != 1) return op_fail(c, KS_STATUS_INVALID_MODEL, "mode %d", mode);
     }
     if ((st = simple(c, o, KS_OP_PAD, 0, code == TFL_PADV2 ? 3 : 2, 2, &n))) return st;
@@ -1196,11 +1229,8 @@ static ks_status concat(imp *c, const opc *o) {
     int8_t act = 0;
     ks__node *n;
     ks_status st;
-    if ((st = want_opt(c, o, OPT_CONCAT))) return st;
-    if (!ks__fb_get_i32(&c->fb, &o->opt, 0, 0, &axis) ||
-        !ks__fb_get_i8(&c->fb, &o->opt, 1, 0, &act))
-        return opt_bad(c);
-    if ((st = map_act(c, act, &ks_act))) return st;
+    const optf f[] = {{OF_I32, 0, 0, &axis}, {OF_I8, 1, 0, &act}};
+    if ((st = read_opts(c, o, OPT_CONCAT, f, 2)) || (st = map_act(c, act, &ks_act))) return st;
     if (o->ins.count < 1 || o->ins.count > 64)
         return op_fail(c, KS_STATUS_UNSUPPORTED, "%u inputs (1..64 supported)", o->ins.count);
     if ((st = simple(c, o, KS_OP_CONCAT, 0, o->ins.count, o->ins.count, &n))) return st;
@@ -1219,8 +1249,8 @@ static ks_status softmax(imp *c, const opc *o, uint32_t op) {
     ks__node *n;
     ks_status st;
     if (op == KS_OP_SOFTMAX) {
-        if ((st = want_opt(c, o, OPT_SOFTMAX))) return st;
-        if (!ks__fb_get_f32(&c->fb, &o->opt, 0, 0.0f, &beta)) return opt_bad(c);
+        const optf f[] = {{OF_F32, 0, 0, &beta}};
+        if ((st = read_opts(c, o, OPT_SOFTMAX, f, 1))) return st;
         if (!isfinite(beta) || beta == 0.0f)
             return op_fail(c, KS_STATUS_UNSUPPORTED, "beta %g", (double)beta);
     }
@@ -1234,8 +1264,8 @@ static ks_status leaky_relu(imp *c, const opc *o) {
     float alpha = 0.0f;
     ks__node *n;
     ks_status st;
-    if ((st = want_opt(c, o, OPT_LEAKY_RELU))) return st;
-    if (!ks__fb_get_f32(&c->fb, &o->opt, 0, 0.0f, &alpha)) return opt_bad(c);
+    const optf f[] = {{OF_F32, 0, 0, &alpha}};
+    if ((st = read_opts(c, o, OPT_LEAKY_RELU, f, 1))) return st;
     if ((st = simple(c, o, KS_OP_LEAKY_RELU, 0, 1, 1, &n))) return st;
     n->fp[0] = alpha;
     return KS_STATUS_OK;
@@ -1247,8 +1277,8 @@ static ks_status reduce(imp *c, const opc *o, int32_t kind) {
     uint32_t na = 0;
     ks__node *n;
     ks_status st;
-    if ((st = want_opt(c, o, OPT_REDUCER))) return st;
-    if (!ks__fb_get_bool(&c->fb, &o->opt, 0, &keep)) return opt_bad(c);
+    const optf f[] = {{OF_BOOL, 0, 0, &keep}};
+    if ((st = read_opts(c, o, OPT_REDUCER, f, 1))) return st;
     if ((st = const_ints(c, o, 1, axes, 8, &na))) return st;
     if (na == 0) return op_fail(c, KS_STATUS_UNSUPPORTED, "empty axes (identity reduction)");
     if ((st = simple(c, o, KS_OP_REDUCE, 0, 1, 1, &n))) return st;
@@ -1290,29 +1320,23 @@ static ks_status block_op(imp *c, const opc *o, uint32_t op, uint8_t opt_type) {
     int32_t block = 0;
     ks__node *n;
     ks_status st;
-    if ((st = want_opt(c, o, opt_type))) return st;
-    if (!ks__fb_get_i32(&c->fb, &o->opt, 0, 0, &block)) return opt_bad(c);
+    const optf f[] = {{OF_I32, 0, 0, &block}};
+    if ((st = read_opts(c, o, opt_type, f, 1))) return st;
     if (block < 1 || block > 65536) return op_fail(c, KS_STATUS_INVALID_MODEL, "block %d", block);
     if ((st = simple(c, o, op, 0, 1, 1, &n))) return st;
     n->ip[0] = block;
     n->ip[1] = 0; /* DCR */
-    if (op == KS_OP_SPACE_TO_DEPTH) n->ip[1] = 0;
     return KS_STATUS_OK;
 }
 
 static ks_status strided_slice(imp *c, const opc *o) {
-    int32_t bm = 0, em = 0, ell = 0, nam = 0, sm = 0, ins[5], out;
+    int32_t bm = 0, em = 0, ell = 0, nam = 0, sm = 0, ins[5];
     bool offset = false;
     ks__node *n;
     ks_status st;
-    if ((st = want_opt(c, o, OPT_STRIDED_SLICE))) return st;
-    if (!ks__fb_get_i32(&c->fb, &o->opt, 0, 0, &bm) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 1, 0, &em) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 2, 0, &ell) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 3, 0, &nam) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 4, 0, &sm) ||
-        !ks__fb_get_bool(&c->fb, &o->opt, 5, &offset))
-        return opt_bad(c);
+    const optf f[] = {{OF_I32, 0, 0, &bm},  {OF_I32, 1, 0, &em}, {OF_I32, 2, 0, &ell},
+                      {OF_I32, 3, 0, &nam}, {OF_I32, 4, 0, &sm}, {OF_BOOL, 5, 0, &offset}};
+    if ((st = read_opts(c, o, OPT_STRIDED_SLICE, f, NUM_OPTS(f)))) return st;
     if (ell || nam || offset)
         return op_fail(c, KS_STATUS_UNSUPPORTED, "ellipsis_mask %d / new_axis_mask %d / offset %d",
                        ell, nam, offset);
@@ -1321,9 +1345,7 @@ static ks_status strided_slice(imp *c, const opc *o) {
         (st = req_in(c, o, 2, &ins[2])) || (st = in_id(c, o, 3, &ins[4])))
         return st;
     ins[3] = -1;
-    if (o->outs.count != 1) return op_fail(c, KS_STATUS_INVALID_MODEL, "%u outputs", o->outs.count);
-    if ((st = def_tensor(c, tout(c, o, 0), &out))) return st;
-    if ((st = emit(c, KS_OP_SLICE, ins[4] >= 0 ? 5 : 3, ins, 1, &out, &n))) return st;
+    if ((st = emit_single(c, o, KS_OP_SLICE, ins[4] >= 0 ? 5 : 3, ins, &n))) return st;
     n->ip[0] = bm;
     n->ip[1] = em;
     n->ip[2] = sm;
@@ -1344,7 +1366,7 @@ static ks_status add_i32_const(imp *c, const char *suffix, const int32_t *vals, 
 
 static ks_status slice(imp *c, const opc *o) {
     int64_t begin[KS_MAX_RANK], size[KS_MAX_RANK];
-    int32_t ends[KS_MAX_RANK], ins[3], out;
+    int32_t ends[KS_MAX_RANK], ins[3];
     uint32_t nb = 0, ns = 0;
     ks__node *n;
     ks_status st;
@@ -1361,19 +1383,15 @@ static ks_status slice(imp *c, const opc *o) {
     }
     if ((st = req_in(c, o, 0, &ins[0])) || (st = req_in(c, o, 1, &ins[1]))) return st;
     if ((st = add_i32_const(c, "ends", ends, nb, &ins[2]))) return st;
-    if (o->outs.count != 1) return op_fail(c, KS_STATUS_INVALID_MODEL, "%u outputs", o->outs.count);
-    if ((st = def_tensor(c, tout(c, o, 0), &out))) return st;
-    return emit(c, KS_OP_SLICE, 3, ins, 1, &out, &n);
+    return emit_single(c, o, KS_OP_SLICE, 3, ins, &n);
 }
 
 static ks_status pack_unpack(imp *c, const opc *o, bool pack) {
     int32_t count = 0, axis = 0;
     ks__node *n;
     ks_status st;
-    if ((st = want_opt(c, o, pack ? OPT_PACK : OPT_UNPACK))) return st;
-    if (!ks__fb_get_i32(&c->fb, &o->opt, 0, 0, &count) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 1, 0, &axis))
-        return opt_bad(c);
+    const optf f[] = {{OF_I32, 0, 0, &count}, {OF_I32, 1, 0, &axis}};
+    if ((st = read_opts(c, o, pack ? OPT_PACK : OPT_UNPACK, f, 2))) return st;
     if (pack) {
         if (o->ins.count < 1 || o->ins.count > 64)
             return op_fail(c, KS_STATUS_UNSUPPORTED, "%u inputs (1..64 supported)", o->ins.count);
@@ -1389,10 +1407,8 @@ static ks_status gather(imp *c, const opc *o) {
     int32_t axis = 0, batch_dims = 0;
     ks__node *n;
     ks_status st;
-    if ((st = want_opt(c, o, OPT_GATHER))) return st;
-    if (!ks__fb_get_i32(&c->fb, &o->opt, 0, 0, &axis) ||
-        !ks__fb_get_i32(&c->fb, &o->opt, 1, 0, &batch_dims))
-        return opt_bad(c);
+    const optf f[] = {{OF_I32, 0, 0, &axis}, {OF_I32, 1, 0, &batch_dims}};
+    if ((st = read_opts(c, o, OPT_GATHER, f, 2))) return st;
     if (batch_dims != 0) return op_fail(c, KS_STATUS_UNSUPPORTED, "batch_dims %d", batch_dims);
     if ((st = simple(c, o, KS_OP_GATHER, 0, 2, 2, &n))) return st;
     n->ip[0] = axis;
@@ -1449,8 +1465,8 @@ static ks_status split(imp *c, const opc *o) {
     int32_t axis, num = 0, in, outs[64];
     ks__node *n;
     ks_status st;
-    if ((st = want_opt(c, o, OPT_SPLIT))) return st;
-    if (!ks__fb_get_i32(&c->fb, &o->opt, 0, 0, &num)) return opt_bad(c);
+    const optf f[] = {{OF_I32, 0, 0, &num}};
+    if ((st = read_opts(c, o, OPT_SPLIT, f, 1))) return st;
     if (num != (int32_t)o->outs.count)
         return op_fail(c, KS_STATUS_INVALID_MODEL, "num_splits %d for %u outputs", num,
                        o->outs.count);
@@ -1507,30 +1523,48 @@ static ks_status batch_matmul(imp *c, const opc *o) {
     bool adj_x = false, adj_y = false;
     ks__node *n;
     ks_status st;
-    if ((st = want_opt(c, o, OPT_BATCH_MATMUL))) return st;
-    if (!ks__fb_get_bool(&c->fb, &o->opt, 0, &adj_x) ||
-        !ks__fb_get_bool(&c->fb, &o->opt, 1, &adj_y))
-        return opt_bad(c);
+    const optf f[] = {{OF_BOOL, 0, 0, &adj_x}, {OF_BOOL, 1, 0, &adj_y}};
+    if ((st = read_opts(c, o, OPT_BATCH_MATMUL, f, 2))) return st;
     if ((st = simple(c, o, KS_OP_MATMUL, 0, 2, 2, &n))) return st;
     n->ip[0] = adj_x;
     n->ip[1] = adj_y;
     return KS_STATUS_OK;
 }
 
+/* Ops folded at conversion time have exactly one input and one output. */
+static ks_status fold_io(imp *c, const opc *o, cview *in) {
+    if (o->outs.count != 1 || o->ins.count != 1)
+        return op_fail(c, KS_STATUS_INVALID_MODEL, "%u inputs / %u outputs", o->ins.count,
+                       o->outs.count);
+    return get_const(c, tin(c, o, 0), in);
+}
+
+/* The folded op's output, which must not be defined yet. */
+static ks_status fold_target(imp *c, int32_t oi, tdesc *od) {
+    ks_status st = get_tdesc(c, oi, od);
+    if (st) return st;
+    if (c->map[oi] >= 0 || c->fold[oi].data || (c->state[oi] & TSTATE_PRODUCED))
+        return op_fail(c, KS_STATUS_INVALID_MODEL, "output tensor %d is defined twice", oi);
+    return KS_STATUS_OK;
+}
+
+/* Records data (owned from here on) as the constant value of output oi. */
+static void fold_store(imp *c, int32_t oi, uint8_t *data, size_t size_bytes, ks_dtype dtype) {
+    c->fold[oi].data = data;
+    c->fold[oi].size_bytes = size_bytes;
+    c->fold[oi].dtype = dtype;
+    c->state[oi] |= TSTATE_PRODUCED;
+}
+
 /* Folds a DENSIFY of a constant: the output becomes a (dense) constant. */
 static ks_status densify(imp *c, const opc *o) {
     cview cv;
     ks_status st;
-    int32_t oi = tout(c, o, 0), ii = tin(c, o, 0);
+    int32_t oi = tout(c, o, 0);
     tdesc od;
-    if (o->outs.count != 1 || o->ins.count != 1)
-        return op_fail(c, KS_STATUS_INVALID_MODEL, "%u inputs / %u outputs", o->ins.count,
-                       o->outs.count);
-    if ((st = get_const(c, ii, &cv))) return st;
+    if ((st = fold_io(c, o, &cv))) return st;
     if (!cv.data) return op_fail(c, KS_STATUS_UNSUPPORTED, "densify of a non-constant tensor");
-    if ((st = get_tdesc(c, oi, &od))) return st;
-    if (c->map[oi] >= 0 || c->fold[oi].data || (c->state[oi] & TSTATE_PRODUCED))
-        return op_fail(c, KS_STATUS_INVALID_MODEL, "output tensor %d is defined twice", oi);
+    if ((st = fold_target(c, oi, &od))) return st;
     int64_t n = ks__numel(od.rank, od.dims);
     if (od.dtype != cv.dtype || n < 0 || (uint64_t)n * ks_dtype_size(od.dtype) != cv.size_bytes)
         return op_fail(c, KS_STATUS_INVALID_MODEL, "output does not match the input");
@@ -1541,10 +1575,7 @@ static ks_status densify(imp *c, const opc *o) {
         return st;
     }
     memcpy(copy, cv.data, cv.size_bytes);
-    c->fold[oi].data = copy;
-    c->fold[oi].size_bytes = cv.size_bytes;
-    c->fold[oi].dtype = cv.dtype;
-    c->state[oi] |= TSTATE_PRODUCED;
+    fold_store(c, oi, copy, cv.size_bytes, cv.dtype);
     return KS_STATUS_OK;
 }
 
@@ -1552,16 +1583,11 @@ static ks_status densify(imp *c, const opc *o) {
 static ks_status dequantize(imp *c, const opc *o) {
     cview cv;
     ks_status st;
-    int32_t oi = tout(c, o, 0), ii = tin(c, o, 0);
-    if (o->outs.count != 1 || o->ins.count != 1)
-        return op_fail(c, KS_STATUS_INVALID_MODEL, "%u inputs / %u outputs", o->ins.count,
-                       o->outs.count);
-    if ((st = get_const(c, ii, &cv))) return st;
-    if (!cv.data || cv.dtype != KS_DTYPE_F16) return unary(c, o, KS_OP_DEQUANTIZE);
+    int32_t oi = tout(c, o, 0);
     tdesc od;
-    if ((st = get_tdesc(c, oi, &od))) return st;
-    if (c->map[oi] >= 0 || c->fold[oi].data || (c->state[oi] & TSTATE_PRODUCED))
-        return op_fail(c, KS_STATUS_INVALID_MODEL, "output tensor %d is defined twice", oi);
+    if ((st = fold_io(c, o, &cv))) return st;
+    if (!cv.data || cv.dtype != KS_DTYPE_F16) return unary(c, o, KS_OP_DEQUANTIZE);
+    if ((st = fold_target(c, oi, &od))) return st;
     size_t count = cv.size_bytes / 2;
     int64_t n = ks__numel(od.rank, od.dims);
     if (od.dtype != KS_DTYPE_F32 || n < 0 || (uint64_t)n != count)
@@ -1573,10 +1599,7 @@ static ks_status dequantize(imp *c, const opc *o) {
         float v = ks__f16_to_f32(ks__ld_u16(cv.data + 2 * i));
         memcpy(f + 4 * i, &v, 4);
     }
-    c->fold[oi].data = f;
-    c->fold[oi].size_bytes = count * 4;
-    c->fold[oi].dtype = KS_DTYPE_F32;
-    c->state[oi] |= TSTATE_PRODUCED;
+    fold_store(c, oi, f, count * 4, KS_DTYPE_F32);
     return KS_STATUS_OK;
 }
 
@@ -1609,14 +1632,20 @@ static ks_status flex_options(imp *c, const opc *o, ks__flex_val *root) {
     return KS_STATUS_OK;
 }
 
+static ks_status flex_find(imp *c, const ks__flex_val *map, const char *key, ks__flex_val *v,
+                           bool *found) {
+    if (!ks__flex_map_find(map, key, v, found))
+        return op_fail(c, KS_STATUS_INVALID_MODEL, "malformed custom options map");
+    return KS_STATUS_OK;
+}
+
 /* Integer option `key`; *found false leaves *out untouched. */
 static ks_status flex_int(imp *c, const ks__flex_val *map, const char *key, int64_t lo, int64_t hi,
                           int32_t *out, bool *found) {
     ks__flex_val v;
     int64_t x;
-    if (!ks__flex_map_find(map, key, &v, found))
-        return op_fail(c, KS_STATUS_INVALID_MODEL, "malformed custom options map");
-    if (!*found) return KS_STATUS_OK;
+    ks_status st = flex_find(c, map, key, &v, found);
+    if (st || !*found) return st;
     if (!ks__flex_as_i64(&v, &x) || x < lo || x > hi)
         return op_fail(c, KS_STATUS_INVALID_MODEL, "custom option '%s' invalid", key);
     *out = (int32_t)x;
@@ -1627,9 +1656,8 @@ static ks_status flex_float(imp *c, const ks__flex_val *map, const char *key, fl
                             bool *found) {
     ks__flex_val v;
     double x;
-    if (!ks__flex_map_find(map, key, &v, found))
-        return op_fail(c, KS_STATUS_INVALID_MODEL, "malformed custom options map");
-    if (!*found) return KS_STATUS_OK;
+    ks_status st = flex_find(c, map, key, &v, found);
+    if (st || !*found) return st;
     if (!ks__flex_as_f64(&v, &x) || !isfinite(x) || fabs(x) > 1e30)
         return op_fail(c, KS_STATUS_INVALID_MODEL, "custom option '%s' invalid", key);
     *out = (float)x;
@@ -1759,7 +1787,66 @@ static ks_status convert_custom(imp *c, const opc *o) {
     return unsupported(c);
 }
 
+/* Ops that map one to one onto an IR op: all inputs required, all outputs defined; two-input
+ * ops may carry a fused activation in options of type opt_type. */
+typedef struct direct_op {
+    int32_t code;
+    uint32_t ir_op;
+    uint8_t opt_type;
+    uint8_t num_inputs;
+} direct_op;
+
+static const direct_op k_direct_ops[] = {
+    {TFL_ADD, KS_OP_ADD, OPT_ADD, 2},
+    {TFL_SUB, KS_OP_SUB, OPT_SUB, 2},
+    {TFL_MUL, KS_OP_MUL, OPT_MUL, 2},
+    {TFL_DIV, KS_OP_DIV, OPT_DIV, 2},
+    {TFL_FLOOR_DIV, KS_OP_FLOOR_DIV, 0, 2},
+    {TFL_FLOOR_MOD, KS_OP_FLOOR_MOD, 0, 2},
+    {TFL_POW, KS_OP_POW, 0, 2},
+    {TFL_MAXIMUM, KS_OP_MAXIMUM, 0, 2},
+    {TFL_MINIMUM, KS_OP_MINIMUM, 0, 2},
+    {TFL_EQUAL, KS_OP_EQUAL, 0, 2},
+    {TFL_NOT_EQUAL, KS_OP_NOT_EQUAL, 0, 2},
+    {TFL_GREATER, KS_OP_GREATER, 0, 2},
+    {TFL_GREATER_EQUAL, KS_OP_GREATER_EQUAL, 0, 2},
+    {TFL_LESS, KS_OP_LESS, 0, 2},
+    {TFL_LESS_EQUAL, KS_OP_LESS_EQUAL, 0, 2},
+    {TFL_PRELU, KS_OP_PRELU, 0, 2},
+    {TFL_LOGISTIC, KS_OP_SIGMOID, 0, 1},
+    {TFL_RELU, KS_OP_RELU, 0, 1},
+    {TFL_RELU6, KS_OP_RELU6, 0, 1},
+    {TFL_RELU_N1_TO_1, KS_OP_RELU_N1_TO_1, 0, 1},
+    {TFL_TANH, KS_OP_TANH, 0, 1},
+    {TFL_HARD_SWISH, KS_OP_HARD_SWISH, 0, 1},
+    {TFL_EXP, KS_OP_EXP, 0, 1},
+    {TFL_SQRT, KS_OP_SQRT, 0, 1},
+    {TFL_RSQRT, KS_OP_RSQRT, 0, 1},
+    {TFL_ABS, KS_OP_ABS, 0, 1},
+    {TFL_NEG, KS_OP_NEG, 0, 1},
+    {TFL_FLOOR, KS_OP_FLOOR, 0, 1},
+    {TFL_CEIL, KS_OP_CEIL, 0, 1},
+    {TFL_LOG, KS_OP_LOG, 0, 1},
+    {TFL_CAST, KS_OP_CAST, 0, 1},
+    {TFL_QUANTIZE, KS_OP_QUANTIZE, 0, 1},
+    {TFL_SHAPE, KS_OP_SHAPE, 0, 1},
+    {TFL_GATHER_ND, KS_OP_GATHER_ND, 0, 2},
+    {TFL_TILE, KS_OP_TILE, 0, 2},
+    {TFL_SELECT, KS_OP_WHERE, 0, 3},
+    {TFL_SELECT_V2, KS_OP_WHERE, 0, 3},
+    {TFL_SPACE_TO_BATCH_ND, KS_OP_SPACE_TO_BATCH_ND, 0, 3},
+    {TFL_BATCH_TO_SPACE_ND, KS_OP_BATCH_TO_SPACE_ND, 0, 3},
+};
+
+static ks_status direct(imp *c, const opc *o, const direct_op *d) {
+    ks__node *n;
+    if (d->num_inputs == 2) return binary(c, o, d->ir_op, d->opt_type);
+    return simple(c, o, d->ir_op, 0, d->num_inputs, d->num_inputs, &n);
+}
+
 static ks_status convert_op(imp *c, const opc *o) {
+    for (size_t i = 0; i < sizeof(k_direct_ops) / sizeof(k_direct_ops[0]); i++)
+        if (k_direct_ops[i].code == o->code) return direct(c, o, &k_direct_ops[i]);
     switch (o->code) {
     case TFL_CONV_2D:
         return conv_2d(c, o);
@@ -1773,43 +1860,6 @@ static ks_status convert_op(imp *c, const opc *o) {
         return pool_2d(c, o, 1);
     case TFL_FULLY_CONNECTED:
         return fully_connected(c, o);
-    case TFL_ADD:
-        return binary(c, o, KS_OP_ADD, OPT_ADD);
-    case TFL_SUB:
-        return binary(c, o, KS_OP_SUB, OPT_SUB);
-    case TFL_MUL:
-        return binary(c, o, KS_OP_MUL, OPT_MUL);
-    case TFL_DIV:
-        return binary(c, o, KS_OP_DIV, OPT_DIV);
-    case TFL_FLOOR_DIV:
-        return binary(c, o, KS_OP_FLOOR_DIV, 0);
-    case TFL_FLOOR_MOD:
-        return binary(c, o, KS_OP_FLOOR_MOD, 0);
-    case TFL_POW:
-        return binary(c, o, KS_OP_POW, 0);
-    case TFL_MAXIMUM:
-        return binary(c, o, KS_OP_MAXIMUM, 0);
-    case TFL_MINIMUM:
-        return binary(c, o, KS_OP_MINIMUM, 0);
-    case TFL_EQUAL:
-        return binary(c, o, KS_OP_EQUAL, 0);
-    case TFL_NOT_EQUAL:
-        return binary(c, o, KS_OP_NOT_EQUAL, 0);
-    case TFL_GREATER:
-        return binary(c, o, KS_OP_GREATER, 0);
-    case TFL_GREATER_EQUAL:
-        return binary(c, o, KS_OP_GREATER_EQUAL, 0);
-    case TFL_LESS:
-        return binary(c, o, KS_OP_LESS, 0);
-    case TFL_LESS_EQUAL:
-        return binary(c, o, KS_OP_LESS_EQUAL, 0);
-    case TFL_PRELU:
-        return binary(c, o, KS_OP_PRELU, 0);
-    case TFL_SELECT:
-    case TFL_SELECT_V2: {
-        ks__node *n;
-        return simple(c, o, KS_OP_WHERE, 0, 3, 3, &n);
-    }
     case TFL_RESHAPE:
         return reshape(c, o);
     case TFL_RESIZE_BILINEAR:
@@ -1822,44 +1872,12 @@ static ks_status convert_op(imp *c, const opc *o) {
         return pad_op(c, o, o->code);
     case TFL_CONCATENATION:
         return concat(c, o);
-    case TFL_LOGISTIC:
-        return unary(c, o, KS_OP_SIGMOID);
-    case TFL_RELU:
-        return unary(c, o, KS_OP_RELU);
-    case TFL_RELU6:
-        return unary(c, o, KS_OP_RELU6);
-    case TFL_RELU_N1_TO_1:
-        return unary(c, o, KS_OP_RELU_N1_TO_1);
-    case TFL_TANH:
-        return unary(c, o, KS_OP_TANH);
-    case TFL_HARD_SWISH:
-        return unary(c, o, KS_OP_HARD_SWISH);
-    case TFL_EXP:
-        return unary(c, o, KS_OP_EXP);
-    case TFL_SQRT:
-        return unary(c, o, KS_OP_SQRT);
-    case TFL_RSQRT:
-        return unary(c, o, KS_OP_RSQRT);
-    case TFL_ABS:
-        return unary(c, o, KS_OP_ABS);
-    case TFL_NEG:
-        return unary(c, o, KS_OP_NEG);
-    case TFL_FLOOR:
-        return unary(c, o, KS_OP_FLOOR);
-    case TFL_CEIL:
-        return unary(c, o, KS_OP_CEIL);
-    case TFL_LOG:
-        return unary(c, o, KS_OP_LOG);
     case TFL_ELU: {
         ks__node *n;
         ks_status st = simple(c, o, KS_OP_ELU, 0, 1, 1, &n);
         if (!st) n->fp[0] = 1.0f;
         return st;
     }
-    case TFL_CAST:
-        return unary(c, o, KS_OP_CAST);
-    case TFL_QUANTIZE:
-        return unary(c, o, KS_OP_QUANTIZE);
     case TFL_DEQUANTIZE:
         return dequantize(c, o);
     case TFL_DENSIFY:
@@ -1896,20 +1914,8 @@ static ks_status convert_op(imp *c, const opc *o) {
         return pack_unpack(c, o, true);
     case TFL_UNPACK:
         return pack_unpack(c, o, false);
-    case TFL_SHAPE:
-        return unary(c, o, KS_OP_SHAPE);
-    case TFL_SPACE_TO_BATCH_ND: {
-        ks__node *n;
-        return simple(c, o, KS_OP_SPACE_TO_BATCH_ND, 0, 3, 3, &n);
-    }
-    case TFL_BATCH_TO_SPACE_ND: {
-        ks__node *n;
-        return simple(c, o, KS_OP_BATCH_TO_SPACE_ND, 0, 3, 3, &n);
-    }
     case TFL_GATHER:
         return gather(c, o);
-    case TFL_GATHER_ND:
-        return binary(c, o, KS_OP_GATHER_ND, 0);
     case TFL_TRANSPOSE:
         return transpose(c, o);
     case TFL_SQUEEZE:
@@ -1920,8 +1926,6 @@ static ks_status convert_op(imp *c, const opc *o) {
         return split(c, o);
     case TFL_SPLIT_V:
         return split_v(c, o);
-    case TFL_TILE:
-        return binary(c, o, KS_OP_TILE, 0);
     case TFL_BATCH_MATMUL:
         return batch_matmul(c, o);
     case TFL_CUSTOM:
