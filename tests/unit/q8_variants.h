@@ -1,20 +1,14 @@
-/* Shared harness of the quantized-variant tests (test_impl_quant.c, test_impl_q8_smallc.c,
- * test_impl_q8_dw.c, test_impl_arm_q8.c): quantized test tensors, kernel contexts, the check
- * that every variant a test selects gives the reference kernel's bytes at 1 and 3 threads, and the
- * unfused reference chains the fused CONV2D forms are compared with.
+/* Shared harness of the quantized conv / FC / depthwise variant tests (test_impl_quant.c,
+ * test_impl_q8_smallc.c, test_impl_q8_dw.c, test_impl_arm_q8.c): quantized test tensors, the
+ * unfused reference chains the fused CONV2D forms are compared with, and (Q8V_CONV_CASES) the
+ * conv / FC node builders and the case lists the GEMM tests share. The byte-exact variant check
+ * itself is q8_test_util.h's.
  * Include after <cmocka.h>, "impl.h" and "kernel.h"; everything here is static (inline, so a
  * test may leave parts unused). */
 #ifndef KESTREL_TESTS_Q8_VARIANTS_H
 #define KESTREL_TESTS_Q8_VARIANTS_H
 
-static char g_err[512];
-
-/* Deterministic stream; a test may reseed g_rng. */
-static uint32_t g_rng = 12345u;
-static inline uint32_t urand(void) {
-    g_rng = g_rng * 1664525u + 1013904223u;
-    return g_rng >> 8;
-}
+#include "q8_test_util.h"
 
 typedef struct qtensor {
     ks__rt_tensor t;
@@ -61,97 +55,8 @@ static inline void mkq(qtensor *qt, ks_dtype dt, int32_t rank, const int64_t *di
     mkq_fill(qt, dt, rank, dims, qcount, FILL_RANDOM);
 }
 
-static inline void *aligned(size_t bytes) {
-    void *p = NULL;
-    assert_int_equal(posix_memalign(&p, 64, bytes ? (bytes + 63) / 64 * 64 : 64), 0);
-    return p;
-}
-
-static inline ks__kernel_ctx make_ctx(const ks__node *node, ks__rt_tensor **ins, uint32_t nin,
-                                      ks__rt_tensor **outs) {
-    ks__kernel_ctx ctx = {.node = node,
-                          .node_index = 3,
-                          .in = ins,
-                          .num_inputs = nin,
-                          .out = outs,
-                          .num_outputs = 1,
-                          .err = g_err,
-                          .err_cap = sizeof(g_err),
-                          .num_threads = 1};
-    g_err[0] = 0;
-    return ctx;
-}
-
-/* Runs the reference and every variant of node->op that `select` accepts and this CPU supports
- * (1 and 3 threads) and requires identical bytes and no write past the end. `y` has dtype and
- * quantization set; its data is allocated here. on_ran (may be NULL) gets the name of each
- * variant that took the node. Returns the number of those variants. */
-static inline int q8v_check(const ks__node *node, ks__rt_tensor **ins, uint32_t nin,
-                            ks__rt_tensor *y, int (*select)(const ks__impl *),
-                            void (*on_ran)(const char *)) {
-    ks__rt_tensor *outs[1] = {y};
-    ks__kernel_ctx ctx = make_ctx(node, ins, nin, outs);
-    const ks__kernel *k = &ks__ref_kernels()->k[node->op];
-    ks_status st = k->infer(&ctx);
-    if (st) print_error("ref infer: %s\n", g_err);
-    assert_int_equal(st, KS_STATUS_OK);
-    int64_t count = ks__rt_numel(y);
-    y->size_bytes = (size_t)count;
-    uint8_t *want = malloc((size_t)count + 1);
-    assert_non_null(want);
-    y->data = want;
-    ctx.scratch = aligned(ctx.scratch_bytes);
-    assert_int_equal(k->run(&ctx), KS_STATUS_OK);
-    free(ctx.scratch);
-    int ran = 0;
-    for (const ks__impl *const *it = ks__impl_list(); *it; it++) {
-        const ks__impl *im = *it;
-        if (im->op != node->op || !select(im) || (im->isa & ~ks__cpu_isa()) != 0) continue;
-        for (uint32_t threads = 1; threads <= 3; threads += 2) {
-            ks__pool *pool = NULL;
-            if (threads > 1) assert_int_equal(ks__pool_create(NULL, threads, &pool), KS_STATUS_OK);
-            ks__kernel_ctx c = make_ctx(node, ins, nin, outs);
-            uint8_t *got = malloc((size_t)count + 1);
-            assert_non_null(got);
-            memset(got, 0xA5, (size_t)count + 1);
-            y->data = got;
-            c.num_threads = threads;
-            c.pool = pool;
-            if (im->cost(&c) < 0) {
-                ks__pool_destroy(pool);
-                free(got);
-                break;
-            }
-            if (threads == 1) {
-                ran++;
-                if (on_ran) on_ran(im->name);
-            }
-            size_t packed_bytes = 0;
-            c.scratch_bytes = 0;
-            assert_int_equal(im->plan(&c, &packed_bytes), KS_STATUS_OK);
-            c.packed = aligned(packed_bytes);
-            c.packed_bytes = packed_bytes;
-            if (packed_bytes && im->pack) assert_int_equal(im->pack(&c), KS_STATUS_OK);
-            c.scratch = aligned(c.scratch_bytes);
-            assert_int_equal(im->run(&c), KS_STATUS_OK);
-            for (int64_t i = 0; i < count; i++) {
-                if (got[i] != want[i]) {
-                    print_error("%s threads %u element %lld of %lld: got %d want %d\n", im->name,
-                                threads, (long long)i, (long long)count, got[i], want[i]);
-                    fail();
-                }
-            }
-            assert_int_equal(got[count], 0xA5); /* no write past the end */
-            free(c.scratch);
-            free(c.packed);
-            free(got);
-            ks__pool_destroy(pool);
-        }
-    }
-    free(want);
-    y->data = NULL;
-    return ran;
-}
+/* The fused activations of the quantized kernels, indexed round robin by the case lists. */
+static const int32_t k_acts[4] = {KS_ACT_NONE, KS_ACT_RELU, KS_ACT_RELU6, KS_ACT_RELU_N1_TO_1};
 
 /* ---- fused CONV2D forms (ops.inc: ip[12] == 1): the unfused reference chain ---- */
 
@@ -230,8 +135,8 @@ static inline void run_table_chain(int fuse, qtensor *x, qtensor *y) {
     ref_run(&node, ins, 1, y);
 }
 
-/* ---- conv cases: with Q8V_CONV_CASES defined before the include (test_impl_quant.c,
- * test_impl_q8_smallc.c) ---- */
+/* ---- conv / FC cases: with Q8V_CONV_CASES defined before the include (test_impl_quant.c,
+ * test_impl_q8_smallc.c, test_impl_arm_q8.c) ---- */
 #ifdef Q8V_CONV_CASES
 
 /* Weight flavours (W_U8_128: U8 weights with zero point 128, i.e. s8 after the kernels' shift). */
@@ -240,9 +145,10 @@ enum { W_U8_TENSOR = 0, W_I8_CHANNEL_SYM = 1, W_I8_CHANNEL_ZP = 2, W_U8_128 = 3 
 typedef struct conv_case {
     int64_t n, ih, iw, ic, oc, kh, kw;
     int32_t sh, sw, dh, dw, pt, pl, pb, pr, mode, groups, act;
-    int bias, wkind;
+    int bias, wkind, fill; /* fill: FILL_* of the input and weight bytes */
     ks_dtype xdt;
     float real_mult; /* nonzero: the output scale making x_scale * w_scale / y_scale this */
+    float out_gain;  /* nonzero: output scale factor; < 1 gives multipliers above 1 (left shifts) */
 } conv_case;
 
 /* Output scale that spreads the accumulators of a depth-`depth` reduction over the dtype. */
@@ -263,6 +169,268 @@ static inline void fill_weights(qtensor *w, int wkind, int64_t channels) {
     }
 }
 
+/* Weights of flavour wkind with `channels` output channels (dims[0]), bytes filled by `fill`. */
+static inline void mkq_weights(qtensor *w, int wkind, int32_t rank, const int64_t *dims,
+                               int64_t channels, int fill) {
+    int u8 = wkind == W_U8_TENSOR || wkind == W_U8_128;
+    mkq_fill(w, u8 ? KS_DTYPE_U8 : KS_DTYPE_I8, rank, dims, u8 ? 1 : (uint32_t)channels, fill);
+    fill_weights(w, wkind, channels);
+}
+
+/* A quantized CONV2D or FULLY_CONNECTED node and its tensors: inputs x, w and (when the case has
+ * one) b in ins; y the output with dtype and params set and no data (q8v_check allocates it). */
+typedef struct q8v_node {
+    ks__node node;
+    qtensor *x, *w, *b, *y;
+    ks__rt_tensor *ins[3];
+} q8v_node;
+
+static inline void q8v_node_alloc(q8v_node *v) {
+    memset(v, 0, sizeof(*v));
+    v->x = malloc(sizeof(qtensor));
+    v->w = malloc(sizeof(qtensor));
+    v->b = malloc(sizeof(qtensor));
+    v->y = malloc(sizeof(qtensor));
+    assert_true(v->x && v->w && v->b && v->y);
+}
+
+static inline void q8v_node_free(q8v_node *v) {
+    free_q(v->x), free_q(v->w), free_q(v->b), free_q(v->y);
+}
+
+/* Bias of `count` values in [-range, range] and a one-element output of dtype dt. */
+static inline void q8v_bias_and_out(q8v_node *v, const int64_t *bias_dims, int64_t count,
+                                    int32_t range, ks_dtype dt) {
+    int64_t one[1] = {1};
+    mkq(v->b, KS_DTYPE_I32, 1, bias_dims, 0);
+    for (int64_t i = 0; i < count; i++)
+        ((int32_t *)v->b->data)[i] = (int32_t)(urand() % (uint32_t)(2 * range + 1)) - range;
+    mkq(v->y, dt, 1, one, 1);
+    free(v->y->data);
+    v->y->t.data = v->y->data = NULL;
+}
+
+/* The CONV2D node of case c with random inputs, weights and bias. */
+static inline void q8v_conv_make(q8v_node *v, const conv_case *c) {
+    int64_t groups = c->groups ? c->groups : 1;
+    int64_t xd[4] = {c->n, c->ih, c->iw, c->ic}, wd[4] = {c->oc, c->kh, c->kw, c->ic / groups};
+    int64_t bd[1] = {c->oc};
+    q8v_node_alloc(v);
+    qtensor *x = v->x, *w = v->w, *y = v->y;
+    mkq_fill(x, c->xdt, 4, xd, 1, c->fill);
+    x->scales[0] = 0.02f;
+    x->zps[0] = c->xdt == KS_DTYPE_U8 ? 131 : -7;
+    if (c->fill != FILL_RANDOM) x->zps[0] = c->xdt == KS_DTYPE_U8 ? 255 - x->zps[0] : 127;
+    mkq_weights(w, c->wkind, 4, wd, c->oc, c->fill);
+    q8v_bias_and_out(v, bd, c->oc, 10000, c->xdt);
+    int64_t depth = c->kh * c->kw * (c->ic / groups);
+    y->scales[0] = c->real_mult > 0.0f ? x->scales[0] * w->scales[0] / c->real_mult
+                                       : out_scale(x->scales[0], w->scales[0], depth) *
+                                             (c->out_gain > 0.0f ? c->out_gain : 1.0f);
+    y->zps[0] = c->xdt == KS_DTYPE_U8 ? 121 : 3;
+    v->node.op = KS_OP_CONV2D;
+    v->node.name = (char *)"qconv";
+    int32_t ip[11] = {c->sh, c->sw, c->dh,   c->dw,     c->pt, c->pl,
+                      c->pb, c->pr, c->mode, c->groups, c->act};
+    memcpy(v->node.ip, ip, sizeof(ip));
+    v->ins[0] = &x->t, v->ins[1] = &w->t, v->ins[2] = c->bias ? &v->b->t : NULL;
+}
+
+/* A FULLY_CONNECTED node: rows x in_size input, `out` outputs, weights of flavour wkind. */
+static inline void q8v_fc_make(q8v_node *v, int64_t rows, int64_t in_size, int64_t out, int wkind,
+                               ks_dtype xdt, int32_t act, int bias) {
+    int64_t xd[2] = {rows, in_size}, wd[2] = {out, in_size}, bd[1] = {out};
+    q8v_node_alloc(v);
+    qtensor *x = v->x, *w = v->w, *y = v->y;
+    mkq(x, xdt, 2, xd, 1);
+    x->scales[0] = 0.05f;
+    x->zps[0] = xdt == KS_DTYPE_U8 ? 100 : 10;
+    mkq_weights(w, wkind, 2, wd, out, FILL_RANDOM);
+    q8v_bias_and_out(v, bd, out, 20000, xdt);
+    y->scales[0] = out_scale(x->scales[0], w->scales[0], in_size);
+    y->zps[0] = xdt == KS_DTYPE_U8 ? 128 : -1;
+    v->node.op = KS_OP_FULLY_CONNECTED;
+    v->node.name = (char *)"qfc";
+    v->node.ip[0] = act;
+    v->ins[0] = &x->t, v->ins[1] = &w->t, v->ins[2] = bias ? &v->b->t : NULL;
+}
+
+/* ---- case lists the GEMM tests share (each test sets the weight flavour and input dtype) ---- */
+
+/* General convs: the MobileNet stem, padding, dilation, strides, the 1x1 indirect path. */
+static inline const conv_case *q8v_general_cases(size_t *count) {
+    static const conv_case cases[] = {
+        /* first layer of MobileNet: 3x3 s2 SAME, 3 input channels */
+        {.n = 1,
+         .ih = 15,
+         .iw = 17,
+         .ic = 3,
+         .oc = 32,
+         .kh = 3,
+         .kw = 3,
+         .sh = 2,
+         .sw = 2,
+         .mode = KS_PAD_SAME_UPPER,
+         .bias = 1,
+         .act = KS_ACT_RELU6},
+        /* 3x3 pad 1, odd channels */
+        {.n = 1,
+         .ih = 9,
+         .iw = 11,
+         .ic = 13,
+         .oc = 35,
+         .kh = 3,
+         .kw = 3,
+         .pt = 1,
+         .pl = 1,
+         .pb = 1,
+         .pr = 1,
+         .bias = 1,
+         .act = KS_ACT_RELU},
+        /* 5x3, stride 2x1, dilation, asymmetric pads, two images */
+        {.n = 2,
+         .ih = 10,
+         .iw = 7,
+         .ic = 6,
+         .oc = 17,
+         .kh = 5,
+         .kw = 3,
+         .sh = 2,
+         .sw = 1,
+         .dh = 2,
+         .dw = 1,
+         .pt = 2,
+         .pl = 0,
+         .pb = 1,
+         .pr = 2},
+        /* VALID, stride 3, K per tap 33 (two 16-byte groups + a 4-byte tail) */
+        {.n = 1,
+         .ih = 13,
+         .iw = 13,
+         .ic = 33,
+         .oc = 64,
+         .kh = 3,
+         .kw = 3,
+         .sh = 3,
+         .sw = 3,
+         .mode = KS_PAD_VALID,
+         .bias = 1,
+         .act = KS_ACT_RELU_N1_TO_1},
+        /* 1x1 stride 2 (indirect path) */
+        {.n = 1,
+         .ih = 7,
+         .iw = 9,
+         .ic = 20,
+         .oc = 40,
+         .kh = 1,
+         .kw = 1,
+         .sh = 2,
+         .sw = 2,
+         .bias = 1},
+    };
+    *count = sizeof(cases) / sizeof(cases[0]);
+    return cases;
+}
+
+/* Depthwise geometries (the caller sets ic = oc = groups): SAME, stride 2, 5x5 with explicit
+ * pads, dilation. */
+static inline const conv_case *q8v_dw_cases(size_t *count) {
+    static const conv_case cases[] = {
+        {.n = 1,
+         .ih = 9,
+         .iw = 10,
+         .kh = 3,
+         .kw = 3,
+         .mode = KS_PAD_SAME_UPPER,
+         .bias = 1,
+         .act = KS_ACT_RELU6},
+        {.n = 2,
+         .ih = 11,
+         .iw = 8,
+         .kh = 3,
+         .kw = 3,
+         .sh = 2,
+         .sw = 2,
+         .mode = KS_PAD_SAME_UPPER,
+         .bias = 1,
+         .act = KS_ACT_RELU},
+        {.n = 1,
+         .ih = 12,
+         .iw = 13,
+         .kh = 5,
+         .kw = 5,
+         .sh = 2,
+         .sw = 2,
+         .pt = 1,
+         .pl = 2,
+         .pb = 2,
+         .pr = 1},
+        {.n = 1,
+         .ih = 6,
+         .iw = 7,
+         .kh = 5,
+         .kw = 5,
+         .mode = KS_PAD_SAME_UPPER,
+         .act = KS_ACT_RELU_N1_TO_1},
+        {.n = 1,
+         .ih = 9,
+         .iw = 9,
+         .kh = 3,
+         .kw = 3,
+         .dh = 2,
+         .dw = 2,
+         .mode = KS_PAD_VALID,
+         .bias = 1},
+    };
+    *count = sizeof(cases) / sizeof(cases[0]);
+    return cases;
+}
+
+/* A wide 1x1 conv: 64 -> 96 channels over two images. */
+static inline conv_case q8v_wide_1x1_case(void) {
+    conv_case c = {.n = 2,
+                   .ih = 5,
+                   .iw = 7,
+                   .ic = 64,
+                   .oc = 96,
+                   .kh = 1,
+                   .kw = 1,
+                   .bias = 1,
+                   .xdt = KS_DTYPE_U8};
+    return c;
+}
+
+/* Convs the GEMM and depthwise variants leave to the reference: grouped (not depthwise), and
+ * depthwise with a channel multiplier. */
+static inline conv_case q8v_grouped_case(void) {
+    conv_case c = {.n = 1,
+                   .ih = 5,
+                   .iw = 5,
+                   .ic = 8,
+                   .oc = 8,
+                   .kh = 3,
+                   .kw = 3,
+                   .groups = 2,
+                   .mode = KS_PAD_SAME_UPPER,
+                   .xdt = KS_DTYPE_U8};
+    return c;
+}
+
+static inline conv_case q8v_multiplier_case(void) {
+    conv_case c = {.n = 1,
+                   .ih = 5,
+                   .iw = 5,
+                   .ic = 4,
+                   .oc = 8,
+                   .kh = 3,
+                   .kw = 3,
+                   .groups = 4,
+                   .mode = KS_PAD_SAME_UPPER,
+                   .xdt = KS_DTYPE_I8,
+                   .wkind = W_I8_CHANNEL_SYM};
+    return c;
+}
+
 /* One fused conv case: the fused reference against the unfused reference chain (CONV2D with act
  * NONE to the intermediate, then the residual ADD or the table op), then every variant `check`
  * selects against the fused reference. c->bias == 2 adds +-2^30 to the bias (accumulators past
@@ -281,9 +449,7 @@ static inline int q8v_fused_case(const conv_case *c, int fuse, int32_t act,
     mkq(x, dt, 4, xd, 1);
     x->scales[0] = 0.02f;
     x->zps[0] = base + (int32_t)(urand() % 41) - 20;
-    ks_dtype wdt = (c->wkind == W_U8_TENSOR || c->wkind == W_U8_128) ? KS_DTYPE_U8 : KS_DTYPE_I8;
-    mkq(w, wdt, 4, wd, (c->wkind == W_U8_TENSOR || c->wkind == W_U8_128) ? 1 : (uint32_t)c->oc);
-    fill_weights(w, c->wkind, c->oc);
+    mkq_weights(w, c->wkind, 4, wd, c->oc, FILL_RANDOM);
     mkq(b, KS_DTYPE_I32, 1, bd, 0);
     for (int64_t i = 0; i < c->oc; i++) {
         int32_t v = (int32_t)(urand() % 20001) - 10000;

@@ -21,6 +21,7 @@
 #include "impl.h"
 #include "kernel.h"
 
+#define Q8V_CONV_CASES /* conv_case, the conv / FC builders and case lists */
 #include "q8_variants.h"
 
 static int is_arm_q8_variant(const ks__impl *im) {
@@ -59,80 +60,21 @@ static int check_variants(const ks__node *node, ks__rt_tensor **ins, uint32_t ni
     return q8v_check(node, ins, nin, y, is_arm_q8_variant, note_ran);
 }
 
-/* Weight flavours. */
-enum { W_U8_TENSOR = 0, W_I8_CHANNEL_SYM = 1, W_I8_CHANNEL_ZP = 2, W_NUM = 3 };
-
-typedef struct conv_case {
-    int64_t n, ih, iw, ic, oc, kh, kw;
-    int32_t sh, sw, dh, dw, pt, pl, pb, pr, mode, groups, act;
-    int bias, wkind, fill;
-    ks_dtype xdt;
-    float out_gain; /* output scale factor: < 1 gives multipliers above 1 (left shifts) */
-} conv_case;
-
-/* Output scale that spreads the accumulators of a depth-`depth` reduction over the dtype. */
-static float out_scale(float xs, float ws, int64_t depth) {
-    return xs * ws * 74.0f * 74.0f * 5.0f * sqrtf((float)depth) / 255.0f;
-}
-
-static void fill_weights(qtensor *w, int wkind, int64_t channels) {
-    if (wkind == W_U8_TENSOR) {
-        w->scales[0] = 0.0123f;
-        w->zps[0] = 117;
-        return;
-    }
-    assert_true(channels <= 1024);
-    for (int64_t c = 0; c < channels && c < 1024; c++) {
-        w->scales[c] = 0.004f + 0.0005f * (float)(c % 13);
-        w->zps[c] = wkind == W_I8_CHANNEL_SYM ? 0 : (int32_t)(c % 7) - 3;
-    }
-}
+/* The weight flavours the ARM kernels are tested with: W_U8_TENSOR, W_I8_CHANNEL_SYM and
+ * W_I8_CHANNEL_ZP (q8_variants.h). */
+enum { W_NUM = 3 };
 
 /* Builds the node, checks every variant and returns how many took it; *sel_dot / *sel_plain get
  * what dispatch picks with and without dotprod. */
 static int run_conv_case(const conv_case *c, const char **sel_dot, const char **sel_plain) {
-    int64_t groups = c->groups ? c->groups : 1;
-    int64_t xd[4] = {c->n, c->ih, c->iw, c->ic}, wd[4] = {c->oc, c->kh, c->kw, c->ic / groups};
-    int64_t bd[1] = {c->oc};
-    qtensor *x = malloc(sizeof(qtensor)), *w = malloc(sizeof(qtensor)),
-            *b = malloc(sizeof(qtensor));
-    qtensor *y = malloc(sizeof(qtensor));
-    assert_true(x && w && b && y);
-    mkq_fill(x, c->xdt, 4, xd, 1, c->fill);
-    x->scales[0] = 0.02f;
-    x->zps[0] = c->xdt == KS_DTYPE_U8 ? 131 : -7;
-    if (c->fill != FILL_RANDOM) x->zps[0] = c->xdt == KS_DTYPE_U8 ? 255 - x->zps[0] : 127;
-    ks_dtype wdt = c->wkind == W_U8_TENSOR ? KS_DTYPE_U8 : KS_DTYPE_I8;
-    mkq_fill(w, wdt, 4, wd, c->wkind == W_U8_TENSOR ? 1 : (uint32_t)c->oc, c->fill);
-    fill_weights(w, c->wkind, c->oc);
-    mkq_fill(b, KS_DTYPE_I32, 1, bd, 0, FILL_RANDOM);
-    for (int64_t i = 0; i < c->oc; i++)
-        ((int32_t *)b->data)[i] = (int32_t)(urand() % 20001) - 10000;
-    int64_t depth = c->kh * c->kw * (c->ic / groups);
-    int64_t one[1] = {1};
-    mkq_fill(y, c->xdt, 1, one, 1, FILL_RANDOM);
-    free(y->data);
-    y->t.data = y->data = NULL;
-    y->scales[0] =
-        out_scale(x->scales[0], w->scales[0], depth) * (c->out_gain > 0.0f ? c->out_gain : 1.0f);
-    y->zps[0] = c->xdt == KS_DTYPE_U8 ? 121 : 3;
-    ks__node node;
-    memset(&node, 0, sizeof(node));
-    node.op = KS_OP_CONV2D;
-    node.name = (char *)"qconv";
-    int32_t ip[11] = {c->sh, c->sw, c->dh,   c->dw,     c->pt, c->pl,
-                      c->pb, c->pr, c->mode, c->groups, c->act};
-    memcpy(node.ip, ip, sizeof(ip));
-    ks__rt_tensor *ins[3] = {&x->t, &w->t, c->bias ? &b->t : NULL};
-    int ran = check_variants(&node, ins, 3, &y->t);
-    if (sel_dot) *sel_dot = selected(&node, ins, 3, &y->t, KS_ISA_NEON | KS_ISA_NEON_DOT);
-    if (sel_plain) *sel_plain = selected(&node, ins, 3, &y->t, KS_ISA_NEON);
-    free(x->data), free(w->data), free(b->data);
-    free(x), free(w), free(b), free(y);
+    q8v_node v;
+    q8v_conv_make(&v, c);
+    int ran = check_variants(&v.node, v.ins, 3, &v.y->t);
+    if (sel_dot) *sel_dot = selected(&v.node, v.ins, 3, &v.y->t, KS_ISA_NEON | KS_ISA_NEON_DOT);
+    if (sel_plain) *sel_plain = selected(&v.node, v.ins, 3, &v.y->t, KS_ISA_NEON);
+    q8v_node_free(&v);
     return ran;
 }
-
-static const int32_t k_acts[4] = {KS_ACT_NONE, KS_ACT_RELU, KS_ACT_RELU6, KS_ACT_RELU_N1_TO_1};
 
 static int is_aarch64(void) {
 #if defined(__aarch64__)
@@ -181,16 +123,17 @@ static void test_conv_1x1_tails(void **state) {
         if (kc >= 8 && c.oc >= 8) expect_gemm_dispatch(sd, sp);
     }
     assert_int_equal(n, 37);
-    conv_case wide = {.n = 2,
-                      .ih = 5,
-                      .iw = 7,
-                      .ic = 64,
-                      .oc = 96,
-                      .kh = 1,
-                      .kw = 1,
-                      .bias = 1,
-                      .xdt = KS_DTYPE_U8};
+    conv_case wide = q8v_wide_1x1_case();
     assert_true(run_conv_case(&wide, NULL, NULL) > 0);
+}
+
+static void run_general_case(const conv_case *shape, int wkind, ks_dtype xdt) {
+    conv_case c = *shape;
+    c.wkind = wkind;
+    c.xdt = xdt;
+    const char *sd = NULL, *sp = NULL;
+    assert_true(run_conv_case(&c, &sd, &sp) > 0);
+    expect_gemm_dispatch(sd, sp);
 }
 
 static void test_conv_general(void **state) {
@@ -199,74 +142,11 @@ static void test_conv_general(void **state) {
     for (int wk = 0; wk < W_NUM; wk++) {
         for (int xi = 0; xi < 2; xi++) {
             ks_dtype xdt = xi ? KS_DTYPE_I8 : KS_DTYPE_U8;
-            const conv_case cases[] = {
-                /* MobileNet's first layer: 3x3 s2 SAME, 3 input channels */
-                {.n = 1,
-                 .ih = 15,
-                 .iw = 17,
-                 .ic = 3,
-                 .oc = 32,
-                 .kh = 3,
-                 .kw = 3,
-                 .sh = 2,
-                 .sw = 2,
-                 .mode = KS_PAD_SAME_UPPER,
-                 .bias = 1,
-                 .act = KS_ACT_RELU6},
-                /* 3x3 pad 1, odd channels */
-                {.n = 1,
-                 .ih = 9,
-                 .iw = 11,
-                 .ic = 13,
-                 .oc = 35,
-                 .kh = 3,
-                 .kw = 3,
-                 .pt = 1,
-                 .pl = 1,
-                 .pb = 1,
-                 .pr = 1,
-                 .bias = 1,
-                 .act = KS_ACT_RELU},
-                /* 5x3, stride 2x1, dilation, asymmetric pads, two images */
-                {.n = 2,
-                 .ih = 10,
-                 .iw = 7,
-                 .ic = 6,
-                 .oc = 17,
-                 .kh = 5,
-                 .kw = 3,
-                 .sh = 2,
-                 .sw = 1,
-                 .dh = 2,
-                 .dw = 1,
-                 .pt = 2,
-                 .pl = 0,
-                 .pb = 1,
-                 .pr = 2},
-                /* VALID, stride 3, K per tap 33 (two 16-byte groups + a 4-byte tail) */
-                {.n = 1,
-                 .ih = 13,
-                 .iw = 13,
-                 .ic = 33,
-                 .oc = 64,
-                 .kh = 3,
-                 .kw = 3,
-                 .sh = 3,
-                 .sw = 3,
-                 .mode = KS_PAD_VALID,
-                 .bias = 1,
-                 .act = KS_ACT_RELU_N1_TO_1},
-                /* 1x1 stride 2 (indirect path) */
-                {.n = 1,
-                 .ih = 7,
-                 .iw = 9,
-                 .ic = 20,
-                 .oc = 40,
-                 .kh = 1,
-                 .kw = 1,
-                 .sh = 2,
-                 .sw = 2,
-                 .bias = 1},
+            /* the shared list, then shapes for the ARM tiles: an even kernel, extreme codes,
+             * left shifts */
+            size_t num_common = 0;
+            const conv_case *common = q8v_general_cases(&num_common);
+            const conv_case extra[] = {
                 /* SAME_LOWER, 2x2 even kernel, channels 8 (4-byte groups only) */
                 {.n = 1,
                  .ih = 6,
@@ -318,16 +198,26 @@ static void test_conv_general(void **state) {
                  .bias = 1,
                  .out_gain = 1.0f / 4096.0f},
             };
-            for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                conv_case c = cases[i];
-                c.wkind = wk;
-                c.xdt = xdt;
-                const char *sd = NULL, *sp = NULL;
-                assert_true(run_conv_case(&c, &sd, &sp) > 0);
-                expect_gemm_dispatch(sd, sp);
-            }
+            for (size_t i = 0; i < num_common; i++)
+                run_general_case(&common[i], wk, xdt);
+            for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
+                run_general_case(&extra[i], wk, xdt);
         }
     }
+}
+
+static void run_dw_case(const conv_case *shape, int64_t channels, int wkind, ks_dtype xdt) {
+    conv_case c = *shape;
+    c.ic = c.oc = channels;
+    c.groups = (int32_t)channels;
+    c.wkind = wkind;
+    c.xdt = xdt;
+    const char *sd = NULL, *sp = NULL;
+    assert_true(run_conv_case(&c, &sd, &sp) > 0);
+    assert_non_null(sd);
+    assert_non_null(sp);
+    assert_string_equal(sd, "ks_q8_dwconv__neon_c16");
+    assert_string_equal(sp, "ks_q8_dwconv__neon_c16");
 }
 
 static void test_dwconv(void **state) {
@@ -338,52 +228,10 @@ static void test_dwconv(void **state) {
         for (int wk = 0; wk < W_NUM; wk++) {
             int64_t ch = channels[ci];
             ks_dtype xdt = (ci + (size_t)wk) % 2 ? KS_DTYPE_I8 : KS_DTYPE_U8;
-            const conv_case cases[] = {
-                {.n = 1,
-                 .ih = 9,
-                 .iw = 10,
-                 .kh = 3,
-                 .kw = 3,
-                 .mode = KS_PAD_SAME_UPPER,
-                 .bias = 1,
-                 .act = KS_ACT_RELU6},
-                {.n = 2,
-                 .ih = 11,
-                 .iw = 8,
-                 .kh = 3,
-                 .kw = 3,
-                 .sh = 2,
-                 .sw = 2,
-                 .mode = KS_PAD_SAME_UPPER,
-                 .bias = 1,
-                 .act = KS_ACT_RELU},
-                {.n = 1,
-                 .ih = 12,
-                 .iw = 13,
-                 .kh = 5,
-                 .kw = 5,
-                 .sh = 2,
-                 .sw = 2,
-                 .pt = 1,
-                 .pl = 2,
-                 .pb = 2,
-                 .pr = 1},
-                {.n = 1,
-                 .ih = 6,
-                 .iw = 7,
-                 .kh = 5,
-                 .kw = 5,
-                 .mode = KS_PAD_SAME_UPPER,
-                 .act = KS_ACT_RELU_N1_TO_1},
-                {.n = 1,
-                 .ih = 9,
-                 .iw = 9,
-                 .kh = 3,
-                 .kw = 3,
-                 .dh = 2,
-                 .dw = 2,
-                 .mode = KS_PAD_VALID,
-                 .bias = 1},
+            /* the shared list, then extreme codes and left shifts */
+            size_t num_common = 0;
+            const conv_case *common = q8v_dw_cases(&num_common);
+            const conv_case extra[] = {
                 {.n = 1,
                  .ih = 7,
                  .iw = 6,
@@ -403,19 +251,10 @@ static void test_dwconv(void **state) {
                  .mode = KS_PAD_SAME_UPPER,
                  .out_gain = 1.0f / 1024.0f},
             };
-            for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                conv_case c = cases[i];
-                c.ic = c.oc = ch;
-                c.groups = (int32_t)ch;
-                c.wkind = wk;
-                c.xdt = xdt;
-                const char *sd = NULL, *sp = NULL;
-                assert_true(run_conv_case(&c, &sd, &sp) > 0);
-                assert_non_null(sd);
-                assert_non_null(sp);
-                assert_string_equal(sd, "ks_q8_dwconv__neon_c16");
-                assert_string_equal(sp, "ks_q8_dwconv__neon_c16");
-            }
+            for (size_t i = 0; i < num_common; i++)
+                run_dw_case(&common[i], ch, wk, xdt);
+            for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
+                run_dw_case(&extra[i], ch, wk, xdt);
         }
     }
 }
@@ -424,66 +263,23 @@ static void test_dwconv(void **state) {
 static void test_conv_refused(void **state) {
     (void)state;
     skip_unless_arm();
-    conv_case grouped = {.n = 1,
-                         .ih = 5,
-                         .iw = 5,
-                         .ic = 8,
-                         .oc = 8,
-                         .kh = 3,
-                         .kw = 3,
-                         .groups = 2,
-                         .mode = KS_PAD_SAME_UPPER,
-                         .xdt = KS_DTYPE_U8};
+    conv_case grouped = q8v_grouped_case();
     const char *sd = "", *sp = "";
     assert_int_equal(run_conv_case(&grouped, &sd, &sp), 0);
     assert_null(sd);
     assert_null(sp);
-    conv_case mult = {.n = 1,
-                      .ih = 5,
-                      .iw = 5,
-                      .ic = 4,
-                      .oc = 8,
-                      .kh = 3,
-                      .kw = 3,
-                      .groups = 4,
-                      .mode = KS_PAD_SAME_UPPER,
-                      .xdt = KS_DTYPE_I8,
-                      .wkind = W_I8_CHANNEL_SYM};
+    conv_case mult = q8v_multiplier_case();
     assert_int_equal(run_conv_case(&mult, &sd, &sp), 0);
 }
 
 static void run_fc_case(int64_t rows, int64_t in_size, int64_t out, int wkind, ks_dtype xdt,
                         int32_t act, int bias) {
-    int64_t xd[2] = {rows, in_size}, wd[2] = {out, in_size}, bd[1] = {out}, one[1] = {1};
-    qtensor *x = malloc(sizeof(qtensor)), *w = malloc(sizeof(qtensor)),
-            *b = malloc(sizeof(qtensor));
-    qtensor *y = malloc(sizeof(qtensor));
-    assert_true(x && w && b && y);
-    mkq_fill(x, xdt, 2, xd, 1, FILL_RANDOM);
-    x->scales[0] = 0.05f;
-    x->zps[0] = xdt == KS_DTYPE_U8 ? 100 : 10;
-    mkq_fill(w, wkind == W_U8_TENSOR ? KS_DTYPE_U8 : KS_DTYPE_I8, 2, wd,
-             wkind == W_U8_TENSOR ? 1 : (uint32_t)out, FILL_RANDOM);
-    fill_weights(w, wkind, out);
-    mkq_fill(b, KS_DTYPE_I32, 1, bd, 0, FILL_RANDOM);
-    for (int64_t i = 0; i < out; i++)
-        ((int32_t *)b->data)[i] = (int32_t)(urand() % 40001) - 20000;
-    mkq_fill(y, xdt, 1, one, 1, FILL_RANDOM);
-    free(y->data);
-    y->t.data = y->data = NULL;
-    y->scales[0] = out_scale(x->scales[0], w->scales[0], in_size);
-    y->zps[0] = xdt == KS_DTYPE_U8 ? 128 : -1;
-    ks__node node;
-    memset(&node, 0, sizeof(node));
-    node.op = KS_OP_FULLY_CONNECTED;
-    node.name = (char *)"qfc";
-    node.ip[0] = act;
-    ks__rt_tensor *ins[3] = {&x->t, &w->t, bias ? &b->t : NULL};
-    assert_true(check_variants(&node, ins, 3, &y->t) > 0);
-    expect_gemm_dispatch(selected(&node, ins, 3, &y->t, KS_ISA_NEON | KS_ISA_NEON_DOT),
-                         selected(&node, ins, 3, &y->t, KS_ISA_NEON));
-    free(x->data), free(w->data), free(b->data);
-    free(x), free(w), free(b), free(y);
+    q8v_node v;
+    q8v_fc_make(&v, rows, in_size, out, wkind, xdt, act, bias);
+    assert_true(check_variants(&v.node, v.ins, 3, &v.y->t) > 0);
+    expect_gemm_dispatch(selected(&v.node, v.ins, 3, &v.y->t, KS_ISA_NEON | KS_ISA_NEON_DOT),
+                         selected(&v.node, v.ins, 3, &v.y->t, KS_ISA_NEON));
+    q8v_node_free(&v);
 }
 
 static void test_fc(void **state) {

@@ -145,8 +145,6 @@ static int run_case(const dw_case *k) {
     return ran;
 }
 
-static const int32_t k_acts[4] = {KS_ACT_NONE, KS_ACT_RELU, KS_ACT_RELU6, KS_ACT_RELU_N1_TO_1};
-
 static void test_channels_and_widths(void **state) {
     (void)state;
     const int64_t channels[] = {1, 2, 3, 5, 8, 16, 17, 24, 32, 40, 48, 63, 64, 65, 96, 100, 144};

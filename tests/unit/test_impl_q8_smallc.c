@@ -4,8 +4,8 @@
  * counts, U8 and I8 activations with zero points, I8 per-channel weights and U8 weights with
  * zero point 128, every quantized activation, the fused residual ADD and output TABLE forms, at
  * 1 and 3 threads. The bytes must be identical. Nodes it must refuse (asymmetric weights,
- * dilation, more than 32 channels) are checked to be refused. The harness is
- * test_impl_quant.c's (copied: each test file is its own program). */
+ * dilation, more than 32 channels) are checked to be refused. The harness and the conv builder
+ * are q8_variants.h's, shared with test_impl_quant.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,7 +20,7 @@
 #include "impl.h"
 #include "kernel.h"
 
-#define Q8V_CONV_CASES /* conv_case, fill_weights, q8v_fused_case */
+#define Q8V_CONV_CASES /* conv_case, the conv / FC builders and case lists, q8v_fused_case */
 #include "q8_variants.h"
 
 static int is_q8_variant(const ks__impl *im) {
@@ -39,49 +39,17 @@ static int has_fast(void) {
 }
 
 static int run_conv_case(const conv_case *c, int expect_fast) {
-    int64_t groups = c->groups ? c->groups : 1;
-    int64_t xd[4] = {c->n, c->ih, c->iw, c->ic}, wd[4] = {c->oc, c->kh, c->kw, c->ic / groups};
-    int64_t bd[1] = {c->oc};
-    qtensor *x = malloc(sizeof(qtensor)), *w = malloc(sizeof(qtensor)),
-            *b = malloc(sizeof(qtensor));
-    qtensor *y = malloc(sizeof(qtensor));
-    assert_true(x && w && b && y);
-    mkq(x, c->xdt, 4, xd, 1);
-    x->scales[0] = 0.02f;
-    x->zps[0] = c->xdt == KS_DTYPE_U8 ? 131 : -7;
-    ks_dtype wdt = (c->wkind == W_U8_TENSOR || c->wkind == W_U8_128) ? KS_DTYPE_U8 : KS_DTYPE_I8;
-    mkq(w, wdt, 4, wd, (c->wkind == W_U8_TENSOR || c->wkind == W_U8_128) ? 1 : (uint32_t)c->oc);
-    fill_weights(w, c->wkind, c->oc);
-    mkq(b, KS_DTYPE_I32, 1, bd, 0);
-    for (int64_t i = 0; i < c->oc; i++)
-        ((int32_t *)b->data)[i] = (int32_t)(urand() % 20001) - 10000;
-    int64_t depth = c->kh * c->kw * (c->ic / groups);
-    int64_t one[1] = {1};
-    mkq(y, c->xdt, 1, one, 1);
-    free(y->data);
-    y->t.data = y->data = NULL;
-    y->scales[0] = out_scale(x->scales[0], w->scales[0], depth);
-    y->zps[0] = c->xdt == KS_DTYPE_U8 ? 121 : 3;
-    ks__node node;
-    memset(&node, 0, sizeof(node));
-    node.op = KS_OP_CONV2D;
-    node.name = (char *)"qconv";
-    int32_t ip[11] = {c->sh, c->sw, c->dh,   c->dw,     c->pt, c->pl,
-                      c->pb, c->pr, c->mode, c->groups, c->act};
-    memcpy(node.ip, ip, sizeof(ip));
-    ks__rt_tensor *ins[3] = {&x->t, &w->t, c->bias ? &b->t : NULL};
-    int ran = check_variants(&node, ins, 3, &y->t);
+    q8v_node v;
+    q8v_conv_make(&v, c);
+    int ran = check_variants(&v.node, v.ins, 3, &v.y->t);
     if (expect_fast && has_fast()) assert_true(ran > 0);
-    free(x->data), free(w->data), free(b->data);
-    free(x), free(w), free(b), free(y);
+    q8v_node_free(&v);
     return ran;
 }
 
 static int run_conv_case_ran(const conv_case *c) {
     return run_conv_case(c, 0);
 }
-
-static const int32_t k_acts[4] = {KS_ACT_NONE, KS_ACT_RELU, KS_ACT_RELU6, KS_ACT_RELU_N1_TO_1};
 
 /* ---- fused CONV2D forms (ops.inc: ip[12] == 1) against the unfused reference pair ---- */
 

@@ -19,7 +19,7 @@
 #include "impl.h"
 #include "kernel.h"
 
-#define Q8V_CONV_CASES /* conv_case, fill_weights, q8v_fused_case */
+#define Q8V_CONV_CASES /* conv_case, the conv / FC builders and case lists, q8v_fused_case */
 #include "q8_variants.h"
 
 static int is_q8_variant(const ks__impl *im) {
@@ -37,45 +37,12 @@ static int has_fast(void) {
 }
 
 static void run_conv_case(const conv_case *c, int expect_fast) {
-    int64_t groups = c->groups ? c->groups : 1;
-    int64_t xd[4] = {c->n, c->ih, c->iw, c->ic}, wd[4] = {c->oc, c->kh, c->kw, c->ic / groups};
-    int64_t bd[1] = {c->oc};
-    qtensor *x = malloc(sizeof(qtensor)), *w = malloc(sizeof(qtensor)),
-            *b = malloc(sizeof(qtensor));
-    qtensor *y = malloc(sizeof(qtensor));
-    assert_true(x && w && b && y);
-    mkq(x, c->xdt, 4, xd, 1);
-    x->scales[0] = 0.02f;
-    x->zps[0] = c->xdt == KS_DTYPE_U8 ? 131 : -7;
-    ks_dtype wdt = c->wkind == W_U8_TENSOR ? KS_DTYPE_U8 : KS_DTYPE_I8;
-    mkq(w, wdt, 4, wd, c->wkind == W_U8_TENSOR ? 1 : (uint32_t)c->oc);
-    fill_weights(w, c->wkind, c->oc);
-    mkq(b, KS_DTYPE_I32, 1, bd, 0);
-    for (int64_t i = 0; i < c->oc; i++)
-        ((int32_t *)b->data)[i] = (int32_t)(urand() % 20001) - 10000;
-    int64_t depth = c->kh * c->kw * (c->ic / groups);
-    int64_t one[1] = {1};
-    mkq(y, c->xdt, 1, one, 1);
-    free(y->data);
-    y->t.data = y->data = NULL;
-    y->scales[0] = c->real_mult > 0.0f ? x->scales[0] * w->scales[0] / c->real_mult
-                                       : out_scale(x->scales[0], w->scales[0], depth);
-    y->zps[0] = c->xdt == KS_DTYPE_U8 ? 121 : 3;
-    ks__node node;
-    memset(&node, 0, sizeof(node));
-    node.op = KS_OP_CONV2D;
-    node.name = (char *)"qconv";
-    int32_t ip[11] = {c->sh, c->sw, c->dh,   c->dw,     c->pt, c->pl,
-                      c->pb, c->pr, c->mode, c->groups, c->act};
-    memcpy(node.ip, ip, sizeof(ip));
-    ks__rt_tensor *ins[3] = {&x->t, &w->t, c->bias ? &b->t : NULL};
-    int ran = check_variants(&node, ins, 3, &y->t);
+    q8v_node v;
+    q8v_conv_make(&v, c);
+    int ran = check_variants(&v.node, v.ins, 3, &v.y->t);
     if (expect_fast && has_fast()) assert_true(ran > 0);
-    free(x->data), free(w->data), free(b->data);
-    free(x), free(w), free(b), free(y);
+    q8v_node_free(&v);
 }
-
-static const int32_t k_acts[4] = {KS_ACT_NONE, KS_ACT_RELU, KS_ACT_RELU6, KS_ACT_RELU_N1_TO_1};
 
 static void test_conv_1x1_tails(void **state) {
     (void)state;
@@ -95,15 +62,7 @@ static void test_conv_1x1_tails(void **state) {
             run_conv_case(&c, 1);
         }
     }
-    conv_case wide = {.n = 2,
-                      .ih = 5,
-                      .iw = 7,
-                      .ic = 64,
-                      .oc = 96,
-                      .kh = 1,
-                      .kw = 1,
-                      .bias = 1,
-                      .xdt = KS_DTYPE_U8};
+    conv_case wide = q8v_wide_1x1_case();
     run_conv_case(&wide, 1);
     for (int64_t oc = 1; oc <= 9; oc++) { /* narrow outputs over many rows (16 x 16 tile) */
         conv_case narrow = {.n = 1,
@@ -156,76 +115,9 @@ static void test_conv_general(void **state) {
     for (int wk = 0; wk < 3; wk++) {
         for (int xi = 0; xi < 2; xi++) {
             ks_dtype xdt = xi ? KS_DTYPE_I8 : KS_DTYPE_U8;
-            const conv_case cases[] = {
-                /* first layer of MobileNet: 3x3 s2 SAME, 3 input channels */
-                {.n = 1,
-                 .ih = 15,
-                 .iw = 17,
-                 .ic = 3,
-                 .oc = 32,
-                 .kh = 3,
-                 .kw = 3,
-                 .sh = 2,
-                 .sw = 2,
-                 .mode = KS_PAD_SAME_UPPER,
-                 .bias = 1,
-                 .act = KS_ACT_RELU6},
-                /* 3x3 pad 1, odd channels */
-                {.n = 1,
-                 .ih = 9,
-                 .iw = 11,
-                 .ic = 13,
-                 .oc = 35,
-                 .kh = 3,
-                 .kw = 3,
-                 .pt = 1,
-                 .pl = 1,
-                 .pb = 1,
-                 .pr = 1,
-                 .bias = 1,
-                 .act = KS_ACT_RELU},
-                /* 5x3, stride 2x1, dilation, asymmetric pads, two images */
-                {.n = 2,
-                 .ih = 10,
-                 .iw = 7,
-                 .ic = 6,
-                 .oc = 17,
-                 .kh = 5,
-                 .kw = 3,
-                 .sh = 2,
-                 .sw = 1,
-                 .dh = 2,
-                 .dw = 1,
-                 .pt = 2,
-                 .pl = 0,
-                 .pb = 1,
-                 .pr = 2},
-                /* VALID, stride 3 */
-                {.n = 1,
-                 .ih = 13,
-                 .iw = 13,
-                 .ic = 33,
-                 .oc = 64,
-                 .kh = 3,
-                 .kw = 3,
-                 .sh = 3,
-                 .sw = 3,
-                 .mode = KS_PAD_VALID,
-                 .bias = 1,
-                 .act = KS_ACT_RELU_N1_TO_1},
-                /* 1x1 stride 2 (indirect path) */
-                {.n = 1,
-                 .ih = 7,
-                 .iw = 9,
-                 .ic = 20,
-                 .oc = 40,
-                 .kh = 1,
-                 .kw = 1,
-                 .sh = 2,
-                 .sw = 2,
-                 .bias = 1},
-            };
-            for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+            size_t num_cases = 0;
+            const conv_case *cases = q8v_general_cases(&num_cases);
+            for (size_t i = 0; i < num_cases; i++) {
                 conv_case c = cases[i];
                 c.wkind = wk;
                 c.xdt = xdt;
@@ -242,54 +134,9 @@ static void test_dwconv(void **state) {
         for (int wk = 0; wk < 3; wk++) {
             int64_t ch = channels[ci];
             ks_dtype xdt = (ci + (size_t)wk) % 2 ? KS_DTYPE_I8 : KS_DTYPE_U8;
-            const conv_case cases[] = {
-                {.n = 1,
-                 .ih = 9,
-                 .iw = 10,
-                 .kh = 3,
-                 .kw = 3,
-                 .mode = KS_PAD_SAME_UPPER,
-                 .bias = 1,
-                 .act = KS_ACT_RELU6},
-                {.n = 2,
-                 .ih = 11,
-                 .iw = 8,
-                 .kh = 3,
-                 .kw = 3,
-                 .sh = 2,
-                 .sw = 2,
-                 .mode = KS_PAD_SAME_UPPER,
-                 .bias = 1,
-                 .act = KS_ACT_RELU},
-                {.n = 1,
-                 .ih = 12,
-                 .iw = 13,
-                 .kh = 5,
-                 .kw = 5,
-                 .sh = 2,
-                 .sw = 2,
-                 .pt = 1,
-                 .pl = 2,
-                 .pb = 2,
-                 .pr = 1},
-                {.n = 1,
-                 .ih = 6,
-                 .iw = 7,
-                 .kh = 5,
-                 .kw = 5,
-                 .mode = KS_PAD_SAME_UPPER,
-                 .act = KS_ACT_RELU_N1_TO_1},
-                {.n = 1,
-                 .ih = 9,
-                 .iw = 9,
-                 .kh = 3,
-                 .kw = 3,
-                 .dh = 2,
-                 .dw = 2,
-                 .mode = KS_PAD_VALID,
-                 .bias = 1},
-            };
-            for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+            size_t num_cases = 0;
+            const conv_case *cases = q8v_dw_cases(&num_cases);
+            for (size_t i = 0; i < num_cases; i++) {
                 conv_case c = cases[i];
                 c.ic = c.oc = ch;
                 c.groups = (int32_t)ch;
@@ -305,62 +152,19 @@ static void test_dwconv(void **state) {
 /* Grouped (non-depthwise) and depth-multiplier convs are left to the reference. */
 static void test_conv_refused(void **state) {
     (void)state;
-    conv_case grouped = {.n = 1,
-                         .ih = 5,
-                         .iw = 5,
-                         .ic = 8,
-                         .oc = 8,
-                         .kh = 3,
-                         .kw = 3,
-                         .groups = 2,
-                         .mode = KS_PAD_SAME_UPPER,
-                         .xdt = KS_DTYPE_U8};
+    conv_case grouped = q8v_grouped_case();
     run_conv_case(&grouped, 0);
-    conv_case mult = {.n = 1,
-                      .ih = 5,
-                      .iw = 5,
-                      .ic = 4,
-                      .oc = 8,
-                      .kh = 3,
-                      .kw = 3,
-                      .groups = 4,
-                      .mode = KS_PAD_SAME_UPPER,
-                      .xdt = KS_DTYPE_I8,
-                      .wkind = W_I8_CHANNEL_SYM};
+    conv_case mult = q8v_multiplier_case();
     run_conv_case(&mult, 0);
 }
 
 static void run_fc_case(int64_t rows, int64_t in_size, int64_t out, int wkind, ks_dtype xdt,
                         int32_t act, int bias) {
-    int64_t xd[2] = {rows, in_size}, wd[2] = {out, in_size}, bd[1] = {out}, one[1] = {1};
-    qtensor *x = malloc(sizeof(qtensor)), *w = malloc(sizeof(qtensor)),
-            *b = malloc(sizeof(qtensor));
-    qtensor *y = malloc(sizeof(qtensor));
-    assert_true(x && w && b && y);
-    mkq(x, xdt, 2, xd, 1);
-    x->scales[0] = 0.05f;
-    x->zps[0] = xdt == KS_DTYPE_U8 ? 100 : 10;
-    mkq(w, wkind == W_U8_TENSOR ? KS_DTYPE_U8 : KS_DTYPE_I8, 2, wd,
-        wkind == W_U8_TENSOR ? 1 : (uint32_t)out);
-    fill_weights(w, wkind, out);
-    mkq(b, KS_DTYPE_I32, 1, bd, 0);
-    for (int64_t i = 0; i < out; i++)
-        ((int32_t *)b->data)[i] = (int32_t)(urand() % 40001) - 20000;
-    mkq(y, xdt, 1, one, 1);
-    free(y->data);
-    y->t.data = y->data = NULL;
-    y->scales[0] = out_scale(x->scales[0], w->scales[0], in_size);
-    y->zps[0] = xdt == KS_DTYPE_U8 ? 128 : -1;
-    ks__node node;
-    memset(&node, 0, sizeof(node));
-    node.op = KS_OP_FULLY_CONNECTED;
-    node.name = (char *)"qfc";
-    node.ip[0] = act;
-    ks__rt_tensor *ins[3] = {&x->t, &w->t, bias ? &b->t : NULL};
-    int ran = check_variants(&node, ins, 3, &y->t);
+    q8v_node v;
+    q8v_fc_make(&v, rows, in_size, out, wkind, xdt, act, bias);
+    int ran = check_variants(&v.node, v.ins, 3, &v.y->t);
     if (has_fast()) assert_true(ran > 0);
-    free(x->data), free(w->data), free(b->data);
-    free(x), free(w), free(b), free(y);
+    q8v_node_free(&v);
 }
 
 static void test_fc(void **state) {
