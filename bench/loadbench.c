@@ -73,7 +73,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ks-loadbench: %s\n", err);
         return 1;
     }
-    ks_model_desc enc_desc = {.key = key, .key_bytes = sizeof(key), .num_threads = (uint32_t)threads};
+    ks_model_desc enc_desc = {
+        .key = key, .key_bytes = sizeof(key), .num_threads = (uint32_t)threads};
     double *tp = calloc((size_t)runs, sizeof(double)), *te = calloc((size_t)runs, sizeof(double));
     int rc = !tp || !te;
     double warm;

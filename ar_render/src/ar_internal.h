@@ -67,20 +67,20 @@ typedef struct ks__ar_ctx ks__ar_ctx;
 
 /* One present face of the current frame, in its tracking slot. */
 typedef struct ks__ar_face_ctx {
-    uint32_t slot;             /* stable while the face is tracked: index into layer->inst */
-    uint32_t frame_index;      /* index into the app's ks_ar_frame.faces */
-    int32_t id;                /* app's id (-1 untracked) */
-    uint32_t num_landmarks;    /* 468 or 478 */
-    const float *landmarks;    /* xyz triples, frame pixels (the app's array, this frame only) */
-    float center_px[2];        /* mean of the face-oval extremes 234/454/10/152 */
-    float face_width_px;       /* |234 - 454| in the image plane (> 0) */
+    uint32_t slot;          /* stable while the face is tracked: index into layer->inst */
+    uint32_t frame_index;   /* index into the app's ks_ar_frame.faces */
+    int32_t id;             /* app's id (-1 untracked) */
+    uint32_t num_landmarks; /* 468 or 478 */
+    const float *landmarks; /* xyz triples, frame pixels (the app's array, this frame only) */
+    float center_px[2];     /* mean of the face-oval extremes 234/454/10/152 */
+    float face_width_px;    /* |234 - 454| in the image plane (> 0) */
     /* Unit axes of the face in image pixels: axis_x from landmark 234 towards 454 (image right
      * for a frontal face), axis_y = axis_x rotated +90 degrees (image down for an upright face). */
     float axis_x[2], axis_y[2];
-    float roll_rad;            /* atan2 of axis_x; counter-clockwise on screen is positive */
+    float roll_rad; /* atan2 of axis_x; counter-clockwise on screen is positive */
     bool has_pose;
-    float pose[16];            /* COLUMN-major canonical cm -> camera (transposed app matrix) */
-    float projection[16];      /* COLUMN-major (default camera filled in when the app gave 0) */
+    float pose[16];       /* COLUMN-major canonical cm -> camera (transposed app matrix) */
+    float projection[16]; /* COLUMN-major (default camera filled in when the app gave 0) */
     ks_ar_expressions expressions;
 } ks__ar_face_ctx;
 
@@ -95,14 +95,14 @@ typedef struct ks__ar_target {
 struct ks__ar_ctx {
     int32_t width_px, height_px;
     int64_t timestamp_us;
-    double time_s;              /* since the effect started (first frame = 0) */
-    uint32_t num_faces;         /* present faces, <= max_faces */
+    double time_s;      /* since the effect started (first frame = 0) */
+    uint32_t num_faces; /* present faces, <= max_faces */
     ks__ar_face_ctx faces[KS__AR_MAX_SLOTS];
     /* GL only (0 with the null backend): */
-    uint32_t camera_texture;    /* unit 1: the input frame (app texture or the upload) */
-    uint32_t mask_texture;      /* unit 3: the person mask; 0 when the app gave none */
+    uint32_t camera_texture; /* unit 1: the input frame (app texture or the upload) */
+    uint32_t mask_texture;   /* unit 3: the person mask; 0 when the app gave none */
     bool has_mask;
-    uint32_t cur;               /* index of the current image in r->targets */
+    uint32_t cur; /* index of the current image in r->targets */
 };
 
 /* ---- layers -------------------------------------------------------------------------------- */
@@ -123,9 +123,9 @@ typedef struct ks__ar_layer_vtable {
 /* Per-face (or, for frame-wide layers, the single) instance of a layer; the core owns
  * `visible` and `anim_start_us`, layout fills the rest. Mirrors ks_ar_layer_instance. */
 typedef struct ks__ar_inst {
-    bool visible;           /* state: shown for this face (reset to the layer's flag on found) */
-    bool drawn;             /* this frame: visible && face present && layout accepted */
-    int64_t anim_start_us;  /* sprite time origin (face found, or start_animation) */
+    bool visible;          /* state: shown for this face (reset to the layer's flag on found) */
+    bool drawn;            /* this frame: visible && face present && layout accepted */
+    int64_t anim_start_us; /* sprite time origin (face found, or start_animation) */
     uint32_t sprite_frame;
     float center_px[2];
     float size_px[2];
@@ -140,12 +140,12 @@ struct ks__ar_layer {
     float color[4];
     float intensity;
     float opacity;
-    uint32_t image_param;        /* param index bound to texture_param, UINT32_MAX if none */
-    uint32_t custom_program;     /* the layer's custom shader program (0: none), kind-compiled */
-    uint32_t color_param;        /* param index bound to color_param, UINT32_MAX if none */
-    uint32_t intensity_param;    /* param index bound to intensity_param, UINT32_MAX if none */
+    uint32_t image_param;     /* param index bound to texture_param, UINT32_MAX if none */
+    uint32_t custom_program;  /* the layer's custom shader program (0: none), kind-compiled */
+    uint32_t color_param;     /* param index bound to color_param, UINT32_MAX if none */
+    uint32_t intensity_param; /* param index bound to intensity_param, UINT32_MAX if none */
     ks__ar_inst inst[KS__AR_MAX_SLOTS];
-    void *impl;                  /* the kind's state (create allocates with ks__ar_alloc) */
+    void *impl; /* the kind's state (create allocates with ks__ar_alloc) */
 };
 
 /* ---- the renderer (shared state the helpers use) ------------------------------------------- */
@@ -156,14 +156,14 @@ typedef struct ks__ar_texture {
 } ks__ar_texture;
 
 typedef struct ks__ar_face_mesh {
-    uint32_t num_vertices;        /* 468 */
-    uint32_t num_indices;         /* 3 * triangles */
-    const float *vertices;        /* [num_vertices * 5]: canonical x, y, z (cm), u, v */
+    uint32_t num_vertices; /* 468 */
+    uint32_t num_indices;  /* 3 * triangles */
+    const float *vertices; /* [num_vertices * 5]: canonical x, y, z (cm), u, v */
     const uint32_t *indices;
     /* GL objects (0 with the null backend): */
-    uint32_t uv_vbo;              /* vec2 per vertex (u, v), v down (image convention) */
-    uint32_t canonical_vbo;       /* vec3 per vertex, canonical cm */
-    uint32_t ibo;                 /* GL_UNSIGNED_SHORT indices */
+    uint32_t uv_vbo;                         /* vec2 per vertex (u, v), v down (image convention) */
+    uint32_t canonical_vbo;                  /* vec3 per vertex, canonical cm */
+    uint32_t ibo;                            /* GL_UNSIGNED_SHORT indices */
     uint32_t landmark_vbo[KS__AR_MAX_SLOTS]; /* vec3 per vertex, frame pixels, this frame */
     uint32_t vao[KS__AR_MAX_SLOTS]; /* attrib 0 = landmark px (vec3), 1 = uv, 2 = canonical */
 } ks__ar_face_mesh;
@@ -172,8 +172,8 @@ typedef struct ks__ar_param_value {
     float color[4];
     float value;
     uint32_t option;
-    ks__ar_texture image;         /* IMAGE: current texture (default asset or app-set) */
-    bool image_owned;             /* image.id made by set_param_image (else the default's) */
+    ks__ar_texture image; /* IMAGE: current texture (default asset or app-set) */
+    bool image_owned;     /* image.id made by set_param_image (else the default's) */
     ks__ar_texture default_image;
 } ks__ar_param_value;
 
@@ -184,10 +184,10 @@ typedef struct ks__ar_slot {
 } ks__ar_slot;
 
 struct ks_ar_renderer {
-    ks__object obj;                /* must be first: ks_last_error(renderer) */
+    ks__object obj; /* must be first: ks_last_error(renderer) */
     ks_allocator alloc;
-    bool gl;                       /* false: null backend */
-    bool creating;                 /* errors also go to the thread error (create failures) */
+    bool gl;       /* false: null backend */
+    bool creating; /* errors also go to the thread error (create failures) */
     const ks_effect *effect;
     const ks_effect_info *info;
     uint32_t max_faces;
@@ -200,21 +200,21 @@ struct ks_ar_renderer {
     int64_t start_us;
     ks__ar_face_mesh mesh;
     /* frame-sized resources (GL) */
-    int32_t width_px, height_px;   /* size the targets were made for (0: none yet) */
-    ks__ar_target targets[3];      /* 0/1 ping-pong images, 2 scratch (KS__AR_PASS_SCRATCH) */
+    int32_t width_px, height_px; /* size the targets were made for (0: none yet) */
+    ks__ar_target targets[3];    /* 0/1 ping-pong images, 2 scratch (KS__AR_PASS_SCRATCH) */
     /* DEPTH_COMPONENT24 renderbuffer, frame size, attached to every target's FBO. Depth test is
      * off unless a layer enables it; a layer that uses depth clears it first (mesh3d). */
     uint32_t depth_renderbuffer;
-    uint32_t camera_upload;        /* texture for ks_ar_frame.pixels */
-    ks__ar_texture mask_upload;    /* R8 texture for ks_ar_mask.pixels (resized on mask size) */
-    uint32_t quad_vao, quad_vbo;   /* fullscreen quad: attrib 0 = NDC xy, 1 = uv */
-    uint32_t copy_program;         /* texture -> target copy (optional flip) */
+    uint32_t camera_upload;      /* texture for ks_ar_frame.pixels */
+    ks__ar_texture mask_upload;  /* R8 texture for ks_ar_mask.pixels (resized on mask size) */
+    uint32_t quad_vao, quad_vbo; /* fullscreen quad: attrib 0 = NDC xy, 1 = uv */
+    uint32_t copy_program;       /* texture -> target copy (optional flip) */
     int32_t copy_u_flip;
-    uint32_t composite_program;    /* scratch -> current with blend/opacity */
+    uint32_t composite_program; /* scratch -> current with blend/opacity */
     int32_t composite_u_blend, composite_u_opacity;
-    uint32_t white_texture;        /* 1x1 white (defaults for missing textures/mask) */
-    uint32_t output_fbo;           /* attaches ks_ar_output.texture (made at create) */
-    const void *geometry;          /* ks__face_geometry_metadata (the parsed canonical mesh) */
+    uint32_t white_texture; /* 1x1 white (defaults for missing textures/mask) */
+    uint32_t output_fbo;    /* attaches ks_ar_output.texture (made at create) */
+    const void *geometry;   /* ks__face_geometry_metadata (the parsed canonical mesh) */
     ks__ar_ctx ctx;
     ks_ar_stats stats;
     uint32_t frame_faces[KS__AR_MAX_SLOTS]; /* app face index -> slot (last frame) */
@@ -331,8 +331,7 @@ ks_status ks__ar_pass_end(ks__ar_renderer *r, ks__ar_ctx *ctx, ks__ar_pass_kind 
                           ks_effect_blend blend, float opacity);
 
 /* Pixel -> NDC under the row-0-is-top target convention. */
-static inline void ks__ar_px_to_ndc(const ks__ar_ctx *ctx, float x_px, float y_px, float ndc[2])
-{
+static inline void ks__ar_px_to_ndc(const ks__ar_ctx *ctx, float x_px, float y_px, float ndc[2]) {
     ndc[0] = 2.0f * x_px / (float)ctx->width_px - 1.0f;
     ndc[1] = 2.0f * y_px / (float)ctx->height_px - 1.0f;
 }
@@ -352,11 +351,11 @@ uint32_t ks__ar_layer_param_texture(const ks__ar_renderer *r, const ks__ar_layer
 
 extern const ks__ar_layer_vtable ks__ar_layer_sticker;
 extern const ks__ar_layer_vtable ks__ar_layer_face_texture;
-extern const ks__ar_layer_vtable ks__ar_layer_makeup;     /* layer_makeup.c (stub: layer_stubs.c) */
-extern const ks__ar_layer_vtable ks__ar_layer_beauty;     /* layer_beauty.c (stub: layer_stubs.c) */
+extern const ks__ar_layer_vtable ks__ar_layer_makeup; /* layer_makeup.c (stub: layer_stubs.c) */
+extern const ks__ar_layer_vtable ks__ar_layer_beauty; /* layer_beauty.c (stub: layer_stubs.c) */
 extern const ks__ar_layer_vtable ks__ar_layer_lut;
 extern const ks__ar_layer_vtable ks__ar_layer_background;
-extern const ks__ar_layer_vtable ks__ar_layer_mesh3d;     /* layer_mesh3d.c (stub: layer_stubs.c) */
+extern const ks__ar_layer_vtable ks__ar_layer_mesh3d; /* layer_mesh3d.c (stub: layer_stubs.c) */
 
 #ifdef __cplusplus
 }

@@ -221,10 +221,10 @@ static int setup(tool *t) {
         ks_face_landmarker_desc d = {
             .task = {.mode = mode,
                      .num_threads = t->a.threads,
-                     .max_results = (int32_t)(max_faces < KS_FACE_MAX_FACES ? max_faces
-                                                                            : KS_FACE_MAX_FACES)},
-            .detector = t->a.short_range ? KS_FACE_DETECTOR_SHORT_RANGE
-                                         : KS_FACE_DETECTOR_FULL_RANGE};
+                     .max_results =
+                         (int32_t)(max_faces < KS_FACE_MAX_FACES ? max_faces : KS_FACE_MAX_FACES)},
+            .detector =
+                t->a.short_range ? KS_FACE_DETECTOR_SHORT_RANGE : KS_FACE_DETECTOR_FULL_RANGE};
         if (ks_face_landmarker_create(&d, &t->lm)) {
             fprintf(stderr, "ks-ar: face landmarker: %s (models dir %s; or pass --landmarks)\n",
                     ks_last_error(NULL), ks_models_dir());

@@ -508,15 +508,15 @@ static void test_out_of_memory(void **state) {
 
 /* Format 1.1: background "mode"/"blur_radius" and "texture_param". */
 #define BG_MANIFEST(layer)                                                                         \
-    "{\"format_version\": \"1.1.0\", \"id\": \"a\", \"name\": \"n\", "                        \
-    "\"requires\": [\"segmentation\"], \"parameters\": [{\"name\": \"img\", \"type\": "        \
+    "{\"format_version\": \"1.1.0\", \"id\": \"a\", \"name\": \"n\", "                             \
+    "\"requires\": [\"segmentation\"], \"parameters\": [{\"name\": \"img\", \"type\": "            \
     "\"image\"}, {\"name\": \"f\", \"type\": \"float\"}], \"layers\": [" layer "]}"
 static void test_background_modes(void **state) {
     (void)state;
     ks_effect *fx = NULL;
-    buf z = make_pkg((pkg_opts){.manifest = BG_MANIFEST(
-                                    "{\"name\": \"bg\", \"kind\": \"background\", \"mode\": "
-                                    "\"blur\", \"blur_radius\": 0.05}")});
+    buf z = make_pkg(
+        (pkg_opts){.manifest = BG_MANIFEST("{\"name\": \"bg\", \"kind\": \"background\", \"mode\": "
+                                           "\"blur\", \"blur_radius\": 0.05}")});
     ks_status st = ks_effect_open_memory(z.p, z.n, NULL, &fx);
     free(z.p);
     if (st) fail_msg("%s: %s", ks_status_string(st), ks_last_error(NULL));
@@ -526,8 +526,8 @@ static void test_background_modes(void **state) {
     assert_string_equal(bg->texture_param, "");
     ks_effect_destroy(fx);
 
-    z = make_pkg((pkg_opts){.manifest = BG_MANIFEST(
-                                "{\"name\": \"bg\", \"kind\": \"background\", \"texture\": "
+    z = make_pkg((pkg_opts){
+        .manifest = BG_MANIFEST("{\"name\": \"bg\", \"kind\": \"background\", \"texture\": "
                                 "\"ears/0.png\", \"texture_param\": \"img\"}")});
     st = ks_effect_open_memory(z.p, z.n, NULL, &fx);
     free(z.p);
@@ -539,20 +539,20 @@ static void test_background_modes(void **state) {
     ks_effect_destroy(fx);
 
     EXPECT_FAIL(((pkg_opts){.manifest = BG_MANIFEST(
-                                 "{\"name\": \"bg\", \"kind\": \"background\", \"mode\": "
-                                 "\"blur\", \"texture\": \"ears/0.png\"}")}),
+                                "{\"name\": \"bg\", \"kind\": \"background\", \"mode\": "
+                                "\"blur\", \"texture\": \"ears/0.png\"}")}),
                 KS_STATUS_INVALID_MODEL, "layers[0]: a \"blur\" background takes no \"texture\"");
     EXPECT_FAIL(((pkg_opts){.manifest = BG_MANIFEST(
-                                 "{\"name\": \"bg\", \"kind\": \"background\", \"mode\": "
-                                 "\"sepia\"}")}),
+                                "{\"name\": \"bg\", \"kind\": \"background\", \"mode\": "
+                                "\"sepia\"}")}),
                 KS_STATUS_INVALID_MODEL, "layers[0].mode: unknown value \"sepia\"");
     EXPECT_FAIL(((pkg_opts){.manifest = BG_MANIFEST(
-                                 "{\"name\": \"bg\", \"kind\": \"background\", \"mode\": "
-                                 "\"blur\", \"blur_radius\": 0.5}")}),
+                                "{\"name\": \"bg\", \"kind\": \"background\", \"mode\": "
+                                "\"blur\", \"blur_radius\": 0.5}")}),
                 KS_STATUS_INVALID_MODEL, "layers[0].blur_radius");
     EXPECT_FAIL(((pkg_opts){.manifest = BG_MANIFEST(
-                                 "{\"name\": \"bg\", \"kind\": \"background\", \"texture\": "
-                                 "\"ears/0.png\", \"texture_param\": \"f\"}")}),
+                                "{\"name\": \"bg\", \"kind\": \"background\", \"texture\": "
+                                "\"ears/0.png\", \"texture_param\": \"f\"}")}),
                 KS_STATUS_INVALID_MODEL,
                 "layers[0].texture_param: parameter \"f\" is of type float, expected image");
     assert_string_equal(ks_effect_background_mode_string(KS_EFFECT_BACKGROUND_BLUR), "blur");

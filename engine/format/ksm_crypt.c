@@ -170,8 +170,8 @@ static int open_chunk(const uint8_t *header, const ks__ksme_info *info, uint64_t
     size_t plain_n = chunk_plain_bytes(info, i);
     unsigned long long got = 0;
     int rc = crypto_aead_xchacha20poly1305_ietf_decrypt(plain, &got, NULL, c,
-                                                        plain_n + KSME_CHUNK_OVERHEAD_BYTES,
-                                                        header, KSME_HEADER_BYTES, nonce, key);
+                                                        plain_n + KSME_CHUNK_OVERHEAD_BYTES, header,
+                                                        KSME_HEADER_BYTES, nonce, key);
     return rc != 0 || got != plain_n;
 }
 
@@ -340,8 +340,8 @@ ks_status ks__ksme_encrypt_version(uint32_t version, const uint8_t *plain, size_
     memcpy(out, KSME_MAGIC, 4);
     wr16(out + 4, (uint16_t)version);
     wr16(out + 6, KSME_HEADER_BYTES);
-    out[8] = version == 1 ? KSME_ALG_XCHACHA20POLY1305_SECRETSTREAM
-                          : KSME_ALG_XCHACHA20POLY1305_CHUNKS;
+    out[8] =
+        version == 1 ? KSME_ALG_XCHACHA20POLY1305_SECRETSTREAM : KSME_ALG_XCHACHA20POLY1305_CHUNKS;
     wr32(out + 12, chunk_bytes);
     wr64(out + 16, (uint64_t)plain_bytes);
     if (version == 2) {
@@ -355,9 +355,8 @@ ks_status ks__ksme_encrypt_version(uint32_t version, const uint8_t *plain, size_
             chunk_nonce(out, i, nonce);
             size_t n = chunk_plain_bytes(&info, i);
             unsigned long long clen = 0;
-            crypto_aead_xchacha20poly1305_ietf_encrypt(out + pos, &clen, plain + i * chunk_bytes,
-                                                       n, out, KSME_HEADER_BYTES, NULL, nonce,
-                                                       key);
+            crypto_aead_xchacha20poly1305_ietf_encrypt(out + pos, &clen, plain + i * chunk_bytes, n,
+                                                       out, KSME_HEADER_BYTES, NULL, nonce, key);
             pos += (size_t)clen;
         }
         *data_out = out;

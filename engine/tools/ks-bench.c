@@ -1,8 +1,9 @@
 /* ks-bench MODEL.ksm [--threads N] [--runs R] [--warmup W] [--seed S] [--input NAME=FILE.npy]
- *                    [--shape NAME=1x3x224x224] [--range LO:HI] [--json] [--profile] [--profile-nodes]
- * Times ks_session_run on one model: inputs are filled once with seeded random data (or read
- * from .npy files), the session is reshaped once, W untimed runs warm caches and the thread
- * pool, then R runs are timed one by one with a monotonic clock. Prints min/median/max latency.
+ *                    [--shape NAME=1x3x224x224] [--range LO:HI] [--json] [--profile]
+ * [--profile-nodes] Times ks_session_run on one model: inputs are filled once with seeded random
+ * data (or read from .npy files), the session is reshaped once, W untimed runs warm caches and the
+ * thread pool, then R runs are timed one by one with a monotonic clock. Prints min/median/max
+ * latency.
  *
  * --json prints one JSON object as the LAST line of stdout (machine-readable; other lines are
  * for people). --profile adds a second pass of R runs with the per-op profiler installed, so the
@@ -362,8 +363,8 @@ static int print_node_profile(const prof_state *ps) {
     }
     qsort(rows, num_rows, sizeof(*rows), node_row_cmp);
     printf("\nper-node profile (median over runs, slowest first):\n");
-    printf("%5s  %-10s %-34s %10s %10s %9s  %s\n", "node", "op", "kernel", "ms", "MFLOP",
-           "GFLOP/s", "name");
+    printf("%5s  %-10s %-34s %10s %10s %9s  %s\n", "node", "op", "kernel", "ms", "MFLOP", "GFLOP/s",
+           "name");
     for (uint32_t k = 0; k < num_rows; k++) {
         const node_prof *np = &ps->nodes[rows[k].index];
         double ms = rows[k].median_ms;
@@ -372,8 +373,8 @@ static int print_node_profile(const prof_state *ps) {
         int name_len = (int)strlen(name);
         printf("%5u  %-10s %-34s %10.4f %10.2f %9.2f  %.*s%s\n", rows[k].index, np->op_name,
                np->kernel_name, ms, (double)np->flops * 1e-6,
-               ms > 0 ? (double)np->flops / (ms * 1e6) : 0.0, name_len > 60 ? 57 : name_len,
-               name, name_len > 60 ? "..." : "");
+               ms > 0 ? (double)np->flops / (ms * 1e6) : 0.0, name_len > 60 ? 57 : name_len, name,
+               name_len > 60 ? "..." : "");
     }
     free(rows);
     free(samples_ms);

@@ -81,11 +81,11 @@ static int cmd_info(const char *path) {
         fprintf(stderr, "ks-protect: %s: %s\n", path, err);
         goto done;
     }
-    printf("%s: KSME v%u, XChaCha20-Poly1305 %s, %llu plaintext bytes in %llu chunks of %u\n",
-           path, info.version,
+    printf("%s: KSME v%u, XChaCha20-Poly1305 %s, %llu plaintext bytes in %llu chunks of %u\n", path,
+           info.version,
            info.version == 1 ? "secretstream (sequential)" : "independent chunks (parallel)",
-           (unsigned long long)info.plain_bytes,
-           (unsigned long long)info.num_chunks, info.chunk_bytes);
+           (unsigned long long)info.plain_bytes, (unsigned long long)info.num_chunks,
+           info.chunk_bytes);
     rc = 0;
 done:
     free(data);

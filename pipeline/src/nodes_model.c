@@ -32,8 +32,7 @@ static ks_status itt_create(const ks_node_init *init, void **state_out) {
     if (!st) st = ks_node_options_floats(init->options, "range", range, 2, &nr);
     if (!st) st = ks_node_options_bool(init->options, "keep_aspect", 0, &s->keep_aspect);
     if (!st) st = ks_node_options_bool(init->options, "border_zero", 0, &s->border_zero);
-    if (!st)
-        st = ks_node_options_bool(init->options, "mediapipe_grid", 0, &s->mediapipe_grid);
+    if (!st) st = ks_node_options_bool(init->options, "mediapipe_grid", 0, &s->mediapipe_grid);
     if (st) goto error;
     if (w < 1 || h < 1 || w > ITT_MAX_SIDE_PX || h > ITT_MAX_SIDE_PX) {
         snprintf(init->error, init->error_cap,

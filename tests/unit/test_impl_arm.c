@@ -177,9 +177,9 @@ static ks__node node_of(ks__op op) {
     return n;
 }
 
-static const int32_t k_acts[] = {KS_ACT_NONE,       KS_ACT_RELU,         KS_ACT_RELU6,
+static const int32_t k_acts[] = {KS_ACT_NONE,         KS_ACT_RELU,       KS_ACT_RELU6,
                                  KS_ACT_RELU_N1_TO_1, KS_ACT_TANH,       KS_ACT_SIGMOID,
-                                 KS_ACT_LEAKY_RELU, KS_ACT_HARD_SWISH,   KS_ACT_SILU};
+                                 KS_ACT_LEAKY_RELU,   KS_ACT_HARD_SWISH, KS_ACT_SILU};
 #define NUM_ACTS (sizeof(k_acts) / sizeof(k_acts[0]))
 
 /* ---- CONV2D / depthwise ---- */
@@ -194,7 +194,8 @@ static void run_conv_case(const char *impl_name, const conv_case *cc, int32_t ac
     int64_t icg = cc->groups > 1 ? cc->ci / cc->groups : cc->ci;
     int64_t xd[4] = {cc->n, cc->h, cc->w, cc->ci}, wd[4] = {cc->co, cc->kh, cc->kw, icg},
             bd[1] = {cc->co};
-    size_t xn = (size_t)(cc->n * cc->h * cc->w * cc->ci), wn = (size_t)(cc->co * cc->kh * cc->kw * icg);
+    size_t xn = (size_t)(cc->n * cc->h * cc->w * cc->ci),
+           wn = (size_t)(cc->co * cc->kh * cc->kw * icg);
     float *x = rand_buf(xn, 2.0f), *w = rand_buf(wn, 1.0f), *b = rand_buf((size_t)cc->co, 1.0f);
     uint16_t *wh = NULL;
     tens tx, tw, tb;
@@ -342,8 +343,8 @@ static void test_fc(void **state) {
         for (size_t b = 0; b < sizeof(outs) / sizeof(outs[0]); b++, count++) {
             int64_t rows = 1 + (count * 3) % 11, isz = ins[a], osz = outs[b];
             int64_t xd[3] = {1, rows, isz}, wd[2] = {osz, isz}, bd[1] = {osz};
-            float *x = rand_buf((size_t)(rows * isz), 1.0f), *w = rand_buf((size_t)(osz * isz), 1.0f),
-                  *bias = rand_buf((size_t)osz, 1.0f);
+            float *x = rand_buf((size_t)(rows * isz), 1.0f),
+                  *w = rand_buf((size_t)(osz * isz), 1.0f), *bias = rand_buf((size_t)osz, 1.0f);
             tens tx, tw, tb;
             mk(&tx, KS_DTYPE_F32, x, 3, xd);
             mk(&tw, KS_DTYPE_F32, w, 2, wd);

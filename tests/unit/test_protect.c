@@ -55,10 +55,9 @@ static uint8_t *make_plain(size_t *n) {
 static uint8_t *make_encrypted(const uint8_t *plain, size_t plain_n, size_t *n) {
     uint8_t *enc = NULL;
     char err[256];
-    assert_int_equal(
-        ks__ksme_encrypt_version(g_version, plain, plain_n, g_key, sizeof(g_key), CHUNK, NULL,
-                                 &enc, n, err, 256),
-        KS_STATUS_OK);
+    assert_int_equal(ks__ksme_encrypt_version(g_version, plain, plain_n, g_key, sizeof(g_key),
+                                              CHUNK, NULL, &enc, n, err, 256),
+                     KS_STATUS_OK);
     return enc;
 }
 
@@ -464,11 +463,11 @@ int main(void) {
         return cmocka_run_group_tests(tests, NULL, NULL);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),    cmocka_unit_test(test_threads),
-        cmocka_unit_test(test_wrong_key),
-        cmocka_unit_test(test_byte_flips),    cmocka_unit_test(test_truncation),
-        cmocka_unit_test(test_chunk_surgery), cmocka_unit_test(test_key_misuse),
-        cmocka_unit_test(test_oom_and_wipe),  cmocka_unit_test(test_synthetic_edges),
+        cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_wrong_key),       cmocka_unit_test(test_byte_flips),
+        cmocka_unit_test(test_truncation),      cmocka_unit_test(test_chunk_surgery),
+        cmocka_unit_test(test_key_misuse),      cmocka_unit_test(test_oom_and_wipe),
+        cmocka_unit_test(test_synthetic_edges),
     };
     int failed = 0;
     for (g_version = KSME_VERSION; g_version >= 1; g_version--) {

@@ -56,14 +56,25 @@ void ks__arm_act_init(ks__arm_act *a, int32_t act, float alpha) {
     a->alpha = alpha;
     a->scalar_act = KS_ACT_NONE;
     switch (act) {
-    case KS_ACT_NONE: break;
-    case KS_ACT_RELU: a->lo = 0.0f; break;
-    case KS_ACT_RELU6: a->lo = 0.0f, a->hi = 6.0f; break;
-    case KS_ACT_RELU_N1_TO_1: a->lo = -1.0f, a->hi = 1.0f; break;
+    case KS_ACT_NONE:
+        break;
+    case KS_ACT_RELU:
+        a->lo = 0.0f;
+        break;
+    case KS_ACT_RELU6:
+        a->lo = 0.0f, a->hi = 6.0f;
+        break;
+    case KS_ACT_RELU_N1_TO_1:
+        a->lo = -1.0f, a->hi = 1.0f;
+        break;
     case KS_ACT_LEAKY_RELU:
     case KS_ACT_HARD_SWISH:
-    case KS_ACT_SILU: a->post = act; break;
-    default: a->scalar_act = act; break;
+    case KS_ACT_SILU:
+        a->post = act;
+        break;
+    default:
+        a->scalar_act = act;
+        break;
     }
 }
 
@@ -99,10 +110,14 @@ static size_t leading_pad(int32_t mode, int32_t explicit_pad, size_t in, size_t 
     size_t need = (out - 1) * stride + k_eff;
     size_t total = need > in ? need - in : 0;
     switch (mode) {
-    case KS_PAD_EXPLICIT: return explicit_pad > 0 ? (size_t)explicit_pad : 0;
-    case KS_PAD_SAME_UPPER: return total / 2;
-    case KS_PAD_SAME_LOWER: return total - total / 2;
-    default: return 0;
+    case KS_PAD_EXPLICIT:
+        return explicit_pad > 0 ? (size_t)explicit_pad : 0;
+    case KS_PAD_SAME_UPPER:
+        return total / 2;
+    case KS_PAD_SAME_LOWER:
+        return total - total / 2;
+    default:
+        return 0;
     }
 }
 
@@ -424,8 +439,7 @@ ks_status ks__arm_dw_run(ks__kernel_ctx *ctx, ks__arm_dw_ukernel ukernel) {
     if (!dw_supported(ctx, &j.g) || !ctx->packed ||
         ctx->packed_bytes < dw_packed_floats(&j.g) * sizeof(float))
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "NEON depthwise run: not planned");
-    j.scratch_stride =
-        round_up(ARM_DW_PX_PER_CALL * j.g.kh * j.g.kw * sizeof(const float *), 64);
+    j.scratch_stride = round_up(ARM_DW_PX_PER_CALL * j.g.kh * j.g.kw * sizeof(const float *), 64);
     if (!ctx->scratch || ctx->scratch_bytes < j.scratch_stride * ks__pool_threads(ctx->pool))
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "NEON depthwise run: scratch too small");
     ks__arm_act_init(&j.act, j.g.act, j.g.alpha);
@@ -513,8 +527,8 @@ ks_status ks__arm_binary_run(ks__kernel_ctx *ctx, const ks__arm_binary_config *c
     j.row_len = j.kind == OPERAND_CHANNEL ? (size_t)y->dims[y->rank - 1] : ARM_ELEMENTWISE_GRAIN;
     size_t items = (j.numel + j.row_len - 1) / j.row_len;
     /* Short channel rows: give each work item many rows' worth of elements. */
-    size_t grain = j.kind == OPERAND_CHANNEL ? (ARM_ELEMENTWISE_GRAIN + j.row_len - 1) / j.row_len
-                                             : 1;
+    size_t grain =
+        j.kind == OPERAND_CHANNEL ? (ARM_ELEMENTWISE_GRAIN + j.row_len - 1) / j.row_len : 1;
     ks__parallel_for(ctx->pool, items, grain, binary_range, &j);
     return KS_STATUS_OK;
 }

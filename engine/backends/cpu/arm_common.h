@@ -1,4 +1,5 @@
-/* Portable drivers of the AArch64 NEON fp32 kernel variants (the files under arm/neon). Not a published API.
+/* Portable drivers of the AArch64 NEON fp32 kernel variants (the files under arm/neon). Not a
+ * published API.
  *
  * The ISA files supply microkernels only; geometry, weight packing, indirection (per-pixel input
  * pointers, padding taps pointing at a zero vector), scratch sizing and threading live here, in
@@ -87,8 +88,8 @@ ks_status ks__arm_dw_run(ks__kernel_ctx *ctx, ks__arm_dw_ukernel ukernel);
 typedef void (*ks__arm_binary_ukernel)(size_t n, const float *a, const float *b, float *out,
                                        const ks__arm_act *act);
 typedef struct ks__arm_binary_config {
-    ks__arm_binary_ukernel same;    /* a[i] op b[i] */
-    ks__arm_binary_ukernel scalar;  /* a[i] op b[0] */
+    ks__arm_binary_ukernel same;   /* a[i] op b[i] */
+    ks__arm_binary_ukernel scalar; /* a[i] op b[0] */
 } ks__arm_binary_config;
 
 /* Negative unless op is ADD/MUL on F32 with one full-size operand and the other full-size,

@@ -77,64 +77,104 @@ int64_t ks__rt_numel(const ks__rt_tensor *t) {
 
 void ks__rt_set_shape(ks__rt_tensor *t, ks_dtype dtype, int32_t rank, const int64_t *dims) {
     int64_t tmp[KS_MAX_RANK];
-    for (int32_t i = 0; i < rank; i++) tmp[i] = dims[i]; /* dims may alias t->dims */
+    for (int32_t i = 0; i < rank; i++)
+        tmp[i] = dims[i]; /* dims may alias t->dims */
     t->dtype = dtype;
     t->rank = rank;
-    for (int32_t i = 0; i < rank; i++) t->dims[i] = tmp[i];
+    for (int32_t i = 0; i < rank; i++)
+        t->dims[i] = tmp[i];
 }
 
 int64_t ks__rt_get_int(const ks__rt_tensor *t, int64_t i) {
     switch (t->dtype) {
-    case KS_DTYPE_I32: return ((const int32_t *)t->data)[i];
-    case KS_DTYPE_I64: return ((const int64_t *)t->data)[i];
-    case KS_DTYPE_U8: return ((const uint8_t *)t->data)[i];
-    case KS_DTYPE_I8: return ((const int8_t *)t->data)[i];
-    case KS_DTYPE_I16: return ((const int16_t *)t->data)[i];
-    case KS_DTYPE_BOOL: return ((const uint8_t *)t->data)[i] != 0;
-    case KS_DTYPE_F32: return (int64_t)((const float *)t->data)[i];
-    case KS_DTYPE_F16: return (int64_t)ks__f16_to_f32(((const uint16_t *)t->data)[i]);
-    default: return 0;
+    case KS_DTYPE_I32:
+        return ((const int32_t *)t->data)[i];
+    case KS_DTYPE_I64:
+        return ((const int64_t *)t->data)[i];
+    case KS_DTYPE_U8:
+        return ((const uint8_t *)t->data)[i];
+    case KS_DTYPE_I8:
+        return ((const int8_t *)t->data)[i];
+    case KS_DTYPE_I16:
+        return ((const int16_t *)t->data)[i];
+    case KS_DTYPE_BOOL:
+        return ((const uint8_t *)t->data)[i] != 0;
+    case KS_DTYPE_F32:
+        return (int64_t)((const float *)t->data)[i];
+    case KS_DTYPE_F16:
+        return (int64_t)ks__f16_to_f32(((const uint16_t *)t->data)[i]);
+    default:
+        return 0;
     }
 }
 
 double ks__rt_get_f64(const ks__rt_tensor *t, int64_t i) {
     switch (t->dtype) {
-    case KS_DTYPE_F32: return ((const float *)t->data)[i];
-    case KS_DTYPE_F16: return ks__f16_to_f32(((const uint16_t *)t->data)[i]);
-    default: return (double)ks__rt_get_int(t, i);
+    case KS_DTYPE_F32:
+        return ((const float *)t->data)[i];
+    case KS_DTYPE_F16:
+        return ks__f16_to_f32(((const uint16_t *)t->data)[i]);
+    default:
+        return (double)ks__rt_get_int(t, i);
     }
 }
 
 void ks__rt_set_f64(ks__rt_tensor *t, int64_t i, double v) {
     switch (t->dtype) {
-    case KS_DTYPE_F32: ((float *)t->data)[i] = (float)v; break;
-    case KS_DTYPE_F16: ((uint16_t *)t->data)[i] = ks__f32_to_f16((float)v); break;
-    case KS_DTYPE_I32: ((int32_t *)t->data)[i] = (int32_t)v; break;
-    case KS_DTYPE_I64: ((int64_t *)t->data)[i] = (int64_t)v; break;
-    case KS_DTYPE_U8: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
-    case KS_DTYPE_I8: ((int8_t *)t->data)[i] = (int8_t)v; break;
-    case KS_DTYPE_I16: ((int16_t *)t->data)[i] = (int16_t)v; break;
-    case KS_DTYPE_BOOL: ((uint8_t *)t->data)[i] = v != 0.0; break;
-    default: break;
+    case KS_DTYPE_F32:
+        ((float *)t->data)[i] = (float)v;
+        break;
+    case KS_DTYPE_F16:
+        ((uint16_t *)t->data)[i] = ks__f32_to_f16((float)v);
+        break;
+    case KS_DTYPE_I32:
+        ((int32_t *)t->data)[i] = (int32_t)v;
+        break;
+    case KS_DTYPE_I64:
+        ((int64_t *)t->data)[i] = (int64_t)v;
+        break;
+    case KS_DTYPE_U8:
+        ((uint8_t *)t->data)[i] = (uint8_t)v;
+        break;
+    case KS_DTYPE_I8:
+        ((int8_t *)t->data)[i] = (int8_t)v;
+        break;
+    case KS_DTYPE_I16:
+        ((int16_t *)t->data)[i] = (int16_t)v;
+        break;
+    case KS_DTYPE_BOOL:
+        ((uint8_t *)t->data)[i] = v != 0.0;
+        break;
+    default:
+        break;
     }
 }
 
 float ks__act_apply(float x, int32_t act, float alpha) {
     switch (act) {
-    case KS_ACT_RELU: return x > 0.0f ? x : 0.0f;
-    case KS_ACT_RELU_N1_TO_1: return x < -1.0f ? -1.0f : (x > 1.0f ? 1.0f : x);
-    case KS_ACT_RELU6: return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x);
-    case KS_ACT_TANH: return tanhf(x);
-    case KS_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case KS_ACT_LEAKY_RELU: return x >= 0.0f ? x : alpha * x;
-    case KS_ACT_PRELU: return x >= 0.0f ? x : alpha * x; /* alpha: the channel's slope */
+    case KS_ACT_RELU:
+        return x > 0.0f ? x : 0.0f;
+    case KS_ACT_RELU_N1_TO_1:
+        return x < -1.0f ? -1.0f : (x > 1.0f ? 1.0f : x);
+    case KS_ACT_RELU6:
+        return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x);
+    case KS_ACT_TANH:
+        return tanhf(x);
+    case KS_ACT_SIGMOID:
+        return 1.0f / (1.0f + expf(-x));
+    case KS_ACT_LEAKY_RELU:
+        return x >= 0.0f ? x : alpha * x;
+    case KS_ACT_PRELU:
+        return x >= 0.0f ? x : alpha * x; /* alpha: the channel's slope */
     case KS_ACT_HARD_SWISH: {
         float r = x + 3.0f;
         r = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);
         return x * r / 6.0f;
     }
     /* One division: e^-x overflows to inf for x < -88.7 and gives -0, as x * sigmoid(x). */
-    case KS_ACT_SILU: return x / (1.0f + expf(-x));
-    default: return x;
+    case KS_ACT_SILU:
+        return x / (1.0f + expf(-x));
+    default:
+        return x;
     }
 }

@@ -8,11 +8,9 @@
 
 #include "neon_util.h"
 
-static inline __attribute__((always_inline)) void dw_pixels(size_t num_px, size_t channels,
-                                                            size_t cp, size_t num_taps,
-                                                            const float *const *taps,
-                                                            const float *packed, float *out,
-                                                            const ks__arm_act *act) {
+static inline __attribute__((always_inline)) void
+dw_pixels(size_t num_px, size_t channels, size_t cp, size_t num_taps, const float *const *taps,
+          const float *packed, float *out, const ks__arm_act *act) {
     const neon_act va = neon_act_load(act);
     const float *wt = packed + cp;
     for (size_t px = 0; px < num_px; px++, taps += num_taps, out += channels) {
@@ -70,7 +68,6 @@ static ks_status dw_run(ks__kernel_ctx *ctx) {
     return ks__arm_dw_run(ctx, ks_f32_dwconv__neon_c8);
 }
 
-const ks__impl ks_f32_dwconv__neon_c8_impl = {"ks_f32_dwconv__neon_c8", KS_OP_CONV2D,
-                                              KS_ISA_NEON,  dw_cost,
-                                              ks__arm_dw_plan, ks__arm_dw_pack,
-                                              dw_run};
+const ks__impl ks_f32_dwconv__neon_c8_impl = {
+    "ks_f32_dwconv__neon_c8", KS_OP_CONV2D,    KS_ISA_NEON, dw_cost,
+    ks__arm_dw_plan,          ks__arm_dw_pack, dw_run};

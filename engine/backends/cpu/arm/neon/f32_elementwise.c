@@ -35,7 +35,7 @@
         for (; i < n; i++)                                                                         \
             y[i] = neon_act_scalar(a[i] sop b[0], act);                                            \
     }                                                                                              \
-    static const ks__arm_binary_config name##_cfg = {name##_same, name##_scalar};                 \
+    static const ks__arm_binary_config name##_cfg = {name##_same, name##_scalar};                  \
     static ks_status name##_run(ks__kernel_ctx *ctx) {                                             \
         return ks__arm_binary_run(ctx, &name##_cfg);                                               \
     }
@@ -47,10 +47,10 @@ static double binary_cost(const ks__kernel_ctx *ctx) {
     return ks__arm_binary_cost(ctx);
 }
 
-const ks__impl ks_f32_vadd__neon_u8 = {"ks_f32_vadd__neon_u8", KS_OP_ADD, KS_ISA_NEON,
-                                       binary_cost, ks__arm_plan_nothing, NULL, vadd_run};
-const ks__impl ks_f32_vmul__neon_u8 = {"ks_f32_vmul__neon_u8", KS_OP_MUL, KS_ISA_NEON,
-                                       binary_cost, ks__arm_plan_nothing, NULL, vmul_run};
+const ks__impl ks_f32_vadd__neon_u8 = {"ks_f32_vadd__neon_u8", KS_OP_ADD, KS_ISA_NEON, binary_cost,
+                                       ks__arm_plan_nothing,   NULL,      vadd_run};
+const ks__impl ks_f32_vmul__neon_u8 = {"ks_f32_vmul__neon_u8", KS_OP_MUL, KS_ISA_NEON, binary_cost,
+                                       ks__arm_plan_nothing,   NULL,      vmul_run};
 
 static inline float32x4_t v_relu(float32x4_t x) {
     /* select, not max: the reference maps NaN to 0 and FMAX would propagate it */
@@ -90,9 +90,9 @@ static inline float s_hard_swish(float x) {
     static ks_status name##_run(ks__kernel_ctx *ctx) {                                             \
         return ks__arm_unary_run(ctx, name##_ukernel);                                             \
     }                                                                                              \
-    const ks__impl ks_f32_##name##__neon_u8 = {"ks_f32_" #name "__neon_u8", OP, KS_ISA_NEON,     \
-                                               name##_cost, ks__arm_plan_nothing, NULL,           \
-                                               name##_run};
+    const ks__impl ks_f32_##name##__neon_u8 = {                                                    \
+        "ks_f32_" #name "__neon_u8", OP,   KS_ISA_NEON, name##_cost,                               \
+        ks__arm_plan_nothing,        NULL, name##_run};
 
 DEFINE_UNARY(relu, KS_OP_RELU, v_relu, s_relu)
 DEFINE_UNARY(relu6, KS_OP_RELU6, v_relu6, s_relu6)
