@@ -162,6 +162,53 @@ static void test_quantize_f32(void **state) {
     if (ks__cpu_isa() & KS_ISA_AVX512) assert_true(ran > 0);
 }
 
+/* QUANTIZE near every rounding boundary, at ordinary and extreme scales: the fast kernels must
+ * give the reference's roundf(x / scale) bit for bit. Values: (m + 0.5) * scale and m * scale a
+ * few ulps either way, subnormals, huge values. (A reciprocal-plus-FMA-residual division passed
+ * this but was no faster: QUANTIZE is memory-bound here, 7 values per ns.) */
+static void test_quantize_boundaries(void **state) {
+    (void)state;
+    static const float scales[] = {0.02f,      1.0f / 255.0f, 3.7e-5f, 0.0123f,       123.4f,
+                                   0x1.8p-39f, 0x1p-41f,      0x1p41f, 0x1.fffffep39f};
+    enum { N = 4099 };
+    int ran = 0;
+    for (size_t si = 0; si < sizeof(scales) / sizeof(scales[0]); si++) {
+        for (int dt = 0; dt < 2; dt++) {
+            ks__node node;
+            memset(&node, 0, sizeof(node));
+            node.op = KS_OP_QUANTIZE;
+            qtensor x, y;
+            mk(&y, dt ? KS_DTYPE_I8 : KS_DTYPE_U8, N, 1);
+            y.scale = scales[si];
+            mk(&x, KS_DTYPE_F32, N, 0);
+            x.t.data = malloc(x.t.size_bytes + 1);
+            assert_non_null(x.t.data);
+            float *f = (float *)x.t.data;
+            for (int64_t i = 0; i < N; i++) {
+                float m = (float)((int32_t)(urand() % 600) - 300);
+                float v = (urand() % 2 ? m + 0.5f : m) * y.scale;
+                for (int d = (int)(urand() % 9) - 4; d != 0; d += d > 0 ? -1 : 1)
+                    v = nextafterf(v, d > 0 ? INFINITY : -INFINITY);
+                switch (urand() % 16) {
+                case 0:
+                    v = (float)(urand() % 1000) * 0x1p-140f; /* subnormal */
+                    break;
+                case 1:
+                    v = (urand() % 2 ? 1.0f : -1.0f) * 0x1p100f * (float)(1 + urand() % 1000);
+                    break;
+                default:
+                    break;
+                }
+                f[i] = v;
+            }
+            ks__rt_tensor *ins[1] = {&x.t};
+            ran += check_variants(&node, ins, 1, &y.t);
+            free(x.t.data);
+        }
+    }
+    if (ks__cpu_isa() & KS_ISA_AVX512) assert_true(ran > 0);
+}
+
 static void test_binary(void **state) {
     (void)state;
     static const uint32_t ops[] = {KS_OP_ADD, KS_OP_SUB, KS_OP_MUL};
@@ -258,6 +305,9 @@ static void test_maxpool(void **state) {
         if (round % 8 == 7) node.ip[0] = node.ip[1] = 0; /* global */
         node.ip[11] = round % 6 == 5 ? KS_ACT_RELU6 : (round % 6 == 2 ? KS_ACT_RELU : 0);
         if (node.ip[8] == KS_PAD_VALID && (k > h || k > w)) node.ip[8] = KS_PAD_SAME_UPPER;
+        /* explicit pads of 1: the window must still fit the padded input */
+        if (node.ip[8] == KS_PAD_EXPLICIT && (node.ip[0] > h + 2 || node.ip[1] > w + 2))
+            node.ip[8] = KS_PAD_SAME_UPPER;
         ks__rt_tensor *ins[1] = {&x.t};
         ran += check_variants(&node, ins, 1, &y.t);
         free(x.t.data);
@@ -477,12 +527,19 @@ static void test_dequantize_formula(void **state) {
 int main(void) {
     g_rng = 777u; /* the stream these cases were written with */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lut_unary),     cmocka_unit_test(test_requantize_dequantize),
-        cmocka_unit_test(test_quantize_f32),  cmocka_unit_test(test_binary),
-        cmocka_unit_test(test_concat),        cmocka_unit_test(test_maxpool),
-        cmocka_unit_test(test_transpose),     cmocka_unit_test(test_prelu),
-        cmocka_unit_test(test_pad),           cmocka_unit_test(test_slice),
-        cmocka_unit_test(test_binary_tables), cmocka_unit_test(test_dequantize_formula),
+        cmocka_unit_test(test_lut_unary),
+        cmocka_unit_test(test_requantize_dequantize),
+        cmocka_unit_test(test_quantize_f32),
+        cmocka_unit_test(test_quantize_boundaries),
+        cmocka_unit_test(test_binary),
+        cmocka_unit_test(test_concat),
+        cmocka_unit_test(test_maxpool),
+        cmocka_unit_test(test_transpose),
+        cmocka_unit_test(test_prelu),
+        cmocka_unit_test(test_pad),
+        cmocka_unit_test(test_slice),
+        cmocka_unit_test(test_binary_tables),
+        cmocka_unit_test(test_dequantize_formula),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
