@@ -20,6 +20,7 @@
 
 #include "../backends/cpu/impl.h"
 #include "model.h"
+#include "precision.h"
 #include "tune.h"
 
 #define KS_MAX_TENSOR_BYTES (UINT64_C(1) << 32)
@@ -32,6 +33,7 @@ struct ks_session {
     ks__object obj; /* must be first */
     const ks_model *model;
     const ks__graph *g;
+    ks__graph *own_g; /* the mixed-precision copy g points to (precision.h), or NULL */
     ks_allocator alloc;
     uint32_t flags;
     size_t max_memory_bytes;
@@ -112,12 +114,61 @@ void ks_session_destroy(ks_session *s) {
     ks__free(&a, s->packed_bytes);
     ks__tuner_destroy(s->tuner);
     ks__pool_destroy(s->pool);
+    if (s->own_g) {
+        ks__graph_free(s->own_g);
+        ks__free(&a, s->own_g);
+    }
     s->obj.magic = 0;
     ks__free(&a, s);
 }
 
 const ks__graph *ks__model_graph(const ks_model *m) {
     return m ? &m->graph : NULL;
+}
+
+ks_status ks__session_create_on(const ks_model *model, const ks__graph *graph,
+                                const ks_session_desc *desc, ks_session **session_out);
+
+/* KS_PRECISION_F32 / FASTEST on a quantized model: the session runs its own copy of the graph
+ * with the chosen int8 layers in fp32 (precision.h). */
+static ks_status create_mixed(const ks_model *model, const ks_session_desc *desc,
+                              ks_session **session_out) {
+    const ks__graph *mg = &model->graph;
+    ks_allocator a = ks__allocator_or_default(desc->allocator ? desc->allocator : &model->alloc);
+    uint8_t *fp32 = ks__alloc(&a, mg->num_nodes ? mg->num_nodes : 1);
+    ks__graph *g = ks__alloc(&a, sizeof(*g));
+    ks_status st = KS_STATUS_OUT_OF_MEMORY;
+    if (!fp32 || !g) {
+        ks__object_error(NULL, "out of memory creating a session");
+        goto done;
+    }
+    memset(fp32, desc->precision == KS_PRECISION_F32, mg->num_nodes);
+    if (desc->precision == KS_PRECISION_FASTEST && (st = ks__prec_plan(model, desc, fp32))) {
+        ks__object_error(NULL, "precision fastest: %s", ks_status_string(st));
+        goto done;
+    }
+    bool any = false;
+    for (uint32_t i = 0; i < mg->num_nodes; i++)
+        any |= fp32[i] != 0;
+    if (!any) {
+        st = ks__session_create_on(model, mg, desc, session_out);
+        goto done;
+    }
+    char err[256] = "";
+    if ((st = ks__prec_build(mg, fp32, g, NULL, err, sizeof(err)))) {
+        ks__object_error(NULL, "ks_session_create: cannot run the int8 layers in fp32: %s", err);
+        goto done;
+    }
+    if ((st = ks__session_create_on(model, g, desc, session_out))) {
+        ks__graph_free(g);
+        goto done;
+    }
+    (*session_out)->own_g = g;
+    g = NULL;
+done:
+    ks__free(&a, fp32);
+    ks__free(&a, g);
+    return st;
 }
 
 ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
@@ -135,6 +186,14 @@ ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
                          desc->num_threads, (int)desc->precision, desc->flags, (int)desc->tune);
         return KS_STATUS_INVALID_ARGUMENT;
     }
+    ks_precision prec = desc ? desc->precision : KS_PRECISION_DEFAULT;
+    if (prec == KS_PRECISION_DEFAULT || !ks__prec_count_demotable(&model->graph))
+        return ks__session_create_on(model, &model->graph, desc, session_out);
+    return create_mixed(model, desc, session_out);
+}
+
+ks_status ks__session_create_on(const ks_model *model, const ks__graph *graph,
+                                const ks_session_desc *desc, ks_session **session_out) {
     ks_allocator a =
         ks__allocator_or_default(desc && desc->allocator ? desc->allocator : &model->alloc);
     ks_session *s = ks__alloc(&a, sizeof(*s));
@@ -146,7 +205,7 @@ ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
     s->obj.magic = KS__OBJECT_MAGIC;
     s->alloc = a;
     s->model = model;
-    s->g = &model->graph;
+    s->g = graph;
     s->flags = desc ? desc->flags : 0;
     s->max_memory_bytes =
         desc && desc->max_memory_bytes ? desc->max_memory_bytes : KS_DEFAULT_MAX_MEMORY_BYTES;

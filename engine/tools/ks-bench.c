@@ -44,6 +44,7 @@ typedef struct options {
     const char *shape_specs[MAX_INPUTS]; /* NAME=AxBxC */
     int num_shape_specs;
     ks_tune_mode tune;      /* --tune off|fast|full */
+    ks_precision precision; /* --precision stored|f32|fastest */
     const char *tune_cache; /* --tune-cache FILE */
     const char *key_file;   /* --key-file KEY: the model is encrypted */
 } options;
@@ -80,7 +81,7 @@ static void usage(void) {
             "usage: ks-bench MODEL.ksm [--threads N] [--runs R] [--warmup W] [--seed S]\n"
             "                [--input NAME=FILE.npy] [--shape NAME=1x3x224x224] [--range LO:HI]\n"
             "                [--json] [--profile] [--tune off|fast|full] [--tune-cache FILE]\n"
-            "                [--key-file KEY]\n"
+            "                [--key-file KEY] [--precision stored|f32|fastest]\n"
             "  --threads N   session threads (default 1)\n"
             "  --runs R      timed runs (default 20)\n"
             "  --warmup W    untimed runs first (default 3)\n"
@@ -96,7 +97,9 @@ static void usage(void) {
             "  --tune M      kernel choice: off (cost model, default), fast (time the top\n"
             "                candidates per op shape at reshape), full (time all of them)\n"
             "  --tune-cache  file that keeps tuning results across runs\n"
-            "  --key-file    key of an encrypted model (ks-protect)\n");
+            "  --key-file    key of an encrypted model (ks-protect)\n"
+            "  --precision   int8 layers of a quantized model: as stored (default), all in\n"
+            "                fp32, or per layer the faster of the two (timed at create)\n");
 }
 
 static double now_ms(void) {
@@ -457,6 +460,16 @@ static int parse_args(int argc, char **argv, options *opt) {
                 opt->tune = KS_TUNE_FULL;
             else
                 goto bad_value;
+        } else if (strcmp(a, "--precision") == 0 && has_value) {
+            const char *v = argv[++i];
+            if (strcmp(v, "stored") == 0)
+                opt->precision = KS_PRECISION_DEFAULT;
+            else if (strcmp(v, "f32") == 0)
+                opt->precision = KS_PRECISION_F32;
+            else if (strcmp(v, "fastest") == 0)
+                opt->precision = KS_PRECISION_FASTEST;
+            else
+                goto bad_value;
         } else if (strcmp(a, "--tune-cache") == 0 && has_value) {
             opt->tune_cache = argv[++i];
         } else if (strcmp(a, "--key-file") == 0 && has_value) {
@@ -610,11 +623,14 @@ int main(int argc, char **argv) {
     }
     if (prepare_inputs(&opt, model, npys, shapes)) goto done;
 
+    t0 = now_ms();
     st = ks_session_create(model,
                            &(ks_session_desc){.num_threads = opt.threads,
+                                              .precision = opt.precision,
                                               .tune = opt.tune,
                                               .tune_cache_path = opt.tune_cache},
                            &s);
+    double create_ms = now_ms() - t0;
     if (st) {
         fprintf(stderr, "ks-bench: session: %s: %s\n", ks_status_string(st), ks_last_error(NULL));
         goto done;
@@ -699,7 +715,8 @@ int main(int argc, char **argv) {
     }
     printf("kestrel  %s\ncpu      %s [%s]\nthreads  %d\n", ks_version_string(), ks__cpu_name(), isa,
            opt.threads);
-    printf("load     %.3f ms\nreshape  %.3f ms\n", load_ms, reshape_ms);
+    printf("load     %.3f ms\ncreate   %.3f ms\nreshape  %.3f ms\n", load_ms, create_ms,
+           reshape_ms);
     printf("runs     %d (after %d warmup)\n", opt.runs, opt.warmup);
     printf("latency  min %.3f ms  median %.3f ms  mean %.3f ms  max %.3f ms\n", min_ms, median_ms,
            mean_ms, max_ms);
@@ -720,7 +737,8 @@ int main(int argc, char **argv) {
         json_string(isa);
         printf(",\"threads\":%d,\"runs\":%d,\"warmup\":%d,\"seed\":%llu", opt.threads, opt.runs,
                opt.warmup, (unsigned long long)opt.seed);
-        printf(",\"load_ms\":%.4f,\"reshape_ms\":%.4f", load_ms, reshape_ms);
+        printf(",\"load_ms\":%.4f,\"create_ms\":%.4f,\"reshape_ms\":%.4f", load_ms, create_ms,
+               reshape_ms);
         printf(",\"min_ms\":%.4f,\"median_ms\":%.4f,\"mean_ms\":%.4f,\"max_ms\":%.4f", min_ms,
                median_ms, mean_ms, max_ms);
         if (opt.profile) {

@@ -16,9 +16,12 @@ static void usage(void) {
     fprintf(stderr,
             "usage: ks-run MODEL.ksm --input NAME=FILE.npy ... --output-dir DIR\n"
             "              [--dump-all DIR] [--threads N] [--key-file KEY]\n"
+            "              [--precision stored|f32|fastest]\n"
             "  Inputs may also be given by position: --input FILE.npy.\n"
             "  --dump-all writes every intermediate tensor of the graph as DIR/<name>.npy.\n"
-            "  --key-file reads the key of an encrypted model (ks-protect).\n");
+            "  --key-file reads the key of an encrypted model (ks-protect).\n"
+            "  --precision: int8 layers of a quantized model as stored (default), all in fp32,\n"
+            "              or per layer the faster of the two on this CPU (timed at create).\n");
 }
 
 static int write_tensor(const char *dir, const ks_tensor *t) {
@@ -37,6 +40,7 @@ int main(int argc, char **argv) {
     const char *model_path = NULL, *out_dir = NULL, *dump_dir = NULL, *key_file = NULL;
     const char *in_specs[MAX_INPUTS];
     int num_specs = 0, threads = 1, rc = 1;
+    ks_precision precision = KS_PRECISION_DEFAULT;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--input") == 0 && i + 1 < argc) {
             if (num_specs == MAX_INPUTS) {
@@ -52,6 +56,18 @@ int main(int argc, char **argv) {
             key_file = argv[++i];
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             threads = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "stored") == 0) {
+                precision = KS_PRECISION_DEFAULT;
+            } else if (strcmp(v, "f32") == 0) {
+                precision = KS_PRECISION_F32;
+            } else if (strcmp(v, "fastest") == 0) {
+                precision = KS_PRECISION_FASTEST;
+            } else {
+                fprintf(stderr, "ks-run: --precision '%s': use stored, f32 or fastest\n", v);
+                return 2;
+            }
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage();
             return 0;
@@ -128,6 +144,7 @@ int main(int argc, char **argv) {
         shapes[i] = npys[i].shape;
     }
     ks_session_desc desc = {.num_threads = threads,
+                            .precision = precision,
                             .flags = dump_dir ? KS_SESSION_KEEP_ALL_TENSORS : 0u};
     st = ks_session_create(model, &desc, &s);
     if (st) {

@@ -74,9 +74,19 @@ KS_API ks_status ks_model_output_info(const ks_model *model, uint32_t index,
 /* Value of metadata `key` (e.g. "source", "producer"), or NULL. Lives as long as the model. */
 KS_API const char *ks_model_metadata(const ks_model *model, const char *key);
 
+/* Precision of a session. Models without int8 layers run in fp32 whatever is asked. For a
+ * quantized model (ks-quant), an int8 layer "runs in fp32" with its int8 weights dequantized at
+ * session create: same weights, fp32 activations (slightly more accurate than int8, never less
+ * than the file's accuracy check). Graph inputs and outputs keep their dtypes. */
 typedef enum ks_precision {
-    KS_PRECISION_DEFAULT = 0, /* fp32 today */
-    KS_PRECISION_F32 = 1,
+    KS_PRECISION_DEFAULT = 0, /* as stored: int8 layers run int8 */
+    KS_PRECISION_F32 = 1,     /* every int8 layer that has a float form runs in fp32 */
+    /* Per layer, whichever of int8 and fp32 is faster on this CPU: session create times the
+     * model both ways (a few runs, with the desc's threads and tuning) and picks the layers
+     * that minimise the run time, the QUANTIZE/DEQUANTIZE passes between them included.
+     * Needs static input shapes (else the model runs as stored). Costs about 12 runs of the
+     * model at create. */
+    KS_PRECISION_FASTEST = 2,
     KS_PRECISION_COUNT
 } ks_precision;
 

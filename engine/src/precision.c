@@ -1,0 +1,814 @@
+/* Session precision: int8 layers of a quantized model run in fp32 (precision.h). */
+#include "precision.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+ks_status ks__session_create_on(const ks_model *model, const ks__graph *g,
+                                const ks_session_desc *desc, ks_session **session_out);
+
+static bool is_const(const ks__tensor *t) {
+    return (t->flags & KS__TENSOR_CONST) != 0;
+}
+
+/* A per-tensor quantized U8/I8 activation. */
+static bool is_qact(const ks__tensor *t) {
+    return !is_const(t) && (t->dtype == KS_DTYPE_I8 || t->dtype == KS_DTYPE_U8) &&
+           t->quant.count == 1 && t->quant.scales;
+}
+
+/* A quantized constant we can dequantize (weights, biases, slopes, operands). */
+static bool is_qconst(const ks__tensor *t) {
+    return is_const(t) && t->quant.count >= 1 && t->quant.scales &&
+           (t->dtype == KS_DTYPE_I8 || t->dtype == KS_DTYPE_U8 || t->dtype == KS_DTYPE_I32);
+}
+
+static bool is_int_dtype(ks_dtype d) {
+    return d == KS_DTYPE_I32 || d == KS_DTYPE_I64 || d == KS_DTYPE_BOOL;
+}
+
+static bool op_has_float_twin(uint32_t op) {
+    switch (op) {
+    case KS_OP_CONV2D:
+    case KS_OP_FULLY_CONNECTED:
+    case KS_OP_POOL2D:
+    case KS_OP_ADD:
+    case KS_OP_SUB:
+    case KS_OP_MUL:
+    case KS_OP_MAXIMUM:
+    case KS_OP_MINIMUM:
+    case KS_OP_RELU:
+    case KS_OP_RELU6:
+    case KS_OP_RELU_N1_TO_1:
+    case KS_OP_LEAKY_RELU:
+    case KS_OP_SIGMOID:
+    case KS_OP_TANH:
+    case KS_OP_HARD_SWISH:
+    case KS_OP_PRELU:
+    case KS_OP_RESHAPE:
+    case KS_OP_SQUEEZE:
+    case KS_OP_UNSQUEEZE:
+    case KS_OP_TRANSPOSE:
+    case KS_OP_CONCAT:
+    case KS_OP_SPLIT:
+    case KS_OP_SLICE:
+    case KS_OP_PAD:
+    case KS_OP_RESIZE:
+    case KS_OP_DEPTH_TO_SPACE:
+    case KS_OP_SPACE_TO_DEPTH:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool ks__prec_demotable(const ks__graph *g, uint32_t i) {
+    if (!g || i >= g->num_nodes) return false;
+    const ks__node *n = &g->nodes[i];
+    if (!op_has_float_twin(n->op) || n->num_inputs == 0 || n->inputs[0] < 0) return false;
+    if (!is_qact(&g->tensors[n->inputs[0]])) return false;
+    if (n->op == KS_OP_CONV2D) {
+        int32_t act = n->ip[10];
+        if (act == KS_ACT_TABLE || act == KS_ACT_PRELU) return false;
+        if (n->ip[12] == 1 && (n->num_inputs < 4 || n->inputs[3] < 0)) return false;
+    }
+    if (n->op == KS_OP_CONV2D || n->op == KS_OP_FULLY_CONNECTED) {
+        /* quantized weights; a bias that has no params of its own is I32 at in_scale * w_scale
+         * (ops.inc) */
+        if (n->num_inputs < 2 || n->inputs[1] < 0 || !is_qconst(&g->tensors[n->inputs[1]]))
+            return false;
+        if (n->num_inputs > 2 && n->inputs[2] >= 0) {
+            const ks__tensor *bt = &g->tensors[n->inputs[2]];
+            const ks__tensor *wt = &g->tensors[n->inputs[1]];
+            if (!is_const(bt) || bt->dtype != KS_DTYPE_I32 ||
+                (!bt->quant.count && wt->quant.count != 1 &&
+                 (bt->rank != 1 || bt->dims[0] != (int64_t)wt->quant.count)))
+                return false;
+        }
+    }
+    for (uint32_t k = 0; k < n->num_inputs; k++) {
+        if (n->inputs[k] < 0) continue;
+        const ks__tensor *t = &g->tensors[n->inputs[k]];
+        bool ok = is_const(t) ? (is_qconst(t) || (t->quant.count == 0 && is_int_dtype(t->dtype)))
+                              : (is_qact(t) || (t->quant.count == 0 && is_int_dtype(t->dtype)));
+        if (!ok) return false;
+    }
+    for (uint32_t k = 0; k < n->num_outputs; k++)
+        if (!is_qact(&g->tensors[n->outputs[k]])) return false;
+    return true;
+}
+
+uint32_t ks__prec_count_demotable(const ks__graph *g) {
+    uint32_t c = 0;
+    for (uint32_t i = 0; g && i < g->num_nodes; i++)
+        c += ks__prec_demotable(g, i);
+    return c;
+}
+
+/* ---- building the mixed graph ---- */
+
+typedef struct builder {
+    const ks__graph *src;
+    ks__graph *dst;
+    const uint8_t *run32; /* per src node: emitted in fp32 (demotable and chosen) */
+    int32_t *producer;    /* per src tensor: src node, -1 */
+    uint8_t *retyped;     /* per src tensor: quantized in src, F32 in dst */
+    int32_t *f32_id;      /* per src tensor: an added F32 copy (DEQUANTIZE), -1 */
+    int32_t *q_id;        /* per src tensor: an added quantized copy (QUANTIZE), -1 */
+    int32_t *prelu;       /* per src node: a fp32 conv's PRELU reader fused into it, -1 */
+    int32_t *src_node;    /* per dst node */
+    uint32_t cap_src_node;
+    char *err;
+    size_t err_cap;
+} builder;
+
+static ks_status add_node(builder *b, uint32_t op, const char *name, uint32_t ni, const int32_t *in,
+                          uint32_t no, const int32_t *out, int32_t from, uint32_t *idx) {
+    ks_status st = ks__graph_add_node(b->dst, op, name, ni, in, no, out, idx);
+    if (st) return st;
+    if (*idx >= b->cap_src_node) {
+        uint32_t nc = b->cap_src_node ? b->cap_src_node * 2 : 64;
+        while (nc <= *idx)
+            nc *= 2;
+        int32_t *n = ks__alloc(&b->src->alloc, (size_t)nc * sizeof(int32_t));
+        if (!n) return KS_STATUS_OUT_OF_MEMORY;
+        if (b->src_node) memcpy(n, b->src_node, (size_t)b->cap_src_node * sizeof(int32_t));
+        ks__free(&b->src->alloc, b->src_node);
+        b->src_node = n;
+        b->cap_src_node = nc;
+    }
+    b->src_node[*idx] = from;
+    return KS_STATUS_OK;
+}
+
+static ks_status add_tensor_like(builder *b, int32_t t, const char *suffix, ks_dtype dtype,
+                                 int32_t *id) {
+    const ks__tensor *s = &b->src->tensors[t];
+    size_t n = strlen(s->name ? s->name : "") + strlen(suffix) + 1;
+    char *name = ks__alloc(&b->src->alloc, n);
+    if (!name) return KS_STATUS_OUT_OF_MEMORY;
+    strcpy(name, s->name ? s->name : "");
+    strcat(name, suffix);
+    ks_status st = ks__graph_add_tensor(b->dst, name, dtype, s->rank, s->dims, id);
+    ks__free(&b->src->alloc, name);
+    return st;
+}
+
+/* The F32 version of activation t in dst. */
+static ks_status get_f32(builder *b, int32_t t, int32_t *id_out) {
+    const ks__tensor *s = &b->src->tensors[t];
+    if (!is_qact(s) || b->retyped[t]) {
+        *id_out = t;
+        return KS_STATUS_OK;
+    }
+    /* A kept file QUANTIZE of an F32 tensor: read that tensor instead of re-dequantizing. */
+    int32_t p = b->producer[t];
+    if (p >= 0 && b->src->nodes[p].op == KS_OP_QUANTIZE) {
+        int32_t in = b->src->nodes[p].inputs[0];
+        if (in >= 0 && b->src->tensors[in].dtype == KS_DTYPE_F32) return get_f32(b, in, id_out);
+    }
+    if (b->f32_id[t] >= 0) {
+        *id_out = b->f32_id[t];
+        return KS_STATUS_OK;
+    }
+    int32_t id;
+    uint32_t idx;
+    ks_status st = add_tensor_like(b, t, ":f32", KS_DTYPE_F32, &id);
+    if (st || (st = add_node(b, KS_OP_DEQUANTIZE, "precision:dequantize", 1, &t, 1, &id, -1, &idx)))
+        return st;
+    b->f32_id[t] = id;
+    *id_out = id;
+    return KS_STATUS_OK;
+}
+
+/* The quantized version (src dtype and params) of activation t in dst. */
+static ks_status get_q(builder *b, int32_t t, int32_t *id_out) {
+    if (!b->retyped[t]) {
+        *id_out = t;
+        return KS_STATUS_OK;
+    }
+    if (b->q_id[t] >= 0) {
+        *id_out = b->q_id[t];
+        return KS_STATUS_OK;
+    }
+    const ks__tensor *s = &b->src->tensors[t];
+    int32_t id;
+    uint32_t idx;
+    ks_status st = add_tensor_like(b, t, ":q", s->dtype, &id);
+    if (st ||
+        (st = ks__graph_set_quant(b->dst, id, s->quant.count, s->quant.axis, s->quant.scales,
+                                  s->quant.zero_points)) ||
+        (st = add_node(b, KS_OP_QUANTIZE, "precision:quantize", 1, &t, 1, &id, -1, &idx)))
+        return st;
+    b->q_id[t] = id;
+    *id_out = id;
+    return KS_STATUS_OK;
+}
+
+/* A new F32 constant holding the real values of quantized constant t. implied: the params of
+ * a conv/FC bias stored without its own (scales in_scale * w_scale[c], zero point 0), else
+ * NULL. */
+static ks_status dequantize_const(builder *b, int32_t t, const ks__quant *implied,
+                                  int32_t *id_out) {
+    const ks__tensor *s = &b->src->tensors[t];
+    const ks__quant *qp = implied ? implied : &s->quant;
+    int64_t n = ks__numel(s->rank, s->dims);
+    size_t es = ks_dtype_size(s->dtype);
+    if (n < 0 || !es || (uint64_t)n * es != s->size_bytes) {
+        ks__fmt(b->err, b->err_cap, "constant '%s' has %zu bytes for its shape", s->name,
+                s->size_bytes);
+        return KS_STATUS_INVALID_MODEL;
+    }
+    int64_t channels = 1, inner = 1;
+    if (qp->count > 1) {
+        int32_t ax = qp->axis;
+        if (ax < 0 || ax >= s->rank || s->dims[ax] != (int64_t)qp->count) {
+            ks__fmt(b->err, b->err_cap, "constant '%s': %u scales along axis %d do not fit",
+                    s->name, qp->count, ax);
+            return KS_STATUS_INVALID_MODEL;
+        }
+        channels = s->dims[ax];
+        for (int32_t k = ax + 1; k < s->rank; k++)
+            inner *= s->dims[k];
+    }
+    float *v = ks__alloc_aligned(&b->dst->alloc, (size_t)(n ? n : 1) * sizeof(float), 64);
+    if (!v) return KS_STATUS_OUT_OF_MEMORY;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = channels > 1 ? (i / inner) % channels : 0;
+        int32_t zp = qp->zero_points ? qp->zero_points[c] : 0;
+        int32_t q = s->dtype == KS_DTYPE_I8   ? ((const int8_t *)s->data)[i]
+                    : s->dtype == KS_DTYPE_U8 ? ((const uint8_t *)s->data)[i]
+                                              : ((const int32_t *)s->data)[i];
+        v[i] = (float)((double)qp->scales[c] * ((double)q - zp));
+    }
+    int32_t id;
+    ks_status st = add_tensor_like(b, t, ":f32", KS_DTYPE_F32, &id);
+    if (st || (st = ks__graph_set_const(b->dst, id, v, (size_t)n * sizeof(float), false))) {
+        if (st) ks__free(&b->dst->alloc, v);
+        return st;
+    }
+    *id_out = id;
+    return KS_STATUS_OK;
+}
+
+/* The F32 bias of quantized conv/FC n whose I32 bias has no params of its own. */
+static ks_status implied_bias(builder *b, const ks__node *n, int32_t *id_out) {
+    const ks__tensor *x = &b->src->tensors[n->inputs[0]], *w = &b->src->tensors[n->inputs[1]];
+    const ks__tensor *bt = &b->src->tensors[n->inputs[2]];
+    uint32_t count = w->quant.count > 1 ? w->quant.count : 1;
+    ks__quant q = {count, 0, NULL, NULL};
+    q.scales = ks__alloc(&b->src->alloc, count * sizeof(float));
+    if (!q.scales) return KS_STATUS_OUT_OF_MEMORY;
+    for (uint32_t c = 0; c < count; c++)
+        q.scales[c] = x->quant.scales[0] * w->quant.scales[c];
+    if (count > 1 && (bt->rank != 1 || bt->dims[0] != (int64_t)count)) count = 0;
+    ks_status st = count ? dequantize_const(b, n->inputs[2], &q, id_out) : KS_STATUS_INVALID_MODEL;
+    if (!count) ks__fmt(b->err, b->err_cap, "bias '%s' does not match its weights", bt->name);
+    ks__free(&b->src->alloc, q.scales);
+    return st;
+}
+
+static ks_status copy_tensors(builder *b) {
+    const ks__graph *g = b->src;
+    for (uint32_t t = 0; t < g->num_tensors; t++) {
+        const ks__tensor *s = &g->tensors[t];
+        bool f32 = b->retyped[t] != 0;
+        int32_t id;
+        ks_status st = ks__graph_add_tensor(b->dst, s->name, f32 ? KS_DTYPE_F32 : s->dtype, s->rank,
+                                            s->dims, &id);
+        if (st) return st;
+        ks__tensor *d = &b->dst->tensors[id];
+        if (is_const(s)) {
+            d->data = s->data;
+            d->size_bytes = s->size_bytes;
+            d->flags = s->flags | KS__TENSOR_CONST | KS__TENSOR_BORROWED;
+        }
+        if (!f32 && s->quant.count &&
+            (st = ks__graph_set_quant(b->dst, id, s->quant.count, s->quant.axis, s->quant.scales,
+                                      s->quant.zero_points)))
+            return st;
+    }
+    return KS_STATUS_OK;
+}
+
+static ks_status emit_node(builder *b, uint32_t i) {
+    const ks__graph *g = b->src;
+    const ks__node *n = &g->nodes[i];
+    int32_t in[64];
+    ks_status st;
+    if (n->num_inputs > 64) return KS_STATUS_INVALID_MODEL;
+    bool f32 = b->run32[i] != 0;
+    if (f32 && n->op == KS_OP_PRELU && b->prelu[i] == -2) return KS_STATUS_OK; /* fused */
+    bool border = n->op == KS_OP_QUANTIZE || n->op == KS_OP_DEQUANTIZE;
+    if (border && n->num_inputs == 1 && n->num_outputs == 1 && n->inputs[0] >= 0) {
+        int32_t x = n->inputs[0], y = n->outputs[0];
+        /* both sides F32 in dst: a free view */
+        bool x_f32 = g->tensors[x].dtype == KS_DTYPE_F32 || b->retyped[x];
+        bool y_f32 = g->tensors[y].dtype == KS_DTYPE_F32 || b->retyped[y];
+        if (x_f32 && y_f32) {
+            uint32_t idx;
+            if ((st = add_node(b, KS_OP_RESHAPE, n->name, 1, &x, 1, &y, (int32_t)i, &idx)))
+                return st;
+            ks__node *d = &b->dst->nodes[idx];
+            d->ip[0] = g->tensors[y].rank; /* every dim 0: copy the input's */
+            return KS_STATUS_OK;
+        }
+    }
+    for (uint32_t k = 0; k < n->num_inputs; k++) {
+        int32_t t = n->inputs[k];
+        if (t < 0) {
+            in[k] = -1;
+            continue;
+        }
+        const ks__tensor *s = &g->tensors[t];
+        if (is_const(s)) {
+            bool bias = (n->op == KS_OP_CONV2D || n->op == KS_OP_FULLY_CONNECTED) && k == 2 &&
+                        !s->quant.count;
+            if (f32 && bias) {
+                if ((st = implied_bias(b, n, &in[k]))) return st;
+            } else if (f32 && is_qconst(s)) {
+                if ((st = dequantize_const(b, t, NULL, &in[k]))) return st;
+            } else {
+                in[k] = t;
+            }
+        } else if (f32 || !is_qact(s)) {
+            if ((st = get_f32(b, t, &in[k]))) return st;
+        } else {
+            if ((st = get_q(b, t, &in[k]))) return st;
+        }
+    }
+    uint32_t idx, ni = n->num_inputs;
+    const int32_t *outs = n->outputs;
+    if (f32 && b->prelu[i] >= 0) {
+        /* float CONV2D with act PRELU: the slopes are input 4 */
+        const ks__node *pr = &g->nodes[b->prelu[i]];
+        for (; ni < 4; ni++)
+            in[ni] = -1;
+        if ((st = dequantize_const(b, pr->inputs[1], NULL, &in[4]))) return st;
+        ni = 5;
+        outs = pr->outputs;
+    }
+    if ((st = add_node(b, n->op, n->name, ni, in, n->num_outputs, outs, (int32_t)i, &idx)))
+        return st;
+    ks__node *d = &b->dst->nodes[idx];
+    memcpy(d->ip, n->ip, sizeof(d->ip));
+    memcpy(d->fp, n->fp, sizeof(d->fp));
+    if (f32 && n->op == KS_OP_CONV2D && n->ip[12] == 1) {
+        /* float CONV2D: act(conv + bias + residual) is what the quantized pair computes */
+        d->ip[11] = 0;
+        d->ip[12] = 0;
+        d->fp[1] = 0.0f;
+    }
+    if (f32 && b->prelu[i] >= 0) d->ip[10] = KS_ACT_PRELU;
+    return KS_STATUS_OK;
+}
+
+/* Marks the fp32 PRELUs that fold into the fp32 conv they read (as the float importers fuse
+ * them): the conv has no activation, the PRELU is its output's only reader and no graph
+ * output, and the slopes are one per output channel. b->prelu[conv] = the PRELU node,
+ * b->prelu[PRELU] = -2. */
+static ks_status plan_prelu_fusion(builder *b) {
+    const ks__graph *g = b->src;
+    uint32_t nt = g->num_tensors ? g->num_tensors : 1;
+    uint32_t *readers = ks__calloc(&g->alloc, nt, sizeof(uint32_t));
+    if (!readers) return KS_STATUS_OUT_OF_MEMORY;
+    for (uint32_t i = 0; i < g->num_nodes; i++)
+        for (uint32_t k = 0; k < g->nodes[i].num_inputs; k++)
+            if (g->nodes[i].inputs[k] >= 0) readers[g->nodes[i].inputs[k]]++;
+    for (uint32_t o = 0; o < g->num_outputs; o++)
+        if (g->outputs[o] >= 0) readers[g->outputs[o]] += 2;
+    for (uint32_t j = 0; j < g->num_nodes; j++) {
+        const ks__node *pr = &g->nodes[j];
+        if (pr->op != KS_OP_PRELU || !b->run32[j] || pr->inputs[0] < 0 || pr->inputs[1] < 0)
+            continue;
+        int32_t x = pr->inputs[0], p = b->producer[x];
+        if (p < 0 || !b->run32[p] || readers[x] != 1) continue;
+        const ks__node *c = &g->nodes[p];
+        if (c->op != KS_OP_CONV2D || c->ip[10] != KS_ACT_NONE || c->num_inputs > 4) continue;
+        const ks__tensor *w = &g->tensors[c->inputs[1]], *al = &g->tensors[pr->inputs[1]];
+        int64_t co = w->dims[0];
+        if (!is_qconst(al) || al->rank < 1 || al->dims[al->rank - 1] != co ||
+            ks__numel(al->rank, al->dims) != co)
+            continue;
+        b->prelu[p] = (int32_t)j;
+        b->prelu[j] = -2;
+    }
+    ks__free(&g->alloc, readers);
+    return KS_STATUS_OK;
+}
+
+ks_status ks__prec_build(const ks__graph *g, const uint8_t *fp32, ks__graph *out,
+                         int32_t **src_node_out, char *err, size_t err_cap) {
+    ks__graph_init(out, &g->alloc);
+    if (src_node_out) *src_node_out = NULL;
+    builder b;
+    memset(&b, 0, sizeof(b));
+    b.src = g;
+    b.dst = out;
+    b.err = err;
+    b.err_cap = err_cap;
+    uint32_t nt = g->num_tensors ? g->num_tensors : 1, nn = g->num_nodes ? g->num_nodes : 1;
+    uint8_t *run32 = ks__calloc(&g->alloc, nn, 1);
+    b.producer = ks__alloc(&g->alloc, (size_t)nt * sizeof(int32_t));
+    b.retyped = ks__calloc(&g->alloc, nt, 1);
+    b.f32_id = ks__alloc(&g->alloc, (size_t)nt * sizeof(int32_t));
+    b.q_id = ks__alloc(&g->alloc, (size_t)nt * sizeof(int32_t));
+    b.prelu = ks__alloc(&g->alloc, (size_t)nn * sizeof(int32_t));
+    b.run32 = run32;
+    ks_status st = KS_STATUS_OK;
+    if (!run32 || !b.producer || !b.retyped || !b.f32_id || !b.q_id || !b.prelu) {
+        st = KS_STATUS_OUT_OF_MEMORY;
+        goto done;
+    }
+    for (uint32_t t = 0; t < nt; t++)
+        b.producer[t] = b.f32_id[t] = b.q_id[t] = -1;
+    for (uint32_t i = 0; i < nn; i++)
+        b.prelu[i] = -1;
+    for (uint32_t i = 0; i < g->num_nodes; i++)
+        for (uint32_t k = 0; k < g->nodes[i].num_outputs; k++)
+            if (g->nodes[i].outputs[k] >= 0) b.producer[g->nodes[i].outputs[k]] = (int32_t)i;
+    for (uint32_t i = 0; i < g->num_nodes; i++)
+        run32[i] = fp32[i] && ks__prec_demotable(g, i);
+    /* graph outputs keep the file's dtype: their producers stay int8 */
+    for (uint32_t o = 0; o < g->num_outputs; o++)
+        if (g->outputs[o] >= 0 && b.producer[g->outputs[o]] >= 0)
+            run32[b.producer[g->outputs[o]]] = 0;
+    for (uint32_t i = 0; i < g->num_nodes; i++)
+        for (uint32_t k = 0; run32[i] && k < g->nodes[i].num_outputs; k++)
+            b.retyped[g->nodes[i].outputs[k]] = 1;
+    /* A file QUANTIZE whose readers all run in fp32 (and that is no graph output) goes away. */
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        const ks__node *n = &g->nodes[i];
+        if (n->op != KS_OP_QUANTIZE || n->num_inputs != 1 || n->num_outputs != 1 ||
+            n->inputs[0] < 0 || g->tensors[n->inputs[0]].dtype != KS_DTYPE_F32 ||
+            !is_qact(&g->tensors[n->outputs[0]]))
+            continue;
+        int32_t y = n->outputs[0];
+        bool all32 = true;
+        for (uint32_t o = 0; o < g->num_outputs; o++)
+            if (g->outputs[o] == y) all32 = false;
+        for (uint32_t j = i + 1; j < g->num_nodes && all32; j++)
+            for (uint32_t k = 0; k < g->nodes[j].num_inputs; k++)
+                if (g->nodes[j].inputs[k] == y && !run32[j]) all32 = false;
+        if (all32) b.retyped[y] = 1;
+    }
+    if ((st = plan_prelu_fusion(&b)) || (st = copy_tensors(&b))) goto done;
+    for (uint32_t i = 0; i < g->num_nodes; i++)
+        if ((st = emit_node(&b, i))) goto done;
+    if ((st = ks__graph_set_io(out, g->num_inputs, g->inputs, g->num_outputs, g->outputs)))
+        goto done;
+    for (uint32_t k = 0; k < g->num_meta; k++)
+        if ((st = ks__graph_set_meta(out, g->meta[k].key, g->meta[k].value))) goto done;
+    st = ks__graph_validate(out, err, err_cap);
+done:
+    if (st == KS_STATUS_OUT_OF_MEMORY && err && err_cap && !err[0])
+        ks__fmt(err, err_cap, "out of memory building the fp32 graph");
+    if (st) {
+        ks__graph_free(out);
+        ks__free(&g->alloc, b.src_node);
+    } else if (src_node_out) {
+        *src_node_out = b.src_node;
+    } else {
+        ks__free(&g->alloc, b.src_node);
+    }
+    ks__free(&g->alloc, run32);
+    ks__free(&g->alloc, b.producer);
+    ks__free(&g->alloc, b.retyped);
+    ks__free(&g->alloc, b.f32_id);
+    ks__free(&g->alloc, b.q_id);
+    ks__free(&g->alloc, b.prelu);
+    return st;
+}
+
+/* ---- minimum cut ---- */
+
+typedef struct arc {
+    uint32_t to, next;
+    double cap;
+} arc;
+
+double ks__prec_mincut(uint32_t n, const double *cost0, const double *cost1, uint32_t m,
+                       const uint32_t *a, const uint32_t *b, const double *ab, const double *ba,
+                       uint8_t *labels, const ks_allocator *alloc) {
+    /* Source side = label 0. s->i costs cost1 (cut when i is 1), i->t costs cost0, a->b costs
+     * ab (cut when a is 0 and b is 1), b->a costs ba. Edmonds-Karp on the residual graph. */
+    uint32_t nv = n + 2, s = n, t = n + 1;
+    size_t na = 2 * ((size_t)2 * n + 2 * (size_t)m);
+    arc *arcs = ks__alloc(alloc, (na ? na : 1) * sizeof(arc));
+    uint32_t *head = ks__alloc(alloc, (size_t)nv * sizeof(uint32_t));
+    uint32_t *prev = ks__alloc(alloc, (size_t)nv * sizeof(uint32_t));
+    uint32_t *queue = ks__alloc(alloc, (size_t)nv * sizeof(uint32_t));
+    double total = -1.0;
+    if (!arcs || !head || !prev || !queue) goto done;
+    for (uint32_t v = 0; v < nv; v++)
+        head[v] = UINT32_MAX;
+    uint32_t cnt = 0;
+#define KS_ADD_ARC(u, v, c)                                                                        \
+    do {                                                                                           \
+        arcs[cnt] = (arc){(v), head[(u)], (c)};                                                    \
+        head[(u)] = cnt++;                                                                         \
+        arcs[cnt] = (arc){(u), head[(v)], 0.0};                                                    \
+        head[(v)] = cnt++;                                                                         \
+    } while (0)
+    double base = 0.0;
+    for (uint32_t i = 0; i < n; i++) {
+        /* only the difference between the two labels matters to the cut */
+        double lo = cost0[i] < cost1[i] ? cost0[i] : cost1[i];
+        base += lo;
+        KS_ADD_ARC(s, i, cost1[i] - lo);
+        KS_ADD_ARC(i, t, cost0[i] - lo);
+    }
+    for (uint32_t k = 0; k < m; k++) {
+        KS_ADD_ARC(a[k], b[k], ab[k] > 0 ? ab[k] : 0.0);
+        KS_ADD_ARC(b[k], a[k], ba[k] > 0 ? ba[k] : 0.0);
+    }
+#undef KS_ADD_ARC
+    double flow = 0.0;
+    for (;;) {
+        for (uint32_t v = 0; v < nv; v++)
+            prev[v] = UINT32_MAX;
+        uint32_t qh = 0, qt = 0;
+        queue[qt++] = s;
+        prev[s] = UINT32_MAX - 1;
+        while (qh < qt && prev[t] == UINT32_MAX) {
+            uint32_t u = queue[qh++];
+            for (uint32_t e = head[u]; e != UINT32_MAX; e = arcs[e].next)
+                if (arcs[e].cap > 1e-12 && prev[arcs[e].to] == UINT32_MAX) {
+                    prev[arcs[e].to] = e;
+                    queue[qt++] = arcs[e].to;
+                }
+        }
+        if (prev[t] == UINT32_MAX) break;
+        double f = KS__PREC_INF * 10;
+        for (uint32_t v = t; v != s; v = arcs[prev[v] ^ 1u].to)
+            if (arcs[prev[v]].cap < f) f = arcs[prev[v]].cap;
+        for (uint32_t v = t; v != s; v = arcs[prev[v] ^ 1u].to) {
+            arcs[prev[v]].cap -= f;
+            arcs[prev[v] ^ 1u].cap += f;
+        }
+        flow += f;
+    }
+    /* label 0 = still reachable from the source */
+    for (uint32_t v = 0; v < n; v++)
+        labels[v] = prev[v] == UINT32_MAX ? 1 : 0;
+    total = base + flow;
+done:
+    ks__free(alloc, arcs);
+    ks__free(alloc, head);
+    ks__free(alloc, prev);
+    ks__free(alloc, queue);
+    return total;
+}
+
+/* ---- timing ---- */
+
+#define PREC_RUNS 5
+
+typedef struct prof_acc {
+    uint32_t num_nodes, run;
+    double *ns; /* [PREC_RUNS][num_nodes] */
+} prof_acc;
+
+static void on_profile(void *user, const ks_op_profile *p) {
+    prof_acc *a = user;
+    if (a->run < PREC_RUNS && p->node_index < a->num_nodes)
+        a->ns[(size_t)a->run * a->num_nodes + p->node_index] = (double)p->elapsed_ns;
+}
+
+static int cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Runs g PREC_RUNS times (after one warm-up) and writes each node's median ns into med[]. Fills
+ * elems[t] with every tensor's element count when elems is not NULL. */
+static ks_status time_graph(const ks_model *model, const ks__graph *g, const ks_session_desc *desc,
+                            double *med, int64_t *elems) {
+    ks_session *s = NULL;
+    ks_session_desc d = *desc;
+    d.precision = KS_PRECISION_DEFAULT;
+    d.flags &= ~KS_SESSION_KEEP_ALL_TENSORS;
+    ks_status st = ks__session_create_on(model, g, &d, &s);
+    if (st) return st;
+    prof_acc acc = {g->num_nodes, 0, NULL};
+    acc.ns = ks__calloc(&model->alloc, (size_t)PREC_RUNS * (g->num_nodes ? g->num_nodes : 1),
+                        sizeof(double));
+    double *col = ks__alloc(&model->alloc, PREC_RUNS * sizeof(double));
+    if (!acc.ns || !col) {
+        st = KS_STATUS_OUT_OF_MEMORY;
+        goto done;
+    }
+    if ((st = ks_session_reshape(s, NULL))) goto done;
+    for (uint32_t i = 0; i < g->num_inputs; i++) {
+        ks_tensor x;
+        if ((st = ks_session_input(s, i, &x))) goto done;
+        if (x.info.dtype == KS_DTYPE_F32) {
+            /* a fixed ramp in [0, 1): kernels whose speed depends on values see ordinary ones */
+            float *f = x.data;
+            for (size_t k = 0; k < x.size_bytes / sizeof(float); k++)
+                f[k] = (float)((k * 37u) % 251u) / 251.0f;
+        } else {
+            memset(x.data, 0, x.size_bytes);
+        }
+    }
+    if ((st = ks_session_run(s))) goto done;
+    ks_session_set_profiler(s, on_profile, &acc);
+    for (acc.run = 0; acc.run < PREC_RUNS; acc.run++)
+        if ((st = ks_session_run(s))) goto done;
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        for (uint32_t r = 0; r < PREC_RUNS; r++)
+            col[r] = acc.ns[(size_t)r * g->num_nodes + i];
+        qsort(col, PREC_RUNS, sizeof(double), cmp_double);
+        med[i] = col[PREC_RUNS / 2];
+    }
+    for (uint32_t t = 0; elems && t < g->num_tensors; t++) {
+        ks_tensor x;
+        elems[t] = 0;
+        if (ks_session_tensor(s, t, &x) == KS_STATUS_OK) {
+            int64_t e = ks__numel(x.info.shape.rank, x.info.shape.dims);
+            elems[t] = e > 0 ? e : 0;
+        }
+    }
+done:
+    if (st) ks__log(KS_LOG_INFO, "precision: timing run failed (%s)", ks_status_string(st));
+    ks__free(&model->alloc, acc.ns);
+    ks__free(&model->alloc, col);
+    ks_session_destroy(s);
+    return st;
+}
+
+/* Per-element ns of the QUANTIZE (q = 1) or DEQUANTIZE (q = 0) nodes of a timed graph. */
+static void conversion_rate(const ks__graph *g, const double *med, const int64_t *elems_of_node,
+                            uint32_t op, double *ns, double *count) {
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        if (g->nodes[i].op != op || elems_of_node[i] <= 0) continue;
+        *ns += med[i];
+        *count += (double)elems_of_node[i];
+    }
+}
+
+ks_status ks__prec_plan(const ks_model *model, const ks_session_desc *desc, uint8_t *fp32) {
+    const ks__graph *g = &model->graph;
+    const ks_allocator *al = &model->alloc;
+    uint32_t nn = g->num_nodes, nt = g->num_tensors;
+    memset(fp32, 0, nn);
+    if (!ks__prec_count_demotable(g)) return KS_STATUS_OK;
+    for (uint32_t i = 0; i < g->num_inputs; i++) {
+        const ks__tensor *t = &g->tensors[g->inputs[i]];
+        for (int32_t k = 0; k < t->rank; k++)
+            if (t->dims[k] < 0) {
+                ks__log(KS_LOG_INFO,
+                        "precision fastest: input '%s' has dynamic dims; the "
+                        "model runs as stored",
+                        t->name);
+                return KS_STATUS_OK;
+            }
+    }
+    uint8_t *all = ks__alloc(al, nn ? nn : 1);
+    double *t8 = ks__calloc(al, nn ? nn : 1, sizeof(double));
+    int64_t *elems = ks__calloc(al, nt ? nt : 1, sizeof(int64_t));
+    int64_t *node_elems = ks__calloc(al, nn ? nn : 1, sizeof(int64_t));
+    ks__graph g32;
+    ks__graph_init(&g32, al);
+    int32_t *src = NULL;
+    double *t32 = NULL, *t32_of = NULL, *c0 = NULL, *c1 = NULL, *ab = NULL, *ba = NULL;
+    int64_t *e32 = NULL, *node_elems32 = NULL;
+    uint32_t *ea = NULL, *eb = NULL;
+    uint8_t *labels = NULL;
+    int32_t *producer = NULL;
+    ks_status st = KS_STATUS_OUT_OF_MEMORY;
+    char err[256] = "";
+    if (!all || !t8 || !elems || !node_elems) goto done;
+    memset(all, 1, nn);
+    if ((st = ks__prec_build(g, all, &g32, &src, err, sizeof(err)))) {
+        ks__log(KS_LOG_INFO, "precision fastest: %s; the model runs as stored", err);
+        st = KS_STATUS_OK;
+        goto done;
+    }
+    t32 = ks__calloc(al, g32.num_nodes ? g32.num_nodes : 1, sizeof(double));
+    t32_of = ks__calloc(al, nn ? nn : 1, sizeof(double));
+    e32 = ks__calloc(al, g32.num_tensors ? g32.num_tensors : 1, sizeof(int64_t));
+    node_elems32 = ks__calloc(al, g32.num_nodes ? g32.num_nodes : 1, sizeof(int64_t));
+    c0 = ks__calloc(al, nn ? nn : 1, sizeof(double));
+    c1 = ks__calloc(al, nn ? nn : 1, sizeof(double));
+    labels = ks__calloc(al, nn ? nn : 1, 1);
+    producer = ks__alloc(al, (size_t)(nt ? nt : 1) * sizeof(int32_t));
+    st = KS_STATUS_OUT_OF_MEMORY;
+    if (!t32 || !t32_of || !e32 || !node_elems32 || !c0 || !c1 || !labels || !producer) goto done;
+    if (time_graph(model, g, desc, t8, elems) || time_graph(model, &g32, desc, t32, e32)) {
+        ks__log(KS_LOG_INFO, "precision fastest: timing failed; the model runs as stored");
+        st = KS_STATUS_OK;
+        goto done;
+    }
+    for (uint32_t j = 0; j < g32.num_nodes; j++) {
+        if (src[j] >= 0) t32_of[src[j]] += t32[j];
+        node_elems32[j] = g32.nodes[j].num_outputs ? e32[g32.nodes[j].outputs[0]] : 0;
+    }
+    for (uint32_t i = 0; i < nn; i++)
+        node_elems[i] = g->nodes[i].num_outputs ? elems[g->nodes[i].outputs[0]] : 0;
+    double qns = 0, qn = 0, dns = 0, dn = 0;
+    conversion_rate(g, t8, node_elems, KS_OP_QUANTIZE, &qns, &qn);
+    conversion_rate(&g32, t32, node_elems32, KS_OP_QUANTIZE, &qns, &qn);
+    conversion_rate(g, t8, node_elems, KS_OP_DEQUANTIZE, &dns, &dn);
+    conversion_rate(&g32, t32, node_elems32, KS_OP_DEQUANTIZE, &dns, &dn);
+    /* without a sample, 0.25 ns per element (a memory-bound pass on a phone core) */
+    double qrate = qn > 0 ? qns / qn : 0.25, drate = dn > 0 ? dns / dn : 0.25;
+
+    /* Variables: demotable nodes and file borders (label = precision of their quantized side);
+     * every other node has a fixed label. */
+    for (uint32_t t = 0; t < nt; t++)
+        producer[t] = -1;
+    for (uint32_t i = 0; i < nn; i++) {
+        const ks__node *n = &g->nodes[i];
+        for (uint32_t k = 0; k < n->num_outputs; k++)
+            if (n->outputs[k] >= 0) producer[n->outputs[k]] = (int32_t)i;
+        bool q_border = n->op == KS_OP_QUANTIZE && n->num_inputs == 1 && n->inputs[0] >= 0 &&
+                        g->tensors[n->inputs[0]].dtype == KS_DTYPE_F32 &&
+                        is_qact(&g->tensors[n->outputs[0]]);
+        bool d_border = n->op == KS_OP_DEQUANTIZE && n->num_inputs == 1 && n->inputs[0] >= 0 &&
+                        is_qact(&g->tensors[n->inputs[0]]);
+        if (ks__prec_demotable(g, i)) {
+            c0[i] = t8[i];
+            c1[i] = t32_of[i];
+        } else if (q_border || d_border) {
+            c0[i] = t8[i];
+            c1[i] = 0.0; /* a view */
+        } else {
+            bool quantized = false;
+            for (uint32_t k = 0; k < n->num_outputs; k++)
+                quantized |= n->outputs[k] >= 0 && is_qact(&g->tensors[n->outputs[k]]);
+            for (uint32_t k = 0; k < n->num_inputs; k++)
+                quantized |= n->inputs[k] >= 0 && is_qact(&g->tensors[n->inputs[k]]);
+            c0[i] = quantized ? 0.0 : KS__PREC_INF;
+            c1[i] = quantized ? KS__PREC_INF : 0.0;
+        }
+    }
+    for (uint32_t o = 0; o < g->num_outputs; o++) {
+        int32_t t = g->outputs[o];
+        if (t >= 0 && producer[t] >= 0 && is_qact(&g->tensors[t])) c1[producer[t]] = KS__PREC_INF;
+    }
+    /* Edges: every quantized activation from its producer to each reader. */
+    uint32_t m = 0, cap = 0;
+    for (uint32_t i = 0; i < nn; i++)
+        cap += g->nodes[i].num_inputs;
+    ea = ks__alloc(al, (size_t)(cap ? cap : 1) * sizeof(uint32_t));
+    eb = ks__alloc(al, (size_t)(cap ? cap : 1) * sizeof(uint32_t));
+    ab = ks__alloc(al, (size_t)(cap ? cap : 1) * sizeof(double));
+    ba = ks__alloc(al, (size_t)(cap ? cap : 1) * sizeof(double));
+    st = KS_STATUS_OUT_OF_MEMORY;
+    if (!ea || !eb || !ab || !ba) goto done;
+    for (uint32_t i = 0; i < nn; i++) {
+        const ks__node *n = &g->nodes[i];
+        for (uint32_t k = 0; k < n->num_inputs; k++) {
+            int32_t t = n->inputs[k];
+            if (t < 0 || !is_qact(&g->tensors[t]) || producer[t] < 0) continue;
+            uint32_t p = (uint32_t)producer[t];
+            double e = (double)elems[t];
+            ea[m] = p;
+            eb[m] = i;
+            /* producer int8, reader fp32: a DEQUANTIZE, unless the producer is a file QUANTIZE
+             * (the reader then takes its F32 input) */
+            ab[m] = g->nodes[p].op == KS_OP_QUANTIZE ? 0.0 : e * drate;
+            ba[m] = e * qrate; /* producer fp32, reader int8: a QUANTIZE */
+            m++;
+        }
+    }
+    if (ks__prec_mincut(nn, c0, c1, m, ea, eb, ab, ba, labels, al) < 0) goto done;
+    uint32_t demoted = 0;
+    double sum8 = 0, sum_plan = 0;
+    for (uint32_t i = 0; i < nn; i++) {
+        fp32[i] = labels[i] && ks__prec_demotable(g, i);
+        demoted += fp32[i];
+        sum8 += t8[i];
+        sum_plan +=
+            labels[i] ? (c1[i] < KS__PREC_INF ? c1[i] : 0) : (c0[i] < KS__PREC_INF ? c0[i] : 0);
+    }
+    ks__log(KS_LOG_INFO,
+            "precision fastest: %u of %u int8 layers run in fp32 (modelled %.3f ms, as stored "
+            "%.3f ms)",
+            demoted, ks__prec_count_demotable(g), sum_plan * 1e-6, sum8 * 1e-6);
+    st = KS_STATUS_OK;
+done:
+    ks__graph_free(&g32);
+    ks__free(al, src);
+    ks__free(al, all);
+    ks__free(al, t8);
+    ks__free(al, t32);
+    ks__free(al, t32_of);
+    ks__free(al, elems);
+    ks__free(al, e32);
+    ks__free(al, node_elems);
+    ks__free(al, node_elems32);
+    ks__free(al, c0);
+    ks__free(al, c1);
+    ks__free(al, labels);
+    ks__free(al, producer);
+    ks__free(al, ea);
+    ks__free(al, eb);
+    ks__free(al, ab);
+    ks__free(al, ba);
+    return st;
+}
