@@ -742,8 +742,9 @@ ks_status ks__prec_plan(const ks_model *model, const ks_session_desc *desc, uint
                 quantized |= n->outputs[k] >= 0 && is_qact(&g->tensors[n->outputs[k]]);
             for (uint32_t k = 0; k < n->num_inputs; k++)
                 quantized |= n->inputs[k] >= 0 && is_qact(&g->tensors[n->inputs[k]]);
-            c0[i] = quantized ? 0.0 : KS__PREC_INF;
-            c1[i] = quantized ? KS__PREC_INF : 0.0;
+            /* fixed: its time either way (a constant of the cut, kept for the summary) */
+            c0[i] = quantized ? t8[i] : KS__PREC_INF;
+            c1[i] = quantized ? KS__PREC_INF : t8[i];
         }
     }
     for (uint32_t o = 0; o < g->num_outputs; o++) {

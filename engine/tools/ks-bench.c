@@ -580,9 +580,19 @@ static void format_shape(const ks_tensor_shape *s, char *buf, size_t cap) {
     }
 }
 
+/* Engine log: the precision plan's summary goes with the report, warnings to stderr. */
+static void on_log(void *user, ks_log_level level, const char *message) {
+    (void)user;
+    if (strncmp(message, "precision", 9) == 0)
+        printf("%s\n", message);
+    else if (level <= KS_LOG_WARN)
+        fprintf(stderr, "ks-bench: %s\n", message);
+}
+
 int main(int argc, char **argv) {
     options opt;
     if (parse_args(argc, argv, &opt)) return 2;
+    ks_log_set(on_log, NULL, KS_LOG_INFO);
 
     int rc = 1;
     ks_model *model = NULL;

@@ -241,11 +241,22 @@ static ks_status load_model(const ks_node_init *init, const char *name, ks_model
 }
 
 static ks_status infer_create(const ks_node_init *init, void **state_out) {
-    const char *model = NULL;
+    const char *model = NULL, *precision = NULL;
     int64_t threads = 0;
     ks_status st = ks_node_options_string(init->options, "model", NULL, &model);
     if (!st) st = ks_node_options_int(init->options, "num_threads", 0, &threads);
+    if (!st) st = ks_node_options_string(init->options, "precision", "stored", &precision);
     if (st) return st;
+    ks_precision prec = KS_PRECISION_DEFAULT;
+    if (strcmp(precision, "f32") == 0) {
+        prec = KS_PRECISION_F32;
+    } else if (strcmp(precision, "fastest") == 0) {
+        prec = KS_PRECISION_FASTEST;
+    } else if (strcmp(precision, "stored") != 0) {
+        snprintf(init->error, init->error_cap,
+                 "option 'precision' is '%s'; use stored, f32 or fastest", precision);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
     if (!model || !model[0]) {
         snprintf(init->error, init->error_cap,
                  "option 'model' (bundle entry or .ksm path) is "
@@ -285,9 +296,11 @@ static ks_status infer_create(const ks_node_init *init, void **state_out) {
         for (int32_t d = 0; d < info.shape.rank; d++)
             if (info.shape.dims[d] < 0) s->dynamic = true;
     }
-    st = ks_session_create(
-        s->model, &(ks_session_desc){.num_threads = (int32_t)threads, .allocator = init->allocator},
-        &s->session);
+    st = ks_session_create(s->model,
+                           &(ks_session_desc){.num_threads = (int32_t)threads,
+                                              .precision = prec,
+                                              .allocator = init->allocator},
+                           &s->session);
     if (st) {
         snprintf(init->error, init->error_cap, "session for model '%s': %s", model,
                  ks_last_error(NULL));

@@ -208,6 +208,10 @@ static void test_validation_errors(void **state) {
                  "\"outputs\":[\"t\"],\"options\":{\"model\":\"/nonexistent/m.ksm\"}}]}",
                  KS_STATUS_IO_ERROR, "node 'det' (type 'infer')",
                  "missing model '/nonexistent/m.ksm'");
+    expect_error("{\"nodes\":[{\"type\":\"infer\",\"name\":\"det\",\"inputs\":[],"
+                 "\"outputs\":[\"t\"],\"options\":{\"model\":\"m.ksm\",\"precision\":\"int4\"}}]}",
+                 KS_STATUS_INVALID_ARGUMENT, "node 'det' (type 'infer')",
+                 "option 'precision' is 'int4'; use stored, f32 or fastest");
     expect_error(
         "{\"nodes\":[{\"type\":\"gate\",\"name\":\"g\",\"inputs\":[\"a\",\"b\"],"
         "\"outputs\":[\"c\"],\"options\":{\"invert\":\"$flag\"}}],\"inputs\":[\"a\",\"b\"]}",

@@ -1,4 +1,5 @@
-/* libFuzzer target: the .ksm reader, and sessions on whatever it accepts. */
+/* libFuzzer target: the .ksm reader, and sessions on whatever it accepts (as stored and with
+ * KS_PRECISION_F32, which rebuilds quantized graphs). */
 #include <stdint.h>
 #include <string.h>
 
@@ -30,13 +31,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         if (n > 65536) small = 0;
     }
-    ks_session *s = NULL;
-    ks_session_desc sd = {.max_memory_bytes = 64u << 20};
-    if (small && ks_session_create(m, &sd, &s) == KS_STATUS_OK &&
-        ks_session_reshape(s, NULL) == KS_STATUS_OK &&
-        ks__session_arena_bytes(s) <= FUZZ_MAX_ARENA_BYTES)
-        (void)ks_session_run(s);
-    ks_session_destroy(s);
+    /* as stored, then with the int8 layers rebuilt in fp32 (precision.h) */
+    for (int p = 0; p < 2 && small; p++) {
+        ks_session *s = NULL;
+        ks_session_desc sd = {.max_memory_bytes = 64u << 20,
+                              .precision = p ? KS_PRECISION_F32 : KS_PRECISION_DEFAULT};
+        if (ks_session_create(m, &sd, &s) == KS_STATUS_OK &&
+            ks_session_reshape(s, NULL) == KS_STATUS_OK &&
+            ks__session_arena_bytes(s) <= FUZZ_MAX_ARENA_BYTES)
+            (void)ks_session_run(s);
+        ks_session_destroy(s);
+    }
     ks_model_destroy(m);
     return 0;
 }

@@ -121,6 +121,47 @@ int main(int argc, char **argv) {
         ks__graph_add_node(&g, KS_OP_DEQUANTIZE, "dq", 1, &y, 1, &yf, NULL);
         ks__graph_set_io(&g, 1, &x, 1, &yf);
         rc |= write_seed(argv[1], "conv_int8.ksm", &g);
+        /* 3b: conv -> PRELU -> ADD(prelu, prelu) in int8: what KS_PRECISION_F32 rebuilds (the
+         * PRELU folds into the conv, borders become views) */
+        {
+            ks__graph g2;
+            ks__graph_init(&g2, NULL);
+            int64_t da[3] = {1, 1, 8};
+            int32_t x2, xq2, w2, b2, c2, a2, p2, s2, o2;
+            int8_t av[8] = {-20, 10, 30, -5, 60, 0, 12, 127};
+            float as = 0.004f;
+            int32_t az = 0;
+            ks__graph_add_tensor(&g2, "x", KS_DTYPE_F32, 4, dx, &x2);
+            ks__graph_add_tensor(&g2, "xq", KS_DTYPE_I8, 4, dx, &xq2);
+            ks__graph_set_quant(&g2, xq2, 1, 0, &sq, &zq);
+            ks__graph_add_tensor(&g2, "w", KS_DTYPE_I8, 4, dw, &w2);
+            ks__graph_set_const(&g2, w2, wv, sizeof(wv), true);
+            ks__graph_set_quant(&g2, w2, 8, 0, ws, zeros);
+            ks__graph_add_tensor(&g2, "b", KS_DTYPE_I32, 1, db, &b2);
+            ks__graph_set_const(&g2, b2, bv, sizeof(bv), true);
+            ks__graph_add_tensor(&g2, "c", KS_DTYPE_I8, 4, dy, &c2);
+            ks__graph_set_quant(&g2, c2, 1, 0, &sq, &zq);
+            ks__graph_add_tensor(&g2, "alpha", KS_DTYPE_I8, 3, da, &a2);
+            ks__graph_set_const(&g2, a2, av, sizeof(av), true);
+            ks__graph_set_quant(&g2, a2, 1, 0, &as, &az);
+            ks__graph_add_tensor(&g2, "p", KS_DTYPE_I8, 4, dy, &p2);
+            ks__graph_set_quant(&g2, p2, 1, 0, &sq, &zq);
+            ks__graph_add_tensor(&g2, "s", KS_DTYPE_I8, 4, dy, &s2);
+            ks__graph_set_quant(&g2, s2, 1, 0, &sq, &zq);
+            ks__graph_add_tensor(&g2, "y", KS_DTYPE_F32, 4, dy, &o2);
+            int32_t cin[3] = {xq2, w2, b2}, pin[2] = {c2, a2}, sin2[2] = {p2, p2};
+            uint32_t c2i;
+            ks__graph_add_node(&g2, KS_OP_QUANTIZE, "q", 1, &x2, 1, &xq2, NULL);
+            ks__graph_add_node(&g2, KS_OP_CONV2D, "conv", 3, cin, 1, &c2, &c2i);
+            g2.nodes[c2i].ip[0] = g2.nodes[c2i].ip[1] = 1;
+            g2.nodes[c2i].ip[8] = KS_PAD_SAME_UPPER;
+            ks__graph_add_node(&g2, KS_OP_PRELU, "prelu", 2, pin, 1, &p2, NULL);
+            ks__graph_add_node(&g2, KS_OP_ADD, "add", 2, sin2, 1, &s2, NULL);
+            ks__graph_add_node(&g2, KS_OP_DEQUANTIZE, "dq", 1, &s2, 1, &o2, NULL);
+            ks__graph_set_io(&g2, 1, &x2, 1, &o2);
+            rc |= write_seed(argv[1], "conv_prelu_add_int8.ksm", &g2);
+            ks__graph_free(&g2);
+        }
         for (int k = 0; k < 4; k++) { /* best, rANS, wcode, bcode */
             char path[4096], err[256];
             ks__ksm_write_opts o = {.pack = true,

@@ -433,6 +433,49 @@ static void test_each_layer_alone(void **state) {
     ks__graph_free(&f.g);
 }
 
+/* Every subset of the 8 demotable layers in fp32: the graph builds, validates, loads and runs,
+ * and its outputs stay within the int8 model's error of the float twin. */
+static void test_every_mix(void **state) {
+    (void)state;
+    net q, f;
+    build(&q, true);
+    build(&f, false);
+    loaded lf, lq;
+    load_graph(&f.g, &lf);
+    load_graph(&q.g, &lq);
+    float want[NO], i8[NO];
+    run_model(lf.m, KS_PRECISION_DEFAULT, want);
+    run_model(lq.m, KS_PRECISION_DEFAULT, i8);
+    unload(&lq);
+    float err8 = max_diff(i8, want), worst = 0;
+    uint32_t dem[16], nd = 0;
+    for (uint32_t i = 0; i < q.g.num_nodes; i++)
+        if (ks__prec_demotable(&q.g, i)) dem[nd++] = i;
+    assert_int_equal(nd, 8);
+    for (uint32_t mask = 0; mask < (1u << nd); mask++) {
+        uint8_t sel[16] = {0};
+        for (uint32_t k = 0; k < nd; k++)
+            sel[dem[k]] = (uint8_t)(mask >> k & 1);
+        ks__graph mixed;
+        char err[256] = "";
+        assert_int_equal(ks__prec_build(&q.g, sel, &mixed, NULL, err, sizeof(err)), 0);
+        loaded lm;
+        load_graph(&mixed, &lm);
+        float got[NO];
+        run_model(lm.m, KS_PRECISION_DEFAULT, got);
+        float e = max_diff(got, want);
+        if (e > worst) worst = e;
+        if (mask == (1u << nd) - 1) assert_true(e <= 1e-5f);
+        unload(&lm);
+        ks__graph_free(&mixed);
+    }
+    print_message("worst of 256 mixes %.5f off the float twin (int8 %.5f)\n", worst, err8);
+    assert_true(worst <= 1.5f * err8 + 1e-3f);
+    unload(&lf);
+    ks__graph_free(&q.g);
+    ks__graph_free(&f.g);
+}
+
 static void test_fastest(void **state) {
     (void)state;
     net q, f;
@@ -466,6 +509,7 @@ int main(void) {
         cmocka_unit_test(test_mincut_brute_force),
         cmocka_unit_test(test_f32_matches_float_twin),
         cmocka_unit_test(test_each_layer_alone),
+        cmocka_unit_test(test_every_mix),
         cmocka_unit_test(test_fastest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
