@@ -265,7 +265,8 @@ ks_status ks__task_create_pipeline(const ks_bundle *bundle, const ks_task_option
                            .side_params = params,
                            .num_side_params = num_params,
                            .graph_entry = graph_entry,
-                           .num_threads = task->num_threads > 0 ? task->num_threads : 1};
+                           .num_threads = task->num_threads > 0 ? task->num_threads : 1,
+                           .precision = task->precision};
     return ks_pipeline_create_bundle(bundle, &pd, out);
 }
 

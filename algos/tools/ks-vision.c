@@ -2,6 +2,7 @@
  *
  *   ks-vision TASK IMAGE [--json] [--out annotated.png] [--model PATH] [--max-results N]
  *                        [--min-score S] [--mask-out mask.png] [--threads N]
+ *                        [--precision stored|f32|fastest]
  *
  * TASK is face_detect, face_landmarks, pose, segment, detect, hands or classify; the JSON each
  * prints is specified in docs/tasks.md. --model takes a bundle (.ksb) or a bare model (.ksm, e.g.
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "image_io.h"
+#include "kestrel/engine.h"
 #include "vision_cli.h"
 
 /* A task whose source file is not built links as NULL and is reported as such. */
@@ -34,9 +36,12 @@ static int usage(void) {
     fprintf(stderr, "usage: ks-vision TASK IMAGE [--json] [--out annotated.png] [--model PATH]\n"
                     "                 [--max-results N] [--min-score S] [--mask-out mask.png] "
                     "[--threads N]\n"
+                    "                 [--precision stored|f32|fastest]\n"
                     "  TASK: face_detect, face_landmarks, pose, segment, detect, hands, classify\n"
                     "  --model: a bundle (.ksb), or a model (.ksm) replacing the default bundle's\n"
-                    "           model with the same inputs and outputs\n");
+                    "           model with the same inputs and outputs\n"
+                    "  --precision: an int8 model's layers as stored (default), in fp32, or per\n"
+                    "           layer the faster of the two on this CPU (timed at create)\n");
     return 2;
 }
 
@@ -104,6 +109,17 @@ int main(int argc, char **argv) {
             if (parse_int(a, v, 1, 1000, &args.max_results)) return 2;
         } else if (strcmp(a, "--threads") == 0) {
             if (parse_int(a, v, 1, 256, &args.num_threads)) return 2;
+        } else if (strcmp(a, "--precision") == 0) {
+            if (strcmp(v, "stored") == 0) {
+                args.precision = KS_PRECISION_DEFAULT;
+            } else if (strcmp(v, "f32") == 0) {
+                args.precision = KS_PRECISION_F32;
+            } else if (strcmp(v, "fastest") == 0) {
+                args.precision = KS_PRECISION_FASTEST;
+            } else {
+                fprintf(stderr, "ks-vision: --precision '%s': use stored, f32 or fastest\n", v);
+                return 2;
+            }
         } else if (strcmp(a, "--min-score") == 0) {
             char *end = NULL;
             double s = strtod(v, &end);

@@ -18,6 +18,7 @@ typedef struct ks_vision_args {
     int max_results;      /* --max-results, 0 = task default */
     float min_score;      /* --min-score, 0 = task default */
     int num_threads;      /* --threads, 0 = 1 */
+    int precision;        /* --precision stored|f32|fastest (ks_precision) */
 } ks_vision_args;
 
 /* An RGB8 canvas (a copy of the input) that commands draw on when --out is given. */

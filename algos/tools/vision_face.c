@@ -13,6 +13,7 @@ int ks__vision_face_detect(const ks_vision_args *args, const ks_image *img, ks_c
     ks_face_detector_desc desc = {.task = {.min_score = args->min_score,
                                            .max_results = args->max_results,
                                            .num_threads = args->num_threads,
+                                           .precision = (ks_precision)args->precision,
                                            .model_path = args->model}};
     ks_face_detector *det = NULL;
     ks_faces *faces = NULL;
@@ -63,6 +64,7 @@ int ks__vision_face_landmarks(const ks_vision_args *args, const ks_image *img, k
     ks_face_landmarker_desc desc = {.task = {.min_score = args->min_score,
                                              .max_results = max_faces,
                                              .num_threads = args->num_threads,
+                                             .precision = (ks_precision)args->precision,
                                              .model_path = args->model}};
     ks_face_landmarker *fl = NULL;
     ks_face_meshes *faces = NULL;

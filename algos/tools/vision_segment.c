@@ -10,7 +10,9 @@ int ks__vision_segment(const ks_vision_args *args, const ks_image *img, ks_canva
     ks_segmenter *seg = NULL;
     ks_segmentation *m = NULL;
     int rc = 1;
-    ks_segmenter_desc desc = {.task = {.num_threads = args->num_threads, .model_path = args->model},
+    ks_segmenter_desc desc = {.task = {.num_threads = args->num_threads,
+                                       .precision = (ks_precision)args->precision,
+                                       .model_path = args->model},
                               .output_u8 = 1};
     if (ks_segmenter_create(&desc, &seg)) {
         fprintf(stderr, "ks-vision segment: %s\n", ks_last_error(NULL));

@@ -895,6 +895,11 @@ static ks_status create_from_text(const char *json, size_t size_bytes, const cha
                                   ks_pipeline **pipeline_out) {
     char err[KS_ERROR_CAP];
     err[0] = '\0';
+    if (desc && ((int)desc->precision < 0 || desc->precision >= KS_PRECISION_COUNT)) {
+        ks__object_error(NULL, "ks_pipeline_desc.precision %d is not a ks_precision",
+                         (int)desc->precision);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
     cJSON *root = NULL, *side = NULL;
     ks_status st = ks__json_parse(json, size_bytes, source, &root, err, sizeof(err));
     if (!st) st = desc_side(desc, &side, err, sizeof(err));

@@ -245,14 +245,19 @@ static ks_status infer_create(const ks_node_init *init, void **state_out) {
     int64_t threads = 0;
     ks_status st = ks_node_options_string(init->options, "model", NULL, &model);
     if (!st) st = ks_node_options_int(init->options, "num_threads", 0, &threads);
-    if (!st) st = ks_node_options_string(init->options, "precision", "stored", &precision);
+    if (!st) st = ks_node_options_string(init->options, "precision", NULL, &precision);
     if (st) return st;
-    ks_precision prec = KS_PRECISION_DEFAULT;
-    if (strcmp(precision, "f32") == 0) {
+    const ks__subgraph_env *env = ks__options_env(init->options);
+    ks_precision prec = env && env->desc ? env->desc->precision : KS_PRECISION_DEFAULT;
+    if (!precision) {
+        /* the pipeline's default */
+    } else if (strcmp(precision, "f32") == 0) {
         prec = KS_PRECISION_F32;
     } else if (strcmp(precision, "fastest") == 0) {
         prec = KS_PRECISION_FASTEST;
-    } else if (strcmp(precision, "stored") != 0) {
+    } else if (strcmp(precision, "stored") == 0) {
+        prec = KS_PRECISION_DEFAULT;
+    } else {
         snprintf(init->error, init->error_cap,
                  "option 'precision' is '%s'; use stored, f32 or fastest", precision);
         return KS_STATUS_INVALID_ARGUMENT;
@@ -263,7 +268,6 @@ static ks_status infer_create(const ks_node_init *init, void **state_out) {
                  "required");
         return KS_STATUS_INVALID_ARGUMENT;
     }
-    const ks__subgraph_env *env = ks__options_env(init->options);
     if (threads == 0 && env && env->desc) threads = env->desc->num_threads;
     if (threads < 0 || threads > 256) threads = 1;
     infer_state *s = ks__calloc(init->allocator, 1, sizeof(*s));

@@ -212,6 +212,14 @@ static void test_validation_errors(void **state) {
                  "\"outputs\":[\"t\"],\"options\":{\"model\":\"m.ksm\",\"precision\":\"int4\"}}]}",
                  KS_STATUS_INVALID_ARGUMENT, "node 'det' (type 'infer')",
                  "option 'precision' is 'int4'; use stored, f32 or fastest");
+    {
+        const char *j = "{\"nodes\":[]}";
+        ks_pipeline *p = NULL;
+        ks_pipeline_desc d = {.precision = KS_PRECISION_COUNT};
+        assert_int_equal(ks_pipeline_create_json(j, strlen(j), &d, &p), KS_STATUS_INVALID_ARGUMENT);
+        assert_non_null(strstr(ks_last_error(NULL), "ks_pipeline_desc.precision"));
+        assert_null(p);
+    }
     expect_error(
         "{\"nodes\":[{\"type\":\"gate\",\"name\":\"g\",\"inputs\":[\"a\",\"b\"],"
         "\"outputs\":[\"c\"],\"options\":{\"invert\":\"$flag\"}}],\"inputs\":[\"a\",\"b\"]}",

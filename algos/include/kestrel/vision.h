@@ -23,6 +23,7 @@
 #ifndef KESTREL_VISION_H
 #define KESTREL_VISION_H
 
+#include "kestrel/engine.h"
 #include "kestrel/imgproc.h"
 #include "kestrel/kestrel.h"
 
@@ -64,6 +65,9 @@ typedef struct ks_task_options {
      * default bundle (see docs/tasks.md) */
     const char *model_path;
     const ks_allocator *allocator; /* NULL: malloc */
+    /* Sessions of the task's models (ks_precision, engine.h): 0 runs an int8 model's layers as
+     * stored; KS_PRECISION_FASTEST picks int8 or fp32 per layer on this CPU at create. */
+    ks_precision precision;
 } ks_task_options;
 
 /* Directory where tasks look for their default bundles when model_path is NULL: the

@@ -337,6 +337,8 @@ typedef struct ks_pipeline_desc {
     const char *model_dir;   /* NULL: model paths are used as written */
     const char *graph_entry; /* bundles only: the graph entry to use; NULL: "graph" */
     int32_t num_threads;     /* sessions of infer nodes; 0: 1 */
+    /* sessions of infer nodes without their own 'precision' option; 0: as stored */
+    ks_precision precision;
 } ks_pipeline_desc;
 
 /* Parses, validates and instantiates a graph from JSON text (not NUL-terminated necessarily).
