@@ -141,8 +141,9 @@ JNIEXPORT jstring JNICALL Java_ai_kestrel_Model_nativeMetadata(JNIEnv *env, jcla
 JNIEXPORT jlong JNICALL Java_ai_kestrel_Session_nativeCreate(JNIEnv *env, jclass cls, jlong model,
                                                              jint num_threads, jint flags,
                                                              jlong max_memory_bytes, jint tune,
-                                                             jstring jcache) {
+                                                             jstring jcache, jint precision) {
     ks_session_desc desc = {.num_threads = num_threads,
+                            .precision = (ks_precision)precision,
                             .flags = (uint32_t)flags,
                             .max_memory_bytes = (size_t)max_memory_bytes,
                             .tune = (ks_tune_mode)tune};

@@ -62,6 +62,7 @@ static void ks_objc_task_options(KSTaskOptions *options, ks_task_options *out) {
     out->roi.h = roi.height;
     out->smoothing = options.smoothing;
     out->model_path = options.modelPath != nil ? [options.modelPath UTF8String] : NULL;
+    out->precision = (ks_precision)options.precision;
 }
 
 BOOL ks__objc_task_desc(KSTaskOptions *options, Class expected, const char *task, void *desc,
@@ -302,6 +303,7 @@ BOOL ks__objc_image_view(KSImage *image, ks_image *out, NSError **error) {
 @synthesize regionOfInterest = _regionOfInterest;
 @synthesize smoothing = _smoothing;
 @synthesize modelPath = _modelPath;
+@synthesize precision = _precision;
 
 - (id)copyWithZone:(NSZone *)zone {
     KSTaskOptions *copy = [[[self class] allocWithZone:zone] init];
@@ -314,6 +316,7 @@ BOOL ks__objc_image_view(KSImage *image, ks_image *out, NSError **error) {
     copy->_regionOfInterest = _regionOfInterest;
     copy->_smoothing = _smoothing;
     copy->_modelPath = [_modelPath copy];
+    copy->_precision = _precision;
     return copy;
 }
 

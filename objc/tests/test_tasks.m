@@ -188,6 +188,24 @@ static void test_hands_objects_classes(KSImage *photo) {
         }
         if ([top count] > 0)
             fprintf(stderr, "top class: %s\n", [[[top objectAtIndex:0] description] UTF8String]);
+        /* the uint8 MobileNet's int8 layers in fp32 (F32) or per layer the faster (Fastest):
+         * the same top class, its score within 0.05 */
+        KSPrecision precisions[2] = {KSPrecisionF32, KSPrecisionFastest};
+        for (int k = 0; k<2 && [top count]> 0; k++) {
+            KSImageClassifierOptions *o = [[KSImageClassifierOptions alloc] init];
+            o.precision = precisions[k];
+            KSImageClassifierOptions *copy = [o copy];
+            CHECK(copy.precision == precisions[k]);
+            KSImageClassifier *c2 = [[KSImageClassifier alloc] initWithOptions:copy error:&error];
+            CHECK_OK(c2 != nil, error);
+            NSArray *t2 = [c2 classifyImage:photo timestampUs:0 error:&error];
+            CHECK_OK([t2 count] == [top count], error);
+            KSCategory *a = [top objectAtIndex:0], *b = [t2 objectAtIndex:0];
+            CHECK([a.label isEqualToString:b.label] && fabsf(a.score - b.score) <= 0.05f);
+            [c2 release];
+            [copy release];
+            [o release];
+        }
         [cls release];
     }
 }

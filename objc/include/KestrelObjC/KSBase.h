@@ -196,6 +196,13 @@ typedef NS_ENUM(NSInteger, KSRunningMode) {
     KSRunningModeVideo = 1, /* a stream: tracking, stable ids, smoothing; timestamps increase */
 };
 
+/* How the int8 layers of a quantized model (ks-quant) run (ks_precision in kestrel/engine.h). */
+typedef NS_ENUM(NSInteger, KSPrecision) {
+    KSPrecisionStored = 0,  /* as stored in the file: int8 layers run int8 */
+    KSPrecisionF32 = 1,     /* every int8 layer with a float form runs in fp32 */
+    KSPrecisionFastest = 2, /* per layer the faster of the two on this device, timed at init */
+};
+
 /* Options common to every task; 0 / nil means the task's default (see the C headers). Every
  * task's options class derives from it. Copied by the task at init. */
 @interface KSTaskOptions : NSObject <NSCopying> {
@@ -207,6 +214,7 @@ typedef NS_ENUM(NSInteger, KSRunningMode) {
     BOOL _mirror;
     KSBox _regionOfInterest;
     NSString *_modelPath;
+    KSPrecision _precision;
 }
 @property(nonatomic, assign) KSRunningMode mode;
 @property(nonatomic, assign) int32_t numThreads;
@@ -221,6 +229,8 @@ typedef NS_ENUM(NSInteger, KSRunningMode) {
 @property(nonatomic, assign) float smoothing;
 /* A .ksb bundle; nil: the task's default bundle in +[KSModels directory]. */
 @property(nonatomic, copy) NSString *KS_NULLABLE modelPath;
+/* Stored (default), F32 or Fastest; float models are not affected. */
+@property(nonatomic, assign) KSPrecision precision;
 @end
 
 /* The directory where tasks look for their default bundles (KESTREL_MODELS_DIR if set, else the

@@ -37,7 +37,7 @@ public final class Session extends NativeObject {
     private static long createOrRelease(Model model, long modelHandle, Options o) {
         try {
             return nativeCreate(modelHandle, o.numThreads, o.keepAllTensors ? 1 : 0,
-                    o.maxMemoryBytes, o.tuneMode, o.tuneCachePath);
+                    o.maxMemoryBytes, o.tuneMode, o.tuneCachePath, o.precision.code());
         } catch (RuntimeException | Error e) {
             model.shared().release();
             throw e;
@@ -182,6 +182,7 @@ public final class Session extends NativeObject {
         private final long maxMemoryBytes;
         private final int tuneMode;
         private final String tuneCachePath;
+        private final Precision precision;
 
         private Options(Builder b) {
             numThreads = b.numThreads;
@@ -189,6 +190,7 @@ public final class Session extends NativeObject {
             maxMemoryBytes = b.maxMemoryBytes;
             tuneMode = b.tuneMode;
             tuneCachePath = b.tuneCachePath;
+            precision = b.precision;
         }
 
         public static Builder builder() {
@@ -201,6 +203,7 @@ public final class Session extends NativeObject {
             private long maxMemoryBytes;
             private int tuneMode;
             private String tuneCachePath;
+            private Precision precision = Precision.STORED;
 
             /** Threads that split each op's work; 0 = 1. */
             public Builder numThreads(int numThreads) {
@@ -227,6 +230,12 @@ public final class Session extends NativeObject {
                 return this;
             }
 
+            /** How a quantized model's int8 layers run ({@link Precision}); default STORED. */
+            public Builder precision(Precision precision) {
+                this.precision = Objects.requireNonNull(precision, "precision");
+                return this;
+            }
+
             public Options build() {
                 return new Options(this);
             }
@@ -234,7 +243,7 @@ public final class Session extends NativeObject {
     }
 
     private static native long nativeCreate(long model, int numThreads, int flags,
-            long maxMemoryBytes, int tuneMode, String tuneCachePath);
+            long maxMemoryBytes, int tuneMode, String tuneCachePath, int precision);
 
     static native void nativeDestroy(long handle);
 

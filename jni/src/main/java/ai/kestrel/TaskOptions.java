@@ -18,6 +18,7 @@ public abstract class TaskOptions {
     private final Box roi;
     private final float smoothing;
     private final String modelPath;
+    private final Precision precision;
 
     protected TaskOptions(Builder<?> b) {
         this.mode = b.mode;
@@ -29,6 +30,7 @@ public abstract class TaskOptions {
         this.roi = b.roi;
         this.smoothing = b.smoothing;
         this.modelPath = b.modelPath;
+        this.precision = b.precision;
     }
 
     public RunningMode mode() {
@@ -69,9 +71,17 @@ public abstract class TaskOptions {
         return modelPath;
     }
 
+    /** How an int8 model's layers run. */
+    public Precision precision() {
+        return precision;
+    }
+
     /** Integer fields in the order native code reads them (kestrel_jni_tasks.c). */
     final int[] nativeInts() {
-        return new int[] {mode.ordinal(), numThreads, maxResults, rotation.code(), mirror ? 1 : 0};
+        return new int[] {
+            mode.ordinal(), numThreads, maxResults, rotation.code(), mirror ? 1 : 0,
+            precision.code()
+        };
     }
 
     /** Float fields in the order native code reads them (kestrel_jni_tasks.c). */
@@ -91,6 +101,7 @@ public abstract class TaskOptions {
         private Box roi;
         private float smoothing;
         private String modelPath;
+        private Precision precision = Precision.STORED;
 
         protected Builder() {}
 
@@ -99,6 +110,12 @@ public abstract class TaskOptions {
         /** IMAGE (default) or VIDEO (tracking, smoothing; timestamps must increase). */
         public B mode(RunningMode mode) {
             this.mode = Objects.requireNonNull(mode, "mode");
+            return self();
+        }
+
+        /** How an int8 model's layers run ({@link Precision}); default STORED. */
+        public B precision(Precision precision) {
+            this.precision = Objects.requireNonNull(precision, "precision");
             return self();
         }
 

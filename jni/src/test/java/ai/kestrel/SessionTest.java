@@ -66,6 +66,30 @@ class SessionTest {
     }
 
     @Test
+    void precisionLeavesAFloatModelAlone() {
+        float[] input = new float[128 * 128 * 3];
+        for (int i = 0; i < input.length; i++) {
+            input[i] = (float) Math.cos(i * 0.003);
+        }
+        float[] want = null;
+        try (Model m = Model.load(faceModel().getPath())) {
+            for (Precision p : Precision.values()) {
+                try (Session s = new Session(m, Session.Options.builder().precision(p).build())) {
+                    s.reshape();
+                    s.setInput(0, input);
+                    s.run();
+                    float[] out = s.getOutputFloats(0);
+                    if (want == null) {
+                        want = out;
+                    } else {
+                        assertArrayEquals(want, out, p.toString());
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
     void wrongInputSizeThrowsWithTheTensorName() {
         try (Model m = Model.load(faceModel().getPath()); Session s = new Session(m)) {
             s.reshape();

@@ -288,6 +288,28 @@ class VisionTasksTest {
     }
 
     @Test
+    void quantizedClassifierRunsInEveryPrecision() {
+        // The default classifier model is a uint8 MobileNet V2: F32 rebuilds its int8 layers in
+        // fp32, FASTEST times them at create. The softmax output stays uint8 (graph outputs keep
+        // their dtype), so the ranking and the scores hardly move.
+        List<Category> stored;
+        try (ImageClassifier cls = new ImageClassifier(
+                     ImageClassifier.Options.builder().maxResults(1).build())) {
+            stored = cls.classify(photo.rgbaImage());
+        }
+        for (Precision p : new Precision[] {Precision.F32, Precision.FASTEST}) {
+            ImageClassifier.Options opts =
+                    ImageClassifier.Options.builder().maxResults(1).precision(p).build();
+            assertEquals(p, opts.precision());
+            try (ImageClassifier cls = new ImageClassifier(opts)) {
+                List<Category> top = cls.classify(photo.rgbaImage());
+                assertEquals(stored.get(0).label(), top.get(0).label(), p.toString());
+                assertEquals(stored.get(0).score(), top.get(0).score(), 0.05f, p.toString());
+            }
+        }
+    }
+
+    @Test
     void handLandmarkerRunsAndFindsNoHandHere() {
         // The astronaut's hands are gloved and at the frame edge; the reference C tool finds
         // none either, so this checks the call path and an empty result.
