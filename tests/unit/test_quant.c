@@ -2,6 +2,7 @@
  * non-float model, bad flags) and an end-to-end quantization of the selfie segmentation model
  * (models/, always present after scripts/setup) with a JSON report. Runs the ks-quant and
  * ks-convert binaries of the same build tree (skips when they are not built). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "image_io.h"
 #include "kestrel/engine.h"
 
 static char g_tools[4200]; /* <build>/engine/tools */
@@ -460,6 +462,57 @@ static void test_end_to_end(void **state) {
         ks_model_destroy(m);
     }
     assert_true(cos_rounding[1] >= cos_rounding[0] - 0.001);
+
+    /* Session precision on the full-int8 file (round0.ksm), messi5 photo: F32 rebuilds the int8
+     * layers in fp32 with their int8 weights (the hard-swish convs with fused output tables stay
+     * int8), so its mask is closer to the float model's than the int8 one; FASTEST runs a timed
+     * mix, within the int8 error. */
+    {
+        const char *paths[2] = {float_model(), NULL};
+        snprintf(p, sizeof(p), "%s/round0.ksm", g_tmp);
+        paths[1] = p;
+        const ks_precision precs[4] = {KS_PRECISION_DEFAULT, KS_PRECISION_DEFAULT, KS_PRECISION_F32,
+                                       KS_PRECISION_FASTEST};
+        float *mask[4] = {NULL};
+        size_t mask_bytes = 0;
+        ks_image_buf photo;
+        char ierr[256];
+        assert_int_equal(ks_image_load(KS_SOURCE_DIR "/models/images/opencv_messi5.jpg", 0, &photo,
+                                       ierr, sizeof(ierr)),
+                         KS_STATUS_OK);
+        for (int k = 0; k < 4; k++) {
+            assert_int_equal(ks_model_load_file(paths[k ? 1 : 0], NULL, &m), KS_STATUS_OK);
+            ks_session_desc d = {.precision = precs[k]};
+            assert_int_equal(ks_session_create(m, &d, &s), KS_STATUS_OK);
+            assert_int_equal(ks_session_reshape(s, NULL), KS_STATUS_OK);
+            ks_tensor ti, to;
+            assert_int_equal(ks_session_input(s, 0, &ti), KS_STATUS_OK);
+            ks_image_to_tensor_desc td = {.scale = {1.0f / 255, 1.0f / 255, 1.0f / 255}};
+            assert_int_equal(ks_image_to_tensor(&photo.image, &td, &ti), KS_STATUS_OK);
+            assert_int_equal(ks_session_run(s), KS_STATUS_OK);
+            assert_int_equal(ks_session_output(s, 0, &to), KS_STATUS_OK);
+            mask_bytes = to.size_bytes;
+            mask[k] = malloc(mask_bytes);
+            assert_non_null(mask[k]);
+            memcpy(mask[k], to.data, mask_bytes);
+            ks_session_destroy(s);
+            ks_model_destroy(m);
+        }
+        double err[4] = {0};
+        size_t ne = mask_bytes / sizeof(float);
+        for (int k = 1; k < 4; k++) {
+            for (size_t e = 0; e < ne; e++)
+                err[k] += fabs((double)mask[k][e] - mask[0][e]);
+            err[k] /= (double)ne;
+        }
+        fprintf(stderr, "mask mean abs error vs fp32: stored %.5f, f32 %.5f, fastest %.5f\n",
+                err[1], err[2], err[3]);
+        assert_true(err[2] < 0.5 * err[1]);
+        assert_true(err[3] <= 1.25 * err[1]);
+        for (int k = 0; k < 4; k++)
+            free(mask[k]);
+        ks_image_buf_free(&photo);
+    }
 
     /* The int8 model is not a float model. */
     expect_refusal(run("ks-quant %s %s/again.ksm --calibration %s", out, g_tmp, dir), 1,
