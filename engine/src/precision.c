@@ -72,8 +72,19 @@ bool ks__prec_demotable(const ks__graph *g, uint32_t i) {
     if (!is_qact(&g->tensors[n->inputs[0]])) return false;
     if (n->op == KS_OP_CONV2D) {
         int32_t act = n->ip[10];
-        if (act == KS_ACT_TABLE || act == KS_ACT_PRELU) return false;
-        if (n->ip[12] == 1 && (n->num_inputs < 4 || n->inputs[3] < 0)) return false;
+        if (act == KS_ACT_PRELU) return false;
+        if (act == KS_ACT_TABLE) {
+            /* only when the file says which function the table holds (ops.inc ip 13), and
+             * without a residual */
+            int32_t fa = n->ip[13];
+            if (!(fa == KS_ACT_SIGMOID || fa == KS_ACT_TANH || fa == KS_ACT_HARD_SWISH ||
+                  fa == KS_ACT_SILU || fa == KS_ACT_RELU || fa == KS_ACT_RELU6 ||
+                  fa == KS_ACT_RELU_N1_TO_1 || fa == KS_ACT_LEAKY_RELU) ||
+                n->ip[12] != 1 || (n->num_inputs > 3 && n->inputs[3] >= 0))
+                return false;
+        } else if (n->ip[12] == 1 && (n->num_inputs < 4 || n->inputs[3] < 0)) {
+            return false;
+        }
     }
     if (n->op == KS_OP_CONV2D || n->op == KS_OP_FULLY_CONNECTED) {
         /* quantized weights; a bias that has no params of its own is I32 at in_scale * w_scale
@@ -89,8 +100,9 @@ bool ks__prec_demotable(const ks__graph *g, uint32_t i) {
                 return false;
         }
     }
+    bool table = n->op == KS_OP_CONV2D && n->ip[10] == KS_ACT_TABLE;
     for (uint32_t k = 0; k < n->num_inputs; k++) {
-        if (n->inputs[k] < 0) continue;
+        if (n->inputs[k] < 0 || (table && k == 4)) continue; /* the table is dropped */
         const ks__tensor *t = &g->tensors[n->inputs[k]];
         bool ok = is_const(t) ? (is_qconst(t) || (t->quant.count == 0 && is_int_dtype(t->dtype)))
                               : (is_qact(t) || (t->quant.count == 0 && is_int_dtype(t->dtype)));
@@ -317,9 +329,10 @@ static ks_status emit_node(builder *b, uint32_t i) {
             return KS_STATUS_OK;
         }
     }
+    bool table = f32 && n->op == KS_OP_CONV2D && n->ip[10] == KS_ACT_TABLE;
     for (uint32_t k = 0; k < n->num_inputs; k++) {
         int32_t t = n->inputs[k];
-        if (t < 0) {
+        if (t < 0 || (table && k >= 3)) {
             in[k] = -1;
             continue;
         }
@@ -340,7 +353,7 @@ static ks_status emit_node(builder *b, uint32_t i) {
             if ((st = get_q(b, t, &in[k]))) return st;
         }
     }
-    uint32_t idx, ni = n->num_inputs;
+    uint32_t idx, ni = table ? 3 : n->num_inputs;
     const int32_t *outs = n->outputs;
     if (f32 && b->prelu[i] >= 0) {
         /* float CONV2D with act PRELU: the slopes are input 4 */
@@ -363,6 +376,10 @@ static ks_status emit_node(builder *b, uint32_t i) {
         d->fp[1] = 0.0f;
     }
     if (f32 && b->prelu[i] >= 0) d->ip[10] = KS_ACT_PRELU;
+    if (table) { /* the function the table holds (ops.inc CONV2D ip 13) */
+        d->ip[10] = n->ip[13];
+        d->ip[13] = 0;
+    }
     return KS_STATUS_OK;
 }
 

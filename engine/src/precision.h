@@ -4,7 +4,8 @@
  * A layer is "demotable" when it is an int8 node (per-tensor quantized U8/I8 activations in and
  * out) of an op whose float form computes the same function: conv (also with a fused residual),
  * fully connected, pooling, elementwise, lookup-table activations and data movement. A conv with
- * a fused output table (act TABLE) is not: the table does not say which function it holds.
+ * a fused output table (act TABLE) is, when the file records the function the table holds
+ * (ops.inc CONV2D ip 13, written by ks-quant since the eighth session; older files: not).
  *
  * ks__prec_build writes a copy of a graph in which the chosen demotable nodes run in fp32:
  * their quantized constants (weights, biases, PRELU slopes, constant operands) are dequantized

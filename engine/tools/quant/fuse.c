@@ -46,6 +46,29 @@ static bool table_op(uint32_t op) {
     }
 }
 
+/* The fused conv activation that computes table op `op` in float (ops.inc CONV2D ip 13), or 0
+ * when conv has none (ELU, HARD_SIGMOID, CLIP). */
+static int32_t float_act_of(uint32_t op) {
+    switch (op) {
+    case KS_OP_SIGMOID:
+        return KS_ACT_SIGMOID;
+    case KS_OP_TANH:
+        return KS_ACT_TANH;
+    case KS_OP_HARD_SWISH:
+        return KS_ACT_HARD_SWISH;
+    case KS_OP_LEAKY_RELU:
+        return KS_ACT_LEAKY_RELU;
+    case KS_OP_RELU:
+        return KS_ACT_RELU;
+    case KS_OP_RELU6:
+        return KS_ACT_RELU6;
+    case KS_OP_RELU_N1_TO_1:
+        return KS_ACT_RELU_N1_TO_1;
+    default:
+        return 0;
+    }
+}
+
 static bool act_quantizable(int32_t act) {
     return act == KS_ACT_NONE || act == KS_ACT_RELU || act == KS_ACT_RELU6 ||
            act == KS_ACT_RELU_N1_TO_1;
@@ -214,6 +237,8 @@ static ks_status try_fuse(fuser *f, uint32_t c, uint32_t *num_fused) {
             return KS_STATUS_OK;
         }
         if (!table_op(n->op) || n->num_inputs != 1) return KS_STATUS_OK;
+        int32_t float_act = float_act_of(n->op);
+        float alpha = n->fp[0];
         uint8_t table[256];
         if (make_table(f, t, (uint32_t)use[0], -1, table)) return KS_STATUS_OK;
         int64_t d256 = 256;
@@ -224,6 +249,8 @@ static ks_status try_fuse(fuser *f, uint32_t c, uint32_t *num_fused) {
         if (!st) st = ks__graph_set_const(g, tid, table, 256, true);
         if (!st) st = rewrite(f, c, (uint32_t)use[0], -1, tid, KS_ACT_TABLE);
         if (st) return st;
+        g->nodes[use[0]].ip[13] = float_act; /* what the table holds, for a float session */
+        if (float_act == KS_ACT_LEAKY_RELU) g->nodes[use[0]].fp[0] = alpha;
         forget_tensor(f, t);
         (*num_fused)++;
         return KS_STATUS_OK;
@@ -251,6 +278,7 @@ static ks_status try_fuse(fuser *f, uint32_t c, uint32_t *num_fused) {
     if (!st) st = ks__graph_set_const(g, tid, table, 256, true);
     if (!st) st = rewrite(f, c, mu, -1, tid, KS_ACT_TABLE);
     if (st) return st;
+    g->nodes[mu].ip[13] = KS_ACT_SILU;
     f->dead[sg] = true;
     forget_tensor(f, t);
     forget_tensor(f, s);
