@@ -311,7 +311,10 @@ static ks_status emit_node(builder *b, uint32_t i) {
     const ks__node *n = &g->nodes[i];
     int32_t in[64];
     ks_status st;
-    if (n->num_inputs > 64) return KS_STATUS_INVALID_MODEL;
+    if (n->num_inputs > 64) {
+        ks__fmt(b->err, b->err_cap, "node '%s' has %u inputs (at most 64)", n->name, n->num_inputs);
+        return KS_STATUS_INVALID_MODEL;
+    }
     bool f32 = b->run32[i] != 0;
     if (f32 && n->op == KS_OP_PRELU && b->prelu[i] == -2) return KS_STATUS_OK; /* fused */
     bool border = n->op == KS_OP_QUANTIZE || n->op == KS_OP_DEQUANTIZE;
