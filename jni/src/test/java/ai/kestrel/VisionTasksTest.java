@@ -292,6 +292,9 @@ class VisionTasksTest {
         // The default classifier model is a uint8 MobileNet V2: F32 rebuilds its int8 layers in
         // fp32, FASTEST times them at create. The softmax output stays uint8 (graph outputs keep
         // their dtype), so the ranking and the scores hardly move.
+        java.io.File bundle = new java.io.File(Kestrel.modelsDir(), "classifier_mobilenet_v2.ksb");
+        org.junit.jupiter.api.Assumptions.assumeTrue(bundle.isFile(),
+                "no " + bundle + " (it needs ../shared/data/classification)");
         List<Category> stored;
         try (ImageClassifier cls = new ImageClassifier(
                      ImageClassifier.Options.builder().maxResults(1).build())) {
