@@ -34,6 +34,10 @@ ks_status ks__import_any(const uint8_t *data, size_t size_bytes, const char *sou
  * Keeps outputs bit-identical up to float reassociation. */
 ks_status ks__graph_optimize(ks__graph *g, char *err, size_t err_cap);
 
+/* The fused activation (ks__act, and its alpha) that computes standalone activation node a, or
+ * -1 if it has none (used by the fusion pass and by ks-quant's table convs). */
+int32_t ks__fused_act_of(const ks__node *a, float *alpha);
+
 #ifdef __cplusplus
 }
 #endif

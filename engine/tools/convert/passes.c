@@ -755,8 +755,7 @@ static int32_t *act_slot(ks__node *n) {
     }
 }
 
-/* Maps a standalone activation node to a fused act (and alpha); -1 if it has no fused form. */
-static int32_t act_of(const ks__node *a, float *alpha) {
+int32_t ks__fused_act_of(const ks__node *a, float *alpha) {
     *alpha = 0.0f;
     switch (a->op) {
     case KS_OP_RELU:
@@ -791,7 +790,7 @@ static uint32_t fuse_activations(pass_ctx *p) {
         ks__node *a = &g->nodes[n];
         if (a->op == 0 || a->num_inputs != 1 || a->num_outputs != 1) continue;
         float alpha;
-        int32_t act = act_of(a, &alpha);
+        int32_t act = ks__fused_act_of(a, &alpha);
         int32_t x = a->inputs[0];
         if (act < 0 || x < 0 || !single_internal_use(p, x) || !is_float_plain(g, x)) continue;
         int32_t pr = p->producer[x];

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../../backends/cpu/kernel.h"
+#include "convert.h"
 #include "quant.h"
 
 static bool q8_tensor(const ks__tensor *t) {
@@ -43,29 +44,6 @@ static bool table_op(uint32_t op) {
         return true;
     default:
         return false;
-    }
-}
-
-/* The fused conv activation that computes table op `op` in float (ops.inc CONV2D ip 13), or 0
- * when conv has none (ELU, HARD_SIGMOID, CLIP). */
-static int32_t float_act_of(uint32_t op) {
-    switch (op) {
-    case KS_OP_SIGMOID:
-        return KS_ACT_SIGMOID;
-    case KS_OP_TANH:
-        return KS_ACT_TANH;
-    case KS_OP_HARD_SWISH:
-        return KS_ACT_HARD_SWISH;
-    case KS_OP_LEAKY_RELU:
-        return KS_ACT_LEAKY_RELU;
-    case KS_OP_RELU:
-        return KS_ACT_RELU;
-    case KS_OP_RELU6:
-        return KS_ACT_RELU6;
-    case KS_OP_RELU_N1_TO_1:
-        return KS_ACT_RELU_N1_TO_1;
-    default:
-        return 0;
     }
 }
 
@@ -237,8 +215,8 @@ static ks_status try_fuse(fuser *f, uint32_t c, uint32_t *num_fused) {
             return KS_STATUS_OK;
         }
         if (!table_op(n->op) || n->num_inputs != 1) return KS_STATUS_OK;
-        int32_t float_act = float_act_of(n->op);
-        float alpha = n->fp[0];
+        float alpha = 0.0f;
+        int32_t float_act = ks__fused_act_of(n, &alpha); /* -1: none (ELU, HARD_SIGMOID) */
         uint8_t table[256];
         if (make_table(f, t, (uint32_t)use[0], -1, table)) return KS_STATUS_OK;
         int64_t d256 = 256;
@@ -249,7 +227,7 @@ static ks_status try_fuse(fuser *f, uint32_t c, uint32_t *num_fused) {
         if (!st) st = ks__graph_set_const(g, tid, table, 256, true);
         if (!st) st = rewrite(f, c, (uint32_t)use[0], -1, tid, KS_ACT_TABLE);
         if (st) return st;
-        g->nodes[use[0]].ip[13] = float_act; /* what the table holds, for a float session */
+        g->nodes[use[0]].ip[13] = float_act > 0 ? float_act : 0; /* for a float session */
         if (float_act == KS_ACT_LEAKY_RELU) g->nodes[use[0]].fp[0] = alpha;
         forget_tensor(f, t);
         (*num_fused)++;
