@@ -15,6 +15,7 @@
 
 #include "image_io.h"
 #include "kestrel/engine.h"
+#include "precision.h"
 #include "vision_cli.h"
 
 /* A task whose source file is not built links as NULL and is reported as such. */
@@ -110,12 +111,9 @@ int main(int argc, char **argv) {
         } else if (strcmp(a, "--threads") == 0) {
             if (parse_int(a, v, 1, 256, &args.num_threads)) return 2;
         } else if (strcmp(a, "--precision") == 0) {
-            if (strcmp(v, "stored") == 0) {
-                args.precision = KS_PRECISION_DEFAULT;
-            } else if (strcmp(v, "f32") == 0) {
-                args.precision = KS_PRECISION_F32;
-            } else if (strcmp(v, "fastest") == 0) {
-                args.precision = KS_PRECISION_FASTEST;
+            ks_precision p;
+            if (ks__precision_parse(v, &p)) {
+                args.precision = (int)p;
             } else {
                 fprintf(stderr, "ks-vision: --precision '%s': use stored, f32 or fastest\n", v);
                 return 2;

@@ -10,6 +10,16 @@
 ks_status ks__session_create_on(const ks_model *model, const ks__graph *g,
                                 const ks_session_desc *desc, ks_session **session_out);
 
+bool ks__precision_parse(const char *s, ks_precision *out) {
+    static const char *const names[KS_PRECISION_COUNT] = {"stored", "f32", "fastest"};
+    for (int p = 0; s && p < KS_PRECISION_COUNT; p++)
+        if (strcmp(s, names[p]) == 0) {
+            *out = (ks_precision)p;
+            return true;
+        }
+    return false;
+}
+
 static bool is_const(const ks__tensor *t) {
     return (t->flags & KS__TENSOR_CONST) != 0;
 }

@@ -31,6 +31,10 @@
 extern "C" {
 #endif
 
+/* "stored", "f32" or "fastest" (the spelling of --precision and of the infer node's option) ->
+ * *out. Returns false, leaving *out alone, for anything else (NULL too). */
+bool ks__precision_parse(const char *s, ks_precision *out);
+
 /* Whether node i of g can run in fp32 (see above). */
 bool ks__prec_demotable(const ks__graph *g, uint32_t i);
 

@@ -25,6 +25,7 @@
 #include "impl.h"
 #include "kestrel/engine.h"
 #include "key_file.h"
+#include "precision.h"
 #include "npy.h"
 
 #define MAX_INPUTS 64
@@ -461,15 +462,7 @@ static int parse_args(int argc, char **argv, options *opt) {
             else
                 goto bad_value;
         } else if (strcmp(a, "--precision") == 0 && has_value) {
-            const char *v = argv[++i];
-            if (strcmp(v, "stored") == 0)
-                opt->precision = KS_PRECISION_DEFAULT;
-            else if (strcmp(v, "f32") == 0)
-                opt->precision = KS_PRECISION_F32;
-            else if (strcmp(v, "fastest") == 0)
-                opt->precision = KS_PRECISION_FASTEST;
-            else
-                goto bad_value;
+            if (!ks__precision_parse(argv[++i], &opt->precision)) goto bad_value;
         } else if (strcmp(a, "--tune-cache") == 0 && has_value) {
             opt->tune_cache = argv[++i];
         } else if (strcmp(a, "--key-file") == 0 && has_value) {

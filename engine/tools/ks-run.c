@@ -9,6 +9,7 @@
 #include "kestrel/engine.h"
 #include "key_file.h"
 #include "npy.h"
+#include "precision.h"
 
 #define MAX_INPUTS 64
 
@@ -58,13 +59,7 @@ int main(int argc, char **argv) {
             threads = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
             const char *v = argv[++i];
-            if (strcmp(v, "stored") == 0) {
-                precision = KS_PRECISION_DEFAULT;
-            } else if (strcmp(v, "f32") == 0) {
-                precision = KS_PRECISION_F32;
-            } else if (strcmp(v, "fastest") == 0) {
-                precision = KS_PRECISION_FASTEST;
-            } else {
+            if (!ks__precision_parse(v, &precision)) {
                 fprintf(stderr, "ks-run: --precision '%s': use stored, f32 or fastest\n", v);
                 return 2;
             }

@@ -6,6 +6,7 @@
 
 #include "kestrel/imgproc.h"
 #include "pipeline_internal.h"
+#include "precision.h"
 
 #define ITT_MAX_SIDE_PX 4096
 
@@ -249,15 +250,7 @@ static ks_status infer_create(const ks_node_init *init, void **state_out) {
     if (st) return st;
     const ks__subgraph_env *env = ks__options_env(init->options);
     ks_precision prec = env && env->desc ? env->desc->precision : KS_PRECISION_DEFAULT;
-    if (!precision) {
-        /* the pipeline's default */
-    } else if (strcmp(precision, "f32") == 0) {
-        prec = KS_PRECISION_F32;
-    } else if (strcmp(precision, "fastest") == 0) {
-        prec = KS_PRECISION_FASTEST;
-    } else if (strcmp(precision, "stored") == 0) {
-        prec = KS_PRECISION_DEFAULT;
-    } else {
+    if (precision && !ks__precision_parse(precision, &prec)) {
         snprintf(init->error, init->error_cap,
                  "option 'precision' is '%s'; use stored, f32 or fastest", precision);
         return KS_STATUS_INVALID_ARGUMENT;

@@ -535,6 +535,14 @@ static void test_fastest(void **state) {
     assert_int_equal(ks__prec_plan(lq.m, &(ks_session_desc){.num_threads = 1}, plan), 0);
     for (uint32_t i = 0; i < q.g.num_nodes; i++)
         if (plan[i]) assert_true(ks__prec_demotable(&q.g, i));
+    /* the tools' and the infer node's spelling */
+    ks_precision pp = KS_PRECISION_COUNT;
+    assert_true(ks__precision_parse("fastest", &pp) && pp == KS_PRECISION_FASTEST);
+    assert_true(ks__precision_parse("f32", &pp) && pp == KS_PRECISION_F32);
+    assert_true(ks__precision_parse("stored", &pp) && pp == KS_PRECISION_DEFAULT);
+    assert_false(ks__precision_parse("int8", &pp) || ks__precision_parse(NULL, &pp) ||
+                 ks__precision_parse("", &pp));
+    assert_int_equal(pp, KS_PRECISION_DEFAULT);
     /* invalid precision values are refused */
     ks_session *s = NULL;
     ks_session_desc d = {.precision = KS_PRECISION_COUNT};
