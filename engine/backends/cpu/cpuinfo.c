@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -63,10 +64,35 @@ static uint32_t detect(void) {
     return isa;
 }
 
+/* KS_ISA_MAX caps dispatch at one ISA level, so the AVX2 (or NEON-without-fp16) kernels can be
+ * tested and timed on a CPU that has more. Levels, lowest first; each keeps the bits at or below
+ * it. An unknown value caps nothing: a typo must not silently test the wrong path, so tools that
+ * care print ks__isa_string() (ks-bench does). */
+uint32_t ks__isa_cap(const char *level) {
+    static const struct {
+        const char *name;
+        uint32_t keep;
+    } levels[] = {
+        {"scalar", 0},
+        {"avx2", KS_ISA_AVX2},
+        {"avxvnni", KS_ISA_AVX2 | KS_ISA_AVX_VNNI},
+        {"avx512", KS_ISA_AVX2 | KS_ISA_AVX_VNNI | KS_ISA_AVX512},
+        {"avx512vnni", KS_ISA_AVX2 | KS_ISA_AVX_VNNI | KS_ISA_AVX512 | KS_ISA_AVX512_VNNI},
+        {"neon", KS_ISA_NEON},
+        {"neonfp16", KS_ISA_NEON | KS_ISA_NEON_FP16},
+        {"neondot", KS_ISA_NEON | KS_ISA_NEON_DOT},
+    };
+    if (!level || !level[0]) return ~0u;
+    for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+        if (!strcasecmp(level, levels[i].name)) return levels[i].keep;
+    return ~0u;
+}
+
 static void init(void) {
     if (g_isa_ready) return;
     const char *force = getenv("KS_FORCE_SCALAR");
     uint32_t isa = (force && force[0] && strcmp(force, "0") != 0) ? 0 : detect();
+    isa &= ks__isa_cap(getenv("KS_ISA_MAX"));
     snprintf(g_name, sizeof(g_name), "unknown");
 #if KS_X86
     unsigned regs[12];
