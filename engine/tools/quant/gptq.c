@@ -386,6 +386,8 @@ ks_status ksq_gptq_solve_batch(ksq_gptq *q, const ks__graph *g, int batch) {
             if (layer_near > 0.0) {
                 q->proxy_nearest += 1.0;
                 q->proxy_gptq += layer_best / layer_near;
+                if (layer_best / layer_near > q->proxy_worst)
+                    q->proxy_worst = layer_best / layer_near;
             }
         }
         free(qv);

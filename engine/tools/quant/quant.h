@@ -236,6 +236,7 @@ typedef struct ksq_gptq {
     float **scale;      /* per weight tensor: per-output-channel scales */
     float **bias_shift; /* per node: sum_k (Wq - W)[o, k] * E[x_k] (the mean output error) */
     double proxy_nearest, proxy_gptq; /* summed H-weighted errors, relative per layer */
+    double proxy_worst; /* the largest layer ratio gptq / nearest (<= 1 by construction) */
     uint32_t num_solved;
 } ksq_gptq;
 
