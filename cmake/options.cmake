@@ -3,6 +3,8 @@ option(KS_WERROR "Treat warnings as errors" OFF)
 option(KS_SANITIZE_ADDRESS "Build with AddressSanitizer" OFF)
 option(KS_SANITIZE_UNDEFINED "Build with UndefinedBehaviorSanitizer" OFF)
 option(KS_SANITIZE_THREAD "Build with ThreadSanitizer" OFF)
+option(KS_SANITIZE_ALL_ISAS
+  "Sanitizer builds: also instrument the SIMD kernel directories this CPU cannot run" OFF)
 option(KS_BUILD_TESTS "Build the test suite" ON)
 option(KS_BUILD_TOOLS "Build ks-convert, ks-run, ks-inspect" ON)
 option(KS_BUILD_BENCH "Build kernel microbenchmarks (bench/)" ON)

@@ -32,6 +32,28 @@ if(KS_SAN_FLAGS)
   add_link_options(${KS_SAN_FLAGS})
 endif()
 
+# Sanitizer builds of the SIMD kernel directories (engine/backends/cpu/<isa>/, appended to their
+# per-directory flags): AddressSanitizer stays on in full, so every out-of-bounds read or write of
+# a kernel is caught; the UBSan checks that instrument every pointer step and array index of the
+# fully unrolled microkernels (bounds, pointer-overflow, null, alignment, object-size,
+# nonnull-attribute) are off there, and debug info is line tables only. Those checks are what
+# made clang-14 take 5-6 minutes per heavy file (avx512/f32_smallc.c: 48 s -> 12 s of CPU for
+# its AVX2 twin, measured); what they would catch in intrinsic code shows up anyway: a null or
+# misaligned vector access faults (reported by ASan), an out-of-bounds one is ASan's, and
+# every kernel is compared with the reference on odd shapes (STYLE.md rule 19). Shift, signed
+# overflow, division and float-cast checks stay on. The reference kernels and everything else
+# keep the full set.
+set(KS_ISA_SAN_FLAGS "")
+if(KS_SANITIZE_UNDEFINED)
+  list(APPEND KS_ISA_SAN_FLAGS
+    -fno-sanitize=bounds,pointer-overflow,null,alignment,object-size,nonnull-attribute)
+endif()
+if(KS_SAN_FLAGS AND CMAKE_C_COMPILER_ID MATCHES "Clang")
+  list(APPEND KS_ISA_SAN_FLAGS -gline-tables-only)
+elseif(KS_SAN_FLAGS AND CMAKE_C_COMPILER_ID STREQUAL "GNU")
+  list(APPEND KS_ISA_SAN_FLAGS -g1)
+endif()
+
 function(ks_target_defaults target)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:C>:${KS_C_WARNINGS}>)
   set_target_properties(${target} PROPERTIES C_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)

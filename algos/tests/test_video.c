@@ -397,5 +397,8 @@ int main(void) {
         cmocka_unit_test(test_smoothing_cuts_jitter),
         cmocka_unit_test(test_pose_clip_astronaut),
     };
+    /* ctest runs one case per test (cmake/testing.cmake: ks_add_cmocka_test) */
+    const char *filter = getenv("KS_TEST_FILTER");
+    if (filter && filter[0]) cmocka_set_test_filter(filter);
     return cmocka_run_group_tests(tests, setup, teardown);
 }
