@@ -36,9 +36,10 @@ endif()
 # per-directory flags): AddressSanitizer stays on in full, so every out-of-bounds read or write of
 # a kernel is caught; the UBSan checks that instrument every pointer step and array index of the
 # fully unrolled microkernels (bounds, pointer-overflow, null, alignment, object-size,
-# nonnull-attribute) are off there, and debug info is line tables only. Those checks are what
-# made clang-14 take 5-6 minutes per heavy file (avx512/f32_smallc.c: 48 s -> 12 s of CPU for
-# its AVX2 twin, measured); what they would catch in intrinsic code shows up anyway: a null or
+# nonnull-attribute) are off there, and debug info is line tables only. With those checks clang-14
+# compiled the heavy kernel files four times slower (x86/avx2/f32_smallc.c: 48 s of CPU with
+# them, 12 s without, measured) and they slowed the kernels at run time; what they would catch
+# in intrinsic code shows up anyway: a null or
 # misaligned vector access faults (reported by ASan), an out-of-bounds one is ASan's, and
 # every kernel is compared with the reference on odd shapes (STYLE.md rule 19). Shift, signed
 # overflow, division and float-cast checks stay on. The reference kernels and everything else
