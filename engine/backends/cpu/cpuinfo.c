@@ -66,8 +66,10 @@ static uint32_t detect(void) {
 
 /* KS_ISA_MAX caps dispatch at one ISA level, so the AVX2 (or NEON-without-fp16) kernels can be
  * tested and timed on a CPU that has more. Levels, lowest first; each keeps the bits at or below
- * it. An unknown value caps nothing: a typo must not silently test the wrong path, so tools that
- * care print ks__isa_string() (ks-bench does). */
+ * it. An unknown value caps nothing (the library neither prints nor fails on its environment),
+ * so what was dispatched is shown where it matters: ks-bench prints ks__isa_string(), and
+ * test_cpuinfo, which scripts/test's capped pass runs too, fails if a bit above the cap gets
+ * through. */
 uint32_t ks__isa_cap(const char *level) {
     static const struct {
         const char *name;
