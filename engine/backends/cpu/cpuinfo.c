@@ -65,24 +65,30 @@ static uint32_t detect(void) {
 }
 
 /* KS_ISA_MAX caps dispatch at one ISA level, so the AVX2 (or NEON-without-fp16) kernels can be
- * tested and timed on a CPU that has more. Levels, lowest first; each keeps the bits at or below
- * it. An unknown value caps nothing (the library neither prints nor fails on its environment),
- * so what was dispatched is shown where it matters: ks-bench prints ks__isa_string(), and
- * test_cpuinfo, which scripts/test's capped pass runs too, fails if a bit above the cap gets
- * through. */
+ * tested and timed on a CPU that has more. Each level keeps the bits of its own architecture at
+ * or below it and leaves the other architecture's bits alone, so one setting (KS_ISA_MAX=avx2 in
+ * a test script) does not turn an AArch64 run scalar; "scalar" keeps nothing. An unknown value
+ * caps nothing (the library neither prints nor fails on its environment), so what was
+ * dispatched is shown where it matters: ks-bench prints ks__isa_string(), and test_cpuinfo,
+ * which scripts/test's capped pass runs too, fails if a bit above the cap gets through. */
 uint32_t ks__isa_cap(const char *level) {
+    enum {
+        X86 =
+            KS_ISA_AVX2 | KS_ISA_AVX_VNNI | KS_ISA_AVX512 | KS_ISA_AVX512_VNNI | KS_ISA_AVX512_VBMI,
+        ARM = KS_ISA_NEON | KS_ISA_NEON_FP16 | KS_ISA_NEON_DOT
+    };
     static const struct {
         const char *name;
         uint32_t keep;
     } levels[] = {
         {"scalar", 0},
-        {"avx2", KS_ISA_AVX2},
-        {"avxvnni", KS_ISA_AVX2 | KS_ISA_AVX_VNNI},
-        {"avx512", KS_ISA_AVX2 | KS_ISA_AVX_VNNI | KS_ISA_AVX512},
-        {"avx512vnni", KS_ISA_AVX2 | KS_ISA_AVX_VNNI | KS_ISA_AVX512 | KS_ISA_AVX512_VNNI},
-        {"neon", KS_ISA_NEON},
-        {"neonfp16", KS_ISA_NEON | KS_ISA_NEON_FP16},
-        {"neondot", KS_ISA_NEON | KS_ISA_NEON_DOT},
+        {"avx2", ARM | KS_ISA_AVX2},
+        {"avxvnni", ARM | KS_ISA_AVX2 | KS_ISA_AVX_VNNI},
+        {"avx512", ARM | KS_ISA_AVX2 | KS_ISA_AVX_VNNI | KS_ISA_AVX512},
+        {"avx512vnni", ARM | KS_ISA_AVX2 | KS_ISA_AVX_VNNI | KS_ISA_AVX512 | KS_ISA_AVX512_VNNI},
+        {"neon", X86 | KS_ISA_NEON},
+        {"neonfp16", X86 | KS_ISA_NEON | KS_ISA_NEON_FP16},
+        {"neondot", X86 | KS_ISA_NEON | KS_ISA_NEON_DOT},
     };
     if (!level || !level[0]) return ~0u;
     for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
