@@ -31,9 +31,9 @@ extern "C" {
 #define KS_ISA_NEON_DOT (1u << 10)   /* FEAT_DotProd (asimddp) */
 
 /* Features of the running CPU, detected once. KS_FORCE_SCALAR=1 in the environment makes this
- * return 0, so only the reference kernels run; KS_ISA_MAX=<level> keeps only the features at or
- * below that level (scalar, avx2, avxvnni, avx512, avx512vnni; neon, neonfp16, neondot), so a
- * machine with AVX-512 can run and time its AVX2 kernels. */
+ * return 0, so only the reference kernels run; KS_ISA_MAX=<level> keeps only the features of its
+ * architecture at or below that level (scalar, avx2, avxvnni, avx512, avx512vnni; neon, neonfp16,
+ * neondot), so a machine with AVX-512 can run and time its AVX2 kernels. */
 uint32_t ks__cpu_isa(void);
 /* The bits KS_ISA_MAX=level keeps (~0u for NULL, "" or an unknown level). */
 uint32_t ks__isa_cap(const char *level);
