@@ -13,7 +13,8 @@
 #define KS__CLS_MAX_RESULTS 1000
 
 struct ks_image_classifier {
-    ks__object obj; /* first: ks_last_error(classifier) */
+    ks__object obj;       /* first: ks_last_error(classifier) */
+    ks__task_clock clock; /* ks_task_stats */
     ks_image_classifier_desc desc;
     ks_bundle *bundle;
     ks_pipeline *pipeline;
@@ -115,8 +116,8 @@ void ks_classifications_release(ks_classifications *r) {
     ks__free(cr->alloc, cr);
 }
 
-ks_status ks_image_classify(ks_image_classifier *c, const ks_image *image, int64_t timestamp_us,
-                            ks_classifications **out) {
+static ks_status image_classify_run(ks_image_classifier *c, const ks_image *image,
+                                    int64_t timestamp_us, ks_classifications **out) {
     if (!c || !out) {
         ks__object_error(c ? &c->obj : NULL, "ks_image_classify: %s is NULL",
                          c ? "out" : "classifier");
@@ -178,4 +179,17 @@ ks_status ks_image_classify(ks_image_classifier *c, const ks_image *image, int64
 done:
     ks__task_release_outputs(outs);
     return st;
+}
+
+ks_status ks_image_classify(ks_image_classifier *c, const ks_image *image, int64_t timestamp_us,
+                            ks_classifications **out) {
+    uint64_t t0 = ks__task_now_ns();
+    ks_status st = image_classify_run(c, image, timestamp_us, out);
+    if (c) ks__task_clock_add(&c->clock, t0);
+    return st;
+}
+
+ks_status ks_image_classifier_stats(const ks_image_classifier *c, ks_task_stats *stats_out) {
+    if (!c || !stats_out) return KS_STATUS_INVALID_ARGUMENT;
+    return ks__task_stats(c->pipeline, &c->clock, stats_out);
 }

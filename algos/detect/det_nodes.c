@@ -166,23 +166,6 @@ static void plain_destroy(void *state, const ks_allocator *a) {
     ks__free(a, state);
 }
 
-static ks_pixel_format layout_format(ks_pixel_layout f) {
-    switch (f) {
-    case KS_PIXEL_GRAY8:
-        return KS_PIXEL_FORMAT_GRAY;
-    case KS_PIXEL_RGB8:
-        return KS_PIXEL_FORMAT_RGB;
-    case KS_PIXEL_RGBA8:
-        return KS_PIXEL_FORMAT_RGBA;
-    case KS_PIXEL_BGR8:
-        return KS_PIXEL_FORMAT_BGR;
-    case KS_PIXEL_BGRA8:
-        return KS_PIXEL_FORMAT_BGRA;
-    default:
-        return KS_PIXEL_FORMAT_INVALID;
-    }
-}
-
 static ks_status mi_process(void *state, ks_node_ctx *ctx) {
     const mi_state *s = state;
     const ks_packet_image *img = ks_packet_image_view(ks_node_input(ctx, 0));
@@ -238,12 +221,9 @@ static ks_status mi_process(void *state, ks_node_ctx *ctx) {
     if (st) return ks_node_fail(ctx, st, "cannot allocate the model input");
     ks_tensor dst = {.info = info};
     dst.data = ks_packet_mutable_data(t, &dst.size_bytes);
-    ks_image src = {.format = layout_format(img->format),
-                    .width_px = img->width_px,
-                    .height_px = img->height_px,
-                    .planes = {img->data, NULL, NULL},
-                    .stride_bytes = {(int32_t)img->stride_bytes, 0, 0}};
-    st = ks_image_to_tensor(&src, &d, &dst);
+    ks_image src;
+    st = ks_packet_image_source(ks_node_input(ctx, 0), &src, &d.rotation, &d.mirror);
+    if (!st) st = ks_image_to_tensor(&src, &d, &dst);
     if (st) {
         ks_packet_release(t);
         return ks_node_fail(ctx, st, "%s", ks_last_error(NULL));

@@ -11,7 +11,8 @@
 #define KS__DET_DEFAULT_BUNDLE "object_detector_yolox.ksb"
 
 struct ks_object_detector {
-    ks__object obj; /* first: ks_last_error(detector) */
+    ks__object obj;       /* first: ks_last_error(detector) */
+    ks__task_clock clock; /* ks_task_stats */
     ks_object_detector_desc desc;
     ks_bundle *bundle;
     ks_pipeline *pipeline;
@@ -101,8 +102,8 @@ void ks_detected_objects_release(ks_detected_objects *o) {
     ks__free(r->alloc, r);
 }
 
-ks_status ks_object_detect(ks_object_detector *d, const ks_image *image, int64_t timestamp_us,
-                           ks_detected_objects **out) {
+static ks_status object_detect_run(ks_object_detector *d, const ks_image *image,
+                                   int64_t timestamp_us, ks_detected_objects **out) {
     if (!d || !out) {
         ks__object_error(d ? &d->obj : NULL, "ks_object_detect: %s is NULL",
                          d ? "out" : "detector");
@@ -161,4 +162,17 @@ ks_status ks_object_detect(ks_object_detector *d, const ks_image *image, int64_t
 done:
     ks__task_release_outputs(outs);
     return st;
+}
+
+ks_status ks_object_detect(ks_object_detector *d, const ks_image *image, int64_t timestamp_us,
+                           ks_detected_objects **out) {
+    uint64_t t0 = ks__task_now_ns();
+    ks_status st = object_detect_run(d, image, timestamp_us, out);
+    if (d) ks__task_clock_add(&d->clock, t0);
+    return st;
+}
+
+ks_status ks_object_detector_stats(const ks_object_detector *d, ks_task_stats *stats_out) {
+    if (!d || !stats_out) return KS_STATUS_INVALID_ARGUMENT;
+    return ks__task_stats(d->pipeline, &d->clock, stats_out);
 }

@@ -10,7 +10,8 @@
 #include "task_common.h"
 
 struct ks_face_detector {
-    ks__object obj; /* first: ks_last_error(det) */
+    ks__object obj;       /* first: ks_last_error(det) */
+    ks__task_clock clock; /* ks_task_stats */
     ks_face_detector_desc desc;
     ks_allocator alloc;
     const ks_allocator *alloc_ptr; /* &alloc, or NULL for malloc */
@@ -111,8 +112,8 @@ static bool in_roi(const ks_box *roi, float cx, float cy) {
            (cx >= roi->x && cx < roi->x + roi->w && cy >= roi->y && cy < roi->y + roi->h);
 }
 
-ks_status ks_face_detect(ks_face_detector *det, const ks_image *image, int64_t timestamp_us,
-                         ks_faces **out) {
+static ks_status face_detect_run(ks_face_detector *det, const ks_image *image, int64_t timestamp_us,
+                                 ks_faces **out) {
     if (!det || !out) {
         if (det) ks__object_error(&det->obj, "ks_face_detect: out is NULL");
         return KS_STATUS_INVALID_ARGUMENT;
@@ -176,6 +177,19 @@ done:
         ks_packet_release(outs[i]);
     ks_packet_release(frame);
     return st;
+}
+
+ks_status ks_face_detect(ks_face_detector *det, const ks_image *image, int64_t timestamp_us,
+                         ks_faces **out) {
+    uint64_t t0 = ks__task_now_ns();
+    ks_status st = face_detect_run(det, image, timestamp_us, out);
+    if (det) ks__task_clock_add(&det->clock, t0);
+    return st;
+}
+
+ks_status ks_face_detector_stats(const ks_face_detector *det, ks_task_stats *stats_out) {
+    if (!det || !stats_out) return KS_STATUS_INVALID_ARGUMENT;
+    return ks__task_stats(det->pipeline, &det->clock, stats_out);
 }
 
 void ks_faces_release(ks_faces *faces) {

@@ -48,7 +48,8 @@ typedef struct face_work {
 } face_work;
 
 struct ks_face_landmarker {
-    ks__object obj; /* first: ks_last_error(lm) */
+    ks__object obj;       /* first: ks_last_error(lm) */
+    ks__task_clock clock; /* ks_task_stats */
     ks_face_landmarker_desc desc;
     ks_allocator alloc;
     const ks_allocator *alloc_ptr;
@@ -384,8 +385,8 @@ static void fill_mesh(const ks_face_landmarker *lm, const face_work *w, uint32_t
     }
 }
 
-ks_status ks_face_landmarker_detect(ks_face_landmarker *lm, const ks_image *image,
-                                    int64_t timestamp_us, ks_face_meshes **out) {
+static ks_status face_landmarker_detect_run(ks_face_landmarker *lm, const ks_image *image,
+                                            int64_t timestamp_us, ks_face_meshes **out) {
     if (!lm || !out) {
         if (lm) ks__object_error(&lm->obj, "ks_face_landmarker_detect: out is NULL");
         return KS_STATUS_INVALID_ARGUMENT;
@@ -455,6 +456,19 @@ done:
     release_outputs(lm);
     ks_packet_release(img);
     return st;
+}
+
+ks_status ks_face_landmarker_detect(ks_face_landmarker *lm, const ks_image *image,
+                                    int64_t timestamp_us, ks_face_meshes **out) {
+    uint64_t t0 = ks__task_now_ns();
+    ks_status st = face_landmarker_detect_run(lm, image, timestamp_us, out);
+    if (lm) ks__task_clock_add(&lm->clock, t0);
+    return st;
+}
+
+ks_status ks_face_landmarker_stats(const ks_face_landmarker *lm, ks_task_stats *stats_out) {
+    if (!lm || !stats_out) return KS_STATUS_INVALID_ARGUMENT;
+    return ks__task_stats(lm->pipeline, &lm->clock, stats_out);
 }
 
 void ks_face_meshes_release(ks_face_meshes *faces) {

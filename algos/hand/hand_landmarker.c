@@ -171,8 +171,8 @@ ks_status ks_hand_landmarker_create(const ks_hand_landmarker_desc *desc, ks_hand
     return st;
 }
 
-ks_status ks_hands_detect(ks_hand_landmarker *hl, const ks_image *image, int64_t timestamp_us,
-                          ks_hands **out) {
+static ks_status hands_detect_run(ks_hand_landmarker *hl, const ks_image *image,
+                                  int64_t timestamp_us, ks_hands **out) {
     if (!hl) return KS_STATUS_INVALID_ARGUMENT;
     ks__lmtask_frame f;
     ks_status st =
@@ -205,6 +205,19 @@ ks_status ks_hands_detect(ks_hand_landmarker *hl, const ks_image *image, int64_t
 done:
     ks__lmtask_frame_end(&hl->core, &f, st);
     return st;
+}
+
+ks_status ks_hands_detect(ks_hand_landmarker *hl, const ks_image *image, int64_t timestamp_us,
+                          ks_hands **out) {
+    uint64_t t0 = ks__task_now_ns();
+    ks_status st = hands_detect_run(hl, image, timestamp_us, out);
+    if (hl) ks__task_clock_add(&hl->core.clock, t0);
+    return st;
+}
+
+ks_status ks_hand_landmarker_stats(const ks_hand_landmarker *hl, ks_task_stats *stats_out) {
+    if (!hl || !stats_out) return KS_STATUS_INVALID_ARGUMENT;
+    return ks__task_stats(hl->core.pipeline, &hl->core.clock, stats_out);
 }
 
 void ks_hands_release(ks_hands *hands) {

@@ -147,7 +147,8 @@ typedef struct ks__lmtask_spec {
 } ks__lmtask_spec;
 
 typedef struct ks__lmtask {
-    ks__object obj; /* first: ks_last_error() */
+    ks__object obj;       /* first: ks_last_error() */
+    ks__task_clock clock; /* ks_task_stats */
     const ks__lmtask_spec *spec;
     ks_allocator alloc;
     ks_running_mode mode;

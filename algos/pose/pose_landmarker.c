@@ -245,8 +245,8 @@ ks_status ks_pose_landmarker_create(const ks_pose_landmarker_desc *desc, ks_pose
     return KS_STATUS_OK;
 }
 
-ks_status ks_pose_detect(ks_pose_landmarker *pl, const ks_image *image, int64_t timestamp_us,
-                         ks_poses **out) {
+static ks_status pose_detect_run(ks_pose_landmarker *pl, const ks_image *image,
+                                 int64_t timestamp_us, ks_poses **out) {
     if (!pl) return KS_STATUS_INVALID_ARGUMENT;
     ks__lmtask_frame f;
     ks_status st =
@@ -282,6 +282,19 @@ ks_status ks_pose_detect(ks_pose_landmarker *pl, const ks_image *image, int64_t 
 done:
     ks__lmtask_frame_end(&pl->core, &f, st);
     return st;
+}
+
+ks_status ks_pose_detect(ks_pose_landmarker *pl, const ks_image *image, int64_t timestamp_us,
+                         ks_poses **out) {
+    uint64_t t0 = ks__task_now_ns();
+    ks_status st = pose_detect_run(pl, image, timestamp_us, out);
+    if (pl) ks__task_clock_add(&pl->core.clock, t0);
+    return st;
+}
+
+ks_status ks_pose_landmarker_stats(const ks_pose_landmarker *pl, ks_task_stats *stats_out) {
+    if (!pl || !stats_out) return KS_STATUS_INVALID_ARGUMENT;
+    return ks__task_stats(pl->core.pipeline, &pl->core.clock, stats_out);
 }
 
 void ks_poses_release(ks_poses *poses) {

@@ -1,6 +1,6 @@
 /* ks_segmenter: selfie segmentation through the bundle's pipeline graph (image_to_tensor ->
- * infer -> seg_mask). The caller's image is first made upright RGB so that the graph, the mask
- * and every coordinate are in upright pixels. */
+ * infer -> seg_mask). The caller's image enters the graph as an upright view (no copy), so the
+ * graph, the mask and every coordinate are in upright pixels. */
 #include "kestrel/segment.h"
 
 #include <stdio.h>
@@ -11,7 +11,8 @@
 #define KS__SEG_DEFAULT_SMOOTHING 0.7f /* MediaPipe's combine_with_previous_ratio */
 
 struct ks_segmenter {
-    ks__object obj; /* first: ks_last_error(segmenter) */
+    ks__object obj;       /* first: ks_last_error(segmenter) */
+    ks__task_clock clock; /* ks_task_stats */
     ks_segmenter_desc desc;
     ks_bundle *bundle;
     ks_pipeline *pipeline;
@@ -92,8 +93,8 @@ void ks_segmentation_release(ks_segmentation *m) {
     ks__free(r->alloc, r);
 }
 
-ks_status ks_segment(ks_segmenter *s, const ks_image *image, int64_t timestamp_us,
-                     ks_segmentation **out) {
+static ks_status segment_run(ks_segmenter *s, const ks_image *image, int64_t timestamp_us,
+                             ks_segmentation **out) {
     if (!s || !out) {
         if (s)
             ks__object_error(&s->obj, "ks_segment: out is NULL");
@@ -154,4 +155,17 @@ ks_status ks_segment(ks_segmenter *s, const ks_image *image, int64_t timestamp_u
 done:
     ks__task_release_outputs(outs);
     return st;
+}
+
+ks_status ks_segment(ks_segmenter *s, const ks_image *image, int64_t timestamp_us,
+                     ks_segmentation **out) {
+    uint64_t t0 = ks__task_now_ns();
+    ks_status st = segment_run(s, image, timestamp_us, out);
+    if (s) ks__task_clock_add(&s->clock, t0);
+    return st;
+}
+
+ks_status ks_segmenter_stats(const ks_segmenter *s, ks_task_stats *stats_out) {
+    if (!s || !stats_out) return KS_STATUS_INVALID_ARGUMENT;
+    return ks__task_stats(s->pipeline, &s->clock, stats_out);
 }

@@ -1,12 +1,13 @@
-/* Shared task plumbing: one upright RGB copy of the input per frame (so every pipeline node
- * sees the same orientation, whatever the camera format), bundle + pipeline creation with error
- * messages that name the bundle, bounded config/labels entries and node type registration. */
+/* Shared task plumbing: the caller's frame as an image view packet (no copy: every model input
+ * samples the camera buffer once, with the frame's orientation), bundle + pipeline creation with
+ * error messages that name the bundle, bounded config/labels entries and node type registration. */
 #include "task_common.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kestrel/engine.h"
 
@@ -38,40 +39,10 @@ ks_status ks__task_image_packet(const ks_allocator *alloc, const ks_image *img,
         snprintf(err, err_size, "rotation %d is not a ks_rotation", (int)rotation);
         return KS_STATUS_INVALID_ARGUMENT;
     }
-    bool swap = rotation == KS_ROTATION_90 || rotation == KS_ROTATION_270;
-    int32_t w = swap ? img->height_px : img->width_px;
-    int32_t h = swap ? img->width_px : img->height_px;
-    ks_packet *p = NULL;
-    ks_status st = ks_packet_create_image(
-        alloc,
-        &(ks_packet_image){
-            .format = KS_PIXEL_RGB8, .width_px = w, .height_px = h, .stride_bytes = 3 * (size_t)w},
-        &p);
-    if (st) {
-        snprintf(err, err_size, "cannot allocate a %d x %d RGB image", (int)w, (int)h);
-        return st;
-    }
-    ks_tensor t = {.info = {.dtype = KS_DTYPE_U8}};
-    t.info.shape.rank = 3;
-    t.info.shape.dims[0] = h;
-    t.info.shape.dims[1] = w;
-    t.info.shape.dims[2] = 3;
-    t.data = ks_packet_mutable_data(p, &t.size_bytes);
-    /* Identity map (destination pixel centre -> the same oriented point), nearest sampling: an
-     * exact copy with the orientation applied. */
-    ks_image_to_tensor_desc d = {.m = {1, 0, 0, 0, 1, 0},
-                                 .rotation = rotation,
-                                 .mirror = mirror,
-                                 .interp = KS_INTERP_NEAREST,
-                                 .border = KS_BORDER_REPLICATE};
-    st = ks_image_to_tensor(img, &d, &t);
-    if (st) {
-        snprintf(err, err_size, "input image: %s", ks_last_error(NULL));
-        ks_packet_release(p);
-        return st;
-    }
-    *out = p;
-    return KS_STATUS_OK;
+    /* A view of the caller's pixels: each model input samples them once, in one pass. */
+    ks_status st = ks_packet_create_image_view(alloc, img, rotation, mirror, out);
+    if (st) snprintf(err, err_size, "input image: %s", ks_last_error(NULL));
+    return st;
 }
 
 /* The bundle path of `task`: task->model_path, else <ks_models_dir()>/<default_bundle>. */
@@ -491,4 +462,106 @@ ks_status ks__task_register_all_nodes(void) {
     if (!st) st = ks__det_register_nodes();
     if (!st) st = ks__cls_register_nodes();
     return st;
+}
+
+/* ---- task stats ---- */
+
+const char *ks_task_stage_kind_string(ks_task_stage_kind kind) {
+    switch (kind) {
+    case KS_TASK_STAGE_PREPROCESS:
+        return "preprocess";
+    case KS_TASK_STAGE_INFERENCE:
+        return "inference";
+    case KS_TASK_STAGE_POSTPROCESS:
+        return "postprocess";
+    case KS_TASK_STAGE_OTHER:
+        return "other";
+    default:
+        return "invalid";
+    }
+}
+
+uint64_t ks__task_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void ks__task_clock_add(ks__task_clock *clock, uint64_t start_ns) {
+    clock->num_calls++;
+    clock->total_ns += ks__task_now_ns() - start_ns;
+}
+
+/* Room for the models between the preprocess stage and the postprocess and other stages. */
+#define KS__TASK_MAX_MODELS (KS_TASK_MAX_STAGES - 3)
+
+typedef struct stage_sums {
+    ks_task_stage pre, post;
+    ks_task_stage models[KS__TASK_MAX_MODELS];
+    uint32_t num_models;
+    uint64_t nodes_us;
+} stage_sums;
+
+static void add_node_times(const ks_pipeline *p, uint32_t depth, stage_sums *s) {
+    uint32_t n = ks_pipeline_num_nodes(p);
+    for (uint32_t i = 0; i < n; i++) {
+        const ks_pipeline *sub = ks_pipeline_node_subgraph(p, i);
+        if (sub) {
+            if (depth < KS_PIPELINE_MAX_SUBGRAPH_DEPTH) add_node_times(sub, depth + 1, s);
+            continue;
+        }
+        ks_node_stats ns;
+        if (ks_pipeline_node_stats(p, i, &ns) != KS_STATUS_OK) continue;
+        ks_task_stage *st = &s->post;
+        if (strcmp(ns.type_name, "image_to_tensor") == 0 ||
+            strcmp(ns.type_name, "model_input") == 0) {
+            st = &s->pre;
+        } else if (strcmp(ns.type_name, "infer") == 0) {
+            uint32_t k = 0;
+            while (k < s->num_models && strcmp(s->models[k].name, ns.node_name) != 0)
+                k++;
+            if (k == s->num_models) {
+                if (k == KS__TASK_MAX_MODELS) {
+                    k--; /* more models than stages: the last stage takes the rest */
+                    snprintf(s->models[k].name, sizeof(s->models[k].name), "other models");
+                } else {
+                    snprintf(s->models[k].name, sizeof(s->models[k].name), "%s", ns.node_name);
+                    s->models[k].kind = KS_TASK_STAGE_INFERENCE;
+                    s->num_models++;
+                }
+            }
+            st = &s->models[k];
+        }
+        st->num_runs += ns.num_calls;
+        st->total_ms += (double)ns.total_us * 1e-3;
+        s->nodes_us += ns.total_us;
+    }
+}
+
+ks_status ks__task_stats(const ks_pipeline *pipeline, const ks__task_clock *clock,
+                         ks_task_stats *out) {
+    if (!out) return KS_STATUS_INVALID_ARGUMENT;
+    stage_sums s;
+    memset(&s, 0, sizeof(s));
+    snprintf(s.pre.name, sizeof(s.pre.name), "preprocess");
+    s.pre.kind = KS_TASK_STAGE_PREPROCESS;
+    snprintf(s.post.name, sizeof(s.post.name), "postprocess");
+    s.post.kind = KS_TASK_STAGE_POSTPROCESS;
+    add_node_times(pipeline, 0, &s);
+    memset(out, 0, sizeof(*out));
+    out->num_calls = clock->num_calls;
+    out->total_ms = (double)clock->total_ns * 1e-6;
+    out->stages[out->num_stages++] = s.pre;
+    for (uint32_t k = 0; k < s.num_models; k++) {
+        out->stages[out->num_stages++] = s.models[k];
+        out->inference_ms += s.models[k].total_ms;
+    }
+    out->stages[out->num_stages++] = s.post;
+    ks_task_stage *other = &out->stages[out->num_stages++];
+    snprintf(other->name, sizeof(other->name), "other");
+    other->kind = KS_TASK_STAGE_OTHER;
+    other->num_runs = clock->num_calls;
+    double rest = out->total_ms - (double)s.nodes_us * 1e-3;
+    other->total_ms = rest > 0.0 ? rest : 0.0;
+    return KS_STATUS_OK;
 }

@@ -15,13 +15,15 @@
 #include "kestrel/vision.h"
 #include "landmarks.h"
 
-/* Largest input side the tasks accept (the image is copied upright once per frame). */
+/* Largest input side the tasks accept. */
 #define KS_TASK_MAX_SIDE_PX 16384
 
-/* Converts any ks_image (RGB/BGR/RGBA/BGRA/GRAY/NV21/NV12/I420) into an upright RGB8 image
- * packet: the source is rotated clockwise by `rotation`, then mirrored when `mirror`. Result
- * coordinates of the tasks are in this upright image. Fails with INVALID_ARGUMENT (NULL, empty or
- * inconsistent image, message in err) or LIMIT_EXCEEDED. */
+/* Wraps any ks_image (RGB/BGR/RGBA/BGRA/GRAY/NV21/NV12/I420) in an image view packet
+ * (ks_packet_create_image_view): nothing is copied; the graph sees the image rotated clockwise by
+ * `rotation`, then mirrored when `mirror`, and result coordinates of the tasks are in that
+ * upright image. The caller's pixels must outlive the packet (release it before returning to the
+ * app). Fails with INVALID_ARGUMENT (NULL, empty or inconsistent image, message in err) or
+ * LIMIT_EXCEEDED. */
 ks_status ks__task_image_packet(const ks_allocator *alloc, const ks_image *img,
                                 ks_rotation rotation, int mirror, ks_packet **out, char *err,
                                 size_t err_size);
@@ -53,7 +55,7 @@ ks_status ks__task_open(const ks_task_options *task, const char *default_bundle,
 ks_status ks__task_check_graph(const ks_pipeline *pipeline, const char *output, int32_t *index_out,
                                char *err, size_t err_size);
 
-/* Runs a graph checked by ks__task_check_graph on the upright copy of `image` (see
+/* Runs a graph checked by ks__task_check_graph on the upright view of `image` (see
  * ks__task_image_packet; its size goes to *width_out, *height_out), after ks_pipeline_reset when
  * `reset` (independent frames). outs gets ks_pipeline_num_outputs() packets for the caller to
  * release (ks__task_release_outputs). On failure err has the image's or the pipeline's message. */
@@ -100,6 +102,26 @@ ks_status ks__cls_register_nodes(void);
 /* Every task node type: the vision nodes (algos/nodes) and the three sets above. Used by
  * ks-task-bundle to check task graphs. */
 ks_status ks__task_register_all_nodes(void);
+
+/* ---- Task stats (ks_task_stats, vision.h) ---------------------------------------------------
+ * Each task times its run calls with a clock and reports its graph's node times by stage:
+ *     uint64_t t0 = ks__task_now_ns();
+ *     ks_status st = run(...);
+ *     ks__task_clock_add(&t->clock, t0);
+ *     ...
+ *     ks__task_stats(t->pipeline, &t->clock, stats_out);  // in ks_<task>_stats */
+typedef struct ks__task_clock {
+    uint64_t num_calls;
+    uint64_t total_ns;
+} ks__task_clock;
+
+uint64_t ks__task_now_ns(void);
+void ks__task_clock_add(ks__task_clock *clock, uint64_t start_ns);
+/* Groups the node times of `pipeline` (foreach subgraphs included) into stages: image_to_tensor
+ * and model_input nodes are preprocessing, each infer node name a model, other nodes
+ * postprocessing, and the clock's time outside every node "other". */
+ks_status ks__task_stats(const ks_pipeline *pipeline, const ks__task_clock *clock,
+                         ks_task_stats *out);
 
 /* ---- Per-frame tracking loop of the landmark tasks (face, hand, pose) -------------------------
  *

@@ -321,26 +321,25 @@ void ks__imgproc_span_scalar(const ks__imgproc *p, int32_t y, int32_t x_begin, i
 
 /* ---- validation and set-up ---- */
 
-static ks_status setup_source(const ks_image *src, ks__imgproc *p) {
+static ks_status setup_source(const char *fn, const ks_image *src, ks__imgproc *p) {
     const char *fmt = ks_pixel_format_string(src->format);
     if (src->format <= KS_PIXEL_FORMAT_INVALID || src->format >= KS_PIXEL_FORMAT_COUNT) {
-        ks__object_error(NULL, "ks_image_to_tensor: source format %d is not a ks_pixel_format",
+        ks__object_error(NULL, "%s: source format %d is not a ks_pixel_format", fn,
                          (int)src->format);
         return KS_STATUS_INVALID_ARGUMENT;
     }
     if (src->width_px <= 0 || src->height_px <= 0) {
-        ks__object_error(NULL, "ks_image_to_tensor: %s source size %dx%d must be positive", fmt,
-                         src->width_px, src->height_px);
+        ks__object_error(NULL, "%s: %s source size %dx%d must be positive", fn, fmt, src->width_px,
+                         src->height_px);
         return KS_STATUS_INVALID_ARGUMENT;
     }
     if (src->width_px > KS_IMAGE_MAX_DIM_PX || src->height_px > KS_IMAGE_MAX_DIM_PX) {
-        ks__object_error(NULL,
-                         "ks_image_to_tensor: %s source %dx%d exceeds KS_IMAGE_MAX_DIM_PX (%d)",
-                         fmt, src->width_px, src->height_px, KS_IMAGE_MAX_DIM_PX);
+        ks__object_error(NULL, "%s: %s source %dx%d exceeds KS_IMAGE_MAX_DIM_PX (%d)", fn, fmt,
+                         src->width_px, src->height_px, KS_IMAGE_MAX_DIM_PX);
         return KS_STATUS_LIMIT_EXCEEDED;
     }
     if ((unsigned)src->yuv_range >= KS_YUV_RANGE_COUNT) {
-        ks__object_error(NULL, "ks_image_to_tensor: %s yuv_range %d is not a ks_yuv_range", fmt,
+        ks__object_error(NULL, "%s: %s yuv_range %d is not a ks_yuv_range", fn, fmt,
                          (int)src->yuv_range);
         return KS_STATUS_INVALID_ARGUMENT;
     }
@@ -374,16 +373,16 @@ static ks_status setup_source(const ks_image *src, ks__imgproc *p) {
     p->offsets_fit_i32 = 1;
     for (int32_t i = 0; i < num_planes; i++) {
         if (!src->planes[i]) {
-            ks__object_error(NULL, "ks_image_to_tensor: %s source needs planes[%d] (%d planes)",
-                             fmt, i, num_planes);
+            ks__object_error(NULL, "%s: %s source needs planes[%d] (%d planes)", fn, fmt, i,
+                             num_planes);
             return KS_STATUS_INVALID_ARGUMENT;
         }
         int32_t stride = src->stride_bytes[i] ? src->stride_bytes[i] : row_bytes[i];
         if (stride < row_bytes[i]) {
             ks__object_error(NULL,
-                             "ks_image_to_tensor: %s source stride_bytes[%d] = %d is below the "
+                             "%s: %s source stride_bytes[%d] = %d is below the "
                              "row size %d bytes (width %d)",
-                             fmt, i, src->stride_bytes[i], row_bytes[i], w);
+                             fn, fmt, i, src->stride_bytes[i], row_bytes[i], w);
             return KS_STATUS_INVALID_ARGUMENT;
         }
         p->plane[i] = (const uint8_t *)src->planes[i];
@@ -503,7 +502,7 @@ static ks_status setup_dest(const ks_image_to_tensor_desc *d, ks_tensor *dst, ks
 
 static ks_status setup(const ks_image *src, const ks_image_to_tensor_desc *d, ks_tensor *dst,
                        ks__imgproc *p) {
-    ks_status st = setup_source(src, p);
+    ks_status st = setup_source("ks_image_to_tensor", src, p);
     if (st) return st;
     if ((unsigned)d->rotation >= KS_ROTATION_COUNT || (unsigned)d->interp >= KS_INTERP_COUNT ||
         (unsigned)d->border >= KS_BORDER_COUNT ||
@@ -572,6 +571,16 @@ static ks_status setup(const ks_image *src, const ks_image_to_tensor_desc *d, ks
         p->border_rgb[2] = p->bgr ? bv[0] : bv[2];
     }
     return KS_STATUS_OK;
+}
+
+ks_status ks_image_check(const ks_image *image) {
+    if (!image) {
+        ks__object_error(NULL, "ks_image_check: image is NULL");
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    ks__imgproc p;
+    memset(&p, 0, sizeof(p));
+    return setup_source("ks_image_check", image, &p);
 }
 
 ks_status ks__image_to_tensor_isa(const ks_image *src, const ks_image_to_tensor_desc *desc,

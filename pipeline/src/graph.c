@@ -1195,3 +1195,8 @@ ks_status ks_pipeline_node_stats(const ks_pipeline *p, uint32_t index, ks_node_s
     stats_out->mean_us = n->num_calls ? (double)n->total_us / (double)n->num_calls : 0.0;
     return KS_STATUS_OK;
 }
+
+const ks_pipeline *ks_pipeline_node_subgraph(const ks_pipeline *p, uint32_t index) {
+    if (!p || index >= p->num_nodes) return NULL;
+    return ks__node_subgraph(p->nodes[index].type, p->nodes[index].state);
+}

@@ -73,6 +73,12 @@ static ks_status previous_after(void *state, ks_node_ctx *ctx) {
     previous_state *s = state;
     const ks_packet *now = ks_node_input(ctx, 0);
     ks_packet_release(s->held);
+    s->held = NULL;
+    /* A view's pixels belong to the caller for one frame only (ks_packet_create_image_view). */
+    if (ks__packet_is_view(now))
+        return ks_node_fail(ctx, KS_STATUS_INVALID_ARGUMENT,
+                            "cannot keep a camera frame view for the next frame (its pixels "
+                            "belong to the caller); pass an owned image (ks_packet_create_image)");
     s->held = ks_packet_retain(now);
     return KS_STATUS_OK;
 }
@@ -407,6 +413,10 @@ const ks_node_type *const ks__builtin_types[] = {
     &ks__infer_type,
 };
 const uint32_t ks__num_builtin_types = sizeof(ks__builtin_types) / sizeof(ks__builtin_types[0]);
+
+const ks_pipeline *ks__node_subgraph(const ks_node_type *type, const void *state) {
+    return type == &foreach_type && state ? ((const foreach_state *)state)->child : NULL;
+}
 
 const ks_node_type *ks__builtin_node_type(const char *name) {
     for (uint32_t i = 0; name && i < ks__num_builtin_types; i++)

@@ -67,23 +67,6 @@ error:
     return st;
 }
 
-static ks_pixel_format pixel_format(ks_pixel_layout f) {
-    switch (f) {
-    case KS_PIXEL_GRAY8:
-        return KS_PIXEL_FORMAT_GRAY;
-    case KS_PIXEL_RGB8:
-        return KS_PIXEL_FORMAT_RGB;
-    case KS_PIXEL_RGBA8:
-        return KS_PIXEL_FORMAT_RGBA;
-    case KS_PIXEL_BGR8:
-        return KS_PIXEL_FORMAT_BGR;
-    case KS_PIXEL_BGRA8:
-        return KS_PIXEL_FORMAT_BGRA;
-    default:
-        return KS_PIXEL_FORMAT_INVALID;
-    }
-}
-
 static ks_status itt_process(void *state, ks_node_ctx *ctx) {
     const itt_state *s = state;
     const ks_packet_image *img = ks_packet_image_view(ks_node_input(ctx, 0));
@@ -143,12 +126,9 @@ static ks_status itt_process(void *state, ks_node_ctx *ctx) {
         d.m[2] += 0.5f - 0.5f * (d.m[0] + d.m[1]);
         d.m[5] += 0.5f - 0.5f * (d.m[3] + d.m[4]);
     }
-    ks_image src = {.format = pixel_format(img->format),
-                    .width_px = img->width_px,
-                    .height_px = img->height_px,
-                    .planes = {img->data, NULL, NULL},
-                    .stride_bytes = {(int32_t)img->stride_bytes, 0, 0}};
-    st = ks_image_to_tensor(&src, &d, &dst);
+    ks_image src;
+    st = ks_packet_image_source(ks_node_input(ctx, 0), &src, &d.rotation, &d.mirror);
+    if (!st) st = ks_image_to_tensor(&src, &d, &dst);
     if (st) {
         ks_packet_release(t);
         return ks_node_fail(ctx, st, "%s", ks_last_error(NULL));

@@ -54,7 +54,7 @@ uint32_t ks_pixel_layout_bytes(ks_pixel_layout layout) {
     case KS_PIXEL_RGBA8:
     case KS_PIXEL_BGRA8:
         return 4;
-    default:
+    default: /* KS_PIXEL_EXTERNAL too: its pixels are not in the packet */
         return 0;
     }
 }
@@ -135,6 +135,75 @@ ks_status ks_packet_create_image(const ks_allocator *allocator, const ks_packet_
     p->u.image.stride_bytes = row;
     p->u.image.data = p->payload;
     *packet_out = p;
+    return KS_STATUS_OK;
+}
+
+ks_status ks_packet_create_image_view(const ks_allocator *allocator, const ks_image *frame,
+                                      ks_rotation rotation, int32_t mirror,
+                                      ks_packet **packet_out) {
+    if (!frame || !packet_out) return bad_arg("ks_packet_create_image_view", "NULL argument");
+    if ((unsigned)rotation >= KS_ROTATION_COUNT) {
+        ks__object_error(NULL, "ks_packet_create_image_view: rotation %d is not a ks_rotation",
+                         (int)rotation);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    ks_status st = ks_image_check(frame);
+    if (st) return st; /* the message names ks_image_check and the cause */
+    ks_packet *p = NULL;
+    st = packet_new(allocator, KS_PACKET_IMAGE, 0, 0, &p);
+    if (st) return st;
+    bool swap = rotation == KS_ROTATION_90 || rotation == KS_ROTATION_270;
+    p->u.image = (ks_packet_image){.format = KS_PIXEL_EXTERNAL,
+                                   .width_px = swap ? frame->height_px : frame->width_px,
+                                   .height_px = swap ? frame->width_px : frame->height_px};
+    p->frame = *frame;
+    p->frame_rotation = rotation;
+    p->frame_mirror = mirror != 0;
+    *packet_out = p;
+    return KS_STATUS_OK;
+}
+
+bool ks__packet_is_view(const ks_packet *p) {
+    return p && p->type == KS_PACKET_IMAGE && p->u.image.format == KS_PIXEL_EXTERNAL;
+}
+
+static ks_pixel_format layout_format(ks_pixel_layout f) {
+    switch (f) {
+    case KS_PIXEL_GRAY8:
+        return KS_PIXEL_FORMAT_GRAY;
+    case KS_PIXEL_RGB8:
+        return KS_PIXEL_FORMAT_RGB;
+    case KS_PIXEL_RGBA8:
+        return KS_PIXEL_FORMAT_RGBA;
+    case KS_PIXEL_BGR8:
+        return KS_PIXEL_FORMAT_BGR;
+    case KS_PIXEL_BGRA8:
+        return KS_PIXEL_FORMAT_BGRA;
+    default:
+        return KS_PIXEL_FORMAT_INVALID;
+    }
+}
+
+ks_status ks_packet_image_source(const ks_packet *packet, ks_image *source_out,
+                                 ks_rotation *rotation_out, int32_t *mirror_out) {
+    if (!packet || packet->type != KS_PACKET_IMAGE || !source_out || !rotation_out || !mirror_out)
+        return bad_arg("ks_packet_image_source", "not an image packet, or a NULL output");
+    if (ks__packet_is_view(packet)) {
+        *source_out = packet->frame;
+        *rotation_out = packet->frame_rotation;
+        *mirror_out = packet->frame_mirror;
+        return KS_STATUS_OK;
+    }
+    const ks_packet_image *im = &packet->u.image;
+    if (im->stride_bytes > (size_t)INT32_MAX)
+        return bad_arg("ks_packet_image_source", "row stride above 2^31 bytes");
+    *source_out = (ks_image){.format = layout_format(im->format),
+                             .width_px = im->width_px,
+                             .height_px = im->height_px,
+                             .planes = {im->data, NULL, NULL},
+                             .stride_bytes = {(int32_t)im->stride_bytes, 0, 0}};
+    *rotation_out = KS_ROTATION_0;
+    *mirror_out = 0;
     return KS_STATUS_OK;
 }
 

@@ -20,6 +20,10 @@ struct ks_packet {
     ks_allocator alloc;
     size_t payload_bytes; /* what ks_packet_mutable_data exposes */
     void *payload;
+    /* Image views (u.image.format KS_PIXEL_EXTERNAL): the caller's frame, not owned. */
+    ks_image frame;
+    ks_rotation frame_rotation;
+    int32_t frame_mirror;
     union {
         ks_packet_image image;
         ks_tensor tensor;
@@ -40,6 +44,8 @@ struct ks_packet {
 };
 
 void ks__packet_stamp(ks_packet *p, int64_t timestamp_us);
+/* An image packet that refers to a caller's frame (ks_packet_create_image_view). */
+bool ks__packet_is_view(const ks_packet *p);
 
 /* ---- per-graph block pool (blockpool.c) ---- */
 /* A caching allocator over `backing` (the app's): freed blocks wait on per-size free lists for
@@ -136,6 +142,8 @@ ks_status ks__json_parse(const char *text, size_t size_bytes, const char *name, 
 
 /* ---- built-in node types ---- */
 const ks_node_type *ks__builtin_node_type(const char *name);
+/* The child pipeline of a foreach node's state, or NULL for other node types. */
+const ks_pipeline *ks__node_subgraph(const ks_node_type *type, const void *state);
 extern const ks_node_type *const ks__builtin_types[];
 extern const uint32_t ks__num_builtin_types;
 

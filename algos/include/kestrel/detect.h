@@ -56,6 +56,9 @@ KS_API ks_status ks_object_detector_create(const ks_object_detector_desc *desc,
                                            ks_object_detector **out);
 /* NULL is a no-op. */
 KS_API void ks_object_detector_destroy(ks_object_detector *detector);
+/* Where the ks_object_detect calls spent their time (see ks_task_stats in vision.h). */
+KS_API ks_status ks_object_detector_stats(const ks_object_detector *detector,
+                                          ks_task_stats *stats_out);
 /* Detects objects. In VIDEO mode timestamps must strictly increase. *out (free with
  * ks_detected_objects_release) is written on success, also when nothing is found (count 0). */
 KS_API ks_status ks_object_detect(ks_object_detector *detector, const ks_image *image,

@@ -124,6 +124,9 @@ KS_API ks_status ks_hand_landmarker_create(const ks_hand_landmarker_desc *desc,
                                            ks_hand_landmarker **out);
 /* NULL is a no-op. Results already returned stay valid. */
 KS_API void ks_hand_landmarker_destroy(ks_hand_landmarker *landmarker);
+/* Where the ks_hands_detect calls spent their time (see ks_task_stats in vision.h). */
+KS_API ks_status ks_hand_landmarker_stats(const ks_hand_landmarker *landmarker,
+                                          ks_task_stats *stats_out);
 
 /* Finds hands in `image` (any ks_image format; oriented with task.rotation / task.mirror).
  * timestamp_us must increase strictly in KS_MODE_VIDEO (INVALID_STATE otherwise). *out receives

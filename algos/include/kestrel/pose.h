@@ -138,6 +138,9 @@ KS_API ks_status ks_pose_landmarker_create(const ks_pose_landmarker_desc *desc,
                                            ks_pose_landmarker **out);
 /* NULL is a no-op. Results already returned stay valid. */
 KS_API void ks_pose_landmarker_destroy(ks_pose_landmarker *landmarker);
+/* Where the ks_pose_detect calls spent their time (see ks_task_stats in vision.h). */
+KS_API ks_status ks_pose_landmarker_stats(const ks_pose_landmarker *landmarker,
+                                          ks_task_stats *stats_out);
 
 /* Finds poses in `image` (any ks_image format; oriented with task.rotation / task.mirror).
  * timestamp_us must increase strictly in KS_MODE_VIDEO (INVALID_STATE otherwise) and is ignored

@@ -59,6 +59,8 @@ typedef struct ks_segmenter ks_segmenter;
 KS_API ks_status ks_segmenter_create(const ks_segmenter_desc *desc, ks_segmenter **out);
 /* NULL is a no-op. */
 KS_API void ks_segmenter_destroy(ks_segmenter *segmenter);
+/* Where the ks_segment calls spent their time (see ks_task_stats in vision.h). */
+KS_API ks_status ks_segmenter_stats(const ks_segmenter *segmenter, ks_task_stats *stats_out);
 
 /* Segments one image. In VIDEO mode timestamps must strictly increase. The image is not kept.
  * *out is written on success; free it with ks_segmentation_release. */

@@ -70,6 +70,37 @@ typedef struct ks_task_options {
     ks_precision precision;
 } ks_task_options;
 
+/* Where a task's calls spent their time since it was created, each stage summed over every
+ * call (read with the task's *_stats function, e.g. ks_face_detector_stats). For profiling and
+ * benchmarks (ks-taskbench); the clocks cost two reads per graph node and per call. */
+typedef enum ks_task_stage_kind {
+    KS_TASK_STAGE_PREPROCESS = 0,  /* camera frame -> model input tensors (crop, resize, ...) */
+    KS_TASK_STAGE_INFERENCE = 1,   /* one stage per model of the task */
+    KS_TASK_STAGE_POSTPROCESS = 2, /* the graph's other nodes: decoding, NMS, projection, masks */
+    KS_TASK_STAGE_OTHER = 3,       /* the rest: tracking, decoding and results outside the graph */
+    KS_TASK_STAGE_KIND_COUNT
+} ks_task_stage_kind;
+
+#define KS_TASK_MAX_STAGES 8
+
+typedef struct ks_task_stage {
+    char name[64]; /* "preprocess", the model's graph node name, "postprocess" or "other" */
+    ks_task_stage_kind kind;
+    uint64_t num_runs; /* graph node runs (a model may run several times in a call, or none) */
+    double total_ms;
+} ks_task_stage;
+
+typedef struct ks_task_stats {
+    uint64_t num_calls;  /* calls of the task's run function, failed ones included */
+    double total_ms;     /* wall time inside those calls */
+    double inference_ms; /* the INFERENCE stages together */
+    uint32_t num_stages; /* preprocess first, then the models in graph order, postprocess, other */
+    ks_task_stage stages[KS_TASK_MAX_STAGES];
+} ks_task_stats;
+
+/* "preprocess", "inference", "postprocess", "other"; "invalid" for unknown values. */
+KS_API const char *ks_task_stage_kind_string(ks_task_stage_kind kind);
+
 /* Directory where tasks look for their default bundles when model_path is NULL: the
  * KESTREL_MODELS_DIR environment variable if set, else the directory given here (NULL resets to
  * the build-time default). The string is copied. Call before creating tasks. */

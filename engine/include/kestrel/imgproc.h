@@ -151,6 +151,11 @@ typedef struct ks_image_to_tensor_desc {
 KS_API ks_status ks_image_to_tensor(const ks_image *src, const ks_image_to_tensor_desc *desc,
                                     ks_tensor *dst);
 
+/* Checks `image` as ks_image_to_tensor would (format, size, KS_IMAGE_MAX_DIM_PX, yuv_range, the
+ * planes its format needs and their strides) without reading a pixel. KS_STATUS_INVALID_ARGUMENT
+ * or KS_STATUS_LIMIT_EXCEEDED with the reason in ks_last_error(NULL). */
+KS_API ks_status ks_image_check(const ks_image *image);
+
 /* ---- affine helpers (2x3 matrices as float[6], see the coordinate convention above) ---- */
 
 /* Letterbox fit: the source (src_width_px x src_height_px) is scaled uniformly to fit inside the

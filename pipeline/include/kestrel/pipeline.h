@@ -33,6 +33,7 @@
 #define KESTREL_PIPELINE_H
 
 #include "kestrel/engine.h"
+#include "kestrel/imgproc.h"
 #include "kestrel/kestrel.h"
 #include "kestrel/tensor.h"
 
@@ -83,13 +84,17 @@ typedef enum ks_pixel_layout {
     KS_PIXEL_RGBA8 = 3,
     KS_PIXEL_BGR8 = 4,
     KS_PIXEL_BGRA8 = 5,
+    /* A view of a caller's frame in any ks_image format (ks_packet_create_image_view): data is
+     * NULL and width_px x height_px is the upright size; read the pixels through
+     * ks_packet_image_source. */
+    KS_PIXEL_EXTERNAL = 6,
     KS_PIXEL_LAYOUT_COUNT
 } ks_pixel_layout;
 
 /* Bytes per pixel of a layout; 0 for unknown values. */
 KS_API uint32_t ks_pixel_layout_bytes(ks_pixel_layout layout);
 
-/* An image view. In a packet, `data` is owned by the packet. */
+/* An image view. In a packet, `data` is owned by the packet (NULL for KS_PIXEL_EXTERNAL). */
 typedef struct ks_packet_image {
     ks_pixel_layout format;
     int32_t width_px;
@@ -151,6 +156,16 @@ KS_API ks_status ks_packet_create_image(const ks_allocator *allocator, const ks_
                                         ks_packet **packet_out);
 /* info->name is copied (NULL allowed); every dim must be >= 0. size_bytes follows from the
  * shape and dtype. data may be NULL (zeroed). */
+/* A camera frame as an image packet, without copying a pixel: the packet refers to the caller's
+ * planes, and every node that reads it samples them through ks_image_to_tensor with the frame's
+ * orientation (rotated clockwise by `rotation`, then mirrored left-right when `mirror`), so the
+ * graph sees the upright image. ks_packet_image_view gives KS_PIXEL_EXTERNAL and the upright
+ * size. The frame is checked with ks_image_check. The pixels must stay valid and unchanged until
+ * the packet's last reference is released: pass it to ks_pipeline_process and release it after
+ * that call (graph nodes that keep packets across frames, such as "previous", refuse views). */
+KS_API ks_status ks_packet_create_image_view(const ks_allocator *allocator, const ks_image *frame,
+                                             ks_rotation rotation, int32_t mirror,
+                                             ks_packet **packet_out);
 KS_API ks_status ks_packet_create_tensor(const ks_allocator *allocator, const ks_tensor_info *info,
                                          const void *data, ks_packet **packet_out);
 KS_API ks_status ks_packet_create_detections(const ks_allocator *allocator,
@@ -201,6 +216,14 @@ KS_API int64_t ks_packet_timestamp_us(const ks_packet *packet);
  * pointers inside them live as long as the packet. */
 KS_API const ks_packet_image *ks_packet_image_view(const ks_packet *packet);
 KS_API const ks_tensor *ks_packet_tensor(const ks_packet *packet);
+/* The pixels of an image packet as ks_image_to_tensor input: *source_out, and the orientation
+ * to put in ks_image_to_tensor_desc (rotation, mirror) so that desc.m maps tensor points to
+ * points of the packet's upright image. For an owned image: its pixels, KS_ROTATION_0, 0. For a
+ * view: the caller's frame and its orientation. KS_STATUS_INVALID_ARGUMENT when the packet is not
+ * an image. */
+KS_API ks_status ks_packet_image_source(const ks_packet *packet, ks_image *source_out,
+                                        ks_rotation *rotation_out, int32_t *mirror_out);
+
 KS_API const ks_packet_detections *ks_packet_detections_view(const ks_packet *packet);
 KS_API const ks_packet_landmarks *ks_packet_landmarks_view(const ks_packet *packet);
 KS_API const ks_packet_rects *ks_packet_rects_view(const ks_packet *packet);
@@ -385,6 +408,9 @@ typedef struct ks_node_stats {
 KS_API uint32_t ks_pipeline_num_nodes(const ks_pipeline *pipeline);
 KS_API ks_status ks_pipeline_node_stats(const ks_pipeline *pipeline, uint32_t index,
                                         ks_node_stats *stats_out);
+/* The subgraph that node `index` runs (a "foreach" node's per-item graph; its node stats add up
+ * every item), or NULL for other nodes and bad indexes. Lives with the pipeline. */
+KS_API const ks_pipeline *ks_pipeline_node_subgraph(const ks_pipeline *pipeline, uint32_t index);
 
 #ifdef __cplusplus
 }
