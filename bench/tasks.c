@@ -9,7 +9,8 @@
  * overhead_ms, overhead_fraction, stages[] of name, kind, runs per call, ms; medians).
  *
  *   ks-taskbench [--json] [--runs N] [--threads T] [--format nv21|rgb] [--image PATH]
- *                [--models DIR] [--task NAME]
+ *                [--models DIR] [--task NAME] [--dump-frame OUT.ppm]
+ * (--dump-frame writes the RGB frame and exits: peers are timed on the same pixels.)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -316,7 +317,7 @@ static void make_nv21(const uint8_t *rgb, uint8_t *nv21, ks_image *frame) {
 
 static void usage(void) {
     fprintf(stderr, "usage: ks-taskbench [--json] [--runs N] [--threads T] [--format nv21|rgb] "
-                    "[--image PATH] [--models DIR] [--task NAME]\n");
+                    "[--image PATH] [--models DIR] [--task NAME] [--dump-frame OUT.ppm]\n");
 }
 
 /* Trackers are judged in VIDEO mode, single-image tasks in IMAGE mode (issue 17's acceptance). */
@@ -345,7 +346,7 @@ static void print_json(const task_entry *e, ks_running_mode mode, int32_t thread
 int main(int argc, char **argv) {
     int runs = DEFAULT_RUNS, json = 0, threads_only = 0;
     const char *image_path = KS_SOURCE_DIR "/models/images/skimage_astronaut.png";
-    const char *only = NULL, *format = "nv21";
+    const char *only = NULL, *format = "nv21", *dump_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
             runs = atoi(argv[++i]);
@@ -363,6 +364,8 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "--format takes nv21 or rgb\n");
                 return 2;
             }
+        } else if (strcmp(argv[i], "--dump-frame") == 0 && i + 1 < argc) {
+            dump_path = argv[++i];
         } else if (strcmp(argv[i], "--image") == 0 && i + 1 < argc) {
             image_path = argv[++i];
         } else if (strcmp(argv[i], "--models") == 0 && i + 1 < argc) {
@@ -398,6 +401,20 @@ int main(int argc, char **argv) {
         ok = ok && (sc.stage[j] = malloc((size_t)runs * sizeof(double))) != NULL;
     ks_image frame;
     if (!ok || make_frame(&photo.image, rgb, &frame)) goto done;
+    if (dump_path) {
+        /* The RGB frame as a binary PPM, for peers timed on the same pixels
+         * (bench/tasks_vs_mediapipe.py). */
+        FILE *f = fopen(dump_path, "wb");
+        int ok_dump = f && fprintf(f, "P6\n%d %d\n255\n", FRAME_WIDTH_PX, FRAME_HEIGHT_PX) > 0 &&
+                      fwrite(rgb, 1, npx * 3, f) == npx * 3;
+        if (f && fclose(f) != 0) ok_dump = 0;
+        if (!ok_dump) {
+            fprintf(stderr, "cannot write %s\n", dump_path);
+            goto done;
+        }
+        rc = 0;
+        goto done;
+    }
     if (strcmp(format, "nv21") == 0) make_nv21(rgb, nv21, &frame);
     int t_lo = threads_only ? threads_only : 1, t_hi = threads_only ? threads_only : 2;
     if (!json) {

@@ -7,6 +7,7 @@
  * per pixel and the upsampling is linear, so this costs h*w instead of the image's pixel count
  * and differs from smoothing after upsampling only at edges between uncertain pixels. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,12 +20,22 @@ typedef struct seg_mask_state {
     int32_t prev_w, prev_h;
     size_t cap_px; /* capacity of prev */
     const ks_allocator *alloc;
+    /* Upsampling tables for one (model width -> image width) pair, and two rows of horizontally
+     * interpolated values; rebuilt only when the sizes change. */
+    int32_t tab_sw, tab_dw;
+    int32_t *col0, *col1;
+    float *colw, *hrow[2];
 } seg_mask_state;
 
 static void seg_mask_destroy(void *state, const ks_allocator *a) {
     seg_mask_state *s = state;
     if (!s) return;
     ks__free(a, s->prev);
+    ks__free(a, s->col0);
+    ks__free(a, s->col1);
+    ks__free(a, s->colw);
+    ks__free(a, s->hrow[0]);
+    ks__free(a, s->hrow[1]);
     ks__free(a, s);
 }
 
@@ -51,10 +62,54 @@ static void seg_mask_reset(void *state) {
     s->prev_w = s->prev_h = 0; /* buffers stay; the next frame starts fresh */
 }
 
-/* Bilinear resize with pixel-centre alignment and edge clamping (OpenCV INTER_LINEAR). */
-static void resize_bilinear(const float *src, int32_t sw, int32_t sh, float *dst, int32_t dw,
-                            int32_t dh) {
-    float sx = (float)sw / (float)dw, sy = (float)sh / (float)dh;
+/* The per-column taps of the upsampling (see resize_bilinear); false when out of memory. */
+static bool resize_tables(seg_mask_state *s, int32_t sw, int32_t dw) {
+    if (s->tab_sw == sw && s->tab_dw == dw) return true;
+    const ks_allocator *a = s->alloc;
+    ks__free(a, s->col0);
+    ks__free(a, s->col1);
+    ks__free(a, s->colw);
+    ks__free(a, s->hrow[0]);
+    ks__free(a, s->hrow[1]);
+    size_t n = (size_t)dw;
+    s->col0 = ks__alloc(a, n * sizeof(int32_t));
+    s->col1 = ks__alloc(a, n * sizeof(int32_t));
+    s->colw = ks__alloc(a, n * sizeof(float));
+    s->hrow[0] = ks__alloc(a, n * sizeof(float));
+    s->hrow[1] = ks__alloc(a, n * sizeof(float));
+    s->tab_sw = s->tab_dw = 0;
+    if (!s->col0 || !s->col1 || !s->colw || !s->hrow[0] || !s->hrow[1]) return false;
+    float sx = (float)sw / (float)dw;
+    for (int32_t x = 0; x < dw; x++) {
+        float fx = ((float)x + 0.5f) * sx - 0.5f;
+        if (fx < 0.0f) fx = 0.0f;
+        int32_t x0 = (int32_t)fx;
+        if (x0 > sw - 1) x0 = sw - 1;
+        float wx = fx - (float)x0;
+        s->col0[x] = x0;
+        s->col1[x] = x0 + 1 < sw ? x0 + 1 : sw - 1;
+        s->colw[x] = wx > 1.0f ? 1.0f : wx;
+    }
+    s->tab_sw = sw;
+    s->tab_dw = dw;
+    return true;
+}
+
+static void interp_row(const seg_mask_state *s, const float *r, float *out, int32_t dw) {
+    for (int32_t x = 0; x < dw; x++) {
+        float p0 = r[s->col0[x]];
+        out[x] = p0 + (r[s->col1[x]] - p0) * s->colw[x];
+    }
+}
+
+/* Bilinear resize with pixel-centre alignment and edge clamping (OpenCV INTER_LINEAR), clamped
+ * to [0, 1] (NaN -> 0). Separable: each source row is interpolated horizontally once (a source
+ * row serves several output rows when upsampling), then output rows blend two of those, a loop
+ * the compiler vectorizes. The same float expressions as a per-pixel evaluation. */
+static void resize_bilinear(seg_mask_state *s, const float *src, int32_t sw, int32_t sh, float *dst,
+                            int32_t dw, int32_t dh) {
+    float sy = (float)sh / (float)dh;
+    int32_t have[2] = {-1, -1}; /* source row held by hrow[0], hrow[1] */
     for (int32_t y = 0; y < dh; y++) {
         float fy = ((float)y + 0.5f) * sy - 0.5f;
         if (fy < 0.0f) fy = 0.0f;
@@ -63,19 +118,26 @@ static void resize_bilinear(const float *src, int32_t sw, int32_t sh, float *dst
         int32_t y1 = y0 + 1 < sh ? y0 + 1 : sh - 1;
         float wy = fy - (float)y0;
         if (wy > 1.0f) wy = 1.0f;
-        const float *r0 = src + (size_t)y0 * (size_t)sw, *r1 = src + (size_t)y1 * (size_t)sw;
+        if (have[0] != y0) {
+            if (have[1] == y0) { /* the previous bottom row is this top row: swap */
+                float *t = s->hrow[0];
+                s->hrow[0] = s->hrow[1];
+                s->hrow[1] = t;
+                have[1] = -1;
+            } else {
+                interp_row(s, src + (size_t)y0 * (size_t)sw, s->hrow[0], dw);
+            }
+            have[0] = y0;
+        }
+        if (have[1] != y1) {
+            interp_row(s, src + (size_t)y1 * (size_t)sw, s->hrow[1], dw);
+            have[1] = y1;
+        }
+        const float *top = s->hrow[0], *bot = s->hrow[1];
         float *out = dst + (size_t)y * (size_t)dw;
         for (int32_t x = 0; x < dw; x++) {
-            float fx = ((float)x + 0.5f) * sx - 0.5f;
-            if (fx < 0.0f) fx = 0.0f;
-            int32_t x0 = (int32_t)fx;
-            if (x0 > sw - 1) x0 = sw - 1;
-            int32_t x1 = x0 + 1 < sw ? x0 + 1 : sw - 1;
-            float wx = fx - (float)x0;
-            if (wx > 1.0f) wx = 1.0f;
-            float top = r0[x0] + (r0[x1] - r0[x0]) * wx;
-            float bot = r1[x0] + (r1[x1] - r1[x0]) * wx;
-            out[x] = top + (bot - top) * wy;
+            float v = top[x] + (bot[x] - top[x]) * wy;
+            out[x] = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : (v == v ? v : 0.0f));
         }
     }
 }
@@ -134,13 +196,12 @@ static ks_status seg_mask_process(void *state, ks_node_ctx *ctx) {
                             (int)img->height_px);
     size_t size_bytes = 0;
     float *dst = ks_packet_mutable_data(out, &size_bytes);
-    resize_bilinear(src, (int32_t)w, (int32_t)h, dst, img->width_px, img->height_px);
-    /* The model's sigmoid already bounds values; clamp what bilinear rounding may push out. */
-    size_t num_px = (size_t)img->width_px * (size_t)img->height_px;
-    for (size_t i = 0; i < num_px; i++) {
-        float v = dst[i];
-        dst[i] = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : (v == v ? v : 0.0f));
+    if (!resize_tables(s, (int32_t)w, img->width_px)) {
+        ks_packet_release(out);
+        return ks_node_fail(ctx, KS_STATUS_OUT_OF_MEMORY, "upsampling tables");
     }
+    /* The model's sigmoid already bounds values; the resize clamps what rounding may push out. */
+    resize_bilinear(s, src, (int32_t)w, (int32_t)h, dst, img->width_px, img->height_px);
     return ks_node_output(ctx, 0, out);
 }
 
