@@ -274,6 +274,100 @@ static void test_rotation(void **state) {
     free(rot);
 }
 
+/* ks_face_landmarker_stats: the calls, the two models by name with their run counts, and stages
+ * that add up to no more than the calls' wall time. */
+static void test_stats(void **state) {
+    (void)state;
+    ks_face_landmarker *fl = NULL;
+    assert_int_equal(
+        ks_face_landmarker_create(&(ks_face_landmarker_desc){.task.mode = KS_MODE_VIDEO}, &fl),
+        KS_STATUS_OK);
+    ks_task_stats st;
+    assert_int_equal(ks_face_landmarker_stats(fl, NULL), KS_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(ks_face_landmarker_stats(NULL, &st), KS_STATUS_INVALID_ARGUMENT);
+    const int frames = 5;
+    for (int i = 0; i < frames; i++) {
+        ks_face_meshes *m = NULL;
+        assert_int_equal(ks_face_landmarker_detect(fl, &g_astro.image, 33333 * (i + 1), &m),
+                         KS_STATUS_OK);
+        assert_int_equal(m->count, 1);
+        ks_face_meshes_release(m);
+    }
+    assert_int_equal(ks_face_landmarker_stats(fl, &st), KS_STATUS_OK);
+    assert_int_equal(st.num_calls, frames);
+    assert_true(st.num_stages >= 4 && st.num_stages <= KS_TASK_MAX_STAGES);
+    assert_int_equal(st.stages[0].kind, KS_TASK_STAGE_PREPROCESS);
+    assert_int_equal(st.stages[st.num_stages - 2].kind, KS_TASK_STAGE_POSTPROCESS);
+    assert_int_equal(st.stages[st.num_stages - 1].kind, KS_TASK_STAGE_OTHER);
+    double sum = 0.0, inference = 0.0;
+    uint64_t detector_runs = 0, mesh_runs = 0;
+    for (uint32_t i = 0; i < st.num_stages; i++) {
+        const ks_task_stage *g = &st.stages[i];
+        assert_true(g->total_ms >= 0.0);
+        sum += g->total_ms;
+        if (g->kind != KS_TASK_STAGE_INFERENCE) continue;
+        inference += g->total_ms;
+        if (strcmp(g->name, "detector") == 0) detector_runs = g->num_runs;
+        if (strcmp(g->name, "landmarks_model") == 0) mesh_runs = g->num_runs;
+    }
+    /* VIDEO: the detector runs on the first frame only (the face is tracked after it). */
+    assert_int_equal(detector_runs, 1);
+    assert_int_equal(mesh_runs, frames);
+    assert_true(fabs(inference - st.inference_ms) < 1e-9);
+    assert_true(st.inference_ms > 0.0);
+    assert_true(sum <= st.total_ms * 1.0001 + 1e-6);
+    assert_string_equal(ks_task_stage_kind_string(KS_TASK_STAGE_OTHER), "other");
+    assert_string_equal(ks_task_stage_kind_string((ks_task_stage_kind)99), "invalid");
+    ks_face_landmarker_destroy(fl);
+}
+
+/* The astronaut as an Android camera delivers it (NV21, rotated 90 degrees, BT.601 video range):
+ * the task samples the camera planes directly, and the face lands where the RGB photo puts it. */
+static void test_nv21_rotated_frame(void **state) {
+    (void)state;
+    int w = g_astro.image.width_px, h = g_astro.image.height_px; /* upright photo */
+    /* The sensor image (h x w) is the photo turned 90 degrees counter-clockwise, so the task's
+     * rotation 90 (clockwise) makes it upright: sensor pixel (sx, sy) = upright (w - 1 - sy, sx).
+     */
+    int sw = h, sh = w;
+    int cw = (sw + 1) / 2, ch = (sh + 1) / 2;
+    uint8_t *yp = malloc((size_t)sw * sh), *vu = malloc((size_t)cw * ch * 2);
+    assert_non_null(yp);
+    assert_non_null(vu);
+    for (int sy = 0; sy < sh; sy++)
+        for (int sx = 0; sx < sw; sx++) {
+            const uint8_t *p = g_astro.pixels + ((size_t)sx * w + (w - 1 - sy)) * 3;
+            double y = 16.0 + 0.256788 * p[0] + 0.504129 * p[1] + 0.097906 * p[2];
+            yp[(size_t)sy * sw + sx] = (uint8_t)(y + 0.5);
+            if ((sx | sy) & 1) continue;
+            double v = 128.0 + 0.439216 * p[0] - 0.367788 * p[1] - 0.071427 * p[2];
+            double u = 128.0 - 0.148223 * p[0] - 0.290993 * p[1] + 0.439216 * p[2];
+            uint8_t *c = vu + (size_t)(sy / 2) * cw * 2 + (size_t)(sx / 2) * 2;
+            c[0] = (uint8_t)(v + 0.5);
+            c[1] = (uint8_t)(u + 0.5);
+        }
+    ks_image img = {.format = KS_PIXEL_FORMAT_NV21,
+                    .width_px = sw,
+                    .height_px = sh,
+                    .planes = {yp, vu},
+                    .stride_bytes = {sw, 2 * cw}};
+    ks_face_detector *det = NULL;
+    assert_int_equal(
+        ks_face_detector_create(&(ks_face_detector_desc){.task.rotation = KS_ROTATION_90}, &det),
+        KS_STATUS_OK);
+    ks_faces *faces = NULL;
+    assert_int_equal(ks_face_detect(det, &img, 0, &faces), KS_STATUS_OK);
+    assert_int_equal(faces->count, 1);
+    float cx, cy;
+    box_centre(&faces->items[0].box, &cx, &cy);
+    assert_true(fabsf(cx - ASTRO_FACE_CX) < ASTRO_CENTRE_TOL_PX);
+    assert_true(fabsf(cy - ASTRO_FACE_CY) < ASTRO_CENTRE_TOL_PX);
+    ks_faces_release(faces);
+    ks_face_detector_destroy(det);
+    free(yp);
+    free(vu);
+}
+
 typedef struct counting {
     long num_alloc, num_free;
 } counting;
@@ -661,6 +755,8 @@ int main(void) {
         cmocka_unit_test(test_landmarks_astronaut),
         cmocka_unit_test(test_video_ids_stable),
         cmocka_unit_test(test_rotation),
+        cmocka_unit_test(test_stats),
+        cmocka_unit_test(test_nv21_rotated_frame),
         cmocka_unit_test(test_allocator_balance),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_vision_nodes),
