@@ -56,12 +56,11 @@ static void test_view_geometry(void **state) {
 
     /* An owned image is its own source, upright. */
     ks_packet *own = NULL;
-    assert_int_equal(ks_packet_create_image(NULL,
-                                            &(ks_packet_image){.format = KS_PIXEL_BGR8,
-                                                               .width_px = W,
-                                                               .height_px = H,
-                                                               .data = g_rgb},
-                                            &own),
+    assert_int_equal(ks_packet_create_image(
+                         NULL,
+                         &(ks_packet_image){
+                             .format = KS_PIXEL_BGR8, .width_px = W, .height_px = H, .data = g_rgb},
+                         &own),
                      KS_STATUS_OK);
     assert_int_equal(ks_packet_image_source(own, &src, &rot, &mirror), KS_STATUS_OK);
     assert_int_equal(src.format, KS_PIXEL_FORMAT_BGR);
@@ -75,8 +74,8 @@ static void test_view_geometry(void **state) {
 static void test_view_bad_frames(void **state) {
     (void)state;
     ks_packet *p = NULL;
-    ks_image frame = {.format = KS_PIXEL_FORMAT_NV21, .width_px = W, .height_px = H,
-                      .planes = {g_nv21, NULL}};
+    ks_image frame = {
+        .format = KS_PIXEL_FORMAT_NV21, .width_px = W, .height_px = H, .planes = {g_nv21, NULL}};
     /* NV21 needs its chroma plane. */
     assert_int_equal(ks_packet_create_image_view(NULL, &frame, KS_ROTATION_0, 0, &p),
                      KS_STATUS_INVALID_ARGUMENT);
@@ -105,12 +104,11 @@ static void test_view_bad_frames(void **state) {
     assert_int_equal(ks_packet_image_source(i, &src, &rot, &mirror), KS_STATUS_INVALID_ARGUMENT);
     ks_packet_release(i);
     /* An owned image cannot be made of KS_PIXEL_EXTERNAL. */
-    assert_int_equal(ks_packet_create_image(NULL,
-                                            &(ks_packet_image){.format = KS_PIXEL_EXTERNAL,
-                                                               .width_px = W,
-                                                               .height_px = H},
-                                            &p),
-                     KS_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(
+        ks_packet_create_image(
+            NULL, &(ks_packet_image){.format = KS_PIXEL_EXTERNAL, .width_px = W, .height_px = H},
+            &p),
+        KS_STATUS_INVALID_ARGUMENT);
 }
 
 static const char kCropGraph[] =
@@ -141,8 +139,8 @@ static void run_crop(const ks_packet *in, float *out, size_t count) {
 static void test_view_matches_upright_copy(void **state) {
     (void)state;
     fill();
-    ks_image frame = {.format = KS_PIXEL_FORMAT_RGB, .width_px = W, .height_px = H,
-                      .planes = {g_rgb}};
+    ks_image frame = {
+        .format = KS_PIXEL_FORMAT_RGB, .width_px = W, .height_px = H, .planes = {g_rgb}};
     static float a[19 * 29 * 3], b[19 * 29 * 3];
     static uint8_t upright[W * H * 3];
     for (int r = 0; r < KS_ROTATION_COUNT; r++) {
@@ -159,14 +157,13 @@ static void test_view_matches_upright_copy(void **state) {
                                          .interp = KS_INTERP_NEAREST};
             assert_int_equal(ks_image_to_tensor(&frame, &d, &t), KS_STATUS_OK);
             ks_packet *copy = NULL, *view = NULL;
-            assert_int_equal(
-                ks_packet_create_image(NULL,
-                                       &(ks_packet_image){.format = KS_PIXEL_RGB8,
-                                                          .width_px = uw,
-                                                          .height_px = uh,
-                                                          .data = upright},
-                                       &copy),
-                KS_STATUS_OK);
+            assert_int_equal(ks_packet_create_image(NULL,
+                                                    &(ks_packet_image){.format = KS_PIXEL_RGB8,
+                                                                       .width_px = uw,
+                                                                       .height_px = uh,
+                                                                       .data = upright},
+                                                    &copy),
+                             KS_STATUS_OK);
             assert_int_equal(
                 ks_packet_create_image_view(NULL, &frame, (ks_rotation)r, mirror, &view),
                 KS_STATUS_OK);
@@ -179,8 +176,8 @@ static void test_view_matches_upright_copy(void **state) {
             }
             /* Measured: 0 for rotation 0, at most 2.4e-6 otherwise (the orientation folded into
              * the affine rounds the sample points differently by ~1e-6 px). */
-            if (worst > 1e-5f) fail_msg("rotation %d mirror %d: %g apart", r, (int)mirror,
-                                        (double)worst);
+            if (worst > 1e-5f)
+                fail_msg("rotation %d mirror %d: %g apart", r, (int)mirror, (double)worst);
             if (r == 0 && mirror == 0) assert_memory_equal(a, b, sizeof(a));
             ks_packet_release(copy);
             ks_packet_release(view);
@@ -197,8 +194,8 @@ static void test_previous_refuses_views(void **state) {
         "\"outputs\":[\"last\"]}]}";
     ks_pipeline *p = NULL;
     assert_int_equal(ks_pipeline_create_json(graph, strlen(graph), NULL, &p), KS_STATUS_OK);
-    ks_image frame = {.format = KS_PIXEL_FORMAT_RGB, .width_px = W, .height_px = H,
-                      .planes = {g_rgb}};
+    ks_image frame = {
+        .format = KS_PIXEL_FORMAT_RGB, .width_px = W, .height_px = H, .planes = {g_rgb}};
     ks_packet *view = NULL, *outs[1] = {NULL};
     assert_int_equal(ks_packet_create_image_view(NULL, &frame, KS_ROTATION_0, 0, &view),
                      KS_STATUS_OK);
