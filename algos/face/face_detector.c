@@ -156,7 +156,10 @@ static ks_status face_detect_run(ks_face_detector *det, const ks_image *image, i
     for (uint32_t i = 0; i < n; i++) {
         ks_face *f = &b->faces.items[count];
         const float *bx = pd->boxes + 4 * (size_t)i;
-        f->box = (ks_box){bx[0] * w, bx[1] * h, (bx[2] - bx[0]) * w, (bx[3] - bx[1]) * h};
+        /* BlazeFace's normalized outputs times the size are pixel indices (MediaPipe's
+         * sampling grid); + 0.5 gives the continuous coordinates every task reports. */
+        f->box = (ks_box){bx[0] * w + 0.5f, bx[1] * h + 0.5f, (bx[2] - bx[0]) * w,
+                          (bx[3] - bx[1]) * h};
         if (!in_roi(&det->desc.task.roi, f->box.x + 0.5f * f->box.w, f->box.y + 0.5f * f->box.h))
             continue;
         f->score = pd->scores[i];
@@ -166,7 +169,7 @@ static ks_status face_detect_run(ks_face_detector *det, const ks_image *image, i
             f->id = ((const int32_t *)ids->data)[i];
         for (uint32_t k = 0; k < KS_FACE_KEYPOINT_COUNT && k < pd->num_keypoints; k++) {
             const float *kp = pd->keypoints + 2 * ((size_t)i * pd->num_keypoints + k);
-            f->keypoints[k] = (ks_point2f){kp[0] * w, kp[1] * h};
+            f->keypoints[k] = (ks_point2f){kp[0] * w + 0.5f, kp[1] * h + 0.5f};
         }
         count++;
     }

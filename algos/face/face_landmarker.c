@@ -352,7 +352,11 @@ static void fill_mesh(const ks_face_landmarker *lm, const face_work *w, uint32_t
                       int32_t iw, int32_t ih, ks_face_mesh *f) {
     float x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
     for (uint32_t i = 0; i < w->num_landmarks; i++) {
-        ks_point3f p = {w->lm[i].x * (float)iw, w->lm[i].y * (float)ih, w->lm[i].z * (float)iw};
+        /* The mesh model's landmarks times the size are pixel indices (MediaPipe's sampling
+         * grid, kept for the tracking ROIs); + 0.5 gives continuous coordinates, as every task
+         * reports (docs/tasks.md, "Pixel coordinates"). */
+        ks_point3f p = {w->lm[i].x * (float)iw + 0.5f, w->lm[i].y * (float)ih + 0.5f,
+                        w->lm[i].z * (float)iw};
         f->landmarks[i] = p;
         x0 = fminf(x0, p.x), x1 = fmaxf(x1, p.x);
         y0 = fminf(y0, p.y), y1 = fmaxf(y1, p.y);

@@ -121,7 +121,9 @@ def compare_image(path, args, face_detection, face_mesh):
         mp_boxes = []
         for d in res.detections or []:
             rb = d.location_data.relative_bounding_box
-            mp_boxes.append([rb.xmin * w, rb.ymin * h, rb.width * w, rb.height * h])
+            # MediaPipe's normalized values times the size are pixel indices; Kestrel reports
+            # continuous coordinates (docs/tasks.md, "Pixel coordinates"): + 0.5.
+            mp_boxes.append([rb.xmin * w + 0.5, rb.ymin * h + 0.5, rb.width * w, rb.height * h])
         bundle = "face_detector_full.ksb" if model else "face_detector_short.ksb"
         ks = ks_json(args.ks_vision, args.bundles, "face_detect", path,
                      ["--model", os.path.join(args.bundles, bundle)])
@@ -146,7 +148,7 @@ def compare_image(path, args, face_detection, face_mesh):
         ks_meshes = [np.array([p[:2] for p in f["landmarks"]]) for f in ks["faces"]]
         means, maxes, iris, box_ious = [], [], [], []
         for face in res.multi_face_landmarks or []:
-            mp = np.array([[p.x * w, p.y * h] for p in face.landmark])
+            mp = np.array([[p.x * w + 0.5, p.y * h + 0.5] for p in face.landmark])
             mp_box = [mp[:, 0].min(), mp[:, 1].min(), mp[:, 0].max() - mp[:, 0].min(),
                       mp[:, 1].max() - mp[:, 1].min()]
             # The Kestrel face whose landmark box overlaps this one most.
