@@ -158,8 +158,8 @@ static ks_status face_detect_run(ks_face_detector *det, const ks_image *image, i
         const float *bx = pd->boxes + 4 * (size_t)i;
         /* BlazeFace's normalized outputs times the size are pixel indices (MediaPipe's
          * sampling grid); + 0.5 gives the continuous coordinates every task reports. */
-        f->box = (ks_box){bx[0] * w + 0.5f, bx[1] * h + 0.5f, (bx[2] - bx[0]) * w,
-                          (bx[3] - bx[1]) * h};
+        f->box =
+            (ks_box){bx[0] * w + 0.5f, bx[1] * h + 0.5f, (bx[2] - bx[0]) * w, (bx[3] - bx[1]) * h};
         if (!in_roi(&det->desc.task.roi, f->box.x + 0.5f * f->box.w, f->box.y + 0.5f * f->box.h))
             continue;
         f->score = pd->scores[i];

@@ -1200,3 +1200,29 @@ const ks_pipeline *ks_pipeline_node_subgraph(const ks_pipeline *p, uint32_t inde
     if (!p || index >= p->num_nodes) return NULL;
     return ks__node_subgraph(p->nodes[index].type, p->nodes[index].state);
 }
+
+bool ks__node_sole_consumer(const ks_node_ctx *ctx, uint32_t port, const ks_node_type **type_out,
+                            void **state_out, uint32_t *input_out) {
+    const ks_pipeline *p = ctx->pipeline;
+    const ks__pnode *self = ctx->node;
+    if (port >= self->num_outputs || self->outputs[port] < 0) return false;
+    int32_t sid = self->outputs[port];
+    for (uint32_t i = 0; i < p->num_outputs; i++)
+        if (p->outputs[i] == sid) return false;
+    const ks__pnode *found = NULL;
+    uint32_t found_port = 0;
+    for (uint32_t n = 0; n < p->num_nodes; n++) {
+        const ks__pnode *node = &p->nodes[n];
+        for (uint32_t k = 0; k < node->num_inputs; k++) {
+            if (node->inputs[k] != sid) continue;
+            if (found) return false;
+            found = node;
+            found_port = k;
+        }
+    }
+    if (!found) return false;
+    *type_out = found->type;
+    *state_out = found->state;
+    *input_out = found_port;
+    return true;
+}

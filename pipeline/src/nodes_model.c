@@ -14,13 +14,23 @@
  * image_to_tensor
  * ------------------------------------------------------------------------------------------- */
 
+typedef struct infer_state infer_state;
+
 typedef struct itt_state {
     int32_t width_px, height_px;
     float mean, scale; /* imgproc's normalization: (pixel - mean) * scale maps 0..255 to range */
     int keep_aspect;
     int border_zero;
     int mediapipe_grid;
+    /* The infer node this node's tensor feeds (its only reader), found on the first frame: the
+     * tensor is written straight into that session's input (see itt_destination). */
+    bool consumer_checked;
+    infer_state *consumer;
+    uint32_t consumer_input;
 } itt_state;
+
+static bool session_input_for(infer_state *s, uint32_t index, const ks_tensor_info *info,
+                              ks_tensor *dst);
 
 static ks_status itt_create(const ks_node_init *init, void **state_out) {
     itt_state *s = ks__calloc(init->allocator, 1, sizeof(*s));
@@ -99,13 +109,32 @@ static ks_status itt_process(void *state, ks_node_ctx *ctx) {
     info.shape.dims[1] = s->height_px;
     info.shape.dims[2] = s->width_px;
     info.shape.dims[3] = 3;
+    /* The destination: the consuming infer node's session input when this tensor has no other
+     * reader (no copy, and the model reads it where it was written), else a new packet. */
+    itt_state *ms = state;
+    if (!ms->consumer_checked) {
+        const ks_node_type *type = NULL;
+        void *cs = NULL;
+        uint32_t port = 0;
+        if (ks__node_sole_consumer(ctx, 0, &type, &cs, &port) && type == &ks__infer_type) {
+            ms->consumer = cs;
+            ms->consumer_input = port;
+        }
+        ms->consumer_checked = true;
+    }
     ks_packet *t = NULL;
-    ks_status st = ks_packet_create_tensor(ks_node_allocator(ctx), &info, NULL, &t);
+    ks_tensor dst = {.info = info};
+    ks_status st;
+    if (ms->consumer && session_input_for(ms->consumer, ms->consumer_input, &info, &dst)) {
+        st = ks__packet_create_tensor_view(ks_node_allocator(ctx), &info, dst.data, dst.size_bytes,
+                                           &t);
+    } else {
+        st = ks__packet_create_tensor_uninit(ks_node_allocator(ctx), &info, &t);
+        if (!st) dst.data = ks_packet_mutable_data(t, &dst.size_bytes);
+    }
     if (st)
         return ks_node_fail(ctx, st, "cannot allocate the %dx%d tensor", (int)s->width_px,
                             (int)s->height_px);
-    ks_tensor dst = {.info = info};
-    dst.data = ks_packet_mutable_data(t, &dst.size_bytes);
     /* Destination pixel -> source point: the tensor's unit square onto the rotated ROI. */
     float sw = (float)s->width_px, sh = (float)s->height_px;
     ks_image_to_tensor_desc d = {
@@ -168,7 +197,7 @@ const ks_node_type ks__image_to_tensor_type = {
  * infer
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct infer_state {
+struct infer_state {
     ks_model *model;
     ks_session *session;
     uint32_t num_inputs, num_outputs;
@@ -176,7 +205,30 @@ typedef struct infer_state {
     bool planned;            /* a reshape succeeded */
     ks_tensor_shape *shapes; /* num_inputs: the shapes of the current plan */
     char model_name[KS_PIPELINE_MAX_NAME_BYTES];
-} infer_state;
+};
+
+static bool same_shape(const ks_tensor_shape *a, const ks_tensor_shape *b) {
+    if (a->rank != b->rank) return false;
+    for (int32_t d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d]) return false;
+    return true;
+}
+
+/* The session input `index` of an infer node as the destination of an image_to_tensor node
+ * whose tensor only that input reads: a planned static session whose input has exactly `info`'s
+ * dtype and shape. Its memory stays put until the session is reshaped, which static sessions never
+ * are after create. */
+static bool session_input_for(infer_state *s, uint32_t index, const ks_tensor_info *info,
+                              ks_tensor *dst) {
+    if (s->dynamic || !s->planned || index >= s->num_inputs) return false;
+    ks_tensor in;
+    if (ks_session_input(s->session, index, &in) != KS_STATUS_OK || !in.data ||
+        in.info.dtype != info->dtype || !same_shape(&in.info.shape, &info->shape))
+        return false;
+    dst->data = in.data;
+    dst->size_bytes = in.size_bytes;
+    return true;
+}
 
 static void infer_destroy(void *state, const ks_allocator *a) {
     infer_state *s = state;
@@ -311,13 +363,6 @@ static void shape_str(const ks_tensor_shape *sh, char *buf, size_t cap) {
     if (used < cap) snprintf(buf + used, cap - used, "]");
 }
 
-static bool same_shape(const ks_tensor_shape *a, const ks_tensor_shape *b) {
-    if (a->rank != b->rank) return false;
-    for (int32_t d = 0; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d]) return false;
-    return true;
-}
-
 static ks_status infer_process(void *state, ks_node_ctx *ctx) {
     infer_state *s = state;
     ks_status st = KS_STATUS_OK;
@@ -353,7 +398,8 @@ static ks_status infer_process(void *state, ks_node_ctx *ctx) {
                                 s->model_name, dst.info.name ? dst.info.name : "?",
                                 ks_dtype_string(dst.info.dtype), b, dst.size_bytes);
         }
-        if (dst.size_bytes) memcpy(dst.data, t->data, dst.size_bytes);
+        /* An image_to_tensor node may have written the input in place already. */
+        if (dst.size_bytes && dst.data != t->data) memcpy(dst.data, t->data, dst.size_bytes);
     }
     st = ks_session_run(s->session);
     if (st)

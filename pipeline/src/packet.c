@@ -69,9 +69,11 @@ static size_t align64(size_t n) {
     return (n + 63u) & ~(size_t)63u;
 }
 
-/* extra_bytes follow the payload (names); both are zeroed. */
-static ks_status packet_new(const ks_allocator *allocator, ks_packet_type type,
-                            size_t payload_bytes, size_t extra_bytes, ks_packet **out) {
+/* extra_bytes follow the payload (names); both are zeroed unless zero_payload is false (then
+ * only the header and the extra bytes are). */
+static ks_status packet_new_ex(const ks_allocator *allocator, ks_packet_type type,
+                               size_t payload_bytes, size_t extra_bytes, bool zero_payload,
+                               ks_packet **out) {
     if (payload_bytes > PACKET_MAX_PAYLOAD_BYTES || extra_bytes > PACKET_MAX_PAYLOAD_BYTES) {
         ks__object_error(NULL, "%s packet of %zu bytes exceeds the packet size limit",
                          ks_packet_type_string(type), payload_bytes);
@@ -85,7 +87,12 @@ static ks_status packet_new(const ks_allocator *allocator, ks_packet_type type,
                          ks_packet_type_string(type));
         return KS_STATUS_OUT_OF_MEMORY;
     }
-    memset(p, 0, total);
+    if (zero_payload) {
+        memset(p, 0, total);
+    } else {
+        memset(p, 0, PACKET_HEADER_BYTES);
+        memset((uint8_t *)p + PACKET_HEADER_BYTES + align64(payload_bytes), 0, extra_bytes);
+    }
     atomic_init(&p->refcount, 1u);
     p->type = type;
     p->alloc = a;
@@ -93,6 +100,11 @@ static ks_status packet_new(const ks_allocator *allocator, ks_packet_type type,
     p->payload = payload_bytes ? (uint8_t *)p + PACKET_HEADER_BYTES : NULL;
     *out = p;
     return KS_STATUS_OK;
+}
+
+static ks_status packet_new(const ks_allocator *allocator, ks_packet_type type,
+                            size_t payload_bytes, size_t extra_bytes, ks_packet **out) {
+    return packet_new_ex(allocator, type, payload_bytes, extra_bytes, true, out);
 }
 
 static uint8_t *packet_extra(ks_packet *p) {
@@ -207,38 +219,64 @@ ks_status ks_packet_image_source(const ks_packet *packet, ks_image *source_out,
     return KS_STATUS_OK;
 }
 
-ks_status ks_packet_create_tensor(const ks_allocator *allocator, const ks_tensor_info *info,
-                                  const void *data, ks_packet **packet_out) {
-    if (!info || !packet_out) return bad_arg("ks_packet_create_tensor", "NULL argument");
+typedef enum tensor_mode { TENSOR_ZERO_OR_COPY, TENSOR_UNINIT, TENSOR_VIEW } tensor_mode;
+
+static ks_status create_tensor(const char *fn, const ks_allocator *allocator,
+                               const ks_tensor_info *info, const void *data, tensor_mode mode,
+                               void *view, size_t view_bytes, ks_packet **packet_out) {
+    if (!info || !packet_out) return bad_arg(fn, "NULL argument");
     size_t esize = ks_dtype_size(info->dtype);
-    if (!esize) return bad_arg("ks_packet_create_tensor", "unknown dtype");
+    if (!esize) return bad_arg(fn, "unknown dtype");
     if (info->shape.rank < 0 || info->shape.rank > KS_MAX_RANK) {
-        ks__object_error(NULL, "ks_packet_create_tensor: rank %d outside 0..%d",
-                         (int)info->shape.rank, KS_MAX_RANK);
+        ks__object_error(NULL, "%s: rank %d outside 0..%d", fn, (int)info->shape.rank, KS_MAX_RANK);
         return KS_STATUS_INVALID_ARGUMENT;
     }
     size_t total = esize;
     for (int32_t i = 0; i < info->shape.rank; i++) {
         int64_t d = info->shape.dims[i];
         if (d < 0 || (uint64_t)d > SIZE_MAX || !mul_ok(total, (size_t)d, &total)) {
-            ks__object_error(NULL, "ks_packet_create_tensor: dim %d is %lld", (int)i, (long long)d);
+            ks__object_error(NULL, "%s: dim %d is %lld", fn, (int)i, (long long)d);
             return KS_STATUS_INVALID_SHAPE;
         }
     }
+    if (mode == TENSOR_VIEW && (!view || view_bytes != total)) {
+        ks__object_error(NULL, "%s: view of %zu bytes at %p for a %zu-byte tensor", fn, view_bytes,
+                         view, total);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
     size_t name_bytes = info->name ? strlen(info->name) + 1 : 0;
     ks_packet *p = NULL;
-    ks_status st = packet_new(allocator, KS_PACKET_TENSOR, total, name_bytes, &p);
+    ks_status st = packet_new_ex(allocator, KS_PACKET_TENSOR, mode == TENSOR_VIEW ? 0 : total,
+                                 name_bytes, mode == TENSOR_ZERO_OR_COPY, &p);
     if (st) return st;
-    if (data && total) memcpy(p->payload, data, total);
+    if (mode == TENSOR_ZERO_OR_COPY && data && total) memcpy(p->payload, data, total);
     p->u.tensor.info = *info;
     if (info->name) {
         memcpy(packet_extra(p), info->name, name_bytes);
         p->u.tensor.info.name = (const char *)packet_extra(p);
     }
-    p->u.tensor.data = p->payload;
+    p->u.tensor.data = mode == TENSOR_VIEW ? view : p->payload;
     p->u.tensor.size_bytes = total;
     *packet_out = p;
     return KS_STATUS_OK;
+}
+
+ks_status ks_packet_create_tensor(const ks_allocator *allocator, const ks_tensor_info *info,
+                                  const void *data, ks_packet **packet_out) {
+    return create_tensor("ks_packet_create_tensor", allocator, info, data, TENSOR_ZERO_OR_COPY,
+                         NULL, 0, packet_out);
+}
+
+ks_status ks__packet_create_tensor_uninit(const ks_allocator *allocator, const ks_tensor_info *info,
+                                          ks_packet **packet_out) {
+    return create_tensor("ks__packet_create_tensor_uninit", allocator, info, NULL, TENSOR_UNINIT,
+                         NULL, 0, packet_out);
+}
+
+ks_status ks__packet_create_tensor_view(const ks_allocator *allocator, const ks_tensor_info *info,
+                                        void *data, size_t size_bytes, ks_packet **packet_out) {
+    return create_tensor("ks__packet_create_tensor_view", allocator, info, NULL, TENSOR_VIEW, data,
+                         size_bytes, packet_out);
 }
 
 ks_status ks_packet_create_detections(const ks_allocator *allocator, const ks_packet_detections *d,

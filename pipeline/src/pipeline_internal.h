@@ -140,6 +140,23 @@ ks_status ks__pipeline_run(ks_pipeline *p, const ks_packet *const *inputs, int64
 ks_status ks__json_parse(const char *text, size_t size_bytes, const char *name, cJSON **out,
                          char *err, size_t err_cap);
 
+/* The one node input that reads output `port` of the running node, when exactly one input port
+ * of the graph reads that stream and it is not a graph output: its node type and state go to
+ * *type_out and *state_out, the port to *input_out. false otherwise. For nodes that hand their
+ * result to the next node in place (image_to_tensor writing into an infer node's session). */
+bool ks__node_sole_consumer(const ks_node_ctx *ctx, uint32_t port, const ks_node_type **type_out,
+                            void **state_out, uint32_t *input_out);
+/* A tensor packet over memory it does not own (NULL data is refused); the memory must outlive
+ * the packet. Used for model inputs written in place. */
+ks_status ks__packet_create_tensor_view(const ks_allocator *allocator, const ks_tensor_info *info,
+                                        void *data, size_t size_bytes, ks_packet **packet_out);
+/* A tensor packet whose data is left uninitialized (the caller fills all of it before
+ * publishing); ks_packet_create_tensor with NULL data zeroes it instead. */
+ks_status ks__packet_create_tensor_uninit(const ks_allocator *allocator, const ks_tensor_info *info,
+                                          ks_packet **packet_out);
+
+extern const ks_node_type ks__infer_type;
+
 /* ---- built-in node types ---- */
 const ks_node_type *ks__builtin_node_type(const char *name);
 /* The child pipeline of a foreach node's state, or NULL for other node types. */
