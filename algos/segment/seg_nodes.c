@@ -1,7 +1,8 @@
 /* Segmentation nodes.
  *
  * seg_mask: model output tensor [1, h, w, 1] (person probability, already through the model's
- * sigmoid) + the frame image -> f32 mask at the image's size. With option `smoothing` in (0, 1)
+ * sigmoid) + the frame image -> f32 mask at the image's size (option size "image", the default)
+ * or at the model's (size "model": no upsampling). With option `smoothing` in (0, 1)
  * it blends each frame with the previous one the way MediaPipe's SegmentationSmoothingCalculator
  * does (ks__mask_smooth). Smoothing runs at model resolution, before upsampling: the blend is
  * per pixel and the upsampling is linear, so this costs h*w instead of the image's pixel count
@@ -16,6 +17,7 @@
 
 typedef struct seg_mask_state {
     float smoothing; /* combine-with-previous ratio; 0: off */
+    bool model_size; /* option size "model": emit the mask at the model's resolution */
     float *prev;     /* previous smoothed mask at model resolution, or NULL */
     int32_t prev_w, prev_h;
     size_t cap_px; /* capacity of prev */
@@ -41,8 +43,14 @@ static void seg_mask_destroy(void *state, const ks_allocator *a) {
 
 static ks_status seg_mask_create(const ks_node_init *init, void **state_out) {
     double ratio = 0.0;
+    const char *size = NULL;
     ks_status st = ks_node_options_float(init->options, "smoothing", 0.0, &ratio);
+    if (!st) st = ks_node_options_string(init->options, "size", "image", &size);
     if (st) return st;
+    if (strcmp(size, "image") != 0 && strcmp(size, "model") != 0) {
+        snprintf(init->error, init->error_cap, "option 'size' is '%s'; use image or model", size);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
     if (!(ratio >= 0.0 && ratio < 1.0)) {
         snprintf(init->error, init->error_cap, "option 'smoothing' is %g; it must be in [0, 1)",
                  ratio);
@@ -52,6 +60,7 @@ static ks_status seg_mask_create(const ks_node_init *init, void **state_out) {
     if (!s) return KS_STATUS_OUT_OF_MEMORY;
     memset(s, 0, sizeof(*s));
     s->smoothing = (float)ratio;
+    s->model_size = strcmp(size, "model") == 0;
     s->alloc = init->allocator;
     *state_out = s;
     return KS_STATUS_OK;
@@ -184,6 +193,20 @@ static ks_status seg_mask_process(void *state, ks_node_ctx *ctx) {
         src = s->prev;
     }
     ks_packet *out = NULL;
+    if (s->model_size) {
+        ks_status st = ks_packet_create_mask(ks_node_allocator(ctx),
+                                             &(ks_packet_mask){.dtype = KS_DTYPE_F32,
+                                                               .width_px = (int32_t)w,
+                                                               .height_px = (int32_t)h},
+                                             &out);
+        if (st) return ks_node_fail(ctx, st, "cannot allocate a %d x %d mask", (int)w, (int)h);
+        float *dst = ks_packet_mutable_data(out, NULL);
+        for (size_t i = 0; i < n; i++) {
+            float v = src[i];
+            dst[i] = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : (v == v ? v : 0.0f));
+        }
+        return ks_node_output(ctx, 0, out);
+    }
     ks_status st = ks_packet_create_mask(ks_node_allocator(ctx),
                                          &(ks_packet_mask){.dtype = KS_DTYPE_F32,
                                                            .width_px = img->width_px,

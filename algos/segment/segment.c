@@ -3,6 +3,8 @@
  * graph, the mask and every coordinate are in upright pixels. */
 #include "kestrel/segment.h"
 
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +19,10 @@ struct ks_segmenter {
     ks_bundle *bundle;
     ks_pipeline *pipeline;
     int32_t out_mask;
+    /* ks_segment_into: column taps for the last (mask width, output width, region) */
+    size_t cap_cols;
+    int32_t *col0, *col1;
+    float *colw, *hrow[2];
 };
 
 typedef struct seg_result {
@@ -31,7 +37,13 @@ void ks_segmenter_destroy(ks_segmenter *s) {
     if (!s) return;
     ks_pipeline_destroy(s->pipeline);
     ks_bundle_destroy(s->bundle);
-    ks__free(s->desc.task.allocator, s);
+    const ks_allocator *a = s->desc.task.allocator;
+    ks__free(a, s->col0);
+    ks__free(a, s->col1);
+    ks__free(a, s->colw);
+    ks__free(a, s->hrow[0]);
+    ks__free(a, s->hrow[1]);
+    ks__free(a, s);
 }
 
 ks_status ks_segmenter_create(const ks_segmenter_desc *desc, ks_segmenter **out) {
@@ -46,12 +58,12 @@ ks_status ks_segmenter_create(const ks_segmenter_desc *desc, ks_segmenter **out)
     }
     if ((unsigned)d.task.mode >= KS_MODE_COUNT || (unsigned)d.model >= KS_SEGMENTER_MODEL_COUNT ||
         (unsigned)d.task.rotation >= KS_ROTATION_COUNT || d.task.num_threads < 0 ||
-        !(d.task.smoothing < 1.0f)) {
+        !(d.task.smoothing < 1.0f) || (unsigned)d.mask_size >= KS_MASK_SIZE_COUNT) {
         ks__object_error(NULL,
                          "ks_segmenter_create: bad desc (mode %d, model %d, rotation %d, "
-                         "num_threads %d, smoothing %g)",
+                         "num_threads %d, smoothing %g, mask_size %d)",
                          (int)d.task.mode, (int)d.model, (int)d.task.rotation,
-                         (int)d.task.num_threads, (double)d.task.smoothing);
+                         (int)d.task.num_threads, (double)d.task.smoothing, (int)d.mask_size);
         return KS_STATUS_INVALID_ARGUMENT;
     }
     st = ks__seg_register_nodes();
@@ -73,8 +85,11 @@ ks_status ks_segmenter_create(const ks_segmenter_desc *desc, ks_segmenter **out)
                                          : (d.task.smoothing < 0.0f ? 0.0f : d.task.smoothing);
     char ratio_text[32];
     snprintf(ratio_text, sizeof(ratio_text), "%.6g", (double)ratio);
-    ks_side_param side[] = {{"smoothing", ratio_text}};
-    st = ks__task_open(&d.task, k_default_bundles[d.model], NULL, side, 1, &s->bundle, &s->pipeline,
+    /* A bundle graph without the mask_size parameter ignores it and upsamples; the results say
+     * what size they are either way. */
+    ks_side_param side[] = {{"smoothing", ratio_text},
+                            {"mask_size", d.mask_size == KS_MASK_SIZE_MODEL ? "model" : "image"}};
+    st = ks__task_open(&d.task, k_default_bundles[d.model], NULL, side, 2, &s->bundle, &s->pipeline,
                        err, sizeof(err));
     if (st) goto error;
     st = ks__task_check_graph(s->pipeline, "mask", &s->out_mask, err, sizeof(err));
@@ -150,7 +165,9 @@ static ks_status segment_run(ks_segmenter *s, const ks_image *image, int64_t tim
                                .height_px = mask->height_px,
                                .mask = m,
                                .mask_u8 = u8,
-                               .person_fraction = num_px ? (float)num_person / (float)num_px : 0};
+                               .person_fraction = num_px ? (float)num_person / (float)num_px : 0,
+                               .image_width_px = width,
+                               .image_height_px = height};
     *out = &r->pub;
 done:
     ks__task_release_outputs(outs);
@@ -168,4 +185,138 @@ ks_status ks_segment(ks_segmenter *s, const ks_image *image, int64_t timestamp_u
 ks_status ks_segmenter_stats(const ks_segmenter *s, ks_task_stats *stats_out) {
     if (!s || !stats_out) return KS_STATUS_INVALID_ARGUMENT;
     return ks__task_stats(s->pipeline, &s->clock, stats_out);
+}
+
+/* ---- ks_segment_into ---- */
+
+#define KS__SEG_MAX_OUT_PX 4096
+
+static bool grow_cols(ks_segmenter *s, int32_t width_px) {
+    if ((size_t)width_px <= s->cap_cols) return true;
+    const ks_allocator *a = s->desc.task.allocator;
+    size_t n = (size_t)width_px;
+    int32_t *c0 = ks__alloc(a, n * sizeof(int32_t)), *c1 = ks__alloc(a, n * sizeof(int32_t));
+    float *cw = ks__alloc(a, n * sizeof(float)), *h0 = ks__alloc(a, n * sizeof(float)),
+          *h1 = ks__alloc(a, n * sizeof(float));
+    if (!c0 || !c1 || !cw || !h0 || !h1) {
+        ks__free(a, c0);
+        ks__free(a, c1);
+        ks__free(a, cw);
+        ks__free(a, h0);
+        ks__free(a, h1);
+        return false;
+    }
+    ks__free(a, s->col0);
+    ks__free(a, s->col1);
+    ks__free(a, s->colw);
+    ks__free(a, s->hrow[0]);
+    ks__free(a, s->hrow[1]);
+    s->col0 = c0, s->col1 = c1, s->colw = cw, s->hrow[0] = h0, s->hrow[1] = h1;
+    s->cap_cols = n;
+    return true;
+}
+
+/* Bilinear tap of output sample i of n spread over [start, start + span) image pixels, on a mask
+ * axis of mask_n samples spanning image_n pixels (sample centres at (k + 0.5) * image_n /
+ * mask_n); edge samples repeat. */
+static void axis_tap(int32_t i, int32_t n, float start, float span, int32_t mask_n, int32_t image_n,
+                     int32_t *k0, int32_t *k1, float *w) {
+    float img = start + ((float)i + 0.5f) * span / (float)n;
+    float u = img * (float)mask_n / (float)image_n - 0.5f;
+    if (!(u > 0.0f)) u = 0.0f; /* NaN too */
+    if (u > (float)(mask_n - 1)) u = (float)(mask_n - 1);
+    int32_t a = (int32_t)u;
+    *k0 = a;
+    *k1 = a + 1 < mask_n ? a + 1 : mask_n - 1;
+    *w = u - (float)a;
+}
+
+static ks_status segment_into_run(ks_segmenter *s, const ks_image *image, int64_t timestamp_us,
+                                  const ks_box *region, float *dst, int32_t width_px,
+                                  int32_t height_px, int32_t stride_floats, float *fraction_out) {
+    if (!s) {
+        ks__object_error(NULL, "ks_segment_into: segmenter is NULL");
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    if (!dst || width_px < 1 || height_px < 1 || width_px > KS__SEG_MAX_OUT_PX ||
+        height_px > KS__SEG_MAX_OUT_PX || stride_floats < 0 ||
+        (stride_floats > 0 && stride_floats < width_px) ||
+        (region && region->w > 0.0f &&
+         !(region->h > 0.0f && isfinite(region->x) && isfinite(region->y) && isfinite(region->w) &&
+           isfinite(region->h)))) {
+        ks__object_error(&s->obj,
+                         "ks_segment_into: bad output (dst %s, %d x %d, stride %d floats; sizes "
+                         "1..%d, stride 0 or >= width) or region",
+                         dst ? "set" : "NULL", (int)width_px, (int)height_px, (int)stride_floats,
+                         KS__SEG_MAX_OUT_PX);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    if (!grow_cols(s, width_px)) {
+        ks__object_error(&s->obj, "ks_segment_into: out of memory");
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    char err[512] = "";
+    ks_packet *outs[KS_TASK_MAX_OUTPUTS];
+    int32_t iw, ih;
+    ks_status st = ks__task_process_image(s->pipeline, &s->desc.task, image, timestamp_us,
+                                          s->desc.task.mode == KS_MODE_IMAGE, outs, &iw, &ih, err,
+                                          sizeof(err));
+    if (st) {
+        ks__object_error(&s->obj, "ks_segment_into: %s", err);
+        goto done;
+    }
+    const ks_packet_mask *mask = ks_packet_mask_view(outs[s->out_mask]);
+    if (!mask || mask->dtype != KS_DTYPE_F32 || mask->width_px < 1 || mask->height_px < 1) {
+        ks__object_error(&s->obj, "ks_segment_into: the graph produced no f32 mask");
+        st = KS_STATUS_INTERNAL;
+        goto done;
+    }
+    ks_box r = {0.0f, 0.0f, (float)iw, (float)ih};
+    if (region && region->w > 0.0f) r = *region;
+    int32_t mw = mask->width_px, mh = mask->height_px;
+    size_t mstride = mask->stride_bytes ? mask->stride_bytes / sizeof(float) : (size_t)mw;
+    const float *m = mask->data;
+    for (int32_t x = 0; x < width_px; x++)
+        axis_tap(x, width_px, r.x, r.w, mw, iw, &s->col0[x], &s->col1[x], &s->colw[x]);
+    size_t stride = stride_floats ? (size_t)stride_floats : (size_t)width_px;
+    size_t num_person = 0;
+    int32_t have[2] = {-1, -1};
+    for (int32_t y = 0; y < height_px; y++) {
+        int32_t y0, y1;
+        float wy;
+        axis_tap(y, height_px, r.y, r.h, mh, ih, &y0, &y1, &wy);
+        for (int k = 0; k < 2; k++) {
+            int32_t want = k ? y1 : y0;
+            if (have[k] == want) continue;
+            const float *row = m + (size_t)want * mstride;
+            float *h = s->hrow[k];
+            for (int32_t x = 0; x < width_px; x++) {
+                float p0 = row[s->col0[x]];
+                h[x] = p0 + (row[s->col1[x]] - p0) * s->colw[x];
+            }
+            have[k] = want;
+        }
+        const float *top = s->hrow[0], *bot = s->hrow[1];
+        float *out = dst + (size_t)y * stride;
+        for (int32_t x = 0; x < width_px; x++) {
+            float v = top[x] + (bot[x] - top[x]) * wy;
+            v = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
+            out[x] = v;
+            num_person += v >= 0.5f;
+        }
+    }
+    if (fraction_out) *fraction_out = (float)num_person / ((float)width_px * (float)height_px);
+done:
+    ks__task_release_outputs(outs);
+    return st;
+}
+
+ks_status ks_segment_into(ks_segmenter *s, const ks_image *image, int64_t timestamp_us,
+                          const ks_box *region, float *dst, int32_t width_px, int32_t height_px,
+                          int32_t stride_floats, float *person_fraction_out) {
+    uint64_t t0 = ks__task_now_ns();
+    ks_status st = segment_into_run(s, image, timestamp_us, region, dst, width_px, height_px,
+                                    stride_floats, person_fraction_out);
+    if (s) ks__task_clock_add(&s->clock, t0);
+    return st;
 }

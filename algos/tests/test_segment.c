@@ -3,6 +3,7 @@
  * (skip) when the bundles were not built (models not fetched). */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,6 +49,73 @@ static void test_astronaut_general(void **state) {
     assert_non_null(m->mask_u8);
     assert_int_equal(m->mask_u8[120 * 512 + 225], (uint8_t)(at(m, 225, 120) * 255.0f + 0.5f));
     ks_segmentation_release(m);
+}
+
+/* Model-size masks, and ks_segment_into over the whole image and over a region: the same
+ * values as the image-size mask (float rounding of the sample positions aside). */
+static void test_mask_sizes_and_into(void **state) {
+    (void)state;
+    const int32_t W = 512, H = 512;
+    ks_segmentation *full = run(&(ks_segmenter_desc){0}, &g_img.image);
+    ks_segmentation *small =
+        run(&(ks_segmenter_desc){.mask_size = KS_MASK_SIZE_MODEL}, &g_img.image);
+    assert_int_equal(full->width_px, W);
+    assert_int_equal(full->image_width_px, W);
+    assert_int_equal(small->width_px, 256);
+    assert_int_equal(small->height_px, 256);
+    assert_int_equal(small->image_width_px, W);
+    assert_int_equal(small->image_height_px, H);
+    /* The model mask pixel under image pixel (225, 120) (face) and (470, 60) (wall). */
+    assert_true(small->mask[60 * 256 + 112] > 0.9f);
+    assert_true(small->mask[30 * 256 + 235] < 0.1f);
+
+    ks_segmenter *s = NULL;
+    assert_int_equal(ks_segmenter_create(&(ks_segmenter_desc){.mask_size = KS_MASK_SIZE_MODEL}, &s),
+                     KS_STATUS_OK);
+    float *buf = malloc((size_t)W * H * sizeof(float));
+    assert_non_null(buf);
+    float fraction = -1.0f;
+    assert_int_equal(ks_segment_into(s, &g_img.image, 0, NULL, buf, W, H, 0, &fraction),
+                     KS_STATUS_OK);
+    float worst = 0.0f;
+    for (size_t i = 0; i < (size_t)W * H; i++)
+        worst = fmaxf(worst, fabsf(buf[i] - full->mask[i]));
+    assert_true(worst < 1e-4f);
+    assert_true(fabsf(fraction - full->person_fraction) < 1e-3f);
+    /* A region (the face, 100 x 80 px at (180, 70)) at its own resolution, into a strided buffer:
+     * the same pixels as that part of the full mask. */
+    const int32_t rw = 100, rh = 80, stride = 128;
+    ks_box region = {180.0f, 70.0f, (float)rw, (float)rh};
+    assert_int_equal(ks_segment_into(s, &g_img.image, 0, &region, buf, rw, rh, stride, NULL),
+                     KS_STATUS_OK);
+    worst = 0.0f;
+    for (int32_t y = 0; y < rh; y++)
+        for (int32_t x = 0; x < rw; x++)
+            worst = fmaxf(worst, fabsf(buf[(size_t)y * stride + x] -
+                                       full->mask[(size_t)(70 + y) * W + (size_t)(180 + x)]));
+    assert_true(worst < 1e-4f);
+    /* Bad outputs. */
+    assert_int_equal(ks_segment_into(s, &g_img.image, 0, NULL, NULL, W, H, 0, NULL),
+                     KS_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(ks_segment_into(s, &g_img.image, 0, NULL, buf, 0, H, 0, NULL),
+                     KS_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(ks_segment_into(s, &g_img.image, 0, NULL, buf, 64, 64, 32, NULL),
+                     KS_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(ks_segment_into(s, &g_img.image, 0, NULL, buf, 5000, 1, 0, NULL),
+                     KS_STATUS_INVALID_ARGUMENT);
+    ks_box nan_region = {NAN, 0.0f, 10.0f, 10.0f};
+    assert_int_equal(ks_segment_into(s, &g_img.image, 0, &nan_region, buf, 8, 8, 0, NULL),
+                     KS_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ks_last_error(s), "ks_segment_into"));
+    assert_int_equal(ks_segment_into(NULL, &g_img.image, 0, NULL, buf, 8, 8, 0, NULL),
+                     KS_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(
+        ks_segmenter_create(&(ks_segmenter_desc){.mask_size = 9}, &(ks_segmenter *){NULL}),
+        KS_STATUS_INVALID_ARGUMENT);
+    free(buf);
+    ks_segmenter_destroy(s);
+    ks_segmentation_release(small);
+    ks_segmentation_release(full);
 }
 
 static void test_astronaut_landscape(void **state) {
@@ -210,6 +278,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_astronaut_general),
         cmocka_unit_test(test_astronaut_landscape),
+        cmocka_unit_test(test_mask_sizes_and_into),
         cmocka_unit_test(test_rotation_undone),
         cmocka_unit_test(test_video_smoothing_and_timestamps),
         cmocka_unit_test(test_bad_inputs),

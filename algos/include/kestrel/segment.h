@@ -39,17 +39,29 @@ typedef enum ks_segmenter_model {
     KS_SEGMENTER_MODEL_COUNT
 } ks_segmenter_model;
 
+/* The size of the masks ks_segment returns. */
+typedef enum ks_mask_size {
+    KS_MASK_SIZE_IMAGE = 0, /* default: the upright input image's size (bilinear upsampling) */
+    /* The model's output (256x256 general, 144x256 landscape): no upsampling; the mask spans the
+     * whole upright image, stretched (mask pixel (x, y) covers image x * image_width_px /
+     * width_px ...). Cheapest; also what ks_segment_into resamples from. */
+    KS_MASK_SIZE_MODEL = 1,
+    KS_MASK_SIZE_COUNT
+} ks_mask_size;
+
 typedef struct ks_segmenter_desc {
     ks_task_options task;     /* mode, num_threads, rotation, mirror, smoothing, model_path */
     ks_segmenter_model model; /* which default bundle when task.model_path is NULL */
     int32_t output_u8;        /* non-zero: also fill mask_u8 */
+    ks_mask_size mask_size;   /* 0: the image's size */
 } ks_segmenter_desc;
 
 typedef struct ks_segmentation {
-    int32_t width_px, height_px; /* the upright input size (rotation undone) */
+    int32_t width_px, height_px; /* the mask's size: the upright input size, or the model's */
     const float *mask;           /* width_px * height_px person probabilities 0..1, row-major */
     const uint8_t *mask_u8;      /* round(255 * mask), or NULL unless desc.output_u8 */
     float person_fraction;       /* fraction of pixels with mask >= 0.5 */
+    int32_t image_width_px, image_height_px; /* the upright input size the mask spans */
 } ks_segmentation;
 
 typedef struct ks_segmenter ks_segmenter;
@@ -68,6 +80,18 @@ KS_API ks_status ks_segment(ks_segmenter *segmenter, const ks_image *image, int6
                             ks_segmentation **out);
 /* NULL is a no-op. */
 KS_API void ks_segmentation_release(ks_segmentation *segmentation);
+
+/* Segments one image into the caller's buffer, allocating nothing in steady state: the person
+ * probabilities of the upright image's region `region` (upright pixels; NULL or w <= 0: the whole
+ * image), bilinearly resampled to width_px x height_px floats at dst, rows stride_floats apart
+ * (0: width_px). Sizes 1..4096. The region may extend past the image (edge values repeat).
+ * *person_fraction_out (may be NULL) gets the fraction of the written pixels >= 0.5. Create the
+ * segmenter with mask_size KS_MASK_SIZE_MODEL so the graph skips its own upsampling. Timestamps
+ * and smoothing as ks_segment. */
+KS_API ks_status ks_segment_into(ks_segmenter *segmenter, const ks_image *image,
+                                 int64_t timestamp_us, const ks_box *region, float *dst,
+                                 int32_t width_px, int32_t height_px, int32_t stride_floats,
+                                 float *person_fraction_out);
 
 #ifdef __cplusplus
 }
