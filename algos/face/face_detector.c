@@ -122,8 +122,9 @@ static ks_status face_detect_run(ks_face_detector *det, const ks_image *image, i
     ks_packet *frame = NULL, *outs[8] = {NULL};
     ks_status st = KS_STATUS_OK;
     uint32_t num_out = ks_pipeline_num_outputs(det->pipeline); /* <= 8, checked at create */
-    st = ks__task_image_packet(det->alloc_ptr, image, det->desc.task.rotation,
-                               det->desc.task.mirror, &frame, err, sizeof(err));
+    st = ks__task_image_packet(ks_pipeline_packet_allocator(det->pipeline), image,
+                               det->desc.task.rotation, det->desc.task.mirror, &frame, err,
+                               sizeof(err));
     if (st) {
         ks__object_error(&det->obj, "ks_face_detect: %s", err);
         return st;

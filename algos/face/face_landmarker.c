@@ -233,7 +233,7 @@ static ks_status step_landmarks(void *task, ks_packet *image, int32_t iw, int32_
         rects[i] = (ks_rect){r->x_center, r->y_center, r->width, r->height, r->rotation_rad};
     }
     ks_packet *rois = NULL;
-    ks_status st = ks_packet_create_rects(lm->alloc_ptr,
+    ks_status st = ks_packet_create_rects(ks_pipeline_packet_allocator(lm->pipeline),
                                           &(ks_packet_rects){(uint32_t)num_items, rects}, &rois);
     if (st) {
         snprintf(err, err_size, "face landmarks: out of memory");
@@ -320,14 +320,15 @@ static ks_status run_geometry(ks_face_landmarker *lm, ks_packet *image, const ks
         for (uint32_t k = 0; k < w->num_landmarks; k++)
             pts[k] = (ks_landmark){w->lm[k].x, w->lm[k].y, w->lm[k].z, w->lm[k].visibility,
                                    w->lm[k].presence};
-        st = ks_packet_create_landmarks(
-            lm->alloc_ptr, &(ks_packet_landmarks){w->num_landmarks, pts}, &faces[num_faces]);
+        st = ks_packet_create_landmarks(ks_pipeline_packet_allocator(lm->pipeline),
+                                        &(ks_packet_landmarks){w->num_landmarks, pts},
+                                        &faces[num_faces]);
         if (st) goto oom;
         num_faces++;
     }
     release_outputs(lm);
     if (num_faces == 0) return KS_STATUS_OK;
-    st = ks_packet_create_list(lm->alloc_ptr, faces, num_faces, &list);
+    st = ks_packet_create_list(ks_pipeline_packet_allocator(lm->pipeline), faces, num_faces, &list);
     if (st) goto oom;
     const ks_packet *ins[NUM_INPUTS] = {NULL, image, NULL, list};
     st = run_graph(lm, ins, "face geometry", err, err_size);
@@ -398,9 +399,9 @@ static ks_status face_landmarker_detect_run(ks_face_landmarker *lm, const ks_ima
     char err[768];
     ks_packet *img = NULL;
     int32_t iw = 0, ih = 0;
-    ks_status st = ks__track_loop_begin(&lm->loop, lm->alloc_ptr, image, lm->desc.task.rotation,
-                                        lm->desc.task.mirror, NULL, timestamp_us, &img, &iw, &ih,
-                                        err, sizeof(err));
+    ks_status st = ks__track_loop_begin(&lm->loop, ks_pipeline_packet_allocator(lm->pipeline),
+                                        image, lm->desc.task.rotation, lm->desc.task.mirror, NULL,
+                                        timestamp_us, &img, &iw, &ih, err, sizeof(err));
     if (st) {
         ks__object_error(&lm->obj, "ks_face_landmarker_detect: %s", err);
         return st;

@@ -386,17 +386,18 @@ ks_status ks__lmtask_create(const ks__lmtask_spec *spec, const ks_task_options *
 static ks_status step_detect(void *task, ks_packet *image, int32_t iw, int32_t ih, ks__rect *rois,
                              size_t cap, size_t *num_out, char *err, size_t err_size) {
     ks__lmtask *t = task;
-    return ks__lmtask_run_detector(&t->detector, t->pipeline, &t->alloc, &t->pipeline_ts, image,
-                                   &t->roi, iw, ih, rois, cap, num_out, err, err_size);
+    return ks__lmtask_run_detector(&t->detector, t->pipeline,
+                                   ks_pipeline_packet_allocator(t->pipeline), &t->pipeline_ts,
+                                   image, &t->roi, iw, ih, rois, cap, num_out, err, err_size);
 }
 
 static ks_status step_landmarks(void *task, ks_packet *image, int32_t iw, int32_t ih,
                                 const ks__track_item *items, size_t num_items, char *err,
                                 size_t err_size) {
     ks__lmtask *t = task;
-    return ks__lmtask_run_landmarks(t->pipeline, &t->alloc, &t->pipeline_ts, image, iw, ih,
-                                    t->spec->decode.input_width, items, num_items, t->outs, err,
-                                    err_size);
+    return ks__lmtask_run_landmarks(t->pipeline, ks_pipeline_packet_allocator(t->pipeline),
+                                    &t->pipeline_ts, image, iw, ih, t->spec->decode.input_width,
+                                    items, num_items, t->outs, err, err_size);
 }
 
 static void step_new_track(void *task, int32_t slot) {
@@ -418,9 +419,9 @@ ks_status ks__lmtask_frame_run(ks__lmtask *t, const char *fn, const ks_image *im
         return ks__lmtask_error(&t->obj, KS_STATUS_INVALID_ARGUMENT, "%s: %s is NULL", fn,
                                 image ? "out" : "image");
     char err[512];
-    ks_status st =
-        ks__track_loop_begin(&t->tracker, &t->alloc, image, t->rotation, t->mirror, &t->roi,
-                             timestamp_us, &f->image, &f->width, &f->height, err, sizeof(err));
+    ks_status st = ks__track_loop_begin(&t->tracker, ks_pipeline_packet_allocator(t->pipeline),
+                                        image, t->rotation, t->mirror, &t->roi, timestamp_us,
+                                        &f->image, &f->width, &f->height, err, sizeof(err));
     if (st) return ks__lmtask_error(&t->obj, st, "%s: %s", fn, err);
     const ks__track_ops ops = {step_detect, step_landmarks, t->spec->finish, step_new_track};
     st = ks__track_loop_frame(&t->tracker, &ops, t, f->image, f->width, f->height, timestamp_us,

@@ -281,8 +281,8 @@ ks_status ks__task_process_image(ks_pipeline *pipeline, const ks_task_options *t
     for (int i = 0; i < KS_TASK_MAX_OUTPUTS; i++)
         outs[i] = NULL;
     ks_packet *frame = NULL;
-    ks_status st = ks__task_image_packet(task->allocator, image, task->rotation, task->mirror,
-                                         &frame, err, err_size);
+    ks_status st = ks__task_image_packet(ks_pipeline_packet_allocator(pipeline), image,
+                                         task->rotation, task->mirror, &frame, err, err_size);
     if (st) return st;
     const ks_packet_image *view = ks_packet_image_view(frame);
     *width_out = view->width_px;

@@ -1226,3 +1226,7 @@ bool ks__node_sole_consumer(const ks_node_ctx *ctx, uint32_t port, const ks_node
     *input_out = found_port;
     return true;
 }
+
+const ks_allocator *ks_pipeline_packet_allocator(const ks_pipeline *p) {
+    return p ? &p->alloc : NULL;
+}

@@ -392,6 +392,12 @@ KS_API int32_t ks_pipeline_output_index(const ks_pipeline *pipeline, const char 
 KS_API ks_status ks_pipeline_process(ks_pipeline *pipeline, const ks_packet *const *inputs,
                                      int64_t timestamp_us, ks_packet **outputs);
 
+/* The allocator the pipeline's nodes make packets with: a cache over the desc's allocator where
+ * freed blocks wait on per-size free lists for later frames, so steady-state frames do not reach
+ * the app's allocator. Make the packets fed to ks_pipeline_process with it too. Thread-safe;
+ * valid while the pipeline or any packet made with it lives; NULL for a NULL pipeline. */
+KS_API const ks_allocator *ks_pipeline_packet_allocator(const ks_pipeline *pipeline);
+
 /* Drops state carried across frames (previous packets, flow limiter counts, timestamps). */
 KS_API void ks_pipeline_reset(ks_pipeline *pipeline);
 
