@@ -303,7 +303,8 @@ static ks_status step_finish(void *task, size_t index, const ks__track_item *ite
     return KS_STATUS_OK;
 }
 
-static const ks__track_ops k_face_ops = {step_detect, step_landmarks, step_finish, step_new_track};
+static const ks__track_ops k_face_ops = {step_detect, step_landmarks, step_finish, step_new_track,
+                                         NULL};
 
 /* Geometry path over the kept faces' final landmarks (lm->outs gets its lists). */
 static ks_status run_geometry(ks_face_landmarker *lm, ks_packet *image, const ks__track_item *items,

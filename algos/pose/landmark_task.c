@@ -197,7 +197,8 @@ void ks__lmtask_release_outputs(ks_packet **outs, size_t num_outputs) {
 ks_status ks__lmtask_run_detector(ks__lmtask_detector *d, ks_pipeline *pipeline,
                                   const ks_allocator *alloc, int64_t *pipeline_ts, ks_packet *image,
                                   const ks_box *roi, int32_t iw, int32_t ih, ks__rect *rois,
-                                  size_t cap, size_t *num_out, char *err, size_t err_size) {
+                                  float *scores_out, size_t cap, size_t *num_out, char *err,
+                                  size_t err_size) {
     *num_out = 0;
     ks_packet *roi_packet = NULL;
     ks_packet *outs[KS__LMTASK_MAX_OUTPUTS] = {0};
@@ -239,6 +240,7 @@ ks_status ks__lmtask_run_detector(ks__lmtask_detector *d, ks_pipeline *pipeline,
     char msg[256];
     st = ks__lmtask_detector_rois(d, boxes, nb, raw_scores, ns, m, iw, ih, rois, scores, cap,
                                   num_out, msg, sizeof(msg));
+    if (!st && scores_out) memcpy(scores_out, scores, *num_out * sizeof(float));
     if (st) snprintf(err, err_size, "detector output: %s", msg);
 done:
     ks__lmtask_release_outputs(outs, num_outputs);
@@ -371,6 +373,7 @@ ks_status ks__lmtask_create(const ks__lmtask_spec *spec, const ks_task_options *
     t->roi = task->roi;
     t->smoothing = task->mode == KS_MODE_VIDEO && task->smoothing >= 0.0f;
     ks__track_loop_init(&t->tracker, t->max_results, task->mode == KS_MODE_VIDEO, spec->same_iou);
+    if (spec->same_center > 0.0f) ks__track_loop_set_same_center(&t->tracker, spec->same_center);
     st = open_task(t, task, model_name, err, sizeof(err));
     if (st) {
         ks__object_error(NULL, "ks_%s_landmarker_create: %s", spec->name, err);
@@ -383,12 +386,62 @@ ks_status ks__lmtask_create(const ks__lmtask_spec *spec, const ks_task_options *
 
 /* ---- tracking steps (ks__track_ops; task is the ks__lmtask) ---- */
 
+/* Tiles per side of the tiled detector pass, and how much of the area's side each covers
+ * (neighbours overlap by 2 * 0.6 - 1 = 20 %, so a person cut by one tile's edge is whole in the
+ * next or in the whole-area pass). */
+#define LMTASK_TILES 2
+#define LMTASK_TILE_FRACTION 0.6f
+
+/* The whole searched area, then (spec->tile_detector and max_results > 1) LMTASK_TILES^2 tiles
+ * of it, each letterboxed into the detector on its own: people that are small in the frame are
+ * ~1.7x larger in a tile. Candidates of every pass, best score first; the tracking loop merges
+ * those whose ROIs overlap (one person found by several passes). */
 static ks_status step_detect(void *task, ks_packet *image, int32_t iw, int32_t ih, ks__rect *rois,
                              size_t cap, size_t *num_out, char *err, size_t err_size) {
     ks__lmtask *t = task;
-    return ks__lmtask_run_detector(&t->detector, t->pipeline,
-                                   ks_pipeline_packet_allocator(t->pipeline), &t->pipeline_ts,
-                                   image, &t->roi, iw, ih, rois, cap, num_out, err, err_size);
+    const ks_allocator *pa = ks_pipeline_packet_allocator(t->pipeline);
+    bool tiled = t->spec->tile_detector && t->max_results > 1;
+    if (!tiled)
+        return ks__lmtask_run_detector(&t->detector, t->pipeline, pa, &t->pipeline_ts, image,
+                                       &t->roi, iw, ih, rois, NULL, cap, num_out, err, err_size);
+    ks_box area = t->roi.w > 0.0f ? t->roi : (ks_box){0.0f, 0.0f, (float)iw, (float)ih};
+    ks__rect found[KS__TRACK_MAX_CANDIDATES];
+    float score[KS__TRACK_MAX_CANDIDATES];
+    size_t n = 0;
+    *num_out = 0;
+    for (int32_t pass = 0; pass <= LMTASK_TILES * LMTASK_TILES; pass++) {
+        ks_box b = area;
+        if (pass > 0) {
+            int32_t tx = (pass - 1) % LMTASK_TILES, ty = (pass - 1) / LMTASK_TILES;
+            b.w = area.w * LMTASK_TILE_FRACTION;
+            b.h = area.h * LMTASK_TILE_FRACTION;
+            b.x = area.x + (area.w - b.w) * (float)tx / (float)(LMTASK_TILES - 1);
+            b.y = area.y + (area.h - b.h) * (float)ty / (float)(LMTASK_TILES - 1);
+        }
+        size_t room = KS__TRACK_MAX_CANDIDATES - n, got = 0;
+        if (room == 0) break;
+        ks_status st =
+            ks__lmtask_run_detector(&t->detector, t->pipeline, pa, &t->pipeline_ts, image, &b, iw,
+                                    ih, found + n, score + n, room, &got, err, err_size);
+        if (st) return st;
+        n += got;
+    }
+    /* Best first (insertion sort: at most KS__TRACK_MAX_CANDIDATES). */
+    for (size_t i = 1; i < n; i++) {
+        ks__rect r = found[i];
+        float sc = score[i];
+        size_t j = i;
+        for (; j > 0 && score[j - 1] < sc; j--) {
+            found[j] = found[j - 1];
+            score[j] = score[j - 1];
+        }
+        found[j] = r;
+        score[j] = sc;
+    }
+    for (size_t i = 0; i < n && i < cap; i++)
+        rois[i] = found[i];
+    *num_out = n < cap ? n : cap;
+    return KS_STATUS_OK;
 }
 
 static ks_status step_landmarks(void *task, ks_packet *image, int32_t iw, int32_t ih,
@@ -423,7 +476,8 @@ ks_status ks__lmtask_frame_run(ks__lmtask *t, const char *fn, const ks_image *im
                                         image, t->rotation, t->mirror, &t->roi, timestamp_us,
                                         &f->image, &f->width, &f->height, err, sizeof(err));
     if (st) return ks__lmtask_error(&t->obj, st, "%s: %s", fn, err);
-    const ks__track_ops ops = {step_detect, step_landmarks, t->spec->finish, step_new_track};
+    const ks__track_ops ops = {step_detect, step_landmarks, t->spec->finish, step_new_track,
+                               t->spec->same};
     st = ks__track_loop_frame(&t->tracker, &ops, t, f->image, f->width, f->height, timestamp_us,
                               f->items, &f->num_items, err, sizeof(err));
     if (st) {

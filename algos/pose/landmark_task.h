@@ -75,7 +75,8 @@ enum { KS__LMTASK_OUT_DET_BOXES, KS__LMTASK_OUT_DET_SCORES, KS__LMTASK_OUT_DET_M
 ks_status ks__lmtask_run_detector(ks__lmtask_detector *d, ks_pipeline *pipeline,
                                   const ks_allocator *alloc, int64_t *pipeline_ts, ks_packet *image,
                                   const ks_box *roi, int32_t iw, int32_t ih, ks__rect *rois,
-                                  size_t cap, size_t *num_out, char *err, size_t err_size);
+                                  float *scores, size_t cap, size_t *num_out, char *err,
+                                  size_t err_size);
 /* Landmark path over the items' ROIs (input_size x input_size crops, MediaPipe grid); outs gets
  * ks_pipeline_num_outputs() packets to release with ks__lmtask_release_outputs. */
 ks_status ks__lmtask_run_landmarks(ks_pipeline *pipeline, const ks_allocator *alloc,
@@ -140,6 +141,13 @@ typedef struct ks__lmtask_spec {
     uint32_t num_smoothed;               /* leading image landmarks the filters see */
     uint32_t num_world;                  /* world landmarks */
     float same_iou;                      /* ks__track_loop_init */
+    /* With max_results > 1, also run the detector on 2 x 2 overlapping tiles of the searched
+     * area (people too small for the whole-image pass; see ks__lmtask_detect_tiled). */
+    bool tile_detector;
+    /* > 0: ks__track_loop_set_same_center (one object or two by ROI centre distance) */
+    float same_center;
+    /* ks__track_ops.same over the decoded items (task is the ks__lmtask), or NULL */
+    bool (*same)(void *task, size_t a, size_t b, int32_t iw, int32_t ih);
     /* The ks__track_ops.finish step: decodes item `index` of outs (task is the ks__lmtask). */
     ks_status (*finish)(void *task, size_t index, const ks__track_item *item, int32_t iw,
                         int32_t ih, int64_t timestamp_us, ks__rect *next, bool *found, char *err,

@@ -37,6 +37,11 @@
 #define POSE_HEATMAP_KERNEL 7       /* MediaPipe RefineLandmarksFromHeatmap kernel_size */
 #define POSE_HEATMAP_MIN_SCORE 0.5f /* ... min_confidence_to_refine */
 #define POSE_ASSOCIATION_IOU 0.5f   /* MediaPipe AssociationNormRectCalculator threshold */
+/* One person or two: ROI centres (hip centres) closer than this fraction of the ROI side. Pose
+ * ROIs are whole-body squares ~1.25x a person's height, so two people side by side overlap by
+ * IoU 0.6 or more (measured on coral_posenet_test_image: 0.62), while two passes of the detector
+ * on one person put the centres within 0.09 of the side and tracked ROIs converge to ~0.01. */
+#define POSE_SAME_CENTER 0.1f
 
 /* Graph outputs after the detector's (pose_landmarker.json; the rest: landmark_task.h). */
 enum {
@@ -207,6 +212,21 @@ static ks_status step_finish(void *task, size_t index, const ks__track_item *ite
 
 /* MediaPipe's pose graph: pose detector, 256x256 landmark crops (39 landmarks: 33, the 2 that
  * give the next ROI, 4 unused), filters on the 35 tracked ones and the 33 world landmarks. */
+/* Two decoded poses of one frame are one person when their heads coincide: the nose closer
+ * than a quarter of the wider shoulder span. (Their ROIs, from the hips and the body's extent,
+ * can differ a lot when one crop saw only part of the person: measured on ultralytics_zidane, two
+ * poses of one man had noses 10 px apart and hip centres 200 px apart.) Two people's heads are
+ * never that close. */
+static bool pose_same(void *task, size_t a, size_t b, int32_t iw, int32_t ih) {
+    const ks_pose_landmarker *pl = task;
+    const ks__landmark *p = pl->work[a].lm, *q = pl->work[b].lm;
+    float fx = (float)iw, fy = (float)ih;
+    float span_p = hypotf((p[11].x - p[12].x) * fx, (p[11].y - p[12].y) * fy);
+    float span_q = hypotf((q[11].x - q[12].x) * fx, (q[11].y - q[12].y) * fy);
+    float d = hypotf((p[0].x - q[0].x) * fx, (p[0].y - q[0].y) * fy);
+    return d < 0.25f * fmaxf(span_p, span_q);
+}
+
 static const ks__lmtask_spec k_pose_spec = {
     .name = "pose",
     .max_results_cap = KS_POSE_MAX_RESULTS,
@@ -224,6 +244,9 @@ static const ks__lmtask_spec k_pose_spec = {
     .num_smoothed = POSE_NUM_ROI_LANDMARKS,
     .num_world = KS_POSE_NUM_LANDMARKS,
     .same_iou = POSE_ASSOCIATION_IOU,
+    .tile_detector = true,
+    .same_center = POSE_SAME_CENTER,
+    .same = pose_same,
     .finish = step_finish,
 };
 

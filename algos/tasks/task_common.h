@@ -172,12 +172,18 @@ typedef struct ks__track_ops {
                         size_t err_size);
     /* A new track takes `slot`: reset its filters. May be NULL. */
     void (*new_track)(void *task, int32_t slot);
+    /* Whether the decoded items a < b of this frame are one object (b is then dropped, as when
+     * their next ROIs are one object). May be NULL: the ROIs alone decide. */
+    bool (*same)(void *task, size_t a, size_t b, int32_t iw, int32_t ih);
 } ks__track_ops;
 
 typedef struct ks__track_loop {
     int32_t max_objects; /* 1..KS__TRACK_MAX_OBJECTS */
     bool video;
     float same_iou; /* ROIs overlapping more than this are one object */
+    /* > 0: instead, ROIs whose centres are closer than this fraction of the larger ROI's longer
+     * side (in pixels) are one object (ks__track_loop_set_same_center) */
+    float same_center;
     int32_t next_id;
     int32_t frames_since_detect;
     uint64_t num_frames, num_detector_runs;
@@ -188,6 +194,10 @@ typedef struct ks__track_loop {
 } ks__track_loop;
 
 void ks__track_loop_init(ks__track_loop *t, int32_t max_objects, bool video, float same_iou);
+/* Tells one object from two by ROI centre distance (fraction of the larger ROI's longer side)
+ * instead of IoU: for ROIs much larger than the objects' spacing, such as the pose task's
+ * whole-body squares, where two people side by side overlap by more than any useful IoU. */
+void ks__track_loop_set_same_center(ks__track_loop *t, float fraction);
 /* Forgets every track (the next frame detects afresh). */
 void ks__track_loop_clear(ks__track_loop *t);
 

@@ -48,6 +48,22 @@ ks_status ks__track_loop_begin(ks__track_loop *t, const ks_allocator *alloc, con
     return KS_STATUS_OK;
 }
 
+void ks__track_loop_set_same_center(ks__track_loop *t, float fraction) {
+    t->same_center = fraction > 0.0f ? fraction : 0.0f;
+}
+
+/* Whether a and b cover one object (t->same_center or t->same_iou). */
+static bool same_object(const ks__track_loop *t, const ks__rect *a, const ks__rect *b, int32_t iw,
+                        int32_t ih) {
+    if (t->same_center <= 0.0f) return ks__track_rect_iou(a, b, iw, ih) > t->same_iou;
+    float dx = (a->x_center - b->x_center) * (float)iw;
+    float dy = (a->y_center - b->y_center) * (float)ih;
+    float side = fmaxf(fmaxf(a->width * (float)iw, a->height * (float)ih),
+                       fmaxf(b->width * (float)iw, b->height * (float)ih));
+    float lim = t->same_center * side;
+    return dx * dx + dy * dy < lim * lim;
+}
+
 static int32_t free_slot(const ks__track_loop *t) {
     for (int32_t i = 0; i < t->max_objects; i++)
         if (t->slot_id[i] == 0) return i;
@@ -58,7 +74,7 @@ static bool overlaps_any(const ks__track_loop *t, const ks__rect *r, const ks__t
                          size_t n, bool kept_only, int32_t iw, int32_t ih) {
     for (size_t j = 0; j < n; j++) {
         if (kept_only && !items[j].keep) continue;
-        if (ks__track_rect_iou(r, &items[j].roi, iw, ih) > t->same_iou) return true;
+        if (same_object(t, r, &items[j].roi, iw, ih)) return true;
     }
     return false;
 }
@@ -116,7 +132,10 @@ ks_status ks__track_loop_frame(ks__track_loop *t, const ks__track_ops *ops, void
             t->frames_since_detect = KS__TRACK_REDETECT_FRAMES;
             continue;
         }
-        if (overlaps_any(t, &next, items, i, true, iw, ih)) {
+        bool dup = overlaps_any(t, &next, items, i, true, iw, ih);
+        for (size_t j = 0; !dup && ops->same && j < i; j++)
+            dup = items[j].keep && ops->same(task, j, i, iw, ih);
+        if (dup) {
             /* Two tracks converged on one object: the earlier (older) item stays. */
             if (it->slot >= 0) t->slot_id[it->slot] = 0;
             continue;

@@ -21,6 +21,8 @@
 #define ASTRONAUT KS_SOURCE_DIR "/models/images/skimage_astronaut.png"
 #define SQUAT KS_SHARED_DATA "/images/coral_squat.bmp"
 #define POSENET KS_SHARED_DATA "/images/coral_posenet_test_image.bmp"
+#define ZIDANE KS_SHARED_DATA "/images/ultralytics_zidane.jpg"
+#define BUS KS_SHARED_DATA "/images/ultralytics_bus.jpg"
 
 static int file_exists(const char *path) {
     struct stat st;
@@ -177,6 +179,72 @@ static void test_video_ids(void **state) {
     ks_image_buf_free(&photo);
 }
 
+/* Multi-person pose (max_results > 1: the detector also runs on 2 x 2 tiles, and people are told
+ * apart by their ROI centres and heads). Two photos with two people each must give two poses,
+ * one per person (noses far apart); in VIDEO mode each keeps its id over the frames. */
+static void test_multi_person(void **state) {
+    (void)state;
+    static const struct {
+        const char *path;
+        int people;   /* people in the photo (counted by hand) */
+        int expected; /* poses the test requires; -1: only reported */
+    } photos[] = {{POSENET, 2, 2}, {ZIDANE, 2, 2}, {BUS, 4, -1}};
+    ks_pose_landmarker *pl = make(KS_MODE_IMAGE, 8, 0);
+    int ran = 0;
+    for (size_t i = 0; i < sizeof(photos) / sizeof(photos[0]); i++) {
+        if (!file_exists(photos[i].path)) {
+            fprintf(stderr, "test_pose: %s not present; that photo is skipped\n", photos[i].path);
+            continue;
+        }
+        ks_image_buf photo;
+        run_photo(photos[i].path, &photo);
+        ks_poses *poses = NULL;
+        assert_int_equal(ks_pose_detect(pl, &photo.image, 0, &poses), KS_STATUS_OK);
+        print_message("[ multi ] %s: %u poses, %d people\n", photos[i].path, (unsigned)poses->count,
+                      photos[i].people);
+        if (photos[i].expected >= 0) assert_int_equal(poses->count, photos[i].expected);
+        for (uint32_t a = 0; a < poses->count; a++) {
+            check_topology(&poses->items[a], photo.image.width_px, photo.image.height_px);
+            for (uint32_t b = 0; b < a; b++) {
+                float dx = poses->items[a].landmarks[0].x - poses->items[b].landmarks[0].x;
+                float dy = poses->items[a].landmarks[0].y - poses->items[b].landmarks[0].y;
+                assert_true(dx * dx + dy * dy > 50.0f * 50.0f); /* two people, not one twice */
+            }
+        }
+        ks_poses_release(poses);
+        ks_image_buf_free(&photo);
+        ran++;
+    }
+    ks_pose_landmarker_destroy(pl);
+    if (!ran || !file_exists(POSENET)) return;
+    /* VIDEO: both people tracked, ids 1 and 2 on every frame, each nose steady. */
+    ks_image_buf photo;
+    run_photo(POSENET, &photo);
+    pl = make(KS_MODE_VIDEO, 4, 0);
+    float nose[3][2] = {{0}};
+    for (int f = 0; f < 5; f++) {
+        ks_poses *poses = NULL;
+        assert_int_equal(ks_pose_detect(pl, &photo.image, (int64_t)(f + 1) * 33333, &poses),
+                         KS_STATUS_OK);
+        assert_int_equal(poses->count, 2);
+        for (uint32_t k = 0; k < 2; k++) {
+            int32_t id = poses->items[k].id;
+            assert_true(id == 1 || id == 2);
+            const ks_pose_landmark *p = &poses->items[k].landmarks[0];
+            if (f > 0) {
+                float dx = p->x - nose[id][0], dy = p->y - nose[id][1];
+                assert_true(dx * dx + dy * dy < 10.0f * 10.0f);
+            }
+            nose[id][0] = p->x;
+            nose[id][1] = p->y;
+        }
+        assert_int_not_equal(poses->items[0].id, poses->items[1].id);
+        ks_poses_release(poses);
+    }
+    ks_pose_landmarker_destroy(pl);
+    ks_image_buf_free(&photo);
+}
+
 /* The person mask: input-sized, mostly person inside the body box, background far outside. */
 static void test_mask(void **state) {
     (void)state;
@@ -295,9 +363,10 @@ int main(void) {
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_photos),    cmocka_unit_test(test_rotation),
-        cmocka_unit_test(test_video_ids), cmocka_unit_test(test_mask),
-        cmocka_unit_test(test_bad_input), cmocka_unit_test(test_lite_model),
+        cmocka_unit_test(test_photos),     cmocka_unit_test(test_rotation),
+        cmocka_unit_test(test_video_ids),  cmocka_unit_test(test_multi_person),
+        cmocka_unit_test(test_mask),       cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_lite_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -165,14 +165,13 @@ static void test_single_model_tasks(void **state) {
     check_steady("face_detect", fd, call_face_detect, 1);
     ks_face_detector_destroy(fd);
     ks_segmenter *sg = NULL;
-    assert_int_equal(ks_segmenter_create(&(ks_segmenter_desc){.task = video()}, &sg),
-                     KS_STATUS_OK);
+    assert_int_equal(ks_segmenter_create(&(ks_segmenter_desc){.task = video()}, &sg), KS_STATUS_OK);
     check_steady("segment", sg, call_segment, 1);
     ks_segmenter_destroy(sg);
-    assert_int_equal(ks_segmenter_create(&(ks_segmenter_desc){.task = video(),
-                                                              .mask_size = KS_MASK_SIZE_MODEL},
-                                         &sg),
-                     KS_STATUS_OK);
+    assert_int_equal(
+        ks_segmenter_create(&(ks_segmenter_desc){.task = video(), .mask_size = KS_MASK_SIZE_MODEL},
+                            &sg),
+        KS_STATUS_OK);
     check_steady("segment_into", sg, call_segment_into, 0);
     ks_segmenter_destroy(sg);
     ks_object_detector *od = NULL;

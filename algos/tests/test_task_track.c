@@ -73,7 +73,7 @@ static void fake_new_track(void *task, int32_t slot) {
     s->num_new_tracks++;
 }
 
-static const ks__track_ops k_ops = {fake_detect, fake_landmarks, fake_finish, fake_new_track};
+static const ks__track_ops k_ops = {fake_detect, fake_landmarks, fake_finish, fake_new_track, NULL};
 
 static size_t frame(ks__track_loop *t, script *s, int64_t ts, ks__track_item *items) {
     size_t n = 0;
