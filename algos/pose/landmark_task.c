@@ -394,8 +394,11 @@ ks_status ks__lmtask_create(const ks__lmtask_spec *spec, const ks_task_options *
 
 /* The whole searched area, then (spec->tile_detector and max_results > 1) LMTASK_TILES^2 tiles
  * of it, each letterboxed into the detector on its own: people that are small in the frame are
- * ~1.7x larger in a tile. Candidates of every pass, best score first; the tracking loop merges
- * those whose ROIs overlap (one person found by several passes). */
+ * ~1.7x larger in a tile. IMAGE mode and the first VIDEO frame run every pass; later VIDEO frames
+ * one pass per detecting frame in turn (whole, tile 1, ... tile 4, whole, ...), so a frame costs
+ * at most one detector run (an empty scene too) and a person who walks in small is found within
+ * 5 detecting frames. Candidates best score first; the tracking loop merges those that are one
+ * person found by several passes. */
 static ks_status step_detect(void *task, ks_packet *image, int32_t iw, int32_t ih, ks__rect *rois,
                              size_t cap, size_t *num_out, char *err, size_t err_size) {
     ks__lmtask *t = task;
@@ -409,7 +412,13 @@ static ks_status step_detect(void *task, ks_packet *image, int32_t iw, int32_t i
     float score[KS__TRACK_MAX_CANDIDATES];
     size_t n = 0;
     *num_out = 0;
-    for (int32_t pass = 0; pass <= LMTASK_TILES * LMTASK_TILES; pass++) {
+    const int32_t num_passes = 1 + LMTASK_TILES * LMTASK_TILES;
+    int32_t first = 0, last = num_passes - 1;
+    if (t->mode == KS_MODE_VIDEO && t->tracker.num_frames > 0) {
+        first = last = t->detect_pass;
+        t->detect_pass = (t->detect_pass + 1) % num_passes;
+    }
+    for (int32_t pass = first; pass <= last; pass++) {
         ks_box b = area;
         if (pass > 0) {
             int32_t tx = (pass - 1) % LMTASK_TILES, ty = (pass - 1) / LMTASK_TILES;

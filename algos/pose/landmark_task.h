@@ -171,6 +171,7 @@ typedef struct ks__lmtask {
     int64_t pipeline_ts;
     ks__track_loop tracker;
     ks__lmtask_detector detector;
+    int32_t detect_pass; /* VIDEO, tiled detector: the pass the next detecting frame runs */
     /* per tracker slot (VIDEO with smoothing): image and world landmark filters */
     ks__landmark_smoother *smoother[KS__TRACK_MAX_OBJECTS];
     ks__landmark_smoother *world_smoother[KS__TRACK_MAX_OBJECTS];
