@@ -119,24 +119,34 @@ static vec_rgb sample8(const ks__imgproc *p, __m256i ix, __m256i iy, __m256 ax, 
     __m256i y0 = gather(base, _mm256_add_epi32(row0, ix));
     __m256i y1 = gather(base, _mm256_add_epi32(row1, ix));
     __m256 Y[4] = {byte_f(y0, 0), byte_f(y0, 8), byte_f(y1, 0), byte_f(y1, 8)};
-    __m256i cx[2] = {_mm256_srli_epi32(ix, 1), _mm256_srli_epi32(_mm256_add_epi32(ix, one), 1)};
+    /* Chroma: the taps' columns are cx0 = ix >> 1 and cx0 + (ix & 1), so one 4-byte gather per
+     * chroma row (and plane) at cx0 holds both; the right tap takes the next sample when ix is
+     * odd. In the fast region ix <= w - 4, so cx0 + 1 < ceil(w / 2) stays inside the row. */
+    __m256i cx0 = _mm256_srli_epi32(ix, 1);
+    __m256i odd = _mm256_and_si256(ix, one);
     __m256i s1 = _mm256_set1_epi32((int32_t)p->stride_bytes[1]);
-    __m256i crow[2] = {_mm256_mullo_epi32(_mm256_srli_epi32(iy, 1), s1),
-                       _mm256_mullo_epi32(_mm256_srli_epi32(_mm256_add_epi32(iy, one), 1), s1)};
+    __m256i cy[2] = {_mm256_srli_epi32(iy, 1), _mm256_srli_epi32(_mm256_add_epi32(iy, one), 1)};
     __m256 U[4], V[4];
-    for (int t = 0; t < 4; t++) {
-        __m256i cr = crow[t >> 1], cc = cx[t & 1];
+    for (int r = 0; r < 2; r++) {
+        __m256i crow = _mm256_mullo_epi32(cy[r], s1);
         if (p->format == KS_PIXEL_FORMAT_I420) {
             __m256i s2 = _mm256_set1_epi32((int32_t)p->stride_bytes[2]);
-            __m256i cr2 = _mm256_mullo_epi32(
-                _mm256_srli_epi32(t >> 1 ? _mm256_add_epi32(iy, one) : iy, 1), s2);
-            U[t] = byte_f(gather(p->plane[1], _mm256_add_epi32(cr, cc)), 0);
-            V[t] = byte_f(gather(p->plane[2], _mm256_add_epi32(cr2, cc)), 0);
+            __m256i crow2 = _mm256_mullo_epi32(cy[r], s2);
+            __m256i u = gather(p->plane[1], _mm256_add_epi32(crow, cx0));
+            __m256i v = gather(p->plane[2], _mm256_add_epi32(crow2, cx0));
+            __m256i sh = _mm256_slli_epi32(odd, 3); /* 8 bits when odd */
+            U[2 * r] = byte_f(u, 0);
+            V[2 * r] = byte_f(v, 0);
+            U[2 * r + 1] = byte_f(_mm256_srlv_epi32(u, sh), 0);
+            V[2 * r + 1] = byte_f(_mm256_srlv_epi32(v, sh), 0);
         } else {
-            __m256i uv = gather(p->plane[1], _mm256_add_epi32(cr, _mm256_add_epi32(cc, cc)));
+            __m256i uv = gather(p->plane[1], _mm256_add_epi32(crow, _mm256_add_epi32(cx0, cx0)));
+            __m256i uv1 = _mm256_srlv_epi32(uv, _mm256_slli_epi32(odd, 4)); /* 16 bits when odd */
             int nv21 = p->format == KS_PIXEL_FORMAT_NV21;
-            U[t] = byte_f(uv, nv21 ? 8 : 0);
-            V[t] = byte_f(uv, nv21 ? 0 : 8);
+            U[2 * r] = byte_f(uv, nv21 ? 8 : 0);
+            V[2 * r] = byte_f(uv, nv21 ? 0 : 8);
+            U[2 * r + 1] = byte_f(uv1, nv21 ? 8 : 0);
+            V[2 * r + 1] = byte_f(uv1, nv21 ? 0 : 8);
         }
     }
     vec_rgb c[4];
