@@ -158,6 +158,93 @@ static vec_rgb sample8(const ks__imgproc *p, __m256i ix, __m256i iy, __m256 ax, 
     return out;
 }
 
+/* 8 single-pixel reads of bpp (1..4) bytes at byte offsets off of a plane, as 32-bit lanes with
+ * the pixel's first byte in the low byte. Each 4-byte read ends at the pixel's last byte (it
+ * starts up to 4 - bpp bytes before the pixel; at the plane's first bytes it starts at 0 and the
+ * lane is shifted), so nothing past the pixel is read: safe at the plane's very end. The plane
+ * must span at least 4 bytes. */
+static __m256i gather_px(const uint8_t *base, __m256i off, int32_t bpp) {
+    __m256i back = _mm256_min_epi32(off, _mm256_set1_epi32(4 - bpp));
+    __m256i v = gather(base, _mm256_sub_epi32(off, back));
+    return _mm256_srlv_epi32(v, _mm256_slli_epi32(back, 3));
+}
+
+static __m256i clamp_i32(__m256i v, int32_t hi) {
+    return _mm256_min_epi32(_mm256_max_epi32(v, _mm256_setzero_si256()), _mm256_set1_epi32(hi));
+}
+
+/* Bilinear RGB of 8 points with taps anywhere: each tap is read at its clamped position (the
+ * scalar reference's REPLICATE rule) and, for ZERO/CONSTANT borders, taps outside the image take
+ * the border colour before the blend, as the reference's fetch does. */
+static vec_rgb sample8_edge(const ks__imgproc *p, __m256i ix, __m256i iy, __m256 ax, __m256 ay) {
+    const __m256i one = _mm256_set1_epi32(1);
+    int32_t w = p->width_px, h = p->height_px;
+    __m256i xs[2] = {ix, _mm256_add_epi32(ix, one)}, ys[2] = {iy, _mm256_add_epi32(iy, one)};
+    __m256i xc[2] = {clamp_i32(xs[0], w - 1), clamp_i32(xs[1], w - 1)};
+    __m256i yc[2] = {clamp_i32(ys[0], h - 1), clamp_i32(ys[1], h - 1)};
+    __m256i s0 = _mm256_set1_epi32((int32_t)p->stride_bytes[0]);
+    vec_rgb c[4];
+    for (int t = 0; t < 4; t++) {
+        __m256i x = xc[t & 1], y = yc[t >> 1];
+        __m256i row = _mm256_mullo_epi32(y, s0);
+        switch (p->format) {
+        case KS_PIXEL_FORMAT_RGBA:
+        case KS_PIXEL_FORMAT_BGRA:
+        case KS_PIXEL_FORMAT_RGB:
+        case KS_PIXEL_FORMAT_BGR: {
+            int four = p->format == KS_PIXEL_FORMAT_RGBA || p->format == KS_PIXEL_FORMAT_BGRA;
+            int bgr = p->format == KS_PIXEL_FORMAT_BGRA || p->format == KS_PIXEL_FORMAT_BGR;
+            int32_t bpp = four ? 4 : 3;
+            __m256i v = gather_px(
+                p->plane[0], _mm256_add_epi32(row, _mm256_mullo_epi32(x, _mm256_set1_epi32(bpp))),
+                bpp);
+            c[t].r = byte_f(v, bgr ? 16 : 0);
+            c[t].g = byte_f(v, 8);
+            c[t].b = byte_f(v, bgr ? 0 : 16);
+            break;
+        }
+        case KS_PIXEL_FORMAT_GRAY:
+            c[t].r = byte_f(gather_px(p->plane[0], _mm256_add_epi32(row, x), 1), 0);
+            c[t].g = c[t].b = c[t].r;
+            break;
+        default: {
+            __m256 Y = byte_f(gather_px(p->plane[0], _mm256_add_epi32(row, x), 1), 0);
+            __m256i cx = _mm256_srli_epi32(x, 1), cy = _mm256_srli_epi32(y, 1);
+            __m256i crow = _mm256_mullo_epi32(cy, _mm256_set1_epi32((int32_t)p->stride_bytes[1]));
+            __m256 U, V;
+            if (p->format == KS_PIXEL_FORMAT_I420) {
+                __m256i crow2 =
+                    _mm256_mullo_epi32(cy, _mm256_set1_epi32((int32_t)p->stride_bytes[2]));
+                U = byte_f(gather_px(p->plane[1], _mm256_add_epi32(crow, cx), 1), 0);
+                V = byte_f(gather_px(p->plane[2], _mm256_add_epi32(crow2, cx), 1), 0);
+            } else {
+                __m256i uv =
+                    gather_px(p->plane[1], _mm256_add_epi32(crow, _mm256_add_epi32(cx, cx)), 2);
+                int nv21 = p->format == KS_PIXEL_FORMAT_NV21;
+                U = byte_f(uv, nv21 ? 8 : 0);
+                V = byte_f(uv, nv21 ? 0 : 8);
+            }
+            c[t] = yuv_to_rgb(p, Y, U, V);
+            break;
+        }
+        }
+        if (p->border != KS_BORDER_REPLICATE) {
+            /* outside: x or y differs from its clamped value */
+            __m256 out = _mm256_castsi256_ps(_mm256_or_si256(
+                _mm256_xor_si256(_mm256_cmpeq_epi32(xs[t & 1], x), _mm256_set1_epi32(-1)),
+                _mm256_xor_si256(_mm256_cmpeq_epi32(ys[t >> 1], y), _mm256_set1_epi32(-1))));
+            c[t].r = _mm256_blendv_ps(c[t].r, _mm256_set1_ps(p->border_rgb[0]), out);
+            c[t].g = _mm256_blendv_ps(c[t].g, _mm256_set1_ps(p->border_rgb[1]), out);
+            c[t].b = _mm256_blendv_ps(c[t].b, _mm256_set1_ps(p->border_rgb[2]), out);
+        }
+    }
+    vec_rgb o;
+    o.r = lerp2(c[0].r, c[1].r, c[2].r, c[3].r, ax, ay);
+    o.g = lerp2(c[0].g, c[1].g, c[2].g, c[3].g, ax, ay);
+    o.b = lerp2(c[0].b, c[1].b, c[2].b, c[3].b, ax, ay);
+    return o;
+}
+
 static void store8(const ks__imgproc *p, int32_t y, int32_t x, const __m256 *val) {
     size_t plane_px = (size_t)p->out_width_px * (size_t)p->out_height_px;
     size_t pix = (size_t)y * (size_t)p->out_width_px + (size_t)x;
@@ -229,6 +316,18 @@ void ks__imgproc_rows_avx2(const ks__imgproc *p, int32_t y_begin, int32_t y_end)
     const __m256i minus1 = _mm256_set1_epi32(-1);
     const __m256i w_px = _mm256_set1_epi32(p->width_px), h_px = _mm256_set1_epi32(p->height_px);
     const int constant_border = p->border != KS_BORDER_REPLICATE;
+    /* sample8_edge reads 4 bytes ending at a pixel: every plane must span 4 bytes (its rows
+     * but the last, then the last row's pixels) */
+    int32_t bpp0 = p->format == KS_PIXEL_FORMAT_RGBA || p->format == KS_PIXEL_FORMAT_BGRA ? 4
+                   : p->format == KS_PIXEL_FORMAT_RGB || p->format == KS_PIXEL_FORMAT_BGR ? 3
+                                                                                          : 1;
+    int32_t cw = (p->width_px + 1) / 2, ch = (p->height_px + 1) / 2;
+    int edge_ok = (size_t)(p->height_px - 1) * p->stride_bytes[0] + (size_t)p->width_px * bpp0 >= 4;
+    if (p->format == KS_PIXEL_FORMAT_NV21 || p->format == KS_PIXEL_FORMAT_NV12)
+        edge_ok = edge_ok && (size_t)(ch - 1) * p->stride_bytes[1] + 2 * (size_t)cw >= 4;
+    if (p->format == KS_PIXEL_FORMAT_I420)
+        edge_ok = edge_ok && (size_t)(ch - 1) * p->stride_bytes[1] + (size_t)cw >= 4 &&
+                  (size_t)(ch - 1) * p->stride_bytes[2] + (size_t)cw >= 4;
     const vec_rgb border = {_mm256_set1_ps(p->border_rgb[0]), _mm256_set1_ps(p->border_rgb[1]),
                             _mm256_set1_ps(p->border_rgb[2])};
     for (int32_t y = y_begin; y < y_end; y++) {
@@ -260,6 +359,8 @@ void ks__imgproc_rows_avx2(const ks__imgproc *p, int32_t y_begin, int32_t y_end)
             } else if (constant_border && all_outside(ix, iy, w_px, h_px)) {
                 /* letterbox padding: the scalar lerp of four equal border taps is exact */
                 rgb = border;
+            } else if (edge_ok) {
+                rgb = sample8_edge(p, ix, iy, ax, ay);
             } else {
                 ks__imgproc_span_scalar(p, y, x, x + 8);
                 continue;
