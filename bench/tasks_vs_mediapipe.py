@@ -5,15 +5,16 @@ Both are timed in one run, on one core when the whole script is pinned (the thre
 MediaPipe's legacy graphs cannot be set; pinning matches them):
 
     taskset -c 0 .venv/bin/python bench/tasks_vs_mediapipe.py \
-        --taskbench build/release/bench/ks-taskbench [--runs 30] [--json OUT.json]
+        --taskbench build/release/bench/ks-taskbench [--runs 30] [--rounds 3] [--json OUT.json]
 
 Kestrel is timed by ks-taskbench (--json, one thread) on the NV21 frame an Android camera would
 give and on the RGB frame; MediaPipe gets the RGB frame (its legacy API takes RGB arrays only).
 The frame is ks-taskbench's own (--dump-frame), so every engine sees the same pixels. Modes:
 face detection per image (no tracking), the landmark tasks in video mode (static_image_mode=False
 against Kestrel's VIDEO mode, steady-state tracking on a repeated frame), selfie segmentation as a
-stream. Medians of --runs calls after 3 warm-up calls. Not a test: it prints a markdown table
-and, with --json, writes the numbers.
+stream. Medians of --runs calls after 3 warm-up calls, in --rounds interleaved rounds (Kestrel
+NV21, Kestrel RGB, MediaPipe per round; the median round is reported). Not a test: it prints a
+markdown table and, with --json, writes the numbers.
 
 Needs mediapipe 0.10.21 (scripts/requirements-golden.txt) and, for its `solutions` package,
 opencv-python-headless and matplotlib (bench/requirements-mediapipe.txt).
@@ -82,46 +83,54 @@ def time_mediapipe(name, frame, runs):
     return statistics.median(times)
 
 
-def time_kestrel(taskbench, fmt, runs):
+def time_kestrel(taskbench, task, mode, fmt, runs):
     out = subprocess.run([taskbench, "--json", "--threads", "1", "--runs", str(runs), "--format",
-                          fmt], check=True, capture_output=True, text=True).stdout
-    rows = {}
+                          fmt, "--task", task], check=True, capture_output=True, text=True).stdout
     for line in out.splitlines():
         d = json.loads(line)
-        rows[(d["task"], d["mode"])] = d
-    return rows
+        if d["mode"] == mode:
+            return d
+    raise SystemExit(f"ks-taskbench gave no {task} {mode} row")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--taskbench", required=True, help="path of ks-taskbench")
     ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="interleaved rounds (Kestrel NV21, Kestrel RGB, MediaPipe) per task; "
+                         "the table has the median of the rounds' medians")
     ap.add_argument("--json", help="also write the numbers here")
     args = ap.parse_args()
-    if not 1 <= args.runs <= 1000:
-        raise SystemExit("--runs must be 1..1000")
+    if not 1 <= args.runs <= 1000 or not 1 <= args.rounds <= 20:
+        raise SystemExit("--runs must be 1..1000 and --rounds 1..20")
     with tempfile.TemporaryDirectory() as tmp:
         ppm = os.path.join(tmp, "frame.ppm")
         subprocess.run([args.taskbench, "--dump-frame", ppm], check=True)
         frame = read_ppm(ppm)
     affinity = sorted(os.sched_getaffinity(0))
-    ks = {fmt: time_kestrel(args.taskbench, fmt, args.runs) for fmt in ("nv21", "rgb")}
     results = []
     for row, task, mode, mp_name in ROWS:
-        mp_ms = time_mediapipe(mp_name, frame, args.runs)
-        k_nv21 = ks["nv21"].get((task, mode))
-        k_rgb = ks["rgb"].get((task, mode))
-        results.append({"task": task, "mode": mode, "row": row, "mediapipe_ms": mp_ms,
-                        "kestrel_nv21_ms": k_nv21["total_ms"] if k_nv21 else None,
-                        "kestrel_rgb_ms": k_rgb["total_ms"] if k_rgb else None,
-                        "kestrel_inference_ms": k_nv21["inference_ms"] if k_nv21 else None})
-    print(f"CPUs: {affinity}; median of {args.runs} calls after {WARMUP} warm-up calls; "
-          "Kestrel 1 thread.\n")
+        nv21, rgb, mp, inf = [], [], [], []
+        for _ in range(args.rounds):  # interleaved, so drift on a shared machine hits all three
+            d = time_kestrel(args.taskbench, task, mode, "nv21", args.runs)
+            nv21.append(d["total_ms"])
+            inf.append(d["inference_ms"])
+            rgb.append(time_kestrel(args.taskbench, task, mode, "rgb", args.runs)["total_ms"])
+            mp.append(time_mediapipe(mp_name, frame, args.runs))
+        med = statistics.median
+        results.append({"task": task, "mode": mode, "row": row, "mediapipe_ms": med(mp),
+                        "kestrel_nv21_ms": med(nv21), "kestrel_rgb_ms": med(rgb),
+                        "kestrel_inference_ms": med(inf),
+                        "ratio_per_round": [a / b for a, b in zip(nv21, mp)],
+                        "ratio": med([a / b for a, b in zip(nv21, mp)])})
+    print(f"CPUs: {affinity}; per round the median of {args.runs} calls after {WARMUP} warm-up "
+          f"calls, median of {args.rounds} interleaved rounds; Kestrel 1 thread.\n")
     print("| task | Kestrel NV21 (ms) | Kestrel RGB (ms) | MediaPipe 0.10.21 RGB (ms) "
-          "| Kestrel NV21 / MediaPipe |")
+          "| Kestrel NV21 / MediaPipe (median of the rounds' ratios) |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for r in results:
-        ratio = (r["kestrel_nv21_ms"] / r["mediapipe_ms"]) if r["kestrel_nv21_ms"] else None
+        ratio = r["ratio"]
         fmt = lambda v: f"{v:.2f}" if v is not None else "n/a"
         print(f"| {r['row']} | {fmt(r['kestrel_nv21_ms'])} | {fmt(r['kestrel_rgb_ms'])} | "
               f"{fmt(r['mediapipe_ms'])} | {fmt(ratio)}x |")

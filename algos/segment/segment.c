@@ -28,6 +28,9 @@ struct ks_segmenter {
 typedef struct seg_result {
     ks_segmentation pub; /* first: the caller's pointer */
     const ks_allocator *alloc;
+    /* The graph's mask packet when pub.mask points into it (a tight f32 plane): the result keeps
+     * a reference instead of copying the mask. NULL when the mask was copied. */
+    const ks_packet *mask_packet;
 } seg_result;
 
 static const char *const k_default_bundles[KS_SEGMENTER_MODEL_COUNT] = {
@@ -105,6 +108,7 @@ error:
 void ks_segmentation_release(ks_segmentation *m) {
     if (!m) return;
     seg_result *r = (seg_result *)m;
+    ks_packet_release(r->mask_packet);
     ks__free(r->alloc, r);
 }
 
@@ -136,7 +140,13 @@ static ks_status segment_run(ks_segmenter *s, const ks_image *image, int64_t tim
         goto done;
     }
     size_t num_px = (size_t)mask->width_px * (size_t)mask->height_px;
-    size_t bytes = sizeof(seg_result) + num_px * sizeof(float) + (s->desc.output_u8 ? num_px : 0);
+    size_t row_bytes = (size_t)mask->width_px * sizeof(float);
+    size_t row_stride = mask->stride_bytes ? mask->stride_bytes : row_bytes;
+    /* A tight mask is handed over by reference (the packet outlives the segmenter if need be:
+     * it comes from the pipeline's pool); only a strided one is copied. */
+    bool by_ref = row_stride == row_bytes;
+    size_t bytes = sizeof(seg_result) + (by_ref ? 0 : num_px * sizeof(float)) +
+                   (s->desc.output_u8 ? num_px : 0);
     seg_result *r = ks__alloc(alloc, bytes);
     if (!r) {
         ks__object_error(&s->obj, "ks_segment: out of memory for a %d x %d mask",
@@ -145,19 +155,26 @@ static ks_status segment_run(ks_segmenter *s, const ks_image *image, int64_t tim
         goto done;
     }
     r->alloc = alloc;
-    float *m = (float *)(r + 1);
-    size_t row_stride =
-        mask->stride_bytes ? mask->stride_bytes : (size_t)mask->width_px * sizeof(float);
-    for (int32_t y = 0; y < mask->height_px; y++)
-        memcpy(m + (size_t)y * (size_t)mask->width_px,
-               (const uint8_t *)mask->data + (size_t)y * row_stride,
-               (size_t)mask->width_px * sizeof(float));
+    r->mask_packet = NULL;
+    const float *m;
+    uint8_t *tail = (uint8_t *)(r + 1);
+    if (by_ref) {
+        r->mask_packet = ks_packet_retain(outs[s->out_mask]);
+        m = mask->data;
+    } else {
+        float *copy = (float *)tail;
+        tail += num_px * sizeof(float);
+        for (int32_t y = 0; y < mask->height_px; y++)
+            memcpy(copy + (size_t)y * (size_t)mask->width_px,
+                   (const uint8_t *)mask->data + (size_t)y * row_stride, row_bytes);
+        m = copy;
+    }
     size_t num_person = 0;
     for (size_t i = 0; i < num_px; i++)
         num_person += m[i] >= 0.5f;
     uint8_t *u8 = NULL;
     if (s->desc.output_u8) {
-        u8 = (uint8_t *)(m + num_px);
+        u8 = tail;
         for (size_t i = 0; i < num_px; i++)
             u8[i] = (uint8_t)(m[i] * 255.0f + 0.5f);
     }

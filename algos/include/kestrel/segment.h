@@ -22,7 +22,8 @@
  * not used.
  *
  * Thread safety: a ks_segmenter is used by one thread at a time; distinct segmenters are
- * independent. A ks_segmentation is plain data.
+ * independent. A ks_segmentation is read-only data that may be released on any thread, after its
+ * segmenter too (its mask may be the graph's mask buffer, held by reference, not a copy).
  */
 #ifndef KESTREL_SEGMENT_H
 #define KESTREL_SEGMENT_H
