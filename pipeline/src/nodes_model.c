@@ -23,7 +23,7 @@ typedef struct itt_state {
     int border_zero;
     int mediapipe_grid;
     /* The infer node this node's tensor feeds (its only reader), found on the first frame: the
-     * tensor is written straight into that session's input (see itt_destination). */
+     * tensor is written straight into that session's input (see session_input_for). */
     bool consumer_checked;
     infer_state *consumer;
     uint32_t consumer_input;
@@ -78,7 +78,7 @@ error:
 }
 
 static ks_status itt_process(void *state, ks_node_ctx *ctx) {
-    const itt_state *s = state;
+    itt_state *s = state;
     const ks_packet_image *img = ks_packet_image_view(ks_node_input(ctx, 0));
     const ks_packet_rects *roi = ks_packet_rects_view(ks_node_input(ctx, 1));
     ks_rect r = {0.5f, 0.5f, 1.0f, 1.0f, 0.0f};
@@ -111,21 +111,20 @@ static ks_status itt_process(void *state, ks_node_ctx *ctx) {
     info.shape.dims[3] = 3;
     /* The destination: the consuming infer node's session input when this tensor has no other
      * reader (no copy, and the model reads it where it was written), else a new packet. */
-    itt_state *ms = state;
-    if (!ms->consumer_checked) {
+    if (!s->consumer_checked) {
         const ks_node_type *type = NULL;
         void *cs = NULL;
         uint32_t port = 0;
         if (ks__node_sole_consumer(ctx, 0, &type, &cs, &port) && type == &ks__infer_type) {
-            ms->consumer = cs;
-            ms->consumer_input = port;
+            s->consumer = cs;
+            s->consumer_input = port;
         }
-        ms->consumer_checked = true;
+        s->consumer_checked = true;
     }
     ks_packet *t = NULL;
     ks_tensor dst = {.info = info};
     ks_status st;
-    if (ms->consumer && session_input_for(ms->consumer, ms->consumer_input, &info, &dst)) {
+    if (s->consumer && session_input_for(s->consumer, s->consumer_input, &info, &dst)) {
         st = ks__packet_create_tensor_view(ks_node_allocator(ctx), &info, dst.data, dst.size_bytes,
                                            &t);
     } else {
