@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -209,12 +210,143 @@ static void test_previous_refuses_views(void **state) {
     ks_pipeline_destroy(p);
 }
 
+/* ---- model inputs written in place ---- */
+
+#define DETECTOR_KSM KS_BINARY_DIR "/../bundles/ksm/face_detection_short_range.ksm"
+
+typedef struct size_log {
+    size_t largest;
+} size_log;
+
+static void *log_alloc(void *user, size_t size, size_t align) {
+    size_log *l = user;
+    if (size > l->largest) l->largest = size;
+    void *p = NULL;
+    if (align < sizeof(void *)) align = sizeof(void *);
+    return posix_memalign(&p, align, size ? size : 1) ? NULL : p;
+}
+
+static void log_free(void *user, void *p) {
+    (void)user;
+    free(p);
+}
+
+/* image_to_tensor -> infer: the tensor goes straight into the session's input when infer is its
+ * only reader, and through a packet when it is also a graph output; the model's outputs are the
+ * same bit for bit, and only the second graph allocates the 128x128x3 f32 tensor. */
+static void test_in_place_model_input(void **state) {
+    (void)state;
+    FILE *f = fopen(DETECTOR_KSM, "rb");
+    if (!f) {
+        printf("[ view ] %s not built: skipped\n", DETECTOR_KSM);
+        skip();
+    }
+    fclose(f);
+    fill();
+    static const char head[] =
+        "{\"inputs\":[{\"name\":\"image\",\"type\":\"image\"}],\"outputs\":[\"boxes\","
+        "\"scores\"%s],\"nodes\":[{\"type\":\"image_to_tensor\",\"name\":\"pre\","
+        "\"inputs\":[\"image\"],\"outputs\":[\"t\"],\"options\":{\"width\":128,"
+        "\"height\":128,\"range\":[-1,1],\"keep_aspect\":true}},{\"type\":\"infer\","
+        "\"name\":\"det\",\"inputs\":[\"t\"],\"outputs\":[\"boxes\",\"scores\"],"
+        "\"options\":{\"model\":\"" DETECTOR_KSM "\"}}]}";
+    char json[2][2048];
+    snprintf(json[0], sizeof(json[0]), head, "");
+    snprintf(json[1], sizeof(json[1]), head, ",\"t\"");
+    ks_image frame = {.format = KS_PIXEL_FORMAT_NV21,
+                      .width_px = W,
+                      .height_px = H,
+                      .planes = {g_nv21, g_nv21 + W * H}};
+    float *out[2][2] = {{NULL, NULL}, {NULL, NULL}};
+    size_t bytes[2] = {0, 0};
+    size_t largest[2] = {0, 0};
+    for (int g = 0; g < 2; g++) {
+        size_log log = {0};
+        ks_allocator a = {log_alloc, log_free, &log};
+        ks_pipeline *p = NULL;
+        assert_int_equal(ks_pipeline_create_json(json[g], strlen(json[g]),
+                                                 &(ks_pipeline_desc){.allocator = &a}, &p),
+                         KS_STATUS_OK);
+        log.largest = 0; /* count the frame only (the session was planned at create) */
+        ks_packet *view = NULL, *outs[3] = {NULL, NULL, NULL};
+        assert_int_equal(ks_packet_create_image_view(ks_pipeline_packet_allocator(p), &frame,
+                                                     KS_ROTATION_90, 1, &view),
+                         KS_STATUS_OK);
+        const ks_packet *ins[1] = {view};
+        assert_int_equal(ks_pipeline_process(p, ins, 1, outs), KS_STATUS_OK);
+        largest[g] = log.largest;
+        for (int k = 0; k < 2; k++) {
+            const ks_tensor *t = ks_packet_tensor(outs[k]);
+            assert_non_null(t);
+            bytes[k] = t->size_bytes;
+            out[g][k] = malloc(t->size_bytes);
+            assert_non_null(out[g][k]);
+            memcpy(out[g][k], t->data, t->size_bytes);
+        }
+        for (int k = 0; k < 3; k++)
+            ks_packet_release(outs[k]);
+        ks_packet_release(view);
+        ks_pipeline_destroy(p);
+    }
+    for (int k = 0; k < 2; k++) {
+        assert_memory_equal(out[0][k], out[1][k], bytes[k]);
+        free(out[0][k]);
+        free(out[1][k]);
+    }
+    const size_t tensor_bytes = 128 * 128 * 3 * sizeof(float);
+    assert_true(largest[0] < tensor_bytes); /* written into the session: no tensor packet */
+    assert_true(largest[1] >= tensor_bytes);
+}
+
+/* ks_pipeline_node_subgraph reaches a foreach's graph; other nodes have none. */
+static void test_node_subgraph(void **state) {
+    (void)state;
+    static const char graph[] =
+        "{\"inputs\":[{\"name\":\"rects\",\"type\":\"rects\"},{\"name\":\"image\","
+        "\"type\":\"image\"}],\"outputs\":[\"crops\"],\"nodes\":["
+        "{\"type\":\"split\",\"name\":\"split\",\"inputs\":[\"rects\"],\"outputs\":"
+        "[\"one\"]},{\"type\":\"foreach\",\"name\":\"each\",\"inputs\":[\"one\","
+        "\"image\"],\"outputs\":[\"crops\"],\"options\":{\"graph\":{\"inputs\":"
+        "[\"roi\",\"image\"],\"outputs\":[\"t\"],\"nodes\":[{\"type\":"
+        "\"image_to_tensor\",\"name\":\"crop\",\"inputs\":[\"image\",\"roi\"],"
+        "\"outputs\":[\"t\"],\"options\":{\"width\":8,\"height\":8}}]}}}]}";
+    ks_pipeline *p = NULL;
+    assert_int_equal(ks_pipeline_create_json(graph, strlen(graph), NULL, &p), KS_STATUS_OK);
+    int found = 0;
+    for (uint32_t i = 0; i < ks_pipeline_num_nodes(p); i++) {
+        ks_node_stats st;
+        assert_int_equal(ks_pipeline_node_stats(p, i, &st), KS_STATUS_OK);
+        const ks_pipeline *sub = ks_pipeline_node_subgraph(p, i);
+        if (strcmp(st.type_name, "foreach") != 0) {
+            assert_null(sub);
+            continue;
+        }
+        assert_non_null(sub);
+        assert_int_equal(ks_pipeline_num_nodes(sub), 1);
+        assert_int_equal(ks_pipeline_node_stats(sub, 0, &st), KS_STATUS_OK);
+        assert_string_equal(st.node_name, "crop");
+        found++;
+    }
+    assert_int_equal(found, 1);
+    assert_null(ks_pipeline_node_subgraph(p, 99));
+    assert_null(ks_pipeline_node_subgraph(NULL, 0));
+    assert_null(ks_pipeline_packet_allocator(NULL));
+    /* A packet from the pipeline's pool outlives the pipeline. */
+    ks_packet *keep = NULL;
+    assert_int_equal(ks_packet_create_int(ks_pipeline_packet_allocator(p), 5, &keep), KS_STATUS_OK);
+    ks_pipeline_destroy(p);
+    assert_int_equal(ks_packet_int(keep), 5);
+    ks_packet_release(keep);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_view_geometry),
         cmocka_unit_test(test_view_bad_frames),
         cmocka_unit_test(test_view_matches_upright_copy),
         cmocka_unit_test(test_previous_refuses_views),
+        cmocka_unit_test(test_in_place_model_input),
+        cmocka_unit_test(test_node_subgraph),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
