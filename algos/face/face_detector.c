@@ -1,7 +1,10 @@
 /* ks_face_detector: BlazeFace (short or full range) through the face_detector_*.ksb pipeline:
  * letterboxed preprocessing, SSD decoding with MediaPipe's presets, weighted NMS and, in VIDEO
  * mode, an IoU tracker for stable ids. This file only converts images in and packets out. */
+#include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,7 +21,21 @@ struct ks_face_detector {
     ks_bundle *bundle;
     ks_pipeline *pipeline;
     int32_t out_faces, out_ids;
+    bool has_roi_input; /* graph input 1 is a "roi" rects stream (tiles need it) */
+    /* The faces of the call before the result block: one pass's (<= KS__FD_PASS_FACES) or,
+     * with tiles >= 2, every pass's before merging (KS__FD_MAX_CANDIDATES) */
+    ks_face *cand;
+    uint32_t cap_cand;
 };
+
+/* Faces of one detector pass at most (the ssd_detections node's cap). */
+#define KS__FD_PASS_FACES 256
+
+/* Faces kept from all tile passes of one call, before the merge. */
+#define KS__FD_MAX_CANDIDATES 2048
+#define KS__FD_MAX_TILES 4
+/* Two faces of different passes whose boxes overlap more than this are one face. */
+#define KS__FD_TILE_SAME_IOU 0.3f
 
 /* Results are one allocation: this header, the ks_faces, then the items. The header keeps the
  * allocator so ks_faces_release needs no handle. */
@@ -43,6 +60,7 @@ void ks_face_detector_destroy(ks_face_detector *det) {
     if (!det) return;
     ks_pipeline_destroy(det->pipeline);
     ks_bundle_destroy(det->bundle);
+    ks__free(det->alloc_ptr, det->cand);
     ks__free(det->alloc_ptr, det);
 }
 
@@ -54,12 +72,20 @@ ks_status ks_face_detector_create(const ks_face_detector_desc *desc, ks_face_det
     }
     if ((unsigned)d.model >= KS_FACE_DETECTOR_MODEL_COUNT ||
         (unsigned)d.task.mode >= KS_MODE_COUNT || d.task.max_results < 0 ||
-        !(d.task.min_score >= 0.0f && d.task.min_score <= 1.0f)) {
+        !(d.task.min_score >= 0.0f && d.task.min_score <= 1.0f) || d.tiles < 0 ||
+        d.tiles > KS__FD_MAX_TILES) {
         ks__object_error(NULL,
                          "ks_face_detector_create: bad desc (model %d, mode %d, max_results %d, "
-                         "min_score %g)",
+                         "min_score %g, tiles %d: 0..%d)",
                          (int)d.model, (int)d.task.mode, (int)d.task.max_results,
-                         (double)d.task.min_score);
+                         (double)d.task.min_score, (int)d.tiles, KS__FD_MAX_TILES);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    if (d.tiles >= 2 && d.task.mode != KS_MODE_IMAGE) {
+        ks__object_error(NULL,
+                         "ks_face_detector_create: tiles (%d) work in IMAGE mode only: the "
+                         "VIDEO tracker follows one detector pass per frame",
+                         (int)d.tiles);
         return KS_STATUS_INVALID_ARGUMENT;
     }
     const ks_allocator *a = d.task.allocator;
@@ -92,12 +118,28 @@ ks_status ks_face_detector_create(const ks_face_detector_desc *desc, ks_face_det
     }
     det->out_faces = ks_pipeline_output_index(det->pipeline, "faces");
     det->out_ids = ks_pipeline_output_index(det->pipeline, "ids");
-    if (det->out_faces < 0 || ks_pipeline_num_inputs(det->pipeline) != 1 ||
+    uint32_t num_in = ks_pipeline_num_inputs(det->pipeline);
+    det->has_roi_input = num_in == 2 && ks_pipeline_input_index(det->pipeline, "roi") == 1;
+    if (det->out_faces < 0 || (num_in != 1 && !det->has_roi_input) ||
         ks_pipeline_num_outputs(det->pipeline) > 8) {
         ks__object_error(NULL,
-                         "ks_face_detector_create: the bundle's graph must have one image input "
-                         "a 'faces' output and at most 8 outputs (is it a face detector bundle?)");
+                         "ks_face_detector_create: the bundle's graph must have an image input "
+                         "(and optionally a 'roi' rects input), a 'faces' output and at most 8 "
+                         "outputs (is it a face detector bundle?)");
         st = KS_STATUS_INVALID_MODEL;
+        goto error;
+    }
+    if (d.tiles >= 2 && !det->has_roi_input) {
+        ks__object_error(NULL, "ks_face_detector_create: tiles need a bundle whose graph has a "
+                               "'roi' input (rebuild it with this release's ks-task-bundle)");
+        st = KS_STATUS_INVALID_MODEL;
+        goto error;
+    }
+    det->cap_cand = d.tiles >= 2 ? KS__FD_MAX_CANDIDATES : KS__FD_PASS_FACES;
+    det->cand = ks__calloc(det->alloc_ptr, det->cap_cand, sizeof(ks_face));
+    if (!det->cand) {
+        ks__object_error(NULL, "ks_face_detector_create: out of memory");
+        st = KS_STATUS_OUT_OF_MEMORY;
         goto error;
     }
     *out = det;
@@ -112,50 +154,37 @@ static bool in_roi(const ks_box *roi, float cx, float cy) {
            (cx >= roi->x && cx < roi->x + roi->w && cy >= roi->y && cy < roi->y + roi->h);
 }
 
-static ks_status face_detect_run(ks_face_detector *det, const ks_image *image, int64_t timestamp_us,
-                                 ks_faces **out) {
-    if (!det || !out) {
-        if (det) ks__object_error(&det->obj, "ks_face_detect: out is NULL");
-        return KS_STATUS_INVALID_ARGUMENT;
-    }
-    char err[512];
-    ks_packet *frame = NULL, *outs[8] = {NULL};
-    ks_status st = KS_STATUS_OK;
+/* One detector pass over `roi` (normalized upright-image rect; NULL: the whole image) into
+ * faces[0, cap) in upright pixels; *n gets the count. */
+static ks_status detect_pass(ks_face_detector *det, const ks_packet *frame, const ks_rect *roi,
+                             int64_t ts, float w, float h, ks_face *faces, uint32_t cap,
+                             uint32_t *n) {
+    ks_packet *outs[8] = {NULL}, *roi_packet = NULL;
     uint32_t num_out = ks_pipeline_num_outputs(det->pipeline); /* <= 8, checked at create */
-    st = ks__task_image_packet(ks_pipeline_packet_allocator(det->pipeline), image,
-                               det->desc.task.rotation, det->desc.task.mirror, &frame, err,
-                               sizeof(err));
-    if (st) {
-        ks__object_error(&det->obj, "ks_face_detect: %s", err);
-        return st;
-    }
-    const ks_packet_image *view = ks_packet_image_view(frame);
-    float w = (float)view->width_px, h = (float)view->height_px;
     bool video = det->desc.task.mode == KS_MODE_VIDEO;
+    *n = 0;
+    ks_status st = KS_STATUS_OK;
+    if (roi) {
+        st = ks_packet_create_rects(ks_pipeline_packet_allocator(det->pipeline),
+                                    &(ks_packet_rects){1, roi}, &roi_packet);
+        if (st) {
+            ks__object_error(&det->obj, "ks_face_detect: out of memory");
+            return st;
+        }
+    }
     if (!video) ks_pipeline_reset(det->pipeline); /* photos are independent: no tracking */
-    const ks_packet *in[1] = {frame};
-    st = ks_pipeline_process(det->pipeline, in, video ? timestamp_us : 0, outs);
+    const ks_packet *in[2] = {frame, roi_packet};
+    st = ks_pipeline_process(det->pipeline, in, video ? ts : 0, outs);
+    ks_packet_release(roi_packet);
     if (st) {
         ks__object_error(&det->obj, "ks_face_detect: %s", ks_last_error(det->pipeline));
-        goto done;
+        return st;
     }
     const ks_packet_detections *pd = ks_packet_detections_view(outs[det->out_faces]);
     const ks_tensor *ids = det->out_ids >= 0 ? ks_packet_tensor(outs[det->out_ids]) : NULL;
-    uint32_t n = pd ? pd->num_detections : 0;
-    faces_block *b = ks__calloc(det->alloc_ptr, 1, sizeof(*b) + (size_t)n * sizeof(ks_face));
-    if (!b) {
-        ks__object_error(&det->obj, "ks_face_detect: out of memory for %u faces", (unsigned)n);
-        st = KS_STATUS_OUT_OF_MEMORY;
-        goto done;
-    }
-    if (det->alloc_ptr) {
-        b->alloc = det->alloc;
-        b->has_alloc = 1;
-    }
-    b->faces.items = (ks_face *)(b + 1);
-    uint32_t count = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        ks_face *f = &b->faces.items[count];
+    uint32_t num = pd ? pd->num_detections : 0;
+    for (uint32_t i = 0; i < num && *n < cap; i++) {
+        ks_face *f = &faces[*n];
         const float *bx = pd->boxes + 4 * (size_t)i;
         /* BlazeFace's normalized outputs times the size are pixel indices (MediaPipe's
          * sampling grid); + 0.5 gives the continuous coordinates every task reports. */
@@ -168,17 +197,105 @@ static ks_status face_detect_run(ks_face_detector *det, const ks_image *image, i
         if (video && ids && ids->info.dtype == KS_DTYPE_I32 &&
             ids->size_bytes >= (i + 1) * sizeof(int32_t))
             f->id = ((const int32_t *)ids->data)[i];
-        for (uint32_t k = 0; k < KS_FACE_KEYPOINT_COUNT && k < pd->num_keypoints; k++) {
+        for (uint32_t k = 0; k < KS_FACE_KEYPOINT_COUNT; k++) {
+            f->keypoints[k] = (ks_point2f){0.0f, 0.0f};
+            if (k >= pd->num_keypoints) continue;
             const float *kp = pd->keypoints + 2 * ((size_t)i * pd->num_keypoints + k);
             f->keypoints[k] = (ks_point2f){kp[0] * w + 0.5f, kp[1] * h + 0.5f};
         }
-        count++;
+        (*n)++;
     }
+    for (uint32_t i = 0; i < num_out; i++)
+        ks_packet_release(outs[i]);
+    return KS_STATUS_OK;
+}
+
+static float box_iou(const ks_box *a, const ks_box *b) {
+    float iw = fminf(a->x + a->w, b->x + b->w) - fmaxf(a->x, b->x);
+    float ih = fminf(a->y + a->h, b->y + b->h) - fmaxf(a->y, b->y);
+    if (!(iw > 0.0f) || !(ih > 0.0f)) return 0.0f;
+    float inter = iw * ih, uni = a->w * a->h + b->w * b->h - inter;
+    return uni > 0.0f ? inter / uni : 0.0f;
+}
+
+static int by_score_desc(const void *a, const void *b) {
+    float x = ((const ks_face *)a)->score, y = ((const ks_face *)b)->score;
+    return x > y ? -1 : (x < y ? 1 : 0);
+}
+
+/* The whole image, then tiles x tiles tiles of 1.35 / tiles of each side, evenly spread; the
+ * faces of all passes best first, a face overlapping a better one (IoU > 0.3) dropped as the
+ * same face seen by another pass (or cut by a tile's edge). Returns the count in det->cand. */
+static ks_status detect_tiled(ks_face_detector *det, const ks_packet *frame, float w, float h,
+                              uint32_t *n_out) {
+    int32_t t = det->desc.tiles;
+    float frac = 1.35f / (float)t;
+    uint32_t n = 0;
+    for (int32_t pass = 0; pass <= t * t; pass++) {
+        ks_rect r = {0.5f, 0.5f, 1.0f, 1.0f, 0.0f};
+        if (pass > 0) {
+            int32_t tx = (pass - 1) % t, ty = (pass - 1) / t;
+            float step = (1.0f - frac) / (float)(t - 1);
+            r = (ks_rect){(float)tx * step + 0.5f * frac, (float)ty * step + 0.5f * frac, frac,
+                          frac, 0.0f};
+        }
+        uint32_t got = 0;
+        ks_status st = detect_pass(det, frame, &r, 0, w, h, det->cand + n, det->cap_cand - n, &got);
+        if (st) return st;
+        n += got;
+    }
+    qsort(det->cand, n, sizeof(ks_face), by_score_desc);
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        bool dup = false;
+        for (uint32_t j = 0; j < kept && !dup; j++)
+            dup = box_iou(&det->cand[i].box, &det->cand[j].box) > KS__FD_TILE_SAME_IOU;
+        if (!dup) det->cand[kept++] = det->cand[i];
+    }
+    int32_t max = det->desc.task.max_results;
+    *n_out = max > 0 && kept > (uint32_t)max ? (uint32_t)max : kept;
+    return KS_STATUS_OK;
+}
+
+static ks_status face_detect_run(ks_face_detector *det, const ks_image *image, int64_t timestamp_us,
+                                 ks_faces **out) {
+    if (!det || !out) {
+        if (det) ks__object_error(&det->obj, "ks_face_detect: out is NULL");
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    char err[512];
+    ks_packet *frame = NULL;
+    ks_status st = ks__task_image_packet(ks_pipeline_packet_allocator(det->pipeline), image,
+                                         det->desc.task.rotation, det->desc.task.mirror, &frame,
+                                         err, sizeof(err));
+    if (st) {
+        ks__object_error(&det->obj, "ks_face_detect: %s", err);
+        return st;
+    }
+    const ks_packet_image *view = ks_packet_image_view(frame);
+    float w = (float)view->width_px, h = (float)view->height_px;
+    /* The faces go to det->cand first; the result block is sized after them. */
+    uint32_t count = 0;
+    if (det->desc.tiles >= 2)
+        st = detect_tiled(det, frame, w, h, &count);
+    else
+        st = detect_pass(det, frame, NULL, timestamp_us, w, h, det->cand, det->cap_cand, &count);
+    if (st) goto done;
+    faces_block *b = ks__calloc(det->alloc_ptr, 1, sizeof(*b) + (size_t)count * sizeof(ks_face));
+    if (!b) {
+        ks__object_error(&det->obj, "ks_face_detect: out of memory for %u faces", (unsigned)count);
+        st = KS_STATUS_OUT_OF_MEMORY;
+        goto done;
+    }
+    if (det->alloc_ptr) {
+        b->alloc = det->alloc;
+        b->has_alloc = 1;
+    }
+    b->faces.items = (ks_face *)(b + 1);
+    if (count) memcpy(b->faces.items, det->cand, (size_t)count * sizeof(ks_face));
     b->faces.count = count;
     *out = &b->faces;
 done:
-    for (uint32_t i = 0; i < num_out; i++)
-        ks_packet_release(outs[i]);
     ks_packet_release(frame);
     return st;
 }

@@ -24,6 +24,7 @@ void ks__register_vision_nodes(void);
 #define ASTRONAUT KS_SOURCE_DIR "/models/images/skimage_astronaut.png"
 #define MESSI KS_SOURCE_DIR "/models/images/opencv_messi5.jpg"
 #define CORAL_FACE KS_SHARED_DATA "/images/coral_face.jpg"
+#define GROUP_PHOTO KS_SHARED_DATA "/images/ultraface_imgs_1.jpg"
 
 /* The astronaut's face (512x512 photo): centre and side measured on the image by hand, with a
  * tolerance that any correct BlazeFace box meets. */
@@ -366,6 +367,53 @@ static void test_nv21_rotated_frame(void **state) {
     ks_face_detector_destroy(det);
     free(yp);
     free(vu);
+}
+
+/* Small faces: a 720x478 group photo whose ~52 faces are 20-30 px wide. One BlazeFace pass
+ * finds none; 4 x 4 tiles with the full-range model find 51 (measured), each once. */
+static void test_small_faces_tiles(void **state) {
+    (void)state;
+    if (!file_exists(GROUP_PHOTO)) skip();
+    ks_image_buf photo;
+    char err[256];
+    assert_int_equal(ks_image_load(GROUP_PHOTO, 0, &photo, err, sizeof(err)), KS_STATUS_OK);
+    uint32_t counts[2] = {0, 0};
+    for (int t = 0; t < 2; t++) {
+        ks_face_detector *det = NULL;
+        ks_face_detector_desc d = {.model = KS_FACE_DETECTOR_FULL_RANGE, .tiles = t ? 4 : 0};
+        assert_int_equal(ks_face_detector_create(&d, &det), KS_STATUS_OK);
+        ks_faces *faces = NULL;
+        assert_int_equal(ks_face_detect(det, &photo.image, 0, &faces), KS_STATUS_OK);
+        counts[t] = faces->count;
+        for (uint32_t i = 0; i < faces->count; i++) {
+            const ks_box *a = &faces->items[i].box;
+            assert_true(a->w > 10.0f && a->w < 60.0f); /* small faces, not a whole tile */
+            if (i) assert_true(faces->items[i].score <= faces->items[i - 1].score);
+            for (uint32_t j = 0; j < i; j++) { /* each face once */
+                const ks_box *b = &faces->items[j].box;
+                float iw = fminf(a->x + a->w, b->x + b->w) - fmaxf(a->x, b->x);
+                float ih = fminf(a->y + a->h, b->y + b->h) - fmaxf(a->y, b->y);
+                if (iw > 0.0f && ih > 0.0f)
+                    assert_true(iw * ih / (a->w * a->h + b->w * b->h - iw * ih) <= 0.3f);
+            }
+        }
+        ks_faces_release(faces);
+        ks_face_detector_destroy(det);
+    }
+    print_message("[ tiles ] group photo: %u faces in one pass, %u with 4 x 4 tiles\n", counts[0],
+                  counts[1]);
+    assert_true(counts[0] < 5);
+    assert_true(counts[1] >= 45);
+    /* Tiles are an IMAGE-mode option, 2..4. */
+    ks_face_detector *det = NULL;
+    assert_int_equal(ks_face_detector_create(
+                         &(ks_face_detector_desc){.task.mode = KS_MODE_VIDEO, .tiles = 3}, &det),
+                     KS_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ks_last_error(NULL), "IMAGE mode"));
+    assert_int_equal(ks_face_detector_create(&(ks_face_detector_desc){.tiles = 5}, &det),
+                     KS_STATUS_INVALID_ARGUMENT);
+    assert_null(det);
+    ks_image_buf_free(&photo);
 }
 
 typedef struct counting {
@@ -756,6 +804,7 @@ int main(void) {
         cmocka_unit_test(test_video_ids_stable),
         cmocka_unit_test(test_rotation),
         cmocka_unit_test(test_stats),
+        cmocka_unit_test(test_small_faces_tiles),
         cmocka_unit_test(test_nv21_rotated_frame),
         cmocka_unit_test(test_allocator_balance),
         cmocka_unit_test(test_bad_inputs),

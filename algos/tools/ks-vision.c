@@ -2,7 +2,7 @@
  *
  *   ks-vision TASK IMAGE [--json] [--out annotated.png] [--model PATH] [--max-results N]
  *                        [--min-score S] [--mask-out mask.png] [--threads N]
- *                        [--precision stored|f32|fastest]
+ *                        [--precision stored|f32|fastest] [--tiles N]
  *
  * TASK is face_detect, face_landmarks, pose, segment, detect, hands or classify; the JSON each
  * prints is specified in docs/tasks.md. --model takes a bundle (.ksb) or a bare model (.ksm, e.g.
@@ -37,12 +37,13 @@ static int usage(void) {
     fprintf(stderr, "usage: ks-vision TASK IMAGE [--json] [--out annotated.png] [--model PATH]\n"
                     "                 [--max-results N] [--min-score S] [--mask-out mask.png] "
                     "[--threads N]\n"
-                    "                 [--precision stored|f32|fastest]\n"
+                    "                 [--precision stored|f32|fastest] [--tiles N]\n"
                     "  TASK: face_detect, face_landmarks, pose, segment, detect, hands, classify\n"
                     "  --model: a bundle (.ksb), or a model (.ksm) replacing the default bundle's\n"
                     "           model with the same inputs and outputs\n"
                     "  --precision: an int8 model's layers as stored (default), in fp32, or per\n"
-                    "           layer the faster of the two on this CPU (timed at create)\n");
+                    "           layer the faster of the two on this CPU (timed at create)\n"
+                    "  --tiles: face_detect also on N x N tiles (2..4) for small faces\n");
     return 2;
 }
 
@@ -110,6 +111,8 @@ int main(int argc, char **argv) {
             if (parse_int(a, v, 1, 1000, &args.max_results)) return 2;
         } else if (strcmp(a, "--threads") == 0) {
             if (parse_int(a, v, 1, 256, &args.num_threads)) return 2;
+        } else if (strcmp(a, "--tiles") == 0) {
+            if (parse_int(a, v, 0, 4, &args.tiles)) return 2;
         } else if (strcmp(a, "--precision") == 0) {
             ks_precision p;
             if (ks__precision_parse(v, &p)) {

@@ -14,7 +14,8 @@ int ks__vision_face_detect(const ks_vision_args *args, const ks_image *img, ks_c
                                            .max_results = args->max_results,
                                            .num_threads = args->num_threads,
                                            .precision = (ks_precision)args->precision,
-                                           .model_path = args->model}};
+                                           .model_path = args->model},
+                                  .tiles = args->tiles};
     ks_face_detector *det = NULL;
     ks_faces *faces = NULL;
     if (ks_face_detector_create(&desc, &det)) {

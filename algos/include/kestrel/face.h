@@ -54,6 +54,12 @@ typedef struct ks_face_detector_desc {
                                      graphs (0.5 short range, 0.6 full range); max_results 0:
                                      all (<= 256) */
     ks_face_detector_model model; /* short range */
+    /* Small faces (IMAGE mode): 0 or 1 runs the detector once over the whole image; N in 2..4
+     * also runs it on N x N overlapping tiles (each 1.35 / N of the image's width and height,
+     * letterboxed into the model on its own) and merges the faces of every pass, so faces of
+     * 20-30 px in a 640-px photo reach the model large enough: N * N + 1 detector runs per
+     * call. Best with KS_FACE_DETECTOR_FULL_RANGE (docs/tasks.md, "Small faces"). */
+    int32_t tiles;
 } ks_face_detector_desc;
 
 /* Keypoint order of ks_face.keypoints (the subject's right eye is on the image's left). */
