@@ -260,3 +260,74 @@ void ks__mask_smooth(const float *cur, const float *prev, float *out, size_t n,
         out[i] = p + (q - p) * (u * combine_with_previous_ratio);
     }
 }
+
+/* ---- separable bilinear mask resampling ---- */
+
+void ks__resample_free(ks__resample *r, const ks_allocator *alloc) {
+    ks__free(alloc, r->col0);
+    ks__free(alloc, r->col1);
+    ks__free(alloc, r->colw);
+    ks__free(alloc, r->hrow[0]);
+    ks__free(alloc, r->hrow[1]);
+    memset(r, 0, sizeof(*r));
+}
+
+bool ks__resample_reserve(ks__resample *r, const ks_allocator *alloc, size_t n) {
+    if (n <= r->cap) return true;
+    ks__resample_free(r, alloc);
+    r->col0 = ks__alloc(alloc, n * sizeof(int32_t));
+    r->col1 = ks__alloc(alloc, n * sizeof(int32_t));
+    r->colw = ks__alloc(alloc, n * sizeof(float));
+    r->hrow[0] = ks__alloc(alloc, n * sizeof(float));
+    r->hrow[1] = ks__alloc(alloc, n * sizeof(float));
+    if (!r->col0 || !r->col1 || !r->colw || !r->hrow[0] || !r->hrow[1]) {
+        ks__resample_free(r, alloc);
+        return false;
+    }
+    r->cap = n;
+    return true;
+}
+
+static void resample_row(const ks__resample *r, const float *row, float *out, int32_t dst_w) {
+    for (int32_t x = 0; x < dst_w; x++) {
+        float p0 = row[r->col0[x]];
+        out[x] = p0 + (row[r->col1[x]] - p0) * r->colw[x];
+    }
+}
+
+void ks__mask_resample(ks__resample *r, const float *src, size_t src_stride,
+                       ks__resample_row_fn row_tap, const void *row_ctx, float *dst, int32_t dst_w,
+                       int32_t dst_h, size_t dst_stride, size_t *num_ge_half) {
+    int32_t have[2] = {-1, -1}; /* source row held by hrow[0], hrow[1] */
+    size_t count = 0;
+    for (int32_t y = 0; y < dst_h; y++) {
+        int32_t y0, y1;
+        float wy;
+        row_tap(row_ctx, y, &y0, &y1, &wy);
+        if (have[0] != y0) {
+            if (have[1] == y0) { /* the previous bottom row is this top row: swap */
+                float *t = r->hrow[0];
+                r->hrow[0] = r->hrow[1];
+                r->hrow[1] = t;
+                have[1] = -1;
+            } else {
+                resample_row(r, src + (size_t)y0 * src_stride, r->hrow[0], dst_w);
+            }
+            have[0] = y0;
+        }
+        if (have[1] != y1) {
+            resample_row(r, src + (size_t)y1 * src_stride, r->hrow[1], dst_w);
+            have[1] = y1;
+        }
+        const float *top = r->hrow[0], *bot = r->hrow[1];
+        float *out = dst + (size_t)y * dst_stride;
+        for (int32_t x = 0; x < dst_w; x++) {
+            float v = top[x] + (bot[x] - top[x]) * wy;
+            out[x] = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : (v == v ? v : 0.0f));
+        }
+        if (num_ge_half)
+            for (int32_t x = 0; x < dst_w; x++)
+                count += out[x] >= 0.5f;
+    }
+    if (num_ge_half) *num_ge_half = count;
+}

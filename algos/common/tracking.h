@@ -120,6 +120,37 @@ void ks__tracker_update(ks__tracker *t, ks__detection *dets, size_t n);
 void ks__mask_smooth(const float *cur, const float *prev, float *out, size_t n,
                      float combine_with_previous_ratio);
 
+/* ---- separable bilinear mask resampling -------------------------------------------------- */
+
+/* Taps and scratch of a resampling to an output width: output column x blends source columns
+ * col0[x] and col1[x] with weight colw[x] on col1; hrow[0..1] hold horizontally interpolated
+ * source rows. The caller fills the column taps (its own sampling convention). */
+typedef struct ks__resample {
+    int32_t *col0, *col1;
+    float *colw;
+    float *hrow[2];
+    size_t cap; /* entries of each array */
+} ks__resample;
+
+/* Grows every array to at least n entries (contents undefined after a growth); false when out
+ * of memory, leaving r empty. */
+bool ks__resample_reserve(ks__resample *r, const ks_allocator *alloc, size_t n);
+void ks__resample_free(ks__resample *r, const ks_allocator *alloc);
+
+/* Output row y's source rows y0, y1 and the weight of y1. */
+typedef void (*ks__resample_row_fn)(const void *ctx, int32_t y, int32_t *y0, int32_t *y1,
+                                    float *wy);
+
+/* Resamples a float plane (rows src_stride floats apart) into dst_w x dst_h floats at dst (rows
+ * dst_stride apart) through r's column taps and row_tap's rows, clamped to [0, 1] (NaN -> 0).
+ * Each source row is interpolated horizontally once (a source row serves several output rows
+ * when upsampling), then output rows blend two of those (a loop the compiler vectorizes); the
+ * same float expressions as a per-pixel evaluation. num_ge_half (may be NULL) gets the count of
+ * outputs >= 0.5. */
+void ks__mask_resample(ks__resample *r, const float *src, size_t src_stride,
+                       ks__resample_row_fn row_tap, const void *row_ctx, float *dst, int32_t dst_w,
+                       int32_t dst_h, size_t dst_stride, size_t *num_ge_half);
+
 #ifdef __cplusplus
 }
 #endif

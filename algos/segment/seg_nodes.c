@@ -22,22 +22,16 @@ typedef struct seg_mask_state {
     int32_t prev_w, prev_h;
     size_t cap_px; /* capacity of prev */
     const ks_allocator *alloc;
-    /* Upsampling tables for one (model width -> image width) pair, and two rows of horizontally
-     * interpolated values; rebuilt only when the sizes change. */
+    /* Upsampling taps for one (model width -> image width) pair; rebuilt when the sizes change */
     int32_t tab_sw, tab_dw;
-    int32_t *col0, *col1;
-    float *colw, *hrow[2];
+    ks__resample rs;
 } seg_mask_state;
 
 static void seg_mask_destroy(void *state, const ks_allocator *a) {
     seg_mask_state *s = state;
     if (!s) return;
     ks__free(a, s->prev);
-    ks__free(a, s->col0);
-    ks__free(a, s->col1);
-    ks__free(a, s->colw);
-    ks__free(a, s->hrow[0]);
-    ks__free(a, s->hrow[1]);
+    ks__resample_free(&s->rs, a);
     ks__free(a, s);
 }
 
@@ -71,23 +65,12 @@ static void seg_mask_reset(void *state) {
     s->prev_w = s->prev_h = 0; /* buffers stay; the next frame starts fresh */
 }
 
-/* The per-column taps of the upsampling (see resize_bilinear); false when out of memory. */
+/* The per-column taps of the upsampling, with pixel-centre alignment and edge clamping (OpenCV
+ * INTER_LINEAR); false when out of memory. */
 static bool resize_tables(seg_mask_state *s, int32_t sw, int32_t dw) {
     if (s->tab_sw == sw && s->tab_dw == dw) return true;
-    const ks_allocator *a = s->alloc;
-    ks__free(a, s->col0);
-    ks__free(a, s->col1);
-    ks__free(a, s->colw);
-    ks__free(a, s->hrow[0]);
-    ks__free(a, s->hrow[1]);
-    size_t n = (size_t)dw;
-    s->col0 = ks__alloc(a, n * sizeof(int32_t));
-    s->col1 = ks__alloc(a, n * sizeof(int32_t));
-    s->colw = ks__alloc(a, n * sizeof(float));
-    s->hrow[0] = ks__alloc(a, n * sizeof(float));
-    s->hrow[1] = ks__alloc(a, n * sizeof(float));
     s->tab_sw = s->tab_dw = 0;
-    if (!s->col0 || !s->col1 || !s->colw || !s->hrow[0] || !s->hrow[1]) return false;
+    if (!ks__resample_reserve(&s->rs, s->alloc, (size_t)dw)) return false;
     float sx = (float)sw / (float)dw;
     for (int32_t x = 0; x < dw; x++) {
         float fx = ((float)x + 0.5f) * sx - 0.5f;
@@ -95,60 +78,31 @@ static bool resize_tables(seg_mask_state *s, int32_t sw, int32_t dw) {
         int32_t x0 = (int32_t)fx;
         if (x0 > sw - 1) x0 = sw - 1;
         float wx = fx - (float)x0;
-        s->col0[x] = x0;
-        s->col1[x] = x0 + 1 < sw ? x0 + 1 : sw - 1;
-        s->colw[x] = wx > 1.0f ? 1.0f : wx;
+        s->rs.col0[x] = x0;
+        s->rs.col1[x] = x0 + 1 < sw ? x0 + 1 : sw - 1;
+        s->rs.colw[x] = wx > 1.0f ? 1.0f : wx;
     }
     s->tab_sw = sw;
     s->tab_dw = dw;
     return true;
 }
 
-static void interp_row(const seg_mask_state *s, const float *r, float *out, int32_t dw) {
-    for (int32_t x = 0; x < dw; x++) {
-        float p0 = r[s->col0[x]];
-        out[x] = p0 + (r[s->col1[x]] - p0) * s->colw[x];
-    }
-}
+typedef struct row_scale {
+    int32_t sh;
+    float sy; /* sh / dh */
+} row_scale;
 
-/* Bilinear resize with pixel-centre alignment and edge clamping (OpenCV INTER_LINEAR), clamped
- * to [0, 1] (NaN -> 0). Separable: each source row is interpolated horizontally once (a source
- * row serves several output rows when upsampling), then output rows blend two of those, a loop
- * the compiler vectorizes. The same float expressions as a per-pixel evaluation. */
-static void resize_bilinear(seg_mask_state *s, const float *src, int32_t sw, int32_t sh, float *dst,
-                            int32_t dw, int32_t dh) {
-    float sy = (float)sh / (float)dh;
-    int32_t have[2] = {-1, -1}; /* source row held by hrow[0], hrow[1] */
-    for (int32_t y = 0; y < dh; y++) {
-        float fy = ((float)y + 0.5f) * sy - 0.5f;
-        if (fy < 0.0f) fy = 0.0f;
-        int32_t y0 = (int32_t)fy;
-        if (y0 > sh - 1) y0 = sh - 1;
-        int32_t y1 = y0 + 1 < sh ? y0 + 1 : sh - 1;
-        float wy = fy - (float)y0;
-        if (wy > 1.0f) wy = 1.0f;
-        if (have[0] != y0) {
-            if (have[1] == y0) { /* the previous bottom row is this top row: swap */
-                float *t = s->hrow[0];
-                s->hrow[0] = s->hrow[1];
-                s->hrow[1] = t;
-                have[1] = -1;
-            } else {
-                interp_row(s, src + (size_t)y0 * (size_t)sw, s->hrow[0], dw);
-            }
-            have[0] = y0;
-        }
-        if (have[1] != y1) {
-            interp_row(s, src + (size_t)y1 * (size_t)sw, s->hrow[1], dw);
-            have[1] = y1;
-        }
-        const float *top = s->hrow[0], *bot = s->hrow[1];
-        float *out = dst + (size_t)y * (size_t)dw;
-        for (int32_t x = 0; x < dw; x++) {
-            float v = top[x] + (bot[x] - top[x]) * wy;
-            out[x] = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : (v == v ? v : 0.0f));
-        }
-    }
+/* The rows of output row y, by the same rule as the columns. */
+static void row_tap(const void *ctx, int32_t y, int32_t *y0_out, int32_t *y1_out, float *wy_out) {
+    const row_scale *r = ctx;
+    float fy = ((float)y + 0.5f) * r->sy - 0.5f;
+    if (fy < 0.0f) fy = 0.0f;
+    int32_t y0 = (int32_t)fy;
+    if (y0 > r->sh - 1) y0 = r->sh - 1;
+    float wy = fy - (float)y0;
+    *y0_out = y0;
+    *y1_out = y0 + 1 < r->sh ? y0 + 1 : r->sh - 1;
+    *wy_out = wy > 1.0f ? 1.0f : wy;
 }
 
 static ks_status seg_mask_process(void *state, ks_node_ctx *ctx) {
@@ -224,7 +178,9 @@ static ks_status seg_mask_process(void *state, ks_node_ctx *ctx) {
         return ks_node_fail(ctx, KS_STATUS_OUT_OF_MEMORY, "upsampling tables");
     }
     /* The model's sigmoid already bounds values; the resize clamps what rounding may push out. */
-    resize_bilinear(s, src, (int32_t)w, (int32_t)h, dst, img->width_px, img->height_px);
+    row_scale rows = {(int32_t)h, (float)h / (float)img->height_px};
+    ks__mask_resample(&s->rs, src, (size_t)w, row_tap, &rows, dst, img->width_px, img->height_px,
+                      (size_t)img->width_px, NULL);
     return ks_node_output(ctx, 0, out);
 }
 

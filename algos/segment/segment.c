@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "task_common.h"
+#include "tracking.h"
 
 #define KS__SEG_DEFAULT_SMOOTHING 0.7f /* MediaPipe's combine_with_previous_ratio */
 
@@ -19,10 +20,7 @@ struct ks_segmenter {
     ks_bundle *bundle;
     ks_pipeline *pipeline;
     int32_t out_mask;
-    /* ks_segment_into: column taps for the last (mask width, output width, region) */
-    size_t cap_cols;
-    int32_t *col0, *col1;
-    float *colw, *hrow[2];
+    ks__resample rs; /* ks_segment_into: taps and scratch, grown to the widest output */
 };
 
 typedef struct seg_result {
@@ -41,11 +39,7 @@ void ks_segmenter_destroy(ks_segmenter *s) {
     ks_pipeline_destroy(s->pipeline);
     ks_bundle_destroy(s->bundle);
     const ks_allocator *a = s->desc.task.allocator;
-    ks__free(a, s->col0);
-    ks__free(a, s->col1);
-    ks__free(a, s->colw);
-    ks__free(a, s->hrow[0]);
-    ks__free(a, s->hrow[1]);
+    ks__resample_free(&s->rs, a);
     ks__free(a, s);
 }
 
@@ -208,31 +202,6 @@ ks_status ks_segmenter_stats(const ks_segmenter *s, ks_task_stats *stats_out) {
 
 #define KS__SEG_MAX_OUT_PX 4096
 
-static bool grow_cols(ks_segmenter *s, int32_t width_px) {
-    if ((size_t)width_px <= s->cap_cols) return true;
-    const ks_allocator *a = s->desc.task.allocator;
-    size_t n = (size_t)width_px;
-    int32_t *c0 = ks__alloc(a, n * sizeof(int32_t)), *c1 = ks__alloc(a, n * sizeof(int32_t));
-    float *cw = ks__alloc(a, n * sizeof(float)), *h0 = ks__alloc(a, n * sizeof(float)),
-          *h1 = ks__alloc(a, n * sizeof(float));
-    if (!c0 || !c1 || !cw || !h0 || !h1) {
-        ks__free(a, c0);
-        ks__free(a, c1);
-        ks__free(a, cw);
-        ks__free(a, h0);
-        ks__free(a, h1);
-        return false;
-    }
-    ks__free(a, s->col0);
-    ks__free(a, s->col1);
-    ks__free(a, s->colw);
-    ks__free(a, s->hrow[0]);
-    ks__free(a, s->hrow[1]);
-    s->col0 = c0, s->col1 = c1, s->colw = cw, s->hrow[0] = h0, s->hrow[1] = h1;
-    s->cap_cols = n;
-    return true;
-}
-
 /* Bilinear tap of output sample i of n spread over [start, start + span) image pixels, on a mask
  * axis of mask_n samples spanning image_n pixels (sample centres at (k + 0.5) * image_n /
  * mask_n); edge samples repeat. */
@@ -246,6 +215,17 @@ static void axis_tap(int32_t i, int32_t n, float start, float span, int32_t mask
     *k0 = a;
     *k1 = a + 1 < mask_n ? a + 1 : mask_n - 1;
     *w = u - (float)a;
+}
+
+typedef struct axis_map {
+    int32_t n;         /* output samples */
+    float start, span; /* image pixels they spread over */
+    int32_t mask_n, image_n;
+} axis_map;
+
+static void row_tap(const void *ctx, int32_t y, int32_t *y0, int32_t *y1, float *wy) {
+    const axis_map *m = ctx;
+    axis_tap(y, m->n, m->start, m->span, m->mask_n, m->image_n, y0, y1, wy);
 }
 
 static ks_status segment_into_run(ks_segmenter *s, const ks_image *image, int64_t timestamp_us,
@@ -268,7 +248,7 @@ static ks_status segment_into_run(ks_segmenter *s, const ks_image *image, int64_
                          KS__SEG_MAX_OUT_PX);
         return KS_STATUS_INVALID_ARGUMENT;
     }
-    if (!grow_cols(s, width_px)) {
+    if (!ks__resample_reserve(&s->rs, s->desc.task.allocator, (size_t)width_px)) {
         ks__object_error(&s->obj, "ks_segment_into: out of memory");
         return KS_STATUS_OUT_OF_MEMORY;
     }
@@ -292,36 +272,13 @@ static ks_status segment_into_run(ks_segmenter *s, const ks_image *image, int64_
     if (region && region->w > 0.0f) r = *region;
     int32_t mw = mask->width_px, mh = mask->height_px;
     size_t mstride = mask->stride_bytes ? mask->stride_bytes / sizeof(float) : (size_t)mw;
-    const float *m = mask->data;
     for (int32_t x = 0; x < width_px; x++)
-        axis_tap(x, width_px, r.x, r.w, mw, iw, &s->col0[x], &s->col1[x], &s->colw[x]);
+        axis_tap(x, width_px, r.x, r.w, mw, iw, &s->rs.col0[x], &s->rs.col1[x], &s->rs.colw[x]);
+    axis_map rows = {height_px, r.y, r.h, mh, ih};
     size_t stride = stride_floats ? (size_t)stride_floats : (size_t)width_px;
     size_t num_person = 0;
-    int32_t have[2] = {-1, -1};
-    for (int32_t y = 0; y < height_px; y++) {
-        int32_t y0, y1;
-        float wy;
-        axis_tap(y, height_px, r.y, r.h, mh, ih, &y0, &y1, &wy);
-        for (int k = 0; k < 2; k++) {
-            int32_t want = k ? y1 : y0;
-            if (have[k] == want) continue;
-            const float *row = m + (size_t)want * mstride;
-            float *h = s->hrow[k];
-            for (int32_t x = 0; x < width_px; x++) {
-                float p0 = row[s->col0[x]];
-                h[x] = p0 + (row[s->col1[x]] - p0) * s->colw[x];
-            }
-            have[k] = want;
-        }
-        const float *top = s->hrow[0], *bot = s->hrow[1];
-        float *out = dst + (size_t)y * stride;
-        for (int32_t x = 0; x < width_px; x++) {
-            float v = top[x] + (bot[x] - top[x]) * wy;
-            v = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
-            out[x] = v;
-            num_person += v >= 0.5f;
-        }
-    }
+    ks__mask_resample(&s->rs, mask->data, mstride, row_tap, &rows, dst, width_px, height_px, stride,
+                      &num_person);
     if (fraction_out) *fraction_out = (float)num_person / ((float)width_px * (float)height_px);
 done:
     ks__task_release_outputs(outs);
