@@ -4,11 +4,11 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common.h" /* engine: ks__object, ks__calloc */
+#include "detection.h"
 #include "kestrel/face.h"
 #include "task_common.h"
 
@@ -26,6 +26,11 @@ struct ks_face_detector {
      * with tiles >= 2, every pass's before merging (KS__FD_MAX_CANDIDATES) */
     ks_face *cand;
     uint32_t cap_cand;
+    /* tiles >= 2: the candidates as ks__nms input (class_id = index in cand) and output, its
+     * scratch, and the kept candidates' indices, best first */
+    ks__detection *nms_in, *nms_out;
+    void *nms_scratch;
+    uint32_t *kept;
 };
 
 /* Faces of one detector pass at most (the ssd_detections node's cap). */
@@ -61,6 +66,10 @@ void ks_face_detector_destroy(ks_face_detector *det) {
     ks_pipeline_destroy(det->pipeline);
     ks_bundle_destroy(det->bundle);
     ks__free(det->alloc_ptr, det->cand);
+    ks__free(det->alloc_ptr, det->nms_in);
+    ks__free(det->alloc_ptr, det->nms_out);
+    ks__free(det->alloc_ptr, det->nms_scratch);
+    ks__free(det->alloc_ptr, det->kept);
     ks__free(det->alloc_ptr, det);
 }
 
@@ -137,7 +146,15 @@ ks_status ks_face_detector_create(const ks_face_detector_desc *desc, ks_face_det
     }
     det->cap_cand = d.tiles >= 2 ? KS__FD_MAX_CANDIDATES : KS__FD_PASS_FACES;
     det->cand = ks__calloc(det->alloc_ptr, det->cap_cand, sizeof(ks_face));
-    if (!det->cand) {
+    bool nms_ok = true;
+    if (d.tiles >= 2) {
+        det->nms_in = ks__calloc(det->alloc_ptr, det->cap_cand, sizeof(ks__detection));
+        det->nms_out = ks__calloc(det->alloc_ptr, det->cap_cand, sizeof(ks__detection));
+        det->nms_scratch = ks__alloc(det->alloc_ptr, ks__nms_scratch_size(det->cap_cand));
+        det->kept = ks__calloc(det->alloc_ptr, det->cap_cand, sizeof(uint32_t));
+        nms_ok = det->nms_in && det->nms_out && det->nms_scratch && det->kept;
+    }
+    if (!det->cand || !nms_ok) {
         ks__object_error(NULL, "ks_face_detector_create: out of memory");
         st = KS_STATUS_OUT_OF_MEMORY;
         goto error;
@@ -210,22 +227,10 @@ static ks_status detect_pass(ks_face_detector *det, const ks_packet *frame, cons
     return KS_STATUS_OK;
 }
 
-static float box_iou(const ks_box *a, const ks_box *b) {
-    float iw = fminf(a->x + a->w, b->x + b->w) - fmaxf(a->x, b->x);
-    float ih = fminf(a->y + a->h, b->y + b->h) - fmaxf(a->y, b->y);
-    if (!(iw > 0.0f) || !(ih > 0.0f)) return 0.0f;
-    float inter = iw * ih, uni = a->w * a->h + b->w * b->h - inter;
-    return uni > 0.0f ? inter / uni : 0.0f;
-}
-
-static int by_score_desc(const void *a, const void *b) {
-    float x = ((const ks_face *)a)->score, y = ((const ks_face *)b)->score;
-    return x > y ? -1 : (x < y ? 1 : 0);
-}
-
 /* The whole image, then tiles x tiles tiles of 1.35 / tiles of each side, evenly spread; the
  * faces of all passes best first, a face overlapping a better one (IoU > 0.3) dropped as the
- * same face seen by another pass (or cut by a tile's edge). Returns the count in det->cand. */
+ * same face seen by another pass (or cut by a tile's edge). The kept faces are det->cand at the
+ * indices det->kept[0, *n_out). */
 static ks_status detect_tiled(ks_face_detector *det, const ks_packet *frame, float w, float h,
                               uint32_t *n_out) {
     int32_t t = det->desc.tiles;
@@ -244,16 +249,25 @@ static ks_status detect_tiled(ks_face_detector *det, const ks_packet *frame, flo
         if (st) return st;
         n += got;
     }
-    qsort(det->cand, n, sizeof(ks_face), by_score_desc);
-    uint32_t kept = 0;
+    /* Greedy NMS over the passes (the vision building block; boxes only, in pixels). */
     for (uint32_t i = 0; i < n; i++) {
-        bool dup = false;
-        for (uint32_t j = 0; j < kept && !dup; j++)
-            dup = box_iou(&det->cand[i].box, &det->cand[j].box) > KS__FD_TILE_SAME_IOU;
-        if (!dup) det->cand[kept++] = det->cand[i];
+        const ks_box *b = &det->cand[i].box;
+        det->nms_in[i] = (ks__detection){.xmin = b->x,
+                                         .ymin = b->y,
+                                         .xmax = b->x + b->w,
+                                         .ymax = b->y + b->h,
+                                         .score = det->cand[i].score,
+                                         .class_id = (int32_t)i};
     }
-    int32_t max = det->desc.task.max_results;
-    *n_out = max > 0 && kept > (uint32_t)max ? (uint32_t)max : kept;
+    ks__nms_options opt = {.min_suppression_threshold = KS__FD_TILE_SAME_IOU,
+                           .max_num_detections = det->desc.task.max_results,
+                           .overlap_type = KS__OVERLAP_IOU,
+                           .algorithm = KS__NMS_DEFAULT};
+    size_t kept = 0;
+    ks__nms(&opt, det->nms_in, n, det->nms_scratch, det->nms_out, det->cap_cand, &kept);
+    for (size_t i = 0; i < kept; i++)
+        det->kept[i] = (uint32_t)det->nms_out[i].class_id;
+    *n_out = (uint32_t)kept;
     return KS_STATUS_OK;
 }
 
@@ -292,7 +306,8 @@ static ks_status face_detect_run(ks_face_detector *det, const ks_image *image, i
         b->has_alloc = 1;
     }
     b->faces.items = (ks_face *)(b + 1);
-    if (count) memcpy(b->faces.items, det->cand, (size_t)count * sizeof(ks_face));
+    for (uint32_t i = 0; i < count; i++)
+        b->faces.items[i] = det->cand[det->desc.tiles >= 2 ? det->kept[i] : i];
     b->faces.count = count;
     *out = &b->faces;
 done:
