@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "ir.h" /* ks__alloc / ks__free */
-#include "pb.h"
+#include "base/pb.h"
 #include "vision_util.h"
 
 /* ---- parsing ---------------------------------------------------------------------------- */

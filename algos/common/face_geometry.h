@@ -13,7 +13,7 @@
  *     ks__face_expressions_compute(metric_xyz, 468, &ex);
  *     ks__face_geometry_metadata_destroy(md);
  *
- * File format (protobuf wire format, see engine/tools/convert/onnx/pb.h), message
+ * File format (protobuf wire format, see engine/base/pb.h), message
  * GeometryPipelineMetadata:
  *     1 canonical_mesh: Mesh3d (LEN)
  *         1 vertex_type (varint; 0 = VERTEX_PT: x, y, z, u, v per vertex)

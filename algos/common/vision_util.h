@@ -4,13 +4,8 @@
 
 #include <stddef.h>
 
+#include "base/error.h" /* KS__PRINTF */
 #include "kestrel/kestrel.h"
-
-#if defined(__GNUC__) || defined(__clang__)
-#define KS__PRINTF(a, b) __attribute__((format(printf, a, b)))
-#else
-#define KS__PRINTF(a, b)
-#endif
 
 #define KS__PI 3.14159265358979323846
 

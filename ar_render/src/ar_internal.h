@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/alloc.h"
 #include "common.h" /* engine/src: ks__object, ks__object_error */
 #include "kestrel/ar.h"
 #include "kestrel/effect.h"

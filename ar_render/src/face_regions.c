@@ -15,6 +15,8 @@
  */
 #include "face_regions.h"
 
+#include "base/alloc.h"
+
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
@@ -313,21 +315,6 @@ static void add_part(builder *bd, const part_def *p) {
     }
 }
 
-static void *region_alloc(const ks_allocator *alloc, size_t size_bytes) {
-    void *p =
-        alloc && alloc->alloc ? alloc->alloc(alloc->user, size_bytes, 16) : malloc(size_bytes);
-    if (p) memset(p, 0, size_bytes);
-    return p;
-}
-
-static void region_free(const ks_allocator *alloc, void *p) {
-    if (!p) return;
-    if (alloc && alloc->free)
-        alloc->free(alloc->user, p);
-    else
-        free(p);
-}
-
 ks_status ks__face_region_mesh_create(const ks_allocator *alloc, ks_effect_makeup_region region,
                                       ks__face_region_mesh **mesh_out) {
     ks_status status = KS_STATUS_OK;
@@ -346,7 +333,7 @@ ks_status ks__face_region_mesh_create(const ks_allocator *alloc, ks_effect_makeu
         else
             num_add += idx;
     }
-    m = region_alloc(alloc, sizeof(*m));
+    m = ks__calloc(alloc, 1, sizeof(*m));
     if (!m) {
         status = KS_STATUS_OUT_OF_MEMORY;
         goto error;
@@ -356,9 +343,9 @@ ks_status ks__face_region_mesh_create(const ks_allocator *alloc, ks_effect_makeu
     m->num_vertices = num_core + num_entries;
     m->num_add_indices = num_add;
     m->num_hole_indices = num_hole;
-    m->vdefs = region_alloc(alloc, num_core * sizeof(*m->vdefs));
-    m->entries = region_alloc(alloc, num_entries * sizeof(*m->entries));
-    m->indices = region_alloc(alloc, (num_add + num_hole) * sizeof(*m->indices));
+    m->vdefs = ks__calloc(alloc, 1, num_core * sizeof(*m->vdefs));
+    m->entries = ks__calloc(alloc, 1, num_entries * sizeof(*m->entries));
+    m->indices = ks__calloc(alloc, 1, (num_add + num_hole) * sizeof(*m->indices));
     if (!m->vdefs || !m->entries || !m->indices) {
         status = KS_STATUS_OUT_OF_MEMORY;
         goto error;
@@ -376,10 +363,10 @@ error:
 
 void ks__face_region_mesh_destroy(const ks_allocator *alloc, ks__face_region_mesh *mesh) {
     if (!mesh) return;
-    region_free(alloc, mesh->vdefs);
-    region_free(alloc, mesh->entries);
-    region_free(alloc, mesh->indices);
-    region_free(alloc, mesh);
+    ks__free(alloc, mesh->vdefs);
+    ks__free(alloc, mesh->entries);
+    ks__free(alloc, mesh->indices);
+    ks__free(alloc, mesh);
 }
 
 /* ---- per frame ----------------------------------------------------------------------------- */

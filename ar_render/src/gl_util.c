@@ -87,18 +87,11 @@ static const char k_composite_fs[] =
 /* ---- errors, memory ------------------------------------------------------------------------ */
 
 void *ks__ar_alloc(ks__ar_renderer *r, size_t size_bytes) {
-    if (size_bytes == 0) size_bytes = 1;
-    void *p = r->alloc.alloc ? r->alloc.alloc(r->alloc.user, size_bytes, 16) : malloc(size_bytes);
-    if (p) memset(p, 0, size_bytes);
-    return p;
+    return ks__calloc(&r->alloc, 1, size_bytes);
 }
 
 void ks__ar_free(ks__ar_renderer *r, void *ptr) {
-    if (!ptr) return;
-    if (r->alloc.free)
-        r->alloc.free(r->alloc.user, ptr);
-    else
-        free(ptr);
+    ks__free(&r->alloc, ptr);
 }
 
 ks_status ks__ar_error(ks__ar_renderer *r, ks_status status, const char *fmt, ...) {

@@ -8,6 +8,8 @@
  * a hostile file costs at most one walk of its JSON and never a large allocation. */
 #include "glb.h"
 
+#include "base/alloc.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -87,23 +89,9 @@ typedef struct parser {
 
 /* ---- allocation and errors ----------------------------------------------------------------- */
 
-static void *mem_alloc(const ks_allocator *a, size_t n) {
-    if (n == 0) n = 1;
-    if (a && a->alloc && a->free) return a->alloc(a->user, n, 16);
-    return malloc(n);
-}
-
-static void mem_free(const ks_allocator *a, void *ptr) {
-    if (!ptr) return;
-    if (a && a->alloc && a->free)
-        a->free(a->user, ptr);
-    else
-        free(ptr);
-}
-
 static void *mem_calloc(parser *p, size_t count, size_t elem) {
     if (elem && count > SIZE_MAX / elem) return NULL;
-    void *q = mem_alloc(p->a, count * elem);
+    void *q = ks__alloc(p->a, count * elem);
     if (q) memset(q, 0, count * elem > 0 ? count * elem : 1);
     return q;
 }
@@ -383,7 +371,7 @@ static ks_status parse_buffers(parser *p) {
         p->buffer0_bytes = len;
         p->buffer0_is_bin = true;
     }
-    mem_free(p->a, t);
+    ks__free(p->a, t);
     return st;
 }
 
@@ -596,7 +584,7 @@ static ks_status parse_image(parser *p, int64_t img, const char *use, int32_t *m
                     mime->valuestring);
     }
     ks__glb_model *m = p->m;
-    uint8_t *copy = mem_alloc(p->a, (size_t)v->length);
+    uint8_t *copy = ks__alloc(p->a, (size_t)v->length);
     if (!copy) return oom(p, path);
     memcpy(copy, bytes, (size_t)v->length);
     m->images[m->num_images] = (ks__glb_image){fmt, copy, (size_t)v->length};
@@ -1069,13 +1057,13 @@ void ks__glb_destroy(ks__glb_model *m) {
     ks_allocator a = m->alloc;
     const ks_allocator *pa = (a.alloc && a.free) ? &a : NULL;
     for (uint32_t i = 0; i < m->num_images; i++)
-        mem_free(pa, (void *)m->images[i].data);
-    mem_free(pa, m->images);
-    mem_free(pa, m->materials);
-    mem_free(pa, m->draws);
-    mem_free(pa, m->indices);
-    mem_free(pa, m->vertices);
-    mem_free(pa, m);
+        ks__free(pa, (void *)m->images[i].data);
+    ks__free(pa, m->images);
+    ks__free(pa, m->materials);
+    ks__free(pa, m->draws);
+    ks__free(pa, m->indices);
+    ks__free(pa, m->vertices);
+    ks__free(pa, m);
 }
 
 ks_status ks__glb_parse(const ks_allocator *alloc, const uint8_t *data, size_t size_bytes,
@@ -1143,20 +1131,20 @@ ks_status ks__glb_parse(const ks_allocator *alloc, const uint8_t *data, size_t s
 error:
     ks__glb_destroy(p.m);
     cJSON_Delete(p.root);
-    mem_free(p.a, p.accessors);
-    mem_free(p.a, p.views_json);
-    mem_free(p.a, p.meshes_json);
-    mem_free(p.a, p.nodes);
-    mem_free(p.a, p.materials_json);
-    mem_free(p.a, p.textures);
-    mem_free(p.a, p.images_json);
-    mem_free(p.a, p.scenes);
-    mem_free(p.a, p.views);
-    mem_free(p.a, p.prims);
-    mem_free(p.a, p.meshes);
-    mem_free(p.a, p.node_parents);
-    mem_free(p.a, p.node_seen);
-    mem_free(p.a, p.instances);
-    mem_free(p.a, p.image_map);
+    ks__free(p.a, p.accessors);
+    ks__free(p.a, p.views_json);
+    ks__free(p.a, p.meshes_json);
+    ks__free(p.a, p.nodes);
+    ks__free(p.a, p.materials_json);
+    ks__free(p.a, p.textures);
+    ks__free(p.a, p.images_json);
+    ks__free(p.a, p.scenes);
+    ks__free(p.a, p.views);
+    ks__free(p.a, p.prims);
+    ks__free(p.a, p.meshes);
+    ks__free(p.a, p.node_parents);
+    ks__free(p.a, p.node_seen);
+    ks__free(p.a, p.instances);
+    ks__free(p.a, p.image_map);
     return st;
 }

@@ -128,10 +128,7 @@ void ks_ar_renderer_destroy(ks_ar_renderer *r) {
     if (r->gl) ks__ar_gl_release(r);
     if (r->geometry) ks__face_geometry_metadata_destroy((ks__face_geometry_metadata *)r->geometry);
     ks_allocator alloc = r->alloc;
-    if (alloc.free)
-        alloc.free(alloc.user, r);
-    else
-        free(r);
+    ks__free(&alloc, r);
 }
 
 static ks_status create_params(ks__ar_renderer *r) {
@@ -198,9 +195,8 @@ ks_status ks_ar_renderer_create(const ks_ar_renderer_desc *desc, const ks_effect
                          (int)d.backend, (int)d.width_px, (int)d.height_px);
         return KS_STATUS_INVALID_ARGUMENT;
     }
-    ks_allocator alloc = {0};
-    if (d.allocator && d.allocator->alloc && d.allocator->free) alloc = *d.allocator;
-    ks__ar_renderer *r = alloc.alloc ? alloc.alloc(alloc.user, sizeof(*r), 16) : malloc(sizeof(*r));
+    ks_allocator alloc = ks__allocator_or_default(d.allocator);
+    ks__ar_renderer *r = ks__alloc(&alloc, sizeof(*r));
     if (!r) {
         ks__object_error(NULL, "ks_ar_renderer_create: out of memory");
         return KS_STATUS_OUT_OF_MEMORY;

@@ -57,27 +57,12 @@ typedef struct parser {
 /* ------------------------------------------------------------------------------------------ */
 /* Allocation                                                                                 */
 
-void *ks__fx_alloc(const ks_allocator *a, size_t size_bytes) {
-    if (size_bytes == 0) size_bytes = 1;
-    if (a && a->alloc) return a->alloc(a->user, size_bytes, 16);
-    return malloc(size_bytes);
-}
-
-void ks__fx_free(const ks_allocator *a, void *ptr) {
-    if (!ptr) return;
-    if (a && a->free) {
-        a->free(a->user, ptr);
-        return;
-    }
-    free(ptr);
-}
-
 static void *arena_alloc(ks_effect *fx, size_t size) {
     size = (size + 15u) & ~(size_t)15u;
     arena_block *b = fx->arena;
     if (!b || b->cap - b->used < size) {
         size_t cap = size > ARENA_BLOCK_BYTES ? size : ARENA_BLOCK_BYTES;
-        b = ks__fx_alloc(fx->a, sizeof(arena_block) + cap);
+        b = ks__alloc(fx->a, sizeof(arena_block) + cap);
         if (!b) return NULL;
         b->next = fx->arena;
         b->used = 0;
@@ -1078,11 +1063,11 @@ void ks_effect_destroy(ks_effect *fx) {
     ks__zip_free(a, fx->files, fx->num_files);
     for (arena_block *b = fx->arena; b;) {
         arena_block *next = b->next;
-        ks__fx_free(a, b);
+        ks__free(a, b);
         b = next;
     }
     fx->obj.magic = 0;
-    ks__fx_free(a, fx);
+    ks__free(a, fx);
 }
 
 static ks_status open_impl(const void *data, size_t size_bytes, const ks_effect_desc *desc,
@@ -1100,7 +1085,7 @@ static ks_status open_impl(const void *data, size_t size_bytes, const ks_effect_
         st = KS_STATUS_INVALID_ARGUMENT;
         goto error;
     }
-    fx = ks__fx_alloc(a, sizeof(*fx));
+    fx = ks__alloc(a, sizeof(*fx));
     if (!fx) {
         snprintf(err, sizeof err, "out of memory");
         st = KS_STATUS_OUT_OF_MEMORY;
@@ -1176,7 +1161,7 @@ ks_status ks_effect_open_file(const char *path, const ks_effect_desc *desc,
         st = KS_STATUS_LIMIT_EXCEEDED;
         goto done;
     }
-    buf = ks__fx_alloc(a, (size_t)size);
+    buf = ks__alloc(a, (size_t)size);
     if (!buf) {
         ks__object_error(NULL, "%s: out of memory reading %ld bytes", path, size);
         st = KS_STATUS_OUT_OF_MEMORY;
@@ -1189,7 +1174,7 @@ ks_status ks_effect_open_file(const char *path, const ks_effect_desc *desc,
     }
     st = open_impl(buf, (size_t)size, desc, path, effect_out);
 done:
-    ks__fx_free(a, buf);
+    ks__free(a, buf);
     if (f) fclose(f);
     return st;
 }

@@ -5,10 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/alloc.h"
 #include "kestrel/effect.h"
-
-void *ks__fx_alloc(const ks_allocator *a, size_t size_bytes);
-void ks__fx_free(const ks_allocator *a, void *ptr);
 
 /* One file of the archive, uncompressed into its own allocation (size_bytes + 1, the extra byte
  * is a NUL so text assets can be read as C strings). */

@@ -122,10 +122,10 @@ static int cmp_local_off(const void *pa, const void *pb) {
 
 static voidpf z_alloc(voidpf opaque, uInt items, uInt size) {
     if (size && items > SIZE_MAX / size) return Z_NULL;
-    return ks__fx_alloc(opaque, (size_t)items * size);
+    return ks__alloc(opaque, (size_t)items * size);
 }
 static void z_free(voidpf opaque, voidpf ptr) {
-    ks__fx_free(opaque, ptr);
+    ks__free(opaque, ptr);
 }
 
 static ks_status inflate_entry(const entry *e, const uint8_t *src, const ks_allocator *a,
@@ -295,7 +295,7 @@ static ks_status parse_central(const uint8_t *buf, size_t size, entry *ents, uin
 static ks_status check_overlaps(entry *ents, uint32_t num, const ks_allocator *a, char *err,
                                 size_t cap) {
     if (num < 2) return KS_STATUS_OK;
-    entry **order = ks__fx_alloc(a, num * sizeof(*order));
+    entry **order = ks__alloc(a, num * sizeof(*order));
     if (!order) return fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "zip: out of memory");
     for (uint32_t i = 0; i < num; i++)
         order[i] = &ents[i];
@@ -311,17 +311,17 @@ static ks_status check_overlaps(entry *ents, uint32_t num, const ks_allocator *a
             break;
         }
     }
-    ks__fx_free(a, order);
+    ks__free(a, order);
     return st;
 }
 
 void ks__zip_free(const ks_allocator *a, ks__zip_file *files, uint32_t num_files) {
     if (!files) return;
     for (uint32_t i = 0; i < num_files; i++) {
-        ks__fx_free(a, files[i].name);
-        ks__fx_free(a, files[i].data);
+        ks__free(a, files[i].name);
+        ks__free(a, files[i].data);
     }
-    ks__fx_free(a, files);
+    ks__free(a, files);
 }
 
 ks_status ks__zip_read(const uint8_t *buf, size_t size, const ks_allocator *a,
@@ -392,7 +392,7 @@ ks_status ks__zip_read(const uint8_t *buf, size_t size, const ks_allocator *a,
         st = fail(err, cap, KS_STATUS_INVALID_MODEL, "zip: the archive is empty");
         goto error;
     }
-    ents = ks__fx_alloc(a, n * sizeof(*ents));
+    ents = ks__alloc(a, n * sizeof(*ents));
     if (!ents) {
         st = fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "zip: out of memory");
         goto error;
@@ -403,7 +403,7 @@ ks_status ks__zip_read(const uint8_t *buf, size_t size, const ks_allocator *a,
     st = check_overlaps(ents, n, a, err, cap);
     if (st) goto error;
 
-    files = ks__fx_alloc(a, n * sizeof(*files));
+    files = ks__alloc(a, n * sizeof(*files));
     if (!files) {
         st = fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "zip: out of memory");
         goto error;
@@ -412,8 +412,8 @@ ks_status ks__zip_read(const uint8_t *buf, size_t size, const ks_allocator *a,
         const entry *e = &ents[i];
         if (e->is_dir) continue;
         ks__zip_file *f = &files[num_files];
-        f->name = ks__fx_alloc(a, e->name_len + 1u);
-        f->data = ks__fx_alloc(a, (size_t)e->usize + 1u);
+        f->name = ks__alloc(a, e->name_len + 1u);
+        f->data = ks__alloc(a, (size_t)e->usize + 1u);
         f->size_bytes = e->usize;
         num_files++;
         if (!f->name || !f->data) {
@@ -438,13 +438,13 @@ ks_status ks__zip_read(const uint8_t *buf, size_t size, const ks_allocator *a,
             goto error;
         }
     }
-    ks__fx_free(a, ents);
+    ks__free(a, ents);
     *files_out = files;
     *num_files_out = num_files;
     return KS_STATUS_OK;
 
 error:
     ks__zip_free(a, files, num_files);
-    ks__fx_free(a, ents);
+    ks__free(a, ents);
     return st;
 }

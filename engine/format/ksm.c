@@ -3,6 +3,7 @@
  * The reader treats the image as hostile: it reads through a cursor that refuses to move past
  * the end of the section it is in, so every count is checked against the bytes that remain
  * before anything is allocated for it. */
+#include "base/crc32.h"
 #include "ksm.h"
 
 #include <stdio.h>
@@ -11,46 +12,6 @@
 
 #include "wcode.h"
 #include "wquant.h"
-
-/* ---- CRC-32 (table built once; values are a pure function, so racing builders agree) ---- */
-
-static uint32_t g_crc_table[8][256];
-static int g_crc_ready;
-
-static void crc_init(void) {
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++)
-            c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        g_crc_table[0][i] = c;
-    }
-    for (uint32_t i = 0; i < 256; i++)
-        for (int t = 1; t < 8; t++)
-            g_crc_table[t][i] =
-                (g_crc_table[t - 1][i] >> 8) ^ g_crc_table[0][g_crc_table[t - 1][i] & 0xff];
-    g_crc_ready = 1;
-}
-
-uint32_t ks__crc32(uint32_t crc, const uint8_t *p, size_t n) {
-    if (!g_crc_ready) crc_init();
-    crc = ~crc;
-    /* slicing-by-8: the file is checked at every load, so this is on the start-up path */
-    while (n >= 8) {
-        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                             (uint32_t)p[3] << 24);
-        uint32_t hi =
-            (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
-        crc = g_crc_table[7][lo & 0xff] ^ g_crc_table[6][(lo >> 8) & 0xff] ^
-              g_crc_table[5][(lo >> 16) & 0xff] ^ g_crc_table[4][lo >> 24] ^
-              g_crc_table[3][hi & 0xff] ^ g_crc_table[2][(hi >> 8) & 0xff] ^
-              g_crc_table[1][(hi >> 16) & 0xff] ^ g_crc_table[0][hi >> 24];
-        p += 8;
-        n -= 8;
-    }
-    while (n--)
-        crc = g_crc_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
-    return ~crc;
-}
 
 /* ---- little-endian helpers ---- */
 

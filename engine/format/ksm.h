@@ -208,6 +208,4 @@ typedef struct ks__ksm_sizes {
 
 ks_status ks__ksm_sizes_of(const uint8_t *data, size_t size_bytes, ks__ksm_sizes *out);
 
-uint32_t ks__crc32(uint32_t crc, const uint8_t *data, size_t size_bytes);
-
 #endif /* KESTREL_KSM_H */

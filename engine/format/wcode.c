@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-#include "ksm.h" /* ks__crc32 */
+#include "base/crc32.h"
 
 #define WC_CTX_STEP 16 /* context width in 1/16 octaves */
 #define WC_NUM_CTX 10

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/alloc.h"
+#include "base/error.h"
 #include "kestrel/engine.h"
 
 #ifdef __cplusplus
@@ -131,14 +133,6 @@ typedef struct ks__graph {
     ks__meta *meta;
 } ks__graph;
 
-/* ---- allocation helpers (NULL allocator => malloc) ---- */
-ks_allocator ks__allocator_or_default(const ks_allocator *a);
-void *ks__alloc(const ks_allocator *a, size_t size_bytes);
-void *ks__alloc_aligned(const ks_allocator *a, size_t size_bytes, size_t alignment);
-void *ks__calloc(const ks_allocator *a, size_t count, size_t size_bytes);
-void ks__free(const ks_allocator *a, void *ptr);
-char *ks__strdup(const ks_allocator *a, const char *s);
-
 /* ---- building graphs (importers, passes, .ksm reader) ---- */
 void ks__graph_init(ks__graph *g, const ks_allocator *alloc);
 void ks__graph_free(ks__graph *g); /* frees everything; the struct may be reused after init */
@@ -170,13 +164,6 @@ int64_t ks__numel(int32_t rank, const int64_t *dims);
  * dtype/rank validity, constant sizes, every input defined before use (topological order).
  * On failure writes a message naming the node/tensor into err. */
 ks_status ks__graph_validate(const ks__graph *g, char *err, size_t err_cap);
-
-/* printf into a fixed buffer (always NUL-terminated; truncates). */
-void ks__fmt(char *buf, size_t cap, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
 
 /* IEEE half <-> float (used by importers to fold fp16 weights). */
 float ks__f16_to_f32(uint16_t h);

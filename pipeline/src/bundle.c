@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/crc32.h"
 #include "ksm.h"
 #include "pipeline_internal.h"
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/crc32.h"
 #include "ksm.h"
 #include "wcode.h"
 

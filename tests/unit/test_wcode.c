@@ -17,6 +17,7 @@
 
 #include "convert.h"
 #include "fileio.h"
+#include "base/crc32.h"
 #include "ksm.h"
 #include "wcode.h"
 #include "wquant.h"

@@ -1,6 +1,7 @@
 /* Reference kernel table and helpers shared by the reference kernels. */
 #include "../kernel.h"
 #include "../op_enabled.h"
+#include "base/once.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -35,24 +36,24 @@ static void register_pruned(ks__kernel_table *t) {
         if (!k_ops[i].on) t->k[k_ops[i].op] = (ks__kernel){pruned_infer, pruned_run};
 }
 #endif
-static int g_ref_ready;
+static ks__once_flag g_ref_once = KS__ONCE_INIT;
+
+static void fill_ref_table(void) {
+    ks__kernel_table t;
+    memset(&t, 0, sizeof(t));
+    ks__ref_register_conv(&t);
+    ks__ref_register_elementwise(&t);
+    ks__ref_register_data(&t);
+    ks__ref_register_mediapipe(&t);
+#ifdef KS_OPS_PRUNED
+    register_pruned(&t);
+#endif
+    g_ref_table = t;
+}
 
 const ks__kernel_table *ks__ref_kernels(void) {
-    /* Filling is idempotent and writes identical values, so a benign race at first use from two
-     * threads yields the same table. Sessions call this from create(), normally on one thread. */
-    if (!g_ref_ready) {
-        ks__kernel_table t;
-        memset(&t, 0, sizeof(t));
-        ks__ref_register_conv(&t);
-        ks__ref_register_elementwise(&t);
-        ks__ref_register_data(&t);
-        ks__ref_register_mediapipe(&t);
-#ifdef KS_OPS_PRUNED
-        register_pruned(&t);
-#endif
-        g_ref_table = t;
-        g_ref_ready = 1;
-    }
+    /* Sessions, tasks and pipelines may be created from several threads at once. */
+    ks__once(&g_ref_once, fill_ref_table);
     return &g_ref_table;
 }
 

@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pb.h"
+#include "base/pb.h"
 
 #define ONNX_MIN_OPSET 7
 #define ONNX_MAX_OPSET 18
@@ -110,15 +110,9 @@ typedef struct imp {
 
 /* ---------------------------------------------------------------- errors */
 
-#if defined(__GNUC__)
-#define KS_ONNX_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define KS_ONNX_PRINTF(f, a)
-#endif
-
 /* Writes the message; in_node adds the current node's index, name and op type. */
 static ks_status vreport(imp *c, ks_status st, int in_node, const char *fmt, va_list ap)
-    KS_ONNX_PRINTF(4, 0);
+    KS__PRINTF(4, 0);
 
 static ks_status vreport(imp *c, ks_status st, int in_node, const char *fmt, va_list ap) {
     char msg[512];
@@ -132,7 +126,7 @@ static ks_status vreport(imp *c, ks_status st, int in_node, const char *fmt, va_
     return st;
 }
 
-static ks_status fail(imp *c, ks_status st, const char *fmt, ...) KS_ONNX_PRINTF(3, 4);
+static ks_status fail(imp *c, ks_status st, const char *fmt, ...) KS__PRINTF(3, 4);
 
 static ks_status fail(imp *c, ks_status st, const char *fmt, ...) {
     va_list ap;
@@ -152,7 +146,7 @@ static void span_print(ks__pb_span s, char *buf, size_t cap) {
     buf[n] = 0;
 }
 
-static ks_status node_fail(imp *c, ks_status st, const char *fmt, ...) KS_ONNX_PRINTF(3, 4);
+static ks_status node_fail(imp *c, ks_status st, const char *fmt, ...) KS__PRINTF(3, 4);
 
 static ks_status node_fail(imp *c, ks_status st, const char *fmt, ...) {
     va_list ap;

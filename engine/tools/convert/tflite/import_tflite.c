@@ -327,15 +327,9 @@ typedef struct opc {
     uint32_t custom_opts_len;
 } opc;
 
-#if defined(__GNUC__)
-#define KS_TFL_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define KS_TFL_PRINTF(f, a)
-#endif
-
 /* Writes the message; in_op adds the current op, node and output name. */
 static ks_status vreport(imp *c, ks_status st, bool in_op, const char *fmt, va_list ap)
-    KS_TFL_PRINTF(4, 0);
+    KS__PRINTF(4, 0);
 
 static ks_status vreport(imp *c, ks_status st, bool in_op, const char *fmt, va_list ap) {
     char msg[384];
@@ -348,7 +342,7 @@ static ks_status vreport(imp *c, ks_status st, bool in_op, const char *fmt, va_l
     return st;
 }
 
-static ks_status fail(imp *c, ks_status st, const char *fmt, ...) KS_TFL_PRINTF(3, 4);
+static ks_status fail(imp *c, ks_status st, const char *fmt, ...) KS__PRINTF(3, 4);
 
 static ks_status fail(imp *c, ks_status st, const char *fmt, ...) {
     va_list ap;
@@ -359,7 +353,7 @@ static ks_status fail(imp *c, ks_status st, const char *fmt, ...) {
 }
 
 /* Error inside the op being converted. */
-static ks_status op_fail(imp *c, ks_status st, const char *fmt, ...) KS_TFL_PRINTF(3, 4);
+static ks_status op_fail(imp *c, ks_status st, const char *fmt, ...) KS__PRINTF(3, 4);
 
 static ks_status op_fail(imp *c, ks_status st, const char *fmt, ...) {
     va_list ap;

@@ -1,6 +1,8 @@
 /* Run-time CPU feature detection. x86: CPUID leaves 1, 7 and XGETBV (the OS must save the
  * AVX/AVX-512 state, not only the CPU support it). AArch64: HWCAP from the auxiliary vector. */
-#include "impl.h"
+#include "cpuinfo.h"
+
+#include "once.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +18,7 @@
 #endif
 
 static uint32_t g_isa;
-static int g_isa_ready;
+static ks__once_flag g_isa_once = KS__ONCE_INIT;
 static char g_name[64];
 
 #if KS_X86
@@ -96,8 +98,7 @@ uint32_t ks__isa_cap(const char *level) {
     return ~0u;
 }
 
-static void init(void) {
-    if (g_isa_ready) return;
+static void detect_once(void) {
     const char *force = getenv("KS_FORCE_SCALAR");
     uint32_t isa = (force && force[0] && strcmp(force, "0") != 0) ? 0 : detect();
     isa &= ks__isa_cap(getenv("KS_ISA_MAX"));
@@ -120,7 +121,10 @@ static void init(void) {
     snprintf(g_name, sizeof(g_name), "aarch64");
 #endif
     g_isa = isa;
-    g_isa_ready = 1; /* racing initializers compute identical values */
+}
+
+static void init(void) {
+    ks__once(&g_isa_once, detect_once);
 }
 
 uint32_t ks__cpu_isa(void) {

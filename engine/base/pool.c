@@ -1,4 +1,4 @@
-/* Kestrel's thread pool (impl.h). One job at a time; the caller works too.
+/* Kestrel's thread pool (pool.h). One job at a time; the caller works too.
  *
  * Why spin then sleep: inference issues one parallel_for per op, hundreds per frame, with gaps of
  * microseconds. Sleeping on a condition variable between them costs a futex wake-up (tens of
@@ -7,10 +7,13 @@
 #if defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* cpu_set_t, sched_setaffinity, sched_getcpu (glibc and bionic) */
 #endif
-#include "impl.h"
+#include "pool.h"
+
+#include "alloc.h"
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,5 @@
-/* Minimal bounds-checked protobuf wire-format reader used by the ONNX importer.
+/* Minimal bounds-checked protobuf wire-format reader, used by the ONNX importer and the
+ * face-geometry metadata reader (kestrel_pb: not part of libkestrel, which needs no protobuf).
  * Not a published API.
  *
  * Wire format (https://protobuf.dev/programming-guides/encoding/): a message is a sequence of
@@ -8,8 +9,8 @@
  * repeated scalars), 5 fixed 4 bytes. Types 3/4 (groups) are deprecated and rejected here.
  * All readers work on borrowed spans of the caller's buffer and never read past `end`.
  */
-#ifndef KESTREL_ONNX_PB_H
-#define KESTREL_ONNX_PB_H
+#ifndef KESTREL_BASE_PB_H
+#define KESTREL_BASE_PB_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -60,4 +61,4 @@ int ks__pb_count_repeated(ks__pb_span msg, uint32_t number, uint32_t kind, size_
 int ks__pb_read_repeated(ks__pb_span msg, uint32_t number, uint32_t kind, int64_t *out_i64,
                          float *out_f32, size_t cap, size_t *count_out);
 
-#endif /* KESTREL_ONNX_PB_H */
+#endif /* KESTREL_BASE_PB_H */
