@@ -6,10 +6,10 @@
 
 #include <math.h>
 #include <stdarg.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "base/once.h"
 #include "common.h" /* engine: ks__calloc / ks__free */
 #include "detection.h"
 #include "face_geometry.h"
@@ -1297,7 +1297,7 @@ static const ks_node_type *const vision_types[] = {
     &ssd_type,     &nms_type,      &ttl_type,  &proj_type, &roi_det_type, &roi_lm_type,
     &tracker_type, &smoother_type, &geom_type, &expr_type, &mask_type,    &iris_type};
 
-static pthread_once_t register_once = PTHREAD_ONCE_INIT;
+static ks__once_flag register_once = KS__ONCE_INIT;
 
 static void register_all(void) {
     for (size_t i = 0; i < sizeof(vision_types) / sizeof(vision_types[0]); i++)
@@ -1305,5 +1305,5 @@ static void register_all(void) {
 }
 
 void ks__register_vision_nodes(void) {
-    pthread_once(&register_once, register_all);
+    ks__once(&register_once, register_all);
 }

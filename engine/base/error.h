@@ -18,7 +18,8 @@
 /* Formats into err and returns status: `return ks__fail(err, err_cap, KS_STATUS_..., "...")`. */
 ks_status ks__fail(char *err, size_t err_cap, ks_status status, const char *fmt, ...)
     KS__PRINTF(4, 5);
-ks_status ks__failv(char *err, size_t err_cap, ks_status status, const char *fmt, va_list ap);
+ks_status ks__failv(char *err, size_t err_cap, ks_status status, const char *fmt, va_list ap)
+    KS__PRINTF(4, 0);
 /* Formats into buf (NULL or cap 0: nothing), always terminated. */
 void ks__fmt(char *buf, size_t cap, const char *fmt, ...) KS__PRINTF(3, 4);
 
