@@ -59,11 +59,14 @@ typedef struct session_job {
     size_t n;
 } session_job;
 
-static void session_run(session_job *job) {
+/* Loads the model, waits for the other threads (when `start` is set), then creates, reshapes
+ * and runs a session: the session creations of all threads start together. */
+static void session_run(session_job *job, pthread_barrier_t *start) {
     ks_model *model = NULL;
     ks_session *s = NULL;
     ks_tensor in, out;
     job->st = ks_model_load_file(g_face_ksm, NULL, &model);
+    if (start) pthread_barrier_wait(start);
     ks_session_desc desc = {.num_threads = 2}; /* the thread pool runs under each session too */
     if (!job->st) job->st = ks_session_create(model, &desc, &s);
     if (!job->st) job->st = ks_session_reshape(s, NULL);
@@ -85,8 +88,7 @@ static void session_run(session_job *job) {
 }
 
 static void *session_thread(void *arg) {
-    pthread_barrier_wait(&g_start);
-    session_run(arg);
+    session_run(arg, &g_start);
     return NULL;
 }
 
@@ -98,7 +100,7 @@ static void test_sessions_from_threads(void **state) {
     run_threads(session_thread, jobs, sizeof(jobs[0]));
     session_job ref;
     memset(&ref, 0, sizeof(ref));
-    session_run(&ref);
+    session_run(&ref, NULL);
     assert_int_equal(ref.st, KS_STATUS_OK);
     assert_true(ref.n > 0);
     for (int i = 0; i < NUM_THREADS; i++) {

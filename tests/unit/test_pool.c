@@ -24,14 +24,16 @@
 
 typedef struct job {
     _Atomic int counts[MAX_ITEMS];
-    uint32_t max_thread;
+    _Atomic uint32_t max_thread;
 } job;
 
 static void count_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     job *j = arg;
     for (size_t i = begin; i < end; i++)
         atomic_fetch_add(&j->counts[i], 1);
-    if (thread > j->max_thread) j->max_thread = thread; /* racy max is fine: only a bound */
+    uint32_t seen = atomic_load(&j->max_thread);
+    while (thread > seen && !atomic_compare_exchange_weak(&j->max_thread, &seen, thread)) {
+    }
 }
 
 static job g_job;
