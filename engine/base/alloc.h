@@ -14,7 +14,7 @@ void *ks__alloc(const ks_allocator *a, size_t size_bytes);
 void *ks__alloc_aligned(const ks_allocator *a, size_t size_bytes, size_t alignment);
 /* Zeroed; NULL when count * size_bytes overflows. */
 void *ks__calloc(const ks_allocator *a, size_t count, size_t size_bytes);
-void ks__free(const ks_allocator *a, void *ptr); /* NULL ptr: nothing */
+void ks__free(const ks_allocator *a, void *ptr);        /* NULL ptr: nothing */
 char *ks__strdup(const ks_allocator *a, const char *s); /* NULL s: "" */
 
 #endif /* KESTREL_BASE_ALLOC_H */

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../backends/cpu/impl.h"
+#include "base/pool.h"
 
 #if defined(KS_HAVE_SODIUM)
 #include <sodium.h>
