@@ -2,7 +2,7 @@
  * by instantiating its graph, which needs every node type the graph names. ks-bundle links only
  * the pipeline library (built-in nodes); this build registers every task node type too, so it
  * packs and checks all the task bundles (face, pose, hand, segment, detect, classify). */
-#include "task_common.h"
+#include "node_types.h"
 
 int ks__bundle_tool_register_nodes(void);
 

@@ -1,15 +1,16 @@
 # Build-time packing of the default task bundles, shared by every algos/<task>/bundle.cmake.
 #
-# ks-task-bundle is ks-bundle (pipeline/tools/ks-bundle.c, same commands and options) linked with
-# the task library, registering every task node type before it checks a bundle's graph; plain
-# ks-bundle knows only the built-in nodes.
+# ks-task-bundle is ks-bundle (pipeline/tools/ks-bundle.c, same commands and options) built with
+# the task library and KS_BUNDLE_REGISTER_NODES, so it registers every task node type before it
+# checks a bundle's graph; plain ks-bundle knows only the built-in nodes.
 include_guard(GLOBAL)
 if(TARGET kestrel_tasks AND NOT TARGET ks-task-bundle)
   add_executable(ks-task-bundle ${CMAKE_SOURCE_DIR}/pipeline/tools/ks-bundle.c
     ${CMAKE_CURRENT_LIST_DIR}/register_nodes.c)
-  target_include_directories(ks-task-bundle PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../tasks)
+  target_include_directories(ks-task-bundle PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../nodes)
   target_link_libraries(ks-task-bundle PRIVATE kestrel_tasks)
-  target_compile_definitions(ks-task-bundle PRIVATE _POSIX_C_SOURCE=200809L _DEFAULT_SOURCE)
+  target_compile_definitions(ks-task-bundle PRIVATE _POSIX_C_SOURCE=200809L _DEFAULT_SOURCE
+    KS_BUNDLE_REGISTER_NODES=ks__bundle_tool_register_nodes)
   ks_target_defaults(ks-task-bundle)
   if(KS_BUILD_TOOLS)
     install(TARGETS ks-task-bundle RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "node_types.h"
 #include "task_common.h"
 
 #define KS__CLS_CONFIG "classifier_config"
@@ -55,7 +56,7 @@ ks_status ks_image_classifier_create(const ks_image_classifier_desc *desc,
                          (double)t->min_score, (int)t->max_results, KS__CLS_MAX_RESULTS);
         return st;
     }
-    st = ks__cls_register_nodes();
+    st = ks__task_register_all_nodes();
     if (st) {
         ks__object_error(NULL, "ks_image_classifier_create: %s", ks_last_error(NULL));
         return st;

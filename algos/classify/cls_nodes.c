@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "node_types.h"
 #include "task_common.h"
 
 #define CLS_MAX_CLASSES 100000
@@ -67,11 +68,5 @@ static ks_status cls_process(void *state, ks_node_ctx *ctx) {
 
 static const ks_port cls_in[] = {{"tensor", KS_PACKET_TENSOR, KS_PACKET_ANY, 0, -1}};
 static const ks_port cls_out[] = {{"scores", KS_PACKET_TENSOR, KS_PACKET_ANY, 0, -1}};
-static const ks_node_type cls_type = {"cls_scores", 1,           1,    cls_in, cls_out,
-                                      cls_create,   cls_process, NULL, NULL,   NULL};
-
-ks_status ks__cls_register_nodes(void) {
-    ks_status st = ks__det_register_nodes(); /* model_input */
-    if (!st) st = ks__task_register(&cls_type);
-    return st;
-}
+const ks_node_type ks__node_cls_scores = {"cls_scores", 1,           1,    cls_in, cls_out,
+                                          cls_create,   cls_process, NULL, NULL,   NULL};

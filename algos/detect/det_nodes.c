@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "detection.h"
+#include "node_types.h"
 #include "task_common.h"
 #include "tracking.h"
 
@@ -247,8 +248,8 @@ static ks_status mi_process(void *state, ks_node_ctx *ctx) {
 static const ks_port mi_in[] = {{"image", KS_PACKET_IMAGE, KS_PACKET_ANY, 0, -1}};
 static const ks_port mi_out[] = {{"tensor", KS_PACKET_TENSOR, KS_PACKET_ANY, 0, -1},
                                  {"matrix", KS_PACKET_MATRIX, KS_PACKET_ANY, KS_PORT_OPTIONAL, -1}};
-static const ks_node_type mi_type = {"model_input", 1,          2,    mi_in, mi_out,
-                                     mi_create,     mi_process, NULL, NULL,  plain_destroy};
+const ks_node_type ks__node_model_input = {"model_input", 1,          2,    mi_in, mi_out,
+                                           mi_create,     mi_process, NULL, NULL,  plain_destroy};
 
 /* ---------------------------------------------------------------------------------------------
  * det_decode
@@ -527,11 +528,5 @@ static const ks_port dd_in[] = {{"matrix", KS_PACKET_MATRIX, KS_PACKET_ANY, 0, -
 static const ks_port dd_out[] = {
     {"detections", KS_PACKET_DETECTIONS, KS_PACKET_ANY, 0, -1},
     {"track_ids", KS_PACKET_TENSOR, KS_PACKET_ANY, KS_PORT_OPTIONAL, -1}};
-static const ks_node_type dd_type = {"det_decode", 2,          2,    dd_in,    dd_out,
-                                     dd_create,    dd_process, NULL, dd_reset, dd_destroy};
-
-ks_status ks__det_register_nodes(void) {
-    ks_status st = ks__task_register(&mi_type);
-    if (!st) st = ks__task_register(&dd_type);
-    return st;
-}
+const ks_node_type ks__node_det_decode = {"det_decode", 2,          2,    dd_in,    dd_out,
+                                          dd_create,    dd_process, NULL, dd_reset, dd_destroy};

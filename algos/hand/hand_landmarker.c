@@ -6,11 +6,11 @@
  * association with tracked hands and smoothing happen here with the algos/common blocks, between
  * two process calls per frame (internal pipeline timestamps; the graph is stateless). The handle,
  * the detector and landmark steps, smoothing and result blocks are the pose task's too
- * (ks__lmtask, algos/pose/landmark_task.h); this file holds what is hand-specific. */
+ * (ks__lmtask, algos/tasks/landmark_task.h); this file holds what is hand-specific. */
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../pose/landmark_task.h"
+#include "landmark_task.h"
 #include "kestrel/hand.h"
 #include "landmarks.h"
 

@@ -2,14 +2,13 @@
  * Every option is read and checked in create, so process only converts, computes and emits.
  * Frames allocate their output packets (and small temporaries) like every pipeline node;
  * per-node buffers that depend only on options (anchors, NMS scratch) are made once at create. */
-#include "vision_nodes.h"
+#include "node_types.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "base/once.h"
 #include "common.h" /* engine: ks__calloc / ks__free */
 #include "detection.h"
 #include "face_geometry.h"
@@ -391,8 +390,8 @@ static const ks_port ssd_in[] = {{"boxes", KS_PACKET_TENSOR, KS_PACKET_ANY, 0, -
                                  {"scores", KS_PACKET_TENSOR, KS_PACKET_ANY, 0, -1},
                                  {"matrix", KS_PACKET_MATRIX, KS_PACKET_ANY, KS_PORT_OPTIONAL, -1}};
 static const ks_port det_out[] = {{"detections", KS_PACKET_DETECTIONS, KS_PACKET_ANY, 0, -1}};
-static const ks_node_type ssd_type = {"ssd_detections", 3,           1,    ssd_in, det_out,
-                                      ssd_create,       ssd_process, NULL, NULL,   ssd_destroy};
+const ks_node_type ks__node_ssd = {"ssd_detections", 3,           1,    ssd_in, det_out,
+                                   ssd_create,       ssd_process, NULL, NULL,   ssd_destroy};
 
 /* ---------------------------------------------------------------------------------------------
  * nms
@@ -453,8 +452,8 @@ done:
 }
 
 static const ks_port dets_in[] = {{"detections", KS_PACKET_DETECTIONS, KS_PACKET_ANY, 0, -1}};
-static const ks_node_type nms_type = {"nms",      1,           1,    dets_in, det_out,
-                                      nms_create, nms_process, NULL, NULL,    plain_destroy};
+const ks_node_type ks__node_nms = {"nms",      1,           1,    dets_in, det_out,
+                                   nms_create, nms_process, NULL, NULL,    plain_destroy};
 
 /* ---------------------------------------------------------------------------------------------
  * tensors_to_landmarks
@@ -538,7 +537,7 @@ static const ks_port ttl_in[] = {{"tensor", KS_PACKET_TENSOR, KS_PACKET_ANY, 0, 
                                  {"score", KS_PACKET_TENSOR, KS_PACKET_ANY, KS_PORT_OPTIONAL, -1}};
 static const ks_port ttl_out[] = {{"landmarks", KS_PACKET_LANDMARKS, KS_PACKET_ANY, 0, -1},
                                   {"score", KS_PACKET_FLOAT, KS_PACKET_ANY, KS_PORT_OPTIONAL, -1}};
-static const ks_node_type ttl_type = {
+const ks_node_type ks__node_ttl = {
     "tensors_to_landmarks", 2, 2, ttl_in, ttl_out, ttl_create, ttl_process, NULL, NULL,
     plain_destroy};
 
@@ -595,7 +594,7 @@ static ks_status proj_process(void *state, ks_node_ctx *ctx) {
 static const ks_port proj_in[] = {{"landmarks", KS_PACKET_LANDMARKS, KS_PACKET_ANY, 0, -1},
                                   {"transform", KS_PACKET_ANY, KS_PACKET_ANY, 0, -1}};
 static const ks_port lm_out[] = {{"landmarks", KS_PACKET_LANDMARKS, KS_PACKET_ANY, 0, -1}};
-static const ks_node_type proj_type = {
+const ks_node_type ks__node_proj = {
     "project_landmarks", 2,    1,    proj_in,      lm_out, proj_create,
     proj_process,        NULL, NULL, plain_destroy};
 
@@ -748,10 +747,10 @@ static const ks_port roi_det_in[] = {{"detections", KS_PACKET_DETECTIONS, KS_PAC
 static const ks_port roi_lm_in[] = {{"landmarks", KS_PACKET_LANDMARKS, KS_PACKET_ANY, 0, -1},
                                     {"image", KS_PACKET_ANY, KS_PACKET_ANY, 0, -1}};
 static const ks_port rects_out[] = {{"rects", KS_PACKET_RECTS, KS_PACKET_ANY, 0, -1}};
-static const ks_node_type roi_det_type = {
+const ks_node_type ks__node_roi_det = {
     "roi_from_detections", 2,    1,    roi_det_in,   rects_out, roi_det_create,
     roi_det_process,       NULL, NULL, plain_destroy};
-static const ks_node_type roi_lm_type = {
+const ks_node_type ks__node_roi_lm = {
     "roi_from_landmarks", 2,    1,    roi_lm_in,    rects_out, roi_lm_create,
     roi_lm_process,       NULL, NULL, plain_destroy};
 
@@ -815,7 +814,7 @@ static ks_status tracker_process(void *state, ks_node_ctx *ctx) {
 static const ks_port tracker_out[] = {
     {"detections", KS_PACKET_DETECTIONS, KS_PACKET_ANY, 0, -1},
     {"ids", KS_PACKET_TENSOR, KS_PACKET_ANY, KS_PORT_OPTIONAL, -1}};
-static const ks_node_type tracker_type = {
+const ks_node_type ks__node_tracker = {
     "tracker",       1,    1 + 1,         dets_in,      tracker_out, tracker_create,
     tracker_process, NULL, tracker_reset, plain_destroy};
 
@@ -922,10 +921,10 @@ done:
 static const ks_port smoother_in[] = {
     {"landmarks", KS_PACKET_LANDMARKS, KS_PACKET_ANY, KS_PORT_OPTIONAL, -1},
     {"image", KS_PACKET_ANY, KS_PACKET_ANY, KS_PORT_OPTIONAL, -1}};
-static const ks_node_type smoother_type = {"landmark_smoother", 2,      1,
-                                           smoother_in,         lm_out, smoother_create,
-                                           smoother_process,    NULL,   smoother_reset,
-                                           smoother_destroy};
+const ks_node_type ks__node_smoother = {"landmark_smoother", 2,      1,
+                                        smoother_in,         lm_out, smoother_create,
+                                        smoother_process,    NULL,   smoother_reset,
+                                        smoother_destroy};
 
 /* ---------------------------------------------------------------------------------------------
  * face_geometry: pose matrix, Euler angles, metric mesh, projection
@@ -1080,8 +1079,8 @@ static const ks_port geom_out[] = {
     {"euler", KS_PACKET_TENSOR, KS_PACKET_ANY, KS_PORT_OPTIONAL, -1},
     {"metric", KS_PACKET_TENSOR, KS_PACKET_ANY, KS_PORT_OPTIONAL, -1},
     {"projection", KS_PACKET_MATRIX, KS_PACKET_ANY, KS_PORT_OPTIONAL, -1}};
-static const ks_node_type geom_type = {
-    "face_geometry", 2, 4, geom_in, geom_out, geom_create, geom_process, NULL, NULL, geom_destroy};
+const ks_node_type ks__node_geom = {"face_geometry", 2,    4,    geom_in,     geom_out, geom_create,
+                                    geom_process,    NULL, NULL, geom_destroy};
 
 /* ---------------------------------------------------------------------------------------------
  * face_expressions
@@ -1130,8 +1129,8 @@ static ks_status expr_process(void *state, ks_node_ctx *ctx) {
 
 static const ks_port expr_in[] = {{"points", KS_PACKET_ANY, KS_PACKET_ANY, 0, -1}};
 static const ks_port expr_out[] = {{"expressions", KS_PACKET_TENSOR, KS_PACKET_ANY, 0, -1}};
-static const ks_node_type expr_type = {
-    "face_expressions", 1, 1, expr_in, expr_out, expr_create, expr_process, NULL, NULL, NULL};
+const ks_node_type ks__node_expr = {"face_expressions", 1,    1,    expr_in, expr_out, expr_create,
+                                    expr_process,       NULL, NULL, NULL};
 
 /* ---------------------------------------------------------------------------------------------
  * mask_smoother
@@ -1210,7 +1209,7 @@ static ks_status mask_process(void *state, ks_node_ctx *ctx) {
 
 static const ks_port mask_in[] = {{"mask", KS_PACKET_MASK, KS_PACKET_ANY, KS_PORT_OPTIONAL, -1}};
 static const ks_port mask_out[] = {{"mask", KS_PACKET_MASK, KS_PACKET_ANY, 0, -1}};
-static const ks_node_type mask_type = {
+const ks_node_type ks__node_mask = {
     "mask_smoother", 1,    1,          mask_in,     mask_out, mask_create,
     mask_process,    NULL, mask_reset, mask_destroy};
 
@@ -1285,25 +1284,6 @@ static ks_status iris_process(void *state, ks_node_ctx *ctx) {
 static const ks_port iris_in[] = {{"mesh", KS_PACKET_LANDMARKS, KS_PACKET_ANY, 0, -1},
                                   {"left_iris", KS_PACKET_TENSOR, KS_PACKET_ANY, 0, -1},
                                   {"right_iris", KS_PACKET_TENSOR, KS_PACKET_ANY, 0, -1}};
-static const ks_node_type iris_type = {
+const ks_node_type ks__node_iris = {
     "face_iris_landmarks", 3,    1,    iris_in,      lm_out, iris_create,
     iris_process,          NULL, NULL, plain_destroy};
-
-/* ---------------------------------------------------------------------------------------------
- * Registration
- * ------------------------------------------------------------------------------------------- */
-
-static const ks_node_type *const vision_types[] = {
-    &ssd_type,     &nms_type,      &ttl_type,  &proj_type, &roi_det_type, &roi_lm_type,
-    &tracker_type, &smoother_type, &geom_type, &expr_type, &mask_type,    &iris_type};
-
-static ks__once_flag register_once = KS__ONCE_INIT;
-
-static void register_all(void) {
-    for (size_t i = 0; i < sizeof(vision_types) / sizeof(vision_types[0]); i++)
-        if (!ks_node_type_find(vision_types[i]->name)) (void)ks_node_type_register(vision_types[i]);
-}
-
-void ks__register_vision_nodes(void) {
-    ks__once(&register_once, register_all);
-}

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "node_types.h"
 #include "task_common.h"
 #include "tracking.h"
 
@@ -188,17 +189,13 @@ static const ks_port seg_mask_in[] = {{"tensor", KS_PACKET_TENSOR, KS_PACKET_ANY
                                       {"image", KS_PACKET_IMAGE, KS_PACKET_ANY, 0, -1}};
 static const ks_port seg_mask_out[] = {{"mask", KS_PACKET_MASK, KS_PACKET_ANY, 0, -1}};
 
-static const ks_node_type seg_mask_type = {"seg_mask",
-                                           2,
-                                           1,
-                                           seg_mask_in,
-                                           seg_mask_out,
-                                           seg_mask_create,
-                                           seg_mask_process,
-                                           NULL,
-                                           seg_mask_reset,
-                                           seg_mask_destroy};
-
-ks_status ks__seg_register_nodes(void) {
-    return ks__task_register(&seg_mask_type);
-}
+const ks_node_type ks__node_seg_mask = {"seg_mask",
+                                        2,
+                                        1,
+                                        seg_mask_in,
+                                        seg_mask_out,
+                                        seg_mask_create,
+                                        seg_mask_process,
+                                        NULL,
+                                        seg_mask_reset,
+                                        seg_mask_destroy};

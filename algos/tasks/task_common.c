@@ -11,7 +11,7 @@
 
 #include "kestrel/engine.h"
 
-#include "vision_nodes.h"
+#include "node_types.h"
 
 /* Config and label entries are small text files; anything larger is a malformed bundle. */
 #define KS__TASK_MAX_TEXT_BYTES ((size_t)1 << 20)
@@ -245,9 +245,13 @@ ks_status ks__task_open(const ks_task_options *task, const char *default_bundle,
                         const char *graph_entry, const ks_side_param *params, uint32_t num_params,
                         ks_bundle **bundle_out, ks_pipeline **pipeline_out, char *err,
                         size_t err_size) {
-    ks__register_vision_nodes();
     ks_bundle *b = NULL;
-    ks_status st = ks__task_open_bundle(task, default_bundle, &b, err, err_size);
+    ks_status st = ks__task_register_all_nodes();
+    if (st) {
+        snprintf(err, err_size, "%s", ks_last_error(NULL));
+        return st;
+    }
+    st = ks__task_open_bundle(task, default_bundle, &b, err, err_size);
     if (st) return st;
     st = ks__task_create_pipeline(b, task, graph_entry, params, num_params, pipeline_out);
     if (st) {
@@ -441,27 +445,6 @@ ks_status ks__cfg_numbers(const cJSON *obj, const char *key, float *values, uint
     }
     *count_out = n;
     return KS_STATUS_OK;
-}
-
-ks_status ks__task_register(const ks_node_type *type) {
-    const ks_node_type *have = ks_node_type_find(type->name);
-    if (have == type) return KS_STATUS_OK;
-    if (have) {
-        ks__object_error(NULL, "node type '%s' is already registered by someone else", type->name);
-        return KS_STATUS_INVALID_STATE;
-    }
-    ks_status st = ks_node_type_register(type);
-    /* Another thread may have registered it between find and register. */
-    if (st && ks_node_type_find(type->name) == type) st = KS_STATUS_OK;
-    return st;
-}
-
-ks_status ks__task_register_all_nodes(void) {
-    ks__register_vision_nodes();
-    ks_status st = ks__seg_register_nodes();
-    if (!st) st = ks__det_register_nodes();
-    if (!st) st = ks__cls_register_nodes();
-    return st;
 }
 
 /* ---- task stats ---- */

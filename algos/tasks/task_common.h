@@ -91,17 +91,7 @@ ks_status ks__cfg_string(const cJSON *obj, const char *key, const char *def, con
 ks_status ks__cfg_numbers(const cJSON *obj, const char *key, float *values, uint32_t cap,
                           uint32_t *count_out, char *err, size_t err_size);
 
-/* Registers `type` unless it already is (idempotent; a type registered concurrently by another
- * thread is accepted; a different type of the same name is an error). */
-ks_status ks__task_register(const ks_node_type *type);
-/* Node types of the segmentation, detection and classification tasks (algos/segment, detect,
- * classify), registered through ks__task_register. */
-ks_status ks__seg_register_nodes(void);
-ks_status ks__det_register_nodes(void);
-ks_status ks__cls_register_nodes(void);
-/* Every task node type: the vision nodes (algos/nodes) and the three sets above. Used by
- * ks-task-bundle to check task graphs. */
-ks_status ks__task_register_all_nodes(void);
+/* Node registration: ks__task_register_all_nodes (node_types.h). */
 
 /* ---- Task stats (ks_task_stats, vision.h) ---------------------------------------------------
  * Each task times its run calls with a clock and reports its graph's node times by stage:

@@ -18,8 +18,8 @@
 #include "kestrel/face.h"
 #include "kestrel/pipeline.h"
 
-/* algos/nodes/vision_nodes.h */
-void ks__register_vision_nodes(void);
+/* algos/nodes/node_types.h */
+ks_status ks__task_register_all_nodes(void);
 
 #define ASTRONAUT KS_SOURCE_DIR "/models/images/skimage_astronaut.png"
 #define MESSI KS_SOURCE_DIR "/models/images/opencv_messi5.jpg"
@@ -728,8 +728,8 @@ static void test_landmarks_one_face_two_asked(void **state) {
 /* The generic nodes the face graphs do not use: nms, mask_smoother, and option checking. */
 static void test_vision_nodes(void **state) {
     (void)state;
-    ks__register_vision_nodes();
-    ks__register_vision_nodes(); /* idempotent */
+    assert_int_equal(ks__task_register_all_nodes(), KS_STATUS_OK);
+    assert_int_equal(ks__task_register_all_nodes(), KS_STATUS_OK); /* idempotent */
     assert_non_null(ks_node_type_find("ssd_detections"));
     const char *bad = "{\"inputs\":[\"b\",\"s\"],\"outputs\":[\"d\"],\"nodes\":[{\"type\":"
                       "\"ssd_detections\",\"name\":\"dec\",\"inputs\":[\"b\",\"s\"],\"outputs\":"

@@ -9,9 +9,9 @@
  * without NAME= is the default entry "graph");
  * info --check does the same instantiation for an existing bundle.
  *
- * ks-task-bundle (algos/bundle_tool) is this same program linked with the task library: it
- * defines ks__bundle_tool_register_nodes to register the task node types, so graphs that use
- * them pass the check. Here the weak reference stays NULL and only built-in nodes exist. */
+ * ks-task-bundle (algos/bundle_tool) is this same file built with the task library and with
+ * KS_BUNDLE_REGISTER_NODES naming a function that registers the task node types, so graphs that
+ * use them pass the check. Without it only the built-in nodes exist. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,10 +22,9 @@
 
 #define MAX_INPUT_BYTES ((size_t)2 << 30)
 
-#if defined(__GNUC__)
+#if defined(KS_BUNDLE_REGISTER_NODES)
 /* Returns nonzero (message in ks_last_error(NULL)) when a node type cannot be registered. */
-__attribute__((weak)) int ks__bundle_tool_register_nodes(void);
-#define KS_BUNDLE_NODE_HOOK 1
+int KS_BUNDLE_REGISTER_NODES(void);
 #endif
 
 static int usage(void) {
@@ -228,8 +227,8 @@ static int cmd_info(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc < 2) return usage();
-#if defined(KS_BUNDLE_NODE_HOOK)
-    if (ks__bundle_tool_register_nodes && ks__bundle_tool_register_nodes()) {
+#if defined(KS_BUNDLE_REGISTER_NODES)
+    if (KS_BUNDLE_REGISTER_NODES()) {
         fprintf(stderr, "ks-bundle: cannot register node types: %s\n", ks_last_error(NULL));
         return 1;
     }
