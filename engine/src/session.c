@@ -10,16 +10,18 @@
  * Planning: tensors are grouped into buffers. A view op's
  * (RESHAPE/SQUEEZE/UNSQUEEZE) output joins its input's buffer, and an
  * elementwise unary op writes in place when its input buffer is dead after it.
- * Buffers are then placed greedily, largest first, at the lowest offset that
- * does not collide with a placed buffer whose lifetime overlaps (the classic
- * offset-planning heuristic; see XNNPACK's memory planner and TFLite's arena
- * planner for the same idea).
+ * The session decides these groups (it knows the ops); the planner (planner.h,
+ * with its own unit tests) then places the buffers greedily, largest first, at
+ * the lowest offset that does not collide with a placed buffer whose lifetime
+ * overlaps (the classic offset-planning heuristic; see XNNPACK's memory planner
+ * and TFLite's arena planner for the same idea).
  */
 #include <string.h>
 #include <time.h>
 
 #include "../backends/cpu/impl.h"
 #include "model.h"
+#include "planner.h"
 #include "precision.h"
 #include "tune.h"
 
@@ -48,13 +50,8 @@ struct ks_session {
     uint8_t **scratch;     /* per node */
     void **known_bufs;     /* reshape-time values, freed at the next reshape */
     uint32_t num_known_bufs;
-    /* planner work arrays (per tensor) */
-    int32_t *group, *first, *last;
-    size_t *gbytes, *offset;
-    /* in-place CONCAT: a group root placed inside another group's buffer (sub_base, -1 if none)
-     * at byte offset sub_off */
-    int32_t *sub_base;
-    size_t *sub_off;
+    /* the arena planner (planner.h): buffers are tensors [0, nt) then per-node scratch */
+    ks__planner plan;
 
     void *arena;
     size_t arena_bytes;
@@ -102,13 +99,7 @@ void ks_session_destroy(ks_session *s) {
     ks__free(&a, s->scratch_bytes);
     ks__free(&a, s->scratch);
     ks__free(&a, s->known_bufs);
-    ks__free(&a, s->group);
-    ks__free(&a, s->sub_base);
-    ks__free(&a, s->sub_off);
-    ks__free(&a, s->first);
-    ks__free(&a, s->last);
-    ks__free(&a, s->gbytes);
-    ks__free(&a, s->offset);
+    ks__planner_free(&s->plan, &a);
     ks__free(&a, s->impl);
     ks__free(&a, s->packed);
     ks__free(&a, s->packed_bytes);
@@ -224,19 +215,12 @@ ks_status ks__session_create_on(const ks_model *model, const ks__graph *graph,
     s->scratch_bytes = ks__calloc(&a, nn, sizeof(size_t));
     s->scratch = ks__calloc(&a, nn, sizeof(uint8_t *));
     s->known_bufs = ks__calloc(&a, nt + nn, sizeof(void *));
-    s->group = ks__calloc(&a, nt + nn, sizeof(int32_t));
-    s->first = ks__calloc(&a, nt + nn, sizeof(int32_t));
-    s->last = ks__calloc(&a, nt + nn, sizeof(int32_t));
-    s->gbytes = ks__calloc(&a, nt + nn, sizeof(size_t));
-    s->sub_base = ks__calloc(&a, nt + nn, sizeof(int32_t));
-    s->sub_off = ks__calloc(&a, nt + nn, sizeof(size_t));
-    s->offset = ks__calloc(&a, nt + nn, sizeof(size_t));
+    ks_status plan_st = ks__planner_alloc(&s->plan, &a, nt + nn);
     s->impl = ks__calloc(&a, nn, sizeof(*s->impl));
     s->packed = ks__calloc(&a, nn, sizeof(void *));
     s->packed_bytes = ks__calloc(&a, nn, sizeof(size_t));
     if (!s->impl || !s->packed || !s->packed_bytes || !s->rt || !s->ptrs || !s->ptr_off ||
-        !s->kind || !s->skip || !s->scratch_bytes || !s->scratch || !s->known_bufs || !s->group ||
-        !s->first || !s->last || !s->gbytes || !s->offset || !s->sub_base || !s->sub_off) {
+        !s->kind || !s->skip || !s->scratch_bytes || !s->scratch || !s->known_bufs || plan_st) {
         ks_session_destroy(s);
         ks__object_error(NULL, "out of memory creating a session");
         return KS_STATUS_OUT_OF_MEMORY;
@@ -297,24 +281,8 @@ static void make_ctx(ks_session *s, uint32_t i, ks__kernel_ctx *ctx) {
     ctx->packed_bytes = s->packed_bytes[i];
 }
 
-static int32_t find(int32_t *group, int32_t x) {
-    while (group[x] != x)
-        x = group[x] = group[group[x]];
-    return x;
-}
-
 static size_t align64(size_t n) {
     return (n + 63) & ~(size_t)63;
-}
-
-/* Arena offset of group root r, following in-place concat placements. */
-static size_t root_offset(ks_session *s, int32_t r) {
-    size_t off = 0;
-    while (s->sub_base[r] >= 0) {
-        off += s->sub_off[r];
-        r = find(s->group, s->sub_base[r]);
-    }
-    return off + s->offset[r];
 }
 
 static bool same_quant(const ks__quant *a, const ks__quant *b) {
@@ -344,22 +312,22 @@ static bool concat_in_place(ks_session *s, uint32_t i) {
     if (axis < 0 || axis >= y->rank) return false;
     for (int32_t a = 0; a < axis; a++)
         if (y->dims[a] != 1) return false;
-    int32_t yroot = find(s->group, out);
+    int32_t yroot = ks__planner_find(&s->plan, out);
     int32_t roots[64];
     size_t offs[64], off = 0;
     for (uint32_t k = 0; k < n->num_inputs; k++) {
         int32_t x = n->inputs[k];
-        if (x < 0 || s->kind[x] != T_ARENA || s->first[x] < 0 || s->rt[x].dtype != y->dtype ||
+        if (x < 0 || s->kind[x] != T_ARENA || s->plan.first[x] < 0 || s->rt[x].dtype != y->dtype ||
             !same_quant(s->rt[x].quant, y->quant) || off % 64 != 0)
             return false;
-        int32_t r = find(s->group, x);
-        if (r == yroot || s->sub_base[r] >= 0) return false;
+        int32_t r = ks__planner_find(&s->plan, x);
+        if (r == yroot || s->plan.sub_base[r] >= 0) return false;
         for (uint32_t j = 0; j < k; j++)
             if (roots[j] == r) return false;
         /* every member of the group: produced before the concat, read by nothing after it */
         for (uint32_t t = 0; t < g->num_tensors; t++)
-            if (s->kind[t] == T_ARENA && find(s->group, (int32_t)t) == r &&
-                (s->first[t] >= (int32_t)i || s->last[t] > (int32_t)i ||
+            if (s->kind[t] == T_ARENA && ks__planner_find(&s->plan, (int32_t)t) == r &&
+                (s->plan.first[t] >= (int32_t)i || s->plan.last[t] > (int32_t)i ||
                  s->rt[t].size_bytes != s->rt[x].size_bytes))
                 return false;
         roots[k] = r;
@@ -368,38 +336,10 @@ static bool concat_in_place(ks_session *s, uint32_t i) {
     }
     if (off != y->size_bytes) return false;
     for (uint32_t k = 0; k < n->num_inputs; k++) {
-        s->sub_base[roots[k]] = yroot;
-        s->sub_off[roots[k]] = offs[k];
+        s->plan.sub_base[roots[k]] = yroot;
+        s->plan.sub_off[roots[k]] = offs[k];
     }
     return true;
-}
-
-/* Places buffers [0, count) (bytes gbytes[], lifetime [first, last]) into one
- * arena. */
-static size_t place_buffers(ks_session *s, const int32_t *order, uint32_t count) {
-    size_t total = 0;
-    for (uint32_t oi = 0; oi < count; oi++) {
-        int32_t b = order[oi];
-        size_t best = 0;
-        /* Candidate offsets: 0 and the end of every placed, overlapping buffer.
-         * Take the lowest candidate where the buffer fits between all overlapping
-         * placed ones. */
-        for (;;) {
-            bool moved = false;
-            for (uint32_t pj = 0; pj < oi; pj++) {
-                int32_t c = order[pj];
-                if (s->last[c] < s->first[b] || s->last[b] < s->first[c]) continue;
-                if (best < s->offset[c] + s->gbytes[c] && s->offset[c] < best + s->gbytes[b]) {
-                    best = s->offset[c] + s->gbytes[c];
-                    moved = true;
-                }
-            }
-            if (!moved) break;
-        }
-        s->offset[b] = best;
-        if (best + s->gbytes[b] > total) total = best + s->gbytes[b];
-    }
-    return total;
 }
 
 /* Picks the fastest kernel variant for node i at its inferred shapes (by the
@@ -446,7 +386,6 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
     const ks__graph *g = s->g;
     ks_status st = KS_STATUS_OK;
     free_plan(s);
-    int32_t *order = NULL;
 
     for (uint32_t t = 0; t < g->num_tensors; t++) {
         const ks__tensor *d = &g->tensors[t];
@@ -594,36 +533,30 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
      */
     uint32_t nt = g->num_tensors, nn = g->num_nodes;
     bool keep_all = (s->flags & KS_SESSION_KEEP_ALL_TENSORS) != 0;
-    for (uint32_t t = 0; t < nt + nn; t++) {
-        s->group[t] = (int32_t)t;
-        s->sub_base[t] = -1;
-        s->sub_off[t] = 0;
-        s->first[t] = INT32_MAX;
-        s->last[t] = -1;
-        s->gbytes[t] = 0;
-    }
+    ks__planner *pl = &s->plan;
+    ks__planner_reset(pl);
     for (uint32_t i = 0; i < g->num_inputs; i++)
-        s->first[g->inputs[i]] = -1;
+        pl->first[g->inputs[i]] = -1;
     for (uint32_t i = 0; i < nn; i++) {
         if (s->skip[i]) continue;
         const ks__node *n = &g->nodes[i];
         for (uint32_t k = 0; k < n->num_inputs; k++)
-            if (n->inputs[k] >= 0 && (int32_t)i > s->last[n->inputs[k]])
-                s->last[n->inputs[k]] = (int32_t)i;
+            if (n->inputs[k] >= 0 && (int32_t)i > pl->last[n->inputs[k]])
+                pl->last[n->inputs[k]] = (int32_t)i;
         for (uint32_t k = 0; k < n->num_outputs; k++)
-            if ((int32_t)i < s->first[n->outputs[k]]) s->first[n->outputs[k]] = (int32_t)i;
-        s->first[nt + i] = s->last[nt + i] = (int32_t)i;
-        s->gbytes[nt + i] = align64(s->scratch_bytes[i]);
+            if ((int32_t)i < pl->first[n->outputs[k]]) pl->first[n->outputs[k]] = (int32_t)i;
+        pl->first[nt + i] = pl->last[nt + i] = (int32_t)i;
+        pl->bytes[nt + i] = align64(s->scratch_bytes[i]);
     }
     for (uint32_t i = 0; i < g->num_outputs; i++)
-        s->last[g->outputs[i]] = (int32_t)nn;
+        pl->last[g->outputs[i]] = (int32_t)nn;
     for (uint32_t i = 0; i < g->num_inputs; i++)
-        if (s->last[g->inputs[i]] < 0) s->last[g->inputs[i]] = 0;
+        if (pl->last[g->inputs[i]] < 0) pl->last[g->inputs[i]] = 0;
     if (keep_all) {
         for (uint32_t t = 0; t < nt; t++) {
             if (s->kind[t] != T_ARENA) continue;
-            s->first[t] = -1;
-            s->last[t] = (int32_t)nn;
+            pl->first[t] = -1;
+            pl->last[t] = (int32_t)nn;
         }
     }
     /* buffer groups: views alias their input; unary ops may run in place */
@@ -634,64 +567,34 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
         int32_t in = n->inputs[0], out = n->outputs[0];
         if (in < 0 || s->kind[in] != T_ARENA || n->num_outputs != 1) continue;
         bool same_bytes = s->rt[in].size_bytes == s->rt[out].size_bytes;
-        int32_t gi = find(s->group, in);
+        int32_t gi = ks__planner_find(pl, in);
         bool alias = false;
         if ((info->flags & KS_OPF_VIEW) && same_bytes) alias = true;
         if (!keep_all && (info->flags & KS_OPF_UNARY) == KS_OPF_UNARY && same_bytes &&
-            s->rt[in].dtype == s->rt[out].dtype && s->last[gi] == (int32_t)i && s->first[gi] >= 0)
+            s->rt[in].dtype == s->rt[out].dtype && pl->last[gi] == (int32_t)i && pl->first[gi] >= 0)
             alias = true;
         if (!alias) continue;
-        s->group[out] = gi;
-        if (s->first[out] < s->first[gi]) s->first[gi] = s->first[out];
-        if (s->last[out] > s->last[gi]) s->last[gi] = s->last[out];
+        pl->group[out] = gi;
+        if (pl->first[out] < pl->first[gi]) pl->first[gi] = pl->first[out];
+        if (pl->last[out] > pl->last[gi]) pl->last[gi] = pl->last[out];
         if (s->skip[i] == 0) s->skip[i] = (info->flags & KS_OPF_VIEW) ? 2 : 0;
     }
     if (!keep_all) {
         for (uint32_t i = 0; i < nn; i++)
             if (!s->skip[i] && concat_in_place(s, i)) s->skip[i] = 2;
     }
-    uint32_t nbuf = 0;
-    order = ks__alloc(&s->alloc, (size_t)(nt + nn + 1) * sizeof(int32_t));
-    if (!order) {
-        st = KS_STATUS_OUT_OF_MEMORY;
+    for (uint32_t t = 0; t < nt; t++) {
+        if (s->kind[t] != T_ARENA) continue;
+        int32_t r = ks__planner_find(pl, (int32_t)t);
+        size_t b = align64(s->rt[t].size_bytes ? s->rt[t].size_bytes : 1);
+        if (b > pl->bytes[r]) pl->bytes[r] = b;
+        if (pl->first[t] < pl->first[r]) pl->first[r] = pl->first[t];
+        if (pl->last[t] > pl->last[r]) pl->last[r] = pl->last[t];
+    }
+    if ((st = ks__planner_place(pl, &s->alloc, &s->arena_bytes))) {
         ks__object_error(&s->obj, "out of memory in reshape");
         goto error;
     }
-    for (uint32_t t = 0; t < nt; t++) {
-        if (s->kind[t] != T_ARENA) continue;
-        int32_t r = find(s->group, (int32_t)t);
-        size_t b = align64(s->rt[t].size_bytes ? s->rt[t].size_bytes : 1);
-        if (b > s->gbytes[r]) s->gbytes[r] = b;
-        if (s->first[t] < s->first[r]) s->first[r] = s->first[t];
-        if (s->last[t] > s->last[r]) s->last[r] = s->last[t];
-    }
-    /* a root placed inside a concat's buffer lives as long as that buffer needs to: merge its
-     * lifetime upwards (bases have higher node indices' concats, so one pass per nesting level) */
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (uint32_t t = 0; t < nt; t++) {
-            if (s->sub_base[t] < 0) continue;
-            int32_t b = find(s->group, s->sub_base[t]);
-            if (s->first[t] < s->first[b]) s->first[b] = s->first[t], changed = true;
-            if (s->last[t] > s->last[b]) s->last[b] = s->last[t], changed = true;
-        }
-    }
-    for (uint32_t t = 0; t < nt; t++)
-        if (s->sub_base[t] >= 0) s->gbytes[t] = 0;
-    for (uint32_t t = 0; t < nt + nn; t++)
-        if (s->gbytes[t] && find(s->group, (int32_t)t) == (int32_t)t) order[nbuf++] = (int32_t)t;
-    /* largest first (insertion sort is fine: graphs hold a few thousand buffers)
-     */
-    for (uint32_t a = 1; a < nbuf; a++) {
-        int32_t v = order[a];
-        uint32_t b = a;
-        while (b > 0 && s->gbytes[order[b - 1]] < s->gbytes[v]) {
-            order[b] = order[b - 1];
-            b--;
-        }
-        order[b] = v;
-    }
-    s->arena_bytes = place_buffers(s, order, nbuf);
     if (s->arena_bytes > s->max_memory_bytes) {
         st = KS_STATUS_LIMIT_EXCEEDED;
         ks__object_error(&s->obj,
@@ -709,14 +612,12 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
     memset(s->arena, 0, s->arena_bytes);
     for (uint32_t t = 0; t < nt; t++)
         if (s->kind[t] == T_ARENA)
-            s->rt[t].data = (uint8_t *)s->arena + root_offset(s, find(s->group, (int32_t)t));
+            s->rt[t].data = (uint8_t *)s->arena + ks__planner_offset(pl, (int32_t)t);
     for (uint32_t i = 0; i < nn; i++)
-        s->scratch[i] = s->scratch_bytes[i] ? (uint8_t *)s->arena + s->offset[nt + i] : NULL;
-    ks__free(&s->alloc, order);
+        s->scratch[i] = s->scratch_bytes[i] ? (uint8_t *)s->arena + pl->offset[nt + i] : NULL;
     s->ready = true;
     return KS_STATUS_OK;
 error:
-    ks__free(&s->alloc, order);
     free_plan(s);
     return st;
 }
