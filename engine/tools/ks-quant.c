@@ -1,5 +1,5 @@
 /* ks-quant IN.ksm OUT.ksm --calibration DIR [options]
- * Post-training int8 quantization of a float .ksm (see engine/tools/quant/quant.h and
+ * Post-training int8 quantization of a float .ksm (see engine/quant/quant.h and
  * docs/compression.md, "Post-training int8 (ks-quant)").
  *
  * Steps: decode the calibration images and preprocess them into the model input; run the fp32
@@ -58,7 +58,7 @@ enum { BIAS_OFF = 0, BIAS_EMPIRICAL = 1, BIAS_ANALYTIC = 2, BIAS_AUTO = 3 };
 
 typedef struct options {
     const char *in_path, *out_path, *calib_dir, *report_path, *preprocess_spec;
-    ksq_method method;
+    ks__quant_method method;
     double percentile, min_cosine, min_output_cosine;
     int max_images, eval_images, bench_runs, max_rounds;
     int speed_check, quiet;
@@ -257,7 +257,7 @@ static int parse_preprocess(const char *spec, preprocess *pp, char *err, size_t 
 }
 
 static int parse_args(int argc, char **argv, options *o) {
-    o->method = KSQ_METHOD_MSE;
+    o->method = KS__QUANT_METHOD_MSE;
     o->percentile = 99.99;
     o->min_cosine = 0.999;
     o->min_output_cosine = 0.999;
@@ -279,13 +279,13 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (strcmp(a, "--calibration-method") == 0 && has) {
             const char *v = argv[++i];
             if (strcmp(v, "minmax") == 0 || strcmp(v, "min-max") == 0)
-                o->method = KSQ_METHOD_MINMAX;
+                o->method = KS__QUANT_METHOD_MINMAX;
             else if (strcmp(v, "percentile") == 0)
-                o->method = KSQ_METHOD_PERCENTILE;
+                o->method = KS__QUANT_METHOD_PERCENTILE;
             else if (strcmp(v, "kl") == 0 || strcmp(v, "entropy") == 0)
-                o->method = KSQ_METHOD_KL;
+                o->method = KS__QUANT_METHOD_KL;
             else if (strcmp(v, "mse") == 0)
-                o->method = KSQ_METHOD_MSE;
+                o->method = KS__QUANT_METHOD_MSE;
             else {
                 fprintf(stderr,
                         "ks-quant: --calibration-method: '%s' is not minmax, percentile, "
@@ -783,7 +783,7 @@ static void accumulate(eval *e, uint32_t t, const float *ref, const ks_tensor *q
     e->has[t] = true;
 }
 
-static int evaluate(const options *o, const ks__graph *src, const ksq_map *map, ks__graph *qg,
+static int evaluate(const options *o, const ks__graph *src, const ks__quant_map *map, ks__graph *qg,
                     ks_session *fs, const ks_tensor_shape *shape, const preprocess *pp,
                     const image_list *imgs, eval *e, const char *what) {
     uint8_t *buf = NULL;
@@ -889,11 +889,11 @@ static int cmp_row(const void *a, const void *b) {
 
 /* Each planned int8 layer's own error: cosine of its int8 shadow copy (fed by the exact fp32
  * inputs) against its fp32 output, per source node (NAN where the layer has no shadow). */
-static int isolated_cosines(const options *o, const ks__graph *src, const ksq_plan *plan,
+static int isolated_cosines(const options *o, const ks__graph *src, const ks__quant_plan *plan,
                             const ks_tensor_shape *shape, const preprocess *pp,
                             const image_list *imgs, double *iso) {
     ks__graph sg;
-    ksq_map sm = {0};
+    ks__quant_map sm = {0};
     char err[1024];
     uint8_t *buf = NULL;
     size_t size = 0;
@@ -908,7 +908,7 @@ static int isolated_cosines(const options *o, const ks__graph *src, const ksq_pl
         iso[i] = NAN;
     if (!shadow || !acc) goto done;
     err[0] = '\0';
-    if (ksq_build(src, plan, &sg, &sm, shadow, err, sizeof(err)) ||
+    if (ks__quant_build(src, plan, &sg, &sm, shadow, err, sizeof(err)) ||
         ks__ksm_write(&sg, &buf, &size, err, sizeof(err))) {
         fprintf(stderr, "ks-quant: cannot build the per-layer check graph: %s\n", err);
         goto done;
@@ -960,7 +960,7 @@ done:
     ks_model_destroy(m);
     if (buf) ks__free(&sg.alloc, buf);
     ks__graph_free(&sg);
-    ksq_map_free(&sm);
+    ks__quant_map_free(&sm);
     free(shadow);
     free(acc);
     return rc;
@@ -971,7 +971,8 @@ done:
 /* Runs the fp32 session over the calibration images: pass 1 min/max, per-channel statistics and
  * runtime shapes (into plan when given), pass 2 (passes == 2) the histograms. */
 static int calibrate(const options *o, const ks__graph *g, ks_session *fs, const preprocess *pp,
-                     const image_list *imgs, int passes, ksq_calib *calib, ksq_plan *plan) {
+                     const image_list *imgs, int passes, ks__quant_calib *calib,
+                     ks__quant_plan *plan) {
     for (int pass = 1; pass <= passes; pass++) {
         const char *what = pass == 1 ? "calibrating (range)" : "calibrating (histogram)";
         int per = 1 + o->crops, total = imgs->count * per;
@@ -991,11 +992,11 @@ static int calibrate(const options *o, const ks__graph *g, ks_session *fs, const
                            (size_t)rank * sizeof(int64_t));
                 }
                 size_t n = rt.size_bytes / sizeof(float);
-                ks_status st = ksq_calib_observe(calib, t, rt.data, n, pass);
+                ks_status st = ks__quant_calib_observe(calib, t, rt.data, n, pass);
                 if (!st && pass == 1 && rank >= 2 && rank <= KS_MAX_RANK &&
                     rt.info.shape.dims[rank - 1] > 0 && rt.info.shape.dims[rank - 1] < (1 << 20))
-                    st = ksq_calib_observe_channels(calib, t, rt.data, n,
-                                                    (uint32_t)rt.info.shape.dims[rank - 1]);
+                    st = ks__quant_calib_observe_channels(calib, t, rt.data, n,
+                                                          (uint32_t)rt.info.shape.dims[rank - 1]);
                 if (st) {
                     fprintf(stderr, "ks-quant: out of memory\n");
                     return -1;
@@ -1049,7 +1050,7 @@ static ks_status nearest_int8(const ks__tensor *w, float *values, float *scales)
 
 /* Rounds the weights of every conv/FC whose F32 weight tensor it alone reads (what the writer
  * can compress); gq (may be NULL) gives gptq codes where it solved the layer. */
-static int fallback_weights_init(const options *o, const ks__graph *g, const ksq_gptq *gq,
+static int fallback_weights_init(const options *o, const ks__graph *g, const ks__quant_gptq *gq,
                                  fallback_weights *fw) {
     memset(fw, 0, sizeof(*fw));
     fw->num_tensors = g->num_tensors;
@@ -1133,7 +1134,7 @@ oom:
  * scales, or (fp16) packed F32 constants. *sel and *scl (freed by the
  * caller) back wo->select and wo->int8_scales. Returns the number of layers, -1 on failure. */
 static int fallback_select(const options *o, const ks__graph *src, const fallback_weights *fw,
-                           const ksq_map *map, const ks__graph *qg, ks__ksm_write_opts *wo,
+                           const ks__quant_map *map, const ks__graph *qg, ks__ksm_write_opts *wo,
                            uint8_t **sel, const float ***scl) {
     int num = 0;
     *sel = calloc(qg->num_tensors + 1, 1);
@@ -1218,20 +1219,20 @@ static const float *session_tensor(void *user, int32_t id, size_t *num) {
 /* Runs the fp32 model over the calibration images once per batch of layers, collecting each
  * layer's input statistics, and rounds their weights (plan->gptq then points at the result). */
 static int gptq_weights(const options *o, const ks__graph *g, ks_session *fs, const preprocess *pp,
-                        const image_list *imgs, ksq_plan *plan, ksq_gptq *gq) {
+                        const image_list *imgs, ks__quant_plan *plan, ks__quant_gptq *gq) {
     double t0 = (double)clock() / CLOCKS_PER_SEC;
-    if (ksq_gptq_init(gq, g, plan, GPTQ_BUDGET_BYTES)) goto oom;
+    if (ks__quant_gptq_init(gq, g, plan, GPTQ_BUDGET_BYTES)) goto oom;
     for (int b = 0; b < gq->num_batches; b++) {
         char what[64];
         snprintf(what, sizeof(what), "weight rounding (%d/%d)", b + 1, gq->num_batches);
-        if (ksq_gptq_alloc_batch(gq, b)) goto oom;
+        if (ks__quant_gptq_alloc_batch(gq, b)) goto oom;
         for (int i = 0; i < imgs->count; i++) {
             progress(o, what, i, imgs->count);
             if (fill_input(fs, pp, imgs->paths[i]) || run_session(fs)) return -1;
-            ksq_gptq_observe(gq, b, g, plan, session_tensor, fs, i, imgs->count);
+            ks__quant_gptq_observe(gq, b, g, plan, session_tensor, fs, i, imgs->count);
         }
         progress(o, what, imgs->count, imgs->count);
-        if (ksq_gptq_solve_batch(gq, g, b)) goto oom;
+        if (ks__quant_gptq_solve_batch(gq, g, b)) goto oom;
     }
     if (o->gptq) plan->gptq = gq; /* else only the fp32 layers' stored weights use it */
     if (!o->quiet)
@@ -1239,7 +1240,7 @@ static int gptq_weights(const options *o, const ks__graph *g, ks_session *fs, co
                 "ks-quant: gptq weight rounding: %u layers (%u above %d inputs per channel keep "
                 "nearest), H-weighted error %.3f of nearest's (mean per layer; worst layer "
                 "%.3f), %.1f s\n",
-                gq->num_solved, gq->num_capped, KSQ_GPTQ_MAX_K,
+                gq->num_solved, gq->num_capped, KS__QUANT_GPTQ_MAX_K,
                 gq->proxy_nearest > 0 ? gq->proxy_gptq / gq->proxy_nearest : 1.0,
                 gq->proxy_nearest > 0 ? gq->proxy_worst : 1.0,
                 (double)clock() / CLOCKS_PER_SEC - t0);
@@ -1325,14 +1326,14 @@ static bool linear_part(int act, double f, double v) {
  * depth order (a layer's depth counts the corrected layers on its longest input path), each depth
  * measured with everything upstream already corrected, so an upstream shift is not corrected
  * twice; the error that quantization noise builds up through the activations is included. */
-static int empirical_bias(const options *o, ks__graph *src, const ksq_plan *plan, ksq_biascorr *bc,
-                          ks_session *fs, const ks_tensor_shape *shape, const preprocess *pp,
-                          const image_list *imgs, int *rounds_out) {
+static int empirical_bias(const options *o, ks__graph *src, const ks__quant_plan *plan,
+                          ks__quant_biascorr *bc, ks_session *fs, const ks_tensor_shape *shape,
+                          const preprocess *pp, const image_list *imgs, int *rounds_out) {
     uint32_t nn = src->num_nodes, nt = src->num_tensors;
     int32_t *lvl_t = calloc(nt + 1, sizeof(int32_t)), *lvl = malloc((nn + 1) * sizeof(int32_t));
     double **sum = calloc(nn + 1, sizeof(double *)), **cnt = calloc(nn + 1, sizeof(double *));
     ks__graph qg;
-    ksq_map map = {0};
+    ks__quant_map map = {0};
     ks_model *qm = NULL;
     ks_session *qs = NULL;
     uint8_t *buf = NULL;
@@ -1347,7 +1348,7 @@ static int empirical_bias(const options *o, ks__graph *src, const ksq_plan *plan
         int32_t l = 0;
         for (uint32_t k = 0; k < n->num_inputs; k++)
             if (n->inputs[k] >= 0 && lvl_t[n->inputs[k]] > l) l = lvl_t[n->inputs[k]];
-        bool corrected = bc->bias_id[i] >= 0 && plan->mode[i] == KSQ_INT8;
+        bool corrected = bc->bias_id[i] >= 0 && plan->mode[i] == KS__QUANT_INT8;
         lvl[i] = corrected ? l : -1;
         if (corrected && l > max_lvl) max_lvl = l;
         for (uint32_t k = 0; k < n->num_outputs; k++)
@@ -1359,10 +1360,10 @@ static int empirical_bias(const options *o, ks__graph *src, const ksq_plan *plan
     for (int from = 0; from <= max_lvl; from += step) {
         (*rounds_out)++;
         progress(o, "bias correction", from, max_lvl + 1);
-        ksq_biascorr_apply(bc, src, plan->mode);
+        ks__quant_biascorr_apply(bc, src, plan->mode);
         ks__graph_free(&qg);
         ks__graph_init(&qg, NULL);
-        ksq_map_free(&map);
+        ks__quant_map_free(&map);
         ks_session_destroy(qs);
         qs = NULL;
         ks_model_destroy(qm);
@@ -1371,7 +1372,7 @@ static int empirical_bias(const options *o, ks__graph *src, const ksq_plan *plan
         buf = NULL;
         err[0] = '\0';
         ks_model_desc md = {.flags = KS_MODEL_COPY_BUFFER};
-        if (ksq_build(src, plan, &qg, &map, NULL, err, sizeof(err)) ||
+        if (ks__quant_build(src, plan, &qg, &map, NULL, err, sizeof(err)) ||
             ks__ksm_write(&qg, &buf, &size, err, sizeof(err)) ||
             ks_model_load_buffer(buf, size, &md, &qm)) {
             fprintf(stderr, "ks-quant: bias correction: %s %s\n", err, ks_last_error(NULL));
@@ -1425,7 +1426,7 @@ static int empirical_bias(const options *o, ks__graph *src, const ksq_plan *plan
         }
     }
     progress(o, "bias correction", max_lvl + 1, max_lvl + 1);
-    ksq_biascorr_apply(bc, src, plan->mode);
+    ks__quant_biascorr_apply(bc, src, plan->mode);
     rc = 0;
 done:
     if (sum)
@@ -1441,7 +1442,7 @@ done:
     ks_model_destroy(qm);
     if (buf) ks__free(&qg.alloc, buf);
     ks__graph_free(&qg);
-    ksq_map_free(&map);
+    ks__quant_map_free(&map);
     return rc;
 }
 
@@ -1457,7 +1458,7 @@ static uint32_t find_root(uint32_t *parent, uint32_t i) {
  * back, and so does every connected int8 region (layers joined by int8 tensors) whose total time,
  * QUANTIZE/DEQUANTIZE at its borders included, exceeds the fp32 time of the same layers. Margins
  * (10 % + 2 us per layer, 5 % per region) keep timer noise from flipping layers. */
-static int mark_slower(const ks__graph *g, ksq_plan *p, const eval *e) {
+static int mark_slower(const ks__graph *g, ks__quant_plan *p, const eval *e) {
     uint32_t nn = g->num_nodes;
     int marked = 0;
     uint32_t *parent = malloc((nn + 1) * sizeof(uint32_t));
@@ -1473,21 +1474,22 @@ static int mark_slower(const ks__graph *g, ksq_plan *p, const eval *e) {
     }
     for (uint32_t i = 0; i < nn; i++) {
         const ks__node *n = &g->nodes[i];
-        if (p->mode[i] != KSQ_INT8) continue;
-        if (ksq_is_compute_op(n->op) && e->t_i8_own[i] > e->t_f32[i] + e->t_f32[i] / 10 + 2000) {
+        if (p->mode[i] != KS__QUANT_INT8) continue;
+        if (ks__quant_is_compute_op(n->op) &&
+            e->t_i8_own[i] > e->t_f32[i] + e->t_f32[i] / 10 + 2000) {
             p->force_f32[i] = 1;
-            p->force_why[i] = KSQ_WHY_SLOWER;
+            p->force_why[i] = KS__QUANT_WHY_SLOWER;
             marked++;
         }
         for (uint32_t k = 0; k < n->num_inputs; k++) {
             int32_t t = n->inputs[k], q = t >= 0 ? producer[t] : -1;
-            if (q >= 0 && p->mode[q] == KSQ_INT8)
+            if (q >= 0 && p->mode[q] == KS__QUANT_INT8)
                 parent[find_root(parent, i)] = find_root(parent, (uint32_t)q);
         }
     }
     if (marked) goto done; /* regions change once those layers are out; measure again first */
     for (uint32_t i = 0; i < nn; i++) {
-        if (p->mode[i] != KSQ_INT8) continue;
+        if (p->mode[i] != KS__QUANT_INT8) continue;
         uint32_t r = find_root(parent, i);
         sum_q[r] += e->t_i8[i];
         /* A split residual ADD (or SiLU's SIGMOID and MUL) costs next to nothing fused into its
@@ -1496,11 +1498,11 @@ static int mark_slower(const ks__graph *g, ksq_plan *p, const eval *e) {
         if (!split_add) sum_f[r] += e->t_f32[i];
     }
     for (uint32_t i = 0; i < nn; i++) {
-        if (p->mode[i] != KSQ_INT8 || !ksq_is_compute_op(g->nodes[i].op)) continue;
+        if (p->mode[i] != KS__QUANT_INT8 || !ks__quant_is_compute_op(g->nodes[i].op)) continue;
         uint32_t r = find_root(parent, i);
         if (sum_q[r] > sum_f[r] + sum_f[r] / 20) {
             p->force_f32[i] = 1;
-            p->force_why[i] = KSQ_WHY_SLOWER;
+            p->force_why[i] = KS__QUANT_WHY_SLOWER;
             marked++;
         }
     }
@@ -1577,11 +1579,11 @@ static int outref_init(const options *o, const ks__graph *src, ks_session *fs, c
 /* Worst cosine over the checked outputs of the plan's int8 model against the fp32 reference
  * (decides the plan, applies the bias correction, builds, loads and runs the model on the
  * evaluation images). */
-static int plan_worst_cosine(ks__graph *src, ksq_plan *plan, const ksq_biascorr *bc,
+static int plan_worst_cosine(ks__graph *src, ks__quant_plan *plan, const ks__quant_biascorr *bc,
                              const ks_tensor_shape *shape, const preprocess *pp,
                              const image_list *imgs, const outref *r, double *worst_out) {
     ks__graph qg;
-    ksq_map map = {0};
+    ks__quant_map map = {0};
     ks_model *qm = NULL;
     ks_session *qs = NULL;
     uint8_t *buf = NULL;
@@ -1593,10 +1595,10 @@ static int plan_worst_cosine(ks__graph *src, ksq_plan *plan, const ksq_biascorr 
     ks__graph_init(&qg, NULL);
     err[0] = '\0';
     if (!acc) goto done;
-    ksq_plan_decide(plan, src);
-    if (bc && bc->bias_id) ksq_biascorr_apply(bc, src, plan->mode);
+    ks__quant_plan_decide(plan, src);
+    if (bc && bc->bias_id) ks__quant_biascorr_apply(bc, src, plan->mode);
     ks_model_desc md = {.flags = KS_MODEL_COPY_BUFFER};
-    if (ksq_build(src, plan, &qg, &map, NULL, err, sizeof(err)) ||
+    if (ks__quant_build(src, plan, &qg, &map, NULL, err, sizeof(err)) ||
         ks__ksm_write(&qg, &buf, &size, err, sizeof(err)) ||
         ks_model_load_buffer(buf, size, &md, &qm)) {
         fprintf(stderr, "ks-quant: output check: %s %s\n", err, ks_last_error(NULL));
@@ -1643,7 +1645,7 @@ done:
     ks_model_destroy(qm);
     if (buf) ks__free(&qg.alloc, buf);
     ks__graph_free(&qg);
-    ksq_map_free(&map);
+    ks__quant_map_free(&map);
     free(acc);
     return rc;
 }
@@ -1673,7 +1675,7 @@ typedef struct sens_ctx {
     const preprocess *pp;
     const image_list *imgs;
     const outref *ref;
-    const ksq_biascorr *bc;
+    const ks__quant_biascorr *bc;
     double *sens; /* per node: last measured output-cosine gain of returning it to fp32 (NAN) */
     int evals;    /* candidate models built and run so far */
 } sens_ctx;
@@ -1697,7 +1699,7 @@ static double fallback_cost_ns(const eval *e, uint32_t i) {
  * file size. Finally every layer returned here is tried in int8 again, latest first, and
  * stays int8 when the target still holds (a greedy order can return layers that later ones made
  * unnecessary). Returns the number of layers marked, -1 on error. */
-static int sensitivity_fallback(const options *o, ks__graph *g, ksq_plan *p, const eval *e,
+static int sensitivity_fallback(const options *o, ks__graph *g, ks__quant_plan *p, const eval *e,
                                 sens_ctx *sc, double worst) {
     uint32_t nn = g->num_nodes;
     int marked = 0, rc = -1;
@@ -1709,7 +1711,8 @@ static int sensitivity_fallback(const options *o, ks__graph *g, ksq_plan *p, con
     while (worst < target) {
         uint32_t nc = 0;
         for (uint32_t i = 0; i < nn; i++) {
-            if (p->mode[i] != KSQ_INT8 || p->force_f32[i] || !ksq_is_compute_op(g->nodes[i].op))
+            if (p->mode[i] != KS__QUANT_INT8 || p->force_f32[i] ||
+                !ks__quant_is_compute_op(g->nodes[i].op))
                 continue;
             cand[nc++].node = i;
         }
@@ -1720,7 +1723,7 @@ static int sensitivity_fallback(const options *o, ks__graph *g, ksq_plan *p, con
             progress(o, "output sensitivity", (int)c, (int)nc);
             uint8_t why = p->force_why[i];
             p->force_f32[i] = 1;
-            p->force_why[i] = KSQ_WHY_OUTPUT; /* KSQ_WHY_INT8 (0) would keep it int8 */
+            p->force_why[i] = KS__QUANT_WHY_OUTPUT; /* KS__QUANT_WHY_INT8 (0) would keep it int8 */
             int st = plan_worst_cosine(g, p, sc->bc, sc->shape, sc->pp, sc->imgs, sc->ref, &w);
             p->force_f32[i] = 0;
             p->force_why[i] = why;
@@ -1742,7 +1745,7 @@ static int sensitivity_fallback(const options *o, ks__graph *g, ksq_plan *p, con
             if (c > 0 && cand[c].score <= 0.0) break; /* nothing ranked helps: rank again */
             uint32_t i = cand[c].node;
             p->force_f32[i] = 1;
-            p->force_why[i] = KSQ_WHY_OUTPUT;
+            p->force_why[i] = KS__QUANT_WHY_OUTPUT;
             added[num_added++] = i;
             marked++;
             int st = plan_worst_cosine(g, p, sc->bc, sc->shape, sc->pp, sc->imgs, sc->ref, &worst);
@@ -1771,8 +1774,8 @@ static int sensitivity_fallback(const options *o, ks__graph *g, ksq_plan *p, con
             p->force_f32[i] = 1;
         }
     }
-    ksq_plan_decide(p, g);
-    if (sc->bc && sc->bc->bias_id) ksq_biascorr_apply(sc->bc, g, p->mode);
+    ks__quant_plan_decide(p, g);
+    if (sc->bc && sc->bc->bias_id) ks__quant_biascorr_apply(sc->bc, g, p->mode);
     rc = 0;
 done:
     free(cand);
@@ -1785,7 +1788,7 @@ done:
  * own-error: the int8 layers with the largest own error, an eighth of them per round). Both run
  * every round: on a noisy machine the speed check can mark a layer in every round until the
  * round limit, and the output check must not be starved by it. Returns -1 on error. */
-static int mark_fallbacks(const options *o, ks__graph *g, ksq_plan *p, const eval *e,
+static int mark_fallbacks(const options *o, ks__graph *g, ks__quant_plan *p, const eval *e,
                           const double *iso, sens_ctx *sc) {
     int marked = 0;
     if (o->speed_check) marked += mark_slower(g, p, e);
@@ -1806,7 +1809,9 @@ static int mark_fallbacks(const options *o, ks__graph *g, ksq_plan *p, const eva
     uint32_t nc = 0;
     if (!cand) return marked;
     for (uint32_t i = 0; i < g->num_nodes; i++) {
-        if (p->mode[i] != KSQ_INT8 || !ksq_is_compute_op(g->nodes[i].op) || isnan(iso[i])) continue;
+        if (p->mode[i] != KS__QUANT_INT8 || !ks__quant_is_compute_op(g->nodes[i].op) ||
+            isnan(iso[i]))
+            continue;
         cand[nc].node = i;
         cand[nc].cos = iso[i];
         nc++;
@@ -1816,7 +1821,7 @@ static int mark_fallbacks(const options *o, ks__graph *g, ksq_plan *p, const eva
     for (uint32_t r = 0; r < k; r++) {
         if (p->force_f32[cand[r].node]) continue; /* already marked by the speed check */
         p->force_f32[cand[r].node] = 1;
-        p->force_why[cand[r].node] = KSQ_WHY_OUTPUT;
+        p->force_why[cand[r].node] = KS__QUANT_WHY_OUTPUT;
         marked++;
     }
     free(cand);
@@ -1827,25 +1832,25 @@ static int mark_fallbacks(const options *o, ks__graph *g, ksq_plan *p, const eva
 
 static const char *reason_text(int r) {
     switch (r) {
-    case KSQ_WHY_INT8:
+    case KS__QUANT_WHY_INT8:
         return "int8";
-    case KSQ_WHY_NO_INT8_KERNEL:
+    case KS__QUANT_WHY_NO_INT8_KERNEL:
         return "fp32 (no fast int8 kernel)";
-    case KSQ_WHY_SKIPPED:
+    case KS__QUANT_WHY_SKIPPED:
         return "fp32 (--skip)";
-    case KSQ_WHY_COSINE:
+    case KS__QUANT_WHY_COSINE:
         return "fp32 (cosine fallback)";
-    case KSQ_WHY_SLOWER:
+    case KS__QUANT_WHY_SLOWER:
         return "fp32 (int8 slower)";
-    case KSQ_WHY_OUTPUT:
+    case KS__QUANT_WHY_OUTPUT:
         return "fp32 (output cosine fallback)";
-    case KSQ_WHY_OUTPUT_LAYER:
+    case KS__QUANT_WHY_OUTPUT_LAYER:
         return "fp32 (computes an output)";
-    case KSQ_WHY_WEIGHTS_ONLY:
+    case KS__QUANT_WHY_WEIGHTS_ONLY:
         return "fp32 (--weights-only)";
-    case KSQ_WHY_NOT_CALIBRATED:
+    case KS__QUANT_WHY_NOT_CALIBRATED:
         return "fp32 (not calibrated)";
-    case KSQ_WHY_INPUT_NOT_INT8:
+    case KS__QUANT_WHY_INPUT_NOT_INT8:
         return "fp32 (input is fp32)";
     default:
         return "fp32";
@@ -1866,16 +1871,16 @@ static void json_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-static int write_report(const options *o, const ks__graph *g, const ksq_plan *p, const eval *e,
-                        const double *iso, const double *sens, int num_images, size_t in_bytes,
-                        size_t out_bytes) {
+static int write_report(const options *o, const ks__graph *g, const ks__quant_plan *p,
+                        const eval *e, const double *iso, const double *sens, int num_images,
+                        size_t in_bytes, size_t out_bytes) {
     static const char *methods[] = {"minmax", "percentile", "kl", "mse"};
     row *rows = calloc(g->num_nodes + 1, sizeof(row));
     if (!rows) return -1;
     uint32_t nr = 0, n_int8 = 0;
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         const ks__node *n = &g->nodes[i];
-        if (p->mode[i] == KSQ_INT8) n_int8++;
+        if (p->mode[i] == KS__QUANT_INT8) n_int8++;
         if (n->num_outputs == 0) continue;
         double c = cosine(e, (uint32_t)n->outputs[0]);
         /* A split conv re-fused with its partner: its own output is not in the model. */
@@ -1930,7 +1935,7 @@ static int write_report(const options *o, const ks__graph *g, const ksq_plan *p,
             else
                 fprintf(f, "\"output_gain\":%.3g,", sens[rows[r].node]);
             fprintf(f, "\"fp32_us\":%.1f,\"int8_us\":%.1f}", e->t_f32[rows[r].node] / 1e3,
-                    p->mode[rows[r].node] == KSQ_INT8 ? e->t_i8[rows[r].node] / 1e3 : 0.0);
+                    p->mode[rows[r].node] == KS__QUANT_INT8 ? e->t_i8[rows[r].node] / 1e3 : 0.0);
         }
         fprintf(f, "]}\n");
     } else {
@@ -1976,7 +1981,7 @@ static int write_report(const options *o, const ks__graph *g, const ksq_plan *p,
             else
                 fprintf(f, "%.3g | ", sens[i]);
             fprintf(f, "%.1f | ", e->t_f32[i] / 1e3);
-            if (p->mode[i] == KSQ_INT8)
+            if (p->mode[i] == KS__QUANT_INT8)
                 fprintf(f, "%.1f |\n", e->t_i8[i] / 1e3);
             else
                 fprintf(f, "- |\n");
@@ -2108,7 +2113,7 @@ static int64_t weight_count(const ks__graph *g, const ks__node *n) {
  * convs in fp32 cost little. A head with a large share of the weights (FaceMesh's landmark conv:
  * fp32 would make the model 2.8x larger, for 0.84 -> 0.80 % landmark error) stays int8. Returns
  * the number of layers marked. */
-static int keep_output_layers(const ks__graph *g, ksq_plan *p) {
+static int keep_output_layers(const ks__graph *g, ks__quant_plan *p) {
     bool *marked = calloc(g->num_tensors + 1, sizeof(bool));
     int count = 0;
     int64_t total = 0;
@@ -2130,10 +2135,10 @@ static int keep_output_layers(const ks__graph *g, ksq_plan *p) {
                     marked[n->inputs[k]] = true;
         }
         /* A SIGMOID table would requantize the head's logits to int8 again: fp32 as well. */
-        if (ksq_is_compute_op(n->op) && !p->force_f32[r] &&
+        if (ks__quant_is_compute_op(n->op) && !p->force_f32[r] &&
             (double)weight_count(g, n) <= OUTPUT_LAYER_MAX_WEIGHT_SHARE * (double)total) {
             p->force_f32[r] = 1;
-            p->force_why[r] = KSQ_WHY_OUTPUT_LAYER;
+            p->force_why[r] = KS__QUANT_WHY_OUTPUT_LAYER;
             count++;
         }
     }
@@ -2141,10 +2146,10 @@ static int keep_output_layers(const ks__graph *g, ksq_plan *p) {
     return count;
 }
 
-static int apply_skip(const options *o, const ks__graph *g, ksq_plan *p) {
+static int apply_skip(const options *o, const ks__graph *g, ks__quant_plan *p) {
     for (uint32_t i = 0; i < g->num_nodes && o->weights_only; i++) {
         p->force_f32[i] = 1;
-        p->force_why[i] = KSQ_WHY_WEIGHTS_ONLY;
+        p->force_why[i] = KS__QUANT_WHY_WEIGHTS_ONLY;
     }
     for (int k = 0; k < o->num_skip; k++) {
         int found = 0;
@@ -2155,7 +2160,7 @@ static int apply_skip(const options *o, const ks__graph *g, ksq_plan *p) {
                 match = strcmp(g->tensors[n->outputs[j]].name, o->skip[k]) == 0;
             if (match) {
                 p->force_f32[i] = 1;
-                p->force_why[i] = KSQ_WHY_SKIPPED;
+                p->force_why[i] = KS__QUANT_WHY_SKIPPED;
                 found = 1;
             }
         }
@@ -2182,14 +2187,14 @@ int main(int argc, char **argv) {
     uint8_t *work_buf = NULL;
     size_t work_size = 0;
     ks_model *orig_model = NULL;
-    ksq_calib calib = {0};
-    ksq_biascorr bc = {0};
-    ksq_gptq gq = {0};
+    ks__quant_calib calib = {0};
+    ks__quant_biascorr bc = {0};
+    ks__quant_gptq gq = {0};
     fallback_weights fw = {0};
     uint8_t *fw_select = NULL;
     const float **fw_scales = NULL;
-    ksq_plan plan = {0};
-    ksq_map map = {0};
+    ks__quant_plan plan = {0};
+    ks__quant_map map = {0};
     eval ev = {0};
     double *iso = NULL, *sens = NULL;
     outref oref = {0};
@@ -2218,7 +2223,7 @@ int main(int argc, char **argv) {
     }
     if (check_float_model(&orig, o.in_path)) goto done;
     err[0] = '\0';
-    if (ksq_unfuse_residual(&orig, &src, &pair, err, sizeof(err))) {
+    if (ks__quant_unfuse_residual(&orig, &src, &pair, err, sizeof(err))) {
         fprintf(stderr, "ks-quant: %s: %s\n", o.in_path, err);
         goto done;
     }
@@ -2261,21 +2266,21 @@ int main(int argc, char **argv) {
     if (o.equalize) {
         /* Cross-layer equalization on per-channel ranges of the fp32 model, then recalibrate
          * the rescaled graph (only the rescaled tensors change, but the histograms need it). */
-        ksq_equalize_info eq;
+        ks__quant_equalize_info eq;
         ks_model *em = NULL;
         double rel = 0.0;
         const char *worst = "";
-        if (ksq_calib_init(&calib, src.num_tensors)) {
+        if (ks__quant_calib_init(&calib, src.num_tensors)) {
             fprintf(stderr, "ks-quant: out of memory\n");
             goto done;
         }
         if (calibrate(&o, &src, fs, &pp, &imgs, 1, &calib, NULL)) goto done;
         err[0] = '\0';
-        if (ksq_equalize(&src, &calib, &eq, err, sizeof(err))) {
+        if (ks__quant_equalize(&src, &calib, &eq, err, sizeof(err))) {
             fprintf(stderr, "ks-quant: %s\n", err);
             goto done;
         }
-        ksq_calib_free(&calib);
+        ks__quant_calib_free(&calib);
         if (eq.num_tensors) {
             ks__free(&src.alloc, work_buf);
             work_buf = NULL;
@@ -2300,7 +2305,7 @@ int main(int argc, char **argv) {
             free(pair);
             pair = NULL;
             err[0] = '\0';
-            if (ksq_unfuse_residual(&orig, &src, &pair, err, sizeof(err))) {
+            if (ks__quant_unfuse_residual(&orig, &src, &pair, err, sizeof(err))) {
                 fprintf(stderr, "ks-quant: %s: %s\n", o.in_path, err);
                 goto done;
             }
@@ -2319,18 +2324,19 @@ int main(int argc, char **argv) {
             fprintf(stderr, "ks-quant: %s\n",
                     o.passes[0] ? o.passes : "equalization: no eligible conv pairs");
     }
-    if (ksq_calib_init(&calib, src.num_tensors) || ksq_plan_init(&plan, &src)) {
+    if (ks__quant_calib_init(&calib, src.num_tensors) || ks__quant_plan_init(&plan, &src)) {
         fprintf(stderr, "ks-quant: out of memory\n");
         goto done;
     }
     plan.pair = pair;
     /* Calibration: pass 1 min/max (and shapes), pass 2 histograms for percentile / KL. */
-    if (calibrate(&o, &src, fs, &pp, &imgs, o.method == KSQ_METHOD_MINMAX ? 1 : 2, &calib, &plan))
+    if (calibrate(&o, &src, fs, &pp, &imgs, o.method == KS__QUANT_METHOD_MINMAX ? 1 : 2, &calib,
+                  &plan))
         goto done;
     for (uint32_t t = 0; t < src.num_tensors; t++) {
         float lo, hi;
-        if (!ksq_calib_range(&calib, t, o.method, o.percentile, &lo, &hi)) continue;
-        ksq_qparams_from_range(lo, hi, &plan.scale[t], &plan.zp[t]);
+        if (!ks__quant_calib_range(&calib, t, o.method, o.percentile, &lo, &hi)) continue;
+        ks__quant_qparams_from_range(lo, hi, &plan.scale[t], &plan.zp[t]);
         plan.has_q[t] = true;
     }
     if (apply_skip(&o, &src, &plan)) {
@@ -2357,14 +2363,14 @@ int main(int argc, char **argv) {
     if (!iso) goto done;
     for (uint32_t i = 0; i < src.num_nodes; i++)
         iso[i] = NAN;
-    ksq_plan_decide(&plan, &src);
+    ks__quant_plan_decide(&plan, &src);
     if (o.min_cosine > 0.0) {
         if (isolated_cosines(&o, &src, &plan, &shape, &pp, &imgs, iso)) goto done;
         int marked = 0;
         for (uint32_t i = 0; i < src.num_nodes; i++)
             if (!isnan(iso[i]) && iso[i] < o.min_cosine && !plan.force_f32[i]) {
                 plan.force_f32[i] = 1;
-                plan.force_why[i] = KSQ_WHY_COSINE;
+                plan.force_why[i] = KS__QUANT_WHY_COSINE;
                 marked++;
             }
         if (!o.quiet && marked)
@@ -2394,40 +2400,41 @@ int main(int argc, char **argv) {
     if (o.bias_correction) {
         /* After the per-layer check: that check measures the layers' own rounding error. The
          * empirical correction is measured for the plan as it stands; layers that go back to
-         * fp32 later get their original bias again (ksq_biascorr_apply). */
+         * fp32 later get their original bias again (ks__quant_biascorr_apply). */
         int rounds = 0;
-        if (ksq_biascorr_init(&bc, &src, &calib, &plan, o.bias_correction != BIAS_EMPIRICAL)) {
+        if (ks__quant_biascorr_init(&bc, &src, &calib, &plan,
+                                    o.bias_correction != BIAS_EMPIRICAL)) {
             fprintf(stderr, "ks-quant: out of memory\n");
             goto done;
         }
         /* The analytic correction assumes nearest rounding: use the mean error of the weights
          * actually written instead (measured with the layer's real inputs, padding included). */
-        if (o.gptq && o.bias_correction != BIAS_EMPIRICAL) ksq_gptq_fix_bias(&gq, &bc);
-        ksq_plan_decide(&plan, &src);
+        if (o.gptq && o.bias_correction != BIAS_EMPIRICAL) ks__quant_gptq_fix_bias(&gq, &bc);
+        ks__quant_plan_decide(&plan, &src);
         if (o.bias_correction == BIAS_EMPIRICAL &&
             empirical_bias(&o, &src, &plan, &bc, fs, &shape, &pp, &imgs, &rounds))
             goto done;
         if (o.bias_correction == BIAS_AUTO) {
             /* Both corrections, measured on the worst checked output of the plan as it stands;
              * the better one is kept (empirical wins on BlazeFace, loses on selfie). */
-            ksq_biascorr emp = {0};
+            ks__quant_biascorr emp = {0};
             double w_analytic = 0.0, w_empirical = 0.0;
             int st = plan_worst_cosine(&src, &plan, &bc, &shape, &pp, &imgs, &oref, &w_analytic);
             /* The graph now holds the analytic biases: put the originals back first, or the
              * empirical correction would start from (and "restore" fp32 layers to) them. */
-            uint8_t *all_fp32 = calloc(src.num_nodes + 1, 1); /* KSQ_FP32 == 0 */
+            uint8_t *all_fp32 = calloc(src.num_nodes + 1, 1); /* KS__QUANT_FP32 == 0 */
             if (!all_fp32) st = -1;
-            if (!st) ksq_biascorr_apply(&bc, &src, all_fp32);
+            if (!st) ks__quant_biascorr_apply(&bc, &src, all_fp32);
             free(all_fp32);
-            if (!st) st = ksq_biascorr_init(&emp, &src, &calib, &plan, false) ? -1 : 0;
+            if (!st) st = ks__quant_biascorr_init(&emp, &src, &calib, &plan, false) ? -1 : 0;
             if (!st) {
-                ksq_plan_decide(&plan, &src);
+                ks__quant_plan_decide(&plan, &src);
                 st = empirical_bias(&o, &src, &plan, &emp, fs, &shape, &pp, &imgs, &rounds);
             }
             if (!st)
                 st = plan_worst_cosine(&src, &plan, &emp, &shape, &pp, &imgs, &oref, &w_empirical);
             if (st) {
-                ksq_biascorr_free(&emp);
+                ks__quant_biascorr_free(&emp);
                 goto done;
             }
             if (!o.quiet)
@@ -2436,15 +2443,15 @@ int main(int argc, char **argv) {
                         "%.5f empirical\n",
                         w_analytic, w_empirical);
             if (w_empirical > w_analytic) {
-                ksq_biascorr_free(&bc);
+                ks__quant_biascorr_free(&bc);
                 bc = emp;
                 o.bias_correction = BIAS_EMPIRICAL;
             } else {
-                ksq_biascorr_free(&emp);
+                ks__quant_biascorr_free(&emp);
                 o.bias_correction = BIAS_ANALYTIC;
             }
-            ksq_plan_decide(&plan, &src);
-            ksq_biascorr_apply(&bc, &src, plan.mode);
+            ks__quant_plan_decide(&plan, &src);
+            ks__quant_biascorr_apply(&bc, &src, plan.mode);
         }
         size_t len = strlen(o.passes);
         snprintf(o.passes + len, sizeof(o.passes) - len, "%sbias-corrected %u layers (%s%s)",
@@ -2458,7 +2465,7 @@ int main(int argc, char **argv) {
     /* The fp32 layers' GPTQ-rounded weights shift their mean output like the int8 layers'
      * rounding does: their bias takes the same correction while they stay fp32. */
     if (o.bias_correction && o.fallback_weights == FW_INT8) {
-        if (ksq_biascorr_stored(&bc, &src, &gq, fw.values)) {
+        if (ks__quant_biascorr_stored(&bc, &src, &gq, fw.values)) {
             fprintf(stderr, "ks-quant: out of memory\n");
             goto done;
         }
@@ -2478,12 +2485,12 @@ int main(int argc, char **argv) {
     sc.bc = o.bias_correction ? &bc : NULL;
     sc.sens = sens;
     for (int round = 0;; round++) {
-        ksq_plan_decide(&plan, &src);
-        if (o.bias_correction) ksq_biascorr_apply(&bc, &src, plan.mode);
+        ks__quant_plan_decide(&plan, &src);
+        if (o.bias_correction) ks__quant_biascorr_apply(&bc, &src, plan.mode);
         ks__graph_free(&qg);
         ks__graph_init(&qg, NULL);
-        ksq_map_free(&map);
-        if (ksq_build(&src, &plan, &qg, &map, NULL, err, sizeof(err))) {
+        ks__quant_map_free(&map);
+        if (ks__quant_build(&src, &plan, &qg, &map, NULL, err, sizeof(err))) {
             fprintf(stderr, "ks-quant: rewrite failed: %s\n", err);
             goto done;
         }
@@ -2504,7 +2511,7 @@ int main(int argc, char **argv) {
         /* the corrected biases live in int8 layers only */
         bool any_int8 = false;
         for (uint32_t i = 0; i < src.num_nodes; i++)
-            any_int8 = any_int8 || plan.mode[i] == KSQ_INT8;
+            any_int8 = any_int8 || plan.mode[i] == KS__QUANT_INT8;
         int bias_meta = any_int8 ? o.bias_correction : 0;
         snprintf(val, sizeof(val), "%s, %s, %d images%s%s%s%s",
                  o.weights_only ? "int8 weights only" : "int8 ptq", methods[o.method], imgs.count,
@@ -2538,7 +2545,7 @@ int main(int argc, char **argv) {
     size_t out_bytes = stat(o.out_path, &sb) == 0 ? (size_t)sb.st_size : 0;
     uint32_t n_int8 = 0;
     for (uint32_t i = 0; i < src.num_nodes; i++)
-        n_int8 += plan.mode[i] == KSQ_INT8;
+        n_int8 += plan.mode[i] == KS__QUANT_INT8;
     printf("%s: %u of %u layers int8, %zu -> %zu bytes (%.3fx)", o.out_path, n_int8, src.num_nodes,
            size, out_bytes, size ? (double)out_bytes / (double)size : 0.0);
     for (uint32_t i = 0; i < src.num_outputs; i++)
@@ -2557,11 +2564,11 @@ done:
     free(sens);
     outref_free(&oref);
     eval_free(&ev);
-    ksq_map_free(&map);
-    ksq_plan_free(&plan);
-    ksq_calib_free(&calib);
-    ksq_biascorr_free(&bc);
-    ksq_gptq_free(&gq);
+    ks__quant_map_free(&map);
+    ks__quant_plan_free(&plan);
+    ks__quant_calib_free(&calib);
+    ks__quant_biascorr_free(&bc);
+    ks__quant_gptq_free(&gq);
     fallback_weights_free(&fw);
     free(fw_select);
     free((void *)fw_scales);

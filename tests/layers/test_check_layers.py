@@ -38,7 +38,7 @@ expect("planted upward include fails", 1,
 # Upward through the include path: the core reaching a converter header by name.
 expect("planted upward include by name fails", 1,
        ["--plant", 'engine/format/planted.c=#include <stdio.h>\\n#include "convert.h"'],
-       ["engine/format/planted.c:2: core includes engine/tools/convert/convert.h (convert)"])
+       ["engine/format/planted.c:2: core includes engine/convert/convert.h (convert)"])
 # Sideways: the pipeline including a task API header (tasks sit above the pipeline).
 expect("planted sideways include fails", 1,
        ["--plant", 'pipeline/src/planted.c=#include "kestrel/face.h"'],

@@ -154,8 +154,7 @@ static void test_random_plans_are_valid(void **state) {
                 if (!p.bytes[b] || p.last[a] < p.first[b] || p.last[b] < p.first[a]) continue;
                 size_t ob = ks__planner_offset(&p, b);
                 if (!(oa + p.bytes[a] <= ob || ob + p.bytes[b] <= oa))
-                    fail_msg("round %d: buffers %d and %d overlap in time and memory", round, a,
-                             b);
+                    fail_msg("round %d: buffers %d and %d overlap in time and memory", round, a, b);
             }
         }
         ks__planner_free(&p, NULL);

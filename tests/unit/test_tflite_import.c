@@ -1,4 +1,4 @@
-/* TFLite importer (engine/tools/convert/tflite/) and the MediaPipe reference kernels.
+/* TFLite importer (engine/convert/tflite/) and the MediaPipe reference kernels.
  *
  * - every TFLite model of ../shared/data/MANIFEST.tsv imports, validates, and keeps the graph
  *   input/output names, shapes and dtypes listed in the manifest;

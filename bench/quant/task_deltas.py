@@ -2,7 +2,7 @@
 
     python task_deltas.py BUILD_DIR WORK_DIR [--models blazeface,selfie,...] [--variants full,max]
 
-WORK_DIR is what engine/tools/quant/measure.sh filled: <name>.ksm (fp32), <name>_int8_{fast,max,full}.ksm,
+WORK_DIR is what bench/quant/measure.sh filled: <name>.ksm (fp32), <name>_int8_{fast,max,full}.ksm,
 test/ (held-out photos). Task models run through ks-vision with bundles made by ks-task-bundle
 from the same graph JSON, once with the fp32 model and once with the int8 one (other models of a
 bundle stay fp32, so each row measures one model). UltraFace has no task; its raw outputs from

@@ -1,8 +1,8 @@
 #!/bin/sh
 # Reproduces the "Post-training int8 (ks-quant)" figures of docs/compression.md.
-#   engine/tools/quant/measure.sh BUILD_DIR WORK_DIR
+#   bench/quant/measure.sh BUILD_DIR WORK_DIR
 # Environment (all optional): MODELS="blazeface selfie ..." (default: all six), VARIANTS="full
-# max" (default "fast max full"), KSQ_FLAGS (extra ks-quant flags for every run, e.g.
+# max" (default "fast max full"), KS_QUANT_FLAGS (extra ks-quant flags for every run, e.g.
 # "--no-equalize --no-bias-correction" for the numbers without the data-free passes), BENCH=N
 # (interleaved timing runs, default 30; 0: no timing and no profiles), NOISE="w16 w8" (noise-floor
 # baselines, default none: the fp32 model with fp16 / int8 weight-only weights from
@@ -10,7 +10,7 @@
 # almost lossless change, i.e. its fragility (NMS ties, tiny boxes, mask edges)), FLAGS_<name>
 # (extra ks-quant flags for one model, e.g. FLAGS_yolox_nano="--fallback cheap"), CALIB_CROPS=1
 # (FaceMesh and BlazePose full calibrate on the crops their task cuts around each detected face /
-# person in the calibration photos, engine/tools/quant/task_crops.py, instead of whole photos).
+# person in the calibration photos, bench/quant/task_crops.py, instead of whole photos).
 # BUILD_DIR: a build with ks-convert, ks-quant, ks-run (engine/tools), ks-vision and
 # ks-task-bundle (algos). Needs /work/shared/data (../shared/data) and the project venv.
 # Calibration photos: ../shared/data/images minus masks and minus the held-out test photos
@@ -57,7 +57,7 @@ LIST
 MODELS=${MODELS:-blazeface selfie facemesh blazepose_full yolox_nano ultraface}
 VARIANTS=${VARIANTS:-fast max full}
 BENCH=${BENCH:-30}
-KSQ_FLAGS=${KSQ_FLAGS:-}
+KS_QUANT_FLAGS=${KS_QUANT_FLAGS:-}
 NOISE=${NOISE:-}
 while IFS='|' read -r name src pp flags task_flags; do
   case " $MODELS " in *" $name "*) ;; *) continue ;; esac
@@ -81,7 +81,7 @@ while IFS='|' read -r name src pp flags task_flags; do
   if [ -n "$crop_task" ]; then
     calib=$WORK/crops_$name
     rm -rf "$calib"
-    "$PY" "$SRC/engine/tools/quant/task_crops.py" "$BUILD/algos/ks-vision" "$crop_task" \
+    "$PY" "$SRC/bench/quant/task_crops.py" "$BUILD/algos/ks-vision" "$crop_task" \
       "$WORK/calib" "$calib" --quiet
   fi
   for mode in $VARIANTS; do
@@ -97,7 +97,7 @@ while IFS='|' read -r name src pp flags task_flags; do
     [ "$BENCH" -gt 0 ] && bench="--bench $BENCH"
     # shellcheck disable=SC2086
     "$T/ks-quant" "$WORK/$name.ksm" "$WORK/${name}_int8_$mode.ksm" --calibration "$calib" \
-      --preprocess "$pp" --report "$WORK/${name}_$mode.md" --quiet $bench $extra $flags $KSQ_FLAGS \
+      --preprocess "$pp" --report "$WORK/${name}_$mode.md" --quiet $bench $extra $flags $KS_QUANT_FLAGS \
       $model_flags
   done
   if [ "$BENCH" -gt 0 ] && [ -f "$WORK/${name}_int8_full.ksm" ]; then
@@ -105,5 +105,5 @@ while IFS='|' read -r name src pp flags task_flags; do
     "$T/ks-bench" "$WORK/$name.ksm" --profile --runs 10 > "$WORK/${name}_fp32_profile.txt"
   fi
 done < "$WORK/models.txt"
-"$PY" "$SRC/engine/tools/quant/task_deltas.py" "$BUILD" "$WORK" --models "$(echo $MODELS | tr ' ' ,)" \
+"$PY" "$SRC/bench/quant/task_deltas.py" "$BUILD" "$WORK" --models "$(echo $MODELS | tr ' ' ,)" \
   --variants "$(echo $NOISE $VARIANTS | tr ' ' ,)"

@@ -9,10 +9,10 @@
 
 #include "quant.h"
 
-ks_status ksq_calib_init(ksq_calib *c, uint32_t num_tensors) {
+ks_status ks__quant_calib_init(ks__quant_calib *c, uint32_t num_tensors) {
     memset(c, 0, sizeof(*c));
-    c->stats = calloc(num_tensors ? num_tensors : 1, sizeof(ksq_stat));
-    c->chan = calloc(num_tensors ? num_tensors : 1, sizeof(ksq_chan));
+    c->stats = calloc(num_tensors ? num_tensors : 1, sizeof(ks__quant_stat));
+    c->chan = calloc(num_tensors ? num_tensors : 1, sizeof(ks__quant_chan));
     if (!c->stats || !c->chan) {
         free(c->stats);
         free(c->chan);
@@ -23,14 +23,14 @@ ks_status ksq_calib_init(ksq_calib *c, uint32_t num_tensors) {
     return KS_STATUS_OK;
 }
 
-static void chan_free(ksq_chan *ch) {
+static void chan_free(ks__quant_chan *ch) {
     free(ch->min);
     free(ch->max);
     free(ch->sum);
     memset(ch, 0, sizeof(*ch));
 }
 
-void ksq_calib_free(ksq_calib *c) {
+void ks__quant_calib_free(ks__quant_calib *c) {
     if (c->stats)
         for (uint32_t i = 0; i < c->num_tensors; i++)
             free(c->stats[i].hist);
@@ -42,14 +42,15 @@ void ksq_calib_free(ksq_calib *c) {
     memset(c, 0, sizeof(*c));
 }
 
-static double abs_max(const ksq_stat *s) {
+static double abs_max(const ks__quant_stat *s) {
     double a = fabs((double)s->min), b = fabs((double)s->max);
     return a > b ? a : b;
 }
 
-ks_status ksq_calib_observe(ksq_calib *c, uint32_t id, const float *x, size_t n, int pass) {
+ks_status ks__quant_calib_observe(ks__quant_calib *c, uint32_t id, const float *x, size_t n,
+                                  int pass) {
     if (id >= c->num_tensors || n == 0) return KS_STATUS_OK;
-    ksq_stat *s = &c->stats[id];
+    ks__quant_stat *s = &c->stats[id];
     if (pass == 1) {
         float lo = s->seen ? s->min : INFINITY, hi = s->seen ? s->max : -INFINITY;
         for (size_t i = 0; i < n; i++) {
@@ -66,7 +67,7 @@ ks_status ksq_calib_observe(ksq_calib *c, uint32_t id, const float *x, size_t n,
     }
     if (!s->seen) return KS_STATUS_OK;
     if (!s->hist) {
-        s->hist = calloc(KSQ_HIST_BINS, sizeof(uint64_t));
+        s->hist = calloc(KS__QUANT_HIST_BINS, sizeof(uint64_t));
         if (!s->hist) return KS_STATUS_OUT_OF_MEMORY;
     }
     double am = abs_max(s);
@@ -74,23 +75,23 @@ ks_status ksq_calib_observe(ksq_calib *c, uint32_t id, const float *x, size_t n,
         s->hist[0] += n;
         return KS_STATUS_OK;
     }
-    double inv_w = KSQ_HIST_BINS / am;
+    double inv_w = KS__QUANT_HIST_BINS / am;
     for (size_t i = 0; i < n; i++) {
         double v = fabs((double)x[i]);
         if (!isfinite(v)) continue;
         double b = v * inv_w;
-        size_t k = b >= KSQ_HIST_BINS - 1 ? KSQ_HIST_BINS - 1 : (size_t)b;
+        size_t k = b >= KS__QUANT_HIST_BINS - 1 ? KS__QUANT_HIST_BINS - 1 : (size_t)b;
         s->hist[k]++;
     }
     return KS_STATUS_OK;
 }
 
-ks_status ksq_calib_observe_channels(ksq_calib *c, uint32_t id, const float *x, size_t n,
-                                     uint32_t channels) {
+ks_status ks__quant_calib_observe_channels(ks__quant_calib *c, uint32_t id, const float *x,
+                                           size_t n, uint32_t channels) {
     if (id >= c->num_tensors || !c->chan || channels == 0 || n == 0 || n % channels) {
         return KS_STATUS_OK;
     }
-    ksq_chan *ch = &c->chan[id];
+    ks__quant_chan *ch = &c->chan[id];
     if (ch->channels && ch->channels != channels) { /* shape changed: not per-channel after all */
         chan_free(ch);
         ch->channels = UINT32_MAX;
@@ -125,33 +126,33 @@ ks_status ksq_calib_observe_channels(ksq_calib *c, uint32_t id, const float *x, 
     return KS_STATUS_OK;
 }
 
-/* Bin count (1..KSQ_HIST_BINS) below the threshold holding `percentile` % of the mass. */
+/* Bin count (1..KS__QUANT_HIST_BINS) below the threshold holding `percentile` % of the mass. */
 static size_t percentile_bins(const uint64_t *h, double percentile) {
     uint64_t total = 0;
-    for (size_t i = 0; i < KSQ_HIST_BINS; i++)
+    for (size_t i = 0; i < KS__QUANT_HIST_BINS; i++)
         total += h[i];
-    if (total == 0) return KSQ_HIST_BINS;
+    if (total == 0) return KS__QUANT_HIST_BINS;
     double want = (double)total * percentile / 100.0, acc = 0.0;
-    for (size_t i = 0; i < KSQ_HIST_BINS; i++) {
+    for (size_t i = 0; i < KS__QUANT_HIST_BINS; i++) {
         acc += (double)h[i];
         if (acc >= want) return i + 1;
     }
-    return KSQ_HIST_BINS;
+    return KS__QUANT_HIST_BINS;
 }
 
 /* Entropy calibration: the bin count whose clipped distribution, quantized to `levels` levels,
  * loses the least information (KL(P || Q)). Candidates step by 16 bins to keep it cheap. */
 static size_t kl_bins(const uint64_t *h, size_t levels) {
     static const size_t step = 16;
-    double p[KSQ_HIST_BINS], q[KSQ_HIST_BINS];
-    size_t best = KSQ_HIST_BINS;
+    double p[KS__QUANT_HIST_BINS], q[KS__QUANT_HIST_BINS];
+    size_t best = KS__QUANT_HIST_BINS;
     double best_kl = INFINITY;
-    uint64_t tail_from[KSQ_HIST_BINS + 1];
-    tail_from[KSQ_HIST_BINS] = 0;
-    for (size_t i = KSQ_HIST_BINS; i-- > 0;)
+    uint64_t tail_from[KS__QUANT_HIST_BINS + 1];
+    tail_from[KS__QUANT_HIST_BINS] = 0;
+    for (size_t i = KS__QUANT_HIST_BINS; i-- > 0;)
         tail_from[i] = tail_from[i + 1] + h[i];
-    if (tail_from[0] == 0) return KSQ_HIST_BINS;
-    for (size_t nb = levels; nb <= KSQ_HIST_BINS; nb += step) {
+    if (tail_from[0] == 0) return KS__QUANT_HIST_BINS;
+    for (size_t nb = levels; nb <= KS__QUANT_HIST_BINS; nb += step) {
         double psum = 0.0;
         for (size_t i = 0; i < nb; i++)
             p[i] = (double)h[i];
@@ -199,11 +200,11 @@ static size_t kl_bins(const uint64_t *h, size_t levels) {
  * threshold clip to it, values below round with step (threshold / levels) (uniform error,
  * step^2 / 12). */
 static size_t mse_bins(const uint64_t *h, size_t levels) {
-    size_t best = KSQ_HIST_BINS;
+    size_t best = KS__QUANT_HIST_BINS;
     double best_err = INFINITY;
-    for (size_t nb = 16; nb <= KSQ_HIST_BINS; nb += 8) {
+    for (size_t nb = 16; nb <= KS__QUANT_HIST_BINS; nb += 8) {
         double step = (double)nb / (double)levels, err = 0.0, inside = 0.0;
-        for (size_t i = 0; i < KSQ_HIST_BINS; i++) {
+        for (size_t i = 0; i < KS__QUANT_HIST_BINS; i++) {
             if (!h[i]) continue;
             if (i < nb) {
                 inside += (double)h[i];
@@ -221,18 +222,18 @@ static size_t mse_bins(const uint64_t *h, size_t levels) {
     return best;
 }
 
-bool ksq_calib_range(const ksq_calib *c, uint32_t id, ksq_method method, double percentile,
-                     float *lo, float *hi) {
+bool ks__quant_calib_range(const ks__quant_calib *c, uint32_t id, ks__quant_method method,
+                           double percentile, float *lo, float *hi) {
     if (id >= c->num_tensors || !c->stats[id].seen) return false;
-    const ksq_stat *s = &c->stats[id];
+    const ks__quant_stat *s = &c->stats[id];
     float l = s->min, h = s->max;
-    if (method != KSQ_METHOD_MINMAX && s->hist) {
+    if (method != KS__QUANT_METHOD_MINMAX && s->hist) {
         double am = abs_max(s);
         size_t levels = s->min < 0.0f ? 128 : 256;
-        size_t nb = method == KSQ_METHOD_KL    ? kl_bins(s->hist, levels)
-                    : method == KSQ_METHOD_MSE ? mse_bins(s->hist, levels)
-                                               : percentile_bins(s->hist, percentile);
-        float t = (float)(am * (double)nb / KSQ_HIST_BINS);
+        size_t nb = method == KS__QUANT_METHOD_KL    ? kl_bins(s->hist, levels)
+                    : method == KS__QUANT_METHOD_MSE ? mse_bins(s->hist, levels)
+                                                     : percentile_bins(s->hist, percentile);
+        float t = (float)(am * (double)nb / KS__QUANT_HIST_BINS);
         if (l < -t) l = -t;
         if (h > t) h = t;
     }
@@ -241,7 +242,7 @@ bool ksq_calib_range(const ksq_calib *c, uint32_t id, ksq_method method, double 
     return true;
 }
 
-void ksq_qparams_from_range(float lo, float hi, float *scale, int32_t *zero_point) {
+void ks__quant_qparams_from_range(float lo, float hi, float *scale, int32_t *zero_point) {
     if (lo > 0.0f) lo = 0.0f;
     if (hi < 0.0f) hi = 0.0f;
     double range = (double)hi - (double)lo;

@@ -26,23 +26,23 @@ static int64_t numel(int32_t rank, const int64_t *dims) {
     return n;
 }
 
-static size_t layer_bytes(const ksq_gptq_layer *l) {
+static size_t layer_bytes(const ks__quant_gptq_layer *l) {
     return (size_t)l->groups * (size_t)l->k * ((size_t)l->k + 1) * sizeof(double);
 }
 
-ks_status ksq_gptq_init(ksq_gptq *q, const ks__graph *g, const ksq_plan *plan,
-                        size_t budget_bytes) {
+ks_status ks__quant_gptq_init(ks__quant_gptq *q, const ks__graph *g, const ks__quant_plan *plan,
+                              size_t budget_bytes) {
     memset(q, 0, sizeof(*q));
     q->num_tensors = g->num_tensors;
     q->num_nodes = g->num_nodes;
-    q->layers = calloc(g->num_nodes + 1, sizeof(ksq_gptq_layer));
+    q->layers = calloc(g->num_nodes + 1, sizeof(ks__quant_gptq_layer));
     q->q = calloc(g->num_tensors + 1, sizeof(int8_t *));
     q->scale = calloc(g->num_tensors + 1, sizeof(float *));
     q->bias_shift = calloc(g->num_nodes + 1, sizeof(float *));
     uint8_t *uses = calloc(g->num_tensors + 1, 1);
     if (!q->layers || !q->q || !q->scale || !q->bias_shift || !uses) {
         free(uses);
-        ksq_gptq_free(q);
+        ks__quant_gptq_free(q);
         return KS_STATUS_OUT_OF_MEMORY;
     }
     /* A weight tensor read by two nodes sees two input distributions: those keep nearest. */
@@ -64,7 +64,7 @@ ks_status ksq_gptq_init(ksq_gptq *q, const ks__graph *g, const ksq_plan *plan,
             uses[n->inputs[1]] != 1 || w->rank < 2 || w->dims[0] <= 0)
             continue;
         if (plan->rank[x_id] < 2 || plan->rank[y_id] < 2) continue;
-        ksq_gptq_layer l = {.node = i, .w_id = n->inputs[1], .x_id = x_id, .y_id = y_id};
+        ks__quant_gptq_layer l = {.node = i, .w_id = n->inputs[1], .x_id = x_id, .y_id = y_id};
         l.co = w->dims[0];
         const int64_t *xd = &plan->dims[(size_t)x_id * KS_MAX_RANK];
         const int64_t *yd = &plan->dims[(size_t)y_id * KS_MAX_RANK];
@@ -84,7 +84,7 @@ ks_status ksq_gptq_init(ksq_gptq *q, const ks__graph *g, const ksq_plan *plan,
             if (l.cig * l.groups != xd[3] || l.co % l.groups) continue;
             l.k = l.kh * l.kw * l.cig;
         }
-        if (l.k <= 0 || l.k > KSQ_GPTQ_MAX_K || layer_bytes(&l) > budget_bytes) {
+        if (l.k <= 0 || l.k > KS__QUANT_GPTQ_MAX_K || layer_bytes(&l) > budget_bytes) {
             q->num_capped++;
             continue;
         }
@@ -101,9 +101,9 @@ ks_status ksq_gptq_init(ksq_gptq *q, const ks__graph *g, const ksq_plan *plan,
     return KS_STATUS_OK;
 }
 
-ks_status ksq_gptq_alloc_batch(ksq_gptq *q, int batch) {
+ks_status ks__quant_gptq_alloc_batch(ks__quant_gptq *q, int batch) {
     for (uint32_t i = 0; i < q->num_layers; i++) {
-        ksq_gptq_layer *l = &q->layers[i];
+        ks__quant_gptq_layer *l = &q->layers[i];
         if (l->batch != batch) continue;
         size_t kk = (size_t)l->groups * (size_t)l->k * (size_t)l->k;
         l->h = calloc(kk, sizeof(double));
@@ -144,10 +144,11 @@ static int64_t pad_before(const ks__node *n, int axis, int64_t in, int64_t out, 
     }
 }
 
-void ksq_gptq_observe(ksq_gptq *q, int batch, const ks__graph *g, const ksq_plan *plan,
-                      ksq_tensor_fn tensor, void *user, int image, int num_images) {
+void ks__quant_gptq_observe(ks__quant_gptq *q, int batch, const ks__graph *g,
+                            const ks__quant_plan *plan, ks__quant_tensor_fn tensor, void *user,
+                            int image, int num_images) {
     for (uint32_t li = 0; li < q->num_layers; li++) {
-        ksq_gptq_layer *l = &q->layers[li];
+        ks__quant_gptq_layer *l = &q->layers[li];
         if (l->batch != batch || !l->h) continue;
         const ks__node *n = &g->nodes[l->node];
         const int64_t *xd = &plan->dims[(size_t)l->x_id * KS_MAX_RANK];
@@ -303,10 +304,10 @@ static void gptq_row(const float *w, const double *u, double s, double *work, in
     }
 }
 
-ks_status ksq_gptq_solve_batch(ksq_gptq *q, const ks__graph *g, int batch) {
+ks_status ks__quant_gptq_solve_batch(ks__quant_gptq *q, const ks__graph *g, int batch) {
     ks_status st = KS_STATUS_OK;
     for (uint32_t li = 0; li < q->num_layers && !st; li++) {
-        ksq_gptq_layer *l = &q->layers[li];
+        ks__quant_gptq_layer *l = &q->layers[li];
         if (l->batch != batch || !l->h) continue;
         const ks__tensor *wt = &g->tensors[l->w_id];
         const float *wf = wt->data;
@@ -406,10 +407,10 @@ ks_status ksq_gptq_solve_batch(ksq_gptq *q, const ks__graph *g, int batch) {
     return st;
 }
 
-void ksq_gptq_fix_bias(const ksq_gptq *q, ksq_biascorr *bc) {
+void ks__quant_gptq_fix_bias(const ks__quant_gptq *q, ks__quant_biascorr *bc) {
     for (uint32_t i = 0; i < q->num_nodes && i < bc->num_nodes; i++) {
         if (!q->bias_shift[i] || bc->bias_id[i] < 0 || !bc->orig[i] || !bc->fixed[i]) continue;
-        const ksq_gptq_layer *l = NULL;
+        const ks__quant_gptq_layer *l = NULL;
         for (uint32_t j = 0; j < q->num_layers && !l; j++)
             if (q->layers[j].node == i) l = &q->layers[j];
         if (!l) continue;
@@ -418,8 +419,8 @@ void ksq_gptq_fix_bias(const ksq_gptq *q, ksq_biascorr *bc) {
     }
 }
 
-ks_status ksq_biascorr_stored(ksq_biascorr *bc, const ks__graph *g, const ksq_gptq *q,
-                              float *const *stored_weights) {
+ks_status ks__quant_biascorr_stored(ks__quant_biascorr *bc, const ks__graph *g,
+                                    const ks__quant_gptq *q, float *const *stored_weights) {
     if (!bc->stored && !(bc->stored = calloc(bc->num_nodes + 1, sizeof(float *))))
         return KS_STATUS_OUT_OF_MEMORY;
     for (uint32_t i = 0; i < q->num_nodes && i < bc->num_nodes && i < g->num_nodes; i++) {
@@ -427,7 +428,7 @@ ks_status ksq_biascorr_stored(ksq_biascorr *bc, const ks__graph *g, const ksq_gp
         if (!q->bias_shift[i] || bc->bias_id[i] < 0 || !bc->orig[i] || n->num_inputs < 2 ||
             n->inputs[1] < 0 || !stored_weights[n->inputs[1]] || !q->q[n->inputs[1]])
             continue;
-        const ksq_gptq_layer *l = NULL;
+        const ks__quant_gptq_layer *l = NULL;
         for (uint32_t j = 0; j < q->num_layers && !l; j++)
             if (q->layers[j].node == i) l = &q->layers[j];
         if (!l) continue;
@@ -449,7 +450,7 @@ ks_status ksq_biascorr_stored(ksq_biascorr *bc, const ks__graph *g, const ksq_gp
     return KS_STATUS_OK;
 }
 
-void ksq_gptq_free(ksq_gptq *q) {
+void ks__quant_gptq_free(ks__quant_gptq *q) {
     for (uint32_t i = 0; q->layers && i < q->num_layers; i++) {
         free(q->layers[i].h);
         free(q->layers[i].sum_x);

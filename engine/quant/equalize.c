@@ -18,17 +18,17 @@
 
 #include "quant.h"
 
-/* Per-channel factors are kept within [1/KSQ_MAX_FACTOR, KSQ_MAX_FACTOR]: beyond that a channel
- * is (nearly) dead and rescaling it only moves rounding noise around. */
-#define KSQ_MAX_FACTOR 256.0
+/* Per-channel factors are kept within [1/KS__QUANT_MAX_FACTOR, KS__QUANT_MAX_FACTOR]: beyond that a
+ * channel is (nearly) dead and rescaling it only moves rounding noise around. */
+#define KS__QUANT_MAX_FACTOR 256.0
 /* Channel shares below this are treated as dead channels (factor 1). */
-#define KSQ_DEAD_SHARE 1e-6
+#define KS__QUANT_DEAD_SHARE 1e-6
 /* RELU6 producers: relu6(d z) = d relu6(z) only while d z <= 6, so a channel is only amplified
  * (d > 1), only if it never reached 6 in calibration, and only up to the factor that puts its
- * calibrated maximum at 6 / KSQ_RELU6_HEADROOM: the rewrite is then exact for every value up to
- * KSQ_RELU6_HEADROOM times the largest one seen. Saturating channels keep d = 1. */
-#define KSQ_RELU6_HEADROOM 2.0
-#define KSQ_RELU6_SATURATED (6.0 * (1.0 - 1e-4))
+ * calibrated maximum at 6 / KS__QUANT_RELU6_HEADROOM: the rewrite is then exact for every value up
+ * to KS__QUANT_RELU6_HEADROOM times the largest one seen. Saturating channels keep d = 1. */
+#define KS__QUANT_RELU6_HEADROOM 2.0
+#define KS__QUANT_RELU6_SATURATED (6.0 * (1.0 - 1e-4))
 
 static bool is_const_f32(const ks__tensor *t) {
     return (t->flags & KS__TENSOR_CONST) && t->data && t->dtype == KS_DTYPE_F32 &&
@@ -44,9 +44,9 @@ static float *owned_f32(ks__graph *g, int32_t id) {
     return (float *)t->data; /* graph-owned, allocated by ks__graph_set_const */
 }
 
-static const ksq_chan *chan_of(const ksq_calib *c, int32_t t, int64_t channels) {
+static const ks__quant_chan *chan_of(const ks__quant_calib *c, int32_t t, int64_t channels) {
     if (t < 0 || (uint32_t)t >= c->num_tensors || !c->chan) return NULL;
-    const ksq_chan *ch = &c->chan[t];
+    const ks__quant_chan *ch = &c->chan[t];
     return ch->channels == (uint32_t)channels && ch->count ? ch : NULL;
 }
 
@@ -129,8 +129,8 @@ static bool consumer_ok(const ks__graph *g, const uses *u, const ks__node *n, in
 #define MAX_CHAIN 2
 #define MAX_CONSUMERS 16
 
-ks_status ksq_equalize(ks__graph *g, const ksq_calib *c, ksq_equalize_info *info, char *err,
-                       size_t err_cap) {
+ks_status ks__quant_equalize(ks__graph *g, const ks__quant_calib *c, ks__quant_equalize_info *info,
+                             char *err, size_t err_cap) {
     uses u = {0};
     double *share = NULL, *wshare = NULL, *factor = NULL;
     ks_status st = uses_init(&u, g);
@@ -143,7 +143,7 @@ ks_status ksq_equalize(ks__graph *g, const ksq_calib *c, ksq_equalize_info *info
         if (p->op != KS_OP_CONV2D || p->num_outputs != 1 || !conv_geom(g, p, &pg)) continue;
         int act = p->ip[10];
         /* The other clipping acts are not positively homogeneous (RELU6 is, below its clamp:
-         * KSQ_RELU6_HEADROOM); a residual input ties the channels to another tensor's; shared
+         * KS__QUANT_RELU6_HEADROOM); a residual input ties the channels to another tensor's; shared
          * weights serve other layers too. */
         bool relu6 = act == KS_ACT_RELU6;
         if (act != KS_ACT_NONE && act != KS_ACT_RELU && !relu6) continue;
@@ -209,7 +209,7 @@ ks_status ksq_equalize(ks__graph *g, const ksq_calib *c, ksq_equalize_info *info
         }
         /* a_c: the channel's |range| relative to the loudest channel, worst over the chain. */
         for (int k = 0; k < num_chain; k++) {
-            const ksq_chan *cs = chan_of(c, chain[k], ch);
+            const ks__quant_chan *cs = chan_of(c, chain[k], ch);
             double top = 0.0;
             for (int64_t j = 0; j < ch; j++) {
                 double a = fmax(fabs((double)cs->min[j]), fabs((double)cs->max[j]));
@@ -245,7 +245,7 @@ ks_status ksq_equalize(ks__graph *g, const ksq_calib *c, ksq_equalize_info *info
         double top = 0.0;
         for (int64_t j = 0; j < ch; j++) {
             double a = share[j], r = constrained ? wshare[j] : 1.0;
-            if (a < KSQ_DEAD_SHARE || r < KSQ_DEAD_SHARE) {
+            if (a < KS__QUANT_DEAD_SHARE || r < KS__QUANT_DEAD_SHARE) {
                 factor[j] = 1.0;
                 continue;
             }
@@ -260,12 +260,12 @@ ks_status ksq_equalize(ks__graph *g, const ksq_calib *c, ksq_equalize_info *info
         bool any = false;
         for (int64_t j = 0; j < ch; j++) {
             double f = factor[j] / top;
-            f = fmin(fmax(f, 1.0 / KSQ_MAX_FACTOR), KSQ_MAX_FACTOR);
-            if (share[j] < KSQ_DEAD_SHARE) f = 1.0;
+            f = fmin(fmax(f, 1.0 / KS__QUANT_MAX_FACTOR), KS__QUANT_MAX_FACTOR);
+            if (share[j] < KS__QUANT_DEAD_SHARE) f = 1.0;
             if (relu6) {
                 double m = chan_of(c, chain[0], ch)->max[j];
-                double cap = m > 0.0 ? 6.0 / (KSQ_RELU6_HEADROOM * m) : 1.0;
-                f = m >= KSQ_RELU6_SATURATED || cap <= 1.0 ? 1.0 : fmin(fmax(f, 1.0), cap);
+                double cap = m > 0.0 ? 6.0 / (KS__QUANT_RELU6_HEADROOM * m) : 1.0;
+                f = m >= KS__QUANT_RELU6_SATURATED || cap <= 1.0 ? 1.0 : fmin(fmax(f, 1.0), cap);
             }
             factor[j] = f;
             any |= fabs(f - 1.0) > 1e-3;
@@ -315,7 +315,7 @@ fail:
 
 /* ---- bias correction ---------------------------------------------------------------------- */
 
-void ksq_biascorr_free(ksq_biascorr *bc) {
+void ks__quant_biascorr_free(ks__quant_biascorr *bc) {
     if (bc->orig)
         for (uint32_t i = 0; i < bc->num_nodes; i++) {
             free(bc->orig[i]);
@@ -369,8 +369,8 @@ static double tap_share(int64_t k, int64_t in, int64_t out, int64_t stride, int6
 
 /* Per-tap share of reads inside the input for a CONV2D (taps KH*KW), from the calibrated shapes;
  * all ones when the shapes are unknown. */
-static void tap_shares(const ks__graph *g, const ks__node *n, const ksq_plan *plan, double *share,
-                       int64_t kh, int64_t kw) {
+static void tap_shares(const ks__graph *g, const ks__node *n, const ks__quant_plan *plan,
+                       double *share, int64_t kh, int64_t kw) {
     for (int64_t t = 0; t < kh * kw; t++)
         share[t] = 1.0;
     if (!plan || n->op != KS_OP_CONV2D) return;
@@ -390,8 +390,8 @@ static void tap_shares(const ks__graph *g, const ks__node *n, const ksq_plan *pl
     }
 }
 
-ks_status ksq_biascorr_init(ksq_biascorr *bc, ks__graph *g, const ksq_calib *c,
-                            const ksq_plan *plan, bool analytic) {
+ks_status ks__quant_biascorr_init(ks__quant_biascorr *bc, ks__graph *g, const ks__quant_calib *c,
+                                  const ks__quant_plan *plan, bool analytic) {
     uses u = {0};
     double *share = NULL;
     ks_status st = KS_STATUS_OUT_OF_MEMORY;
@@ -412,7 +412,7 @@ ks_status ksq_biascorr_init(ksq_biascorr *bc, ks__graph *g, const ksq_calib *c,
         if (b < 0 || !is_const_f32(&g->tensors[b]) || u.count[b] != 1 ||
             ks__numel(g->tensors[b].rank, g->tensors[b].dims) != gm.co)
             continue;
-        const ksq_chan *cs = chan_of(c, n->inputs[0], gm.groups * gm.cpg);
+        const ks__quant_chan *cs = chan_of(c, n->inputs[0], gm.groups * gm.cpg);
         if (!cs) continue;
         const ks__tensor *wt = &g->tensors[n->inputs[1]];
         const float *w = wt->data;
@@ -451,17 +451,17 @@ ks_status ksq_biascorr_init(ksq_biascorr *bc, ks__graph *g, const ksq_calib *c,
 fail:
     uses_free(&u);
     free(share);
-    ksq_biascorr_free(bc);
+    ks__quant_biascorr_free(bc);
     return st;
 }
 
-void ksq_biascorr_apply(const ksq_biascorr *bc, ks__graph *g, const uint8_t *mode) {
+void ks__quant_biascorr_apply(const ks__quant_biascorr *bc, ks__graph *g, const uint8_t *mode) {
     for (uint32_t i = 0; i < bc->num_nodes; i++) {
         int32_t b = bc->bias_id[i];
         if (b < 0) continue;
         ks__tensor *t = &g->tensors[b];
-        /* graph-owned since ksq_biascorr_init (owned_f32) */
-        const float *v = mode[i] == KSQ_INT8           ? bc->fixed[i]
+        /* graph-owned since ks__quant_biascorr_init (owned_f32) */
+        const float *v = mode[i] == KS__QUANT_INT8     ? bc->fixed[i]
                          : bc->stored && bc->stored[i] ? bc->stored[i]
                                                        : bc->orig[i];
         memcpy((float *)t->data, v, t->size_bytes);

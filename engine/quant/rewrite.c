@@ -18,7 +18,7 @@
 
 #include "quant.h"
 
-ks_status ksq_plan_init(ksq_plan *p, const ks__graph *g) {
+ks_status ks__quant_plan_init(ks__quant_plan *p, const ks__graph *g) {
     memset(p, 0, sizeof(*p));
     uint32_t nn = g->num_nodes ? g->num_nodes : 1, nt = g->num_tensors ? g->num_tensors : 1;
     p->num_nodes = g->num_nodes;
@@ -34,7 +34,7 @@ ks_status ksq_plan_init(ksq_plan *p, const ks__graph *g) {
     p->dims = calloc((size_t)nt * KS_MAX_RANK, sizeof(int64_t));
     if (!p->mode || !p->reason || !p->force_f32 || !p->force_why || !p->has_q || !p->scale ||
         !p->zp || !p->rank || !p->dims) {
-        ksq_plan_free(p);
+        ks__quant_plan_free(p);
         return KS_STATUS_OUT_OF_MEMORY;
     }
     for (uint32_t t = 0; t < g->num_tensors; t++)
@@ -42,7 +42,7 @@ ks_status ksq_plan_init(ksq_plan *p, const ks__graph *g) {
     return KS_STATUS_OK;
 }
 
-void ksq_plan_free(ksq_plan *p) {
+void ks__quant_plan_free(ks__quant_plan *p) {
     free(p->mode);
     free(p->reason);
     free(p->force_f32);
@@ -55,14 +55,14 @@ void ksq_plan_free(ksq_plan *p) {
     memset(p, 0, sizeof(*p));
 }
 
-void ksq_map_free(ksq_map *m) {
+void ks__quant_map_free(ks__quant_map *m) {
     free(m->f32_id);
     free(m->i8_id);
     free(m->node_src);
     memset(m, 0, sizeof(*m));
 }
 
-bool ksq_is_compute_op(uint32_t op) {
+bool ks__quant_is_compute_op(uint32_t op) {
     return op == KS_OP_CONV2D || op == KS_OP_FULLY_CONNECTED || op == KS_OP_ADD ||
            op == KS_OP_SUB || op == KS_OP_MUL || op == KS_OP_PRELU || op == KS_OP_SIGMOID ||
            op == KS_OP_HARD_SWISH;
@@ -103,13 +103,13 @@ static bool is_const(const ks__tensor *t) {
     return t && (t->flags & KS__TENSOR_CONST);
 }
 
-static bool is_act(const ksq_plan *p, const ks__graph *g, int32_t id) {
+static bool is_act(const ks__quant_plan *p, const ks__graph *g, int32_t id) {
     if (id < 0) return false;
     const ks__tensor *t = &g->tensors[id];
     return !is_const(t) && t->dtype == KS_DTYPE_F32 && p->has_q[id];
 }
 
-static bool same_runtime_shape(const ksq_plan *p, int32_t a, int32_t b) {
+static bool same_runtime_shape(const ks__quant_plan *p, int32_t a, int32_t b) {
     if (p->rank[a] < 0 || p->rank[a] != p->rank[b]) return false;
     return memcmp(&p->dims[(size_t)a * KS_MAX_RANK], &p->dims[(size_t)b * KS_MAX_RANK],
                   (size_t)p->rank[a] * sizeof(int64_t)) == 0;
@@ -127,102 +127,106 @@ static bool weights_ok(const ks__tensor *w, int32_t rank) {
     return n > 0 && w->size_bytes == (size_t)n * sizeof(float);
 }
 
-static ksq_reason compute_eligible(const ksq_plan *p, const ks__graph *g, const ks__node *n) {
+static ks__quant_reason compute_eligible(const ks__quant_plan *p, const ks__graph *g,
+                                         const ks__node *n) {
     int32_t y = n->outputs[0];
-    if (g->tensors[y].dtype != KS_DTYPE_F32) return KSQ_WHY_NO_INT8_KERNEL;
-    if (!p->has_q[y]) return KSQ_WHY_NOT_CALIBRATED;
+    if (g->tensors[y].dtype != KS_DTYPE_F32) return KS__QUANT_WHY_NO_INT8_KERNEL;
+    if (!p->has_q[y]) return KS__QUANT_WHY_NOT_CALIBRATED;
     switch (n->op) {
     case KS_OP_CONV2D: {
         const ks__tensor *w = tin(g, n, 1);
-        if (!is_act(p, g, n->inputs[0])) return KSQ_WHY_NOT_CALIBRATED;
-        if (!weights_ok(w, 4) || !bias_ok(tin(g, n, 2), w->dims[0])) return KSQ_WHY_NO_INT8_KERNEL;
-        if (tin(g, n, 3) || !act_ok(n->ip[10])) return KSQ_WHY_NO_INT8_KERNEL;
+        if (!is_act(p, g, n->inputs[0])) return KS__QUANT_WHY_NOT_CALIBRATED;
+        if (!weights_ok(w, 4) || !bias_ok(tin(g, n, 2), w->dims[0]))
+            return KS__QUANT_WHY_NO_INT8_KERNEL;
+        if (tin(g, n, 3) || !act_ok(n->ip[10])) return KS__QUANT_WHY_NO_INT8_KERNEL;
         int32_t groups = n->ip[9] ? n->ip[9] : 1;
-        if (groups != 1 && w->dims[3] != 1) return KSQ_WHY_NO_INT8_KERNEL; /* grouped, not dw */
-        return KSQ_WHY_INT8;
+        if (groups != 1 && w->dims[3] != 1)
+            return KS__QUANT_WHY_NO_INT8_KERNEL; /* grouped, not dw */
+        return KS__QUANT_WHY_INT8;
     }
     case KS_OP_FULLY_CONNECTED: {
         const ks__tensor *w = tin(g, n, 1);
-        if (!is_act(p, g, n->inputs[0])) return KSQ_WHY_NOT_CALIBRATED;
+        if (!is_act(p, g, n->inputs[0])) return KS__QUANT_WHY_NOT_CALIBRATED;
         if (!weights_ok(w, 2) || !bias_ok(tin(g, n, 2), w->dims[0]) || !act_ok(n->ip[0]))
-            return KSQ_WHY_NO_INT8_KERNEL;
-        return KSQ_WHY_INT8;
+            return KS__QUANT_WHY_NO_INT8_KERNEL;
+        return KS__QUANT_WHY_INT8;
     }
     case KS_OP_SIGMOID:
     case KS_OP_HARD_SWISH:
         /* int8 lookup table (q8_lut.c) */
-        if (!is_act(p, g, n->inputs[0])) return KSQ_WHY_NOT_CALIBRATED;
-        return KSQ_WHY_INT8;
+        if (!is_act(p, g, n->inputs[0])) return KS__QUANT_WHY_NOT_CALIBRATED;
+        return KS__QUANT_WHY_INT8;
     case KS_OP_ADD:
     case KS_OP_SUB:
     case KS_OP_MUL:
         if (!is_act(p, g, n->inputs[0]) || !is_act(p, g, n->inputs[1]))
-            return is_const(tin(g, n, 0)) || is_const(tin(g, n, 1)) ? KSQ_WHY_NO_INT8_KERNEL
-                                                                    : KSQ_WHY_NOT_CALIBRATED;
+            return is_const(tin(g, n, 0)) || is_const(tin(g, n, 1)) ? KS__QUANT_WHY_NO_INT8_KERNEL
+                                                                    : KS__QUANT_WHY_NOT_CALIBRATED;
         /* The fast int8 kernels are same-shape only; broadcasting runs the scalar reference. */
         if (!same_runtime_shape(p, n->inputs[0], n->inputs[1]) ||
             !same_runtime_shape(p, n->inputs[0], y) || !act_ok(n->ip[0]))
-            return KSQ_WHY_NO_INT8_KERNEL;
-        return KSQ_WHY_INT8;
+            return KS__QUANT_WHY_NO_INT8_KERNEL;
+        return KS__QUANT_WHY_INT8;
     case KS_OP_PRELU: {
         /* No vector int8 kernel: the scalar reference runs it; the speed check decides. */
         const ks__tensor *al = tin(g, n, 1);
-        if (!is_act(p, g, n->inputs[0])) return KSQ_WHY_NOT_CALIBRATED;
-        if (!weights_ok(al, al ? al->rank : 0)) return KSQ_WHY_NO_INT8_KERNEL;
-        return KSQ_WHY_INT8;
+        if (!is_act(p, g, n->inputs[0])) return KS__QUANT_WHY_NOT_CALIBRATED;
+        if (!weights_ok(al, al ? al->rank : 0)) return KS__QUANT_WHY_NO_INT8_KERNEL;
+        return KS__QUANT_WHY_INT8;
     }
     default:
-        return KSQ_WHY_NO_INT8_KERNEL;
+        return KS__QUANT_WHY_NO_INT8_KERNEL;
     }
 }
 
-static ksq_reason data_eligible(const ksq_plan *p, const ks__graph *g, const ks__node *n,
-                                const int32_t *producer) {
+static ks__quant_reason data_eligible(const ks__quant_plan *p, const ks__graph *g,
+                                      const ks__node *n, const int32_t *producer) {
     uint32_t num_act = n->op == KS_OP_CONCAT ? n->num_inputs : 1;
-    if (n->op == KS_OP_POOL2D && n->ip[11] != KS_ACT_NONE) return KSQ_WHY_NO_INT8_KERNEL;
-    if (n->op == KS_OP_CONCAT && n->ip[1] != KS_ACT_NONE) return KSQ_WHY_NO_INT8_KERNEL;
-    if (n->op == KS_OP_RESIZE && n->ip[0] != 0) return KSQ_WHY_NO_INT8_KERNEL; /* bilinear */
-    if (n->op == KS_OP_PAD && (n->ip[0] != 0 || tin(g, n, 2))) return KSQ_WHY_NO_INT8_KERNEL;
+    if (n->op == KS_OP_POOL2D && n->ip[11] != KS_ACT_NONE) return KS__QUANT_WHY_NO_INT8_KERNEL;
+    if (n->op == KS_OP_CONCAT && n->ip[1] != KS_ACT_NONE) return KS__QUANT_WHY_NO_INT8_KERNEL;
+    if (n->op == KS_OP_RESIZE && n->ip[0] != 0) return KS__QUANT_WHY_NO_INT8_KERNEL; /* bilinear */
+    if (n->op == KS_OP_PAD && (n->ip[0] != 0 || tin(g, n, 2))) return KS__QUANT_WHY_NO_INT8_KERNEL;
     for (uint32_t i = 0; i < num_act; i++) {
         int32_t t = n->inputs[i];
-        if (!is_act(p, g, t)) return KSQ_WHY_NO_INT8_KERNEL;
-        if (producer[t] < 0 || p->mode[producer[t]] != KSQ_INT8) return KSQ_WHY_INPUT_NOT_INT8;
+        if (!is_act(p, g, t)) return KS__QUANT_WHY_NO_INT8_KERNEL;
+        if (producer[t] < 0 || p->mode[producer[t]] != KS__QUANT_INT8)
+            return KS__QUANT_WHY_INPUT_NOT_INT8;
     }
     /* Shape/index inputs must already be non-float (they are used as they are). */
     for (uint32_t i = num_act; i < n->num_inputs; i++) {
         const ks__tensor *t = tin(g, n, i);
-        if (t && t->dtype == KS_DTYPE_F32) return KSQ_WHY_NO_INT8_KERNEL;
+        if (t && t->dtype == KS_DTYPE_F32) return KS__QUANT_WHY_NO_INT8_KERNEL;
     }
     for (uint32_t o = 0; o < n->num_outputs; o++)
-        if (g->tensors[n->outputs[o]].dtype != KS_DTYPE_F32) return KSQ_WHY_NO_INT8_KERNEL;
-    if (n->op == KS_OP_CONCAT && !p->has_q[n->outputs[0]]) return KSQ_WHY_NOT_CALIBRATED;
-    return KSQ_WHY_INT8;
+        if (g->tensors[n->outputs[o]].dtype != KS_DTYPE_F32) return KS__QUANT_WHY_NO_INT8_KERNEL;
+    if (n->op == KS_OP_CONCAT && !p->has_q[n->outputs[0]]) return KS__QUANT_WHY_NOT_CALIBRATED;
+    return KS__QUANT_WHY_INT8;
 }
 
-void ksq_plan_decide(ksq_plan *p, const ks__graph *g) {
+void ks__quant_plan_decide(ks__quant_plan *p, const ks__graph *g) {
     int32_t *producer = malloc((g->num_tensors ? g->num_tensors : 1) * sizeof(int32_t));
     if (!producer) {
-        memset(p->mode, KSQ_FP32, p->num_nodes);
+        memset(p->mode, KS__QUANT_FP32, p->num_nodes);
         return;
     }
     for (uint32_t t = 0; t < g->num_tensors; t++)
         producer[t] = -1;
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         const ks__node *n = &g->nodes[i];
-        ksq_reason why = KSQ_WHY_NO_INT8_KERNEL;
+        ks__quant_reason why = KS__QUANT_WHY_NO_INT8_KERNEL;
         if (p->force_f32[i])
-            why = (ksq_reason)p->force_why[i];
-        else if (ksq_is_compute_op(n->op))
+            why = (ks__quant_reason)p->force_why[i];
+        else if (ks__quant_is_compute_op(n->op))
             why = compute_eligible(p, g, n);
         else if (is_data_op(n->op))
             why = data_eligible(p, g, n, producer);
         /* The ADD split off a residual conv stays with its conv when that conv is fp32: fused,
          * the add is nearly free. */
         int32_t partner = p->pair ? p->pair[i] : -1;
-        if (why == KSQ_WHY_INT8 && partner >= 0 && partner < (int32_t)i &&
-            p->mode[partner] == KSQ_FP32)
-            why = (ksq_reason)p->reason[partner];
-        p->mode[i] = why == KSQ_WHY_INT8 ? KSQ_INT8 : KSQ_FP32;
+        if (why == KS__QUANT_WHY_INT8 && partner >= 0 && partner < (int32_t)i &&
+            p->mode[partner] == KS__QUANT_FP32)
+            why = (ks__quant_reason)p->reason[partner];
+        p->mode[i] = why == KS__QUANT_WHY_INT8 ? KS__QUANT_INT8 : KS__QUANT_FP32;
         p->reason[i] = (uint8_t)why;
         for (uint32_t o = 0; o < n->num_outputs; o++)
             producer[n->outputs[o]] = (int32_t)i;
@@ -235,9 +239,9 @@ void ksq_plan_decide(ksq_plan *p, const ks__graph *g) {
 
 typedef struct builder {
     const ks__graph *src;
-    const ksq_plan *plan;
+    const ks__quant_plan *plan;
     ks__graph *dst;
-    ksq_map *map;
+    ks__quant_map *map;
     float *i8_scale; /* per source tensor: params of its i8 version */
     int32_t *i8_zp;
     bool *need_plain;   /* per source tensor: a graph output or read by an fp32 node */
@@ -350,7 +354,7 @@ static ks_status quant_weights(builder *b, int32_t w_src, float *w_scale, int32_
     int32_t *zps = calloc((size_t)oc, sizeof(int32_t));
     ks_status st = KS_STATUS_OUT_OF_MEMORY;
     if (!q || !zps) goto done;
-    const ksq_gptq *gq = b->plan->gptq;
+    const ks__quant_gptq *gq = b->plan->gptq;
     if (gq && w_src >= 0 && (uint32_t)w_src < gq->num_tensors && gq->q[w_src]) {
         /* error-compensated rounding (gptq.c), made for this tensor's shape */
         memcpy(q, gq->q[w_src], (size_t)numel);
@@ -430,8 +434,8 @@ static ks_status quant_alpha(builder *b, int32_t a_src, int32_t *id_out) {
 
 static int32_t op_as_act(uint32_t op);
 
-/* A residual conv split by ksq_unfuse_residual whose halves both stay fp32: emitted fused again,
- * conv(x, w, bias, residual) with the ADD's activation, writing the ADD's output. */
+/* A residual conv split by ks__quant_unfuse_residual whose halves both stay fp32: emitted fused
+ * again, conv(x, w, bias, residual) with the ADD's activation, writing the ADD's output. */
 static ks_status emit_fused(builder *b, uint32_t ci, uint32_t ai) {
     const ks__node *c = &b->src->nodes[ci], *a = &b->src->nodes[ai];
     int32_t ins[5] = {-1, -1, -1, -1, -1}, out;
@@ -463,7 +467,7 @@ static ks_status emit_node(builder *b, uint32_t ni) {
     const ks__node *n = &b->src->nodes[ni];
     int32_t ins[64], outs[64];
     ks_status st;
-    bool int8 = b->force >= 0 ? b->force == 1 : b->plan->mode[ni] == KSQ_INT8;
+    bool int8 = b->force >= 0 ? b->force == 1 : b->plan->mode[ni] == KS__QUANT_INT8;
     if (n->num_inputs > 64 || n->num_outputs > 64) {
         ks__fmt(b->err, b->err_cap, "node '%s' has too many inputs/outputs", n->name);
         return KS_STATUS_UNSUPPORTED;
@@ -558,8 +562,8 @@ static ks_status emit_node(builder *b, uint32_t ni) {
     return KS_STATUS_OK;
 }
 
-ks_status ksq_build(const ks__graph *src, const ksq_plan *plan, ks__graph *dst, ksq_map *map,
-                    int32_t *shadow_id, char *err, size_t err_cap) {
+ks_status ks__quant_build(const ks__graph *src, const ks__quant_plan *plan, ks__graph *dst,
+                          ks__quant_map *map, int32_t *shadow_id, char *err, size_t err_cap) {
     builder b = {src, plan, dst, map, NULL, NULL, NULL, -1, NULL, -1, shadow_id, err, err_cap};
     uint32_t nt = src->num_tensors ? src->num_tensors : 1;
     ks_status st = KS_STATUS_OUT_OF_MEMORY;
@@ -590,7 +594,7 @@ ks_status ksq_build(const ks__graph *src, const ksq_plan *plan, ks__graph *dst, 
     for (uint32_t i = 0; i < src->num_nodes; i++) {
         const ks__node *n = &src->nodes[i];
         for (uint32_t k = 0; k < n->num_inputs; k++)
-            if (n->inputs[k] >= 0 && (plan->mode[i] == KSQ_FP32 || shadow_id))
+            if (n->inputs[k] >= 0 && (plan->mode[i] == KS__QUANT_FP32 || shadow_id))
                 b.need_plain[n->inputs[k]] = true;
     }
     for (uint32_t i = 0; i < src->num_inputs; i++) {
@@ -606,7 +610,8 @@ ks_status ksq_build(const ks__graph *src, const ksq_plan *plan, ks__graph *dst, 
             shadow_id[i] = -1;
             b.force = 0;
             st = emit_node(&b, i);
-            if (!st && plan->mode[i] == KSQ_INT8 && ksq_is_compute_op(src->nodes[i].op)) {
+            if (!st && plan->mode[i] == KS__QUANT_INT8 &&
+                ks__quant_is_compute_op(src->nodes[i].op)) {
                 b.force = 1;
                 st = emit_node(&b, i);
             }
@@ -614,8 +619,8 @@ ks_status ksq_build(const ks__graph *src, const ksq_plan *plan, ks__graph *dst, 
             if (st) goto done;
             continue;
         }
-        if (partner > (int32_t)i && src->nodes[i].op == KS_OP_CONV2D && plan->mode[i] == KSQ_FP32 &&
-            plan->mode[partner] == KSQ_FP32) {
+        if (partner > (int32_t)i && src->nodes[i].op == KS_OP_CONV2D &&
+            plan->mode[i] == KS__QUANT_FP32 && plan->mode[partner] == KS__QUANT_FP32) {
             if ((st = emit_fused(&b, i, (uint32_t)partner))) goto done;
             done_node[partner] = true;
             /* three parts (SiLU: conv, SIGMOID, MUL; residual PRELU: conv, ADD, PRELU) */
@@ -635,7 +640,8 @@ ks_status ksq_build(const ks__graph *src, const ksq_plan *plan, ks__graph *dst, 
     for (uint32_t i = 0; i < src->num_meta; i++)
         if ((st = ks__graph_set_meta(dst, src->meta[i].key, src->meta[i].value))) goto done;
     uint32_t num_fused = 0; /* the int8 epilogue chains folded into their convs (fuse.c) */
-    if (!shadow_id && (st = ksq_fuse(dst, plan, map, src->num_tensors, &num_fused, err, err_cap)))
+    if (!shadow_id &&
+        (st = ks__quant_fuse(dst, plan, map, src->num_tensors, &num_fused, err, err_cap)))
         goto done;
     st = ks__graph_validate(dst, err, err_cap);
 done:
@@ -687,8 +693,8 @@ static int32_t op_as_act(uint32_t op) {
     }
 }
 
-ks_status ksq_unfuse_residual(const ks__graph *src, ks__graph *dst, int32_t **pair_out, char *err,
-                              size_t err_cap) {
+ks_status ks__quant_unfuse_residual(const ks__graph *src, ks__graph *dst, int32_t **pair_out,
+                                    char *err, size_t err_cap) {
     ks_status st = KS_STATUS_OUT_OF_MEMORY;
     uint32_t cap = 3 * src->num_nodes + 1;
     int32_t *pair = malloc(cap * sizeof(int32_t));

@@ -1,9 +1,9 @@
-/* Fuses the int8 passes that follow a quantized CONV2D into its epilogue (quant.h ksq_fuse; the
- * fused forms are specified in ops.inc, CONV2D, ip[12] == 1):
- *   CONV2D(q, act NONE) -> t -> ADD(t, r) [act]            => CONV2D(..., residual r) [act]
- *   CONV2D(q, act NONE) -> t -> unary LUT op -> y          => CONV2D(..., table), act TABLE
- *   CONV2D(q, act NONE) -> t -> SIGMOID -> s, MUL(t, s) -> y   (SiLU) => the same, one table
- * when t (and s) have no other consumer and the pieces are int8 with per-tensor params.
+/* Fuses the int8 passes that follow a quantized CONV2D into its epilogue (quant.h ks__quant_fuse;
+ * the fused forms are specified in ops.inc, CONV2D, ip[12] == 1): CONV2D(q, act NONE) -> t ->
+ * ADD(t, r) [act]            => CONV2D(..., residual r) [act] CONV2D(q, act NONE) -> t -> unary LUT
+ * op -> y          => CONV2D(..., table), act TABLE CONV2D(q, act NONE) -> t -> SIGMOID -> s,
+ * MUL(t, s) -> y   (SiLU) => the same, one table when t (and s) have no other consumer and the
+ * pieces are int8 with per-tensor params.
  *
  * Why it is exact: the fused node computes t with t's own params, then the same integer ADD or
  * the same per-byte function. The table is made here by running the engine's reference kernels
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../backends/cpu/kernel.h"
+#include "backends/cpu/kernel.h"
 #include "convert.h"
 #include "quant.h"
 
@@ -54,8 +54,8 @@ static bool act_quantizable(int32_t act) {
 
 typedef struct fuser {
     ks__graph *g;
-    const ksq_plan *plan;
-    ksq_map *map;
+    const ks__quant_plan *plan;
+    ks__quant_map *map;
     int32_t *consumers; /* per tensor: uses as a node input or graph output */
     int32_t *src_of;    /* per dst tensor: its source tensor (int8 version), -1 */
     bool *dead;         /* per node */
@@ -123,7 +123,7 @@ static ks_status make_table(fuser *f, int32_t t, uint32_t op0, int32_t mul, uint
 
 /* The calibrated runtime shapes of two dst tensors are known and equal. */
 static bool same_shape(const fuser *f, int32_t a, int32_t b) {
-    const ksq_plan *p = f->plan;
+    const ks__quant_plan *p = f->plan;
     int32_t sa = f->src_of[a], sb = f->src_of[b];
     if (!p || sa < 0 || sb < 0 || p->rank[sa] < 0 || p->rank[sa] != p->rank[sb]) return false;
     return memcmp(&p->dims[(size_t)sa * KS_MAX_RANK], &p->dims[(size_t)sb * KS_MAX_RANK],
@@ -287,8 +287,9 @@ static void compact(fuser *f) {
     g->num_nodes = w;
 }
 
-ks_status ksq_fuse(ks__graph *g, const ksq_plan *plan, ksq_map *map, uint32_t num_src_tensors,
-                   uint32_t *num_fused_out, char *err, size_t err_cap) {
+ks_status ks__quant_fuse(ks__graph *g, const ks__quant_plan *plan, ks__quant_map *map,
+                         uint32_t num_src_tensors, uint32_t *num_fused_out, char *err,
+                         size_t err_cap) {
     fuser f;
     memset(&f, 0, sizeof(f));
     f.g = g, f.plan = plan, f.map = map, f.err = err, f.err_cap = err_cap;
