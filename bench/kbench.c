@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "impl.h"
-#include "kernel.h"
+#include "cpu_kernel.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -18,7 +18,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernel.h"
+#include "cpu_kernel.h"
 
 #define FOLD_MAX_BYTES (UINT64_C(64) << 20)        /* one folded tensor */
 #define FOLD_TOTAL_MAX_BYTES (UINT64_C(256) << 20) /* all folds of one optimize call */

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/kernel.h"
+#include "backends/cpu/cpu_kernel.h"
 #include "convert.h"
 #include "quant.h"
 

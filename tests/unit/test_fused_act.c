@@ -17,7 +17,7 @@
 
 #include "convert.h"
 #include "impl.h"
-#include "kernel.h"
+#include "cpu_kernel.h"
 
 /* Max relative error of a vector SiLU vs the reference (the brief asks <= ~1e-6); outputs below
  * TINY_ABS (e^-87 and below, where both flush or go subnormal) compare absolutely. */

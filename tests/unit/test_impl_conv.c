@@ -16,7 +16,7 @@
 
 #include "convert.h"
 #include "impl.h"
-#include "kernel.h"
+#include "cpu_kernel.h"
 
 /* Max relative error of f32 results scales with the square root of the reduction depth. */
 #define F32_TOL_PER_SQRT_K 1e-5

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "impl.h"
-#include "kernel.h"
+#include "cpu_kernel.h"
 
 /* Named tolerances (relative, then an absolute floor for results near zero). */
 #define TOL_EXACT_REL 0.0

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "impl.h"
-#include "kernel.h"
+#include "cpu_kernel.h"
 
 #define TOL_EXACT 0.0
 #define TOL_F32_REL 1e-5 /* times sqrt(K) for dot products of length K */

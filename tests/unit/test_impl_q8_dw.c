@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "impl.h"
-#include "kernel.h"
+#include "cpu_kernel.h"
 
 #include "q8_variants.h"
 

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "impl.h"
-#include "kernel.h"
+#include "cpu_kernel.h"
 #include "q8_lut.h"
 #include "q8_test_util.h"
 

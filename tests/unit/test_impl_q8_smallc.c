@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "impl.h"
-#include "kernel.h"
+#include "cpu_kernel.h"
 
 #define Q8V_CONV_CASES /* conv_case, the conv / FC builders and case lists, q8v_fused_case */
 #include "q8_variants.h"

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "impl.h"
-#include "kernel.h"
+#include "cpu_kernel.h"
 
 #define TOL_INTERP_REL 1e-5
 #define TOL_INTERP_ABS 1e-6 /* bilinear weights fused differently; inputs are O(1) */

@@ -18,7 +18,7 @@
 
 #include "convert.h"
 #include "impl.h"
-#include "kernel.h"
+#include "cpu_kernel.h"
 #include "winograd.h"
 
 /* Error bounds relative to the output's max magnitude, per output tile size: the transforms'

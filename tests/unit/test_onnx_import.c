@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "convert.h"
-#include "kernel.h"
+#include "cpu_kernel.h"
 
 /* ---------------------------------------------------------------- helpers */
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "kernel.h"
+#include "cpu_kernel.h"
 #include "ref/quant_util.h"
 
 /* ---- harness ---- */

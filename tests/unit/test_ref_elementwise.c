@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "kernel.h"
+#include "cpu_kernel.h"
 
 /* ---- a tiny harness: tensors and one-node execution without a session ---- */
 

@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "convert.h"
-#include "kernel.h"
+#include "cpu_kernel.h"
 
 #define MANIFEST KS_SHARED_DATA "/MANIFEST.tsv"
 #define SMALL_MODEL KS_SHARED_DATA "/face_detection/face_detection_short_range.tflite"

@@ -17,30 +17,11 @@
 
 #include "base/cpuinfo.h"
 #include "base/pool.h"
-#include "kernel.h"
+#include "cpu_kernel.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- kernel variants ---- */
-typedef struct ks__impl {
-    const char *name; /* e.g. "ks_f32_igemm__avx512_8x32"; shown by ks-inspect and profiles */
-    uint32_t op;      /* ks__op it implements */
-    uint32_t isa;     /* every bit must be present in ks__cpu_isa() */
-    /* Estimated cost (any consistent unit, lower wins) of running ctx->node at its inferred
-     * shapes, or a negative value if this variant cannot handle it (dtype, params, shapes).
-     * Inputs/outputs have dtype, rank and dims set; constant inputs have data. */
-    double (*cost)(const ks__kernel_ctx *ctx);
-    /* At reshape: bytes of persistent packed data (e.g. repacked weights; 0 if none), and may set
-     * ctx->scratch_bytes. ctx->num_threads is set: per-thread scratch is the impl's business. */
-    ks_status (*plan)(ks__kernel_ctx *ctx, size_t *packed_bytes_out);
-    /* At reshape, after plan: fills ctx->packed (ctx->packed_bytes, 64-byte aligned). May be
-     * NULL when packed_bytes is 0. */
-    ks_status (*pack)(ks__kernel_ctx *ctx);
-    /* Computes; may use ctx->pool via ks__parallel_for. Never allocates. */
-    ks_status (*run)(ks__kernel_ctx *ctx);
-} ks__impl;
 
 /* All variants compiled into this build for this architecture (X-macro impls.inc), NULL-ended.
  * Includes variants the running CPU lacks: filter with ks__cpu_isa(). */

@@ -2,7 +2,7 @@
 #ifndef KESTREL_CPU_REF_CONV_INTERNAL_H
 #define KESTREL_CPU_REF_CONV_INTERNAL_H
 
-#include "../kernel.h"
+#include "../cpu_kernel.h"
 #include "quant_util.h"
 
 /* Largest element count a conv-family output may have; anything bigger is a corrupt model or

@@ -19,7 +19,7 @@
  * - PAD reflect/symmetric wider than the axis folds again (numpy); negative pads crop (ONNX);
  * - GATHER wraps negative indices, GATHER_ND does not (TFLite rejects them).
  */
-#include "../kernel.h"
+#include "../cpu_kernel.h"
 #include "../op_enabled.h"
 
 #include <math.h>

@@ -22,7 +22,7 @@
  * - Anything else quantized (DIV, POW, MAXIMUM with differing params, ...) dequantizes, computes
  *   in float and requantizes; TFLite either has no integer form for it or rejects it.
  */
-#include "../kernel.h"
+#include "../cpu_kernel.h"
 #include "../op_enabled.h"
 #include "quant_util.h"
 

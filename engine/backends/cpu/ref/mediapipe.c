@@ -25,7 +25,7 @@
  *         of the subset after rotation, which is independent of order and duplicates)
  *     fp: 0 target_rotation_radians 1 scale_x 2 scale_y
  */
-#include "../kernel.h"
+#include "../cpu_kernel.h"
 #include "../op_enabled.h"
 
 #include <math.h>

@@ -1,5 +1,5 @@
 /* Reference kernel table and helpers shared by the reference kernels. */
-#include "../kernel.h"
+#include "../cpu_kernel.h"
 #include "../op_enabled.h"
 #include "base/once.h"
 

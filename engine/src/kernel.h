@@ -1,19 +1,17 @@
-/* CPU kernel interface: how sessions call shape inference and kernels for one node.
- * Not a published API.
+/* The node-execution contract between the session and a backend's kernels: the tensor and
+ * context a kernel sees, the per-op kernel (shape inference and run) and the kernel variant.
+ * Owned by the core; backends implement it (docs/backends.md). Not a published API.
  *
  * Per op there is a ks__kernel { infer, run }. The session calls infer() once per reshape, in
  * graph order, and run() once per session_run. infer() must set every output's dtype, rank and
  * dims (and may request scratch memory); run() computes. Neither may allocate memory: scratch
- * comes from the session arena. Both report bad input through ks__kernel_error() and return a
- * status; they never abort.
- *
- * Reference kernels (backends/cpu/ref/) are obviously-correct scalar code and stay forever as the
- * oracle for fast kernels.
+ * comes from the session arena. Both report bad input through the context's error buffer and
+ * return a status; they never abort.
  */
-#ifndef KESTREL_CPU_KERNEL_H
-#define KESTREL_CPU_KERNEL_H
+#ifndef KESTREL_KERNEL_H
+#define KESTREL_KERNEL_H
 
-#include "../../src/ir.h"
+#include "ir.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,36 +63,29 @@ typedef struct ks__kernel_table {
     ks__kernel k[KS_OP_MAX_ID];
 } ks__kernel_table;
 
-/* The reference kernel table (filled once; thread-safe after first call returns). */
-const ks__kernel_table *ks__ref_kernels(void);
-
-/* Each family file registers its ops into the table. */
-void ks__ref_register_conv(ks__kernel_table *t);        /* conv, pool, fc, resize, space ops */
-void ks__ref_register_elementwise(ks__kernel_table *t); /* binary, unary, softmax, reduce... */
-void ks__ref_register_data(ks__kernel_table *t);        /* reshape, concat, slice, gather... */
-void ks__ref_register_mediapipe(ks__kernel_table *t);   /* MediaPipe custom ops */
-
-/* Writes "op 'name' (node N 'node-name'): <message>" into ctx->err. Returns `status`. */
-ks_status ks__kernel_error(ks__kernel_ctx *ctx, ks_status status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-/* ---- helpers shared by kernels ---- */
-int64_t ks__rt_numel(const ks__rt_tensor *t);
-/* Sets out rank/dims (copy) and dtype. */
-void ks__rt_set_shape(ks__rt_tensor *t, ks_dtype dtype, int32_t rank, const int64_t *dims);
-/* Reads element i of an integer tensor (I32/I64/U8/I8/I16/BOOL) as int64. */
-int64_t ks__rt_get_int(const ks__rt_tensor *t, int64_t i);
-/* Reads element i of any numeric tensor as double (quantized values are NOT dequantized). */
-double ks__rt_get_f64(const ks__rt_tensor *t, int64_t i);
-/* Writes element i of any numeric tensor from double (with C conversion; ints truncate). */
-void ks__rt_set_f64(ks__rt_tensor *t, int64_t i, double v);
-/* Applies a fused float activation. */
-float ks__act_apply(float x, int32_t act, float alpha);
+/* ---- kernel variants ----
+ * A backend may have several implementations of an op (ISA, tiling, algorithm). Each is a
+ * ks__impl: the session asks the backend to pick one per node and reshape (docs/backends.md),
+ * then plans, packs and runs it; without one the backend's reference kernel runs. */
+typedef struct ks__impl {
+    const char *name; /* e.g. "ks_f32_igemm__avx512_8x32"; shown by ks-inspect and profiles */
+    uint32_t op;      /* ks__op it implements */
+    uint32_t isa;     /* backend features it needs (CPU: every bit present in ks__cpu_isa()) */
+    /* Estimated cost (any consistent unit, lower wins) of running ctx->node at its inferred
+     * shapes, or a negative value if this variant cannot handle it (dtype, params, shapes).
+     * Inputs/outputs have dtype, rank and dims set; constant inputs have data. */
+    double (*cost)(const ks__kernel_ctx *ctx);
+    /* At reshape: bytes of persistent packed data (e.g. repacked weights; 0 if none), and may set
+     * ctx->scratch_bytes. ctx->num_threads is set: per-thread scratch is the impl's business. */
+    ks_status (*plan)(ks__kernel_ctx *ctx, size_t *packed_bytes_out);
+    /* At reshape, after plan: fills ctx->packed (ctx->packed_bytes, 64-byte aligned). May be
+     * NULL when packed_bytes is 0. */
+    ks_status (*pack)(ks__kernel_ctx *ctx);
+    /* Computes; may use ctx->pool via ks__parallel_for. Never allocates. */
+    ks_status (*run)(ks__kernel_ctx *ctx);
+} ks__impl;
 
 #ifdef __cplusplus
 }
 #endif
-#endif /* KESTREL_CPU_KERNEL_H */
+#endif /* KESTREL_KERNEL_H */
