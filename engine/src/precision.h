@@ -35,6 +35,8 @@ extern "C" {
  * *out. Returns false, leaving *out alone, for anything else (NULL too). */
 bool ks__precision_parse(const char *s, ks_precision *out);
 
+/* A per-tensor quantized U8/I8 activation (not a constant). */
+bool ks__prec_is_qact(const ks__tensor *t);
 /* Whether node i of g can run in fp32 (see above). */
 bool ks__prec_demotable(const ks__graph *g, uint32_t i);
 
@@ -58,10 +60,7 @@ double ks__prec_mincut(uint32_t n, const double *cost0, const double *cost1, uin
                        const uint32_t *a, const uint32_t *b, const double *ab, const double *ba,
                        uint8_t *labels, const ks_allocator *alloc);
 
-/* KS_PRECISION_FASTEST: fills fp32[g->num_nodes] (1 = run in fp32) for model's graph, timed
- * with desc's threads and tuning. Returns KS_STATUS_OK with every entry 0 when nothing is
- * demotable or the timing cannot run (dynamic input shapes, a missing kernel: logged). */
-ks_status ks__prec_plan(const ks_model *model, const ks_session_desc *desc, uint8_t *fp32);
+/* ks__prec_plan (the timing): engine/runtime/runtime.h. */
 
 #ifdef __cplusplus
 }

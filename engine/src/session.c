@@ -19,11 +19,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "../backends/cpu/impl.h"
+#include "backend.h"
+#include "base/pool.h"
 #include "model.h"
 #include "planner.h"
 #include "precision.h"
-#include "tune.h"
+#include "session.h"
 
 #define KS_MAX_TENSOR_BYTES (UINT64_C(1) << 32)
 #define KS_FOLD_MAX_BYTES (UINT64_C(1) << 24)
@@ -39,7 +40,8 @@ struct ks_session {
     ks_allocator alloc;
     uint32_t flags;
     size_t max_memory_bytes;
-    const ks__kernel_table *kernels;
+    const ks__backend *backend;
+    const ks__kernel_table *kernels; /* the backend's: shape inference, reference kernels */
 
     ks__rt_tensor *rt;     /* per tensor */
     ks__rt_tensor **ptrs;  /* per node: inputs then outputs */
@@ -57,14 +59,14 @@ struct ks_session {
     size_t arena_bytes;
     bool ready;
 
-    /* fast variants (impl.h), chosen per node at reshape */
-    uint32_t isa;
+    /* fast variants (kernel.h), chosen per node at reshape by the backend */
+    uint32_t isa; /* the backend's features */
     ks__pool *pool;
     uint32_t num_threads;
     const ks__impl **impl; /* per node; NULL: reference kernel */
     void **packed;         /* per node, freed at the next reshape */
     size_t *packed_bytes;
-    ks__tuner *tuner; /* NULL: tuning off (tune.h) */
+    void *tuner; /* the backend's tuner; NULL: tuning off */
 
     ks_profile_fn prof;
     void *prof_user;
@@ -103,7 +105,7 @@ void ks_session_destroy(ks_session *s) {
     ks__free(&a, s->impl);
     ks__free(&a, s->packed);
     ks__free(&a, s->packed_bytes);
-    ks__tuner_destroy(s->tuner);
+    if (s->backend && s->backend->tuner_destroy) s->backend->tuner_destroy(s->tuner);
     ks__pool_destroy(s->pool);
     if (s->own_g) {
         ks__graph_free(s->own_g);
@@ -117,74 +119,13 @@ const ks__graph *ks__model_graph(const ks_model *m) {
     return m ? &m->graph : NULL;
 }
 
-ks_status ks__session_create_on(const ks_model *model, const ks__graph *graph,
-                                const ks_session_desc *desc, ks_session **session_out);
-
-/* KS_PRECISION_F32 / FASTEST on a quantized model: the session runs its own copy of the graph
- * with the chosen int8 layers in fp32 (precision.h). */
-static ks_status create_mixed(const ks_model *model, const ks_session_desc *desc,
-                              ks_session **session_out) {
-    const ks__graph *mg = &model->graph;
-    ks_allocator a = ks__allocator_or_default(desc->allocator ? desc->allocator : &model->alloc);
-    uint8_t *fp32 = ks__alloc(&a, mg->num_nodes ? mg->num_nodes : 1);
-    ks__graph *g = ks__alloc(&a, sizeof(*g));
-    ks_status st = KS_STATUS_OUT_OF_MEMORY;
-    if (!fp32 || !g) {
-        ks__object_error(NULL, "out of memory creating a session");
-        goto done;
-    }
-    memset(fp32, desc->precision == KS_PRECISION_F32, mg->num_nodes);
-    if (desc->precision == KS_PRECISION_FASTEST && (st = ks__prec_plan(model, desc, fp32))) {
-        ks__object_error(NULL, "precision fastest: %s", ks_status_string(st));
-        goto done;
-    }
-    bool any = false;
-    for (uint32_t i = 0; i < mg->num_nodes; i++)
-        any |= fp32[i] != 0;
-    if (!any) {
-        st = ks__session_create_on(model, mg, desc, session_out);
-        goto done;
-    }
-    char err[256] = "";
-    if ((st = ks__prec_build(mg, fp32, g, NULL, err, sizeof(err)))) {
-        ks__object_error(NULL, "ks_session_create: cannot run the int8 layers in fp32: %s", err);
-        goto done;
-    }
-    if ((st = ks__session_create_on(model, g, desc, session_out))) {
-        ks__graph_free(g);
-        goto done;
-    }
-    (*session_out)->own_g = g;
-    g = NULL;
-done:
-    ks__free(&a, fp32);
-    ks__free(&a, g);
-    return st;
+void ks__session_adopt_graph(ks_session *s, ks__graph *graph) {
+    s->own_g = graph;
 }
 
-ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
-                            ks_session **session_out) {
-    if (!model || !session_out) {
-        ks__object_error(NULL, "ks_session_create: model and session_out must not be NULL");
-        return KS_STATUS_INVALID_ARGUMENT;
-    }
-    if (desc && (desc->num_threads < 0 || desc->precision >= KS_PRECISION_COUNT ||
-                 (desc->flags & ~(KS_SESSION_KEEP_ALL_TENSORS | KS_SESSION_NO_THREAD_AFFINITY)) ||
-                 (int)desc->tune < 0 || desc->tune >= KS_TUNE_COUNT)) {
-        ks__object_error(NULL,
-                         "ks_session_create: invalid desc (num_threads %d, precision %d, "
-                         "flags 0x%x, tune %d)",
-                         desc->num_threads, (int)desc->precision, desc->flags, (int)desc->tune);
-        return KS_STATUS_INVALID_ARGUMENT;
-    }
-    ks_precision prec = desc ? desc->precision : KS_PRECISION_DEFAULT;
-    if (prec == KS_PRECISION_DEFAULT || !ks__prec_count_demotable(&model->graph))
-        return ks__session_create_on(model, &model->graph, desc, session_out);
-    return create_mixed(model, desc, session_out);
-}
-
-ks_status ks__session_create_on(const ks_model *model, const ks__graph *graph,
-                                const ks_session_desc *desc, ks_session **session_out) {
+ks_status ks__session_create_with(const ks_model *model, const ks__graph *graph,
+                                  const ks_session_desc *desc, const ks__backend *backend,
+                                  ks_session **session_out) {
     ks_allocator a =
         ks__allocator_or_default(desc && desc->allocator ? desc->allocator : &model->alloc);
     ks_session *s = ks__alloc(&a, sizeof(*s));
@@ -200,7 +141,8 @@ ks_status ks__session_create_on(const ks_model *model, const ks__graph *graph,
     s->flags = desc ? desc->flags : 0;
     s->max_memory_bytes =
         desc && desc->max_memory_bytes ? desc->max_memory_bytes : KS_DEFAULT_MAX_MEMORY_BYTES;
-    s->kernels = ks__ref_kernels();
+    s->backend = backend;
+    s->kernels = backend->kernels();
 
     const ks__graph *g = s->g;
     uint32_t nt = g->num_tensors ? g->num_tensors : 1, nn = g->num_nodes ? g->num_nodes : 1;
@@ -225,7 +167,7 @@ ks_status ks__session_create_on(const ks_model *model, const ks__graph *graph,
         ks__object_error(NULL, "out of memory creating a session");
         return KS_STATUS_OUT_OF_MEMORY;
     }
-    s->isa = ks__cpu_isa();
+    s->isa = backend->features();
     s->num_threads = desc && desc->num_threads > 0 ? (uint32_t)desc->num_threads : 1u;
     uint32_t pool_flags =
         desc && (desc->flags & KS_SESSION_NO_THREAD_AFFINITY) ? 0u : KS_POOL_BIND_CPUS;
@@ -235,9 +177,9 @@ ks_status ks__session_create_on(const ks_model *model, const ks__graph *graph,
         ks__object_error(NULL, "cannot start %u threads", (unsigned)(desc ? desc->num_threads : 1));
         return KS_STATUS_OUT_OF_MEMORY;
     }
-    /* Measured kernel choice (tune.h): the tuner copies the cache path. */
-    if (desc && desc->tune != KS_TUNE_OFF &&
-        ks__tuner_create(&a, desc->tune, desc->tune_cache_path, &s->tuner) != KS_STATUS_OK) {
+    /* Measured kernel choice: the backend's tuner copies the cache path. */
+    if (desc && desc->tune != KS_TUNE_OFF && backend->tuner_create &&
+        backend->tuner_create(&a, desc->tune, desc->tune_cache_path, &s->tuner) != KS_STATUS_OK) {
         ks_session_destroy(s);
         ks__object_error(NULL, "out of memory creating a session");
         return KS_STATUS_OUT_OF_MEMORY;
@@ -342,13 +284,12 @@ static bool concat_in_place(ks_session *s, uint32_t i) {
     return true;
 }
 
-/* Picks the fastest kernel variant for node i at its inferred shapes (by the
- * cost model, or measured when the session tunes: tune.h) and packs its
+/* Asks the backend for the fastest kernel variant for node i at its inferred
+ * shapes (by its cost model, or measured when the session tunes) and packs its
  * constants. The reference kernel stays when no variant applies. */
 static ks_status choose_impl(ks_session *s, uint32_t i, ks__kernel_ctx *ctx) {
     const ks__impl *im = NULL;
-    if (s->isa)
-        im = s->tuner ? ks__tune_select(s->tuner, ctx, s->isa) : ks__impl_select(ctx, s->isa);
+    if (s->isa) im = s->backend->select(s->tuner, ctx, s->isa);
     if (!im) return KS_STATUS_OK;
     size_t packed_bytes = 0;
     ctx->scratch_bytes = 0;

@@ -1,5 +1,5 @@
-/* libFuzzer target for the tune cache parser (engine/src/tune.c, format in tune.h). Inputs whose
- * first byte is odd get this machine's valid header line prepended, so the fuzzer reaches the
+/* libFuzzer target for the tune cache parser (engine/backends/cpu/tune.c, format in tune.h). Inputs
+ * whose first byte is odd get this machine's valid header line prepended, so the fuzzer reaches the
  * entry parser without having to guess the CPU name; the others are parsed as they are. Any
  * crash, leak, hang or sanitizer report is a bug; rejection (-1) is expected. No seeds needed. */
 #include <stddef.h>

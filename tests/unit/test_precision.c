@@ -22,6 +22,7 @@
 #include "kestrel/engine.h"
 #include "ksm.h"
 #include "precision.h"
+#include "runtime/runtime.h"
 
 /* ---- minimum cut against brute force ---- */
 

@@ -18,6 +18,7 @@
 #include "base/cpuinfo.h"
 #include "base/pool.h"
 #include "cpu_kernel.h"
+#include "src/backend.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,6 +27,9 @@ extern "C" {
 /* All variants compiled into this build for this architecture (X-macro impls.inc), NULL-ended.
  * Includes variants the running CPU lacks: filter with ks__cpu_isa(). */
 const ks__impl *const *ks__impl_list(void);
+
+/* The CPU backend (backend.c): what the runtime gives the sessions it creates. */
+const ks__backend *ks__cpu_backend(void);
 
 /* The cheapest supported variant for the node, or NULL (then the reference kernel runs).
  * `isa` is usually ks__cpu_isa(). */

@@ -5,7 +5,7 @@
  * (tests/unit/test_imgproc.c checks this). */
 #include <immintrin.h>
 
-#include "imgproc_impl.h"
+#include "../../imgproc_impl.h"
 
 typedef struct vec_rgb {
     __m256 r, g, b;

@@ -18,7 +18,7 @@
 #ifndef KESTREL_TUNE_H
 #define KESTREL_TUNE_H
 
-#include "../backends/cpu/impl.h"
+#include "impl.h"
 #include "kestrel/engine.h"
 
 #ifdef __cplusplus

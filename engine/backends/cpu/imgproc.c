@@ -1,5 +1,5 @@
 /* Image to tensor in one pass: validation, orientation folded into the affine, and the scalar
- * reference sampler. SIMD fast paths (backends/cpu/x86/avx2/imgproc_avx2.c) reproduce the scalar
+ * reference sampler. SIMD fast paths (x86/avx2/imgproc_avx2.c) reproduce the scalar
  * arithmetic exactly; see imgproc_impl.h for that contract.
  *
  * Why orientation is folded into the matrix: rotations by multiples of 90 degrees and mirroring
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "../backends/cpu/impl.h"
+#include "base/cpuinfo.h"
 
 /* Entries above this would let m * (coordinate up to 32768) overflow the float range of exact
  * pixel arithmetic long before anything useful happens; no real transform comes close. */

@@ -1,5 +1,5 @@
 /* Internal: the resolved form of one ks_image_to_tensor call, shared by the scalar reference
- * (imgproc.c) and the SIMD fast paths (backends/cpu/<isa>/imgproc_<isa>.c). Not a published API.
+ * (imgproc.c) and the SIMD fast paths (<isa>/imgproc_<isa>.c). Not a published API.
  *
  * Exactness contract: a fast path must produce bit-identical results to ks__imgproc_span_scalar.
  * Both evaluate the same float expressions in the same order, one operation per statement (no
