@@ -136,12 +136,9 @@ static int bypass(pass_ctx *p, uint32_t n, int32_t in, int32_t out) {
 static ks_status add_tensor_like(pass_ctx *p, int32_t like, const char *suffix, int32_t rank,
                                  const int64_t *dims, int32_t *id_out) {
     ks__graph *g = p->g;
-    char name[320];
-    ks__fmt(name, sizeof(name), "%s%s", g->tensors[like].name, suffix);
-    ks_dtype dt = g->tensors[like].dtype;
-    ks_status st = ks__graph_add_tensor(g, name, dt, rank, dims, id_out);
-    if (st) return oom(p);
-    return KS_STATUS_OK;
+    ks_status st = ks__graph_add_tensor_like(g, &g->tensors[like], suffix, g->tensors[like].dtype,
+                                             rank, dims, id_out);
+    return st ? oom(p) : KS_STATUS_OK;
 }
 
 /* ---------------------------------------------------------------- fold + shapes */

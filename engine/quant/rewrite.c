@@ -256,10 +256,8 @@ typedef struct builder {
 static ks_status add_like(builder *b, int32_t src_id, const char *suffix, ks_dtype dtype,
                           int32_t *id_out) {
     const ks__tensor *t = &b->src->tensors[src_id];
-    char name[512];
-    snprintf(name, sizeof(name), "%s%s", t->name ? t->name : "", suffix);
-    ks_status st = ks__graph_add_tensor(b->dst, name, dtype, t->rank, t->dims, id_out);
-    if (st) ks__fmt(b->err, b->err_cap, "cannot add tensor '%s'", name);
+    ks_status st = ks__graph_add_tensor_like(b->dst, t, suffix, dtype, -1, NULL, id_out);
+    if (st) ks__fmt(b->err, b->err_cap, "cannot add tensor '%s%s'", t->name ? t->name : "", suffix);
     return st;
 }
 

@@ -195,7 +195,8 @@ ks_status ks__prec_plan(const ks_model *model, const ks_session_desc *desc, uint
     }
     for (uint32_t o = 0; o < g->num_outputs; o++) {
         int32_t t = g->outputs[o];
-        if (t >= 0 && producer[t] >= 0 && ks__prec_is_qact(&g->tensors[t])) c1[producer[t]] = KS__PREC_INF;
+        if (t >= 0 && producer[t] >= 0 && ks__prec_is_qact(&g->tensors[t]))
+            c1[producer[t]] = KS__PREC_INF;
     }
     /* Edges: every quantized activation from its producer to each reader. */
     uint32_t m = 0, cap = 0;

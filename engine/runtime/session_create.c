@@ -77,4 +77,3 @@ ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
         return ks__session_create_on(model, &model->graph, desc, session_out);
     return create_mixed(model, desc, session_out);
 }
-

@@ -24,8 +24,8 @@ typedef struct ks__backend {
     uint32_t (*features)(void);
     /* Measured selection for ks_session_desc.tune (FAST, FULL): per-session state, used by one
      * thread at a time. cache_path may be NULL. May be NULL when the backend does not tune. */
-    ks_status (*tuner_create)(const ks_allocator *alloc, ks_tune_mode mode,
-                              const char *cache_path, void **tuner_out);
+    ks_status (*tuner_create)(const ks_allocator *alloc, ks_tune_mode mode, const char *cache_path,
+                              void **tuner_out);
     void (*tuner_destroy)(void *tuner); /* NULL tuner: no-op */
     /* The variant to run ctx's node with at its inferred shapes, or NULL for the reference
      * kernel. ctx is the reshape-time context (outputs shaped, non-constant data NULL) and is

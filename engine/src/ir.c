@@ -88,6 +88,30 @@ ks_status ks__graph_add_tensor(ks__graph *g, const char *name, ks_dtype dtype, i
     return KS_STATUS_OK;
 }
 
+ks_status ks__graph_add_tensor_like(ks__graph *g, const ks__tensor *like, const char *suffix,
+                                    ks_dtype dtype, int32_t rank, const int64_t *dims,
+                                    int32_t *id_out) {
+    /* `like` may live in g->tensors, which the add below can move: copy what is needed first. */
+    int64_t d[KS_MAX_RANK];
+    if (rank < 0) {
+        rank = like->rank;
+        dims = like->dims;
+    }
+    if (rank > KS_MAX_RANK || (rank > 0 && !dims)) return KS_STATUS_INVALID_ARGUMENT;
+    for (int32_t i = 0; i < rank; i++)
+        d[i] = dims[i];
+    const char *base = like->name ? like->name : "";
+    size_t nb = strlen(base), ns = suffix ? strlen(suffix) : 0;
+    char *name = ks__alloc(&g->alloc, nb + ns + 1);
+    if (!name) return KS_STATUS_OUT_OF_MEMORY;
+    memcpy(name, base, nb);
+    if (ns) memcpy(name + nb, suffix, ns);
+    name[nb + ns] = 0;
+    ks_status st = ks__graph_add_tensor(g, name, dtype, rank, d, id_out);
+    ks__free(&g->alloc, name);
+    return st;
+}
+
 ks_status ks__graph_set_const(ks__graph *g, int32_t id, const void *data, size_t size_bytes,
                               bool copy) {
     if (id < 0 || (uint32_t)id >= g->num_tensors) return KS_STATUS_INVALID_ARGUMENT;

@@ -140,6 +140,13 @@ void ks__graph_free(ks__graph *g); /* frees everything; the struct may be reused
 /* Adds a tensor; name is copied (NULL => ""). dims may be NULL when rank == 0. */
 ks_status ks__graph_add_tensor(ks__graph *g, const char *name, ks_dtype dtype, int32_t rank,
                                const int64_t *dims, int32_t *id_out);
+/* Adds a tensor named <like's name><suffix> (suffix may be NULL) of dtype, with like's rank and
+ * dims when rank < 0, else rank and dims. `like` may be a tensor of g (or of another graph): the
+ * one graph-building step shared by the precision pass, the quantizer's rewrite and the
+ * converter's passes. */
+ks_status ks__graph_add_tensor_like(ks__graph *g, const ks__tensor *like, const char *suffix,
+                                    ks_dtype dtype, int32_t rank, const int64_t *dims,
+                                    int32_t *id_out);
 /* Sets constant data. copy=true copies `size_bytes` bytes (graph owns them); copy=false takes
  * ownership of `data`, which must come from ks__alloc_aligned(&g->alloc, ..., 64). */
 ks_status ks__graph_set_const(ks__graph *g, int32_t id, const void *data, size_t size_bytes,

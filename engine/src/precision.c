@@ -171,15 +171,7 @@ static ks_status add_node(builder *b, uint32_t op, const char *name, uint32_t ni
 
 static ks_status add_tensor_like(builder *b, int32_t t, const char *suffix, ks_dtype dtype,
                                  int32_t *id) {
-    const ks__tensor *s = &b->src->tensors[t];
-    size_t n = strlen(s->name ? s->name : "") + strlen(suffix) + 1;
-    char *name = ks__alloc(&b->src->alloc, n);
-    if (!name) return KS_STATUS_OUT_OF_MEMORY;
-    strcpy(name, s->name ? s->name : "");
-    strcat(name, suffix);
-    ks_status st = ks__graph_add_tensor(b->dst, name, dtype, s->rank, s->dims, id);
-    ks__free(&b->src->alloc, name);
-    return st;
+    return ks__graph_add_tensor_like(b->dst, &b->src->tensors[t], suffix, dtype, -1, NULL, id);
 }
 
 /* The F32 version of activation t in dst. */
