@@ -24,43 +24,43 @@ static float anchor_scale(float min_scale, float max_scale, int32_t index, int32
     return min_scale + (max_scale - min_scale) * (float)index / (float)(num_strides - 1);
 }
 
-static ks_status check_anchor_options(const ks__ssd_anchor_options *o, char *err, size_t err_size) {
-    if (!o) return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT, "ssd anchors: NULL");
+static ks_status check_anchor_options(const ks__ssd_anchor_options *o, char *err, size_t err_cap) {
+    if (!o) return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT, "ssd anchors: NULL");
     if (o->input_size_width <= 0 || o->input_size_height <= 0 ||
         o->input_size_width > MAX_INPUT_SIDE_PX || o->input_size_height > MAX_INPUT_SIDE_PX)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "ssd anchors: input size %dx%d out of range [1, %d]",
                                (int)o->input_size_width, (int)o->input_size_height,
                                MAX_INPUT_SIDE_PX);
     if (o->num_layers <= 0 || o->num_layers > KS__SSD_MAX_LAYERS)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "ssd anchors: num_layers %d out of range [1, %d]",
                                (int)o->num_layers, KS__SSD_MAX_LAYERS);
     if (o->num_aspect_ratios < 0 || o->num_aspect_ratios > KS__SSD_MAX_ASPECT_RATIOS)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "ssd anchors: num_aspect_ratios %d out of range [0, %d]",
                                (int)o->num_aspect_ratios, KS__SSD_MAX_ASPECT_RATIOS);
     for (int32_t i = 0; i < o->num_layers; i++)
         if (o->strides[i] <= 0)
-            return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+            return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                    "ssd anchors: strides[%d] = %d must be positive", (int)i,
                                    (int)o->strides[i]);
     for (int32_t i = 0; i < o->num_aspect_ratios; i++)
         if (!(o->aspect_ratios[i] > 0.0f) || !isfinite(o->aspect_ratios[i]))
-            return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+            return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                    "ssd anchors: aspect_ratios[%d] = %g must be positive", (int)i,
                                    (double)o->aspect_ratios[i]);
     if (!isfinite(o->min_scale) || !isfinite(o->max_scale) || !isfinite(o->anchor_offset_x) ||
         !isfinite(o->anchor_offset_y) || !isfinite(o->interpolated_scale_aspect_ratio))
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "ssd anchors: non-finite scale, offset or interpolated ratio");
     return KS_STATUS_OK;
 }
 
 /* Walks the anchors in MediaPipe order; writes them when `anchors` is non-NULL. */
 static ks_status anchors_walk(const ks__ssd_anchor_options *o, ks__anchor *anchors, size_t cap,
-                              size_t *count_out, char *err, size_t err_size) {
-    ks_status st = check_anchor_options(o, err, err_size);
+                              size_t *count_out, char *err, size_t err_cap) {
+    ks_status st = check_anchor_options(o, err, err_cap);
     if (st != KS_STATUS_OK) return st;
     size_t n = 0;
     int32_t layer_id = 0;
@@ -106,12 +106,12 @@ static ks_status anchors_walk(const ks__ssd_anchor_options *o, ks__anchor *ancho
         int32_t fm_w = (o->input_size_width + stride - 1) / stride;
         size_t layer_count = (size_t)fm_h * (size_t)fm_w * (size_t)num_per_cell;
         if (layer_count > MAX_ANCHORS - n)
-            return ks__vision_fail(err, err_size, KS_STATUS_LIMIT_EXCEEDED,
+            return ks__vision_fail(err, err_cap, KS_STATUS_LIMIT_EXCEEDED,
                                    "ssd anchors: more than %u anchors (stride %d)", MAX_ANCHORS,
                                    (int)stride);
         if (anchors) {
             if (layer_count > cap - n)
-                return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+                return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                        "ssd anchors: output capacity %zu too small", cap);
             for (int32_t y = 0; y < fm_h; y++) {
                 for (int32_t x = 0; x < fm_w; x++) {
@@ -130,7 +130,7 @@ static ks_status anchors_walk(const ks__ssd_anchor_options *o, ks__anchor *ancho
             n += layer_count;
         }
         if (num_per_cell == 0)
-            return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+            return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                    "ssd anchors: layer %d has no anchors (no aspect ratio)",
                                    (int)layer_id);
         layer_id = last;
@@ -140,17 +140,17 @@ static ks_status anchors_walk(const ks__ssd_anchor_options *o, ks__anchor *ancho
 }
 
 ks_status ks__ssd_anchors_count(const ks__ssd_anchor_options *opt, size_t *count_out, char *err,
-                                size_t err_size) {
+                                size_t err_cap) {
     if (!count_out)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT, "ssd anchors: NULL");
-    return anchors_walk(opt, NULL, 0, count_out, err, err_size);
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT, "ssd anchors: NULL");
+    return anchors_walk(opt, NULL, 0, count_out, err, err_cap);
 }
 
 ks_status ks__ssd_anchors_generate(const ks__ssd_anchor_options *opt, ks__anchor *anchors,
-                                   size_t cap, size_t *count_out, char *err, size_t err_size) {
+                                   size_t cap, size_t *count_out, char *err, size_t err_cap) {
     if (!anchors || !count_out)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT, "ssd anchors: NULL");
-    return anchors_walk(opt, anchors, cap, count_out, err, err_size);
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT, "ssd anchors: NULL");
+    return anchors_walk(opt, anchors, cap, count_out, err, err_cap);
 }
 
 /* ---- output collection ------------------------------------------------------------------ */
@@ -176,38 +176,38 @@ static bool box_valid(const ks__detection *d) {
 
 /* ---- SSD decode ------------------------------------------------------------------------- */
 
-static ks_status check_decode_options(const ks__ssd_decode_options *o, char *err, size_t err_size) {
+static ks_status check_decode_options(const ks__ssd_decode_options *o, char *err, size_t err_cap) {
     if (o->num_boxes <= 0 || (uint32_t)o->num_boxes > MAX_ANCHORS || o->num_classes <= 0 ||
         o->num_classes > MAX_CLASSES || o->num_coords < 4 || o->num_coords > MAX_COORDS)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "ssd decode: num_boxes %d, num_classes %d or num_coords %d out of "
                                "range",
                                (int)o->num_boxes, (int)o->num_classes, (int)o->num_coords);
     if (o->box_coord_offset < 0 || o->box_coord_offset > o->num_coords - 4)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "ssd decode: box_coord_offset %d does not fit num_coords %d",
                                (int)o->box_coord_offset, (int)o->num_coords);
     if (o->num_keypoints < 0 || o->num_keypoints > KS__MAX_KEYPOINTS)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "ssd decode: num_keypoints %d out of range [0, %d]",
                                (int)o->num_keypoints, KS__MAX_KEYPOINTS);
     if (o->num_keypoints > 0) {
         int64_t end = (int64_t)o->keypoint_coord_offset +
                       (int64_t)(o->num_keypoints - 1) * o->num_values_per_keypoint + 2;
         if (o->keypoint_coord_offset < 0 || o->num_values_per_keypoint < 2 || end > o->num_coords)
-            return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+            return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                    "ssd decode: %d keypoints x %d values at offset %d exceed "
                                    "num_coords %d",
                                    (int)o->num_keypoints, (int)o->num_values_per_keypoint,
                                    (int)o->keypoint_coord_offset, (int)o->num_coords);
     }
     if ((unsigned)o->box_format >= KS__BOX_FORMAT_COUNT)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "ssd decode: box_format %d unknown", (int)o->box_format);
     if (!(o->x_scale != 0.0f) || !(o->y_scale != 0.0f) || !(o->w_scale != 0.0f) ||
         !(o->h_scale != 0.0f) || !isfinite(o->x_scale) || !isfinite(o->y_scale) ||
         !isfinite(o->w_scale) || !isfinite(o->h_scale))
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "ssd decode: x/y/w/h scales must be finite and non-zero");
     return KS_STATUS_OK;
 }
@@ -215,22 +215,22 @@ static ks_status check_decode_options(const ks__ssd_decode_options *o, char *err
 ks_status ks__ssd_decode(const ks__ssd_decode_options *opt, const float *raw_boxes,
                          size_t raw_boxes_count, const float *raw_scores, size_t raw_scores_count,
                          const ks__anchor *anchors, size_t num_anchors, ks__detection *out,
-                         size_t cap, size_t *count_out, char *err, size_t err_size) {
+                         size_t cap, size_t *count_out, char *err, size_t err_cap) {
     if (!opt || !raw_boxes || !raw_scores || !anchors || !out || !count_out)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT, "ssd decode: NULL");
-    ks_status st = check_decode_options(opt, err, err_size);
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT, "ssd decode: NULL");
+    ks_status st = check_decode_options(opt, err, err_cap);
     if (st != KS_STATUS_OK) return st;
     size_t nb = (size_t)opt->num_boxes, nc = (size_t)opt->num_coords;
     size_t ncls = (size_t)opt->num_classes;
     if (num_anchors != nb)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_SHAPE,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_SHAPE,
                                "ssd decode: %zu anchors for num_boxes %zu", num_anchors, nb);
     if (raw_boxes_count != nb * nc)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_SHAPE,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_SHAPE,
                                "ssd decode: box tensor has %zu values, expected %zu x %zu",
                                raw_boxes_count, nb, nc);
     if (raw_scores_count != nb * ncls)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_SHAPE,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_SHAPE,
                                "ssd decode: score tensor has %zu values, expected %zu x %zu",
                                raw_scores_count, nb, ncls);
     size_t n = 0;
@@ -521,23 +521,22 @@ const char *ks__ssd_preset_string(ks__ssd_preset preset) {
 /* ---- YOLOX / NanoDet -------------------------------------------------------------------- */
 
 static ks_status check_grid(const char *what, int32_t in_w, int32_t in_h, int32_t num_classes,
-                            int32_t num_levels, const int32_t *strides, char *err,
-                            size_t err_size) {
+                            int32_t num_levels, const int32_t *strides, char *err, size_t err_cap) {
     if (in_w <= 0 || in_h <= 0 || in_w > MAX_INPUT_SIDE_PX || in_h > MAX_INPUT_SIDE_PX)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "%s: input size %dx%d out of range [1, %d]", what, (int)in_w,
                                (int)in_h, MAX_INPUT_SIDE_PX);
     if (num_classes <= 0 || num_classes > MAX_CLASSES)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "%s: num_classes %d out of range [1, %d]", what, (int)num_classes,
                                MAX_CLASSES);
     if (num_levels < 0 || num_levels > KS__GRID_MAX_LEVELS)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "%s: num_levels %d out of range [0, %d]", what, (int)num_levels,
                                KS__GRID_MAX_LEVELS);
     for (int32_t l = 0; l < num_levels; l++)
         if (strides[l] <= 0)
-            return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+            return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                    "%s: strides[%d] = %d must be positive", what, (int)l,
                                    (int)strides[l]);
     return KS_STATUS_OK;
@@ -555,11 +554,11 @@ static int32_t grid_levels(int32_t num_levels, const int32_t *strides, const int
 }
 
 ks_status ks__yolox_num_cells(const ks__yolox_options *opt, size_t *count_out, char *err,
-                              size_t err_size) {
+                              size_t err_cap) {
     if (!opt || !count_out)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT, "yolox: NULL");
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT, "yolox: NULL");
     ks_status st = check_grid("yolox", opt->input_width, opt->input_height, opt->num_classes,
-                              opt->num_levels, opt->strides, err, err_size);
+                              opt->num_levels, opt->strides, err, err_cap);
     if (st != KS_STATUS_OK) return st;
     const int32_t *strides;
     int32_t nl = grid_levels(opt->num_levels, opt->strides, &strides);
@@ -586,15 +585,15 @@ static void emit_box(ks__detection *out, size_t cap, size_t *n, float x0, float 
 
 ks_status ks__yolox_decode(const ks__yolox_options *opt, const float *raw, size_t raw_count,
                            ks__detection *out, size_t cap, size_t *count_out, char *err,
-                           size_t err_size) {
+                           size_t err_cap) {
     size_t cells;
-    ks_status st = ks__yolox_num_cells(opt, &cells, err, err_size);
+    ks_status st = ks__yolox_num_cells(opt, &cells, err, err_cap);
     if (st != KS_STATUS_OK) return st;
     if (!raw || !out || !count_out)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT, "yolox: NULL");
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT, "yolox: NULL");
     size_t row = 5 + (size_t)opt->num_classes;
     if (raw_count != cells * row)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_SHAPE,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_SHAPE,
                                "yolox: output has %zu values, expected %zu cells x %zu", raw_count,
                                cells, row);
     const int32_t *strides;
@@ -637,16 +636,16 @@ ks_status ks__yolox_decode(const ks__yolox_options *opt, const float *raw, size_
 #define NANODET_MAX_BINS 64
 
 ks_status ks__nanodet_level_cells(const ks__nanodet_options *opt, int32_t level, size_t *count_out,
-                                  char *err, size_t err_size) {
+                                  char *err, size_t err_cap) {
     if (!opt || !count_out)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT, "nanodet: NULL");
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT, "nanodet: NULL");
     ks_status st = check_grid("nanodet", opt->input_width, opt->input_height, opt->num_classes,
-                              opt->num_levels, opt->strides, err, err_size);
+                              opt->num_levels, opt->strides, err, err_cap);
     if (st != KS_STATUS_OK) return st;
     const int32_t *strides;
     int32_t nl = grid_levels(opt->num_levels, opt->strides, &strides);
     if (level < 0 || level >= nl)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "nanodet: level %d out of range [0, %d)", (int)level, (int)nl);
     int32_t s = strides[level];
     *count_out =
@@ -671,31 +670,31 @@ static float dfl_integral(const float *logits, int32_t n) {
 ks_status ks__nanodet_decode(const ks__nanodet_options *opt, const float *const *cls,
                              const size_t *cls_counts, const float *const *reg,
                              const size_t *reg_counts, ks__detection *out, size_t cap,
-                             size_t *count_out, char *err, size_t err_size) {
+                             size_t *count_out, char *err, size_t err_cap) {
     size_t cells;
-    ks_status st = ks__nanodet_level_cells(opt, 0, &cells, err, err_size);
+    ks_status st = ks__nanodet_level_cells(opt, 0, &cells, err, err_cap);
     if (st != KS_STATUS_OK) return st;
     if (!cls || !cls_counts || !reg || !reg_counts || !out || !count_out)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT, "nanodet: NULL");
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT, "nanodet: NULL");
     int32_t reg_max = opt->reg_max == 0 ? 7 : opt->reg_max;
     if (reg_max < 1 || reg_max >= NANODET_MAX_BINS)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "nanodet: reg_max %d out of range [1, %d]", (int)reg_max,
                                NANODET_MAX_BINS - 1);
     if (!isfinite(opt->center_offset))
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "nanodet: center_offset not finite");
     size_t bins = (size_t)reg_max + 1, ncls = (size_t)opt->num_classes;
     const int32_t *strides;
     int32_t nl = grid_levels(opt->num_levels, opt->strides, &strides);
     for (int32_t l = 0; l < nl; l++) {
-        st = ks__nanodet_level_cells(opt, l, &cells, err, err_size);
+        st = ks__nanodet_level_cells(opt, l, &cells, err, err_cap);
         if (st != KS_STATUS_OK) return st;
         if (!cls[l] || !reg[l])
-            return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+            return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                    "nanodet: level %d tensor is NULL", (int)l);
         if (cls_counts[l] != cells * ncls || reg_counts[l] != cells * 4 * bins)
-            return ks__vision_fail(err, err_size, KS_STATUS_INVALID_SHAPE,
+            return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_SHAPE,
                                    "nanodet: level %d (stride %d) has cls %zu / reg %zu values, "
                                    "expected %zu x %zu / %zu x %zu",
                                    (int)l, (int)strides[l], cls_counts[l], reg_counts[l], cells,

@@ -22,7 +22,7 @@
  *
  * Thread safety: all functions are pure (no hidden state); concurrent calls on distinct output
  * buffers are safe. None allocates memory. Error messages go to the caller's `err` buffer
- * (may be NULL when err_size is 0).
+ * (may be NULL when err_cap is 0).
  */
 #ifndef KESTREL_ALGOS_DETECTION_H
 #define KESTREL_ALGOS_DETECTION_H
@@ -77,10 +77,10 @@ typedef struct ks__ssd_anchor_options {
 
 /* Number of anchors the options produce. */
 ks_status ks__ssd_anchors_count(const ks__ssd_anchor_options *opt, size_t *count_out, char *err,
-                                size_t err_size);
+                                size_t err_cap);
 /* Writes the anchors in MediaPipe order (layer, y, x, anchor). `cap` must be >= the count. */
 ks_status ks__ssd_anchors_generate(const ks__ssd_anchor_options *opt, ks__anchor *anchors,
-                                   size_t cap, size_t *count_out, char *err, size_t err_size);
+                                   size_t cap, size_t *count_out, char *err, size_t err_cap);
 
 /* ---- SSD tensors -> detections (MediaPipe TensorsToDetectionsCalculator) ------------------ */
 
@@ -115,7 +115,7 @@ typedef struct ks__ssd_decode_options {
 ks_status ks__ssd_decode(const ks__ssd_decode_options *opt, const float *raw_boxes,
                          size_t raw_boxes_count, const float *raw_scores, size_t raw_scores_count,
                          const ks__anchor *anchors, size_t num_anchors, ks__detection *out,
-                         size_t cap, size_t *count_out, char *err, size_t err_size);
+                         size_t cap, size_t *count_out, char *err, size_t err_cap);
 
 /* ---- Non-maximum suppression (MediaPipe NonMaxSuppressionCalculator) ------------------- */
 
@@ -203,9 +203,9 @@ typedef struct ks__nanodet_options {
 
 /* Number of grid cells (rows) the options produce, summed over levels. */
 ks_status ks__yolox_num_cells(const ks__yolox_options *opt, size_t *count_out, char *err,
-                              size_t err_size);
+                              size_t err_cap);
 ks_status ks__nanodet_level_cells(const ks__nanodet_options *opt, int32_t level, size_t *count_out,
-                                  char *err, size_t err_size);
+                                  char *err, size_t err_cap);
 
 /* Boxes are normalized by input_width/height. Each cell yields its best class (or, with
  * multi_label, every class) scoring >= min_score_thresh; then run ks__nms with per_class.
@@ -213,12 +213,12 @@ ks_status ks__nanodet_level_cells(const ks__nanodet_options *opt, int32_t level,
  * If more than `cap` survive, the best `cap` are kept. */
 ks_status ks__yolox_decode(const ks__yolox_options *opt, const float *raw, size_t raw_count,
                            ks__detection *out, size_t cap, size_t *count_out, char *err,
-                           size_t err_size);
+                           size_t err_cap);
 /* cls[level] and reg[level] point to each level's tensors; counts are checked per level. */
 ks_status ks__nanodet_decode(const ks__nanodet_options *opt, const float *const *cls,
                              const size_t *cls_counts, const float *const *reg,
                              const size_t *reg_counts, ks__detection *out, size_t cap,
-                             size_t *count_out, char *err, size_t err_size);
+                             size_t *count_out, char *err, size_t err_cap);
 
 #ifdef __cplusplus
 }

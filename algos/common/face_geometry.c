@@ -26,8 +26,8 @@
 #define BASIS_LANDMARK_ID 1u
 #define BASIS_WEIGHT 2u
 
-static ks_status pb_fail(char *err, size_t err_size, const char *where, int rc) {
-    return ks__vision_fail(err, err_size, KS_STATUS_INVALID_MODEL,
+static ks_status pb_fail(char *err, size_t err_cap, const char *where, int rc) {
+    return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_MODEL,
                            "geometry_pipeline_metadata: %s: %s", where, ks__pb_error_string(rc));
 }
 
@@ -40,7 +40,7 @@ void ks__face_geometry_metadata_destroy(ks__face_geometry_metadata *md) {
 }
 
 static ks_status parse_basis_entry(ks__pb_span span, uint32_t *id_out, float *w_out, char *err,
-                                   size_t err_size) {
+                                   size_t err_cap) {
     ks__pb_reader r = ks__pb_reader_init(span);
     ks__pb_field f;
     int rc;
@@ -49,22 +49,22 @@ static ks_status parse_basis_entry(ks__pb_span span, uint32_t *id_out, float *w_
     while ((rc = ks__pb_next(&r, &f)) > 0) {
         if (f.number == BASIS_LANDMARK_ID) {
             if (f.wire != KS_PB_VARINT)
-                return ks__vision_fail(err, err_size, KS_STATUS_INVALID_MODEL,
+                return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_MODEL,
                                        "geometry_pipeline_metadata: landmark_id has wire type %u",
                                        (unsigned)f.wire);
             id = f.u64;
         } else if (f.number == BASIS_WEIGHT) {
             if (f.wire != KS_PB_FIXED32)
-                return ks__vision_fail(err, err_size, KS_STATUS_INVALID_MODEL,
+                return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_MODEL,
                                        "geometry_pipeline_metadata: weight has wire type %u",
                                        (unsigned)f.wire);
             uint32_t bits = (uint32_t)f.u64;
             memcpy(&w, &bits, 4);
         }
     }
-    if (rc < 0) return pb_fail(err, err_size, "procrustes_landmark_basis", rc);
+    if (rc < 0) return pb_fail(err, err_cap, "procrustes_landmark_basis", rc);
     if (id > UINT32_MAX)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_MODEL,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_MODEL,
                                "geometry_pipeline_metadata: landmark_id %llu too large",
                                (unsigned long long)id);
     *id_out = (uint32_t)id;
@@ -73,11 +73,11 @@ static ks_status parse_basis_entry(ks__pb_span span, uint32_t *id_out, float *w_
 }
 
 ks_status ks__face_geometry_parse(const ks_allocator *alloc, const uint8_t *data, size_t size_bytes,
-                                  ks__face_geometry_metadata **out, char *err, size_t err_size) {
+                                  ks__face_geometry_metadata **out, char *err, size_t err_cap) {
     ks_status status = KS_STATUS_OK;
     ks__face_geometry_metadata *md = NULL;
     if (!out || (!data && size_bytes > 0)) {
-        status = ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        status = ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                  "geometry_pipeline_metadata: NULL argument");
         goto error;
     }
@@ -92,7 +92,7 @@ ks_status ks__face_geometry_parse(const ks_allocator *alloc, const uint8_t *data
     while ((rc = ks__pb_next(&r, &f)) > 0) {
         if (f.number == FIELD_CANONICAL_MESH) {
             if (f.wire != KS_PB_LEN || have_mesh) {
-                status = ks__vision_fail(err, err_size, KS_STATUS_INVALID_MODEL,
+                status = ks__vision_fail(err, err_cap, KS_STATUS_INVALID_MODEL,
                                          "geometry_pipeline_metadata: canonical_mesh %s",
                                          have_mesh ? "appears twice" : "is not a message");
                 goto error;
@@ -101,7 +101,7 @@ ks_status ks__face_geometry_parse(const ks_allocator *alloc, const uint8_t *data
             have_mesh = true;
         } else if (f.number == FIELD_BASIS) {
             if (f.wire != KS_PB_LEN) {
-                status = ks__vision_fail(err, err_size, KS_STATUS_INVALID_MODEL,
+                status = ks__vision_fail(err, err_cap, KS_STATUS_INVALID_MODEL,
                                          "geometry_pipeline_metadata: procrustes_landmark_basis "
                                          "entry %zu is not a message",
                                          num_basis);
@@ -113,16 +113,16 @@ ks_status ks__face_geometry_parse(const ks_allocator *alloc, const uint8_t *data
         }
     }
     if (rc < 0) {
-        status = pb_fail(err, err_size, "top level", rc);
+        status = pb_fail(err, err_cap, "top level", rc);
         goto error;
     }
     if (!have_mesh) {
-        status = ks__vision_fail(err, err_size, KS_STATUS_INVALID_MODEL,
+        status = ks__vision_fail(err, err_cap, KS_STATUS_INVALID_MODEL,
                                  "geometry_pipeline_metadata: no canonical_mesh");
         goto error;
     }
     if (input_source < 0 || input_source > 2) {
-        status = ks__vision_fail(err, err_size, KS_STATUS_INVALID_MODEL,
+        status = ks__vision_fail(err, err_cap, KS_STATUS_INVALID_MODEL,
                                  "geometry_pipeline_metadata: input_source %lld unknown",
                                  (long long)input_source);
         goto error;
@@ -134,7 +134,7 @@ ks_status ks__face_geometry_parse(const ks_allocator *alloc, const uint8_t *data
         if ((f.number == MESH_VERTEX_TYPE || f.number == MESH_PRIMITIVE_TYPE) &&
             (f.wire != KS_PB_VARINT || f.u64 != 0)) {
             status =
-                ks__vision_fail(err, err_size, KS_STATUS_UNSUPPORTED,
+                ks__vision_fail(err, err_cap, KS_STATUS_UNSUPPORTED,
                                 "geometry_pipeline_metadata: canonical_mesh %s = %llu "
                                 "(only 0: VERTEX_PT / TRIANGLE)",
                                 f.number == MESH_VERTEX_TYPE ? "vertex_type" : "primitive_type",
@@ -143,29 +143,29 @@ ks_status ks__face_geometry_parse(const ks_allocator *alloc, const uint8_t *data
         }
     }
     if (rc < 0) {
-        status = pb_fail(err, err_size, "canonical_mesh", rc);
+        status = pb_fail(err, err_cap, "canonical_mesh", rc);
         goto error;
     }
     size_t num_floats = 0, num_indices = 0;
     rc = ks__pb_count_repeated(mesh, MESH_VERTEX_BUFFER, KS_PB_FIXED32, &num_floats);
     if (rc < 0) {
-        status = pb_fail(err, err_size, "canonical_mesh.vertex_buffer", rc);
+        status = pb_fail(err, err_cap, "canonical_mesh.vertex_buffer", rc);
         goto error;
     }
     rc = ks__pb_count_repeated(mesh, MESH_INDEX_BUFFER, KS_PB_VARINT, &num_indices);
     if (rc < 0) {
-        status = pb_fail(err, err_size, "canonical_mesh.index_buffer", rc);
+        status = pb_fail(err, err_cap, "canonical_mesh.index_buffer", rc);
         goto error;
     }
     if (num_floats == 0 || num_floats % 5 != 0) {
-        status = ks__vision_fail(err, err_size, KS_STATUS_INVALID_MODEL,
+        status = ks__vision_fail(err, err_cap, KS_STATUS_INVALID_MODEL,
                                  "geometry_pipeline_metadata: vertex_buffer has %zu floats, not "
                                  "a positive multiple of 5 (x, y, z, u, v)",
                                  num_floats);
         goto error;
     }
     if (num_indices % 3 != 0) {
-        status = ks__vision_fail(err, err_size, KS_STATUS_INVALID_MODEL,
+        status = ks__vision_fail(err, err_cap, KS_STATUS_INVALID_MODEL,
                                  "geometry_pipeline_metadata: index_buffer has %zu indices, not "
                                  "a multiple of 3",
                                  num_indices);
@@ -174,7 +174,7 @@ ks_status ks__face_geometry_parse(const ks_allocator *alloc, const uint8_t *data
     size_t num_vertices = num_floats / 5;
     if (num_vertices > KS__FACE_GEOMETRY_MAX_VERTICES ||
         num_indices > KS__FACE_GEOMETRY_MAX_INDICES || num_basis > num_vertices) {
-        status = ks__vision_fail(err, err_size, KS_STATUS_LIMIT_EXCEEDED,
+        status = ks__vision_fail(err, err_cap, KS_STATUS_LIMIT_EXCEEDED,
                                  "geometry_pipeline_metadata: %zu vertices / %zu indices / %zu "
                                  "basis entries exceed limits (%d / %d / vertex count)",
                                  num_vertices, num_indices, num_basis,
@@ -182,7 +182,7 @@ ks_status ks__face_geometry_parse(const ks_allocator *alloc, const uint8_t *data
         goto error;
     }
     if (num_basis == 0) {
-        status = ks__vision_fail(err, err_size, KS_STATUS_INVALID_MODEL,
+        status = ks__vision_fail(err, err_cap, KS_STATUS_INVALID_MODEL,
                                  "geometry_pipeline_metadata: empty procrustes_landmark_basis");
         goto error;
     }
@@ -192,7 +192,7 @@ ks_status ks__face_geometry_parse(const ks_allocator *alloc, const uint8_t *data
     if (alloc) a = *alloc;
     md = ks__alloc(&a, sizeof(*md));
     if (!md) {
-        status = ks__vision_fail(err, err_size, KS_STATUS_OUT_OF_MEMORY,
+        status = ks__vision_fail(err, err_cap, KS_STATUS_OUT_OF_MEMORY,
                                  "geometry_pipeline_metadata: out of memory");
         goto error;
     }
@@ -202,7 +202,7 @@ ks_status ks__face_geometry_parse(const ks_allocator *alloc, const uint8_t *data
     size_t block_elems = num_floats + num_indices + 2 * num_basis;
     uint8_t *block = ks__alloc(&a, block_elems * 4);
     if (!block) {
-        status = ks__vision_fail(err, err_size, KS_STATUS_OUT_OF_MEMORY,
+        status = ks__vision_fail(err, err_cap, KS_STATUS_OUT_OF_MEMORY,
                                  "geometry_pipeline_metadata: out of memory (%zu bytes)",
                                  block_elems * 4);
         goto error;
@@ -220,12 +220,12 @@ ks_status ks__face_geometry_parse(const ks_allocator *alloc, const uint8_t *data
     rc = ks__pb_read_repeated(mesh, MESH_VERTEX_BUFFER, KS_PB_FIXED32, NULL, md->vertices,
                               num_floats, &got);
     if (rc < 0 || got != num_floats) {
-        status = pb_fail(err, err_size, "canonical_mesh.vertex_buffer", rc < 0 ? rc : -1);
+        status = pb_fail(err, err_cap, "canonical_mesh.vertex_buffer", rc < 0 ? rc : -1);
         goto error;
     }
     for (size_t i = 0; i < num_floats; i++) {
         if (!isfinite(md->vertices[i])) {
-            status = ks__vision_fail(err, err_size, KS_STATUS_INVALID_MODEL,
+            status = ks__vision_fail(err, err_cap, KS_STATUS_INVALID_MODEL,
                                      "geometry_pipeline_metadata: vertex_buffer[%zu] is not "
                                      "finite",
                                      i);
@@ -240,7 +240,7 @@ ks_status ks__face_geometry_parse(const ks_allocator *alloc, const uint8_t *data
         if (f.number != MESH_INDEX_BUFFER) continue;
         if (f.wire == KS_PB_VARINT) {
             if (k >= num_indices || f.u64 >= num_vertices) {
-                status = ks__vision_fail(err, err_size, KS_STATUS_INVALID_MODEL,
+                status = ks__vision_fail(err, err_cap, KS_STATUS_INVALID_MODEL,
                                          "geometry_pipeline_metadata: index_buffer[%zu] = %llu "
                                          "out of range (%zu vertices)",
                                          k, (unsigned long long)f.u64, num_vertices);
@@ -265,7 +265,7 @@ ks_status ks__face_geometry_parse(const ks_allocator *alloc, const uint8_t *data
                 }
             }
             if (!done || k >= num_indices || v >= num_vertices) {
-                status = ks__vision_fail(err, err_size, KS_STATUS_INVALID_MODEL,
+                status = ks__vision_fail(err, err_cap, KS_STATUS_INVALID_MODEL,
                                          "geometry_pipeline_metadata: packed index_buffer[%zu] "
                                          "malformed or >= %zu vertices",
                                          k, num_vertices);
@@ -275,7 +275,7 @@ ks_status ks__face_geometry_parse(const ks_allocator *alloc, const uint8_t *data
         }
     }
     if (rc < 0 || k != num_indices) {
-        status = pb_fail(err, err_size, "canonical_mesh.index_buffer", rc < 0 ? rc : -1);
+        status = pb_fail(err, err_cap, "canonical_mesh.index_buffer", rc < 0 ? rc : -1);
         goto error;
     }
 
@@ -286,10 +286,10 @@ ks_status ks__face_geometry_parse(const ks_allocator *alloc, const uint8_t *data
         if (f.number != FIELD_BASIS) continue;
         uint32_t id;
         float w;
-        status = parse_basis_entry(f.span, &id, &w, err, err_size);
+        status = parse_basis_entry(f.span, &id, &w, err, err_cap);
         if (status != KS_STATUS_OK) goto error;
         if (id >= num_vertices || !isfinite(w) || w < 0.0f) {
-            status = ks__vision_fail(err, err_size, KS_STATUS_INVALID_MODEL,
+            status = ks__vision_fail(err, err_cap, KS_STATUS_INVALID_MODEL,
                                      "geometry_pipeline_metadata: basis[%zu] landmark_id %u "
                                      "(%zu vertices) or weight %g invalid",
                                      b, (unsigned)id, num_vertices, (double)w);
@@ -301,11 +301,11 @@ ks_status ks__face_geometry_parse(const ks_allocator *alloc, const uint8_t *data
         b++;
     }
     if (rc < 0) {
-        status = pb_fail(err, err_size, "top level", rc);
+        status = pb_fail(err, err_cap, "top level", rc);
         goto error;
     }
     if (!(weight_sum > 0.0)) {
-        status = ks__vision_fail(err, err_size, KS_STATUS_INVALID_MODEL,
+        status = ks__vision_fail(err, err_cap, KS_STATUS_INVALID_MODEL,
                                  "geometry_pipeline_metadata: basis weights sum to %g", weight_sum);
         goto error;
     }
@@ -492,21 +492,21 @@ ks_status ks__face_geometry_estimate(const ks__face_geometry_metadata *md,
                                      const ks__perspective_camera *camera, const ks__landmark *lm,
                                      size_t n, int32_t frame_width, int32_t frame_height,
                                      float *workspace, float *metric_xyz_out,
-                                     ks__face_pose *pose_out, char *err, size_t err_size) {
+                                     ks__face_pose *pose_out, char *err, size_t err_cap) {
     if (!md || !lm || !workspace || !pose_out)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT, "face geometry: NULL");
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT, "face geometry: NULL");
     size_t nv = md->num_vertices;
     if (n < nv)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "face geometry: %zu landmarks, the canonical mesh has %zu", n, nv);
     if (frame_width <= 0 || frame_height <= 0)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "face geometry: frame size %dx%d", (int)frame_width,
                                (int)frame_height);
     ks__perspective_camera cam = camera_or_default(camera);
     if (!(cam.vertical_fov_deg > 0.0f && cam.vertical_fov_deg < 180.0f) ||
         !(cam.near_plane > 0.0f) || !(cam.far_plane > cam.near_plane))
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "face geometry: camera fov %g near %g far %g invalid",
                                (double)cam.vertical_fov_deg, (double)cam.near_plane,
                                (double)cam.far_plane);
@@ -571,7 +571,7 @@ ks_status ks__face_geometry_estimate(const ks__face_geometry_metadata *md,
     }
     return KS_STATUS_OK;
 degenerate:
-    return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+    return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                            "face geometry: degenerate landmarks (Procrustes fit failed)");
 }
 

@@ -74,7 +74,7 @@ typedef struct ks__face_geometry_metadata {
  * Errors: INVALID_MODEL (malformed or inconsistent, message names the field and value),
  * LIMIT_EXCEEDED, OUT_OF_MEMORY, INVALID_ARGUMENT. */
 ks_status ks__face_geometry_parse(const ks_allocator *alloc, const uint8_t *data, size_t size_bytes,
-                                  ks__face_geometry_metadata **out, char *err, size_t err_size);
+                                  ks__face_geometry_metadata **out, char *err, size_t err_cap);
 void ks__face_geometry_metadata_destroy(ks__face_geometry_metadata *md);
 
 /* Zero means the default shown (MediaPipe face_geometry environment). */
@@ -109,7 +109,7 @@ ks_status ks__face_geometry_estimate(const ks__face_geometry_metadata *md,
                                      const ks__perspective_camera *camera, const ks__landmark *lm,
                                      size_t n, int32_t frame_width, int32_t frame_height,
                                      float *workspace, float *metric_xyz_out,
-                                     ks__face_pose *pose_out, char *err, size_t err_size);
+                                     ks__face_pose *pose_out, char *err, size_t err_cap);
 
 /* OpenGL-style perspective projection for the same camera (column-major), aspect =
  * frame_width / frame_height. */

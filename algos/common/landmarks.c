@@ -21,28 +21,28 @@ static float activate(ks__activation a, float v) {
 
 ks_status ks__tensors_to_landmarks(const ks__landmarks_decode_options *opt, const float *raw,
                                    size_t raw_count, ks__landmark *out, size_t cap, char *err,
-                                   size_t err_size) {
+                                   size_t err_cap) {
     if (!opt || !raw || !out)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT, "landmarks: NULL");
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT, "landmarks: NULL");
     if (opt->num_landmarks <= 0 || opt->num_landmarks > MAX_LANDMARKS)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "landmarks: num_landmarks %d out of range [1, %d]",
                                (int)opt->num_landmarks, MAX_LANDMARKS);
     if (opt->input_width <= 0 || opt->input_height <= 0)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "landmarks: input size %dx%d must be positive",
                                (int)opt->input_width, (int)opt->input_height);
     if ((unsigned)opt->visibility_activation >= KS__ACTIVATION_COUNT ||
         (unsigned)opt->presence_activation >= KS__ACTIVATION_COUNT)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "landmarks: unknown activation");
     size_t n = (size_t)opt->num_landmarks;
     if (cap < n)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "landmarks: output capacity %zu < %zu landmarks", cap, n);
     size_t dims = raw_count / n;
     if (raw_count % n != 0 || dims < 2 || dims > MAX_DIMS)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_SHAPE,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_SHAPE,
                                "landmarks: tensor has %zu values, not %zu landmarks x 2..%d",
                                raw_count, n, MAX_DIMS);
     float norm_z = opt->normalize_z == 0.0f ? 1.0f : opt->normalize_z;
@@ -202,20 +202,20 @@ void ks__rect_transform(const ks__roi_options *opt, int32_t image_width, int32_t
 }
 
 static ks_status check_roi(const ks__roi_options *opt, size_t num_points, int32_t image_width,
-                           int32_t image_height, const char *what, char *err, size_t err_size) {
+                           int32_t image_height, const char *what, char *err, size_t err_cap) {
     if (image_width <= 0 || image_height <= 0 || image_width > MAX_IMAGE_SIDE_PX ||
         image_height > MAX_IMAGE_SIDE_PX)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "roi from %s: image size %dx%d out of range", what, (int)image_width,
                                (int)image_height);
     if ((unsigned)opt->mode >= KS__ROI_MODE_COUNT)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "roi from %s: unknown mode %d", what, (int)opt->mode);
     bool need_points = opt->rotate || opt->mode != KS__ROI_MODE_BBOX;
     if (need_points &&
         (opt->start_index < 0 || opt->end_index < 0 || (size_t)opt->start_index >= num_points ||
          (size_t)opt->end_index >= num_points))
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "roi from %s: points %d/%d out of range (%zu points)", what,
                                (int)opt->start_index, (int)opt->end_index, num_points);
     return KS_STATUS_OK;
@@ -232,11 +232,11 @@ static void alignment_rect(float x0, float y0, float x1, float y1, int32_t iw, i
 }
 
 static ks_status finish_rect(const ks__roi_options *opt, int32_t iw, int32_t ih, ks__rect *r,
-                             ks__rect *out, const char *what, char *err, size_t err_size) {
+                             ks__rect *out, const char *what, char *err, size_t err_cap) {
     ks__rect_transform(opt, iw, ih, r);
     if (!isfinite(r->x_center) || !isfinite(r->y_center) || !isfinite(r->width) ||
         !isfinite(r->height) || !isfinite(r->rotation_rad))
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "roi from %s: non-finite result", what);
     *out = *r;
     return KS_STATUS_OK;
@@ -244,14 +244,14 @@ static ks_status finish_rect(const ks__roi_options *opt, int32_t iw, int32_t ih,
 
 ks_status ks__roi_from_detection(const ks__roi_options *opt, const ks__detection *d,
                                  int32_t image_width, int32_t image_height, ks__rect *out,
-                                 char *err, size_t err_size) {
+                                 char *err, size_t err_cap) {
     if (!opt || !d || !out)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT, "roi: NULL");
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT, "roi: NULL");
     size_t nk = d->num_keypoints <= KS__MAX_KEYPOINTS ? d->num_keypoints : KS__MAX_KEYPOINTS;
     if (opt->mode == KS__ROI_MODE_ROTATED_BBOX)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT,
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT,
                                "roi from detection: rotated bbox needs landmarks");
-    ks_status st = check_roi(opt, nk, image_width, image_height, "detection", err, err_size);
+    ks_status st = check_roi(opt, nk, image_width, image_height, "detection", err, err_cap);
     if (st != KS_STATUS_OK) return st;
     ks__rect r;
     memset(&r, 0, sizeof(r));
@@ -269,15 +269,15 @@ ks_status ks__roi_from_detection(const ks__roi_options *opt, const ks__detection
         r.rotation_rad = ks__roi_rotation(a->x, a->y, b->x, b->y, image_width, image_height,
                                           opt->target_angle_deg);
     }
-    return finish_rect(opt, image_width, image_height, &r, out, "detection", err, err_size);
+    return finish_rect(opt, image_width, image_height, &r, out, "detection", err, err_cap);
 }
 
 ks_status ks__roi_from_landmarks(const ks__roi_options *opt, const ks__landmark *lm, size_t n,
                                  int32_t image_width, int32_t image_height, ks__rect *out,
-                                 char *err, size_t err_size) {
+                                 char *err, size_t err_cap) {
     if (!opt || !lm || !out || n == 0)
-        return ks__vision_fail(err, err_size, KS_STATUS_INVALID_ARGUMENT, "roi: NULL or empty");
-    ks_status st = check_roi(opt, n, image_width, image_height, "landmarks", err, err_size);
+        return ks__vision_fail(err, err_cap, KS_STATUS_INVALID_ARGUMENT, "roi: NULL or empty");
+    ks_status st = check_roi(opt, n, image_width, image_height, "landmarks", err, err_cap);
     if (st != KS_STATUS_OK) return st;
     ks__rect r;
     memset(&r, 0, sizeof(r));
@@ -315,5 +315,5 @@ ks_status ks__roi_from_landmarks(const ks__roi_options *opt, const ks__landmark 
         r.width = x1 - x0;
         r.height = y1 - y0;
     }
-    return finish_rect(opt, image_width, image_height, &r, out, "landmarks", err, err_size);
+    return finish_rect(opt, image_width, image_height, &r, out, "landmarks", err, err_cap);
 }

@@ -68,7 +68,7 @@ typedef struct ks__landmarks_decode_options {
  * presence]]]); raw_count must be an exact multiple, D >= 2. Writes num_landmarks entries. */
 ks_status ks__tensors_to_landmarks(const ks__landmarks_decode_options *opt, const float *raw,
                                    size_t raw_count, ks__landmark *out, size_t cap, char *err,
-                                   size_t err_size);
+                                   size_t err_cap);
 
 /* ---- letterbox and projection ----------------------------------------------------------- */
 
@@ -130,11 +130,11 @@ void ks__rect_transform(const ks__roi_options *opt, int32_t image_width, int32_t
 /* Detection -> ROI; indices must be < d->num_keypoints when used. */
 ks_status ks__roi_from_detection(const ks__roi_options *opt, const ks__detection *d,
                                  int32_t image_width, int32_t image_height, ks__rect *out,
-                                 char *err, size_t err_size);
+                                 char *err, size_t err_cap);
 /* Image-normalized landmarks -> ROI (next-frame tracking). */
 ks_status ks__roi_from_landmarks(const ks__roi_options *opt, const ks__landmark *lm, size_t n,
                                  int32_t image_width, int32_t image_height, ks__rect *out,
-                                 char *err, size_t err_size);
+                                 char *err, size_t err_cap);
 
 #ifdef __cplusplus
 }

@@ -5,11 +5,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-ks_status ks__vision_fail(char *err, size_t err_size, ks_status status, const char *fmt, ...) {
-    if (err && err_size > 0) {
+ks_status ks__vision_fail(char *err, size_t err_cap, ks_status status, const char *fmt, ...) {
+    if (err && err_cap > 0) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err, err_size, fmt, ap);
+        vsnprintf(err, err_cap, fmt, ap);
         va_end(ap);
     }
     return status;

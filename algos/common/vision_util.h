@@ -9,9 +9,9 @@
 
 #define KS__PI 3.14159265358979323846
 
-/* Formats a message into err (NUL-terminated, truncated to err_size) and returns `status`.
- * err may be NULL when err_size is 0. */
-ks_status ks__vision_fail(char *err, size_t err_size, ks_status status, const char *fmt, ...)
+/* Formats a message into err (NUL-terminated, truncated to err_cap) and returns `status`.
+ * err may be NULL when err_cap is 0. */
+ks_status ks__vision_fail(char *err, size_t err_cap, ks_status status, const char *fmt, ...)
     KS__PRINTF(4, 5);
 
 /* Logistic function, safe for large |x|. */

@@ -282,18 +282,18 @@ static void dd_destroy(void *state, const ks_allocator *a) {
 
 #define DD_MAX_RESULTS 1000
 
-static ks_status dd_read_config(const ks_node_init *init, dd_state *s, char *err, size_t cap) {
+static ks_status dd_read_config(const ks_node_init *init, dd_state *s, char *err, size_t err_cap) {
     const char *entry = NULL;
     cJSON *cfg = NULL;
     ks_status st = ks_node_options_string(init->options, "config", NULL, &entry);
     if (st) return st;
     if (!entry || !init->bundle) {
-        snprintf(err, cap,
+        snprintf(err, err_cap,
                  "option 'config' (a bundle config entry) is required and the graph "
                  "must come from a bundle");
         return KS_STATUS_INVALID_ARGUMENT;
     }
-    st = ks__task_config(init->bundle, entry, &cfg, err, cap);
+    st = ks__task_config(init->bundle, entry, &cfg, err, err_cap);
     if (st) return st;
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(cfg, "preprocess");
     double w = 0, h = 0, nc = 0, sig = 0, multi = 0, score = 0.3, iou = 0.45, maxd = 100;
@@ -301,30 +301,30 @@ static ks_status dd_read_config(const ks_node_init *init, dd_state *s, char *err
     const char *decoder = NULL;
     float strides[KS__GRID_MAX_LEVELS + 1];
     uint32_t num_strides = 0;
-    st = ks__cfg_string(cfg, "decoder", NULL, &decoder, err, cap);
-    if (!st && pre) st = ks__cfg_number(pre, "width", 0, &w, err, cap);
-    if (!st && pre) st = ks__cfg_number(pre, "height", 0, &h, err, cap);
-    if (!st) st = ks__cfg_number(cfg, "num_classes", 0, &nc, err, cap);
-    if (!st) st = ks__cfg_number(cfg, "apply_sigmoid", 0, &sig, err, cap);
-    if (!st) st = ks__cfg_number(cfg, "multi_label", 0, &multi, err, cap);
-    if (!st) st = ks__cfg_number(cfg, "score_threshold", 0.3, &score, err, cap);
-    if (!st) st = ks__cfg_number(cfg, "nms_threshold", 0.45, &iou, err, cap);
-    if (!st) st = ks__cfg_number(cfg, "max_detections", 100, &maxd, err, cap);
-    if (!st) st = ks__cfg_number(cfg, "reg_max", 7, &reg_max, err, cap);
-    if (!st) st = ks__cfg_number(cfg, "center_offset", 0.5, &offset, err, cap);
+    st = ks__cfg_string(cfg, "decoder", NULL, &decoder, err, err_cap);
+    if (!st && pre) st = ks__cfg_number(pre, "width", 0, &w, err, err_cap);
+    if (!st && pre) st = ks__cfg_number(pre, "height", 0, &h, err, err_cap);
+    if (!st) st = ks__cfg_number(cfg, "num_classes", 0, &nc, err, err_cap);
+    if (!st) st = ks__cfg_number(cfg, "apply_sigmoid", 0, &sig, err, err_cap);
+    if (!st) st = ks__cfg_number(cfg, "multi_label", 0, &multi, err, err_cap);
+    if (!st) st = ks__cfg_number(cfg, "score_threshold", 0.3, &score, err, err_cap);
+    if (!st) st = ks__cfg_number(cfg, "nms_threshold", 0.45, &iou, err, err_cap);
+    if (!st) st = ks__cfg_number(cfg, "max_detections", 100, &maxd, err, err_cap);
+    if (!st) st = ks__cfg_number(cfg, "reg_max", 7, &reg_max, err, err_cap);
+    if (!st) st = ks__cfg_number(cfg, "center_offset", 0.5, &offset, err, err_cap);
     if (!st)
         st = ks__cfg_numbers(cfg, "strides", strides, KS__GRID_MAX_LEVELS + 1, &num_strides, err,
-                             cap);
+                             err_cap);
     if (st) goto done;
     st = KS_STATUS_INVALID_MODEL;
     if (!decoder || (strcmp(decoder, "yolox") && strcmp(decoder, "nanodet"))) {
-        snprintf(err, cap, "config '%s': 'decoder' must be \"yolox\" or \"nanodet\"", entry);
+        snprintf(err, err_cap, "config '%s': 'decoder' must be \"yolox\" or \"nanodet\"", entry);
         goto done;
     }
     if (!(w >= 1 && w <= 4096 && h >= 1 && h <= 4096 && nc >= 1 && nc <= 10000 &&
           num_strides <= KS__GRID_MAX_LEVELS && score >= 0 && score <= 1 && iou > 0 && iou <= 1 &&
           maxd >= 1 && maxd <= DD_MAX_RESULTS && reg_max >= 1 && reg_max <= 64)) {
-        snprintf(err, cap,
+        snprintf(err, err_cap,
                  "config '%s': bad values (input %g x %g, num_classes %g, %u strides, "
                  "score_threshold %g, nms_threshold %g, max_detections %g, reg_max %g)",
                  entry, w, h, nc, (unsigned)num_strides, score, iou, maxd, reg_max);
@@ -332,7 +332,7 @@ static ks_status dd_read_config(const ks_node_init *init, dd_state *s, char *err
     }
     for (uint32_t i = 0; i < num_strides; i++)
         if (!(strides[i] >= 1 && strides[i] <= 1024)) {
-            snprintf(err, cap, "config '%s': stride %g must be in 1..1024", entry,
+            snprintf(err, err_cap, "config '%s': stride %g must be in 1..1024", entry,
                      (double)strides[i]);
             goto done;
         }
@@ -354,7 +354,7 @@ static ks_status dd_read_config(const ks_node_init *init, dd_state *s, char *err
                                        .min_score_thresh = (float)score};
         for (uint32_t i = 0; i < num_strides; i++)
             s->yolox.strides[i] = (int32_t)strides[i];
-        st = ks__yolox_num_cells(&s->yolox, &s->cap, err, cap);
+        st = ks__yolox_num_cells(&s->yolox, &s->cap, err, err_cap);
     } else {
         s->nanodet = (ks__nanodet_options){.input_width = (int32_t)w,
                                            .input_height = (int32_t)h,
@@ -372,7 +372,7 @@ static ks_status dd_read_config(const ks_node_init *init, dd_state *s, char *err
         st = KS_STATUS_OK;
         for (int32_t l = 0; l < levels && !st; l++) {
             size_t n = 0;
-            st = ks__nanodet_level_cells(&s->nanodet, l, &n, err, cap);
+            st = ks__nanodet_level_cells(&s->nanodet, l, &n, err, err_cap);
             s->cap += n;
         }
     }

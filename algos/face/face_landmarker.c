@@ -194,22 +194,22 @@ static void release_outputs(ks_face_landmarker *lm) {
 }
 
 static ks_status run_graph(ks_face_landmarker *lm, const ks_packet *const ins[NUM_INPUTS],
-                           const char *what, char *err, size_t err_size) {
+                           const char *what, char *err, size_t err_cap) {
     release_outputs(lm);
     ks_status st = ks_pipeline_process(lm->pipeline, ins, ++lm->pipeline_ts, lm->outs);
-    if (st) snprintf(err, err_size, "%s: %s", what, ks_last_error(lm->pipeline));
+    if (st) snprintf(err, err_cap, "%s: %s", what, ks_last_error(lm->pipeline));
     return st;
 }
 
 /* ---- tracking steps (ks__track_ops) ------------------------------------------------------ */
 
 static ks_status step_detect(void *task, ks_packet *image, int32_t iw, int32_t ih, ks__rect *rois,
-                             size_t cap, size_t *num_out, char *err, size_t err_size) {
+                             size_t cap, size_t *num_out, char *err, size_t err_cap) {
     ks_face_landmarker *lm = task;
     (void)iw, (void)ih;
     *num_out = 0;
     const ks_packet *ins[NUM_INPUTS] = {image, NULL, NULL, NULL};
-    ks_status st = run_graph(lm, ins, "face detector", err, err_size);
+    ks_status st = run_graph(lm, ins, "face detector", err, err_cap);
     if (st) return st;
     const ks_packet_rects *r = ks_packet_rects_view(output(lm, OUT_DET_ROIS));
     for (uint32_t i = 0; r && i < r->num_rects && *num_out < cap; i++) {
@@ -223,7 +223,7 @@ static ks_status step_detect(void *task, ks_packet *image, int32_t iw, int32_t i
 
 static ks_status step_landmarks(void *task, ks_packet *image, int32_t iw, int32_t ih,
                                 const ks__track_item *items, size_t num_items, char *err,
-                                size_t err_size) {
+                                size_t err_cap) {
     ks_face_landmarker *lm = task;
     (void)iw, (void)ih;
     ks_rect rects[KS__TRACK_MAX_OBJECTS];
@@ -236,11 +236,11 @@ static ks_status step_landmarks(void *task, ks_packet *image, int32_t iw, int32_
     ks_status st = ks_packet_create_rects(ks_pipeline_packet_allocator(lm->pipeline),
                                           &(ks_packet_rects){(uint32_t)num_items, rects}, &rois);
     if (st) {
-        snprintf(err, err_size, "face landmarks: out of memory");
+        snprintf(err, err_cap, "face landmarks: out of memory");
         return st;
     }
     const ks_packet *ins[NUM_INPUTS] = {NULL, image, rois, NULL};
-    st = run_graph(lm, ins, "face landmarks", err, err_size);
+    st = run_graph(lm, ins, "face landmarks", err, err_cap);
     ks_packet_release(rois);
     return st;
 }
@@ -269,7 +269,7 @@ static void smooth(ks__landmark_smoother *sm, ks__landmark *p, size_t n, int32_t
 
 static ks_status step_finish(void *task, size_t index, const ks__track_item *item, int32_t iw,
                              int32_t ih, int64_t timestamp_us, ks__rect *next, bool *found,
-                             char *err, size_t err_size) {
+                             char *err, size_t err_cap) {
     ks_face_landmarker *lm = task;
     face_work *w = &lm->work[index];
     *found = false;
@@ -278,7 +278,7 @@ static ks_status step_finish(void *task, size_t index, const ks__track_item *ite
     const ks_packet *sp = ks_packet_list_item(output(lm, OUT_SCORES), (uint32_t)index);
     if (!pl || !sp || pl->num_landmarks < KS_FACE_MESH_NUM_LANDMARKS ||
         pl->num_landmarks > KS_FACE_MESH_NUM_LANDMARKS_WITH_IRIS) {
-        snprintf(err, err_size,
+        snprintf(err, err_cap,
                  "face landmarks: face %zu has %u landmarks%s (expected 468 or 478 and a score)",
                  index, pl ? (unsigned)pl->num_landmarks : 0u, sp ? "" : " and no score");
         return KS_STATUS_INVALID_MODEL;
@@ -308,7 +308,7 @@ static const ks__track_ops k_face_ops = {step_detect, step_landmarks, step_finis
 
 /* Geometry path over the kept faces' final landmarks (lm->outs gets its lists). */
 static ks_status run_geometry(ks_face_landmarker *lm, ks_packet *image, const ks__track_item *items,
-                              size_t n, char *err, size_t err_size) {
+                              size_t n, char *err, size_t err_cap) {
     ks_packet *faces[KS__TRACK_MAX_OBJECTS] = {NULL};
     uint32_t num_faces = 0;
     ks_packet *list = NULL;
@@ -332,10 +332,10 @@ static ks_status run_geometry(ks_face_landmarker *lm, ks_packet *image, const ks
     st = ks_packet_create_list(ks_pipeline_packet_allocator(lm->pipeline), faces, num_faces, &list);
     if (st) goto oom;
     const ks_packet *ins[NUM_INPUTS] = {NULL, image, NULL, list};
-    st = run_graph(lm, ins, "face geometry", err, err_size);
+    st = run_graph(lm, ins, "face geometry", err, err_cap);
     goto done;
 oom:
-    snprintf(err, err_size, "face geometry: out of memory");
+    snprintf(err, err_cap, "face geometry: out of memory");
 done:
     ks_packet_release(list);
     for (uint32_t i = 0; i < num_faces; i++)

@@ -107,7 +107,7 @@ static ks_status next_roi(const ks__landmark *lm, int32_t iw, int32_t ih, ks__re
 /* ks__track_ops.finish: decodes hand `index` of the frame's landmark outputs. */
 static ks_status step_finish(void *task, size_t index, const ks__track_item *item, int32_t iw,
                              int32_t ih, int64_t timestamp_us, ks__rect *next, bool *found,
-                             char *err, size_t err_size) {
+                             char *err, size_t err_cap) {
     ks_hand_landmarker *hl = task;
     const ks__lmtask *t = &hl->core;
     hand_work *w = &hl->work[index];
@@ -121,7 +121,7 @@ static ks_status step_finish(void *task, size_t index, const ks__track_item *ite
     if (!raw || !flag || !handed || !world || !matrix ||
         n_raw != (size_t)KS_HAND_NUM_LANDMARKS * 3 || n_flag < 1 || n_handed < 1 ||
         n_world != (size_t)KS_HAND_NUM_LANDMARKS * 3) {
-        snprintf(err, err_size,
+        snprintf(err, err_cap,
                  "hand landmark model outputs have unexpected sizes (landmarks %zu, flag %zu, "
                  "handedness %zu, world %zu values; expected 63, 1, 1, 63)",
                  n_raw, n_flag, n_handed, n_world);
@@ -130,7 +130,7 @@ static ks_status step_finish(void *task, size_t index, const ks__track_item *ite
     w->score = flag[0];
     w->handedness_raw = handed[0];
     if (!(w->score >= t->min_presence)) return KS_STATUS_OK; /* lost */
-    ks_status st = ks__lmtask_decode(t, raw, n_raw, w->lm, err, err_size);
+    ks_status st = ks__lmtask_decode(t, raw, n_raw, w->lm, err, err_cap);
     if (st) return st;
     ks__lmtask_place(t, item, matrix, world, iw, ih, timestamp_us, w->lm, w->world);
     *found = next_roi(w->lm, iw, ih, next) == KS_STATUS_OK;

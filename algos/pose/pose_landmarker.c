@@ -173,7 +173,7 @@ static void refine_from_heatmap(ks__landmark *lm, size_t n, const float *hm, siz
 /* ks__track_ops.finish: decodes person `index` of the frame's landmark outputs. */
 static ks_status step_finish(void *task, size_t index, const ks__track_item *item, int32_t iw,
                              int32_t ih, int64_t timestamp_us, ks__rect *next, bool *found,
-                             char *err, size_t err_size) {
+                             char *err, size_t err_cap) {
     ks_pose_landmarker *pl = task;
     const ks__lmtask *t = &pl->core;
     pose_work *w = &pl->work[index];
@@ -188,7 +188,7 @@ static ks_status step_finish(void *task, size_t index, const ks__track_item *ite
     if (!raw || !flag || n_flag < 1 || !w->matrix || n_raw != (size_t)POSE_NUM_RAW_LANDMARKS * 5 ||
         !world || n_world < (size_t)KS_POSE_NUM_LANDMARKS * 3 ||
         (mask && n_mask != (size_t)POSE_MASK_SIZE * POSE_MASK_SIZE)) {
-        snprintf(err, err_size,
+        snprintf(err, err_cap,
                  "pose landmark model outputs have unexpected sizes (landmarks %zu, flag %zu, "
                  "mask %zu, world %zu values; expected 195, 1, 65536, 117)",
                  n_raw, n_flag, n_mask, n_world);
@@ -196,7 +196,7 @@ static ks_status step_finish(void *task, size_t index, const ks__track_item *ite
     }
     w->score = flag[0];
     if (!(w->score >= t->min_presence)) return KS_STATUS_OK; /* lost */
-    ks_status st = ks__lmtask_decode(t, raw, n_raw, w->lm, err, err_size);
+    ks_status st = ks__lmtask_decode(t, raw, n_raw, w->lm, err, err_cap);
     if (st) return st;
     if (heat && n_heat == (size_t)POSE_HEATMAP_SIZE * POSE_HEATMAP_SIZE * POSE_NUM_RAW_LANDMARKS)
         refine_from_heatmap(w->lm, KS_POSE_NUM_LANDMARKS, heat, POSE_NUM_RAW_LANDMARKS);

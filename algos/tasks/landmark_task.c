@@ -198,13 +198,13 @@ ks_status ks__lmtask_run_detector(ks__lmtask_detector *d, ks_pipeline *pipeline,
                                   const ks_allocator *alloc, int64_t *pipeline_ts, ks_packet *image,
                                   const ks_box *roi, int32_t iw, int32_t ih, ks__rect *rois,
                                   float *scores_out, size_t cap, size_t *num_out, char *err,
-                                  size_t err_size) {
+                                  size_t err_cap) {
     *num_out = 0;
     ks_packet *roi_packet = NULL;
     ks_packet *outs[KS__LMTASK_MAX_OUTPUTS] = {0};
     size_t num_outputs = ks_pipeline_num_outputs(pipeline);
     if (num_outputs < KS__LMTASK_OUT_DET_MATRIX + 1 || num_outputs > KS__LMTASK_MAX_OUTPUTS) {
-        snprintf(err, err_size, "detector: the graph has %zu outputs (expected 3..%d)", num_outputs,
+        snprintf(err, err_cap, "detector: the graph has %zu outputs (expected 3..%d)", num_outputs,
                  KS__LMTASK_MAX_OUTPUTS);
         return KS_STATUS_INVALID_MODEL;
     }
@@ -215,14 +215,14 @@ ks_status ks__lmtask_run_detector(ks__lmtask_detector *d, ks_pipeline *pipeline,
     ks_rect crop = ks__lmtask_mp_detect_rect(&area, iw, ih, d->input_size);
     ks_status st = ks_packet_create_rects(alloc, &(ks_packet_rects){1, &crop}, &roi_packet);
     if (st) {
-        snprintf(err, err_size, "detector: out of memory");
+        snprintf(err, err_cap, "detector: out of memory");
         return st;
     }
     const ks_packet *ins[KS__LMTASK_NUM_INPUTS] = {image, roi_packet, NULL, NULL};
     st = ks_pipeline_process(pipeline, ins, ++*pipeline_ts, outs);
     ks_packet_release(roi_packet);
     if (st) {
-        snprintf(err, err_size, "detector: %s", ks_last_error(pipeline));
+        snprintf(err, err_cap, "detector: %s", ks_last_error(pipeline));
         goto done;
     }
     const float *boxes = NULL, *raw_scores = NULL;
@@ -231,7 +231,7 @@ ks_status ks__lmtask_run_detector(ks__lmtask_detector *d, ks_pipeline *pipeline,
     const ks_packet *mp = outs[KS__LMTASK_OUT_DET_MATRIX];
     const float *m = mp ? ks_packet_matrix(mp) : NULL;
     if (!boxes || !raw_scores || !m) {
-        snprintf(err, err_size, "detector produced no boxes/scores/matrix");
+        snprintf(err, err_cap, "detector produced no boxes/scores/matrix");
         st = KS_STATUS_INVALID_MODEL;
         goto done;
     }
@@ -241,7 +241,7 @@ ks_status ks__lmtask_run_detector(ks__lmtask_detector *d, ks_pipeline *pipeline,
     st = ks__lmtask_detector_rois(d, boxes, nb, raw_scores, ns, m, iw, ih, rois, scores, cap,
                                   num_out, msg, sizeof(msg));
     if (!st && scores_out) memcpy(scores_out, scores, *num_out * sizeof(float));
-    if (st) snprintf(err, err_size, "detector output: %s", msg);
+    if (st) snprintf(err, err_cap, "detector output: %s", msg);
 done:
     ks__lmtask_release_outputs(outs, num_outputs);
     return st;
@@ -250,7 +250,7 @@ done:
 ks_status ks__lmtask_run_landmarks(ks_pipeline *pipeline, const ks_allocator *alloc,
                                    int64_t *pipeline_ts, ks_packet *image, int32_t iw, int32_t ih,
                                    int32_t input_size, const ks__track_item *items,
-                                   size_t num_items, ks_packet **outs, char *err, size_t err_size) {
+                                   size_t num_items, ks_packet **outs, char *err, size_t err_cap) {
     ks_rect rects[KS__TRACK_MAX_OBJECTS];
     if (num_items > KS__TRACK_MAX_OBJECTS) num_items = KS__TRACK_MAX_OBJECTS;
     for (size_t i = 0; i < num_items; i++)
@@ -259,13 +259,13 @@ ks_status ks__lmtask_run_landmarks(ks_pipeline *pipeline, const ks_allocator *al
     ks_status st =
         ks_packet_create_rects(alloc, &(ks_packet_rects){(uint32_t)num_items, rects}, &rois);
     if (st) {
-        snprintf(err, err_size, "landmarks: out of memory");
+        snprintf(err, err_cap, "landmarks: out of memory");
         return st;
     }
     const ks_packet *ins[KS__LMTASK_NUM_INPUTS] = {NULL, NULL, image, rois};
     st = ks_pipeline_process(pipeline, ins, ++*pipeline_ts, outs);
     ks_packet_release(rois);
-    if (st) snprintf(err, err_size, "landmarks: %s", ks_last_error(pipeline));
+    if (st) snprintf(err, err_cap, "landmarks: %s", ks_last_error(pipeline));
     return st;
 }
 
@@ -285,15 +285,15 @@ void ks__lmtask_destroy(ks__lmtask *t) {
 }
 
 static ks_status check_desc(const ks__lmtask_spec *spec, const ks_task_options *task, int32_t model,
-                            float min_presence, char *err, size_t err_size) {
-    ks_status st = ks__lmtask_check_options(task, spec->max_results_cap, err, err_size);
+                            float min_presence, char *err, size_t err_cap) {
+    ks_status st = ks__lmtask_check_options(task, spec->max_results_cap, err, err_cap);
     if (st) return st;
     if (model < 0 || model >= spec->num_models) {
-        snprintf(err, err_size, "desc.model %d is not a ks_%s_model", (int)model, spec->name);
+        snprintf(err, err_cap, "desc.model %d is not a ks_%s_model", (int)model, spec->name);
         return KS_STATUS_INVALID_ARGUMENT;
     }
     if (!(min_presence >= 0.0f && min_presence <= 1.0f)) {
-        snprintf(err, err_size, "desc.min_presence %g is outside [0, 1]", (double)min_presence);
+        snprintf(err, err_cap, "desc.min_presence %g is outside [0, 1]", (double)min_presence);
         return KS_STATUS_INVALID_ARGUMENT;
     }
     return KS_STATUS_OK;
@@ -301,18 +301,17 @@ static ks_status check_desc(const ks__lmtask_spec *spec, const ks_task_options *
 
 /* Bundle, graph check, detector and filters of a handle whose options are set. */
 static ks_status open_task(ks__lmtask *t, const ks_task_options *task, const char *model_name,
-                           char *err, size_t err_size) {
+                           char *err, size_t err_cap) {
     const ks__lmtask_spec *spec = t->spec;
     char name[64];
     snprintf(name, sizeof(name), "%s_landmarker_%s.ksb", spec->name, model_name);
     ks_task_options opt = *task;
     opt.allocator = &t->alloc;
-    ks_status st =
-        ks__task_open(&opt, name, NULL, NULL, 0, &t->bundle, &t->pipeline, err, err_size);
+    ks_status st = ks__task_open(&opt, name, NULL, NULL, 0, &t->bundle, &t->pipeline, err, err_cap);
     if (st) return st;
     if (ks_pipeline_num_inputs(t->pipeline) != KS__LMTASK_NUM_INPUTS ||
         ks_pipeline_num_outputs(t->pipeline) != spec->num_outputs) {
-        snprintf(err, err_size,
+        snprintf(err, err_cap,
                  "bundle graph has %u inputs and %u outputs; the %s task needs %d and %d "
                  "(see algos/%s/%s_landmarker.json)",
                  ks_pipeline_num_inputs(t->pipeline), ks_pipeline_num_outputs(t->pipeline),
@@ -320,7 +319,7 @@ static ks_status open_task(ks__lmtask *t, const ks_task_options *task, const cha
         return KS_STATUS_INVALID_MODEL;
     }
     st = ks__lmtask_detector_init(&t->detector, spec->ssd, spec->detection_roi,
-                                  spec->detector_input, t->min_score, &t->alloc, err, err_size);
+                                  spec->detector_input, t->min_score, &t->alloc, err, err_cap);
     if (st || !t->smoothing) return st;
     /* MediaPipe's hand graph: One Euro min_cutoff 0.05, beta 80 for image landmarks; 0.1, 40 for
      * world landmarks. Its pose graph smooths image landmarks with a velocity filter instead; One
@@ -335,7 +334,7 @@ static ks_status open_task(ks__lmtask *t, const ks_task_options *task, const cha
             st = ks__landmark_smoother_create(&t->alloc, spec->num_world, &world,
                                               &t->world_smoother[i]);
         if (st) {
-            snprintf(err, err_size, "out of memory");
+            snprintf(err, err_cap, "out of memory");
             return st;
         }
     }
@@ -400,13 +399,13 @@ ks_status ks__lmtask_create(const ks__lmtask_spec *spec, const ks_task_options *
  * 5 detecting frames. Candidates best score first; the tracking loop merges those that are one
  * person found by several passes. */
 static ks_status step_detect(void *task, ks_packet *image, int32_t iw, int32_t ih, ks__rect *rois,
-                             size_t cap, size_t *num_out, char *err, size_t err_size) {
+                             size_t cap, size_t *num_out, char *err, size_t err_cap) {
     ks__lmtask *t = task;
     const ks_allocator *pa = ks_pipeline_packet_allocator(t->pipeline);
     bool tiled = t->spec->tile_detector && t->max_results > 1;
     if (!tiled)
         return ks__lmtask_run_detector(&t->detector, t->pipeline, pa, &t->pipeline_ts, image,
-                                       &t->roi, iw, ih, rois, NULL, cap, num_out, err, err_size);
+                                       &t->roi, iw, ih, rois, NULL, cap, num_out, err, err_cap);
     ks_box area = t->roi.w > 0.0f ? t->roi : (ks_box){0.0f, 0.0f, (float)iw, (float)ih};
     ks__rect found[KS__TRACK_MAX_CANDIDATES];
     float score[KS__TRACK_MAX_CANDIDATES];
@@ -431,7 +430,7 @@ static ks_status step_detect(void *task, ks_packet *image, int32_t iw, int32_t i
         if (room == 0) break;
         ks_status st =
             ks__lmtask_run_detector(&t->detector, t->pipeline, pa, &t->pipeline_ts, image, &b, iw,
-                                    ih, found + n, score + n, room, &got, err, err_size);
+                                    ih, found + n, score + n, room, &got, err, err_cap);
         if (st) return st;
         n += got;
     }
@@ -455,11 +454,11 @@ static ks_status step_detect(void *task, ks_packet *image, int32_t iw, int32_t i
 
 static ks_status step_landmarks(void *task, ks_packet *image, int32_t iw, int32_t ih,
                                 const ks__track_item *items, size_t num_items, char *err,
-                                size_t err_size) {
+                                size_t err_cap) {
     ks__lmtask *t = task;
     return ks__lmtask_run_landmarks(t->pipeline, ks_pipeline_packet_allocator(t->pipeline),
                                     &t->pipeline_ts, image, iw, ih, t->spec->decode.input_width,
-                                    items, num_items, t->outs, err, err_size);
+                                    items, num_items, t->outs, err, err_cap);
 }
 
 static void step_new_track(void *task, int32_t slot) {
@@ -550,12 +549,12 @@ const float *ks__lmtask_output_matrix(const ks__lmtask *t, uint32_t out, size_t 
 }
 
 ks_status ks__lmtask_decode(const ks__lmtask *t, const float *raw, size_t num_raw, ks__landmark *lm,
-                            char *err, size_t err_size) {
+                            char *err, size_t err_cap) {
     const ks__landmarks_decode_options *lo = &t->spec->decode;
     char msg[256];
     ks_status st =
         ks__tensors_to_landmarks(lo, raw, num_raw, lm, (size_t)lo->num_landmarks, msg, sizeof(msg));
-    if (st) snprintf(err, err_size, "%s landmarks: %s", t->spec->name, msg);
+    if (st) snprintf(err, err_cap, "%s landmarks: %s", t->spec->name, msg);
     return st;
 }
 

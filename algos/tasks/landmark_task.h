@@ -76,13 +76,13 @@ ks_status ks__lmtask_run_detector(ks__lmtask_detector *d, ks_pipeline *pipeline,
                                   const ks_allocator *alloc, int64_t *pipeline_ts, ks_packet *image,
                                   const ks_box *roi, int32_t iw, int32_t ih, ks__rect *rois,
                                   float *scores, size_t cap, size_t *num_out, char *err,
-                                  size_t err_size);
+                                  size_t err_cap);
 /* Landmark path over the items' ROIs (input_size x input_size crops, MediaPipe grid); outs gets
  * ks_pipeline_num_outputs() packets to release with ks__lmtask_release_outputs. */
 ks_status ks__lmtask_run_landmarks(ks_pipeline *pipeline, const ks_allocator *alloc,
                                    int64_t *pipeline_ts, ks_packet *image, int32_t iw, int32_t ih,
                                    int32_t input_size, const ks__track_item *items,
-                                   size_t num_items, ks_packet **outs, char *err, size_t err_size);
+                                   size_t num_items, ks_packet **outs, char *err, size_t err_cap);
 void ks__lmtask_release_outputs(ks_packet **outs, size_t num_outputs);
 /* f32 tensor packet -> its data and value count (0 and NULL otherwise). */
 size_t ks__lmtask_floats(const ks_packet *p, const float **data_out);
@@ -151,7 +151,7 @@ typedef struct ks__lmtask_spec {
     /* The ks__track_ops.finish step: decodes item `index` of outs (task is the ks__lmtask). */
     ks_status (*finish)(void *task, size_t index, const ks__track_item *item, int32_t iw,
                         int32_t ih, int64_t timestamp_us, ks__rect *next, bool *found, char *err,
-                        size_t err_size);
+                        size_t err_cap);
 } ks__lmtask_spec;
 
 typedef struct ks__lmtask {
@@ -229,7 +229,7 @@ const float *ks__lmtask_output_matrix(const ks__lmtask *t, uint32_t out, size_t 
 
 /* Decodes the landmark model's raw output (spec->decode) into lm (ROI-normalized). */
 ks_status ks__lmtask_decode(const ks__lmtask *t, const float *raw, size_t num_raw, ks__landmark *lm,
-                            char *err, size_t err_size);
+                            char *err, size_t err_cap);
 /* Puts decoded landmarks in the image: lm (spec->decode.num_landmarks) through the item's crop
  * matrix m into image-normalized coordinates (z at the scale of x), world_raw (ROI frame,
  * spec->num_world x 3) rotated back into world, then both through the item's track filters. */

@@ -20,34 +20,34 @@
 
 ks_status ks__task_image_packet(const ks_allocator *alloc, const ks_image *img,
                                 ks_rotation rotation, int mirror, ks_packet **out, char *err,
-                                size_t err_size) {
+                                size_t err_cap) {
     if (!img || !out) {
-        snprintf(err, err_size, "image is NULL");
+        snprintf(err, err_cap, "image is NULL");
         return KS_STATUS_INVALID_ARGUMENT;
     }
     if (img->width_px <= 0 || img->height_px <= 0 || !img->planes[0]) {
-        snprintf(err, err_size, "image is empty (%d x %d, plane 0 %s)", (int)img->width_px,
+        snprintf(err, err_cap, "image is empty (%d x %d, plane 0 %s)", (int)img->width_px,
                  (int)img->height_px, img->planes[0] ? "set" : "NULL");
         return KS_STATUS_INVALID_ARGUMENT;
     }
     if (img->width_px > KS_TASK_MAX_SIDE_PX || img->height_px > KS_TASK_MAX_SIDE_PX) {
-        snprintf(err, err_size, "image %d x %d is above the %d px limit", (int)img->width_px,
+        snprintf(err, err_cap, "image %d x %d is above the %d px limit", (int)img->width_px,
                  (int)img->height_px, KS_TASK_MAX_SIDE_PX);
         return KS_STATUS_LIMIT_EXCEEDED;
     }
     if ((unsigned)rotation >= KS_ROTATION_COUNT) {
-        snprintf(err, err_size, "rotation %d is not a ks_rotation", (int)rotation);
+        snprintf(err, err_cap, "rotation %d is not a ks_rotation", (int)rotation);
         return KS_STATUS_INVALID_ARGUMENT;
     }
     /* A view of the caller's pixels: each model input samples them once, in one pass. */
     ks_status st = ks_packet_create_image_view(alloc, img, rotation, mirror, out);
-    if (st) snprintf(err, err_size, "input image: %s", ks_last_error(NULL));
+    if (st) snprintf(err, err_cap, "input image: %s", ks_last_error(NULL));
     return st;
 }
 
 /* The bundle path of `task`: task->model_path, else <ks_models_dir()>/<default_bundle>. */
 static ks_status bundle_path(const ks_task_options *task, const char *default_bundle, char *path,
-                             size_t path_size, char *err, size_t err_size) {
+                             size_t path_size, char *err, size_t err_cap) {
     int n;
     if (task->model_path && task->model_path[0]) {
         n = snprintf(path, path_size, "%s", task->model_path);
@@ -56,7 +56,7 @@ static ks_status bundle_path(const ks_task_options *task, const char *default_bu
         n = snprintf(path, path_size, "%s/%s", dir && dir[0] ? dir : ".", default_bundle);
     }
     if (n < 0 || (size_t)n >= path_size) {
-        snprintf(err, err_size, "bundle path is longer than %zu bytes", path_size - 1);
+        snprintf(err, err_cap, "bundle path is longer than %zu bytes", path_size - 1);
         return KS_STATUS_INVALID_ARGUMENT;
     }
     return KS_STATUS_OK;
@@ -67,30 +67,30 @@ static ks_status bundle_path(const ks_task_options *task, const char *default_bu
 
 /* Reads a whole file into a malloc'ed buffer. */
 static ks_status read_file(const char *path, uint8_t **data_out, size_t *size_out, char *err,
-                           size_t err_size) {
+                           size_t err_cap) {
     ks_status st = KS_STATUS_IO_ERROR;
     uint8_t *data = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, err_size, "cannot open model '%s'", path);
+        snprintf(err, err_cap, "cannot open model '%s'", path);
         return st;
     }
     long size = -1;
     if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
     if (size <= 0 || (unsigned long)size > KS__TASK_MAX_MODEL_BYTES || fseek(f, 0, SEEK_SET) != 0) {
-        snprintf(err, err_size, "model '%s': size %ld is not in 1..%zu bytes", path, size,
+        snprintf(err, err_cap, "model '%s': size %ld is not in 1..%zu bytes", path, size,
                  KS__TASK_MAX_MODEL_BYTES);
         st = size > 0 ? KS_STATUS_LIMIT_EXCEEDED : KS_STATUS_INVALID_MODEL;
         goto done;
     }
     data = malloc((size_t)size);
     if (!data) {
-        snprintf(err, err_size, "model '%s': out of memory for %ld bytes", path, size);
+        snprintf(err, err_cap, "model '%s': out of memory for %ld bytes", path, size);
         st = KS_STATUS_OUT_OF_MEMORY;
         goto done;
     }
     if (fread(data, 1, (size_t)size, f) != (size_t)size) {
-        snprintf(err, err_size, "model '%s': short read", path);
+        snprintf(err, err_cap, "model '%s': short read", path);
         goto done;
     }
     *data_out = data;
@@ -123,7 +123,7 @@ static bool same_signature(const ks_model *a, const ks_model *b) {
  * bundle and rebuild it in memory with the single model entry whose signature matches the file
  * replaced by the file. */
 static ks_status open_with_model(const ks_task_options *task, const char *default_bundle,
-                                 ks_bundle **out, char *err, size_t err_size) {
+                                 ks_bundle **out, char *err, size_t err_cap) {
     ks_task_options dflt = *task;
     dflt.model_path = NULL;
     ks_bundle *base = NULL, *b = NULL;
@@ -133,16 +133,16 @@ static ks_status open_with_model(const ks_task_options *task, const char *defaul
     void *image = NULL;
     size_t ksm_size = 0, image_size = 0;
     char tmp[512];
-    ks_status st = read_file(task->model_path, &ksm, &ksm_size, err, err_size);
+    ks_status st = read_file(task->model_path, &ksm, &ksm_size, err, err_cap);
     if (st) return st;
     st = ks_model_load_buffer(ksm, ksm_size, NULL, &model);
     if (st) {
-        snprintf(err, err_size, "model '%s': %s", task->model_path, ks_last_error(NULL));
+        snprintf(err, err_cap, "model '%s': %s", task->model_path, ks_last_error(NULL));
         goto done;
     }
     st = ks__task_open_bundle(&dflt, default_bundle, &base, tmp, sizeof(tmp));
     if (st) {
-        snprintf(err, err_size, "model '%s' replaces a model of the %s, which failed: %s",
+        snprintf(err, err_cap, "model '%s' replaces a model of the %s, which failed: %s",
                  task->model_path, default_bundle, tmp);
         goto done;
     }
@@ -159,7 +159,7 @@ static ks_status open_with_model(const ks_task_options *task, const char *defaul
         ks_model_destroy(m);
     }
     if (num_matches != 1) {
-        snprintf(err, err_size,
+        snprintf(err, err_cap,
                  "model '%s': its inputs and outputs (names, dtypes, ranks) match %u of the "
                  "models in %s; it must match exactly one (or pass a .ksb made with "
                  "ks-task-bundle)",
@@ -181,7 +181,7 @@ static ks_status open_with_model(const ks_task_options *task, const char *defaul
             image, image_size,
             &(ks_bundle_desc){.allocator = task->allocator, .flags = KS_BUNDLE_COPY_BUFFER}, &b);
     if (st) {
-        snprintf(err, err_size, "model '%s' in the %s: %s", task->model_path, default_bundle,
+        snprintf(err, err_cap, "model '%s' in the %s: %s", task->model_path, default_bundle,
                  ks_last_error(NULL));
         goto done;
     }
@@ -206,22 +206,22 @@ static bool has_magic(const char *path, const char magic[4]) {
 }
 
 ks_status ks__task_open_bundle(const ks_task_options *task, const char *default_bundle,
-                               ks_bundle **out, char *err, size_t err_size) {
+                               ks_bundle **out, char *err, size_t err_cap) {
     bool is_default = !task->model_path || !task->model_path[0];
     if (!is_default && has_magic(task->model_path, "KSMF"))
-        return open_with_model(task, default_bundle, out, err, err_size);
+        return open_with_model(task, default_bundle, out, err, err_cap);
     if (!is_default && has_magic(task->model_path, "KSME")) {
-        snprintf(err, err_size,
+        snprintf(err, err_cap,
                  "model '%s' is encrypted; task options carry no key (pass a plain .ksm or a .ksb)",
                  task->model_path);
         return KS_STATUS_INVALID_ARGUMENT;
     }
     char path[KS__TASK_PATH_BYTES];
-    ks_status st = bundle_path(task, default_bundle, path, sizeof(path), err, err_size);
+    ks_status st = bundle_path(task, default_bundle, path, sizeof(path), err, err_cap);
     if (st) return st;
     st = ks_bundle_open_file(path, &(ks_bundle_desc){.allocator = task->allocator}, out);
     if (st)
-        snprintf(err, err_size, "%sbundle '%s': %s%s", is_default ? "default " : "", path,
+        snprintf(err, err_cap, "%sbundle '%s': %s%s", is_default ? "default " : "", path,
                  ks_last_error(NULL),
                  is_default ? " (build the 'ks_bundles' target, set KESTREL_MODELS_DIR, or pass "
                               "a .ksb as task.model_path)"
@@ -244,20 +244,20 @@ ks_status ks__task_create_pipeline(const ks_bundle *bundle, const ks_task_option
 ks_status ks__task_open(const ks_task_options *task, const char *default_bundle,
                         const char *graph_entry, const ks_side_param *params, uint32_t num_params,
                         ks_bundle **bundle_out, ks_pipeline **pipeline_out, char *err,
-                        size_t err_size) {
+                        size_t err_cap) {
     ks_bundle *b = NULL;
     ks_status st = ks__task_register_all_nodes();
     if (st) {
-        snprintf(err, err_size, "%s", ks_last_error(NULL));
+        snprintf(err, err_cap, "%s", ks_last_error(NULL));
         return st;
     }
-    st = ks__task_open_bundle(task, default_bundle, &b, err, err_size);
+    st = ks__task_open_bundle(task, default_bundle, &b, err, err_cap);
     if (st) return st;
     st = ks__task_create_pipeline(b, task, graph_entry, params, num_params, pipeline_out);
     if (st) {
         char path[KS__TASK_PATH_BYTES];
-        if (bundle_path(task, default_bundle, path, sizeof(path), err, err_size) == KS_STATUS_OK)
-            snprintf(err, err_size, "bundle '%s': %s", path, ks_last_error(NULL));
+        if (bundle_path(task, default_bundle, path, sizeof(path), err, err_cap) == KS_STATUS_OK)
+            snprintf(err, err_cap, "bundle '%s': %s", path, ks_last_error(NULL));
         ks_bundle_destroy(b);
         return st;
     }
@@ -266,11 +266,11 @@ ks_status ks__task_open(const ks_task_options *task, const char *default_bundle,
 }
 
 ks_status ks__task_check_graph(const ks_pipeline *pipeline, const char *output, int32_t *index_out,
-                               char *err, size_t err_size) {
+                               char *err, size_t err_cap) {
     *index_out = ks_pipeline_output_index(pipeline, output);
     if (ks_pipeline_num_inputs(pipeline) != 1 || *index_out < 0 ||
         ks_pipeline_num_outputs(pipeline) > KS_TASK_MAX_OUTPUTS) {
-        snprintf(err, err_size,
+        snprintf(err, err_cap,
                  "graph must take one image input and output stream '%s' (at most %d outputs)",
                  output, KS_TASK_MAX_OUTPUTS);
         return KS_STATUS_INVALID_MODEL;
@@ -281,12 +281,12 @@ ks_status ks__task_check_graph(const ks_pipeline *pipeline, const char *output, 
 ks_status ks__task_process_image(ks_pipeline *pipeline, const ks_task_options *task,
                                  const ks_image *image, int64_t timestamp_us, int reset,
                                  ks_packet *outs[KS_TASK_MAX_OUTPUTS], int32_t *width_out,
-                                 int32_t *height_out, char *err, size_t err_size) {
+                                 int32_t *height_out, char *err, size_t err_cap) {
     for (int i = 0; i < KS_TASK_MAX_OUTPUTS; i++)
         outs[i] = NULL;
     ks_packet *frame = NULL;
     ks_status st = ks__task_image_packet(ks_pipeline_packet_allocator(pipeline), image,
-                                         task->rotation, task->mirror, &frame, err, err_size);
+                                         task->rotation, task->mirror, &frame, err, err_cap);
     if (st) return st;
     const ks_packet_image *view = ks_packet_image_view(frame);
     *width_out = view->width_px;
@@ -295,7 +295,7 @@ ks_status ks__task_process_image(ks_pipeline *pipeline, const ks_task_options *t
     const ks_packet *in[1] = {frame};
     st = ks_pipeline_process(pipeline, in, timestamp_us, outs);
     ks_packet_release(frame);
-    if (st) snprintf(err, err_size, "%s", ks_last_error(pipeline));
+    if (st) snprintf(err, err_cap, "%s", ks_last_error(pipeline));
     return st;
 }
 
@@ -307,18 +307,18 @@ void ks__task_release_outputs(ks_packet *outs[KS_TASK_MAX_OUTPUTS]) {
 }
 
 static ks_status entry_text(const ks_bundle *bundle, const char *name, uint32_t kind,
-                            ks_bundle_entry *e, char *err, size_t err_size) {
+                            ks_bundle_entry *e, char *err, size_t err_cap) {
     if (ks_bundle_find(bundle, name, e) != KS_STATUS_OK) {
-        snprintf(err, err_size, "bundle has no entry '%s'", name);
+        snprintf(err, err_cap, "bundle has no entry '%s'", name);
         return KS_STATUS_INVALID_MODEL;
     }
     if (e->kind != kind) {
-        snprintf(err, err_size, "bundle entry '%s' is a %s, expected %s", name,
+        snprintf(err, err_cap, "bundle entry '%s' is a %s, expected %s", name,
                  ks_bundle_kind_string(e->kind), ks_bundle_kind_string(kind));
         return KS_STATUS_INVALID_MODEL;
     }
     if (e->size_bytes > KS__TASK_MAX_TEXT_BYTES) {
-        snprintf(err, err_size, "bundle entry '%s' is %zu bytes; text entries are limited to %zu",
+        snprintf(err, err_cap, "bundle entry '%s' is %zu bytes; text entries are limited to %zu",
                  name, e->size_bytes, KS__TASK_MAX_TEXT_BYTES);
         return KS_STATUS_LIMIT_EXCEEDED;
     }
@@ -326,14 +326,14 @@ static ks_status entry_text(const ks_bundle *bundle, const char *name, uint32_t 
 }
 
 ks_status ks__task_config(const ks_bundle *bundle, const char *name, cJSON **out, char *err,
-                          size_t err_size) {
+                          size_t err_cap) {
     ks_bundle_entry e;
-    ks_status st = entry_text(bundle, name, KS_BUNDLE_CONFIG, &e, err, err_size);
+    ks_status st = entry_text(bundle, name, KS_BUNDLE_CONFIG, &e, err, err_cap);
     if (st) return st;
     cJSON *root = cJSON_ParseWithLength((const char *)e.data, e.size_bytes);
     if (!root || !cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        snprintf(err, err_size, "bundle entry '%s' is not a JSON object", name);
+        snprintf(err, err_cap, "bundle entry '%s' is not a JSON object", name);
         return KS_STATUS_INVALID_MODEL;
     }
     *out = root;
@@ -348,11 +348,11 @@ void ks__task_labels_free(const ks_allocator *alloc, ks__labels *labels) {
 }
 
 ks_status ks__task_labels(const ks_allocator *alloc, const ks_bundle *bundle, const char *name,
-                          ks__labels *out, char *err, size_t err_size) {
+                          ks__labels *out, char *err, size_t err_cap) {
     memset(out, 0, sizeof(*out));
     if (!name || !name[0]) return KS_STATUS_OK;
     ks_bundle_entry e;
-    ks_status st = entry_text(bundle, name, KS_BUNDLE_LABELS, &e, err, err_size);
+    ks_status st = entry_text(bundle, name, KS_BUNDLE_LABELS, &e, err, err_cap);
     if (st) return st;
     ks__labels l = {0};
     l.text = ks__alloc(alloc, e.size_bytes + 1);
@@ -365,7 +365,7 @@ ks_status ks__task_labels(const ks_allocator *alloc, const ks_bundle *bundle, co
     lines++;
     if (lines > KS__TASK_MAX_LABELS) {
         ks__free(alloc, l.text);
-        snprintf(err, err_size, "labels entry '%s' has %u lines; the limit is %u", name,
+        snprintf(err, err_cap, "labels entry '%s' has %u lines; the limit is %u", name,
                  (unsigned)lines, KS__TASK_MAX_LABELS);
         return KS_STATUS_LIMIT_EXCEEDED;
     }
@@ -391,7 +391,7 @@ ks_status ks__task_labels(const ks_allocator *alloc, const ks_bundle *bundle, co
 }
 
 ks_status ks__cfg_number(const cJSON *obj, const char *key, double def, double *out, char *err,
-                         size_t err_size) {
+                         size_t err_cap) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v) {
         *out = def;
@@ -402,7 +402,7 @@ ks_status ks__cfg_number(const cJSON *obj, const char *key, double def, double *
         return KS_STATUS_OK;
     }
     if (!cJSON_IsNumber(v)) {
-        snprintf(err, err_size, "config key '%s' must be a number", key);
+        snprintf(err, err_cap, "config key '%s' must be a number", key);
         return KS_STATUS_INVALID_MODEL;
     }
     *out = v->valuedouble;
@@ -410,14 +410,14 @@ ks_status ks__cfg_number(const cJSON *obj, const char *key, double def, double *
 }
 
 ks_status ks__cfg_string(const cJSON *obj, const char *key, const char *def, const char **out,
-                         char *err, size_t err_size) {
+                         char *err, size_t err_cap) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v) {
         *out = def;
         return KS_STATUS_OK;
     }
     if (!cJSON_IsString(v) || !v->valuestring) {
-        snprintf(err, err_size, "config key '%s' must be a string", key);
+        snprintf(err, err_cap, "config key '%s' must be a string", key);
         return KS_STATUS_INVALID_MODEL;
     }
     *out = v->valuestring;
@@ -425,19 +425,19 @@ ks_status ks__cfg_string(const cJSON *obj, const char *key, const char *def, con
 }
 
 ks_status ks__cfg_numbers(const cJSON *obj, const char *key, float *values, uint32_t cap,
-                          uint32_t *count_out, char *err, size_t err_size) {
+                          uint32_t *count_out, char *err, size_t err_cap) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     *count_out = 0;
     if (!v) return KS_STATUS_OK;
     if (!cJSON_IsArray(v)) {
-        snprintf(err, err_size, "config key '%s' must be an array of numbers", key);
+        snprintf(err, err_cap, "config key '%s' must be an array of numbers", key);
         return KS_STATUS_INVALID_MODEL;
     }
     uint32_t n = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, v) {
         if (!cJSON_IsNumber(it)) {
-            snprintf(err, err_size, "config key '%s' item %u is not a number", key, (unsigned)n);
+            snprintf(err, err_cap, "config key '%s' item %u is not a number", key, (unsigned)n);
             return KS_STATUS_INVALID_MODEL;
         }
         if (n < cap) values[n] = (float)it->valuedouble;

@@ -26,13 +26,13 @@
  * LIMIT_EXCEEDED. */
 ks_status ks__task_image_packet(const ks_allocator *alloc, const ks_image *img,
                                 ks_rotation rotation, int mirror, ks_packet **out, char *err,
-                                size_t err_size);
+                                size_t err_cap);
 
 /* Opens task->model_path, or <ks_models_dir()>/<default_bundle> when it is NULL or empty, with
  * task->allocator. On failure err names the path tried (and, for a default bundle, how to get
  * one). */
 ks_status ks__task_open_bundle(const ks_task_options *task, const char *default_bundle,
-                               ks_bundle **out, char *err, size_t err_size);
+                               ks_bundle **out, char *err, size_t err_cap);
 
 /* Creates a pipeline from the bundle's graph entry `graph_entry` (NULL: "graph") with the task's
  * allocator and threads and the side parameters given; the message is in ks_last_error(NULL). */
@@ -45,7 +45,7 @@ ks_status ks__task_create_pipeline(const ks_bundle *bundle, const ks_task_option
 ks_status ks__task_open(const ks_task_options *task, const char *default_bundle,
                         const char *graph_entry, const ks_side_param *params, uint32_t num_params,
                         ks_bundle **bundle_out, ks_pipeline **pipeline_out, char *err,
-                        size_t err_size);
+                        size_t err_cap);
 
 /* Output streams a single-image task graph may have (see ks__task_check_graph). */
 #define KS_TASK_MAX_OUTPUTS 8
@@ -53,7 +53,7 @@ ks_status ks__task_open(const ks_task_options *task, const char *default_bundle,
 /* Checks that a task graph takes one image input and has the output stream `output` among at
  * most KS_TASK_MAX_OUTPUTS outputs; *index_out gets that stream's index. */
 ks_status ks__task_check_graph(const ks_pipeline *pipeline, const char *output, int32_t *index_out,
-                               char *err, size_t err_size);
+                               char *err, size_t err_cap);
 
 /* Runs a graph checked by ks__task_check_graph on the upright view of `image` (see
  * ks__task_image_packet; its size goes to *width_out, *height_out), after ks_pipeline_reset when
@@ -62,13 +62,13 @@ ks_status ks__task_check_graph(const ks_pipeline *pipeline, const char *output, 
 ks_status ks__task_process_image(ks_pipeline *pipeline, const ks_task_options *task,
                                  const ks_image *image, int64_t timestamp_us, int reset,
                                  ks_packet *outs[KS_TASK_MAX_OUTPUTS], int32_t *width_out,
-                                 int32_t *height_out, char *err, size_t err_size);
+                                 int32_t *height_out, char *err, size_t err_cap);
 void ks__task_release_outputs(ks_packet *outs[KS_TASK_MAX_OUTPUTS]);
 
 /* Parses the bundle's config entry `name` (kind config) as a JSON object; free with
  * cJSON_Delete. */
 ks_status ks__task_config(const ks_bundle *bundle, const char *name, cJSON **out, char *err,
-                          size_t err_size);
+                          size_t err_cap);
 
 /* Labels parsed from a labels entry: one label per line, trailing '\r' and blanks trimmed. */
 typedef struct ks__labels {
@@ -79,17 +79,17 @@ typedef struct ks__labels {
 
 /* Reads the labels entry `name`; an absent name (NULL or "") gives zero labels. */
 ks_status ks__task_labels(const ks_allocator *alloc, const ks_bundle *bundle, const char *name,
-                          ks__labels *out, char *err, size_t err_size);
+                          ks__labels *out, char *err, size_t err_cap);
 void ks__task_labels_free(const ks_allocator *alloc, ks__labels *labels);
 
 /* Config accessors: a missing key gives the default; a wrong type is an error naming the key. */
 ks_status ks__cfg_number(const cJSON *obj, const char *key, double def, double *out, char *err,
-                         size_t err_size);
+                         size_t err_cap);
 ks_status ks__cfg_string(const cJSON *obj, const char *key, const char *def, const char **out,
-                         char *err, size_t err_size);
+                         char *err, size_t err_cap);
 /* Fills up to cap numbers; *count_out gets the array length (0 when absent). */
 ks_status ks__cfg_numbers(const cJSON *obj, const char *key, float *values, uint32_t cap,
-                          uint32_t *count_out, char *err, size_t err_size);
+                          uint32_t *count_out, char *err, size_t err_cap);
 
 /* Node registration: ks__task_register_all_nodes (node_types.h). */
 
@@ -148,18 +148,18 @@ typedef struct ks__track_item {
 typedef struct ks__track_ops {
     /* Runs the detector on the upright image: up to cap landmark ROIs, best first. */
     ks_status (*detect)(void *task, ks_packet *image, int32_t iw, int32_t ih, ks__rect *rois,
-                        size_t cap, size_t *num_out, char *err, size_t err_size);
+                        size_t cap, size_t *num_out, char *err, size_t err_cap);
     /* Runs the landmark model on the ROIs of items[0, num_items) (num_items >= 1); the task
      * keeps the outputs until its frame ends. */
     ks_status (*landmarks)(void *task, ks_packet *image, int32_t iw, int32_t ih,
                            const ks__track_item *items, size_t num_items, char *err,
-                           size_t err_size);
+                           size_t err_cap);
     /* Decodes item `index` of the landmark run (smoothing it with the filters of item->slot when
      * that is >= 0) and sets *next to the ROI for the next frame; *found = false when the
      * object is lost (low presence, no valid ROI). */
     ks_status (*finish)(void *task, size_t index, const ks__track_item *item, int32_t iw,
                         int32_t ih, int64_t timestamp_us, ks__rect *next, bool *found, char *err,
-                        size_t err_size);
+                        size_t err_cap);
     /* A new track takes `slot`: reset its filters. May be NULL. */
     void (*new_track)(void *task, int32_t slot);
     /* Whether the decoded items a < b of this frame are one object (b is then dropped, as when
@@ -197,14 +197,13 @@ void ks__track_loop_clear(ks__track_loop *t);
 ks_status ks__track_loop_begin(ks__track_loop *t, const ks_allocator *alloc, const ks_image *image,
                                ks_rotation rotation, int mirror, const ks_box *roi,
                                int64_t timestamp_us, ks_packet **image_out, int32_t *width_out,
-                               int32_t *height_out, char *err, size_t err_size);
+                               int32_t *height_out, char *err, size_t err_cap);
 
 /* Runs one frame (see above) into items (capacity KS__TRACK_MAX_OBJECTS; *num_items gets the
  * count, kept or not). On failure every track is dropped and err has the message. */
 ks_status ks__track_loop_frame(ks__track_loop *t, const ks__track_ops *ops, void *task,
                                ks_packet *image, int32_t iw, int32_t ih, int64_t timestamp_us,
-                               ks__track_item *items, size_t *num_items, char *err,
-                               size_t err_size);
+                               ks__track_item *items, size_t *num_items, char *err, size_t err_cap);
 
 /* IoU of the axis-aligned pixel bounding boxes of two rotated rects. */
 float ks__track_rect_iou(const ks__rect *a, const ks__rect *b, int32_t image_width,

@@ -23,21 +23,21 @@ void ks__track_loop_clear(ks__track_loop *t) {
 ks_status ks__track_loop_begin(ks__track_loop *t, const ks_allocator *alloc, const ks_image *image,
                                ks_rotation rotation, int mirror, const ks_box *roi,
                                int64_t timestamp_us, ks_packet **image_out, int32_t *width_out,
-                               int32_t *height_out, char *err, size_t err_size) {
+                               int32_t *height_out, char *err, size_t err_cap) {
     *image_out = NULL;
     if (t->video && t->has_ts && timestamp_us <= t->last_ts) {
-        snprintf(err, err_size, "timestamp %lld us is not after the previous one (%lld us)",
+        snprintf(err, err_cap, "timestamp %lld us is not after the previous one (%lld us)",
                  (long long)timestamp_us, (long long)t->last_ts);
         return KS_STATUS_INVALID_STATE;
     }
     ks_packet *img = NULL;
-    ks_status st = ks__task_image_packet(alloc, image, rotation, mirror, &img, err, err_size);
+    ks_status st = ks__task_image_packet(alloc, image, rotation, mirror, &img, err, err_cap);
     if (st) return st;
     int32_t iw = ks_packet_image_view(img)->width_px, ih = ks_packet_image_view(img)->height_px;
     if (roi && roi->w > 0.0f &&
         (!(roi->h > 0.0f) || roi->x + roi->w <= 0.0f || roi->y + roi->h <= 0.0f ||
          roi->x >= (float)iw || roi->y >= (float)ih)) {
-        snprintf(err, err_size, "task.roi (%g, %g, %g x %g) does not overlap the %dx%d image",
+        snprintf(err, err_cap, "task.roi (%g, %g, %g x %g) does not overlap the %dx%d image",
                  (double)roi->x, (double)roi->y, (double)roi->w, (double)roi->h, (int)iw, (int)ih);
         ks_packet_release(img);
         return KS_STATUS_INVALID_ARGUMENT;
@@ -82,7 +82,7 @@ static bool overlaps_any(const ks__track_loop *t, const ks__rect *r, const ks__t
 ks_status ks__track_loop_frame(ks__track_loop *t, const ks__track_ops *ops, void *task,
                                ks_packet *image, int32_t iw, int32_t ih, int64_t timestamp_us,
                                ks__track_item *items, size_t *num_items, char *err,
-                               size_t err_size) {
+                               size_t err_cap) {
     size_t n = 0;
     ks_status st = KS_STATUS_OK;
     *num_items = 0;
@@ -100,7 +100,7 @@ ks_status ks__track_loop_frame(ks__track_loop *t, const ks__track_ops *ops, void
         ks__rect found[KS__TRACK_MAX_CANDIDATES];
         size_t num_found = 0;
         st = ops->detect(task, image, iw, ih, found, KS__TRACK_MAX_CANDIDATES, &num_found, err,
-                         err_size);
+                         err_cap);
         if (st) goto error;
         t->num_detector_runs++;
         t->frames_since_detect = 0;
@@ -117,14 +117,14 @@ ks_status ks__track_loop_frame(ks__track_loop *t, const ks__track_ops *ops, void
         }
     }
     if (n > 0) {
-        st = ops->landmarks(task, image, iw, ih, items, n, err, err_size);
+        st = ops->landmarks(task, image, iw, ih, items, n, err, err_cap);
         if (st) goto error;
     }
     for (size_t i = 0; i < n; i++) {
         ks__track_item *it = &items[i];
         ks__rect next;
         bool found = false;
-        st = ops->finish(task, i, it, iw, ih, timestamp_us, &next, &found, err, err_size);
+        st = ops->finish(task, i, it, iw, ih, timestamp_us, &next, &found, err, err_cap);
         if (st) goto error;
         if (!found || !(next.width > 0.0f) || !(next.height > 0.0f)) {
             /* Lost (it moved fast, or left): look for it again next frame. */

@@ -33,9 +33,9 @@ static ks__rect rect_at(float x, float y) {
 }
 
 static ks_status fake_detect(void *task, ks_packet *image, int32_t iw, int32_t ih, ks__rect *rois,
-                             size_t cap, size_t *num_out, char *err, size_t err_size) {
+                             size_t cap, size_t *num_out, char *err, size_t err_cap) {
     script *s = task;
-    (void)image, (void)iw, (void)ih, (void)err, (void)err_size;
+    (void)image, (void)iw, (void)ih, (void)err, (void)err_cap;
     s->num_detect_calls++;
     *num_out = 0;
     for (size_t i = 0; i < s->num_detections && i < cap; i++)
@@ -45,11 +45,11 @@ static ks_status fake_detect(void *task, ks_packet *image, int32_t iw, int32_t i
 
 static ks_status fake_landmarks(void *task, ks_packet *image, int32_t iw, int32_t ih,
                                 const ks__track_item *items, size_t num_items, char *err,
-                                size_t err_size) {
+                                size_t err_cap) {
     script *s = task;
     (void)image, (void)iw, (void)ih, (void)items, (void)num_items;
     s->num_landmark_calls++;
-    if (s->landmarks_status) snprintf(err, err_size, "scripted failure");
+    if (s->landmarks_status) snprintf(err, err_cap, "scripted failure");
     return s->landmarks_status;
 }
 
@@ -57,9 +57,9 @@ static ks__rect g_first_roi;
 
 static ks_status fake_finish(void *task, size_t index, const ks__track_item *item, int32_t iw,
                              int32_t ih, int64_t timestamp_us, ks__rect *next, bool *found,
-                             char *err, size_t err_size) {
+                             char *err, size_t err_cap) {
     script *s = task;
-    (void)iw, (void)ih, (void)timestamp_us, (void)err, (void)err_size;
+    (void)iw, (void)ih, (void)timestamp_us, (void)err, (void)err_cap;
     if (index == 0) g_first_roi = item->roi;
     /* Objects stand still (where the detector keeps finding them). */
     *next = s->merge_into_first ? g_first_roi : item->roi;

@@ -159,8 +159,8 @@ static void count_free(void *user, void *p) {
     free(p);
 }
 
-static ks_status parse(const buf *g, ks__glb_model **m, char *err, size_t cap) {
-    return ks__glb_parse(NULL, g->p, g->n, "t.glb", m, err, cap);
+static ks_status parse(const buf *g, ks__glb_model **m, char *err, size_t err_cap) {
+    return ks__glb_parse(NULL, g->p, g->n, "t.glb", m, err, err_cap);
 }
 
 /* ---- tests -------------------------------------------------------------------------------- */

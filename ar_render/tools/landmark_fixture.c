@@ -11,7 +11,7 @@
 
 #define MAX_ABS 1e6
 
-#define FAIL(...) (snprintf(err, cap, __VA_ARGS__), KS_STATUS_INVALID_MODEL)
+#define FAIL(...) (snprintf(err, err_cap, __VA_ARGS__), KS_STATUS_INVALID_MODEL)
 
 static int number(const cJSON *v, double *out) {
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || fabs(v->valuedouble) > MAX_ABS) return 0;
@@ -20,7 +20,7 @@ static int number(const cJSON *v, double *out) {
 }
 
 static ks_status matrix(const cJSON *face, const char *key, uint32_t i, float m[16], int *present,
-                        char *err, size_t cap) {
+                        char *err, size_t err_cap) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(face, key);
     *present = 0;
     if (!a) return KS_STATUS_OK;
@@ -38,7 +38,8 @@ static ks_status matrix(const cJSON *face, const char *key, uint32_t i, float m[
     return KS_STATUS_OK;
 }
 
-static ks_status parse_face(const cJSON *f, uint32_t i, ks_ar_fixture *out, char *err, size_t cap) {
+static ks_status parse_face(const cJSON *f, uint32_t i, ks_ar_fixture *out, char *err,
+                            size_t err_cap) {
     char path[96];
     snprintf(path, sizeof(path), "faces[%u]", i);
     if (!cJSON_IsObject(f)) return FAIL("%s: expected an object", path);
@@ -72,10 +73,10 @@ static ks_status parse_face(const cJSON *f, uint32_t i, ks_ar_fixture *out, char
     face->num_landmarks = (uint32_t)n;
     face->landmarks_xyz = out->landmarks[i];
     int present = 0;
-    ks_status st = matrix(f, "pose_matrix", i, face->pose_matrix, &present, err, cap);
+    ks_status st = matrix(f, "pose_matrix", i, face->pose_matrix, &present, err, err_cap);
     if (st) return st;
     face->has_pose = present;
-    st = matrix(f, "projection_matrix", i, face->projection_matrix, &present, err, cap);
+    st = matrix(f, "projection_matrix", i, face->projection_matrix, &present, err, err_cap);
     if (st) return st;
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(f, "expressions");
     if (e) {
@@ -111,7 +112,6 @@ ks_status ks_ar_fixture_parse(const char *json, size_t size_bytes, ks_ar_fixture
         return KS_STATUS_LIMIT_EXCEEDED;
     }
     memset(out, 0, sizeof(*out));
-    size_t cap = err_cap;
     cJSON *root = cJSON_ParseWithLength(json, size_bytes);
     if (!root) {
         snprintf(err, err_cap, "fixture: invalid JSON");

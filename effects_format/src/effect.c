@@ -371,7 +371,7 @@ static int has_suffix_ci(const char *s, const char *suffix) {
 /* Decodes the image header (never the pixels) so a renderer can trust width/height before it
  * allocates a texture. Returns an error without the "manifest.json" prefix: images are checked
  * for every file, referenced or not. */
-static ks_status check_image(ks_effect_asset *as, char *err, size_t cap) {
+static ks_status check_image(ks_effect_asset *as, char *err, size_t err_cap) {
     static const uint8_t png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     int is_png = as->size_bytes >= 8 && memcmp(as->data, png_magic, 8) == 0;
     int is_jpeg =
@@ -379,14 +379,14 @@ static ks_status check_image(ks_effect_asset *as, char *err, size_t cap) {
     int w = 0, h = 0, comp = 0;
     if ((!is_png && !is_jpeg) || as->size_bytes > INT32_MAX ||
         !stbi_info_from_memory(as->data, (int)as->size_bytes, &w, &h, &comp) || w <= 0 || h <= 0) {
-        snprintf(err, cap,
+        snprintf(err, err_cap,
                  "asset '%s': cannot decode the image header (expected a PNG or JPEG "
                  "file)",
                  as->name);
         return KS_STATUS_INVALID_MODEL;
     }
     if ((uint32_t)w > KS_EFFECT_MAX_TEXTURE_PX || (uint32_t)h > KS_EFFECT_MAX_TEXTURE_PX) {
-        snprintf(err, cap,
+        snprintf(err, err_cap,
                  "asset '%s': image is %dx%d, over KS_EFFECT_MAX_TEXTURE_PX (%u) per "
                  "side",
                  as->name, w, h, KS_EFFECT_MAX_TEXTURE_PX);
@@ -992,7 +992,7 @@ static ks_status parse_states_triggers(parser *p, const cJSON *root) {
 }
 
 /* cJSON recurses once per nesting level; bound the depth before it sees the text. */
-static ks_status check_depth(const char *s, size_t n, char *err, size_t cap) {
+static ks_status check_depth(const char *s, size_t n, char *err, size_t err_cap) {
     uint32_t depth = 0;
     int in_str = 0;
     for (size_t i = 0; i < n; i++) {
@@ -1006,7 +1006,7 @@ static ks_status check_depth(const char *s, size_t n, char *err, size_t cap) {
             in_str = 1;
         } else if (c == '[' || c == '{') {
             if (++depth > KS_EFFECT_MAX_JSON_DEPTH) {
-                snprintf(err, cap,
+                snprintf(err, err_cap,
                          "manifest.json: nesting deeper than KS_EFFECT_MAX_JSON_DEPTH "
                          "(%u) at byte %zu",
                          KS_EFFECT_MAX_JSON_DEPTH, i);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "base/error.h"
 #include "effect_internal.h"
 
 #define SIG_LOCAL 0x04034b50u
@@ -48,56 +49,45 @@ static uint32_t rd32(const uint8_t *p) {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
-static ks_status fail(char *err, size_t cap, ks_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-static ks_status fail(char *err, size_t cap, ks_status st, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
 /* Names are printed with a precision because they are not NUL-terminated in the buffer. */
 #define NAMEF "'%.*s'"
 #define NAMEA(e) (int)(e)->name_len, (e)->name
 
 /* Rejects anything that could escape a destination folder if a host extracts the package, or
  * that names the same file twice on a case-insensitive file system. */
-static ks_status check_name(const entry *e, char *err, size_t cap) {
+static ks_status check_name(const entry *e, char *err, size_t err_cap) {
     const char *n = e->name;
     uint32_t len = e->name_len;
-    if (len == 0) return fail(err, cap, KS_STATUS_INVALID_MODEL, "zip: entry with an empty name");
+    if (len == 0)
+        return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL, "zip: entry with an empty name");
     if (len > KS_EFFECT_MAX_NAME_BYTES)
-        return fail(err, cap, KS_STATUS_LIMIT_EXCEEDED,
-                    "zip: entry name of %u bytes exceeds KS_EFFECT_MAX_NAME_BYTES (%u)", len,
-                    KS_EFFECT_MAX_NAME_BYTES);
+        return ks__fail(err, err_cap, KS_STATUS_LIMIT_EXCEEDED,
+                        "zip: entry name of %u bytes exceeds KS_EFFECT_MAX_NAME_BYTES (%u)", len,
+                        KS_EFFECT_MAX_NAME_BYTES);
     if (n[0] == '/')
-        return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                    "zip: entry " NAMEF " has an absolute path (expected a relative path)",
-                    NAMEA(e));
+        return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                        "zip: entry " NAMEF " has an absolute path (expected a relative path)",
+                        NAMEA(e));
     uint32_t comp_start = 0;
     for (uint32_t i = 0; i <= len; i++) {
         unsigned char c = i < len ? (unsigned char)n[i] : '/';
         if (i < len && (c < 0x20 || c == 0x7f || c == '\\' || c == ':'))
-            return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                        "zip: entry " NAMEF " contains byte 0x%02x at %u (control characters, "
-                        "'\\\\' and ':' are not allowed in names)",
-                        NAMEA(e), c, i);
+            return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                            "zip: entry " NAMEF " contains byte 0x%02x at %u (control characters, "
+                            "'\\\\' and ':' are not allowed in names)",
+                            NAMEA(e), c, i);
         if (c != '/') continue;
         uint32_t clen = i - comp_start;
         if (clen == 0 && !(i == len && e->is_dir))
-            return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                        "zip: entry " NAMEF " has an empty path component", NAMEA(e));
+            return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                            "zip: entry " NAMEF " has an empty path component", NAMEA(e));
         if ((clen == 1 && n[comp_start] == '.') ||
             (clen == 2 && n[comp_start] == '.' && n[comp_start + 1] == '.'))
-            return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                        "zip: entry " NAMEF " has a '%.*s' path component (zip-slip; expected a "
-                        "plain relative path)",
-                        NAMEA(e), (int)clen, n + comp_start);
+            return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                            "zip: entry " NAMEF
+                            " has a '%.*s' path component (zip-slip; expected a "
+                            "plain relative path)",
+                            NAMEA(e), (int)clen, n + comp_start);
         comp_start = i + 1;
     }
     return KS_STATUS_OK;
@@ -129,15 +119,15 @@ static void z_free(voidpf opaque, voidpf ptr) {
 }
 
 static ks_status inflate_entry(const entry *e, const uint8_t *src, const ks_allocator *a,
-                               uint8_t *dst, char *err, size_t cap) {
+                               uint8_t *dst, char *err, size_t err_cap) {
     z_stream zs;
     memset(&zs, 0, sizeof(zs));
     zs.zalloc = z_alloc;
     zs.zfree = z_free;
     zs.opaque = (voidpf)a;
     if (inflateInit2(&zs, -MAX_WBITS) != Z_OK)
-        return fail(err, cap, KS_STATUS_OUT_OF_MEMORY,
-                    "zip: entry " NAMEF ": cannot initialise the inflater", NAMEA(e));
+        return ks__fail(err, err_cap, KS_STATUS_OUT_OF_MEMORY,
+                        "zip: entry " NAMEF ": cannot initialise the inflater", NAMEA(e));
     zs.next_in = (Bytef *)(uintptr_t)src;
     zs.avail_in = e->csize;
     zs.next_out = dst;
@@ -147,36 +137,36 @@ static ks_status inflate_entry(const entry *e, const uint8_t *src, const ks_allo
     uLong produced = zs.total_out;
     inflateEnd(&zs);
     if (zr == Z_MEM_ERROR)
-        return fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "zip: entry " NAMEF ": out of memory",
-                    NAMEA(e));
+        return ks__fail(err, err_cap, KS_STATUS_OUT_OF_MEMORY,
+                        "zip: entry " NAMEF ": out of memory", NAMEA(e));
     if (zr != Z_STREAM_END || produced != e->usize)
-        return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                    "zip: entry " NAMEF ": corrupt DEFLATE data (zlib %d, %lu bytes produced, "
-                    "%u declared)",
-                    NAMEA(e), zr, (unsigned long)produced, e->usize);
+        return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                        "zip: entry " NAMEF ": corrupt DEFLATE data (zlib %d, %lu bytes produced, "
+                        "%u declared)",
+                        NAMEA(e), zr, (unsigned long)produced, e->usize);
     return KS_STATUS_OK;
 }
 
 static ks_status parse_central(const uint8_t *buf, size_t size, entry *ents, uint32_t num,
-                               size_t cd_off, size_t cd_size, char *err, size_t cap) {
+                               size_t cd_off, size_t cd_size, char *err, size_t err_cap) {
     size_t pos = cd_off, cd_end = cd_off + cd_size;
     uint64_t total = 0;
     for (uint32_t i = 0; i < num; i++) {
         entry *e = &ents[i];
         if (cd_end - pos < CENTRAL_BYTES || rd32(buf + pos) != SIG_CENTRAL)
-            return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                        "zip: central directory record %u at offset %zu is truncated or has a "
-                        "bad signature",
-                        i, pos);
+            return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                            "zip: central directory record %u at offset %zu is truncated or has a "
+                            "bad signature",
+                            i, pos);
         const uint8_t *h = buf + pos;
         uint32_t made_by = rd16(h + 4), name_len = rd16(h + 28), extra_len = rd16(h + 30);
         uint32_t comment_len = rd16(h + 32), disk = rd16(h + 34), ext_attr = rd32(h + 38);
         size_t rec = (size_t)CENTRAL_BYTES + name_len + extra_len + comment_len;
         if (cd_end - pos < rec)
-            return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                        "zip: central directory record %u (%zu bytes) runs past the directory "
-                        "end at offset %zu",
-                        i, rec, cd_end);
+            return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                            "zip: central directory record %u (%zu bytes) runs past the directory "
+                            "end at offset %zu",
+                            i, rec, cd_end);
         e->flags = rd16(h + 8);
         e->method = rd16(h + 10);
         e->crc = rd32(h + 16);
@@ -188,104 +178,105 @@ static ks_status parse_central(const uint8_t *buf, size_t size, entry *ents, uin
         e->is_dir = name_len > 0 && e->name[name_len - 1] == '/';
         pos += rec;
 
-        ks_status st = check_name(e, err, cap);
+        ks_status st = check_name(e, err, err_cap);
         if (st) return st;
         if (e->csize == 0xffffffffu || e->usize == 0xffffffffu || e->local_off == 0xffffffffu ||
             disk == 0xffffu)
-            return fail(err, cap, KS_STATUS_UNSUPPORTED,
-                        "zip: entry " NAMEF " uses zip64 fields (not supported; packages are "
-                        "limited to %u bytes anyway)",
-                        NAMEA(e), KS_EFFECT_MAX_PACKAGE_BYTES);
+            return ks__fail(err, err_cap, KS_STATUS_UNSUPPORTED,
+                            "zip: entry " NAMEF " uses zip64 fields (not supported; packages are "
+                            "limited to %u bytes anyway)",
+                            NAMEA(e), KS_EFFECT_MAX_PACKAGE_BYTES);
         if (disk != 0)
-            return fail(err, cap, KS_STATUS_UNSUPPORTED,
-                        "zip: entry " NAMEF " starts on disk %u (multi-disk archives are not "
-                        "supported)",
-                        NAMEA(e), disk);
+            return ks__fail(err, err_cap, KS_STATUS_UNSUPPORTED,
+                            "zip: entry " NAMEF " starts on disk %u (multi-disk archives are not "
+                            "supported)",
+                            NAMEA(e), disk);
         if ((e->flags & (FLAG_ENCRYPTED | FLAG_STRONG_ENCRYPTION)) || e->method == METHOD_AES)
-            return fail(err, cap, KS_STATUS_UNSUPPORTED,
-                        "zip: entry " NAMEF " is encrypted (flags 0x%04x, method %u); "
-                        "encrypted packages are not supported",
-                        NAMEA(e), e->flags, e->method);
+            return ks__fail(err, err_cap, KS_STATUS_UNSUPPORTED,
+                            "zip: entry " NAMEF " is encrypted (flags 0x%04x, method %u); "
+                            "encrypted packages are not supported",
+                            NAMEA(e), e->flags, e->method);
         if (e->method != METHOD_STORED && e->method != METHOD_DEFLATE)
-            return fail(err, cap, KS_STATUS_UNSUPPORTED,
-                        "zip: entry " NAMEF " uses compression method %u (expected 0 STORED or "
-                        "8 DEFLATE)",
-                        NAMEA(e), e->method);
+            return ks__fail(err, err_cap, KS_STATUS_UNSUPPORTED,
+                            "zip: entry " NAMEF " uses compression method %u (expected 0 STORED or "
+                            "8 DEFLATE)",
+                            NAMEA(e), e->method);
         uint32_t unix_type = (ext_attr >> 16) & UNIX_TYPE_MASK;
         if ((made_by >> 8) == HOST_UNIX && unix_type == UNIX_TYPE_SYMLINK)
-            return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                        "zip: entry " NAMEF " is a symbolic link (not allowed in packages)",
-                        NAMEA(e));
+            return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                            "zip: entry " NAMEF " is a symbolic link (not allowed in packages)",
+                            NAMEA(e));
         if ((made_by >> 8) == HOST_UNIX && unix_type != 0 && unix_type != UNIX_TYPE_REGULAR &&
             unix_type != UNIX_TYPE_DIR)
-            return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                        "zip: entry " NAMEF " is a special file (unix mode 0%o; expected a "
-                        "regular file or directory)",
-                        NAMEA(e), (ext_attr >> 16));
+            return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                            "zip: entry " NAMEF " is a special file (unix mode 0%o; expected a "
+                            "regular file or directory)",
+                            NAMEA(e), (ext_attr >> 16));
         if (ext_attr & DOS_ATTR_REPARSE_POINT)
-            return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                        "zip: entry " NAMEF " is a Windows reparse point (symbolic link)",
-                        NAMEA(e));
+            return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                            "zip: entry " NAMEF " is a Windows reparse point (symbolic link)",
+                            NAMEA(e));
         if (e->is_dir && e->usize != 0)
-            return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                        "zip: directory entry " NAMEF " has %u bytes of content", NAMEA(e),
-                        e->usize);
+            return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                            "zip: directory entry " NAMEF " has %u bytes of content", NAMEA(e),
+                            e->usize);
         if (e->method == METHOD_STORED && e->csize != e->usize)
-            return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                        "zip: STORED entry " NAMEF " has compressed size %u != size %u", NAMEA(e),
-                        e->csize, e->usize);
+            return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                            "zip: STORED entry " NAMEF " has compressed size %u != size %u",
+                            NAMEA(e), e->csize, e->usize);
         if (e->usize > KS_EFFECT_MAX_FILE_BYTES)
-            return fail(err, cap, KS_STATUS_LIMIT_EXCEEDED,
-                        "zip: entry " NAMEF " is %u bytes uncompressed, over "
-                        "KS_EFFECT_MAX_FILE_BYTES (%u)",
-                        NAMEA(e), e->usize, KS_EFFECT_MAX_FILE_BYTES);
+            return ks__fail(err, err_cap, KS_STATUS_LIMIT_EXCEEDED,
+                            "zip: entry " NAMEF " is %u bytes uncompressed, over "
+                            "KS_EFFECT_MAX_FILE_BYTES (%u)",
+                            NAMEA(e), e->usize, KS_EFFECT_MAX_FILE_BYTES);
         if (e->usize > KS_EFFECT_RATIO_MIN_BYTES &&
             e->usize / (e->csize ? e->csize : 1u) > KS_EFFECT_MAX_RATIO)
-            return fail(err, cap, KS_STATUS_LIMIT_EXCEEDED,
-                        "zip: entry " NAMEF " expands %u -> %u bytes, a ratio over "
-                        "KS_EFFECT_MAX_RATIO (%u): refusing a likely zip bomb",
-                        NAMEA(e), e->csize, e->usize, KS_EFFECT_MAX_RATIO);
+            return ks__fail(err, err_cap, KS_STATUS_LIMIT_EXCEEDED,
+                            "zip: entry " NAMEF " expands %u -> %u bytes, a ratio over "
+                            "KS_EFFECT_MAX_RATIO (%u): refusing a likely zip bomb",
+                            NAMEA(e), e->csize, e->usize, KS_EFFECT_MAX_RATIO);
         total += e->usize;
         if (total > KS_EFFECT_MAX_TOTAL_BYTES)
-            return fail(err, cap, KS_STATUS_LIMIT_EXCEEDED,
-                        "zip: entries up to " NAMEF " add up to %llu bytes uncompressed, over "
-                        "KS_EFFECT_MAX_TOTAL_BYTES (%u)",
-                        NAMEA(e), (unsigned long long)total, KS_EFFECT_MAX_TOTAL_BYTES);
+            return ks__fail(err, err_cap, KS_STATUS_LIMIT_EXCEEDED,
+                            "zip: entries up to " NAMEF " add up to %llu bytes uncompressed, over "
+                            "KS_EFFECT_MAX_TOTAL_BYTES (%u)",
+                            NAMEA(e), (unsigned long long)total, KS_EFFECT_MAX_TOTAL_BYTES);
         for (uint32_t j = 0; j < i; j++)
             if (same_name_ci(&ents[j], e))
-                return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                            "zip: duplicate entry name " NAMEF " (same as " NAMEF
-                            ", ignoring case)",
-                            NAMEA(e), NAMEA(&ents[j]));
+                return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                                "zip: duplicate entry name " NAMEF " (same as " NAMEF
+                                ", ignoring case)",
+                                NAMEA(e), NAMEA(&ents[j]));
 
         /* The local header: in bounds, same name and method, before the central directory. */
         size_t lo = e->local_off;
         if (lo > cd_off || cd_off - lo < LOCAL_BYTES || rd32(buf + lo) != SIG_LOCAL)
-            return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                        "zip: entry " NAMEF ": local header offset %zu is out of bounds or has "
-                        "a bad signature",
-                        NAMEA(e), lo);
+            return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                            "zip: entry " NAMEF ": local header offset %zu is out of bounds or has "
+                            "a bad signature",
+                            NAMEA(e), lo);
         const uint8_t *l = buf + lo;
         size_t data_off = lo + LOCAL_BYTES + rd16(l + 26) + rd16(l + 28);
         if (rd16(l + 26) != name_len || memcmp(l + LOCAL_BYTES, e->name, name_len) != 0)
-            return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                        "zip: entry " NAMEF ": local header names a different file", NAMEA(e));
+            return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                            "zip: entry " NAMEF ": local header names a different file", NAMEA(e));
         if (rd16(l + 8) != e->method || (rd16(l + 6) & (FLAG_ENCRYPTED | FLAG_STRONG_ENCRYPTION)))
-            return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                        "zip: entry " NAMEF ": local header method/flags (%u/0x%04x) disagree "
-                        "with the central directory",
-                        NAMEA(e), rd16(l + 8), rd16(l + 6));
+            return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                            "zip: entry " NAMEF ": local header method/flags (%u/0x%04x) disagree "
+                            "with the central directory",
+                            NAMEA(e), rd16(l + 8), rd16(l + 6));
         if (!(e->flags & FLAG_DATA_DESCRIPTOR) &&
             (rd32(l + 14) != e->crc || rd32(l + 18) != e->csize || rd32(l + 22) != e->usize))
-            return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                        "zip: entry " NAMEF ": local header sizes/CRC disagree with the central "
-                        "directory",
-                        NAMEA(e));
+            return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                            "zip: entry " NAMEF
+                            ": local header sizes/CRC disagree with the central "
+                            "directory",
+                            NAMEA(e));
         if (data_off > cd_off || cd_off - data_off < e->csize)
-            return fail(err, cap, KS_STATUS_INVALID_MODEL,
-                        "zip: entry " NAMEF ": data (%u bytes at offset %zu) runs into the "
-                        "central directory at %zu",
-                        NAMEA(e), e->csize, data_off, cd_off);
+            return ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                            "zip: entry " NAMEF ": data (%u bytes at offset %zu) runs into the "
+                            "central directory at %zu",
+                            NAMEA(e), e->csize, data_off, cd_off);
         e->data_off = data_off;
     }
     (void)size;
@@ -293,10 +284,10 @@ static ks_status parse_central(const uint8_t *buf, size_t size, entry *ents, uin
 }
 
 static ks_status check_overlaps(entry *ents, uint32_t num, const ks_allocator *a, char *err,
-                                size_t cap) {
+                                size_t err_cap) {
     if (num < 2) return KS_STATUS_OK;
     entry **order = ks__alloc(a, num * sizeof(*order));
-    if (!order) return fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "zip: out of memory");
+    if (!order) return ks__fail(err, err_cap, KS_STATUS_OUT_OF_MEMORY, "zip: out of memory");
     for (uint32_t i = 0; i < num; i++)
         order[i] = &ents[i];
     qsort(order, num, sizeof(*order), cmp_local_off);
@@ -304,10 +295,10 @@ static ks_status check_overlaps(entry *ents, uint32_t num, const ks_allocator *a
     for (uint32_t i = 1; i < num; i++) {
         const entry *p = order[i - 1], *e = order[i];
         if (e->local_off < p->data_off + p->csize) {
-            st = fail(err, cap, KS_STATUS_INVALID_MODEL,
-                      "zip: entry " NAMEF " at offset %u overlaps entry " NAMEF
-                      " (overlapping entries are a zip bomb technique)",
-                      NAMEA(e), e->local_off, NAMEA(p));
+            st = ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                          "zip: entry " NAMEF " at offset %u overlaps entry " NAMEF
+                          " (overlapping entries are a zip bomb technique)",
+                          NAMEA(e), e->local_off, NAMEA(p));
             break;
         }
     }
@@ -325,20 +316,22 @@ void ks__zip_free(const ks_allocator *a, ks__zip_file *files, uint32_t num_files
 }
 
 ks_status ks__zip_read(const uint8_t *buf, size_t size, const ks_allocator *a,
-                       ks__zip_file **files_out, uint32_t *num_files_out, char *err, size_t cap) {
+                       ks__zip_file **files_out, uint32_t *num_files_out, char *err,
+                       size_t err_cap) {
     entry *ents = NULL;
     ks__zip_file *files = NULL;
     uint32_t num_files = 0;
     ks_status st = KS_STATUS_OK;
     if (size > KS_EFFECT_MAX_PACKAGE_BYTES) {
-        st = fail(err, cap, KS_STATUS_LIMIT_EXCEEDED,
-                  "zip: package is %zu bytes, over KS_EFFECT_MAX_PACKAGE_BYTES (%u)", size,
-                  KS_EFFECT_MAX_PACKAGE_BYTES);
+        st = ks__fail(err, err_cap, KS_STATUS_LIMIT_EXCEEDED,
+                      "zip: package is %zu bytes, over KS_EFFECT_MAX_PACKAGE_BYTES (%u)", size,
+                      KS_EFFECT_MAX_PACKAGE_BYTES);
         goto error;
     }
     if (size < EOCD_BYTES) {
-        st = fail(err, cap, KS_STATUS_INVALID_MODEL,
-                  "zip: %zu bytes is too small for a zip file (no end of central directory)", size);
+        st = ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                      "zip: %zu bytes is too small for a zip file (no end of central directory)",
+                      size);
         goto error;
     }
     /* The end record must end exactly at the end of the file (comment included): searching
@@ -353,59 +346,59 @@ ks_status ks__zip_read(const uint8_t *buf, size_t size, const ks_allocator *a,
         }
     }
     if (eocd == SIZE_MAX) {
-        st = fail(err, cap, KS_STATUS_INVALID_MODEL,
-                  "zip: no end of central directory record (not a zip file, or truncated)");
+        st = ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                      "zip: no end of central directory record (not a zip file, or truncated)");
         goto error;
     }
     const uint8_t *z = buf + eocd;
     uint32_t disk = rd16(z + 4), cd_disk = rd16(z + 6), n_disk = rd16(z + 8), n = rd16(z + 10);
     uint32_t cd_size = rd32(z + 12), cd_off = rd32(z + 16);
     if (eocd >= 20 && rd32(buf + eocd - 20) == SIG_ZIP64_LOCATOR) {
-        st = fail(err, cap, KS_STATUS_UNSUPPORTED, "zip: zip64 archives are not supported");
+        st = ks__fail(err, err_cap, KS_STATUS_UNSUPPORTED, "zip: zip64 archives are not supported");
         goto error;
     }
     if (n == 0xffffu || n_disk == 0xffffu || cd_size == 0xffffffffu || cd_off == 0xffffffffu) {
-        st = fail(err, cap, KS_STATUS_UNSUPPORTED,
-                  "zip: zip64 end of central directory values are not supported");
+        st = ks__fail(err, err_cap, KS_STATUS_UNSUPPORTED,
+                      "zip: zip64 end of central directory values are not supported");
         goto error;
     }
     if (disk != 0 || cd_disk != 0 || n_disk != n) {
-        st = fail(err, cap, KS_STATUS_UNSUPPORTED,
-                  "zip: multi-disk archive (disk %u, directory on disk %u, %u of %u entries "
-                  "here) is not supported",
-                  disk, cd_disk, n_disk, n);
+        st = ks__fail(err, err_cap, KS_STATUS_UNSUPPORTED,
+                      "zip: multi-disk archive (disk %u, directory on disk %u, %u of %u entries "
+                      "here) is not supported",
+                      disk, cd_disk, n_disk, n);
         goto error;
     }
     if (n > KS_EFFECT_MAX_FILES) {
-        st = fail(err, cap, KS_STATUS_LIMIT_EXCEEDED,
-                  "zip: %u entries, over KS_EFFECT_MAX_FILES (%u)", n, KS_EFFECT_MAX_FILES);
+        st = ks__fail(err, err_cap, KS_STATUS_LIMIT_EXCEEDED,
+                      "zip: %u entries, over KS_EFFECT_MAX_FILES (%u)", n, KS_EFFECT_MAX_FILES);
         goto error;
     }
     if (cd_off > eocd || eocd - cd_off < cd_size) {
-        st = fail(err, cap, KS_STATUS_INVALID_MODEL,
-                  "zip: central directory (%u bytes at offset %u) is outside the file before "
-                  "the end record at %zu",
-                  cd_size, cd_off, eocd);
+        st = ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL,
+                      "zip: central directory (%u bytes at offset %u) is outside the file before "
+                      "the end record at %zu",
+                      cd_size, cd_off, eocd);
         goto error;
     }
     if (n == 0) {
-        st = fail(err, cap, KS_STATUS_INVALID_MODEL, "zip: the archive is empty");
+        st = ks__fail(err, err_cap, KS_STATUS_INVALID_MODEL, "zip: the archive is empty");
         goto error;
     }
     ents = ks__alloc(a, n * sizeof(*ents));
     if (!ents) {
-        st = fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "zip: out of memory");
+        st = ks__fail(err, err_cap, KS_STATUS_OUT_OF_MEMORY, "zip: out of memory");
         goto error;
     }
     memset(ents, 0, n * sizeof(*ents));
-    st = parse_central(buf, size, ents, n, cd_off, cd_size, err, cap);
+    st = parse_central(buf, size, ents, n, cd_off, cd_size, err, err_cap);
     if (st) goto error;
-    st = check_overlaps(ents, n, a, err, cap);
+    st = check_overlaps(ents, n, a, err, err_cap);
     if (st) goto error;
 
     files = ks__alloc(a, n * sizeof(*files));
     if (!files) {
-        st = fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "zip: out of memory");
+        st = ks__fail(err, err_cap, KS_STATUS_OUT_OF_MEMORY, "zip: out of memory");
         goto error;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -417,8 +410,8 @@ ks_status ks__zip_read(const uint8_t *buf, size_t size, const ks_allocator *a,
         f->size_bytes = e->usize;
         num_files++;
         if (!f->name || !f->data) {
-            st = fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "zip: out of memory reading " NAMEF,
-                      NAMEA(e));
+            st = ks__fail(err, err_cap, KS_STATUS_OUT_OF_MEMORY,
+                          "zip: out of memory reading " NAMEF, NAMEA(e));
             goto error;
         }
         memcpy(f->name, e->name, e->name_len);
@@ -426,15 +419,15 @@ ks_status ks__zip_read(const uint8_t *buf, size_t size, const ks_allocator *a,
         if (e->method == METHOD_STORED) {
             memcpy(f->data, buf + e->data_off, e->usize);
         } else {
-            st = inflate_entry(e, buf + e->data_off, a, f->data, err, cap);
+            st = inflate_entry(e, buf + e->data_off, a, f->data, err, err_cap);
             if (st) goto error;
         }
         f->data[e->usize] = 0;
         uint32_t crc = (uint32_t)crc32(0L, f->data, e->usize);
         if (crc != e->crc) {
-            st = fail(err, cap, KS_STATUS_CHECKSUM_MISMATCH,
-                      "zip: entry " NAMEF ": CRC-32 0x%08x does not match the stored 0x%08x",
-                      NAMEA(e), crc, e->crc);
+            st = ks__fail(err, err_cap, KS_STATUS_CHECKSUM_MISMATCH,
+                          "zip: entry " NAMEF ": CRC-32 0x%08x does not match the stored 0x%08x",
+                          NAMEA(e), crc, e->crc);
             goto error;
         }
     }

@@ -198,10 +198,10 @@ static int parse_triplet(const char *s, float out[3]) {
     return 0;
 }
 
-static int parse_preprocess(const char *spec, preprocess *pp, char *err, size_t cap) {
+static int parse_preprocess(const char *spec, preprocess *pp, char *err, size_t err_cap) {
     char buf[512];
     if (strlen(spec) >= sizeof(buf)) {
-        snprintf(err, cap, "--preprocess: spec too long");
+        snprintf(err, err_cap, "--preprocess: spec too long");
         return -1;
     }
     strcpy(buf, spec);
@@ -209,7 +209,7 @@ static int parse_preprocess(const char *spec, preprocess *pp, char *err, size_t 
          tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
         if (!eq) {
-            snprintf(err, cap, "--preprocess: '%s' is not KEY=VALUE", tok);
+            snprintf(err, err_cap, "--preprocess: '%s' is not KEY=VALUE", tok);
             return -1;
         }
         *eq = '\0';
@@ -244,12 +244,12 @@ static int parse_preprocess(const char *spec, preprocess *pp, char *err, size_t 
             pp->width_px = w;
             pp->height_px = h;
         } else {
-            snprintf(err, cap, "--preprocess: unknown key '%s' (mean, scale, layout, size, color)",
-                     k);
+            snprintf(err, err_cap,
+                     "--preprocess: unknown key '%s' (mean, scale, layout, size, color)", k);
             return -1;
         }
         if (bad) {
-            snprintf(err, cap, "--preprocess: bad value '%s' for '%s'", v, k);
+            snprintf(err, err_cap, "--preprocess: bad value '%s' for '%s'", v, k);
             return -1;
         }
     }

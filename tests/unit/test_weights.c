@@ -476,10 +476,10 @@ static void find_encoded(const uint8_t *img, uint64_t *enc_off) {
     assert_true(*enc_off != 0);
 }
 
-static ks_status read_copy(const uint8_t *img, size_t n, char *err, size_t cap) {
+static ks_status read_copy(const uint8_t *img, size_t n, char *err, size_t err_cap) {
     ks__graph r;
     ks__graph_init(&r, NULL);
-    ks_status st = ks__ksm_read(img, n, false, &r, err, cap);
+    ks_status st = ks__ksm_read(img, n, false, &r, err, err_cap);
     ks__graph_free(&r);
     return st;
 }
