@@ -38,17 +38,17 @@ static void register_pruned(ks__kernel_table *t) {
 #endif
 static ks__once_flag g_ref_once = KS__ONCE_INIT;
 
+/* Runs once (ks__once), so it fills the table in place: no other thread reads it before. */
 static void fill_ref_table(void) {
-    ks__kernel_table t;
-    memset(&t, 0, sizeof(t));
-    ks__ref_register_conv(&t);
-    ks__ref_register_elementwise(&t);
-    ks__ref_register_data(&t);
-    ks__ref_register_mediapipe(&t);
+    ks__kernel_table *t = &g_ref_table;
+    memset(t, 0, sizeof(*t));
+    ks__ref_register_conv(t);
+    ks__ref_register_elementwise(t);
+    ks__ref_register_data(t);
+    ks__ref_register_mediapipe(t);
 #ifdef KS_OPS_PRUNED
-    register_pruned(&t);
+    register_pruned(t);
 #endif
-    g_ref_table = t;
 }
 
 const ks__kernel_table *ks__ref_kernels(void) {
