@@ -57,7 +57,7 @@ endif()
 if(KS_WITH_SODIUM)
   ks_sdk_dep(sodium ${KS_SODIUM_LIBRARY})
 endif()
-if(TARGET kestrel_ar)
+if(TARGET kestrel_ar AND KS_AR_GLES)
   # The AR renderer draws with the caller's GLES 3 context (no EGL in the library).
   ks_sdk_dep(GLESv2 ${KS_GLESV2_LIB})
 endif()

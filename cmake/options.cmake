@@ -22,6 +22,16 @@ if(KS_SODIUM_LIBRARY AND KS_SODIUM_INCLUDE_DIR)
 else()
   option(KS_WITH_SODIUM "Encrypted model support (KSME) via libsodium" OFF)
 endif()
+# The AR renderer's OpenGL ES 3 backend (ar_render/src/gles3/); ON when the GLES 3 headers and
+# library (Debian libgles-dev) are found. OFF builds the renderer core with the null backend only
+# (no GL header or library needed), as on a GLES-less machine; scripts/test builds one so.
+find_path(KS_GLES3_INCLUDE GLES3/gl3.h)
+find_library(KS_GLESV2_LIB GLESv2)
+if(KS_GLES3_INCLUDE AND KS_GLESV2_LIB)
+  option(KS_AR_GLES "AR renderer: build the OpenGL ES 3 backend (else the null backend only)" ON)
+else()
+  option(KS_AR_GLES "AR renderer: build the OpenGL ES 3 backend (else the null backend only)" OFF)
+endif()
 # Op-pruned builds (docs/size.md, cmake/op_pruning.cmake): register only these IR ops, or the ops
 # of these models (converted and listed with the host tools in KS_OPS_TOOLS_DIR). Empty: all ops.
 set(KS_OPS "" CACHE STRING "Op-pruned build: IR op names to register (;-list), empty = all")

@@ -4,7 +4,9 @@
  *   (`preprocess` object): size, layout (nhwc/nchw), dtype (f32/u8), channel order (rgb/bgr),
  *   per-channel mean/std in pixel units, and the fit (stretch, letterbox centred or top-left with
  *   a pad value, centre crop). Also emits the tensor-normalized -> image-normalized matrix, so
- *   decoders map boxes back without knowing the fit. One ks_image_to_tensor pass.
+ *   decoders map boxes back without knowing the fit. This file only reads the config: the tensor
+ *   is made by the pipeline's image -> tensor implementation (pipeline/src/image_tensor.h), the
+ *   one behind the built-in image_to_tensor node too.
  * det_decode: matrix + raw head tensors -> detections normalized to the image: YOLOX or NanoDet
  *   decoding, class-wise NMS, optional IoU tracking (stable ids as a second output, an i32
  *   tensor [n]). Thresholds come from the config; options min_score / max_results override
@@ -14,33 +16,16 @@
 #include <string.h>
 
 #include "detection.h"
+#include "image_tensor.h"
 #include "node_types.h"
 #include "task_common.h"
 #include "tracking.h"
 
 /* ---------------------------------------------------------------------------------------------
- * model_input
+ * model_input: the config's `preprocess` object as an image_tensor.h desc
  * ------------------------------------------------------------------------------------------- */
 
-typedef enum fit_mode {
-    FIT_STRETCH,
-    FIT_LETTERBOX,
-    FIT_LETTERBOX_TOP_LEFT,
-    FIT_CENTER_CROP
-} fit_mode;
-
-typedef struct mi_state {
-    int32_t width_px, height_px;
-    ks_dtype dtype;
-    ks_tensor_layout layout;
-    ks_channel_order order;
-    float mean[3], scale[3];
-    fit_mode fit;
-    float pad_value;
-    float crop_fraction;
-} mi_state;
-
-static ks_status read_preprocess(const ks_node_init *init, mi_state *s) {
+static ks_status read_preprocess(const ks_node_init *init, ks__image_tensor_desc *s) {
     const char *entry = NULL;
     cJSON *cfg = NULL;
     ks_status st = ks_node_options_string(init->options, "config", NULL, &entry);
@@ -76,8 +61,10 @@ static ks_status read_preprocess(const ks_node_init *init, mi_state *s) {
     if (!st) st = ks__cfg_numbers(pre, "std", stdv, 3, &ns, err, sizeof(err));
     if (st) goto done;
     st = KS_STATUS_INVALID_MODEL;
-    if (!(w >= 1 && w <= 4096 && h >= 1 && h <= 4096)) {
-        snprintf(err, sizeof(err), "preprocess width x height %g x %g must be in 1..4096", w, h);
+    if (!(w >= 1 && w <= KS__IMAGE_TENSOR_MAX_SIDE_PX && h >= 1 &&
+          h <= KS__IMAGE_TENSOR_MAX_SIDE_PX)) {
+        snprintf(err, sizeof(err), "preprocess width x height %g x %g must be in 1..%d", w, h,
+                 KS__IMAGE_TENSOR_MAX_SIDE_PX);
         goto done;
     }
     if ((nm && nm != 3) || (ns && ns != 3)) {
@@ -103,21 +90,21 @@ static ks_status read_preprocess(const ks_node_init *init, mi_state *s) {
         goto done;
     }
     if (strcmp(order, "rgb") == 0)
-        s->order = KS_CHANNEL_ORDER_RGB;
+        s->channel_order = KS_CHANNEL_ORDER_RGB;
     else if (strcmp(order, "bgr") == 0)
-        s->order = KS_CHANNEL_ORDER_BGR;
+        s->channel_order = KS_CHANNEL_ORDER_BGR;
     else {
         snprintf(err, sizeof(err), "preprocess channel_order '%s' is not rgb or bgr", order);
         goto done;
     }
     if (strcmp(fit, "stretch") == 0)
-        s->fit = FIT_STRETCH;
+        s->fit = KS__FIT_STRETCH;
     else if (strcmp(fit, "letterbox") == 0)
-        s->fit = FIT_LETTERBOX;
+        s->fit = KS__FIT_LETTERBOX;
     else if (strcmp(fit, "letterbox_top_left") == 0)
-        s->fit = FIT_LETTERBOX_TOP_LEFT;
+        s->fit = KS__FIT_LETTERBOX_TOP_LEFT;
     else if (strcmp(fit, "center_crop") == 0)
-        s->fit = FIT_CENTER_CROP;
+        s->fit = KS__FIT_CENTER_CROP;
     else {
         snprintf(err, sizeof(err),
                  "preprocess fit '%s' is not stretch, letterbox, letterbox_top_left or "
@@ -141,7 +128,11 @@ static ks_status read_preprocess(const ks_node_init *init, mi_state *s) {
         s->mean[c] = mean[c];
         s->scale[c] = 1.0f / stdv[c];
     }
-    s->pad_value = (float)pad;
+    /* Letterboxes pad with pad_value; the other fits sample inside the image and replicate its
+     * edges for the taps of the outermost pixels. */
+    bool pads = s->fit == KS__FIT_LETTERBOX || s->fit == KS__FIT_LETTERBOX_TOP_LEFT;
+    s->border = pads ? KS_BORDER_CONSTANT : KS_BORDER_REPLICATE;
+    s->border_value = (float)pad;
     s->crop_fraction = (float)crop;
     st = KS_STATUS_OK;
 done:
@@ -151,105 +142,23 @@ done:
 }
 
 static ks_status mi_create(const ks_node_init *init, void **state_out) {
-    mi_state *s = ks__alloc(init->allocator, sizeof(*s));
-    if (!s) return KS_STATUS_OUT_OF_MEMORY;
-    memset(s, 0, sizeof(*s));
-    ks_status st = read_preprocess(init, s);
-    if (st) {
-        ks__free(init->allocator, s);
-        return st;
-    }
-    *state_out = s;
-    return KS_STATUS_OK;
-}
-
-static void plain_destroy(void *state, const ks_allocator *a) {
-    ks__free(a, state);
-}
-
-static ks_status mi_process(void *state, ks_node_ctx *ctx) {
-    const mi_state *s = state;
-    const ks_packet_image *img = ks_packet_image_view(ks_node_input(ctx, 0));
-    float iw = (float)img->width_px, ih = (float)img->height_px;
-    float tw = (float)s->width_px, th = (float)s->height_px;
-    /* m: tensor pixel -> image pixel (imgproc's convention). */
-    ks_image_to_tensor_desc d = {
-        .channel_order = s->order, .layout = s->layout, .border = KS_BORDER_REPLICATE};
-    switch (s->fit) {
-    case FIT_STRETCH:
-        d.m[0] = iw / tw;
-        d.m[4] = ih / th;
-        break;
-    case FIT_CENTER_CROP: {
-        float cw = iw * s->crop_fraction, ch = ih * s->crop_fraction;
-        d.m[0] = cw / tw;
-        d.m[4] = ch / th;
-        d.m[2] = 0.5f * (iw - cw);
-        d.m[5] = 0.5f * (ih - ch);
-        break;
-    }
-    case FIT_LETTERBOX:
-    case FIT_LETTERBOX_TOP_LEFT: {
-        float r = fminf(tw / iw, th / ih);
-        d.m[0] = d.m[4] = 1.0f / r;
-        if (s->fit == FIT_LETTERBOX) {
-            d.m[2] = -0.5f * (tw - iw * r) / r;
-            d.m[5] = -0.5f * (th - ih * r) / r;
-        }
-        d.border = KS_BORDER_CONSTANT;
-        d.border_value[0] = d.border_value[1] = d.border_value[2] = s->pad_value;
-        break;
-    }
-    }
-    for (int c = 0; c < 3; c++) {
-        d.mean[c] = s->mean[c];
-        d.scale[c] = s->scale[c];
-    }
-    ks_tensor_info info = {.name = NULL, .dtype = s->dtype};
-    info.shape.rank = 4;
-    info.shape.dims[0] = 1;
-    if (s->layout == KS_TENSOR_LAYOUT_NCHW) {
-        info.shape.dims[1] = 3;
-        info.shape.dims[2] = s->height_px;
-        info.shape.dims[3] = s->width_px;
-    } else {
-        info.shape.dims[1] = s->height_px;
-        info.shape.dims[2] = s->width_px;
-        info.shape.dims[3] = 3;
-    }
-    ks_packet *t = NULL;
-    ks_status st = ks_packet_create_tensor(ks_node_allocator(ctx), &info, NULL, &t);
-    if (st) return ks_node_fail(ctx, st, "cannot allocate the model input");
-    ks_tensor dst = {.info = info};
-    dst.data = ks_packet_mutable_data(t, &dst.size_bytes);
-    ks_image src;
-    st = ks_packet_image_source(ks_node_input(ctx, 0), &src, &d.rotation, &d.mirror);
-    if (!st) st = ks_image_to_tensor(&src, &d, &dst);
-    if (st) {
-        ks_packet_release(t);
-        return ks_node_fail(ctx, st, "%s", ks_last_error(NULL));
-    }
-    st = ks_node_output(ctx, 0, t);
-    if (st || ks_node_num_outputs(ctx) < 2) return st;
-    float m[16] = {0};
-    m[0] = d.m[0] * tw / iw;
-    m[1] = d.m[1] * th / iw;
-    m[3] = d.m[2] / iw;
-    m[4] = d.m[3] * tw / ih;
-    m[5] = d.m[4] * th / ih;
-    m[7] = d.m[5] / ih;
-    m[10] = m[15] = 1.0f;
-    ks_packet *mp = NULL;
-    st = ks_packet_create_matrix(ks_node_allocator(ctx), m, &mp);
-    if (st) return ks_node_fail(ctx, st, "out of memory");
-    return ks_node_output(ctx, 1, mp);
+    ks__image_tensor_desc d = {0};
+    ks_status st = read_preprocess(init, &d);
+    if (st) return st;
+    return ks__image_tensor_create(init->allocator, &d, state_out);
 }
 
 static const ks_port mi_in[] = {{"image", KS_PACKET_IMAGE, KS_PACKET_ANY, 0, -1}};
 static const ks_port mi_out[] = {{"tensor", KS_PACKET_TENSOR, KS_PACKET_ANY, 0, -1},
                                  {"matrix", KS_PACKET_MATRIX, KS_PACKET_ANY, KS_PORT_OPTIONAL, -1}};
-const ks_node_type ks__node_model_input = {"model_input", 1,          2,    mi_in, mi_out,
-                                           mi_create,     mi_process, NULL, NULL,  plain_destroy};
+const ks_node_type ks__node_model_input = {.name = "model_input",
+                                           .num_inputs = 1,
+                                           .num_outputs = 2,
+                                           .inputs = mi_in,
+                                           .outputs = mi_out,
+                                           .create = mi_create,
+                                           .process = ks__image_tensor_process,
+                                           .destroy = ks__image_tensor_destroy};
 
 /* ---------------------------------------------------------------------------------------------
  * det_decode

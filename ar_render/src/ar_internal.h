@@ -1,41 +1,31 @@
-/* Internal interface of the AR renderer: the layer-kind vtable, the per-frame context and the
- * shared GL helpers. Not a published API.
+/* Internal interface of the AR renderer core: the layer-kind vtable, the per-frame context, the
+ * drawing backend interface and the shared helpers. Portable C: nothing here (nor in any file of
+ * the core) includes a GL header, so the core and the null backend build and run without GLES.
+ * The GLES 3 backend (gles3/, its helpers in gles3/gles3.h) is compiled only when the build has
+ * it (KS_AR_GLES). Not a published API.
  *
- * Adding a layer kind: write ar_render/src/layer_<kind>.c defining
+ * Adding a layer kind: its portable half, ar_render/src/layer_<kind>.c, defines
  *     const ks__ar_layer_vtable ks__ar_layer_<kind> = { .kind = KS_EFFECT_LAYER_<KIND>, ... };
- * (the symbol names are fixed, see the externs at the end) and delete its stub from
- * layer_stubs.c. CMake globs the .c files of ar_render/src; the kind table is in renderer.c.
+ * (create / layout / destroy: validation, CPU state and geometry), and its GLES 3 half,
+ * ar_render/src/gles3/<kind>.c, defines ks__ar_gl_layer_<kind> (gles3/gles3.h: GL objects and
+ * draw). State the GL half reads (what layout computed) goes in a struct declared in
+ * layer_<kind>.h. Both halves are listed in ar_render/CMakeLists.txt, the kind tables in
+ * renderer.c and gles3/backend.c.
  *
  * Life of a layer:
- *   create   at effect load, once. Compile programs (ks__ar_program_create), upload textures
- *            (ks__ar_texture_from_asset), allocate every CPU array the layer will need, sized
- *            for KS_EFFECT_MAX_FACES. With the null backend (r->gl == false) create must not call
- *            GL; it still allocates/validates the CPU side so layout runs.
- *   resize   optional: the frame size changed (first frame, or a new size). May (re)allocate
- *            frame-sized GL textures. Not called with the null backend.
- *   layout   every frame, both backends, pure CPU (no GL): computes per-face geometry into the
- *            layer's preallocated state and fills layer->inst[slot] (center/size/angle/frame and
+ *   create   at effect load, once. Validates the layer against the effect and allocates every CPU
+ *            array the layer will need, sized for KS_EFFECT_MAX_FACES (layer->impl). No GL.
+ *            Then, with a drawing backend, the backend's layer_create makes the layer's GPU
+ *            objects (layer->gl_impl), reading what create left in layer->impl; then `loaded`
+ *            (optional) drops what only loading needed.
+ *   layout   every frame, every backend, pure CPU: computes per-face geometry into the layer's
+ *            preallocated state and fills layer->inst[slot] (center/size/angle/frame and
  *            `drawn` = whether it will draw). The core has already set layer->inst[slot].drawn
  *            to the visibility (layer visible for that face and the face present); layout may
  *            only clear it (e.g. degenerate geometry, no pose).
- *   draw     GL only: called once per frame when at least one inst[].drawn is set (face layers)
- *            or inst[0].drawn (frame-wide layers). Draws every drawn face. Uses the pass helpers
- *            below to read the image so far and write the result. Must not allocate.
- *   destroy  frees everything create/resize made; must accept a half-built layer (impl NULL or
- *            partially filled).
- *
- * Image flow: the frame is drawn into target[0] (the camera image), then each layer transforms
- * "the current image" (ctx->cur) in manifest order; the last current image goes to the output.
- * All targets are RGBA8, frame size, row 0 = image top: a vertex at pixel (x, y) goes to NDC
- * (2x/w - 1, 2y/h - 1) (see ks__ar_px_to_ndc), i.e. GL's "bottom" row is the image top. That
- * keeps every texture (uploaded images, targets, masks) in the same orientation, so any shader
- * samples any of them with the same v. Triangle winding is flipped by this, so the renderer
- * never enables face culling for 2D layers (mesh3d sets its own state).
- *
- * Texture units (the shared helpers and the custom-shader contract rely on them):
- *   0 u_texture (the layer's image/sprite frame), 1 u_camera (the camera frame, unmodified),
- *   2 u_backdrop (the current image, in KS__AR_PASS_BACKDROP passes), 3 u_mask (person mask,
- *   R channel), 4.. free for the layer.
+ *   draw     the backend's, once per frame for a layer with a drawn instance. Must not allocate.
+ *   destroy  the backend's layer_destroy first (GPU objects), then the kind's destroy (CPU
+ *            state); both must accept a half-built layer (impl / gl_impl NULL or partly filled).
  *
  * Thread safety: as the public renderer (one thread, the GL context's).
  */
@@ -58,7 +48,6 @@ extern "C" {
 
 #define KS__AR_MAX_SLOTS KS_EFFECT_MAX_FACES
 #define KS__AR_NUM_MESH_VERTICES 468u /* canonical face mesh vertices == landmarks used */
-#define KS__AR_FIRST_FREE_UNIT 4
 
 typedef struct ks_ar_renderer ks__ar_renderer; /* the public opaque handle */
 typedef struct ks__ar_layer ks__ar_layer;
@@ -85,40 +74,39 @@ typedef struct ks__ar_face_ctx {
     ks_ar_expressions expressions;
 } ks__ar_face_ctx;
 
-/* A frame-sized render target. */
+/* A frame-sized render target (GL names). */
 typedef struct ks__ar_target {
     uint32_t texture;
     uint32_t fbo;
 } ks__ar_target;
 
 /* Everything a layer sees for one frame. Built by the core before layout; read-only for layers
- * except through the pass helpers (which move `cur`). */
+ * except through the GLES 3 pass helpers (which move `cur`). */
 struct ks__ar_ctx {
     int32_t width_px, height_px;
     int64_t timestamp_us;
     double time_s;      /* since the effect started (first frame = 0) */
     uint32_t num_faces; /* present faces, <= max_faces */
     ks__ar_face_ctx faces[KS__AR_MAX_SLOTS];
-    /* GL only (0 with the null backend): */
+    bool has_mask; /* the frame has a person mask */
+    /* GLES 3 backend only (0 with the null backend): */
     uint32_t camera_texture; /* unit 1: the input frame (app texture or the upload) */
     uint32_t mask_texture;   /* unit 3: the person mask; 0 when the app gave none */
-    bool has_mask;
-    uint32_t cur; /* index of the current image in r->targets */
+    uint32_t cur;            /* index of the current image in r->targets */
 };
 
 /* ---- layers -------------------------------------------------------------------------------- */
 
+/* A layer kind's portable half (layer_<kind>.c); see "Life of a layer" above. */
 typedef struct ks__ar_layer_vtable {
     ks_effect_layer_kind kind;
     /* true: the layer is drawn per face (per-face visibility, vanishes with the face);
      * false: frame-wide (lut, background): one instance, inst[0]. */
     bool per_face;
     ks_status (*create)(ks__ar_renderer *r, ks__ar_layer *layer);
-    ks_status (*resize)(ks__ar_renderer *r, ks__ar_layer *layer, int32_t width_px,
-                        int32_t height_px); /* optional */
+    void (*loaded)(ks__ar_renderer *r, ks__ar_layer *layer); /* optional */
     void (*layout)(ks__ar_renderer *r, ks__ar_layer *layer, const ks__ar_ctx *ctx);
-    ks_status (*draw)(ks__ar_renderer *r, ks__ar_layer *layer, ks__ar_ctx *ctx);
-    void (*destroy)(ks__ar_renderer *r, ks__ar_layer *layer);
+    void (*destroy)(ks__ar_renderer *r, ks__ar_layer *layer); /* optional (no impl) */
 } ks__ar_layer_vtable;
 
 /* Per-face (or, for frame-wide layers, the single) instance of a layer; the core owns
@@ -142,15 +130,17 @@ struct ks__ar_layer {
     float intensity;
     float opacity;
     uint32_t image_param;     /* param index bound to texture_param, UINT32_MAX if none */
-    uint32_t custom_program;  /* the layer's custom shader program (0: none), kind-compiled */
+    uint32_t custom_program;  /* GLES 3: the layer's custom shader program (0: none) */
     uint32_t color_param;     /* param index bound to color_param, UINT32_MAX if none */
     uint32_t intensity_param; /* param index bound to intensity_param, UINT32_MAX if none */
     ks__ar_inst inst[KS__AR_MAX_SLOTS];
-    void *impl; /* the kind's state (create allocates with ks__ar_alloc) */
+    void *impl;    /* the kind's CPU state (its create allocates it with ks__ar_alloc) */
+    void *gl_impl; /* the backend's state for the layer (its layer_create allocates it) */
 };
 
 /* ---- the renderer (shared state the helpers use) ------------------------------------------- */
 
+/* A backend texture (GL name; 0 with the null backend, which keeps the size only). */
 typedef struct ks__ar_texture {
     uint32_t id;
     int32_t width_px, height_px;
@@ -187,8 +177,8 @@ typedef struct ks__ar_slot {
 struct ks_ar_renderer {
     ks__object obj; /* must be first: ks_last_error(renderer) */
     ks_allocator alloc;
-    bool gl;       /* false: null backend */
-    bool creating; /* errors also go to the thread error (create failures) */
+    const struct ks__ar_backend *backend; /* NULL: the null backend */
+    bool creating;                        /* errors also go to the thread error (create failures) */
     const ks_effect *effect;
     const ks_effect_info *info;
     uint32_t max_faces;
@@ -200,7 +190,7 @@ struct ks_ar_renderer {
     bool started;
     int64_t start_us;
     ks__ar_face_mesh mesh;
-    /* frame-sized resources (GL) */
+    /* The GLES 3 backend's objects (0 with the null backend). Frame-sized ones: */
     int32_t width_px, height_px; /* size the targets were made for (0: none yet) */
     ks__ar_target targets[3];    /* 0/1 ping-pong images, 2 scratch (KS__AR_PASS_SCRATCH) */
     /* DEPTH_COMPONENT24 renderbuffer, frame size, attached to every target's FBO. Depth test is
@@ -223,6 +213,37 @@ struct ks_ar_renderer {
     uint32_t pending[KS__AR_MAX_SLOTS + 1][KS_EFFECT_MAX_TRIGGERS]; /* scratch: fired states */
 };
 
+/* ---- drawing backends ---------------------------------------------------------------------- */
+
+/* Everything of a renderer that touches a GPU API. The core calls a backend only through this
+ * table; the null backend is no table (r->backend == NULL): layout, triggers and states run,
+ * nothing is drawn. */
+typedef struct ks__ar_backend {
+    const char *name;
+    /* At create, before the parameters and layers: checks the context, makes shared objects. */
+    ks_status (*init)(ks__ar_renderer *r);
+    /* At destroy, after the layers: frees what init and resize made (half-built too). */
+    void (*release)(ks__ar_renderer *r);
+    /* A layer's GPU half, after the kind's create (whose layer->impl it may read); its destroy
+     * runs before the kind's. */
+    ks_status (*layer_create)(ks__ar_renderer *r, ks__ar_layer *layer);
+    void (*layer_destroy)(ks__ar_renderer *r, ks__ar_layer *layer);
+    /* Frame-sized objects for a frame size (also the layers'); at create when the desc gives a
+     * size, else by render on the first frame and on a size change. */
+    ks_status (*resize)(ks__ar_renderer *r, int32_t width_px, int32_t height_px);
+    /* Draws the laid-out frame (r->ctx, the layers' instances) into `output`. No allocation. */
+    ks_status (*render)(ks__ar_renderer *r, const ks_ar_frame *frame, const ks_ar_output *output);
+    /* Image parameters: a texture from an effect asset or from RGBA8 pixels (stride 0: tight). */
+    ks_status (*texture_from_name)(ks__ar_renderer *r, const ks__ar_layer *layer,
+                                   const char *asset_name, ks__ar_texture *out);
+    ks_status (*texture_from_rgba)(ks__ar_renderer *r, const uint8_t *pixels, int32_t width_px,
+                                   int32_t height_px, size_t stride_bytes, ks__ar_texture *out);
+    void (*texture_destroy)(ks__ar_renderer *r, ks__ar_texture *texture);
+} ks__ar_backend;
+
+/* The OpenGL ES 3 backend (gles3/backend.c), or NULL in a build without it (no_gles3.c). */
+const ks__ar_backend *ks__ar_gles3_backend(void);
+
 /* ---- helpers ------------------------------------------------------------------------------- */
 
 /* Allocation through the renderer's allocator (zeroed). Create/resize time only. */
@@ -237,106 +258,6 @@ ks_status ks__ar_error(ks__ar_renderer *r, ks_status status, const char *fmt, ..
 #endif
     ;
 
-/* KS_STATUS_INTERNAL with "layer 'name' (kind): what: GL error 0x0502" if glGetError reports
- * anything (all pending errors are drained). layer may be NULL. */
-ks_status ks__ar_gl_check(ks__ar_renderer *r, const ks__ar_layer *layer, const char *what);
-
-/* GL objects shared by every renderer feature (quad, copy/composite programs, white texture,
- * output FBO, canonical mesh buffers): made at create, freed at destroy. */
-ks_status ks__ar_gl_init(ks__ar_renderer *r);
-void ks__ar_gl_release(ks__ar_renderer *r);
-/* (Re)makes the frame-sized targets for a new frame size (also calls the layers' resize). */
-ks_status ks__ar_gl_resize(ks__ar_renderer *r, int32_t width_px, int32_t height_px);
-/* Per-frame GL work of ks_ar_render around the layer draws. */
-ks_status ks__ar_gl_begin_frame(ks__ar_renderer *r, const ks_ar_frame *frame);
-ks_status ks__ar_gl_end_frame(ks__ar_renderer *r, const ks_ar_output *output);
-
-/* Standard shader prologue: "#version 300 es\nprecision highp float;\n" (both stages). */
-extern const char ks__ar_glsl_prologue[];
-/* GLSL functions (fragment stage) shared by the layers:
- *   vec3 ks_blend(int mode, vec3 cb, vec3 cs)        W3C separable blend, mode = ks_effect_blend
- *   vec4 ks_composite(vec4 backdrop, vec4 src, int mode, float opacity)
- *       straight-alpha src over an opaque backdrop: mix(cb, B(cb, cs), src.a * opacity), a = 1
- *   vec3 ks_srgb_luma(vec3 c) not provided; keep kinds self-contained beyond these. */
-extern const char ks__ar_glsl_blend[];
-/* Vertex shader for fullscreen passes: in vec2 a_pos (NDC, location 0), in vec2 a_uv (location
- * 1); out vec2 v_uv (image convention: (0, 0) = top-left pixel of the targets). */
-extern const char ks__ar_fullscreen_vs[];
-/* Vertex shader for the face mesh: attrib 0 vec3 a_pos_px (landmark pixels), 1 vec2 a_uv;
- * uniform vec2 u_resolution_px; out vec2 v_uv (mesh UV), out vec2 v_screen_uv (image uv of the
- * fragment, for sampling u_backdrop/u_camera/u_mask). */
-extern const char ks__ar_face_mesh_vs[];
-
-/* Compiles and links a program from source parts (each stage's parts are concatenated; pass
- * ks__ar_glsl_prologue first unless the source has its own #version line). Binds attribute
- * locations a_pos=0, a_uv=1, a_canonical=2 before linking. On failure: INVALID_MODEL for
- * `user_shader` programs (a package's shader), INTERNAL otherwise, with "what: compile/link
- * failed: <info log>" in the error. `what` names the layer/shader in messages. */
-ks_status ks__ar_program_create(ks__ar_renderer *r, const char *what, const char *const *vs_parts,
-                                uint32_t num_vs_parts, const char *const *fs_parts,
-                                uint32_t num_fs_parts, bool user_shader, uint32_t *program_out);
-/* Compiles the layer's custom fragment shader (layer->desc->shader, an asset) with vs_source
- * into layer->custom_program; no-op when the layer has none. */
-ks_status ks__ar_custom_program_create(ks__ar_renderer *r, ks__ar_layer *layer,
-                                       const char *vs_source);
-/* Sets the custom-shader contract uniforms on `program` (must be in use): u_texture=0,
- * u_camera=1, u_backdrop=2, u_mask=3, u_resolution_px, u_time_s, u_opacity, u_color,
- * u_intensity (the layer's resolved values). Missing uniforms are skipped. */
-void ks__ar_set_standard_uniforms(const ks__ar_renderer *r, const ks__ar_layer *layer,
-                                  const ks__ar_ctx *ctx, uint32_t program);
-
-/* Decodes a PNG/JPEG asset (stb_image) to RGBA8 and uploads it (linear filter, clamp to edge,
- * row 0 = top). The decoded pixels are freed before return. INVALID_MODEL if it does not decode. */
-ks_status ks__ar_texture_from_asset(ks__ar_renderer *r, const ks_effect_asset *asset,
-                                    ks__ar_texture *out);
-/* Same from the effect by asset name (INVALID_MODEL naming the layer when absent). */
-ks_status ks__ar_texture_from_name(ks__ar_renderer *r, const ks__ar_layer *layer,
-                                   const char *asset_name, ks__ar_texture *out);
-/* Uploads RGBA8 pixels (stride 0 = tight) into a new texture. */
-ks_status ks__ar_texture_from_rgba(ks__ar_renderer *r, const uint8_t *pixels, int32_t width_px,
-                                   int32_t height_px, size_t stride_bytes, ks__ar_texture *out);
-void ks__ar_texture_destroy(ks__ar_renderer *r, ks__ar_texture *tex);
-
-/* Draws the fullscreen quad (binds its VAO; the caller set program, uniforms, textures). */
-void ks__ar_draw_fullscreen(ks__ar_renderer *r);
-/* Binds the face mesh VAO of `slot` (landmark VBO already updated with this frame's landmarks
- * by the core) and draws all triangles. */
-void ks__ar_draw_face_mesh(ks__ar_renderer *r, uint32_t slot);
-
-/* Where a layer's fragments go. */
-typedef enum ks__ar_pass_kind {
-    /* Draw onto the current image, GL blending ONE, ONE_MINUS_SRC_ALPHA: the shader outputs
-     * PREMULTIPLIED colour (normal blend only). Cheapest: no copy. */
-    KS__AR_PASS_OVER = 0,
-    /* The current image is copied into the other target, which becomes current and is bound;
-     * the old image is bound to unit 2 (u_backdrop). The shader outputs the final opaque colour
-     * (e.g. ks_composite(texture(u_backdrop, v_screen_uv), src, mode, opacity)) for the pixels it
-     * covers; pixels it does not cover keep the copy. No GL blending. */
-    KS__AR_PASS_BACKDROP = 1,
-    /* The scratch target is bound and cleared to transparent; the shader outputs STRAIGHT-alpha
-     * colour (any custom shader). Blending: premultiplied-over into the scratch is NOT done
-     * (later fragments overwrite). ks__ar_pass_end composites the scratch over the current
-     * image with the layer's blend and opacity. */
-    KS__AR_PASS_SCRATCH = 2,
-    /* Fullscreen transforms (lut, background): the other target is bound WITHOUT a copy and
-     * becomes current; the old image is on unit 2 (u_backdrop). The layer must write every pixel
-     * (ks__ar_draw_fullscreen). No GL blending. */
-    KS__AR_PASS_REPLACE = 3,
-    KS__AR_PASS_KIND_COUNT
-} ks__ar_pass_kind;
-
-/* Binds the target for `kind` (viewport = frame size) and sets blend state. */
-ks_status ks__ar_pass_begin(ks__ar_renderer *r, ks__ar_ctx *ctx, ks__ar_pass_kind kind);
-/* Finishes the pass (SCRATCH: composite with blend/opacity into a new current image). */
-ks_status ks__ar_pass_end(ks__ar_renderer *r, ks__ar_ctx *ctx, ks__ar_pass_kind kind,
-                          ks_effect_blend blend, float opacity);
-
-/* Pixel -> NDC under the row-0-is-top target convention. */
-static inline void ks__ar_px_to_ndc(const ks__ar_ctx *ctx, float x_px, float y_px, float ndc[2]) {
-    ndc[0] = 2.0f * x_px / (float)ctx->width_px - 1.0f;
-    ndc[1] = 2.0f * y_px / (float)ctx->height_px - 1.0f;
-}
-
 /* The sprite frame of an instance at this frame's time (loop or hold the last frame). */
 uint32_t ks__ar_sprite_frame(const ks_effect_layer *desc, const ks__ar_inst *inst,
                              int64_t timestamp_us);
@@ -348,15 +269,19 @@ void ks__ar_landmark_mean(const ks__ar_face_ctx *face, const uint32_t *indices, 
 /* The texture of an image parameter bound by the layer (texture_param), or 0. */
 uint32_t ks__ar_layer_param_texture(const ks__ar_renderer *r, const ks__ar_layer *layer);
 
-/* ---- the kind table ------------------------------------------------------------------------ */
+static inline float ks__ar_clamp01(float x) {
+    return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x);
+}
+
+/* ---- the kind table (the portable halves, layer_<kind>.c) ----------------------------------- */
 
 extern const ks__ar_layer_vtable ks__ar_layer_sticker;
 extern const ks__ar_layer_vtable ks__ar_layer_face_texture;
-extern const ks__ar_layer_vtable ks__ar_layer_makeup; /* layer_makeup.c (stub: layer_stubs.c) */
-extern const ks__ar_layer_vtable ks__ar_layer_beauty; /* layer_beauty.c (stub: layer_stubs.c) */
+extern const ks__ar_layer_vtable ks__ar_layer_makeup;
+extern const ks__ar_layer_vtable ks__ar_layer_beauty;
 extern const ks__ar_layer_vtable ks__ar_layer_lut;
 extern const ks__ar_layer_vtable ks__ar_layer_background;
-extern const ks__ar_layer_vtable ks__ar_layer_mesh3d; /* layer_mesh3d.c (stub: layer_stubs.c) */
+extern const ks__ar_layer_vtable ks__ar_layer_mesh3d;
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
 /* AR renderer core: effect load, parameters, face tracking slots, triggers and states, per-frame
- * layout, and the frame loop shared by the GLES3 and null backends.
+ * layout, and the frame loop shared by every backend. Portable C: drawing goes through the
+ * backend table (r->backend, ar_internal.h; NULL for the null backend).
  *
  * State model. Face-anchored layers (sticker, face_texture, makeup, beauty, mesh3d) keep their
  * visibility and animation clock PER FACE SLOT; frame-wide layers (lut, background) keep one.
@@ -11,12 +12,11 @@
  * threshold upwards (a new face starts from 0), and act on that face's layers plus the
  * frame-wide ones. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include <GLES3/gl3.h>
 
 #include "ar_internal.h"
 #include "face_geometry.h"
@@ -49,6 +49,25 @@ const char *ks_ar_backend_string(ks_ar_backend backend) {
 }
 
 /* ---- small helpers ------------------------------------------------------------------------- */
+
+void *ks__ar_alloc(ks__ar_renderer *r, size_t size_bytes) {
+    return ks__calloc(&r->alloc, 1, size_bytes);
+}
+
+void ks__ar_free(ks__ar_renderer *r, void *ptr) {
+    ks__free(&r->alloc, ptr);
+}
+
+ks_status ks__ar_error(ks__ar_renderer *r, ks_status status, const char *fmt, ...) {
+    char msg[KS_ERROR_CAP];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    ks__object_error(&r->obj, "%s", msg);
+    if (r->creating) ks__set_thread_error(msg);
+    return status;
+}
 
 uint32_t ks__ar_sprite_frame(const ks_effect_layer *desc, const ks__ar_inst *inst,
                              int64_t timestamp_us) {
@@ -106,10 +125,9 @@ static void destroy_layers(ks__ar_renderer *r) {
     if (!r->layers) return;
     for (uint32_t i = 0; i < r->num_layers; i++) {
         ks__ar_layer *l = &r->layers[i];
-        if (l->vt && l->vt->destroy) l->vt->destroy(r, l);
-        /* kinds compile it; the core frees it so every kind gets this right */
-        if (r->gl && l->custom_program) glDeleteProgram(l->custom_program);
-        l->custom_program = 0;
+        if (!l->vt) continue; /* its create never ran */
+        if (r->backend) r->backend->layer_destroy(r, l);
+        if (l->vt->destroy) l->vt->destroy(r, l);
     }
     ks__ar_free(r, r->layers);
     r->layers = NULL;
@@ -119,13 +137,13 @@ void ks_ar_renderer_destroy(ks_ar_renderer *r) {
     if (!r) return;
     destroy_layers(r);
     if (r->params) {
-        for (uint32_t i = 0; i < r->num_params; i++) {
-            if (r->params[i].image_owned) ks__ar_texture_destroy(r, &r->params[i].image);
-            ks__ar_texture_destroy(r, &r->params[i].default_image);
+        for (uint32_t i = 0; r->backend && i < r->num_params; i++) {
+            if (r->params[i].image_owned) r->backend->texture_destroy(r, &r->params[i].image);
+            r->backend->texture_destroy(r, &r->params[i].default_image);
         }
         ks__ar_free(r, r->params);
     }
-    if (r->gl) ks__ar_gl_release(r);
+    if (r->backend) r->backend->release(r);
     if (r->geometry) ks__face_geometry_metadata_destroy((ks__face_geometry_metadata *)r->geometry);
     ks_allocator alloc = r->alloc;
     ks__free(&alloc, r);
@@ -141,8 +159,10 @@ static ks_status create_params(ks__ar_renderer *r) {
         memcpy(v->color, p->default_color, sizeof(v->color));
         v->value = p->default_value;
         v->option = p->default_option;
-        if (p->type == KS_EFFECT_PARAM_IMAGE && p->default_image && p->default_image[0] && r->gl) {
-            ks_status st = ks__ar_texture_from_name(r, NULL, p->default_image, &v->default_image);
+        if (p->type == KS_EFFECT_PARAM_IMAGE && p->default_image && p->default_image[0] &&
+            r->backend) {
+            ks_status st =
+                r->backend->texture_from_name(r, NULL, p->default_image, &v->default_image);
             if (st) return st;
             v->image = v->default_image;
         }
@@ -174,8 +194,9 @@ static ks_status create_layers(ks__ar_renderer *r) {
         ks__ar_layer *l = &r->layers[i];
         l->vt = k_kinds[l->desc->kind];
         ks_status st = l->vt->create(r, l);
-        if (!st && r->gl) st = ks__ar_gl_check(r, l, "create");
+        if (!st && r->backend) st = r->backend->layer_create(r, l);
         if (st) return st;
+        if (l->vt->loaded) l->vt->loaded(r, l);
     }
     return KS_STATUS_OK;
 }
@@ -205,7 +226,14 @@ ks_status ks_ar_renderer_create(const ks_ar_renderer_desc *desc, const ks_effect
     r->obj.magic = KS__OBJECT_MAGIC;
     r->alloc = alloc;
     r->creating = true;
-    r->gl = d.backend == KS_AR_BACKEND_GLES3;
+    if (d.backend == KS_AR_BACKEND_GLES3 && !(r->backend = ks__ar_gles3_backend())) {
+        ks__ar_error(
+            r, KS_STATUS_UNSUPPORTED,
+            "ks_ar_renderer_create: this build has no OpenGL ES 3 backend (KS_AR_GLES=OFF); "
+            "KS_AR_BACKEND_NULL is available");
+        ks_ar_renderer_destroy(r);
+        return KS_STATUS_UNSUPPORTED;
+    }
     r->effect = effect;
     r->info = ks_effect_get_info(effect);
     r->max_faces = r->info->max_faces;
@@ -232,10 +260,11 @@ ks_status ks_ar_renderer_create(const ks_ar_renderer_desc *desc, const ks_effect
     r->mesh.vertices = md->vertices;
     r->mesh.indices = md->indices;
 
-    if (r->gl && (st = ks__ar_gl_init(r)) != KS_STATUS_OK) goto error;
+    if (r->backend && (st = r->backend->init(r)) != KS_STATUS_OK) goto error;
     if ((st = create_params(r)) != KS_STATUS_OK) goto error;
     if ((st = create_layers(r)) != KS_STATUS_OK) goto error;
-    if (r->gl && d.width_px > 0 && (st = ks__ar_gl_resize(r, d.width_px, d.height_px)) != 0)
+    if (r->backend && d.width_px > 0 &&
+        (st = r->backend->resize(r, d.width_px, d.height_px)) != KS_STATUS_OK)
         goto error;
     reset_state(r);
     r->creating = false;
@@ -318,14 +347,14 @@ ks_status ks_ar_set_param_image(ks_ar_renderer *r, const char *name, const uint8
                             "parameter '%s': image is %dx%d, expected 1..%u per side", name,
                             (int)width_px, (int)height_px, KS_EFFECT_MAX_TEXTURE_PX);
     ks__ar_texture t = {0};
-    if (pixels && r->gl) {
-        st = ks__ar_texture_from_rgba(r, pixels, width_px, height_px, stride_bytes, &t);
+    if (pixels && r->backend) {
+        st = r->backend->texture_from_rgba(r, pixels, width_px, height_px, stride_bytes, &t);
         if (st) return st;
     } else if (pixels) {
         t.width_px = width_px; /* null backend: remember the size only */
         t.height_px = height_px;
     }
-    if (v->image_owned) ks__ar_texture_destroy(r, &v->image);
+    if (v->image_owned && r->backend) r->backend->texture_destroy(r, &v->image);
     v->image_owned = pixels != NULL;
     v->image = pixels ? t : v->default_image;
     return KS_STATUS_OK;
@@ -541,7 +570,7 @@ static ks_status check_frame(ks__ar_renderer *r, const ks_ar_frame *f, const ks_
                                     "ks_ar_render: faces[%u] and faces[%u] share id %d", j, i,
                                     (int)fc->id);
     }
-    if (!r->gl) return KS_STATUS_OK;
+    if (!r->backend) return KS_STATUS_OK; /* the null backend reads no pixels */
     if (!f->texture && !f->pixels)
         return ks__ar_error(r, KS_STATUS_INVALID_ARGUMENT,
                             "ks_ar_render: the frame has neither a texture nor pixels");
@@ -749,26 +778,12 @@ ks_status ks_ar_render(ks_ar_renderer *r, const ks_ar_frame *frame, const ks_ar_
         l->vt->layout(r, l, ctx);
     }
     r->stats.num_faces = ctx->num_faces;
-
-    if (r->gl) {
-        st = ks__ar_gl_begin_frame(r, frame);
+    for (uint32_t i = 0; i < r->num_layers; i++)
+        for (uint32_t s = 0; s < KS__AR_MAX_SLOTS; s++)
+            r->stats.num_layers_drawn += r->layers[i].inst[s].drawn;
+    if (r->backend) {
+        st = r->backend->render(r, frame, output);
         if (st) return st;
-        for (uint32_t i = 0; i < r->num_layers; i++) {
-            ks__ar_layer *l = &r->layers[i];
-            uint32_t drawn = 0;
-            for (uint32_t s = 0; s < KS__AR_MAX_SLOTS; s++)
-                drawn += l->inst[s].drawn;
-            if (!drawn) continue;
-            st = l->vt->draw(r, l, ctx);
-            if (st) return st;
-            r->stats.num_layers_drawn += drawn;
-        }
-        st = ks__ar_gl_end_frame(r, output);
-        if (st) return st;
-    } else {
-        for (uint32_t i = 0; i < r->num_layers; i++)
-            for (uint32_t s = 0; s < KS__AR_MAX_SLOTS; s++)
-                r->stats.num_layers_drawn += r->layers[i].inst[s].drawn;
     }
     r->stats.cpu_ms = now_ms() - t0;
     return KS_STATUS_OK;

@@ -386,6 +386,16 @@ static void test_bad_input(void **state) {
     ks_ar_renderer_destroy(NULL);
     assert_string_equal(ks_ar_backend_string(KS_AR_BACKEND_NULL), "null");
     assert_string_equal(ks_ar_backend_string(KS_AR_BACKEND_COUNT), "invalid");
+#if KS_AR_TEST_NO_GLES
+    /* a build without the GLES 3 backend (KS_AR_GLES=OFF) refuses it at create */
+    ks_effect *fx = make_effect();
+    assert_int_equal(
+        ks_ar_renderer_create(&(ks_ar_renderer_desc){.backend = KS_AR_BACKEND_GLES3}, fx, &ar),
+        KS_STATUS_UNSUPPORTED);
+    assert_null(ar);
+    assert_non_null(strstr(ks_last_error(NULL), "KS_AR_GLES=OFF"));
+    ks_effect_destroy(fx);
+#endif
 }
 
 /* ---- allocation failures: every failing allocation of create is a clean error --------------- */

@@ -1,114 +1,176 @@
-/* Model nodes: image_to_tensor (rotated-ROI crop, resize, normalize into an NHWC f32 tensor,
- * through the engine's one-pass ks_image_to_tensor) and infer (one ks_session per node). */
+/* Model nodes: image_to_tensor (the pipeline's front end of image_tensor.h: crop a rotated ROI,
+ * resize, normalize into a model input through the engine's one-pass ks_image_to_tensor) and
+ * infer (one ks_session per node). */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "image_tensor.h"
 #include "kestrel/imgproc.h"
 #include "pipeline_internal.h"
 #include "precision.h"
 
-#define ITT_MAX_SIDE_PX 4096
-
 /* ---------------------------------------------------------------------------------------------
- * image_to_tensor
+ * image -> tensor (image_tensor.h)
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct infer_state infer_state;
 
-typedef struct itt_state {
-    int32_t width_px, height_px;
-    float mean, scale; /* imgproc's normalization: (pixel - mean) * scale maps 0..255 to range */
-    int keep_aspect;
-    int border_zero;
-    int mediapipe_grid;
+typedef struct image_tensor_state {
+    ks__image_tensor_desc desc;
     /* The infer node this node's tensor feeds (its only reader), found on the first frame: the
      * tensor is written straight into that session's input (see session_input_for). */
     bool consumer_checked;
     infer_state *consumer;
     uint32_t consumer_input;
-} itt_state;
+} image_tensor_state;
 
 static bool session_input_for(infer_state *s, uint32_t index, const ks_tensor_info *info,
                               ks_tensor *dst);
 
-static ks_status itt_create(const ks_node_init *init, void **state_out) {
-    itt_state *s = ks__calloc(init->allocator, 1, sizeof(*s));
+ks_status ks__image_tensor_create(const ks_allocator *allocator, const ks__image_tensor_desc *desc,
+                                  void **state_out) {
+    /* The front ends check what they parse; these are their contract. */
+    assert(desc->width_px >= 1 && desc->width_px <= KS__IMAGE_TENSOR_MAX_SIDE_PX);
+    assert(desc->height_px >= 1 && desc->height_px <= KS__IMAGE_TENSOR_MAX_SIDE_PX);
+    assert(desc->dtype == KS_DTYPE_F32 || desc->dtype == KS_DTYPE_U8);
+    assert((unsigned)desc->fit < KS__FIT_COUNT);
+    assert(desc->fit != KS__FIT_CENTER_CROP ||
+           (desc->crop_fraction > 0.0f && desc->crop_fraction <= 1.0f));
+    image_tensor_state *s = ks__calloc(allocator, 1, sizeof(*s));
     if (!s) return KS_STATUS_OUT_OF_MEMORY;
-    int64_t w = 0, h = 0;
-    float range[2] = {0.0f, 1.0f};
-    uint32_t nr = 0;
-    ks_status st = ks_node_options_int(init->options, "width", 0, &w);
-    if (!st) st = ks_node_options_int(init->options, "height", 0, &h);
-    if (!st) st = ks_node_options_floats(init->options, "range", range, 2, &nr);
-    if (!st) st = ks_node_options_bool(init->options, "keep_aspect", 0, &s->keep_aspect);
-    if (!st) st = ks_node_options_bool(init->options, "border_zero", 0, &s->border_zero);
-    if (!st) st = ks_node_options_bool(init->options, "mediapipe_grid", 0, &s->mediapipe_grid);
-    if (st) goto error;
-    if (w < 1 || h < 1 || w > ITT_MAX_SIDE_PX || h > ITT_MAX_SIDE_PX) {
-        snprintf(init->error, init->error_cap,
-                 "options 'width' and 'height' are %lld x %lld; each must be in 1..%d",
-                 (long long)w, (long long)h, ITT_MAX_SIDE_PX);
-        st = KS_STATUS_INVALID_ARGUMENT;
-        goto error;
-    }
-    if (nr != 0 && nr != 2) {
-        snprintf(init->error, init->error_cap, "option 'range' has %u numbers; it takes [lo, hi]",
-                 (unsigned)nr);
-        st = KS_STATUS_INVALID_ARGUMENT;
-        goto error;
-    }
-    s->width_px = (int32_t)w;
-    s->height_px = (int32_t)h;
-    if (!(range[1] != range[0]) || !isfinite(range[0]) || !isfinite(range[1])) {
-        snprintf(init->error, init->error_cap,
-                 "option 'range' [%g, %g] must be two different "
-                 "finite numbers",
-                 (double)range[0], (double)range[1]);
-        st = KS_STATUS_INVALID_ARGUMENT;
-        goto error;
-    }
-    s->scale = (range[1] - range[0]) / 255.0f;
-    s->mean = -range[0] / s->scale;
+    s->desc = *desc;
     *state_out = s;
     return KS_STATUS_OK;
-error:
-    ks__free(init->allocator, s);
-    return st;
 }
 
-static ks_status itt_process(void *state, ks_node_ctx *ctx) {
-    itt_state *s = state;
+void ks__image_tensor_destroy(void *state, const ks_allocator *allocator) {
+    ks__free(allocator, state);
+}
+
+/* The frame's geometry: m (tensor pixel -> image pixel, ks_image_to_tensor's desc.m) and a
+ * (tensor-normalized 0..1 -> image pixel), for an iw x ih image and the ROI `r` (normalized).
+ * The ROI fits are defined by their source rectangle, so `a` comes first and m is its linear part
+ * over the tensor size; the whole-image fits by their scale, so m comes first and `a` is m times
+ * the tensor size. Either way the float operations are those each fit was validated with.
+ * false when the ROI is empty or not finite. */
+static bool fit_affine(const ks__image_tensor_desc *s, float iw, float ih, const ks_rect *r,
+                       float m[6], float a[6]) {
+    float tw = (float)s->width_px, th = (float)s->height_px;
+    switch (s->fit) {
+    case KS__FIT_STRETCH:
+    case KS__FIT_KEEP_ASPECT: {
+        float cx = r->x_center * iw, cy = r->y_center * ih;
+        float rw = r->width * iw, rh = r->height * ih;
+        if (!(rw > 0.0f) || !(rh > 0.0f) || !isfinite(cx) || !isfinite(cy) ||
+            !isfinite(r->rotation_rad))
+            return false;
+        if (s->fit == KS__FIT_KEEP_ASPECT) {
+            /* Grow the short side so the crop has the tensor's aspect (no distortion). */
+            float target = th / tw;
+            if (rh / rw > target)
+                rw = rh / target;
+            else
+                rh = rw * target;
+        }
+        /* The tensor's unit square onto the rotated ROI. */
+        float c = cosf(r->rotation_rad), sn = sinf(r->rotation_rad);
+        a[0] = c * rw;
+        a[1] = -sn * rh;
+        a[2] = cx - 0.5f * c * rw + 0.5f * sn * rh;
+        a[3] = sn * rw;
+        a[4] = c * rh;
+        a[5] = cy - 0.5f * sn * rw - 0.5f * c * rh;
+        m[0] = a[0] / tw;
+        m[1] = a[1] / th;
+        m[2] = a[2];
+        m[3] = a[3] / tw;
+        m[4] = a[4] / th;
+        m[5] = a[5];
+        return true;
+    }
+    case KS__FIT_CENTER_CROP: {
+        float cw = iw * s->crop_fraction, ch = ih * s->crop_fraction;
+        m[0] = cw / tw;
+        m[1] = m[3] = 0.0f;
+        m[4] = ch / th;
+        m[2] = 0.5f * (iw - cw);
+        m[5] = 0.5f * (ih - ch);
+        break;
+    }
+    case KS__FIT_LETTERBOX:
+    case KS__FIT_LETTERBOX_TOP_LEFT:
+    default: {
+        float scale = fminf(tw / iw, th / ih);
+        m[0] = m[4] = 1.0f / scale;
+        m[1] = m[3] = 0.0f;
+        m[2] = m[5] = 0.0f;
+        if (s->fit == KS__FIT_LETTERBOX) {
+            m[2] = -0.5f * (tw - iw * scale) / scale;
+            m[5] = -0.5f * (th - ih * scale) / scale;
+        }
+        break;
+    }
+    }
+    a[0] = m[0] * tw;
+    a[1] = m[1] * th;
+    a[2] = m[2];
+    a[3] = m[3] * tw;
+    a[4] = m[4] * th;
+    a[5] = m[5];
+    return true;
+}
+
+ks_status ks__image_tensor_process(void *state, ks_node_ctx *ctx) {
+    image_tensor_state *s = state;
+    const ks__image_tensor_desc *desc = &s->desc;
     const ks_packet_image *img = ks_packet_image_view(ks_node_input(ctx, 0));
-    const ks_packet_rects *roi = ks_packet_rects_view(ks_node_input(ctx, 1));
     ks_rect r = {0.5f, 0.5f, 1.0f, 1.0f, 0.0f};
-    if (roi) {
-        if (roi->num_rects == 0) return KS_STATUS_OK; /* nothing to crop: no tensor this frame */
-        r = roi->rects[0];
+    if (desc->fit == KS__FIT_STRETCH || desc->fit == KS__FIT_KEEP_ASPECT) {
+        /* NULL for a node type without the input (model_input) or an unconnected one */
+        const ks_packet_rects *roi = ks_packet_rects_view(ks_node_input(ctx, 1));
+        if (roi) {
+            if (roi->num_rects == 0) return KS_STATUS_OK; /* nothing to crop: no tensor */
+            r = roi->rects[0];
+        }
     }
     float iw = (float)img->width_px, ih = (float)img->height_px;
-    float cx = r.x_center * iw, cy = r.y_center * ih;
-    float rw = r.width * iw, rh = r.height * ih;
-    if (!(rw > 0.0f) || !(rh > 0.0f) || !isfinite(cx) || !isfinite(cy) || !isfinite(r.rotation_rad))
+    float a[6];
+    ks_image_to_tensor_desc d = {
+        .border = desc->border,
+        .border_value = {desc->border_value, desc->border_value, desc->border_value},
+        .mean = {desc->mean[0], desc->mean[1], desc->mean[2]},
+        .scale = {desc->scale[0], desc->scale[1], desc->scale[2]},
+        .channel_order = desc->channel_order,
+        .layout = desc->layout,
+    };
+    if (!fit_affine(desc, iw, ih, &r, d.m, a))
         return ks_node_fail(ctx, KS_STATUS_INVALID_ARGUMENT,
                             "ROI (%g, %g, %g x %g, %g rad) is empty or not finite",
                             (double)r.x_center, (double)r.y_center, (double)r.width,
                             (double)r.height, (double)r.rotation_rad);
-    if (s->keep_aspect) {
-        /* Grow the short side so the crop has the tensor's aspect (letterbox, no distortion). */
-        float target = (float)s->height_px / (float)s->width_px;
-        if (rh / rw > target)
-            rw = rh / target;
-        else
-            rh = rw * target;
+    if (desc->mediapipe_grid) {
+        /* MediaPipe's ImageToTensor warps in pixel-index space (OpenCV warpAffine: the ROI
+         * corner lands on tensor index 0), while ks_image_to_tensor maps pixel centres. Shifting
+         * by half a destination pixel in source units reproduces MediaPipe's sampling grid, which
+         * its models were tuned with (BlazeFace boxes move by several pixels otherwise). The
+         * output matrix below stays the pixel-centre one. */
+        d.m[2] += 0.5f - 0.5f * (d.m[0] + d.m[1]);
+        d.m[5] += 0.5f - 0.5f * (d.m[3] + d.m[4]);
     }
-    float c = cosf(r.rotation_rad), sn = sinf(r.rotation_rad);
-    ks_tensor_info info = {.name = NULL, .dtype = KS_DTYPE_F32};
+    ks_tensor_info info = {.name = NULL, .dtype = desc->dtype};
     info.shape.rank = 4;
     info.shape.dims[0] = 1;
-    info.shape.dims[1] = s->height_px;
-    info.shape.dims[2] = s->width_px;
-    info.shape.dims[3] = 3;
+    if (desc->layout == KS_TENSOR_LAYOUT_NCHW) {
+        info.shape.dims[1] = 3;
+        info.shape.dims[2] = desc->height_px;
+        info.shape.dims[3] = desc->width_px;
+    } else {
+        info.shape.dims[1] = desc->height_px;
+        info.shape.dims[2] = desc->width_px;
+        info.shape.dims[3] = 3;
+    }
     /* The destination: the consuming infer node's session input when this tensor has no other
      * reader (no copy, and the model reads it where it was written), else a new packet. */
     if (!s->consumer_checked) {
@@ -132,28 +194,8 @@ static ks_status itt_process(void *state, ks_node_ctx *ctx) {
         if (!st) dst.data = ks_packet_mutable_data(t, &dst.size_bytes);
     }
     if (st)
-        return ks_node_fail(ctx, st, "cannot allocate the %dx%d tensor", (int)s->width_px,
-                            (int)s->height_px);
-    /* Destination pixel -> source point: the tensor's unit square onto the rotated ROI. */
-    float sw = (float)s->width_px, sh = (float)s->height_px;
-    ks_image_to_tensor_desc d = {
-        .m = {c * rw / sw, -sn * rh / sh, cx - 0.5f * c * rw + 0.5f * sn * rh, sn * rw / sw,
-              c * rh / sh, cy - 0.5f * sn * rw - 0.5f * c * rh},
-        .border = s->border_zero ? KS_BORDER_CONSTANT : KS_BORDER_REPLICATE,
-        .mean = {s->mean, s->mean, s->mean},
-        .scale = {s->scale, s->scale, s->scale},
-        .channel_order = KS_CHANNEL_ORDER_RGB,
-        .layout = KS_TENSOR_LAYOUT_NHWC,
-    };
-    if (s->mediapipe_grid) {
-        /* MediaPipe's ImageToTensor warps in pixel-index space (OpenCV warpAffine: the ROI
-         * corner lands on tensor index 0), while ks_image_to_tensor maps pixel centres. Shifting
-         * by half a destination pixel in source units reproduces MediaPipe's sampling grid, which
-         * its models were tuned with (BlazeFace boxes move by several pixels otherwise). The
-         * output matrix below stays the pixel-centre one. */
-        d.m[2] += 0.5f - 0.5f * (d.m[0] + d.m[1]);
-        d.m[5] += 0.5f - 0.5f * (d.m[3] + d.m[4]);
-    }
+        return ks_node_fail(ctx, st, "cannot allocate the %dx%d tensor", (int)desc->width_px,
+                            (int)desc->height_px);
     ks_image src;
     st = ks_packet_image_source(ks_node_input(ctx, 0), &src, &d.rotation, &d.mirror);
     if (!st) st = ks_image_to_tensor(&src, &d, &dst);
@@ -164,19 +206,71 @@ static ks_status itt_process(void *state, ks_node_ctx *ctx) {
     st = ks_node_output(ctx, 0, t);
     if (st || ks_node_num_outputs(ctx) < 2) return st;
     /* Tensor-normalized (0..1) -> image-normalized coordinates, for projecting results back. */
-    float m[16] = {0};
-    m[0] = c * rw / iw;
-    m[1] = -sn * rh / iw;
-    m[3] = (cx - 0.5f * c * rw + 0.5f * sn * rh) / iw;
-    m[4] = sn * rw / ih;
-    m[5] = c * rh / ih;
-    m[7] = (cy - 0.5f * sn * rw - 0.5f * c * rh) / ih;
-    m[10] = 1.0f;
-    m[15] = 1.0f;
+    float matrix[16] = {0};
+    matrix[0] = a[0] / iw;
+    matrix[1] = a[1] / iw;
+    matrix[3] = a[2] / iw;
+    matrix[4] = a[3] / ih;
+    matrix[5] = a[4] / ih;
+    matrix[7] = a[5] / ih;
+    matrix[10] = 1.0f;
+    matrix[15] = 1.0f;
     ks_packet *mp = NULL;
-    st = ks_packet_create_matrix(ks_node_allocator(ctx), m, &mp);
+    st = ks_packet_create_matrix(ks_node_allocator(ctx), matrix, &mp);
     if (st) return ks_node_fail(ctx, st, "out of memory");
     return ks_node_output(ctx, 1, mp);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * image_to_tensor: the node options as an image_tensor.h desc
+ * ------------------------------------------------------------------------------------------- */
+
+static ks_status itt_create(const ks_node_init *init, void **state_out) {
+    int64_t w = 0, h = 0;
+    float range[2] = {0.0f, 1.0f};
+    uint32_t nr = 0;
+    int keep_aspect = 0, border_zero = 0, mediapipe_grid = 0;
+    ks_status st = ks_node_options_int(init->options, "width", 0, &w);
+    if (!st) st = ks_node_options_int(init->options, "height", 0, &h);
+    if (!st) st = ks_node_options_floats(init->options, "range", range, 2, &nr);
+    if (!st) st = ks_node_options_bool(init->options, "keep_aspect", 0, &keep_aspect);
+    if (!st) st = ks_node_options_bool(init->options, "border_zero", 0, &border_zero);
+    if (!st) st = ks_node_options_bool(init->options, "mediapipe_grid", 0, &mediapipe_grid);
+    if (st) return st;
+    if (w < 1 || h < 1 || w > KS__IMAGE_TENSOR_MAX_SIDE_PX || h > KS__IMAGE_TENSOR_MAX_SIDE_PX) {
+        snprintf(init->error, init->error_cap,
+                 "options 'width' and 'height' are %lld x %lld; each must be in 1..%d",
+                 (long long)w, (long long)h, KS__IMAGE_TENSOR_MAX_SIDE_PX);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    if (nr != 0 && nr != 2) {
+        snprintf(init->error, init->error_cap, "option 'range' has %u numbers; it takes [lo, hi]",
+                 (unsigned)nr);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    if (!(range[1] != range[0]) || !isfinite(range[0]) || !isfinite(range[1])) {
+        snprintf(init->error, init->error_cap,
+                 "option 'range' [%g, %g] must be two different "
+                 "finite numbers",
+                 (double)range[0], (double)range[1]);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    /* imgproc's normalization: (pixel - mean) * scale maps 0..255 to range */
+    float scale = (range[1] - range[0]) / 255.0f;
+    float mean = -range[0] / scale;
+    ks__image_tensor_desc d = {
+        .width_px = (int32_t)w,
+        .height_px = (int32_t)h,
+        .dtype = KS_DTYPE_F32,
+        .layout = KS_TENSOR_LAYOUT_NHWC,
+        .channel_order = KS_CHANNEL_ORDER_RGB,
+        .mean = {mean, mean, mean},
+        .scale = {scale, scale, scale},
+        .fit = keep_aspect ? KS__FIT_KEEP_ASPECT : KS__FIT_STRETCH,
+        .border = border_zero ? KS_BORDER_CONSTANT : KS_BORDER_REPLICATE,
+        .mediapipe_grid = mediapipe_grid != 0,
+    };
+    return ks__image_tensor_create(init->allocator, &d, state_out);
 }
 
 static const ks_port itt_in[] = {{"image", KS_PACKET_IMAGE, KS_PACKET_ANY, 0, -1},
@@ -185,12 +279,14 @@ static const ks_port itt_out[] = {
     {"tensor", KS_PACKET_TENSOR, KS_PACKET_ANY, 0, -1},
     {"matrix", KS_PACKET_MATRIX, KS_PACKET_ANY, KS_PORT_OPTIONAL, -1}};
 
-static void plain_free(void *state, const ks_allocator *a) {
-    ks__free(a, state);
-}
-
-const ks_node_type ks__image_to_tensor_type = {
-    "image_to_tensor", 2, 2, itt_in, itt_out, itt_create, itt_process, NULL, NULL, plain_free};
+const ks_node_type ks__image_to_tensor_type = {.name = "image_to_tensor",
+                                               .num_inputs = 2,
+                                               .num_outputs = 2,
+                                               .inputs = itt_in,
+                                               .outputs = itt_out,
+                                               .create = itt_create,
+                                               .process = ks__image_tensor_process,
+                                               .destroy = ks__image_tensor_destroy};
 
 /* ---------------------------------------------------------------------------------------------
  * infer

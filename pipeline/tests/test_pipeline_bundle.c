@@ -1,10 +1,13 @@
 /* Bundles and model nodes: .ksb round trip, hostile bundles (truncated, bit-flipped, crafted
- * fields), image_to_tensor geometry, and an end-to-end graph image_to_tensor -> infer on the
- * real BlazeFace model, loaded zero-copy from a bundle and compared with a direct session run.
- * Without the BlazeFace .tflite the model tests are skipped and the program exits with 77. */
+ * fields), image_to_tensor geometry, the whole-image fits of the image -> tensor implementation
+ * (image_tensor.h, which the task library's model_input node configures), and an end-to-end graph
+ * image_to_tensor -> infer on the real BlazeFace model, loaded zero-copy from a bundle and
+ * compared with a direct session run. Without the BlazeFace .tflite the model tests are skipped
+ * and the program exits with 77. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +17,7 @@
 #include <cmocka.h>
 
 #include "convert.h"
+#include "image_tensor.h"
 #include "kestrel/bundle.h"
 #include "kestrel/pipeline.h"
 #include "ksm.h"
@@ -304,6 +308,149 @@ static void test_image_to_tensor(void **state) {
     assert_non_null(strstr(ks_last_error(NULL), "node 'pre'"));
 }
 
+/* ---- the whole-image fits of image_tensor.h ---- */
+
+/* A node type over the shared implementation whose desc is the test's (as model_input's is the
+ * bundle config's): option "fit" picks one of k_fit_descs. */
+static const ks__image_tensor_desc k_fit_descs[] = {
+    /* 8x4 image -> 4x4: scale 1/2, the image fills rows 1..2, pad 9 above and below */
+    {.width_px = 4,
+     .height_px = 4,
+     .dtype = KS_DTYPE_U8,
+     .layout = KS_TENSOR_LAYOUT_NHWC,
+     .scale = {1, 1, 1},
+     .fit = KS__FIT_LETTERBOX,
+     .border = KS_BORDER_CONSTANT,
+     .border_value = 9},
+    /* the same at the top: rows 0..1, pad in rows 2..3 */
+    {.width_px = 4,
+     .height_px = 4,
+     .dtype = KS_DTYPE_U8,
+     .layout = KS_TENSOR_LAYOUT_NHWC,
+     .scale = {1, 1, 1},
+     .fit = KS__FIT_LETTERBOX_TOP_LEFT,
+     .border = KS_BORDER_CONSTANT,
+     .border_value = 9},
+    /* the centred half (x 2..5, y 1..2) at scale 1, BGR planes, (pixel - 10) / 2 */
+    {.width_px = 4,
+     .height_px = 2,
+     .dtype = KS_DTYPE_F32,
+     .layout = KS_TENSOR_LAYOUT_NCHW,
+     .channel_order = KS_CHANNEL_ORDER_BGR,
+     .mean = {10, 10, 10},
+     .scale = {0.5f, 0.5f, 0.5f},
+     .fit = KS__FIT_CENTER_CROP,
+     .crop_fraction = 0.5f,
+     .border = KS_BORDER_REPLICATE},
+};
+
+static ks_status fit_probe_create(const ks_node_init *init, void **state_out) {
+    int64_t fit = 0;
+    ks_status st = ks_node_options_int(init->options, "fit", 0, &fit);
+    if (st) return st;
+    return ks__image_tensor_create(init->allocator, &k_fit_descs[fit], state_out);
+}
+
+static const ks_port k_probe_in[] = {{"image", KS_PACKET_IMAGE, KS_PACKET_ANY, 0, -1}};
+static const ks_port k_probe_out[] = {
+    {"tensor", KS_PACKET_TENSOR, KS_PACKET_ANY, 0, -1},
+    {"matrix", KS_PACKET_MATRIX, KS_PACKET_ANY, KS_PORT_OPTIONAL, -1}};
+static const ks_node_type k_fit_probe = {.name = "test_fit_probe",
+                                         .num_inputs = 1,
+                                         .num_outputs = 2,
+                                         .inputs = k_probe_in,
+                                         .outputs = k_probe_out,
+                                         .create = fit_probe_create,
+                                         .process = ks__image_tensor_process,
+                                         .destroy = ks__image_tensor_destroy};
+
+/* Runs fit `fit` on the 8x4 image of test_image_to_tensor; outs[0] tensor, outs[1] matrix. */
+static void run_fit(int fit, const ks_packet *img, ks_packet **outs) {
+    char json[512];
+    snprintf(json, sizeof(json),
+             "{\"inputs\":[\"image\"],\"outputs\":[\"t\",\"m\"],\"nodes\":[{\"type\":"
+             "\"test_fit_probe\",\"inputs\":[\"image\"],\"outputs\":[\"t\",\"m\"],"
+             "\"options\":{\"fit\":%d}}]}",
+             fit);
+    ks_pipeline *p = NULL;
+    assert_int_equal(ks_pipeline_create_json(json, strlen(json), NULL, &p), KS_STATUS_OK);
+    const ks_packet *ins[1] = {img};
+    assert_int_equal(ks_pipeline_process(p, ins, 1, outs), KS_STATUS_OK);
+    ks_pipeline_destroy(p); /* the packets outlive it */
+}
+
+static void test_image_tensor_fits(void **state) {
+    (void)state;
+    static int registered;
+    if (!registered) assert_int_equal(ks_node_type_register(&k_fit_probe), KS_STATUS_OK);
+    registered = 1;
+    uint8_t px[4][8][3]; /* R = 10 x, G = 200, B = 10 y */
+    for (int y = 0; y < 4; y++)
+        for (int x = 0; x < 8; x++) {
+            px[y][x][0] = (uint8_t)(x * 10);
+            px[y][x][1] = 200;
+            px[y][x][2] = (uint8_t)(y * 10);
+        }
+    ks_packet *img = NULL;
+    assert_int_equal(ks_packet_create_image(NULL,
+                                            &(ks_packet_image){.format = KS_PIXEL_RGB8,
+                                                               .width_px = 8,
+                                                               .height_px = 4,
+                                                               .data = &px[0][0][0]},
+                                            &img),
+                     0);
+    for (int fit = 0; fit < 2; fit++) {
+        ks_packet *outs[2] = {0};
+        run_fit(fit, img, outs);
+        const ks_tensor *t = ks_packet_tensor(outs[0]);
+        assert_int_equal(t->info.dtype, KS_DTYPE_U8);
+        const uint8_t *v = t->data;
+        int first = fit == 0 ? 1 : 0; /* the image's first tensor row */
+        for (int y = 0; y < 4; y++) {
+            bool pad = y < first || y > first + 1;
+            for (int x = 0; x < 4; x++) {
+                const uint8_t *c = &v[(y * 4 + x) * 3];
+                if (pad) {
+                    assert_int_equal(c[0], 9);
+                    assert_int_equal(c[1], 9);
+                } else {
+                    assert_int_equal(c[1], 200);
+                    assert_int_equal(c[0], x * 20 + 5); /* between pixels 2x and 2x + 1 */
+                }
+            }
+        }
+        /* tensor-normalized -> image-normalized: the image's rows span tensor y first/4 to
+         * (first + 2)/4 */
+        const float *m = ks_packet_matrix(outs[1]);
+        assert_float_equal(m[0], 1.0f, 1e-6);
+        assert_float_equal(m[3], 0.0f, 1e-6);
+        assert_float_equal(m[5], 2.0f, 1e-6);
+        assert_float_equal(m[5] * 0.25f * (float)first + m[7], 0.0f, 1e-6);
+        ks_packet_release(outs[0]);
+        ks_packet_release(outs[1]);
+    }
+    ks_packet *outs[2] = {0};
+    run_fit(2, img, outs);
+    const ks_tensor *t = ks_packet_tensor(outs[0]);
+    assert_int_equal(t->info.shape.dims[1], 3); /* NCHW */
+    const float *v = t->data;
+    for (int y = 0; y < 2; y++)
+        for (int x = 0; x < 4; x++) {
+            /* plane 0 is blue, 2 red; the crop starts at image pixel (2, 1) */
+            assert_float_equal(v[0 * 8 + y * 4 + x], ((y + 1) * 10 - 10) * 0.5f, 1e-5);
+            assert_float_equal(v[1 * 8 + y * 4 + x], (200 - 10) * 0.5f, 1e-5);
+            assert_float_equal(v[2 * 8 + y * 4 + x], ((x + 2) * 10 - 10) * 0.5f, 1e-5);
+        }
+    const float *m = ks_packet_matrix(outs[1]);
+    assert_float_equal(m[0], 0.5f, 1e-6); /* half the width, from x = 1/4 */
+    assert_float_equal(m[3], 0.25f, 1e-6);
+    assert_float_equal(m[5], 0.5f, 1e-6);
+    assert_float_equal(m[7], 0.25f, 1e-6);
+    ks_packet_release(outs[0]);
+    ks_packet_release(outs[1]);
+    ks_packet_release(img);
+}
+
 /* ---- end to end on BlazeFace ---- */
 
 static const char *k_face_graph =
@@ -451,8 +598,8 @@ static void test_model_bundle_hostile(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),           cmocka_unit_test(test_hostile),
-        cmocka_unit_test(test_image_to_tensor),      cmocka_unit_test(test_blazeface_end_to_end),
-        cmocka_unit_test(test_model_bundle_hostile),
+        cmocka_unit_test(test_image_to_tensor),      cmocka_unit_test(test_image_tensor_fits),
+        cmocka_unit_test(test_blazeface_end_to_end), cmocka_unit_test(test_model_bundle_hostile),
     };
     int failed = cmocka_run_group_tests(tests, load_blazeface, free_blazeface);
     if (!failed && g_skipped) return 77;

@@ -26,7 +26,8 @@
  *
  * Backends: KS_AR_BACKEND_GLES3 draws with the caller's current OpenGL ES 3.0 context (the
  * library never creates a context, surface or window). KS_AR_BACKEND_NULL runs all layout,
- * trigger and state logic without any GL call (unit tests, servers, logic-only hosts).
+ * trigger and state logic without any GL call (unit tests, servers, logic-only hosts); it is the
+ * only backend of a build without GLES 3 (KS_AR_GLES=OFF).
  *
  * Conventions: image row 0 is the TOP row everywhere (pixels, input and output textures, masks);
  * only the final draw into a framebuffer (ks_ar_output.to_framebuffer) is flipped to GL's
@@ -145,7 +146,8 @@ typedef struct ks_ar_renderer ks_ar_renderer;
  * front (programs compiled and checked, textures uploaded, buffers allocated). With the GLES3
  * backend an OpenGL ES 3.0 context must be current. desc may be NULL. On failure *out is
  * untouched and ks_last_error(NULL) names the layer, asset or shader and the GL info log.
- * Statuses: INVALID_ARGUMENT, UNSUPPORTED (a layer kind or GL feature this build cannot draw),
+ * Statuses: INVALID_ARGUMENT, UNSUPPORTED (a layer kind or GL feature this build cannot draw;
+ * KS_AR_BACKEND_GLES3 in a build without the GLES 3 backend, configured with KS_AR_GLES=OFF),
  * INVALID_MODEL (an asset that does not decode, a custom shader that does not compile),
  * OUT_OF_MEMORY, INTERNAL (a GL error). */
 KS_API ks_status ks_ar_renderer_create(const ks_ar_renderer_desc *desc, const ks_effect *effect,

@@ -1,19 +1,12 @@
-/* Shared GL helpers of the AR renderer: programs, textures, the fullscreen quad, the canonical
- * face mesh buffers, render targets and passes, and the per-frame input/output work.
- *
- * Everything that allocates (glGen*, glTexStorage2D, glBufferData with a size) happens in
- * ks__ar_gl_init, ks__ar_gl_resize or layer create; per-frame code only updates existing objects
- * (glTexSubImage2D, glBufferSubData) and draws. */
+/* Shared GL helpers of the AR renderer's GLES 3 backend: programs, textures, the fullscreen
+ * quad, the canonical face mesh buffers, render targets and passes, and the per-frame
+ * input/output work (conventions in gles3.h). */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <GLES3/gl3.h>
-
-#include "ar_internal.h"
-#include "face_geometry.h"
+#include "gles3.h"
 
 #define STBI_ONLY_PNG
 #define STBI_ONLY_JPEG
@@ -84,26 +77,7 @@ static const char k_composite_fs[] =
     "    frag_color = ks_composite(texture(u_backdrop, v_uv), vec4(cs, s.a), u_blend, u_opacity);\n"
     "}\n";
 
-/* ---- errors, memory ------------------------------------------------------------------------ */
-
-void *ks__ar_alloc(ks__ar_renderer *r, size_t size_bytes) {
-    return ks__calloc(&r->alloc, 1, size_bytes);
-}
-
-void ks__ar_free(ks__ar_renderer *r, void *ptr) {
-    ks__free(&r->alloc, ptr);
-}
-
-ks_status ks__ar_error(ks__ar_renderer *r, ks_status status, const char *fmt, ...) {
-    char msg[KS_ERROR_CAP];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    ks__object_error(&r->obj, "%s", msg);
-    if (r->creating) ks__set_thread_error(msg);
-    return status;
-}
+/* ---- errors -------------------------------------------------------------------------------- */
 
 ks_status ks__ar_gl_check(ks__ar_renderer *r, const ks__ar_layer *layer, const char *what) {
     GLenum first = glGetError();
@@ -191,7 +165,7 @@ error:
 
 ks_status ks__ar_custom_program_create(ks__ar_renderer *r, ks__ar_layer *layer,
                                        const char *vs_source) {
-    if (!layer->desc->shader || !layer->desc->shader[0] || !r->gl) return KS_STATUS_OK;
+    if (!layer->desc->shader || !layer->desc->shader[0]) return KS_STATUS_OK;
     const ks_effect_asset *a = ks_effect_find_asset(r->effect, layer->desc->shader);
     if (!a)
         return ks__ar_error(r, KS_STATUS_INVALID_MODEL, "layer '%s': shader asset '%s' missing",
@@ -506,8 +480,9 @@ ks_status ks__ar_gl_resize(ks__ar_renderer *r, int32_t width_px, int32_t height_
     r->height_px = height_px;
     for (uint32_t i = 0; i < r->num_layers; i++) {
         ks__ar_layer *l = &r->layers[i];
-        if (!l->vt->resize) continue;
-        st = l->vt->resize(r, l, width_px, height_px);
+        const ks__ar_layer_gl_vtable *gl = ks__ar_gl_kind(l);
+        if (!gl || !gl->resize) continue;
+        st = gl->resize(r, l, width_px, height_px);
         if (!st) st = ks__ar_gl_check(r, l, "resize");
         if (st) {
             release_targets(r);
