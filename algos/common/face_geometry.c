@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ir.h" /* ks__alloc / ks__free */
+#include "src/ir.h" /* ks__alloc / ks__free */
 #include "base/pb.h"
 #include "vision_util.h"
 

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ir.h" /* ks__alloc / ks__free */
+#include "src/ir.h" /* ks__alloc / ks__free */
 #include "vision_util.h"
 
 /* ---- One Euro --------------------------------------------------------------------------- */

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common.h" /* engine: ks__object, ks__calloc */
+#include "src/common.h" /* engine: ks__object, ks__calloc */
 #include "detection.h"
 #include "kestrel/face.h"
 #include "task_common.h"

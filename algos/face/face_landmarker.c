@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common.h" /* engine: ks__object, ks__calloc */
+#include "src/common.h" /* engine: ks__object, ks__calloc */
 #include "face_internal.h"
 #include "kestrel/face.h"
 #include "landmarks.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "base/once.h"
-#include "common.h" /* ks__object_error */
+#include "src/common.h" /* ks__object_error */
 
 static const ks_node_type *const k_types[] = {
 #define KS_TASK_NODE(sym) &sym,

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common.h" /* engine: ks__calloc / ks__free */
+#include "src/common.h" /* engine: ks__calloc / ks__free */
 #include "detection.h"
 #include "face_geometry.h"
 #include "kestrel/bundle.h"

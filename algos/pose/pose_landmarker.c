@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common.h"
+#include "src/common.h"
 #include "detection.h"
 #include "kestrel/bundle.h"
 #include "kestrel/pipeline.h"

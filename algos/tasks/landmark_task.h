@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common.h"
+#include "src/common.h"
 #include "detection.h"
 #include "kestrel/bundle.h"
 #include "kestrel/pipeline.h"

@@ -9,7 +9,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "common.h"
+#include "src/common.h"
 #include "kestrel/bundle.h"
 #include "kestrel/pipeline.h"
 #include "kestrel/vision.h"

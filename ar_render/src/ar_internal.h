@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #include "base/alloc.h"
-#include "common.h" /* engine/src: ks__object, ks__object_error */
+#include "src/common.h" /* engine/src: ks__object, ks__object_error */
 #include "kestrel/ar.h"
 #include "kestrel/effect.h"
 #include "kestrel/kestrel.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "src/common.h"
 #include "effect_internal.h"
 
 #define STBI_NO_STDIO

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "base/crc32.h"
-#include "ksm.h"
+#include "format/ksm.h"
 #include "pipeline_internal.h"
 
 struct ks_bundle {

@@ -9,7 +9,7 @@
 #include "image_tensor.h"
 #include "kestrel/imgproc.h"
 #include "pipeline_internal.h"
-#include "precision.h"
+#include "src/precision.h"
 
 /* ---------------------------------------------------------------------------------------------
  * image -> tensor (image_tensor.h)

@@ -7,7 +7,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "common.h"
+#include "src/common.h"
 #include "kestrel/bundle.h"
 #include "kestrel/pipeline.h"
 
