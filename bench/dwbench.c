@@ -185,8 +185,7 @@ static int setup_layer(const layer *l, setup *su) {
     su->outp = &su->y;
     tensor(&su->y, &su->noq, NULL, 0, NULL);
     ks__kernel_ctx c = ctx_of(su);
-    const ks__kernel *k = &ks__ref_kernels()->k[l->op];
-    if (!su->xd || k->infer(&c) != KS_STATUS_OK) return 0;
+    if (!su->xd || ks__ref_prepare(&c) != KS_STATUS_OK) return 0;
     su->y.size_bytes = (size_t)ks__rt_numel(&su->y) * sizeof(float);
     su->yd = aligned_alloc(64, (su->y.size_bytes + 63) / 64 * 64);
     su->y.data = su->yd;

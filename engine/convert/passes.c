@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cpu_kernel.h"
+#include "shape.h"
 
 #define FOLD_MAX_BYTES (UINT64_C(64) << 20)        /* one folded tensor */
 #define FOLD_TOTAL_MAX_BYTES (UINT64_C(256) << 20) /* all folds of one optimize call */
@@ -163,8 +164,9 @@ static int dims_known(const ks__rt_tensor *rt) {
     return 1;
 }
 
-/* Runs infer on every node whose input shapes are known (so IR dims get filled in), and
- * kernels on foldable nodes whose inputs are all constant. Returns the number of folds. */
+/* Runs the core's shape inference on every node whose input shapes are known (so IR dims get
+ * filled in), and reference kernels on foldable nodes whose inputs are all constant. Returns the
+ * number of folds. */
 static ks_status fold_and_infer(pass_ctx *p, uint32_t *num_folded) {
     ks__graph *g = p->g;
     const ks__kernel_table *kt = ks__ref_kernels();
@@ -229,7 +231,7 @@ static ks_status fold_and_infer(pass_ctx *p, uint32_t *num_folded) {
             continue;
         }
         const ks__kernel *k = &kt->k[nd->op < KS_OP_MAX_ID ? nd->op : 0];
-        if (!all_known || !k->infer || !info) continue;
+        if (!all_known || !info) continue;
         ks__free(&g->alloc, ins);
         ks__free(&g->alloc, outs);
         ins = ks__calloc(&g->alloc, nd->num_inputs + 1, sizeof(*ins));
@@ -253,7 +255,7 @@ static ks_status fold_and_infer(pass_ctx *p, uint32_t *num_folded) {
         ctx.num_outputs = nd->num_outputs;
         ctx.err = kerr;
         ctx.err_cap = sizeof(kerr);
-        if (k->infer(&ctx) != KS_STATUS_OK) {
+        if (ks__op_infer(&ctx) != KS_STATUS_OK) {
             /* leave the importer's dims; the session reports real errors at reshape */
             for (uint32_t i = 0; i < nd->num_outputs; i++)
                 rt_from_def(&rt[nd->outputs[i]], &g->tensors[nd->outputs[i]]);
@@ -289,6 +291,7 @@ static ks_status fold_and_infer(pass_ctx *p, uint32_t *num_folded) {
         if (!all_const || !(info->flags & KS_OPF_FOLDABLE) || !k->run) continue;
         if (out_bytes > FOLD_MAX_BYTES || p->folded_bytes + out_bytes > FOLD_TOTAL_MAX_BYTES)
             continue;
+        if (k->plan && k->plan(&ctx) != KS_STATUS_OK) continue;
         if (ctx.scratch_bytes > FOLD_MAX_BYTES) continue;
         int ok = 1;
         for (uint32_t i = 0; i < nd->num_outputs && ok; i++) {

@@ -94,8 +94,7 @@ static ks_status run_ref(fuser *f, uint32_t ni, ks__rt_tensor *a, ks__rt_tensor 
     ctx.err = f->table_err;
     ctx.err_cap = sizeof(f->table_err);
     ctx.num_threads = 1;
-    if (!k->infer || !k->run) return KS_STATUS_UNSUPPORTED;
-    ks_status st = k->infer(&ctx);
+    ks_status st = ks__ref_prepare(&ctx);
     if (st) return st;
     if (ctx.scratch_bytes || ks__rt_numel(out) != 256 || out->dtype != a->dtype)
         return KS_STATUS_UNSUPPORTED;

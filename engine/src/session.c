@@ -16,21 +16,25 @@
  * overlaps (the classic offset-planning heuristic; see XNNPACK's memory planner
  * and TFLite's arena planner for the same idea).
  */
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "backend.h"
 #include "base/pool.h"
 #include "model.h"
+#include "partition.h"
 #include "planner.h"
 #include "precision.h"
 #include "session.h"
+#include "shape.h"
 
 #define KS_MAX_TENSOR_BYTES (UINT64_C(1) << 32)
 #define KS_FOLD_MAX_BYTES (UINT64_C(1) << 24)
 #define KS_DEFAULT_MAX_MEMORY_BYTES ((size_t)2 << 30)
 
-enum { T_UNUSED = 0, T_CONST, T_KNOWN, T_ARENA };
+/* T_DEVICE: produced and read only inside one device partition; the host holds no copy. */
+enum { T_UNUSED = 0, T_CONST, T_KNOWN, T_ARENA, T_DEVICE };
 
 struct ks_session {
     ks__object obj; /* must be first */
@@ -41,7 +45,7 @@ struct ks_session {
     uint32_t flags;
     size_t max_memory_bytes;
     const ks__backend *backend;
-    const ks__kernel_table *kernels; /* the backend's: shape inference, reference kernels */
+    const ks__kernel_table *kernels; /* the backend's reference kernels */
 
     ks__rt_tensor *rt;     /* per tensor */
     ks__rt_tensor **ptrs;  /* per node: inputs then outputs */
@@ -68,12 +72,31 @@ struct ks_session {
     size_t *packed_bytes;
     void *tuner; /* the backend's tuner; NULL: tuning off */
 
+    /* device backend (backend.h, partition.h); NULL: everything runs on the host */
+    const ks__backend *device;
+    void *dev;
+    uint8_t *place;          /* per node: KS__PLACE_* */
+    uint8_t *from_dev;       /* per tensor: produced by a device partition */
+    ks__partition_set parts; /* rebuilt at every reshape */
+    void **progs;            /* per partition: the device's compiled program */
+    uint8_t *pending;        /* per partition: submitted, not yet waited for */
+    char (*part_names)[40];  /* per partition: shown by the profiler */
+
     ks_profile_fn prof;
     void *prof_user;
     char kerr[KS_ERROR_CAP - 32];
 };
 
 static void free_plan(ks_session *s) {
+    for (uint32_t p = 0; s->progs && p < s->parts.num_parts; p++)
+        s->device->release(s->dev, s->progs[p]);
+    ks__free(&s->alloc, s->progs);
+    ks__free(&s->alloc, s->pending);
+    ks__free(&s->alloc, s->part_names);
+    s->progs = NULL;
+    s->pending = NULL;
+    s->part_names = NULL;
+    ks__partition_free(&s->parts, &s->alloc);
     for (uint32_t i = 0; i < s->num_known_bufs; i++)
         ks__free(&s->alloc, s->known_bufs[i]);
     s->num_known_bufs = 0;
@@ -105,6 +128,9 @@ void ks_session_destroy(ks_session *s) {
     ks__free(&a, s->impl);
     ks__free(&a, s->packed);
     ks__free(&a, s->packed_bytes);
+    ks__free(&a, s->place);
+    ks__free(&a, s->from_dev);
+    if (s->device) s->device->device_destroy(s->dev);
     if (s->backend && s->backend->tuner_destroy) s->backend->tuner_destroy(s->tuner);
     ks__pool_destroy(s->pool);
     if (s->own_g) {
@@ -126,6 +152,12 @@ void ks__session_adopt_graph(ks_session *s, ks__graph *graph) {
 ks_status ks__session_create_with(const ks_model *model, const ks__graph *graph,
                                   const ks_session_desc *desc, const ks__backend *backend,
                                   ks_session **session_out) {
+    return ks__session_create_split(model, graph, desc, backend, NULL, session_out);
+}
+
+ks_status ks__session_create_split(const ks_model *model, const ks__graph *graph,
+                                   const ks_session_desc *desc, const ks__backend *backend,
+                                   const ks__backend *device, ks_session **session_out) {
     ks_allocator a =
         ks__allocator_or_default(desc && desc->allocator ? desc->allocator : &model->alloc);
     ks_session *s = ks__alloc(&a, sizeof(*s));
@@ -161,8 +193,11 @@ ks_status ks__session_create_with(const ks_model *model, const ks__graph *graph,
     s->impl = ks__calloc(&a, nn, sizeof(*s->impl));
     s->packed = ks__calloc(&a, nn, sizeof(void *));
     s->packed_bytes = ks__calloc(&a, nn, sizeof(size_t));
-    if (!s->impl || !s->packed || !s->packed_bytes || !s->rt || !s->ptrs || !s->ptr_off ||
-        !s->kind || !s->skip || !s->scratch_bytes || !s->scratch || !s->known_bufs || plan_st) {
+    s->place = ks__calloc(&a, nn, 1);
+    s->from_dev = ks__calloc(&a, nt, 1);
+    if (!s->place || !s->from_dev || !s->impl || !s->packed || !s->packed_bytes || !s->rt ||
+        !s->ptrs || !s->ptr_off || !s->kind || !s->skip || !s->scratch_bytes || !s->scratch ||
+        !s->known_bufs || plan_st) {
         ks_session_destroy(s);
         ks__object_error(NULL, "out of memory creating a session");
         return KS_STATUS_OUT_OF_MEMORY;
@@ -184,6 +219,23 @@ ks_status ks__session_create_with(const ks_model *model, const ks__graph *graph,
         ks__object_error(NULL, "out of memory creating a session");
         return KS_STATUS_OUT_OF_MEMORY;
     }
+    if (device) {
+        if (!device->device_create || !device->supports || !device->compile || !device->submit ||
+            !device->wait || !device->release || !device->device_destroy) {
+            ks_session_destroy(s);
+            ks__object_error(NULL, "backend '%s' is not a device backend", device->name);
+            return KS_STATUS_INVALID_ARGUMENT;
+        }
+        char derr[200] = "";
+        ks_status dst = device->device_create(&a, &s->dev, derr, sizeof(derr));
+        if (dst) {
+            ks_session_destroy(s);
+            ks__object_error(NULL, "backend '%s': %s", device->name,
+                             derr[0] ? derr : ks_status_string(dst));
+            return dst;
+        }
+        s->device = device;
+    }
     uint32_t p = 0;
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         const ks__node *n = &g->nodes[i];
@@ -195,7 +247,7 @@ ks_status ks__session_create_with(const ks_model *model, const ks__graph *graph,
     }
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         const ks__kernel *k = &s->kernels->k[g->nodes[i].op];
-        if (!k->infer || !k->run) {
+        if (!k->run) {
             ks__object_error(NULL, "node %u '%s': op '%s' has no CPU kernel in this build", i,
                              g->nodes[i].name, ks__op_get_info(g->nodes[i].op)->name);
             ks_session_destroy(s);
@@ -322,6 +374,69 @@ const char *ks__session_kernel_name(const ks_session *s, uint32_t node) {
     return s->impl[node] ? s->impl[node]->name : "ref";
 }
 
+/* After shape inference: groups the device's nodes into partitions (partition.h) and takes the
+ * tensors that never leave the device out of the host's memory plan. */
+static ks_status plan_partitions(ks_session *s) {
+    const ks__graph *g = s->g;
+    uint8_t *runtime = ks__calloc(&s->alloc, g->num_tensors ? g->num_tensors : 1, 1);
+    if (!runtime) {
+        ks__object_error(&s->obj, "out of memory in reshape");
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    for (uint32_t t = 0; t < g->num_tensors; t++)
+        runtime[t] = s->kind[t] == T_ARENA;
+    ks_status st = ks__partition_build(g, s->place, runtime, &s->alloc, &s->parts);
+    ks__free(&s->alloc, runtime);
+    uint32_t np = s->parts.num_parts;
+    if (!st) {
+        s->progs = ks__calloc(&s->alloc, np ? np : 1, sizeof(void *));
+        s->pending = ks__calloc(&s->alloc, np ? np : 1, 1);
+        s->part_names = ks__calloc(&s->alloc, np ? np : 1, sizeof(*s->part_names));
+        if (!s->progs || !s->pending || !s->part_names) st = KS_STATUS_OUT_OF_MEMORY;
+    }
+    if (st) {
+        ks__object_error(&s->obj, "out of memory in reshape");
+        return st;
+    }
+    for (uint32_t t = 0; t < g->num_tensors; t++) {
+        s->from_dev[t] = 0;
+        if (s->parts.device_only[t]) s->kind[t] = T_DEVICE;
+    }
+    for (uint32_t p = 0; p < np; p++) {
+        const ks__partition *part = &s->parts.parts[p];
+        snprintf(s->part_names[p], sizeof(s->part_names[p]), "partition %u: nodes %u-%u", p,
+                 part->nodes[0], part->nodes[part->num_nodes - 1]);
+        for (uint32_t k = 0; k < part->num_outputs; k++)
+            s->from_dev[part->outputs[k]] = 1;
+    }
+    return KS_STATUS_OK;
+}
+
+/* At the end of reshape, when the host tensors have their memory: the device prepares each
+ * partition. */
+static ks_status compile_partitions(ks_session *s) {
+    for (uint32_t p = 0; p < s->parts.num_parts; p++) {
+        const ks__partition *part = &s->parts.parts[p];
+        ks__kernel_ctx *ctx = ks__calloc(&s->alloc, part->num_nodes, sizeof(*ctx));
+        if (!ctx) {
+            ks__object_error(&s->obj, "out of memory in reshape");
+            return KS_STATUS_OUT_OF_MEMORY;
+        }
+        for (uint32_t k = 0; k < part->num_nodes; k++)
+            make_ctx(s, part->nodes[k], &ctx[k]);
+        s->kerr[0] = 0;
+        ks_status st =
+            s->device->compile(s->dev, part, ctx, &s->progs[p], s->kerr, sizeof(s->kerr));
+        ks__free(&s->alloc, ctx);
+        if (st) {
+            ks__object_error(&s->obj, "backend '%s', %s: %s", s->device->name, s->part_names[p],
+                             s->kerr[0] ? s->kerr : ks_status_string(st));
+            return st;
+        }
+    }
+    return KS_STATUS_OK;
+}
+
 ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes) {
     if (!s) return KS_STATUS_INVALID_ARGUMENT;
     const ks__graph *g = s->g;
@@ -392,9 +507,17 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
         make_ctx(s, i, &ctx);
         s->kerr[0] = 0;
         s->skip[i] = 0;
-        st = s->kernels->k[n->op].infer(&ctx);
+        s->place[i] = KS__PLACE_HOST;
+        st = ks__op_infer(&ctx);
         if (st) {
             ks__object_error(&s->obj, "%s", s->kerr[0] ? s->kerr : "shape inference failed");
+            goto error;
+        }
+        /* The reference kernel's memory (it runs unless a variant is chosen below). An op-pruned
+         * build refuses its left-out ops here. */
+        const ks__kernel *ref = &s->kernels->k[n->op];
+        if (ref->plan && (st = ref->plan(&ctx))) {
+            ks__object_error(&s->obj, "%s", s->kerr[0] ? s->kerr : "kernel plan failed");
             goto error;
         }
         s->scratch_bytes[i] = ctx.scratch_bytes;
@@ -462,17 +585,27 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
                 goto error;
             }
             s->skip[i] = 1;
+            s->place[i] = KS__PLACE_NONE;
         } else {
             for (uint32_t k = 0; k < n->num_outputs; k++)
                 s->kind[n->outputs[k]] = T_ARENA;
+            if (s->device && s->device->supports(s->dev, &ctx)) {
+                s->place[i] = KS__PLACE_DEVICE;
+                s->scratch_bytes[i] = 0;
+                continue;
+            }
             st = choose_impl(s, i, &ctx);
             if (st) goto error;
         }
     }
 
-    /* lifetimes: index space is tensors [0, nt) then per-node scratch [nt, nt+nn)
-     */
     uint32_t nt = g->num_tensors, nn = g->num_nodes;
+    if (s->device && (st = plan_partitions(s))) goto error;
+
+    /* lifetimes: index space is tensors [0, nt) then per-node scratch [nt, nt+nn). A device
+     * partition's host tensors are used at its first node: inputs are uploaded when it is
+     * submitted, and outputs are written (at its wait) into memory nothing else uses from then
+     * on. */
     bool keep_all = (s->flags & KS_SESSION_KEEP_ALL_TENSORS) != 0;
     ks__planner *pl = &s->plan;
     ks__planner_reset(pl);
@@ -481,11 +614,13 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
     for (uint32_t i = 0; i < nn; i++) {
         if (s->skip[i]) continue;
         const ks__node *n = &g->nodes[i];
+        int32_t at = (int32_t)i;
+        if (s->place[i] == KS__PLACE_DEVICE)
+            at = (int32_t)s->parts.parts[s->parts.part_of_node[i]].nodes[0];
         for (uint32_t k = 0; k < n->num_inputs; k++)
-            if (n->inputs[k] >= 0 && (int32_t)i > pl->last[n->inputs[k]])
-                pl->last[n->inputs[k]] = (int32_t)i;
+            if (n->inputs[k] >= 0 && at > pl->last[n->inputs[k]]) pl->last[n->inputs[k]] = at;
         for (uint32_t k = 0; k < n->num_outputs; k++)
-            if ((int32_t)i < pl->first[n->outputs[k]]) pl->first[n->outputs[k]] = (int32_t)i;
+            if (at < pl->first[n->outputs[k]]) pl->first[n->outputs[k]] = at;
         pl->first[nt + i] = pl->last[nt + i] = (int32_t)i;
         pl->bytes[nt + i] = align64(s->scratch_bytes[i]);
     }
@@ -500,9 +635,9 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
             pl->last[t] = (int32_t)nn;
         }
     }
-    /* buffer groups: views alias their input; unary ops may run in place */
+    /* buffer groups: views alias their input; unary ops may run in place (on the host) */
     for (uint32_t i = 0; i < nn; i++) {
-        if (s->skip[i]) continue;
+        if (s->skip[i] || s->place[i] == KS__PLACE_DEVICE) continue;
         const ks__node *n = &g->nodes[i];
         const ks__op_info *info = ks__op_get_info(n->op);
         int32_t in = n->inputs[0], out = n->outputs[0];
@@ -522,7 +657,8 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
     }
     if (!keep_all) {
         for (uint32_t i = 0; i < nn; i++)
-            if (!s->skip[i] && concat_in_place(s, i)) s->skip[i] = 2;
+            if (!s->skip[i] && s->place[i] != KS__PLACE_DEVICE && concat_in_place(s, i))
+                s->skip[i] = 2;
     }
     for (uint32_t t = 0; t < nt; t++) {
         if (s->kind[t] != T_ARENA) continue;
@@ -556,6 +692,7 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
             s->rt[t].data = (uint8_t *)s->arena + ks__planner_offset(pl, (int32_t)t);
     for (uint32_t i = 0; i < nn; i++)
         s->scratch[i] = s->scratch_bytes[i] ? (uint8_t *)s->arena + pl->offset[nt + i] : NULL;
+    if (s->device && (st = compile_partitions(s))) goto error;
     s->ready = true;
     return KS_STATUS_OK;
 error:
@@ -596,6 +733,93 @@ static uint64_t node_flops(const ks_session *s, const ks__node *n) {
     return (uint64_t)out;
 }
 
+static void profile_entry(ks_session *s, uint32_t node, const char *op, const char *name,
+                          uint64_t ns, uint64_t flops, const char *kernel) {
+    ks_op_profile p;
+    p.node_index = node;
+    p.op_name = op;
+    p.node_name = name;
+    p.elapsed_ns = ns;
+    p.flops = flops;
+    p.kernel_name = kernel;
+    s->prof(s->prof_user, &p);
+}
+
+/* Device partitions: submit queues one; wait_all is the completion point of every queued one
+ * (a device queue runs them in order). A failure leaves the session needing a reshape. */
+static ks_status device_submit(ks_session *s, uint32_t p) {
+    s->kerr[0] = 0;
+    uint64_t t0 = s->prof ? now_ns() : 0;
+    ks_status st = s->device->submit(s->dev, s->progs[p], s->kerr, sizeof(s->kerr));
+    if (st) {
+        ks__object_error(&s->obj, "backend '%s', %s: %s", s->device->name, s->part_names[p],
+                         s->kerr[0] ? s->kerr : ks_status_string(st));
+        return st;
+    }
+    s->pending[p] = 1;
+    if (s->prof)
+        profile_entry(s, s->parts.parts[p].nodes[0], "submit", s->part_names[p], now_ns() - t0, 0,
+                      s->device->name);
+    return KS_STATUS_OK;
+}
+
+static ks_status device_wait_all(ks_session *s) {
+    ks_status first = KS_STATUS_OK;
+    for (uint32_t p = 0; p < s->parts.num_parts; p++) {
+        if (!s->pending[p]) continue;
+        s->pending[p] = 0;
+        ks__partition_times tm;
+        memset(&tm, 0, sizeof(tm));
+        s->kerr[0] = 0;
+        ks_status st = s->device->wait(s->dev, s->progs[p], &tm, s->kerr, sizeof(s->kerr));
+        if (st && !first) {
+            first = st;
+            ks__object_error(
+                &s->obj, "backend '%s', %s: %s (call ks_session_reshape before the next run)",
+                s->device->name, s->part_names[p], s->kerr[0] ? s->kerr : ks_status_string(st));
+        }
+        if (st || !s->prof) continue;
+        const ks__partition *part = &s->parts.parts[p];
+        uint64_t flops = 0;
+        for (uint32_t k = 0; k < part->num_nodes; k++)
+            flops += node_flops(s, &s->g->nodes[part->nodes[k]]);
+        profile_entry(s, part->nodes[0], "upload", s->part_names[p], tm.upload_ns, 0,
+                      s->device->name);
+        profile_entry(s, part->nodes[0], "partition", s->part_names[p], tm.compute_ns, flops,
+                      s->device->name);
+        profile_entry(s, part->nodes[0], "download", s->part_names[p], tm.download_ns, 0,
+                      s->device->name);
+    }
+    if (first) s->ready = false;
+    return first;
+}
+
+/* Waits for the device when node n (on the host, or the first of a partition about to be
+ * submitted) reads what a partition produced: outputs reach host memory at the wait. */
+static ks_status device_sync_for(ks_session *s, const ks__node *n) {
+    for (uint32_t k = 0; k < n->num_inputs; k++)
+        if (n->inputs[k] >= 0 && s->from_dev[n->inputs[k]]) return device_wait_all(s);
+    return KS_STATUS_OK;
+}
+
+/* Partition p's inputs produced by earlier partitions must be home before it is submitted. */
+static ks_status device_sync_inputs(ks_session *s, uint32_t p) {
+    const ks__partition *part = &s->parts.parts[p];
+    for (uint32_t k = 0; k < part->num_inputs; k++)
+        if (s->from_dev[part->inputs[k]]) return device_wait_all(s);
+    return KS_STATUS_OK;
+}
+
+static ks_status run_failed(ks_session *s, ks_status st) {
+    if (s->device) {
+        char keep[sizeof(s->kerr)];
+        snprintf(keep, sizeof(keep), "%s", ks_last_error(&s->obj));
+        device_wait_all(s); /* nothing may still write into the arena */
+        ks__object_error(&s->obj, "%s", keep);
+    }
+    return st;
+}
+
 ks_status ks_session_run(ks_session *s) {
     if (!s) return KS_STATUS_INVALID_ARGUMENT;
     if (!s->ready) {
@@ -606,6 +830,18 @@ ks_status ks_session_run(ks_session *s) {
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         if (s->skip[i]) continue;
         const ks__node *n = &g->nodes[i];
+        if (s->place[i] == KS__PLACE_DEVICE) {
+            int32_t p = s->parts.part_of_node[i];
+            if (s->parts.parts[p].nodes[0] != i) continue;
+            ks_status st = device_sync_inputs(s, (uint32_t)p);
+            if (!st) st = device_submit(s, (uint32_t)p);
+            if (st) return run_failed(s, st);
+            continue;
+        }
+        if (s->device) {
+            ks_status st = device_sync_for(s, n);
+            if (st) return run_failed(s, st);
+        }
         ks__kernel_ctx ctx;
         make_ctx(s, i, &ctx);
         ctx.scratch_bytes = s->scratch_bytes[i];
@@ -616,20 +852,13 @@ ks_status ks_session_run(ks_session *s) {
         ks_status st = im ? im->run(&ctx) : s->kernels->k[n->op].run(&ctx);
         if (st) {
             ks__object_error(&s->obj, "%s", s->kerr[0] ? s->kerr : "kernel failed");
-            return st;
+            return run_failed(s, st);
         }
-        if (s->prof) {
-            ks_op_profile p;
-            p.node_index = i;
-            p.op_name = ks__op_get_info(n->op)->name;
-            p.node_name = n->name;
-            p.elapsed_ns = now_ns() - t0;
-            p.flops = node_flops(s, n);
-            p.kernel_name = im ? im->name : "ref";
-            s->prof(s->prof_user, &p);
-        }
+        if (s->prof)
+            profile_entry(s, i, ks__op_get_info(n->op)->name, n->name, now_ns() - t0,
+                          node_flops(s, n), im ? im->name : "ref");
     }
-    return KS_STATUS_OK;
+    return s->device ? device_wait_all(s) : KS_STATUS_OK;
 }
 
 static ks_status view_of(ks_session *s, int32_t id, ks_tensor *out) {
@@ -683,7 +912,7 @@ ks_status ks_session_tensor(ks_session *s, uint32_t index, ks_tensor *tensor_out
         ks__object_error(&s->obj, "call ks_session_reshape before accessing tensors");
         return KS_STATUS_INVALID_STATE;
     }
-    if (s->kind[index] == T_UNUSED) {
+    if (s->kind[index] == T_UNUSED || s->kind[index] == T_DEVICE) {
         memset(tensor_out, 0, sizeof(*tensor_out));
         ks__tensor_info_from_def(&s->g->tensors[index], &tensor_out->info);
         return KS_STATUS_OK;

@@ -65,7 +65,7 @@ static inline void ref_run(const ks__node *node, ks__rt_tensor **ins, uint32_t n
     ks__rt_tensor *outs[1] = {&y->t};
     ks__kernel_ctx ctx = make_ctx(node, ins, nin, outs);
     const ks__kernel *k = &ks__ref_kernels()->k[node->op];
-    ks_status st = k->infer(&ctx);
+    ks_status st = ks__ref_prepare(&ctx);
     if (st) print_error("ref infer: %s\n", g_err);
     assert_int_equal(st, KS_STATUS_OK);
     free(y->data);

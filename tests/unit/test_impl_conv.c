@@ -76,7 +76,7 @@ static float *run_ref(const ks__node *node, ks__rt_tensor **ins, uint32_t nin, k
     ks__rt_tensor *outs[1] = {y};
     ks__kernel_ctx ctx = make_ctx(node, ins, nin, outs);
     const ks__kernel *k = &ks__ref_kernels()->k[node->op];
-    ks_status st = k->infer(&ctx);
+    ks_status st = ks__ref_prepare(&ctx);
     if (st) print_error("ref infer: %s\n", g_err);
     assert_int_equal(st, KS_STATUS_OK);
     y->size_bytes = (size_t)ks__rt_numel(y) * sizeof(float);
@@ -114,7 +114,7 @@ static int check_variants(const ks__node *node, ks__rt_tensor **ins, uint32_t ni
             mk(&y, KS_DTYPE_F32, NULL, 0, NULL);
             ks__rt_tensor *outs[1] = {&y};
             ks__kernel_ctx ctx = make_ctx(node, ins, nin, outs);
-            assert_int_equal(ks__ref_kernels()->k[node->op].infer(&ctx), KS_STATUS_OK);
+            assert_int_equal(ks__ref_prepare(&ctx), KS_STATUS_OK);
             y.size_bytes = yref.size_bytes;
             float *got = malloc(y.size_bytes);
             assert_non_null(got);
@@ -162,7 +162,7 @@ static void expect_refused(const ks__node *node, ks__rt_tensor **ins, uint32_t n
     mk(&y, KS_DTYPE_F32, NULL, 0, NULL);
     ks__rt_tensor *outs[1] = {&y};
     ks__kernel_ctx ctx = make_ctx(node, ins, nin, outs);
-    ks_status st = ks__ref_kernels()->k[node->op].infer(&ctx);
+    ks_status st = ks__ref_prepare(&ctx);
     if (st) return; /* the reference refuses too */
     for (const ks__impl *const *it = ks__impl_list(); *it; it++)
         if ((*it)->op == node->op && is_gemm_variant(*it)) assert_true((*it)->cost(&ctx) < 0);
@@ -220,7 +220,7 @@ static void run_conv_case(const conv_case *c) {
         mk(&y, KS_DTYPE_F32, NULL, 0, NULL);
         ks__rt_tensor *outs[1] = {&y};
         ks__kernel_ctx ctx = make_ctx(&node, ins, nin, outs);
-        assert_int_equal(ks__ref_kernels()->k[KS_OP_CONV2D].infer(&ctx), KS_STATUS_OK);
+        assert_int_equal(ks__ref_prepare(&ctx), KS_STATUS_OK);
         res = rand_buf(ks__rt_numel(&y));
         mk(&tr, KS_DTYPE_F32, res, 4, y.dims);
         ins[3] = &tr;
@@ -435,7 +435,7 @@ static void test_conv_refused(void **state) {
     mk(&y, KS_DTYPE_F32, NULL, 0, NULL);
     ks__rt_tensor *outs[1] = {&y};
     ks__kernel_ctx ctx = make_ctx(&node, ins, 3, outs);
-    assert_int_equal(ks__ref_kernels()->k[KS_OP_CONV2D].infer(&ctx), KS_STATUS_OK);
+    assert_int_equal(ks__ref_prepare(&ctx), KS_STATUS_OK);
     for (const ks__impl *const *it = ks__impl_list(); *it; it++)
         if ((*it)->op == KS_OP_CONV2D && is_gemm_variant(*it)) assert_true((*it)->cost(&ctx) < 0);
 }
@@ -523,7 +523,7 @@ static void test_ref_residual(void **state) {
     ks__rt_tensor *outs[1] = {&y};
     mk(&y, KS_DTYPE_F32, NULL, 0, NULL);
     ks__kernel_ctx ctx = make_ctx(&node, ins, 4, outs);
-    assert_int_equal(ks__ref_kernels()->k[KS_OP_CONV2D].infer(&ctx), KS_STATUS_INVALID_SHAPE);
+    assert_int_equal(ks__ref_prepare(&ctx), KS_STATUS_INVALID_SHAPE);
 
     /* quantized conv with a residual */
     uint8_t qx[2] = {1, 2}, qw[1] = {3};
@@ -539,7 +539,7 @@ static void test_ref_residual(void **state) {
     mk(&y, KS_DTYPE_U8, NULL, 0, NULL);
     y.quant = &q;
     ctx = make_ctx(&node, qins, 4, outs);
-    assert_int_equal(ks__ref_kernels()->k[KS_OP_CONV2D].infer(&ctx), KS_STATUS_UNSUPPORTED);
+    assert_int_equal(ks__ref_prepare(&ctx), KS_STATUS_UNSUPPORTED);
 }
 
 /* ---- ADD -> conv residual fusion (graph pass) ---- */

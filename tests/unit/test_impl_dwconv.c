@@ -90,7 +90,7 @@ static int run_ref(const ks__node *node, ks__rt_tensor **ins, uint32_t nin, ks__
     tensor(y, KS_DTYPE_F32, NULL, 0, NULL);
     ks__kernel_ctx ctx = make_ctx(node, ins, nin, &outp);
     const ks__kernel *k = &ks__ref_kernels()->k[node->op];
-    if (k->infer(&ctx) != KS_STATUS_OK) return 0;
+    if (ks__ref_prepare(&ctx) != KS_STATUS_OK) return 0;
     int64_t count = ks__rt_numel(y);
     float *buf = malloc((size_t)count * sizeof(float) + 1);
     assert_non_null(buf);
@@ -205,7 +205,7 @@ static void run_dw(const dw_case *tc) {
         tensor(&ty, KS_DTYPE_F32, NULL, 0, NULL);
         ks__kernel_ctx ctx = make_ctx(&node, ins, 3, &outp);
         node.ip[10] = tc->act;
-        if (ks__ref_kernels()->k[KS_OP_CONV2D].infer(&ctx) != KS_STATUS_OK) goto done;
+        if (ks__ref_prepare(&ctx) != KS_STATUS_OK) goto done;
         res = malloc((size_t)ks__rt_numel(&ty) * sizeof(float));
         assert_non_null(res);
         fill(res, ks__rt_numel(&ty));

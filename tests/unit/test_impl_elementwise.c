@@ -109,7 +109,7 @@ static int check_node(const ks__node *node, tens *ins, uint32_t nin, double rel,
     ks__rt_tensor *outp = &out.rt;
     ks__kernel_ctx ctx = make_ctx(node, in, nin, &outp);
     const ks__kernel *k = &ks__ref_kernels()->k[node->op];
-    ks_status st = k->infer(&ctx);
+    ks_status st = ks__ref_prepare(&ctx);
     if (st) fail_msg("%s: reference infer failed: %s", what, g_err);
     int64_t n = ks__rt_numel(&out.rt);
     size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof(float);

@@ -98,7 +98,7 @@ static int check_node(const ks__node *node, tens *ins, uint32_t nin, uint32_t no
                           .err = g_err,
                           .err_cap = sizeof(g_err)};
     const ks__kernel *k = &ks__ref_kernels()->k[node->op];
-    if (k->infer(&ctx)) fail_msg("%s: reference infer failed: %s", what, g_err);
+    if (ks__ref_prepare(&ctx)) fail_msg("%s: reference infer failed: %s", what, g_err);
     float *want[MAX_OUTS], *got1[MAX_OUTS], *got3[MAX_OUTS];
     int64_t n[MAX_OUTS];
     static _Alignas(64) uint8_t scratch[1 << 20];

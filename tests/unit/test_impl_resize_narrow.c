@@ -71,7 +71,7 @@ static int resize_case(int64_t n, int64_t ih, int64_t iw, int64_t c, int32_t oh,
                           .err_cap = sizeof(g_err),
                           .num_threads = 1};
     const ks__kernel *k = &ks__ref_kernels()->k[KS_OP_RESIZE];
-    if (k->infer(&ctx)) fail_msg("reference infer: %s", g_err);
+    if (ks__ref_prepare(&ctx)) fail_msg("reference infer: %s", g_err);
     const int64_t out_numel = ks__rt_numel(&y);
     const size_t out_bytes = (size_t)out_numel * sizeof(float);
     y.size_bytes = out_bytes;

@@ -127,7 +127,7 @@ static int conv_case(const conv_spec *s) {
                           .err = g_err,
                           .err_cap = sizeof(g_err)};
     const ks__kernel *k = &ks__ref_kernels()->k[KS_OP_CONV2D];
-    if (k->infer(&ctx)) fail_msg("%s: reference infer failed: %s", what, g_err);
+    if (ks__ref_prepare(&ctx)) fail_msg("%s: reference infer failed: %s", what, g_err);
     int64_t n = ks__rt_numel(&out.rt);
     size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof(float);
     float *rd = NULL;

@@ -134,7 +134,7 @@ static void setup_case(const conv_case *c, conv_data *d) {
     ks__rt_tensor *outs[1] = {&d->yref};
     ks__kernel_ctx ctx = make_ctx(&d->node, d->ins, d->nin, outs);
     const ks__kernel *k = &ks__ref_kernels()->k[KS_OP_CONV2D];
-    assert_int_equal(k->infer(&ctx), KS_STATUS_OK);
+    assert_int_equal(ks__ref_prepare(&ctx), KS_STATUS_OK);
     d->count = ks__rt_numel(&d->yref);
     if (c->residual) {
         d->r = malloc((size_t)d->count * sizeof(float));
@@ -147,7 +147,7 @@ static void setup_case(const conv_case *c, conv_data *d) {
         d->nin = 4;
         if (!c->bias) d->ins[2] = NULL;
         ctx = make_ctx(&d->node, d->ins, d->nin, outs);
-        assert_int_equal(k->infer(&ctx), KS_STATUS_OK);
+        assert_int_equal(ks__ref_prepare(&ctx), KS_STATUS_OK);
     }
     d->yref.size_bytes = (size_t)d->count * sizeof(float);
     d->want = malloc(d->yref.size_bytes);
@@ -177,7 +177,7 @@ static err_stats run_variant(const ks__impl *im, conv_data *d, uint32_t threads)
     mk(&y, KS_DTYPE_F32, NULL, 0, NULL);
     ks__rt_tensor *outs[1] = {&y};
     ks__kernel_ctx ctx = make_ctx(&d->node, d->ins, d->nin, outs);
-    assert_int_equal(ks__ref_kernels()->k[KS_OP_CONV2D].infer(&ctx), KS_STATUS_OK);
+    assert_int_equal(ks__ref_prepare(&ctx), KS_STATUS_OK);
     float *got = malloc((size_t)d->count * sizeof(float));
     assert_non_null(got);
     for (int64_t i = 0; i < d->count; i++)
@@ -321,7 +321,7 @@ static void test_accuracy(void **state) {
             mk(&y, KS_DTYPE_F32, NULL, 0, NULL);
             ks__rt_tensor *outs[1] = {&y};
             ks__kernel_ctx ctx = make_ctx(&d.node, d.ins, d.nin, outs);
-            assert_int_equal(ks__ref_kernels()->k[KS_OP_CONV2D].infer(&ctx), KS_STATUS_OK);
+            assert_int_equal(ks__ref_prepare(&ctx), KS_STATUS_OK);
             if (strstr(im->name, "wino6")) assert_true(im->cost(&ctx) < 0);
         }
         free_case(&d);

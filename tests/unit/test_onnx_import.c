@@ -184,8 +184,8 @@ static float *run_graph(const ks__graph *g, const float *in, int64_t *numel_out)
                               .err = err,
                               .err_cap = sizeof(err)};
         const ks__kernel *k = &kt->k[nd->op];
-        assert_non_null(k->infer);
-        ks_status st = k->infer(&ctx);
+        assert_non_null(k->run);
+        ks_status st = ks__ref_prepare(&ctx);
         if (st) fprintf(stderr, "infer: %s\n", err);
         assert_int_equal(st, KS_STATUS_OK);
         for (uint32_t i = 0; i < nd->num_outputs; i++) {

@@ -64,8 +64,8 @@ static ks_status run_node(const ks__node *node, tq **ins, uint32_t nin, tq *out,
                           .err_cap = sizeof(g_err)};
     g_err[0] = 0;
     const ks__kernel *k = &ks__ref_kernels()->k[node->op];
-    assert_non_null(k->infer);
-    ks_status st = k->infer(&ctx);
+    assert_non_null(k->run);
+    ks_status st = ks__ref_prepare(&ctx);
     if (st) return st;
     out->t.size_bytes = (size_t)ks__rt_numel(&out->t) * ks_dtype_size(out->t.dtype);
     assert_true(out->t.size_bytes <= cap);

@@ -388,7 +388,7 @@ static void mp_tensor(ks__rt_tensor *t, int32_t rank, const int64_t *dims, float
 
 static const ks__kernel *mp_kernel(uint32_t op) {
     const ks__kernel *k = &ks__ref_kernels()->k[op];
-    assert_non_null(k->infer);
+    assert_non_null(k->run);
     return k;
 }
 
@@ -403,7 +403,7 @@ static void test_mp_transform_landmarks(void **state) {
     mp_tensor(&c.t[0], 3, ld, lm);
     mp_tensor(&c.t[1], 3, md, m);
     const ks__kernel *k = mp_kernel(KS_OP_MP_TRANSFORM_LANDMARKS);
-    assert_int_equal(k->infer(&c.ctx), 0);
+    assert_int_equal(ks__ref_prepare(&c.ctx), 0);
     assert_int_equal(c.t[2].rank, 3);
     assert_int_equal(c.t[2].dims[2], 3);
     c.t[2].data = out;
@@ -414,7 +414,7 @@ static void test_mp_transform_landmarks(void **state) {
     /* v1: dims 2 and a scaled translation */
     c.node.ip[0] = 2;
     c.node.fp[0] = 0.5f;
-    assert_int_equal(k->infer(&c.ctx), 0);
+    assert_int_equal(ks__ref_prepare(&c.ctx), 0);
     assert_int_equal(k->run(&c.ctx), 0);
     assert_float_equal(out[0], 2 * 1 + 5, 1e-6);  /* x of landmark 0 */
     assert_float_equal(out[1], 3 * 2 + 10, 1e-6); /* y of landmark 0 */
@@ -422,7 +422,7 @@ static void test_mp_transform_landmarks(void **state) {
     /* a bad matrix is an error, not a crash */
     int64_t bad[1] = {15};
     mp_tensor(&c.t[1], 1, bad, m);
-    assert_int_equal(k->infer(&c.ctx), KS_STATUS_INVALID_SHAPE);
+    assert_int_equal(ks__ref_prepare(&c.ctx), KS_STATUS_INVALID_SHAPE);
 }
 
 static void test_mp_transform_tensor_bilinear(void **state) {
@@ -439,7 +439,7 @@ static void test_mp_transform_tensor_bilinear(void **state) {
     c.node.ip[0] = 2;
     c.node.ip[1] = 4;
     const ks__kernel *k = mp_kernel(KS_OP_MP_TRANSFORM_TENSOR_BILINEAR);
-    assert_int_equal(k->infer(&c.ctx), 0);
+    assert_int_equal(ks__ref_prepare(&c.ctx), 0);
     assert_int_equal(c.t[2].dims[1], 2);
     assert_int_equal(c.t[2].dims[2], 4);
     c.t[2].data = out;
@@ -457,7 +457,7 @@ static void test_mp_transform_tensor_bilinear(void **state) {
     mp_tensor(&c.t[1], 3, md, id);
     c.node.ip[1] = 3;
     c.node.ip[2] = 1;
-    assert_int_equal(k->infer(&c.ctx), 0);
+    assert_int_equal(ks__ref_prepare(&c.ctx), 0);
     assert_int_equal(k->run(&c.ctx), 0);
     for (int i = 0; i < 6; i++)
         assert_float_equal(out[i], x[i], 1e-6);
@@ -482,7 +482,7 @@ static void test_mp_landmarks_to_matrix(void **state) {
     c.node.fp[1] = 2.0f;
     c.node.fp[2] = 1.0f;
     const ks__kernel *k = mp_kernel(KS_OP_MP_LANDMARKS_TO_MATRIX);
-    assert_int_equal(k->infer(&c.ctx), 0);
+    assert_int_equal(ks__ref_prepare(&c.ctx), 0);
     assert_int_equal(c.t[2].rank, 3);
     c.t[2].data = out;
     assert_int_equal(k->run(&c.ctx), 0);
@@ -491,7 +491,7 @@ static void test_mp_landmarks_to_matrix(void **state) {
     for (int i = 0; i < 16; i++)
         assert_float_equal(out[i], want[i], 1e-5);
     c.node.ip[5] = 1 << 7; /* landmark 7 does not exist */
-    assert_int_equal(k->infer(&c.ctx), KS_STATUS_INVALID_MODEL);
+    assert_int_equal(ks__ref_prepare(&c.ctx), KS_STATUS_INVALID_MODEL);
 }
 
 int main(void) {

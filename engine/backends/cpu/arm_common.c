@@ -91,7 +91,7 @@ ks_status ks__arm_plan_nothing(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Conv geometry (after the reference infer has set the output shape)                          */
+/* Conv geometry (after shape inference has set the output shape)                             */
 
 typedef struct arm_conv {
     size_t n, ih, iw, ic, oh, ow, oc, kh, kw, sh, sw, dh, dw, pt, pl;

@@ -1,6 +1,6 @@
 /* The CPU backend's reference kernels and the helpers kernels share. The contract they
- * implement (ks__kernel_ctx, ks__kernel, ks__impl) belongs to the core: engine/src/kernel.h.
- * Not a published API.
+ * implement (ks__kernel_ctx, ks__kernel, ks__impl) and shape inference belong to the core:
+ * engine/src/kernel.h, engine/src/shape.h. Not a published API.
  *
  * Reference kernels (backends/cpu/ref/) are obviously-correct scalar code and stay forever as the
  * oracle for fast kernels.
@@ -17,25 +17,20 @@ extern "C" {
 /* The reference kernel table (filled once; thread-safe after first call returns). */
 const ks__kernel_table *ks__ref_kernels(void);
 
+/* Prepares ctx's node for its reference kernel as a session's reshape does: the core's shape
+ * inference (ks__op_infer, shape.h), then the kernel's plan (ctx->scratch_bytes). For code that
+ * runs a reference kernel by hand (tables of fast kernels, the quantizer, tests); ctx->scratch
+ * must then hold scratch_bytes before run. KS_STATUS_UNSUPPORTED when the op has no reference
+ * kernel in this build. */
+ks_status ks__ref_prepare(ks__kernel_ctx *ctx);
+
 /* Each family file registers its ops into the table. */
 void ks__ref_register_conv(ks__kernel_table *t);        /* conv, pool, fc, resize, space ops */
 void ks__ref_register_elementwise(ks__kernel_table *t); /* binary, unary, softmax, reduce... */
 void ks__ref_register_data(ks__kernel_table *t);        /* reshape, concat, slice, gather... */
 void ks__ref_register_mediapipe(ks__kernel_table *t);   /* MediaPipe custom ops */
 
-/* Writes "op 'name' (node N 'node-name'): <message>" into ctx->err. Returns `status`. */
-ks_status ks__kernel_error(ks__kernel_ctx *ctx, ks_status status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-/* ---- helpers shared by kernels ---- */
-int64_t ks__rt_numel(const ks__rt_tensor *t);
-/* Sets out rank/dims (copy) and dtype. */
-void ks__rt_set_shape(ks__rt_tensor *t, ks_dtype dtype, int32_t rank, const int64_t *dims);
-/* Reads element i of an integer tensor (I32/I64/U8/I8/I16/BOOL) as int64. */
-int64_t ks__rt_get_int(const ks__rt_tensor *t, int64_t i);
+/* ---- helpers shared by kernels (those shape inference uses too are the core's: kernel.h) ---- */
 /* Reads element i of any numeric tensor as double (quantized values are NOT dequantized). */
 double ks__rt_get_f64(const ks__rt_tensor *t, int64_t i);
 /* Writes element i of any numeric tensor from double (with C conversion; ints truncate). */

@@ -28,11 +28,11 @@
 #define KS__IF_OP_1(...) __VA_ARGS__
 #define KS__IF_OP_0(...)
 
-/* Registers a reference kernel in table t when OP is enabled. */
-#define KS__REF_REG(t, OP, infer_fn, run_fn)                                                       \
+/* Registers a reference kernel (plan_fn may be NULL) in table t when OP is enabled. */
+#define KS__REF_REG(t, OP, plan_fn, run_fn)                                                        \
     do {                                                                                           \
         if (KS__OP_ON(OP)) {                                                                       \
-            (t)->k[KS_OP_##OP].infer = (infer_fn);                                                 \
+            (t)->k[KS_OP_##OP].plan = (plan_fn);                                                   \
             (t)->k[KS_OP_##OP].run = (run_fn);                                                     \
         }                                                                                          \
     } while (0)

@@ -3,11 +3,12 @@
  * QUANTIZE from U8/I8 (requantization) and DEQUANTIZE to F32. They run as a 256-entry lookup
  * table indexed by the raw input byte.
  *
- * Why the table is made by the reference kernel itself: pack() runs the reference infer + run on
- * a 256-element tensor holding every byte value, with the node's own params and the input/output
- * quantization, so the table is bit-exact with the oracle by construction (including TFLite's
- * 16-bit HARD_SWISH and the float-rounding of the LUT ops); no second implementation of the math
- * can drift from it. Building it costs 256 reference evaluations once per reshape.
+ * Why the table is made by the reference kernel itself: pack() runs shape inference and the
+ * reference run on a 256-element tensor holding every byte value, with the node's own params and
+ * the input/output quantization, so the table is bit-exact with the oracle by construction
+ * (including TFLite's 16-bit HARD_SWISH and the float-rounding of the LUT ops); no second
+ * implementation of the math can drift from it. Building it costs 256 reference evaluations once
+ * per reshape.
  *
  * The byte lookup uses AVX-512 VBMI's 128-entry byte permutes when the CPU has them (64 bytes
  * per few instructions), else plain C (one load per byte, unrolled), which is already ~40x faster
@@ -72,7 +73,7 @@ static ks_status lut_pack(ks__kernel_ctx *ctx) {
     if (!ctx->packed || ctx->packed_bytes < LUT_PACKED_BYTES)
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "q8 lookup table: packed buffer missing");
     const ks__kernel *ref = &ks__ref_kernels()->k[ctx->node->op];
-    if (!ref->infer || !ref->run)
+    if (!ref->run)
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "no reference kernel for the table");
     uint8_t *in_bytes = (uint8_t *)ctx->packed + LUT_IN_OFFSET;
     for (int i = 0; i < 256; i++)
@@ -86,7 +87,7 @@ static ks_status lut_pack(ks__kernel_ctx *ctx) {
     sub.in = ins, sub.num_inputs = 1, sub.out = outs, sub.num_outputs = 1;
     sub.scratch = NULL, sub.scratch_bytes = 0, sub.packed = NULL, sub.packed_bytes = 0;
     sub.pool = NULL;
-    ks_status st = ref->infer(&sub);
+    ks_status st = ks__ref_prepare(&sub);
     if (st) return st;
     if (sub.scratch_bytes)
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL,
@@ -322,7 +323,7 @@ static ks_status concat_pack(ks__kernel_ctx *ctx) {
         sub.in = ins, sub.num_inputs = 1, sub.out = outs, sub.num_outputs = 1;
         sub.scratch = NULL, sub.scratch_bytes = 0, sub.packed = NULL, sub.packed_bytes = 0;
         sub.pool = NULL;
-        ks_status st = ref->infer(&sub);
+        ks_status st = ks__ref_prepare(&sub);
         if (!st && (sub.scratch_bytes || ks__rt_numel(&y) != 256))
             st = ks__kernel_error(ctx, KS_STATUS_INTERNAL, "q8 concat: unexpected table shape");
         if (!st) st = ref->run(&sub);
@@ -441,7 +442,7 @@ static ks_status prelu_pack(ks__kernel_ctx *ctx) {
     sub.scratch = NULL, sub.scratch_bytes = 0, sub.packed = NULL, sub.packed_bytes = 0;
     sub.pool = NULL;
     const ks__kernel *ref = &ks__ref_kernels()->k[KS_OP_PRELU];
-    ks_status st = ref->infer(&sub);
+    ks_status st = ks__ref_prepare(&sub);
     if (st) return st;
     /* broadcasting may have given the output a leading 1 (alpha of higher rank) */
     if (sub.scratch_bytes || ks__rt_numel(&y) != (int64_t)(c * 256) ||

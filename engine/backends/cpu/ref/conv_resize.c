@@ -12,87 +12,6 @@
 #include "conv_internal.h"
 #include "../op_enabled.h"
 
-typedef struct resize_geom {
-    int64_t n, ih, iw, c, oh, ow;
-    int32_t mode, coord, round_mode;
-    float ratio_h, ratio_w; /* source pixels per output pixel */
-} resize_geom;
-
-static float axis_ratio(int64_t in, int64_t out, float scale, int from_scale, int32_t coord) {
-    if (coord == KS_RESIZE_ALIGN_CORNERS)
-        return out > 1 ? (float)(in - 1) / (float)(out - 1) : 0.0f;
-    if (from_scale) return 1.0f / scale;
-    return (float)in / (float)out;
-}
-
-static ks_status resize_geometry(ks__kernel_ctx *ctx, resize_geom *g) {
-    ks_status st = ks__conv_check_input(ctx, 0, 4, 0);
-    if (st) return st;
-    const ks__rt_tensor *x = ctx->in[0];
-    const ks__rt_tensor *size = ctx->num_inputs > 1 ? ctx->in[1] : NULL;
-    const int32_t *ip = ctx->node->ip;
-    const float *fp = ctx->node->fp;
-    memset(g, 0, sizeof(*g));
-    g->n = x->dims[0], g->ih = x->dims[1], g->iw = x->dims[2], g->c = x->dims[3];
-    g->mode = ip[0], g->coord = ip[1], g->round_mode = ip[2];
-    if (g->mode != 0 && g->mode != 1)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "unknown resize mode %d",
-                                (int)g->mode);
-    if (g->coord < 0 || g->coord >= KS_RESIZE_COORD_COUNT)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "unknown coordinate mode %d",
-                                (int)g->coord);
-    if (g->round_mode < 0 || g->round_mode > 3)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "unknown nearest rounding %d",
-                                (int)g->round_mode);
-    if (g->ih < 1 || g->iw < 1)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE, "input 0 has an empty spatial dim");
-    int from_scale = 0;
-    if (size) {
-        if ((st = ks__conv_check_input(ctx, 1, -1, 1))) return st;
-        if (ks__rt_numel(size) != 2 || (size->dtype != KS_DTYPE_I32 && size->dtype != KS_DTYPE_I64))
-            return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
-                                    "size input must hold 2 I32/I64 values (out h, w)");
-        g->oh = ks__rt_get_int(size, 0), g->ow = ks__rt_get_int(size, 1);
-    } else if (ip[3] > 0 || ip[4] > 0) {
-        g->oh = ip[3], g->ow = ip[4];
-    } else {
-        if (!(fp[0] > 0.0f) || !(fp[1] > 0.0f) || !isfinite(fp[0]) || !isfinite(fp[1]))
-            return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
-                                    "no output size and invalid scales %g, %g", (double)fp[0],
-                                    (double)fp[1]);
-        double oh = floor((double)g->ih * fp[0]), ow = floor((double)g->iw * fp[1]);
-        if (oh > (double)KS__CONV_MAX_NUMEL || ow > (double)KS__CONV_MAX_NUMEL)
-            return ks__kernel_error(ctx, KS_STATUS_LIMIT_EXCEEDED, "scales %g, %g are too large",
-                                    (double)fp[0], (double)fp[1]);
-        g->oh = (int64_t)oh, g->ow = (int64_t)ow;
-        from_scale = 1;
-    }
-    if (g->oh < 1 || g->ow < 1)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE, "output size %lld x %lld",
-                                (long long)g->oh, (long long)g->ow);
-    g->ratio_h = axis_ratio(g->ih, g->oh, fp[0], from_scale, g->coord);
-    g->ratio_w = axis_ratio(g->iw, g->ow, fp[1], from_scale, g->coord);
-    return KS_STATUS_OK;
-}
-
-static ks_status resize_infer(ks__kernel_ctx *ctx) {
-    resize_geom g;
-    ks_status st = resize_geometry(ctx, &g);
-    if (st) return st;
-    const ks__rt_tensor *x = ctx->in[0];
-    int64_t dims[4] = {g.n, g.oh, g.ow, g.c};
-    if ((st = ks__conv_check_dims(ctx, "output", 4, dims, 0))) return st;
-    if (g.mode == 1 && x->dtype != KS_DTYPE_F32 && x->dtype != KS_DTYPE_U8 &&
-        x->dtype != KS_DTYPE_I8)
-        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
-                                "bilinear resize of dtype %d is not supported", (int)x->dtype);
-    if (ks_dtype_size(x->dtype) == 0)
-        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "dtype %d is not supported",
-                                (int)x->dtype);
-    ks__rt_set_shape(ctx->out[0], x->dtype, 4, dims);
-    return KS_STATUS_OK;
-}
-
 static float source_coord(int64_t o, int64_t out, float ratio, int32_t coord) {
     float of = (float)o;
     switch (coord) {
@@ -157,8 +76,8 @@ static int64_t int_scale(int64_t in, int64_t out, int align) {
 }
 
 static ks_status resize_run(ks__kernel_ctx *ctx) {
-    resize_geom g;
-    ks_status st = resize_geometry(ctx, &g);
+    ks__resize_geom g;
+    ks_status st = ks__resize_geometry(ctx, &g);
     if (st) return st;
     const ks__rt_tensor *x = ctx->in[0];
     ks__rt_tensor *y = ctx->out[0];
@@ -256,5 +175,5 @@ static ks_status resize_run(ks__kernel_ctx *ctx) {
 }
 
 void ks__ref_register_conv_resize(ks__kernel_table *t) {
-    KS__REF_REG(t, RESIZE, resize_infer, resize_run);
+    KS__REF_REG(t, RESIZE, NULL, resize_run);
 }

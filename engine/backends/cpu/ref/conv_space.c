@@ -7,34 +7,7 @@
 #include "conv_internal.h"
 #include "../op_enabled.h"
 
-static ks_status check_elem_dtype(ks__kernel_ctx *ctx, const ks__rt_tensor *x) {
-    if (ks_dtype_size(x->dtype) == 0)
-        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "dtype %d is not supported",
-                                (int)x->dtype);
-    return KS_STATUS_OK;
-}
-
 /* ---- DEPTH_TO_SPACE / SPACE_TO_DEPTH ---- */
-
-static ks_status d2s_infer(ks__kernel_ctx *ctx) {
-    ks_status st = ks__conv_check_input(ctx, 0, 4, 0);
-    if (st) return st;
-    const ks__rt_tensor *x = ctx->in[0];
-    if ((st = check_elem_dtype(ctx, x))) return st;
-    int64_t bs = ctx->node->ip[0];
-    int32_t mode = ctx->node->ip[1];
-    if (bs < 1 || bs > 65536 || (mode != 0 && mode != 1))
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "invalid block size %lld / mode %d",
-                                (long long)bs, (int)mode);
-    if (x->dims[3] % (bs * bs) != 0)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE,
-                                "input 0 has %lld channels, not a multiple of block^2 = %lld",
-                                (long long)x->dims[3], (long long)(bs * bs));
-    int64_t dims[4] = {x->dims[0], x->dims[1] * bs, x->dims[2] * bs, x->dims[3] / (bs * bs)};
-    if ((st = ks__conv_check_dims(ctx, "output", 4, dims, 0))) return st;
-    ks__rt_set_shape(ctx->out[0], x->dtype, 4, dims);
-    return KS_STATUS_OK;
-}
 
 static ks_status d2s_run(ks__kernel_ctx *ctx) {
     const ks__rt_tensor *x = ctx->in[0];
@@ -57,25 +30,6 @@ static ks_status d2s_run(ks__kernel_ctx *ctx) {
                     int64_t yi = ((b * h * bs + oy) * w * bs + ox) * oc + c;
                     memcpy(yb + (size_t)yi * es, xb + (size_t)xi * es, es);
                 }
-    return KS_STATUS_OK;
-}
-
-static ks_status s2d_infer(ks__kernel_ctx *ctx) {
-    ks_status st = ks__conv_check_input(ctx, 0, 4, 0);
-    if (st) return st;
-    const ks__rt_tensor *x = ctx->in[0];
-    if ((st = check_elem_dtype(ctx, x))) return st;
-    int64_t bs = ctx->node->ip[0];
-    if (bs < 1 || bs > 65536)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "invalid block size %lld",
-                                (long long)bs);
-    if (x->dims[1] % bs != 0 || x->dims[2] % bs != 0)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE,
-                                "input 0 spatial size %lld x %lld is not a multiple of block %lld",
-                                (long long)x->dims[1], (long long)x->dims[2], (long long)bs);
-    int64_t dims[4] = {x->dims[0], x->dims[1] / bs, x->dims[2] / bs, x->dims[3] * bs * bs};
-    if ((st = ks__conv_check_dims(ctx, "output", 4, dims, 0))) return st;
-    ks__rt_set_shape(ctx->out[0], x->dtype, 4, dims);
     return KS_STATUS_OK;
 }
 
@@ -104,107 +58,11 @@ static ks_status s2d_run(ks__kernel_ctx *ctx) {
  * x: [B, S_1..S_M, rest...], block_shape: [M], pads/crops: [M, 2]. The output batch index is
  * block_offset * B + b, where block_offset enumerates the M block positions row-major. */
 
-typedef struct nd_geom {
-    int32_t m;
-    int64_t block[KS_MAX_RANK];
-    int64_t lo[KS_MAX_RANK]; /* pad before (s2b) or crop before (b2s) */
-    int64_t hi[KS_MAX_RANK];
-} nd_geom;
-
-static ks_status nd_geometry(ks__kernel_ctx *ctx, nd_geom *g) {
-    ks_status st;
-    if ((st = ks__conv_check_input(ctx, 0, -1, 0)) || (st = ks__conv_check_input(ctx, 1, -1, 1)) ||
-        (st = ks__conv_check_input(ctx, 2, -1, 1)))
-        return st;
-    const ks__rt_tensor *x = ctx->in[0], *bs = ctx->in[1], *pc = ctx->in[2];
-    if ((bs->dtype != KS_DTYPE_I32 && bs->dtype != KS_DTYPE_I64) ||
-        (pc->dtype != KS_DTYPE_I32 && pc->dtype != KS_DTYPE_I64))
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
-                                "block_shape and paddings/crops must be I32/I64");
-    int64_t m = ks__rt_numel(bs);
-    if (m < 1 || m > x->rank - 1)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE,
-                                "block_shape has %lld entries; input 0 rank %d allows 1..%d",
-                                (long long)m, (int)x->rank, (int)(x->rank - 1));
-    if (ks__rt_numel(pc) != 2 * m)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE,
-                                "paddings/crops have %lld entries, expected %lld",
-                                (long long)ks__rt_numel(pc), (long long)(2 * m));
-    g->m = (int32_t)m;
-    for (int32_t i = 0; i < g->m; i++) {
-        g->block[i] = ks__rt_get_int(bs, i);
-        g->lo[i] = ks__rt_get_int(pc, 2 * i);
-        g->hi[i] = ks__rt_get_int(pc, 2 * i + 1);
-        if (g->block[i] < 1 || g->block[i] > 65536 || g->lo[i] < 0 || g->hi[i] < 0 ||
-            g->lo[i] > KS__CONV_MAX_NUMEL || g->hi[i] > KS__CONV_MAX_NUMEL)
-            return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
-                                    "invalid block %lld / paddings %lld,%lld on spatial dim %d",
-                                    (long long)g->block[i], (long long)g->lo[i],
-                                    (long long)g->hi[i], (int)i);
-    }
-    return check_elem_dtype(ctx, x);
-}
-
-static ks_status s2b_infer(ks__kernel_ctx *ctx) {
-    nd_geom g;
-    ks_status st = nd_geometry(ctx, &g);
-    if (st) return st;
-    const ks__rt_tensor *x = ctx->in[0];
-    int64_t dims[KS_MAX_RANK];
-    memcpy(dims, x->dims, sizeof(dims));
-    int64_t prod = 1;
-    for (int32_t i = 0; i < g.m; i++) {
-        int64_t padded = x->dims[i + 1] + g.lo[i] + g.hi[i];
-        if (padded % g.block[i] != 0)
-            return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE,
-                                    "padded spatial dim %d (%lld) is not a multiple of block %lld",
-                                    (int)i, (long long)padded, (long long)g.block[i]);
-        dims[i + 1] = padded / g.block[i];
-        prod *= g.block[i];
-        if (prod > KS__CONV_MAX_NUMEL)
-            return ks__kernel_error(ctx, KS_STATUS_LIMIT_EXCEEDED, "block product too large");
-    }
-    if (x->dims[0] > KS__CONV_MAX_NUMEL / prod)
-        return ks__kernel_error(ctx, KS_STATUS_LIMIT_EXCEEDED, "output batch too large");
-    dims[0] = x->dims[0] * prod;
-    if ((st = ks__conv_check_dims(ctx, "output", x->rank, dims, 0))) return st;
-    ks__rt_set_shape(ctx->out[0], x->dtype, x->rank, dims);
-    return KS_STATUS_OK;
-}
-
-static ks_status b2s_infer(ks__kernel_ctx *ctx) {
-    nd_geom g;
-    ks_status st = nd_geometry(ctx, &g);
-    if (st) return st;
-    const ks__rt_tensor *x = ctx->in[0];
-    int64_t dims[KS_MAX_RANK];
-    memcpy(dims, x->dims, sizeof(dims));
-    int64_t prod = 1;
-    for (int32_t i = 0; i < g.m; i++) {
-        prod *= g.block[i];
-        if (prod > KS__CONV_MAX_NUMEL)
-            return ks__kernel_error(ctx, KS_STATUS_LIMIT_EXCEEDED, "block product too large");
-        int64_t full = x->dims[i + 1] * g.block[i];
-        dims[i + 1] = full - g.lo[i] - g.hi[i];
-        if (dims[i + 1] < 0)
-            return ks__kernel_error(
-                ctx, KS_STATUS_INVALID_SHAPE, "crops %lld,%lld exceed spatial dim %d size %lld",
-                (long long)g.lo[i], (long long)g.hi[i], (int)i, (long long)full);
-    }
-    if (x->dims[0] % prod != 0)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE,
-                                "input batch %lld is not a multiple of the block product %lld",
-                                (long long)x->dims[0], (long long)prod);
-    dims[0] = x->dims[0] / prod;
-    if ((st = ks__conv_check_dims(ctx, "output", x->rank, dims, 0))) return st;
-    ks__rt_set_shape(ctx->out[0], x->dtype, x->rank, dims);
-    return KS_STATUS_OK;
-}
-
 /* Walks every element of the batched-side tensor `bt` ([B*prod, S'..., rest]) and maps it to
  * the spatial-side tensor `spt` ([B, S..., rest]) position; `to_batch` picks the copy direction.
  * Batched-side positions that fall into the padding / crop are padded (s2b) or skipped (b2s). */
-static void nd_move(const nd_geom *g, ks__rt_tensor *bt, ks__rt_tensor *spt, int to_batch) {
+static void nd_move(const ks__batch_space_geom *g, ks__rt_tensor *bt, ks__rt_tensor *spt,
+                    int to_batch) {
     size_t es = ks_dtype_size(bt->dtype);
     int32_t rank = bt->rank;
     int64_t inner = 1;
@@ -258,24 +116,24 @@ static void nd_move(const nd_geom *g, ks__rt_tensor *bt, ks__rt_tensor *spt, int
 }
 
 static ks_status s2b_run(ks__kernel_ctx *ctx) {
-    nd_geom g;
-    ks_status st = nd_geometry(ctx, &g);
+    ks__batch_space_geom g;
+    ks_status st = ks__batch_space_geometry(ctx, &g);
     if (st) return st;
     nd_move(&g, ctx->out[0], ctx->in[0], 1);
     return KS_STATUS_OK;
 }
 
 static ks_status b2s_run(ks__kernel_ctx *ctx) {
-    nd_geom g;
-    ks_status st = nd_geometry(ctx, &g);
+    ks__batch_space_geom g;
+    ks_status st = ks__batch_space_geometry(ctx, &g);
     if (st) return st;
     nd_move(&g, ctx->in[0], ctx->out[0], 0);
     return KS_STATUS_OK;
 }
 
 void ks__ref_register_conv_space(ks__kernel_table *t) {
-    KS__REF_REG(t, DEPTH_TO_SPACE, d2s_infer, d2s_run);
-    KS__REF_REG(t, SPACE_TO_DEPTH, s2d_infer, s2d_run);
-    KS__REF_REG(t, SPACE_TO_BATCH_ND, s2b_infer, s2b_run);
-    KS__REF_REG(t, BATCH_TO_SPACE_ND, b2s_infer, b2s_run);
+    KS__REF_REG(t, DEPTH_TO_SPACE, NULL, d2s_run);
+    KS__REF_REG(t, SPACE_TO_DEPTH, NULL, s2d_run);
+    KS__REF_REG(t, SPACE_TO_BATCH_ND, NULL, s2b_run);
+    KS__REF_REG(t, BATCH_TO_SPACE_ND, NULL, b2s_run);
 }

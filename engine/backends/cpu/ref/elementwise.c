@@ -21,51 +21,21 @@
  *   the row maximum, normalized, then round(p / s_out) + zp.
  * - Anything else quantized (DIV, POW, MAXIMUM with differing params, ...) dequantizes, computes
  *   in float and requantizes; TFLite either has no integer form for it or rejects it.
+ *
+ * Which form runs, and every check of dtypes and quantization params, is decided by the core's
+ * shape inference (engine/src/shape_elementwise.c) before any of these run.
  */
 #include "../cpu_kernel.h"
 #include "../op_enabled.h"
 #include "quant_util.h"
+#include "src/shape_elementwise.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------------------------------ */
 /* dtype and tensor helpers                                                                     */
 /* ------------------------------------------------------------------------------------------ */
-
-static bool is_float_dtype(ks_dtype d) {
-    return d == KS_DTYPE_F32 || d == KS_DTYPE_F16;
-}
-
-static bool is_int_dtype(ks_dtype d) {
-    return d == KS_DTYPE_I32 || d == KS_DTYPE_I64 || d == KS_DTYPE_U8 || d == KS_DTYPE_I8 ||
-           d == KS_DTYPE_I16;
-}
-
-static bool is_qdtype(ks_dtype d) {
-    return d == KS_DTYPE_U8 || d == KS_DTYPE_I8 || d == KS_DTYPE_I16;
-}
-
-static bool is_numeric_dtype(ks_dtype d) {
-    return is_float_dtype(d) || is_int_dtype(d) || d == KS_DTYPE_BOOL;
-}
-
-static bool is_quantized(const ks__rt_tensor *t) {
-    return t->quant->count > 0 && is_qdtype(t->dtype);
-}
-
-static const char *tname(const ks__rt_tensor *t) {
-    return t->def && t->def->name ? t->def->name : "?";
-}
-
-static float q_scale(const ks__rt_tensor *t) {
-    return t->quant->count > 0 && t->quant->scales ? t->quant->scales[0] : 1.0f;
-}
-
-static int32_t q_zp(const ks__rt_tensor *t) {
-    return t->quant->count > 0 && t->quant->zero_points ? t->quant->zero_points[0] : 0;
-}
 
 static float load_f(const ks__rt_tensor *t, int64_t i) {
     if (t->dtype == KS_DTYPE_F32) return ((const float *)t->data)[i];
@@ -110,40 +80,6 @@ static int64_t load_i(const ks__rt_tensor *t, int64_t i) {
     return ks__rt_get_int(t, i);
 }
 
-static int64_t dtype_min(ks_dtype d) {
-    switch (d) {
-    case KS_DTYPE_U8:
-        return 0;
-    case KS_DTYPE_I8:
-        return INT8_MIN;
-    case KS_DTYPE_I16:
-        return INT16_MIN;
-    case KS_DTYPE_I32:
-        return INT32_MIN;
-    case KS_DTYPE_BOOL:
-        return 0;
-    default:
-        return INT64_MIN;
-    }
-}
-
-static int64_t dtype_max(ks_dtype d) {
-    switch (d) {
-    case KS_DTYPE_U8:
-        return UINT8_MAX;
-    case KS_DTYPE_I8:
-        return INT8_MAX;
-    case KS_DTYPE_I16:
-        return INT16_MAX;
-    case KS_DTYPE_I32:
-        return INT32_MAX;
-    case KS_DTYPE_BOOL:
-        return 1;
-    default:
-        return INT64_MAX;
-    }
-}
-
 /* int32 product with wrap-around, like TFLite's int32 arithmetic, minus C's signed-overflow UB.
  * Only 16-bit codes with extreme zero points can get there. */
 static int32_t wrap_mul32(int32_t a, int32_t b) {
@@ -152,15 +88,6 @@ static int32_t wrap_mul32(int32_t a, int32_t b) {
 
 static int64_t clamp_i64(int64_t v, int64_t lo, int64_t hi) {
     return v < lo ? lo : (v > hi ? hi : v);
-}
-
-static void fmt_dims(char *buf, size_t cap, int32_t rank, const int64_t *dims) {
-    size_t n = 0;
-    buf[0] = '\0';
-    n += (size_t)snprintf(buf + n, cap - n, "[");
-    for (int32_t i = 0; i < rank && n < cap; i++)
-        n += (size_t)snprintf(buf + n, cap - n, i ? ",%lld" : "%lld", (long long)dims[i]);
-    if (n < cap) snprintf(buf + n, cap - n, "]");
 }
 
 /* Real value of a quantized element (float math, as TFLite's lookup-table builders do). */
@@ -180,64 +107,7 @@ static int64_t requant_lut(float y, float out_scale, int32_t out_zp, ks_dtype dt
         q = INT32_MIN;
     else
         q = (int64_t)r;
-    return clamp_i64(q + out_zp, dtype_min(dtype), dtype_max(dtype));
-}
-
-/* Validates the quantization of a tensor a quantized kernel is about to use. */
-static ks_status check_qparams(ks__kernel_ctx *ctx, const ks__rt_tensor *t, const char *role) {
-    if (t->quant->count == 0)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
-                                "%s tensor '%s' (%s) has no quantization parameters but the op "
-                                "runs in quantized form",
-                                role, tname(t), ks_dtype_string(t->dtype));
-    if (t->quant->count > 1)
-        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
-                                "%s tensor '%s' is quantized per channel (%u scales); this op "
-                                "supports per-tensor quantization only",
-                                role, tname(t), t->quant->count);
-    float s = q_scale(t);
-    if (!(s > 0.0f) || !isfinite(s))
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
-                                "%s tensor '%s' has invalid quantization scale %g", role, tname(t),
-                                (double)s);
-    int32_t zp = q_zp(t);
-    if (zp < dtype_min(t->dtype) || zp > dtype_max(t->dtype))
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
-                                "%s tensor '%s' zero point %d is outside the %s range", role,
-                                tname(t), zp, ks_dtype_string(t->dtype));
-    return KS_STATUS_OK;
-}
-
-/* Sets the output shape/dtype; a dtype the graph already gave must agree with what the op makes. */
-static ks_status set_out(ks__kernel_ctx *ctx, ks_dtype dtype, int32_t rank, const int64_t *dims) {
-    ks__rt_tensor *y = ctx->out[0];
-    if (y->dtype != KS_DTYPE_INVALID && y->dtype != dtype)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
-                                "output '%s' is declared %s but the op produces %s", tname(y),
-                                ks_dtype_string(y->dtype), ks_dtype_string(dtype));
-    ks__rt_set_shape(y, dtype, rank, dims);
-    return KS_STATUS_OK;
-}
-
-static ks_status require_inputs(ks__kernel_ctx *ctx, uint32_t n) {
-    if (ctx->num_inputs < n || ctx->num_outputs < 1 || !ctx->out[0])
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "expected %u inputs and 1 output", n);
-    for (uint32_t i = 0; i < n; i++)
-        if (!ctx->in[i])
-            return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "input %u is missing", i);
-    return KS_STATUS_OK;
-}
-
-static ks_status unsupported_dtype(ks__kernel_ctx *ctx, const ks__rt_tensor *t, const char *what) {
-    return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "unsupported dtype %s for input '%s'%s%s",
-                            ks_dtype_string(t->dtype), tname(t), what ? ": " : "",
-                            what ? what : "");
-}
-
-/* Resolves an axis that may count from the end; returns -1 when out of range. */
-static int32_t resolve_axis(int32_t axis, int32_t rank) {
-    if (axis < 0) axis += rank;
-    return axis >= 0 && axis < rank ? axis : -1;
+    return clamp_i64(q + out_zp, ks__dtype_min(dtype), ks__dtype_max(dtype));
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -254,43 +124,6 @@ typedef struct bcast_iter {
     int64_t idx[KS_MAX_RANK];
     int64_t off[BCAST_MAX_INPUTS];
 } bcast_iter;
-
-static ks_status bcast_shape(ks__kernel_ctx *ctx, uint32_t n, int32_t *rank_out,
-                             int64_t *dims_out) {
-    int32_t rank = 0;
-    for (uint32_t k = 0; k < n; k++)
-        if (ctx->in[k]->rank > rank) rank = ctx->in[k]->rank;
-    if (rank > KS_MAX_RANK)
-        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "rank %d exceeds %d", rank,
-                                KS_MAX_RANK);
-    for (int32_t d = 0; d < rank; d++) {
-        int64_t out = 1;
-        uint32_t from = 0;
-        for (uint32_t k = 0; k < n; k++) {
-            const ks__rt_tensor *t = ctx->in[k];
-            int32_t j = d - (rank - t->rank);
-            if (j < 0) continue;
-            int64_t v = t->dims[j];
-            if (v == out || v == 1) continue;
-            if (out == 1) {
-                out = v;
-                from = k;
-                continue;
-            }
-            char da[128], db[128];
-            fmt_dims(da, sizeof(da), ctx->in[from]->rank, ctx->in[from]->dims);
-            fmt_dims(db, sizeof(db), t->rank, t->dims);
-            return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE,
-                                    "cannot broadcast input %u '%s' %s with input %u '%s' %s "
-                                    "(output dim %d: %lld vs %lld)",
-                                    from, tname(ctx->in[from]), da, k, tname(t), db, d,
-                                    (long long)out, (long long)v);
-        }
-        dims_out[d] = out;
-    }
-    *rank_out = rank;
-    return KS_STATUS_OK;
-}
 
 static void bcast_init(bcast_iter *it, ks__rt_tensor *const *in, uint32_t n,
                        const ks__rt_tensor *y) {
@@ -423,56 +256,19 @@ static int64_t act_i(int32_t act, int64_t v) {
     }
 }
 
-static ks_status binary_infer(ks__kernel_ctx *ctx) {
-    ks_status st = require_inputs(ctx, 2);
-    if (st) return st;
-    const ks__rt_tensor *a = ctx->in[0], *b = ctx->in[1];
-    const ks__rt_tensor *y = ctx->out[0];
-    int32_t act = ctx->node->ip[0];
-    if (act < 0 || act >= KS_ACT_COUNT || act == KS_ACT_PRELU || act == KS_ACT_TABLE)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "unknown fused activation %d", act);
-    if (a->dtype != b->dtype)
-        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
-                                "input dtypes differ: '%s' is %s, '%s' is %s", tname(a),
-                                ks_dtype_string(a->dtype), tname(b), ks_dtype_string(b->dtype));
-    if (is_quantized(a) || is_quantized(b)) {
-        if ((st = check_qparams(ctx, a, "input")) || (st = check_qparams(ctx, b, "input")))
-            return st;
-        if (y->dtype != KS_DTYPE_INVALID && y->dtype != a->dtype)
-            return ks__kernel_error(
-                ctx, KS_STATUS_UNSUPPORTED, "quantized %s inputs need a %s output, got %s",
-                ks_dtype_string(a->dtype), ks_dtype_string(a->dtype), ks_dtype_string(y->dtype));
-        if ((st = check_qparams(ctx, y, "output"))) return st;
-    } else if (is_float_dtype(a->dtype)) {
-        /* every op and activation is defined */
-    } else if (is_int_dtype(a->dtype)) {
-        if (act != KS_ACT_NONE && act != KS_ACT_RELU && act != KS_ACT_RELU6 &&
-            act != KS_ACT_RELU_N1_TO_1)
-            return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
-                                    "fused activation %d is not defined for %s inputs", act,
-                                    ks_dtype_string(a->dtype));
-    } else {
-        return unsupported_dtype(ctx, a, "expected f32, f16, i32, i64, or quantized u8/i8/i16");
-    }
-    int32_t rank;
-    int64_t dims[KS_MAX_RANK];
-    if ((st = bcast_shape(ctx, 2, &rank, dims))) return st;
-    return set_out(ctx, a->dtype, rank, dims);
-}
-
 /* TFLite quantized ADD/SUB: both inputs are brought to a common scale 2 * max(s_a, s_b) with
  * 20 bits (15 for int16) of headroom, summed, then scaled to the output. */
 static void binary_add_sub_q(ks__kernel_ctx *ctx, bcast_iter *it, int64_t n, bool sub) {
     const ks__rt_tensor *a = ctx->in[0], *b = ctx->in[1];
     ks__rt_tensor *y = ctx->out[0];
     const int32_t left_shift = y->dtype == KS_DTYPE_I16 ? 15 : 20;
-    const float sa = q_scale(a), sb = q_scale(b), so = q_scale(y);
+    const float sa = ks__rt_qscale(a), sb = ks__rt_qscale(b), so = ks__rt_qscale(y);
     const double twice_max = 2.0 * (double)(sa > sb ? sa : sb);
     int32_t ma, sha, mb, shb, mo, sho;
     ks__quant_multiplier((double)sa / twice_max, &ma, &sha);
     ks__quant_multiplier((double)sb / twice_max, &mb, &shb);
     ks__quant_multiplier(twice_max / ((double)(1 << left_shift) * (double)so), &mo, &sho);
-    const int32_t za = q_zp(a), zb = q_zp(b), zo = q_zp(y);
+    const int32_t za = ks__rt_qzp(a), zb = ks__rt_qzp(b), zo = ks__rt_qzp(y);
     int32_t lo, hi;
     ks__quant_act_range(ctx->node->ip[0], so, zo, y->dtype, &lo, &hi);
     for (int64_t i = 0; i < n; i++, bcast_next(it)) {
@@ -489,10 +285,11 @@ static void binary_add_sub_q(ks__kernel_ctx *ctx, bcast_iter *it, int64_t n, boo
 static void binary_mul_q(ks__kernel_ctx *ctx, bcast_iter *it, int64_t n) {
     const ks__rt_tensor *a = ctx->in[0], *b = ctx->in[1];
     ks__rt_tensor *y = ctx->out[0];
-    const float so = q_scale(y);
+    const float so = ks__rt_qscale(y);
     int32_t mo, sho;
-    ks__quant_multiplier((double)q_scale(a) * (double)q_scale(b) / (double)so, &mo, &sho);
-    const int32_t za = q_zp(a), zb = q_zp(b), zo = q_zp(y);
+    ks__quant_multiplier((double)ks__rt_qscale(a) * (double)ks__rt_qscale(b) / (double)so, &mo,
+                         &sho);
+    const int32_t za = ks__rt_qzp(a), zb = ks__rt_qzp(b), zo = ks__rt_qzp(y);
     int32_t lo, hi;
     ks__quant_act_range(ctx->node->ip[0], so, zo, y->dtype, &lo, &hi);
     for (int64_t i = 0; i < n; i++, bcast_next(it)) {
@@ -504,7 +301,7 @@ static void binary_mul_q(ks__kernel_ctx *ctx, bcast_iter *it, int64_t n) {
 }
 
 static bool same_qparams(const ks__rt_tensor *a, const ks__rt_tensor *b) {
-    return q_scale(a) == q_scale(b) && q_zp(a) == q_zp(b);
+    return ks__rt_qscale(a) == ks__rt_qscale(b) && ks__rt_qzp(a) == ks__rt_qzp(b);
 }
 
 static ks_status binary_run(ks__kernel_ctx *ctx) {
@@ -517,7 +314,7 @@ static ks_status binary_run(ks__kernel_ctx *ctx) {
     bcast_iter it;
     bcast_init(&it, ctx->in, 2, y);
 
-    if (is_quantized(a)) {
+    if (ks__rt_is_quantized(a)) {
         if (op == KS_OP_ADD || op == KS_OP_SUB) {
             binary_add_sub_q(ctx, &it, n, op == KS_OP_SUB);
             return KS_STATUS_OK;
@@ -526,8 +323,8 @@ static ks_status binary_run(ks__kernel_ctx *ctx) {
             binary_mul_q(ctx, &it, n);
             return KS_STATUS_OK;
         }
-        const float so = q_scale(y);
-        const int32_t zo = q_zp(y);
+        const float so = ks__rt_qscale(y);
+        const int32_t zo = ks__rt_qzp(y);
         int32_t lo, hi;
         ks__quant_act_range(act, so, zo, y->dtype, &lo, &hi);
         /* TFLite's MAXIMUM/MINIMUM compare raw values when all params agree. */
@@ -540,8 +337,8 @@ static ks_status binary_run(ks__kernel_ctx *ctx) {
             }
             return KS_STATUS_OK;
         }
-        const float sa = q_scale(a), sb = q_scale(b);
-        const int32_t za = q_zp(a), zb = q_zp(b);
+        const float sa = ks__rt_qscale(a), sb = ks__rt_qscale(b);
+        const int32_t za = ks__rt_qzp(a), zb = ks__rt_qzp(b);
         for (int64_t i = 0; i < n; i++, bcast_next(&it)) {
             float ra = deq_f(load_i(a, it.off[0]), sa, za);
             float rb = deq_f(load_i(b, it.off[1]), sb, zb);
@@ -550,7 +347,7 @@ static ks_status binary_run(ks__kernel_ctx *ctx) {
         }
         return KS_STATUS_OK;
     }
-    if (is_float_dtype(a->dtype)) {
+    if (ks__dtype_is_float(a->dtype)) {
         for (int64_t i = 0; i < n; i++, bcast_next(&it)) {
             float r = binary_f(op, load_f(a, it.off[0]), load_f(b, it.off[1]));
             store_f(y, i, ks__act_apply(r, act, alpha));
@@ -577,29 +374,6 @@ static ks_status binary_run(ks__kernel_ctx *ctx) {
 /* ------------------------------------------------------------------------------------------ */
 /* comparisons and WHERE                                                                        */
 /* ------------------------------------------------------------------------------------------ */
-
-static ks_status compare_infer(ks__kernel_ctx *ctx) {
-    ks_status st = require_inputs(ctx, 2);
-    if (st) return st;
-    const ks__rt_tensor *a = ctx->in[0], *b = ctx->in[1];
-    if (a->dtype != b->dtype)
-        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
-                                "input dtypes differ: '%s' is %s, '%s' is %s", tname(a),
-                                ks_dtype_string(a->dtype), tname(b), ks_dtype_string(b->dtype));
-    if (!is_numeric_dtype(a->dtype))
-        return unsupported_dtype(ctx, a, "expected a numeric or bool tensor");
-    if (is_quantized(a) != is_quantized(b))
-        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
-                                "one input is quantized and the other is not ('%s', '%s')",
-                                tname(a), tname(b));
-    if (is_quantized(a) &&
-        ((st = check_qparams(ctx, a, "input")) || (st = check_qparams(ctx, b, "input"))))
-        return st;
-    int32_t rank;
-    int64_t dims[KS_MAX_RANK];
-    if ((st = bcast_shape(ctx, 2, &rank, dims))) return st;
-    return set_out(ctx, KS_DTYPE_BOOL, rank, dims);
-}
 
 static bool compare_d(uint32_t op, double a, double b) {
     switch (op) {
@@ -647,14 +421,14 @@ static ks_status compare_run(ks__kernel_ctx *ctx) {
     uint8_t *out = (uint8_t *)y->data;
     bcast_iter it;
     bcast_init(&it, ctx->in, 2, y);
-    if (is_quantized(a) && !same_qparams(a, b)) {
+    if (ks__rt_is_quantized(a) && !same_qparams(a, b)) {
         /* Compare real values; exact in double for 8/16-bit codes and float scales. */
-        const double sa = q_scale(a), sb = q_scale(b);
-        const int32_t za = q_zp(a), zb = q_zp(b);
+        const double sa = ks__rt_qscale(a), sb = ks__rt_qscale(b);
+        const int32_t za = ks__rt_qzp(a), zb = ks__rt_qzp(b);
         for (int64_t i = 0; i < n; i++, bcast_next(&it))
             out[i] = compare_d(op, sa * (double)(load_i(a, it.off[0]) - za),
                                sb * (double)(load_i(b, it.off[1]) - zb));
-    } else if (is_float_dtype(a->dtype)) {
+    } else if (ks__dtype_is_float(a->dtype)) {
         for (int64_t i = 0; i < n; i++, bcast_next(&it))
             out[i] = compare_d(op, load_f(a, it.off[0]), load_f(b, it.off[1]));
     } else {
@@ -662,23 +436,6 @@ static ks_status compare_run(ks__kernel_ctx *ctx) {
             out[i] = compare_i(op, load_i(a, it.off[0]), load_i(b, it.off[1]));
     }
     return KS_STATUS_OK;
-}
-
-static ks_status where_infer(ks__kernel_ctx *ctx) {
-    ks_status st = require_inputs(ctx, 3);
-    if (st) return st;
-    const ks__rt_tensor *c = ctx->in[0], *a = ctx->in[1], *b = ctx->in[2];
-    if (c->dtype != KS_DTYPE_BOOL) return unsupported_dtype(ctx, c, "the condition must be bool");
-    if (a->dtype != b->dtype)
-        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
-                                "value dtypes differ: '%s' is %s, '%s' is %s", tname(a),
-                                ks_dtype_string(a->dtype), tname(b), ks_dtype_string(b->dtype));
-    if (!is_numeric_dtype(a->dtype))
-        return unsupported_dtype(ctx, a, "expected a numeric or bool tensor");
-    int32_t rank;
-    int64_t dims[KS_MAX_RANK];
-    if ((st = bcast_shape(ctx, 3, &rank, dims))) return st;
-    return set_out(ctx, a->dtype, rank, dims);
 }
 
 static ks_status where_run(ks__kernel_ctx *ctx) {
@@ -701,34 +458,13 @@ static ks_status where_run(ks__kernel_ctx *ctx) {
 /* PRELU                                                                                        */
 /* ------------------------------------------------------------------------------------------ */
 
-static ks_status prelu_infer(ks__kernel_ctx *ctx) {
-    ks_status st = require_inputs(ctx, 2);
-    if (st) return st;
-    const ks__rt_tensor *x = ctx->in[0], *al = ctx->in[1];
-    if (x->dtype != al->dtype)
-        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "input '%s' is %s but alpha '%s' is %s",
-                                tname(x), ks_dtype_string(x->dtype), tname(al),
-                                ks_dtype_string(al->dtype));
-    if (is_quantized(x)) {
-        if ((st = check_qparams(ctx, x, "input")) || (st = check_qparams(ctx, al, "alpha")) ||
-            (st = check_qparams(ctx, ctx->out[0], "output")))
-            return st;
-    } else if (!is_float_dtype(x->dtype)) {
-        return unsupported_dtype(ctx, x, "expected f32, f16 or quantized u8/i8/i16");
-    }
-    int32_t rank;
-    int64_t dims[KS_MAX_RANK];
-    if ((st = bcast_shape(ctx, 2, &rank, dims))) return st;
-    return set_out(ctx, x->dtype, rank, dims);
-}
-
 static ks_status prelu_run(ks__kernel_ctx *ctx) {
     const ks__rt_tensor *x = ctx->in[0], *al = ctx->in[1];
     ks__rt_tensor *y = ctx->out[0];
     const int64_t n = ks__rt_numel(y);
     bcast_iter it;
     bcast_init(&it, ctx->in, 2, y);
-    if (!is_quantized(x)) {
+    if (!ks__rt_is_quantized(x)) {
         for (int64_t i = 0; i < n; i++, bcast_next(&it)) {
             float v = load_f(x, it.off[0]);
             store_f(y, i, v >= 0.0f ? v : v * load_f(al, it.off[1]));
@@ -737,11 +473,11 @@ static ks_status prelu_run(ks__kernel_ctx *ctx) {
     }
     /* TFLite: positive side rescales by s_x / s_y, negative side multiplies the zero-point
      * corrected codes and rescales by s_x * s_alpha / s_y. */
-    const float sx = q_scale(x), sa = q_scale(al), so = q_scale(y);
+    const float sx = ks__rt_qscale(x), sa = ks__rt_qscale(al), so = ks__rt_qscale(y);
     int32_t m1, sh1, m2, sh2;
     ks__quant_multiplier((double)sx / (double)so, &m1, &sh1);
     ks__quant_multiplier((double)sx * (double)sa / (double)so, &m2, &sh2);
-    const int32_t zx = q_zp(x), za = q_zp(al), zo = q_zp(y);
+    const int32_t zx = ks__rt_qzp(x), za = ks__rt_qzp(al), zo = ks__rt_qzp(y);
     for (int64_t i = 0; i < n; i++, bcast_next(&it)) {
         int32_t v = (int32_t)load_i(x, it.off[0]) - zx, q;
         if (v >= 0) {
@@ -750,7 +486,7 @@ static ks_status prelu_run(ks__kernel_ctx *ctx) {
             int32_t av = (int32_t)load_i(al, it.off[1]) - za;
             q = ks__quant_mul(wrap_mul32(v, av), m2, sh2);
         }
-        store_i(y, i, clamp_i64((int64_t)q + zo, dtype_min(y->dtype), dtype_max(y->dtype)));
+        store_i(y, i, clamp_i64((int64_t)q + zo, ks__dtype_min(y->dtype), ks__dtype_max(y->dtype)));
     }
     return KS_STATUS_OK;
 }
@@ -809,23 +545,6 @@ static float unary_f(uint32_t op, float x, const float *fp) {
     }
 }
 
-/* Integer (non-quantized) unary ops: those that make sense on integers. */
-static bool unary_int_supported(uint32_t op) {
-    switch (op) {
-    case KS_OP_RELU:
-    case KS_OP_RELU6:
-    case KS_OP_RELU_N1_TO_1:
-    case KS_OP_ABS:
-    case KS_OP_NEG:
-    case KS_OP_FLOOR:
-    case KS_OP_CEIL:
-    case KS_OP_CLIP:
-        return true;
-    default:
-        return false;
-    }
-}
-
 static int64_t unary_i(uint32_t op, int64_t x, const float *fp) {
     switch (op) {
     case KS_OP_RELU:
@@ -848,33 +567,6 @@ static int64_t unary_i(uint32_t op, int64_t x, const float *fp) {
     default:
         return x;
     }
-}
-
-static ks_status unary_infer(ks__kernel_ctx *ctx) {
-    ks_status st = require_inputs(ctx, 1);
-    if (st) return st;
-    const ks__rt_tensor *x = ctx->in[0];
-    uint32_t op = ctx->node->op;
-    if (is_quantized(x)) {
-        if ((st = check_qparams(ctx, x, "input"))) return st;
-        const ks__rt_tensor *y = ctx->out[0];
-        if (y->dtype != KS_DTYPE_INVALID && y->dtype != x->dtype)
-            return ks__kernel_error(
-                ctx, KS_STATUS_UNSUPPORTED, "quantized %s input needs a %s output, got %s",
-                ks_dtype_string(x->dtype), ks_dtype_string(x->dtype), ks_dtype_string(y->dtype));
-        if ((st = check_qparams(ctx, y, "output"))) return st;
-    } else if (is_float_dtype(x->dtype)) {
-        /* all defined */
-    } else if (is_int_dtype(x->dtype)) {
-        if (!unary_int_supported(op))
-            return unsupported_dtype(ctx, x, "this op needs a float or quantized input");
-    } else {
-        return unsupported_dtype(ctx, x, "expected f32, f16, integer or quantized u8/i8/i16");
-    }
-    if (op == KS_OP_CLIP && ctx->node->fp[0] > ctx->node->fp[1])
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "clip min %g > max %g",
-                                (double)ctx->node->fp[0], (double)ctx->node->fp[1]);
-    return set_out(ctx, x->dtype, x->rank, x->dims);
 }
 
 /* ---- TFLite's 8-bit HARD_SWISH (16-bit fixed point, reference_ops::HardSwish) ---- */
@@ -938,9 +630,9 @@ static ks_status unary_run_q(ks__kernel_ctx *ctx, int64_t n) {
     ks__rt_tensor *y = ctx->out[0];
     const uint32_t op = ctx->node->op;
     const float *fp = ctx->node->fp;
-    const float sx = q_scale(x), so = q_scale(y);
-    const int32_t zx = q_zp(x), zo = q_zp(y);
-    const int64_t qmin = dtype_min(y->dtype), qmax = dtype_max(y->dtype);
+    const float sx = ks__rt_qscale(x), so = ks__rt_qscale(y);
+    const int32_t zx = ks__rt_qzp(x), zo = ks__rt_qzp(y);
+    const int64_t qmin = ks__dtype_min(y->dtype), qmax = ks__dtype_max(y->dtype);
     int32_t m, sh;
     ks__quant_multiplier((double)sx / (double)so, &m, &sh);
 
@@ -994,8 +686,8 @@ static ks_status unary_run(ks__kernel_ctx *ctx) {
     ks__rt_tensor *y = ctx->out[0];
     const uint32_t op = ctx->node->op;
     const int64_t n = ks__rt_numel(y);
-    if (is_quantized(x)) return unary_run_q(ctx, n);
-    if (is_float_dtype(x->dtype)) {
+    if (ks__rt_is_quantized(x)) return unary_run_q(ctx, n);
+    if (ks__dtype_is_float(x->dtype)) {
         for (int64_t i = 0; i < n; i++)
             store_f(y, i, unary_f(op, load_f(x, i), ctx->node->fp));
         return KS_STATUS_OK;
@@ -1022,42 +714,18 @@ static void split_axis(const ks__rt_tensor *t, int32_t axis, int64_t *outer, int
     *inner = in;
 }
 
-static ks_status softmax_infer(ks__kernel_ctx *ctx) {
-    ks_status st = require_inputs(ctx, 1);
-    if (st) return st;
-    const ks__rt_tensor *x = ctx->in[0];
-    if (x->rank < 1)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE, "input '%s' is a scalar", tname(x));
-    if (resolve_axis(ctx->node->ip[0], x->rank) < 0)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "axis %d out of range for rank %d",
-                                ctx->node->ip[0], x->rank);
-    if (is_quantized(x)) {
-        if ((st = check_qparams(ctx, x, "input")) ||
-            (st = check_qparams(ctx, ctx->out[0], "output")))
-            return st;
-        if (ctx->out[0]->dtype != x->dtype)
-            return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
-                                    "quantized %s input needs a %s output, got %s",
-                                    ks_dtype_string(x->dtype), ks_dtype_string(x->dtype),
-                                    ks_dtype_string(ctx->out[0]->dtype));
-    } else if (!is_float_dtype(x->dtype)) {
-        return unsupported_dtype(ctx, x, "expected f32, f16 or quantized u8/i8/i16");
-    }
-    return set_out(ctx, x->dtype, x->rank, x->dims);
-}
-
 static ks_status softmax_run(ks__kernel_ctx *ctx) {
     const ks__rt_tensor *x = ctx->in[0];
     ks__rt_tensor *y = ctx->out[0];
     const bool log_sm = ctx->node->op == KS_OP_LOG_SOFTMAX;
     const float beta = ctx->node->fp[0] != 0.0f ? ctx->node->fp[0] : 1.0f;
-    const int32_t axis = resolve_axis(ctx->node->ip[0], x->rank);
+    const int32_t axis = ks__resolve_axis(ctx->node->ip[0], x->rank);
     int64_t outer, len, inner;
     split_axis(x, axis, &outer, &len, &inner);
-    const bool q = is_quantized(x);
+    const bool q = ks__rt_is_quantized(x);
     const bool q8_softmax = q && !log_sm && x->dtype != KS_DTYPE_I16;
-    const float sx = q_scale(x), so = q_scale(y);
-    const int32_t zx = q_zp(x), zo = q_zp(y);
+    const float sx = ks__rt_qscale(x), so = ks__rt_qscale(y);
+    const int32_t zx = ks__rt_qzp(x), zo = ks__rt_qzp(y);
 
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t in = 0; in < inner; in++) {
@@ -1079,7 +747,7 @@ static ks_status softmax_run(ks__kernel_ctx *ctx) {
                     float e = expf(neg_scale * (float)(mx - load_i(x, base + k * inner)));
                     int64_t qv = (int64_t)roundf(e * inv) + zo;
                     store_i(y, base + k * inner,
-                            clamp_i64(qv, dtype_min(y->dtype), dtype_max(y->dtype)));
+                            clamp_i64(qv, ks__dtype_min(y->dtype), ks__dtype_max(y->dtype)));
                 }
                 continue;
             }
@@ -1114,69 +782,6 @@ static ks_status softmax_run(ks__kernel_ctx *ctx) {
 /* ------------------------------------------------------------------------------------------ */
 /* REDUCE                                                                                       */
 /* ------------------------------------------------------------------------------------------ */
-
-enum { RED_MEAN = 0, RED_SUM = 1, RED_MAX = 2, RED_MIN = 3, RED_PROD = 4 };
-
-/* Resolves the node's axes into a mask; false on a bad axis (error already reported). */
-static bool reduce_axes(ks__kernel_ctx *ctx, int32_t rank, uint32_t *mask_out) {
-    const int32_t *ip = ctx->node->ip;
-    int32_t num = ip[2];
-    uint32_t mask = 0;
-    if (num < 0 || num > KS_MAX_RANK) {
-        ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "num_axes %d out of range 0..%d", num,
-                         KS_MAX_RANK);
-        return false;
-    }
-    if (num == 0) {
-        mask = rank >= 32 ? 0xffffffffu : ((1u << rank) - 1u);
-    } else {
-        for (int32_t k = 0; k < num; k++) {
-            int32_t a = resolve_axis(ip[3 + k], rank);
-            if (a < 0) {
-                ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "axis %d out of range for rank %d",
-                                 ip[3 + k], rank);
-                return false;
-            }
-            mask |= 1u << a;
-        }
-    }
-    *mask_out = mask;
-    return true;
-}
-
-static ks_status reduce_infer(ks__kernel_ctx *ctx) {
-    ks_status st = require_inputs(ctx, 1);
-    if (st) return st;
-    const ks__rt_tensor *x = ctx->in[0];
-    const int32_t kind = ctx->node->ip[0];
-    const bool keep = ctx->node->ip[1] != 0;
-    if (kind < RED_MEAN || kind > RED_PROD)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "unknown reduce kind %d", kind);
-    if (is_quantized(x)) {
-        if ((st = check_qparams(ctx, x, "input")) ||
-            (st = check_qparams(ctx, ctx->out[0], "output")))
-            return st;
-        if (ctx->out[0]->dtype != x->dtype)
-            return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
-                                    "quantized %s input needs a %s output, got %s",
-                                    ks_dtype_string(x->dtype), ks_dtype_string(x->dtype),
-                                    ks_dtype_string(ctx->out[0]->dtype));
-    } else if (!is_float_dtype(x->dtype) && !is_int_dtype(x->dtype)) {
-        return unsupported_dtype(ctx, x, "expected f32, f16, integer or quantized u8/i8/i16");
-    }
-    uint32_t mask;
-    if (!reduce_axes(ctx, x->rank, &mask)) return KS_STATUS_INVALID_MODEL;
-    int32_t rank = 0;
-    int64_t dims[KS_MAX_RANK];
-    for (int32_t d = 0; d < x->rank; d++) {
-        if (mask & (1u << d)) {
-            if (keep) dims[rank++] = 1;
-        } else {
-            dims[rank++] = x->dims[d];
-        }
-    }
-    return set_out(ctx, x->dtype, rank, dims);
-}
 
 /* Iterates the reduced sub-space of one output element: offsets of the reduced axes. */
 typedef struct red_iter {
@@ -1225,8 +830,8 @@ static void reduce_plan(const ks__rt_tensor *x, uint32_t mask, red_plan *p) {
  * TFLite's integer MEAN/SUM uses (where TFLite would wrap, the float path is used instead).
  * Only reductions of millions of elements (tens of thousands for I16) fail this. */
 static bool q_sum_fits_i32(const ks__rt_tensor *x, int64_t count) {
-    const int64_t zx = q_zp(x);
-    const int64_t lo = dtype_min(x->dtype) - zx, hi = dtype_max(x->dtype) - zx;
+    const int64_t zx = ks__rt_qzp(x);
+    const int64_t lo = ks__dtype_min(x->dtype) - zx, hi = ks__dtype_max(x->dtype) - zx;
     const int64_t max_dev = hi > -lo ? hi : -lo;
     return max_dev == 0 || count <= INT32_MAX / max_dev;
 }
@@ -1240,7 +845,7 @@ static bool q_sum_fits_i32(const ks__rt_tensor *x, int64_t count) {
  * quantized directly, so ~1% of outputs land one quantum away from the rounded real mean;
  * reproducing the folding literally is what makes the result bit-exact. */
 static void reduce_q_mean_sum(const ks__rt_tensor *x, ks__rt_tensor *y, red_plan *p, bool mean) {
-    const int32_t zx = q_zp(x), zo = q_zp(y);
+    const int32_t zx = ks__rt_qzp(x), zo = ks__rt_qzp(y);
     const int64_t n_out = ks__rt_numel(y);
     if (p->count == 0) {
         /* Empty reduction: TFLite leaves the raw code 0 (not the zero point). */
@@ -1249,7 +854,7 @@ static void reduce_q_mean_sum(const ks__rt_tensor *x, ks__rt_tensor *y, red_plan
         return;
     }
     int32_t m, sh;
-    ks__quant_multiplier((double)q_scale(x) / (double)q_scale(y), &m, &sh);
+    ks__quant_multiplier((double)ks__rt_qscale(x) / (double)ks__rt_qscale(y), &m, &sh);
     if (mean) {
         int32_t bits = 0;
         while (bits < 62 && (p->count >> (bits + 1)) != 0)
@@ -1267,7 +872,7 @@ static void reduce_q_mean_sum(const ks__rt_tensor *x, ks__rt_tensor *y, red_plan
         for (int64_t k = 0; k < p->count; k++, red_next(&r))
             sum += load_i(x, r.off) - zx;
         int64_t v = (int64_t)ks__quant_mul((int32_t)sum, m, sh) + zo;
-        store_i(y, o, clamp_i64(v, dtype_min(y->dtype), dtype_max(y->dtype)));
+        store_i(y, o, clamp_i64(v, ks__dtype_min(y->dtype), ks__dtype_max(y->dtype)));
     }
 }
 
@@ -1276,38 +881,39 @@ static ks_status reduce_run(ks__kernel_ctx *ctx) {
     ks__rt_tensor *y = ctx->out[0];
     const int32_t kind = ctx->node->ip[0];
     uint32_t mask;
-    if (!reduce_axes(ctx, x->rank, &mask)) return KS_STATUS_INVALID_MODEL;
+    if (!ks__reduce_axes(ctx, x->rank, &mask)) return KS_STATUS_INVALID_MODEL;
     red_plan p;
     reduce_plan(x, mask, &p);
     const int64_t n_out = ks__rt_numel(y);
-    const bool q = is_quantized(x);
-    const float sx = q_scale(x), so = q_scale(y);
-    const int32_t zx = q_zp(x), zo = q_zp(y);
+    const bool q = ks__rt_is_quantized(x);
+    const float sx = ks__rt_qscale(x), so = ks__rt_qscale(y);
+    const int32_t zx = ks__rt_qzp(x), zo = ks__rt_qzp(y);
 
-    if (q && (kind == RED_MEAN || kind == RED_SUM) && q_sum_fits_i32(x, p.count)) {
-        reduce_q_mean_sum(x, y, &p, kind == RED_MEAN);
+    if (q && (kind == KS__REDUCE_MEAN || kind == KS__REDUCE_SUM) && q_sum_fits_i32(x, p.count)) {
+        reduce_q_mean_sum(x, y, &p, kind == KS__REDUCE_MEAN);
         return KS_STATUS_OK;
     }
 
     for (int64_t o = 0; o < n_out; o++, red_next(&p.kept)) {
         red_iter r = p.reduced;
         r.off = p.kept.off;
-        if (is_int_dtype(x->dtype) && (!q || kind == RED_MAX || kind == RED_MIN)) {
+        if (ks__dtype_is_int(x->dtype) &&
+            (!q || kind == KS__REDUCE_MAX || kind == KS__REDUCE_MIN)) {
             /* Raw integer reduction (quantized MAX/MIN compare codes, as TFLite). */
-            int64_t acc = kind == RED_PROD  ? 1
-                          : kind == RED_MAX ? dtype_min(x->dtype)
-                          : kind == RED_MIN ? dtype_max(x->dtype)
-                                            : 0;
+            int64_t acc = kind == KS__REDUCE_PROD  ? 1
+                          : kind == KS__REDUCE_MAX ? ks__dtype_min(x->dtype)
+                          : kind == KS__REDUCE_MIN ? ks__dtype_max(x->dtype)
+                                                   : 0;
             for (int64_t k = 0; k < p.count; k++, red_next(&r)) {
                 int64_t v = load_i(x, r.off);
                 switch (kind) {
-                case RED_MAX:
+                case KS__REDUCE_MAX:
                     acc = v > acc ? v : acc;
                     break;
-                case RED_MIN:
+                case KS__REDUCE_MIN:
                     acc = v < acc ? v : acc;
                     break;
-                case RED_PROD:
+                case KS__REDUCE_PROD:
                     acc = (int64_t)((uint64_t)acc * (uint64_t)v);
                     break;
                 default:
@@ -1315,26 +921,26 @@ static ks_status reduce_run(ks__kernel_ctx *ctx) {
                     break;
                 }
             }
-            if (kind == RED_MEAN && p.count > 0) acc /= p.count;
+            if (kind == KS__REDUCE_MEAN && p.count > 0) acc /= p.count;
             if (q && !same_qparams(x, y)) acc = requant_lut(deq_f(acc, sx, zx), so, zo, y->dtype);
             store_i(y, o, acc);
             continue;
         }
         /* Float (and quantized SUM/PROD, computed on real values) in double. */
-        double acc = kind == RED_PROD  ? 1.0
-                     : kind == RED_MAX ? -INFINITY
-                     : kind == RED_MIN ? INFINITY
-                                       : 0.0;
+        double acc = kind == KS__REDUCE_PROD  ? 1.0
+                     : kind == KS__REDUCE_MAX ? -INFINITY
+                     : kind == KS__REDUCE_MIN ? INFINITY
+                                              : 0.0;
         for (int64_t k = 0; k < p.count; k++, red_next(&r)) {
             double v = q ? (double)deq_f(load_i(x, r.off), sx, zx) : (double)load_f(x, r.off);
             switch (kind) {
-            case RED_MAX:
+            case KS__REDUCE_MAX:
                 acc = v > acc || isnan(v) ? v : acc;
                 break;
-            case RED_MIN:
+            case KS__REDUCE_MIN:
                 acc = v < acc || isnan(v) ? v : acc;
                 break;
-            case RED_PROD:
+            case KS__REDUCE_PROD:
                 acc *= v;
                 break;
             default:
@@ -1342,7 +948,7 @@ static ks_status reduce_run(ks__kernel_ctx *ctx) {
                 break;
             }
         }
-        if (kind == RED_MEAN) acc = p.count > 0 ? acc / (double)p.count : NAN;
+        if (kind == KS__REDUCE_MEAN) acc = p.count > 0 ? acc / (double)p.count : NAN;
         if (q)
             store_i(y, o, requant_lut((float)acc, so, zo, y->dtype));
         else
@@ -1355,47 +961,14 @@ static ks_status reduce_run(ks__kernel_ctx *ctx) {
 /* ARG_MAX / ARG_MIN                                                                            */
 /* ------------------------------------------------------------------------------------------ */
 
-static ks_status arg_infer(ks__kernel_ctx *ctx) {
-    ks_status st = require_inputs(ctx, 1);
-    if (st) return st;
-    const ks__rt_tensor *x = ctx->in[0];
-    ks__rt_tensor *y = ctx->out[0];
-    if (!is_float_dtype(x->dtype) && !is_int_dtype(x->dtype) && x->dtype != KS_DTYPE_BOOL)
-        return unsupported_dtype(ctx, x, "expected a numeric tensor");
-    if (x->rank < 1)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE, "input '%s' is a scalar", tname(x));
-    const int32_t axis = resolve_axis(ctx->node->ip[0], x->rank);
-    if (axis < 0)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL, "axis %d out of range for rank %d",
-                                ctx->node->ip[0], x->rank);
-    if (x->dims[axis] == 0)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE,
-                                "input '%s' has an empty reduction axis %d", tname(x), axis);
-    ks_dtype od = y->dtype == KS_DTYPE_INVALID ? KS_DTYPE_I64 : y->dtype;
-    if (od != KS_DTYPE_I32 && od != KS_DTYPE_I64)
-        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
-                                "output '%s' dtype %s: index outputs must be i32 or i64", tname(y),
-                                ks_dtype_string(od));
-    int32_t rank = 0;
-    int64_t dims[KS_MAX_RANK];
-    for (int32_t d = 0; d < x->rank; d++) {
-        if (d == axis) {
-            if (ctx->node->ip[1]) dims[rank++] = 1;
-        } else {
-            dims[rank++] = x->dims[d];
-        }
-    }
-    return set_out(ctx, od, rank, dims);
-}
-
 static ks_status arg_run(ks__kernel_ctx *ctx) {
     const ks__rt_tensor *x = ctx->in[0];
     ks__rt_tensor *y = ctx->out[0];
     const bool is_max = ctx->node->op == KS_OP_ARG_MAX;
-    const int32_t axis = resolve_axis(ctx->node->ip[0], x->rank);
+    const int32_t axis = ks__resolve_axis(ctx->node->ip[0], x->rank);
     int64_t outer, len, inner;
     split_axis(x, axis, &outer, &len, &inner);
-    const bool fl = is_float_dtype(x->dtype);
+    const bool fl = ks__dtype_is_float(x->dtype);
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t in = 0; in < inner; in++) {
             const int64_t base = o * len * inner + in;
@@ -1430,90 +1003,28 @@ static ks_status arg_run(ks__kernel_ctx *ctx) {
 /* QUANTIZE / DEQUANTIZE / CAST                                                                 */
 /* ------------------------------------------------------------------------------------------ */
 
-/* Per-channel parameters: the channel of flat element i along quant->axis. */
-typedef struct qchan {
-    const ks__quant *q;
-    int64_t inner, len;
-} qchan;
-
-static ks_status qchan_init(ks__kernel_ctx *ctx, const ks__rt_tensor *t, qchan *c) {
-    c->q = t->quant;
-    c->inner = 1;
-    c->len = 1;
-    if (t->quant->count <= 1) return KS_STATUS_OK;
-    int32_t axis = resolve_axis(t->quant->axis, t->rank);
-    if (axis < 0 || t->dims[axis] != (int64_t)t->quant->count)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
-                                "tensor '%s': %u per-channel scales do not match axis %d", tname(t),
-                                t->quant->count, t->quant->axis);
-    for (int32_t d = axis + 1; d < t->rank; d++)
-        c->inner *= t->dims[d];
-    c->len = t->dims[axis];
-    return KS_STATUS_OK;
-}
-
-static uint32_t qchan_of(const qchan *c, int64_t i) {
+static uint32_t qchan_of(const ks__qchan *c, int64_t i) {
     return c->q->count <= 1 ? 0u : (uint32_t)((i / c->inner) % c->len);
-}
-
-static ks_status check_scales(ks__kernel_ctx *ctx, const ks__rt_tensor *t, const char *role) {
-    if (t->quant->count == 0 || !t->quant->scales || !t->quant->zero_points)
-        return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
-                                "%s tensor '%s' (%s) has no quantization parameters", role,
-                                tname(t), ks_dtype_string(t->dtype));
-    for (uint32_t c = 0; c < t->quant->count; c++) {
-        float s = t->quant->scales[c];
-        if (!(s > 0.0f) || !isfinite(s))
-            return ks__kernel_error(ctx, KS_STATUS_INVALID_MODEL,
-                                    "%s tensor '%s' has invalid quantization scale %g (channel "
-                                    "%u)",
-                                    role, tname(t), (double)s, c);
-    }
-    return KS_STATUS_OK;
-}
-
-static ks_status quantize_infer(ks__kernel_ctx *ctx) {
-    ks_status st = require_inputs(ctx, 1);
-    if (st) return st;
-    const ks__rt_tensor *x = ctx->in[0];
-    ks__rt_tensor *y = ctx->out[0];
-    if (!is_qdtype(y->dtype))
-        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
-                                "output '%s' dtype %s: quantize produces u8, i8 or i16", tname(y),
-                                ks_dtype_string(y->dtype));
-    if ((st = check_scales(ctx, y, "output"))) return st;
-    if (x->dtype == KS_DTYPE_F32 || x->dtype == KS_DTYPE_F16) {
-        /* float -> quantized; per-channel output params allowed */
-    } else if (is_qdtype(x->dtype)) {
-        if ((st = check_qparams(ctx, x, "input")) || (st = check_qparams(ctx, y, "output")))
-            return st;
-    } else {
-        return unsupported_dtype(ctx, x, "quantize takes f32/f16, or u8/i8/i16 to requantize");
-    }
-    ks_dtype od = y->dtype;
-    if ((st = set_out(ctx, od, x->rank, x->dims))) return st;
-    qchan c;
-    return qchan_init(ctx, y, &c);
 }
 
 static ks_status quantize_run(ks__kernel_ctx *ctx) {
     const ks__rt_tensor *x = ctx->in[0];
     ks__rt_tensor *y = ctx->out[0];
     const int64_t n = ks__rt_numel(y);
-    const int64_t lo = dtype_min(y->dtype), hi = dtype_max(y->dtype);
-    if (is_qdtype(x->dtype)) {
+    const int64_t lo = ks__dtype_min(y->dtype), hi = ks__dtype_max(y->dtype);
+    if (ks__dtype_is_qint(x->dtype)) {
         /* TFLite Requantize: (q - zp_in) * (s_in / s_out) as a Q31 multiplier, + zp_out. */
         int32_t m, sh;
-        ks__quant_multiplier((double)q_scale(x) / (double)q_scale(y), &m, &sh);
-        const int32_t zx = q_zp(x), zo = q_zp(y);
+        ks__quant_multiplier((double)ks__rt_qscale(x) / (double)ks__rt_qscale(y), &m, &sh);
+        const int32_t zx = ks__rt_qzp(x), zo = ks__rt_qzp(y);
         for (int64_t i = 0; i < n; i++) {
             int32_t v = ks__quant_mul((int32_t)load_i(x, i) - zx, m, sh) + zo;
             store_i(y, i, clamp_i64(v, lo, hi));
         }
         return KS_STATUS_OK;
     }
-    qchan c;
-    ks_status st = qchan_init(ctx, y, &c);
+    ks__qchan c;
+    ks_status st = ks__qchan_init(ctx, y, &c);
     if (st) return st;
     for (int64_t i = 0; i < n; i++) {
         uint32_t ch = qchan_of(&c, i);
@@ -1533,22 +1044,6 @@ static ks_status quantize_run(ks__kernel_ctx *ctx) {
     return KS_STATUS_OK;
 }
 
-static ks_status dequantize_infer(ks__kernel_ctx *ctx) {
-    ks_status st = require_inputs(ctx, 1);
-    if (st) return st;
-    const ks__rt_tensor *x = ctx->in[0];
-    if (x->dtype == KS_DTYPE_F16) {
-        /* plain conversion */
-    } else if (is_qdtype(x->dtype) || x->dtype == KS_DTYPE_I32) {
-        if ((st = check_scales(ctx, x, "input"))) return st;
-        qchan c;
-        if ((st = qchan_init(ctx, x, &c))) return st;
-    } else {
-        return unsupported_dtype(ctx, x, "dequantize takes u8, i8, i16, i32 or f16");
-    }
-    return set_out(ctx, KS_DTYPE_F32, x->rank, x->dims);
-}
-
 static ks_status dequantize_run(ks__kernel_ctx *ctx) {
     const ks__rt_tensor *x = ctx->in[0];
     ks__rt_tensor *y = ctx->out[0];
@@ -1559,8 +1054,8 @@ static ks_status dequantize_run(ks__kernel_ctx *ctx) {
             out[i] = load_f(x, i);
         return KS_STATUS_OK;
     }
-    qchan c;
-    ks_status st = qchan_init(ctx, x, &c);
+    ks__qchan c;
+    ks_status st = ks__qchan_init(ctx, x, &c);
     if (st) return st;
     for (int64_t i = 0; i < n; i++) {
         uint32_t ch = qchan_of(&c, i);
@@ -1571,27 +1066,14 @@ static ks_status dequantize_run(ks__kernel_ctx *ctx) {
     return KS_STATUS_OK;
 }
 
-static ks_status cast_infer(ks__kernel_ctx *ctx) {
-    ks_status st = require_inputs(ctx, 1);
-    if (st) return st;
-    const ks__rt_tensor *x = ctx->in[0];
-    ks__rt_tensor *y = ctx->out[0];
-    if (!is_numeric_dtype(x->dtype)) return unsupported_dtype(ctx, x, "cast takes numeric input");
-    if (!is_numeric_dtype(y->dtype))
-        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
-                                "output '%s' dtype %s: cast produces a numeric or bool tensor",
-                                tname(y), ks_dtype_string(y->dtype));
-    return set_out(ctx, y->dtype, x->rank, x->dims);
-}
-
 /* Float -> integer truncates toward zero (static_cast); out-of-range values saturate and NaN
  * becomes 0 instead of C's undefined behaviour. */
 static int64_t float_to_int(double v, ks_dtype d) {
     if (isnan(v)) return 0;
     double t = trunc(v);
-    double lo = (double)dtype_min(d), hi = (double)dtype_max(d);
-    if (t <= lo) return dtype_min(d);
-    if (t >= hi) return dtype_max(d);
+    double lo = (double)ks__dtype_min(d), hi = (double)ks__dtype_max(d);
+    if (t <= lo) return ks__dtype_min(d);
+    if (t >= hi) return ks__dtype_max(d);
     return (int64_t)t;
 }
 
@@ -1599,7 +1081,7 @@ static ks_status cast_run(ks__kernel_ctx *ctx) {
     const ks__rt_tensor *x = ctx->in[0];
     ks__rt_tensor *y = ctx->out[0];
     const int64_t n = ks__rt_numel(y);
-    const bool fin = is_float_dtype(x->dtype), fout = is_float_dtype(y->dtype);
+    const bool fin = ks__dtype_is_float(x->dtype), fout = ks__dtype_is_float(y->dtype);
     for (int64_t i = 0; i < n; i++) {
         if (y->dtype == KS_DTYPE_BOOL) {
             ((uint8_t *)y->data)[i] = fin ? load_f(x, i) != 0.0f : load_i(x, i) != 0;
@@ -1621,47 +1103,47 @@ static ks_status cast_run(ks__kernel_ctx *ctx) {
 void ks__ref_register_elementwise(ks__kernel_table *t) {
     /* One line per op (not a loop over op arrays) so an op-pruned build drops exactly the
      * kernels no enabled op references (op_enabled.h). */
-    KS__REF_REG(t, ADD, binary_infer, binary_run);
-    KS__REF_REG(t, SUB, binary_infer, binary_run);
-    KS__REF_REG(t, MUL, binary_infer, binary_run);
-    KS__REF_REG(t, DIV, binary_infer, binary_run);
-    KS__REF_REG(t, FLOOR_DIV, binary_infer, binary_run);
-    KS__REF_REG(t, FLOOR_MOD, binary_infer, binary_run);
-    KS__REF_REG(t, POW, binary_infer, binary_run);
-    KS__REF_REG(t, MAXIMUM, binary_infer, binary_run);
-    KS__REF_REG(t, MINIMUM, binary_infer, binary_run);
-    KS__REF_REG(t, RELU, unary_infer, unary_run);
-    KS__REF_REG(t, RELU6, unary_infer, unary_run);
-    KS__REF_REG(t, RELU_N1_TO_1, unary_infer, unary_run);
-    KS__REF_REG(t, LEAKY_RELU, unary_infer, unary_run);
-    KS__REF_REG(t, SIGMOID, unary_infer, unary_run);
-    KS__REF_REG(t, TANH, unary_infer, unary_run);
-    KS__REF_REG(t, HARD_SWISH, unary_infer, unary_run);
-    KS__REF_REG(t, EXP, unary_infer, unary_run);
-    KS__REF_REG(t, SQRT, unary_infer, unary_run);
-    KS__REF_REG(t, RSQRT, unary_infer, unary_run);
-    KS__REF_REG(t, ABS, unary_infer, unary_run);
-    KS__REF_REG(t, NEG, unary_infer, unary_run);
-    KS__REF_REG(t, FLOOR, unary_infer, unary_run);
-    KS__REF_REG(t, CEIL, unary_infer, unary_run);
-    KS__REF_REG(t, LOG, unary_infer, unary_run);
-    KS__REF_REG(t, CLIP, unary_infer, unary_run);
-    KS__REF_REG(t, ELU, unary_infer, unary_run);
-    KS__REF_REG(t, HARD_SIGMOID, unary_infer, unary_run);
-    KS__REF_REG(t, EQUAL, compare_infer, compare_run);
-    KS__REF_REG(t, NOT_EQUAL, compare_infer, compare_run);
-    KS__REF_REG(t, GREATER, compare_infer, compare_run);
-    KS__REF_REG(t, GREATER_EQUAL, compare_infer, compare_run);
-    KS__REF_REG(t, LESS, compare_infer, compare_run);
-    KS__REF_REG(t, LESS_EQUAL, compare_infer, compare_run);
-    KS__REF_REG(t, WHERE, where_infer, where_run);
-    KS__REF_REG(t, PRELU, prelu_infer, prelu_run);
-    KS__REF_REG(t, SOFTMAX, softmax_infer, softmax_run);
-    KS__REF_REG(t, LOG_SOFTMAX, softmax_infer, softmax_run);
-    KS__REF_REG(t, REDUCE, reduce_infer, reduce_run);
-    KS__REF_REG(t, ARG_MAX, arg_infer, arg_run);
-    KS__REF_REG(t, ARG_MIN, arg_infer, arg_run);
-    KS__REF_REG(t, QUANTIZE, quantize_infer, quantize_run);
-    KS__REF_REG(t, DEQUANTIZE, dequantize_infer, dequantize_run);
-    KS__REF_REG(t, CAST, cast_infer, cast_run);
+    KS__REF_REG(t, ADD, NULL, binary_run);
+    KS__REF_REG(t, SUB, NULL, binary_run);
+    KS__REF_REG(t, MUL, NULL, binary_run);
+    KS__REF_REG(t, DIV, NULL, binary_run);
+    KS__REF_REG(t, FLOOR_DIV, NULL, binary_run);
+    KS__REF_REG(t, FLOOR_MOD, NULL, binary_run);
+    KS__REF_REG(t, POW, NULL, binary_run);
+    KS__REF_REG(t, MAXIMUM, NULL, binary_run);
+    KS__REF_REG(t, MINIMUM, NULL, binary_run);
+    KS__REF_REG(t, RELU, NULL, unary_run);
+    KS__REF_REG(t, RELU6, NULL, unary_run);
+    KS__REF_REG(t, RELU_N1_TO_1, NULL, unary_run);
+    KS__REF_REG(t, LEAKY_RELU, NULL, unary_run);
+    KS__REF_REG(t, SIGMOID, NULL, unary_run);
+    KS__REF_REG(t, TANH, NULL, unary_run);
+    KS__REF_REG(t, HARD_SWISH, NULL, unary_run);
+    KS__REF_REG(t, EXP, NULL, unary_run);
+    KS__REF_REG(t, SQRT, NULL, unary_run);
+    KS__REF_REG(t, RSQRT, NULL, unary_run);
+    KS__REF_REG(t, ABS, NULL, unary_run);
+    KS__REF_REG(t, NEG, NULL, unary_run);
+    KS__REF_REG(t, FLOOR, NULL, unary_run);
+    KS__REF_REG(t, CEIL, NULL, unary_run);
+    KS__REF_REG(t, LOG, NULL, unary_run);
+    KS__REF_REG(t, CLIP, NULL, unary_run);
+    KS__REF_REG(t, ELU, NULL, unary_run);
+    KS__REF_REG(t, HARD_SIGMOID, NULL, unary_run);
+    KS__REF_REG(t, EQUAL, NULL, compare_run);
+    KS__REF_REG(t, NOT_EQUAL, NULL, compare_run);
+    KS__REF_REG(t, GREATER, NULL, compare_run);
+    KS__REF_REG(t, GREATER_EQUAL, NULL, compare_run);
+    KS__REF_REG(t, LESS, NULL, compare_run);
+    KS__REF_REG(t, LESS_EQUAL, NULL, compare_run);
+    KS__REF_REG(t, WHERE, NULL, where_run);
+    KS__REF_REG(t, PRELU, NULL, prelu_run);
+    KS__REF_REG(t, SOFTMAX, NULL, softmax_run);
+    KS__REF_REG(t, LOG_SOFTMAX, NULL, softmax_run);
+    KS__REF_REG(t, REDUCE, NULL, reduce_run);
+    KS__REF_REG(t, ARG_MAX, NULL, arg_run);
+    KS__REF_REG(t, ARG_MIN, NULL, arg_run);
+    KS__REF_REG(t, QUANTIZE, NULL, quantize_run);
+    KS__REF_REG(t, DEQUANTIZE, NULL, dequantize_run);
+    KS__REF_REG(t, CAST, NULL, cast_run);
 }

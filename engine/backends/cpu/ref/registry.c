@@ -1,18 +1,19 @@
-/* Reference kernel table and helpers shared by the reference kernels. */
+/* Reference kernel table and helpers shared by the kernels. */
 #include "../cpu_kernel.h"
 #include "../op_enabled.h"
 #include "base/once.h"
+#include "src/shape.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 static ks__kernel_table g_ref_table;
 
 #ifdef KS_OPS_PRUNED
-/* An op this op-pruned build left out: refuse at reshape with a message that says why, instead of
- * the generic "no kernel" error, so the app developer knows to rebuild with the model listed. */
-static ks_status pruned_infer(ks__kernel_ctx *ctx) {
+/* An op this op-pruned build left out: refuse at reshape (the session plans every node after the
+ * core's shape inference) with a message that says why, instead of the generic "no kernel" error,
+ * so the app developer knows to rebuild with the model listed. */
+static ks_status pruned_plan(ks__kernel_ctx *ctx) {
     return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
                             "not in this op-pruned build (built with KS_OPS/KS_OPS_FROM_MODELS; "
                             "registered ops: %s); rebuild with this model in KS_OPS_FROM_MODELS",
@@ -20,7 +21,7 @@ static ks_status pruned_infer(ks__kernel_ctx *ctx) {
 }
 
 static ks_status pruned_run(ks__kernel_ctx *ctx) {
-    return pruned_infer(ctx);
+    return pruned_plan(ctx);
 }
 
 static void register_pruned(ks__kernel_table *t) {
@@ -33,7 +34,7 @@ static void register_pruned(ks__kernel_table *t) {
 #undef KS_OP
     };
     for (size_t i = 0; i < sizeof(k_ops) / sizeof(k_ops[0]); i++)
-        if (!k_ops[i].on) t->k[k_ops[i].op] = (ks__kernel){pruned_infer, pruned_run};
+        if (!k_ops[i].on) t->k[k_ops[i].op] = (ks__kernel){pruned_plan, pruned_run};
 }
 #endif
 static ks__once_flag g_ref_once = KS__ONCE_INIT;
@@ -57,56 +58,13 @@ const ks__kernel_table *ks__ref_kernels(void) {
     return &g_ref_table;
 }
 
-ks_status ks__kernel_error(ks__kernel_ctx *ctx, ks_status status, const char *fmt, ...) {
-    if (!ctx->err || ctx->err_cap == 0) return status;
-    const ks__op_info *info = ks__op_get_info(ctx->node->op);
-    int n = snprintf(ctx->err, ctx->err_cap, "op '%s' (node %u '%s'): ", info ? info->name : "?",
-                     ctx->node_index, ctx->node->name ? ctx->node->name : "");
-    if (n < 0) n = 0;
-    if ((size_t)n < ctx->err_cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(ctx->err + n, ctx->err_cap - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
-
-int64_t ks__rt_numel(const ks__rt_tensor *t) {
-    return ks__numel(t->rank, t->dims);
-}
-
-void ks__rt_set_shape(ks__rt_tensor *t, ks_dtype dtype, int32_t rank, const int64_t *dims) {
-    int64_t tmp[KS_MAX_RANK];
-    for (int32_t i = 0; i < rank; i++)
-        tmp[i] = dims[i]; /* dims may alias t->dims */
-    t->dtype = dtype;
-    t->rank = rank;
-    for (int32_t i = 0; i < rank; i++)
-        t->dims[i] = tmp[i];
-}
-
-int64_t ks__rt_get_int(const ks__rt_tensor *t, int64_t i) {
-    switch (t->dtype) {
-    case KS_DTYPE_I32:
-        return ((const int32_t *)t->data)[i];
-    case KS_DTYPE_I64:
-        return ((const int64_t *)t->data)[i];
-    case KS_DTYPE_U8:
-        return ((const uint8_t *)t->data)[i];
-    case KS_DTYPE_I8:
-        return ((const int8_t *)t->data)[i];
-    case KS_DTYPE_I16:
-        return ((const int16_t *)t->data)[i];
-    case KS_DTYPE_BOOL:
-        return ((const uint8_t *)t->data)[i] != 0;
-    case KS_DTYPE_F32:
-        return (int64_t)((const float *)t->data)[i];
-    case KS_DTYPE_F16:
-        return (int64_t)ks__f16_to_f32(((const uint16_t *)t->data)[i]);
-    default:
-        return 0;
-    }
+ks_status ks__ref_prepare(ks__kernel_ctx *ctx) {
+    uint32_t op = ctx->node->op;
+    const ks__kernel *k = op < KS_OP_MAX_ID ? &ks__ref_kernels()->k[op] : NULL;
+    if (!k || !k->run) return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "no reference kernel");
+    ks_status st = ks__op_infer(ctx);
+    if (st == KS_STATUS_OK && k->plan) st = k->plan(ctx);
+    return st;
 }
 
 double ks__rt_get_f64(const ks__rt_tensor *t, int64_t i) {
