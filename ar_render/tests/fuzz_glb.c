@@ -1,5 +1,5 @@
 /* libFuzzer target for the glb reader (ar_render/src/glb.c). Seeds come from
- * gen_seeds_mesh3d_glb.py (run by tests/fuzz/run_fuzzer.cmake with FORMAT=mesh3d_glb).
+ * gen_seeds_mesh3d_glb.py (run by engine/tests/fuzz/run_fuzzer.cmake with FORMAT=mesh3d_glb).
  *
  * Two modes, chosen by the first byte:
  *   - '{': the input is the JSON chunk. It is wrapped into a glb with a fixed 256-byte BIN chunk

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Seed corpus for fuzz_glb (FORMAT=mesh3d_glb in tests/fuzz/run_fuzzer.cmake).
+"""Seed corpus for fuzz_glb (FORMAT=mesh3d_glb in engine/tests/fuzz/run_fuzzer.cmake).
 
 Writes whole .glb files (a textured quad scene, a box without normals, an empty scene) and
 JSON-only seeds (first byte '{'), which fuzz_glb wraps with its fixed BIN chunk (layout in

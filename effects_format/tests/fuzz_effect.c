@@ -1,5 +1,5 @@
 /* libFuzzer target for the effect package reader. Seeds come from gen_seeds_effect.py (run by
- * tests/fuzz/run_fuzzer.cmake).
+ * engine/tests/fuzz/run_fuzzer.cmake).
  *
  * Two modes, chosen by the first byte:
  *   - '{': the input is a manifest. It is wrapped, with a fixed set of valid assets (the names

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wcode.h"
-#include "wquant.h"
+#include "weight_coder.h"
+#include "weight_quant.h"
 
 /* ---- little-endian helpers ---- */
 

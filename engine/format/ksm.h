@@ -58,14 +58,14 @@
  *
  * Weight-only compression (format 1.1). A constant with tensor flag bit 1 (0x2, "encoded") keeps
  * dtype F32 and its dims in TENSORS, but its data_offset/data_size hold an encoded payload
- * (layout in wquant.h: per-channel int8 or per-block int4 codes, raw, rANS- or wcode-coded)
+ * (layout in weight_quant.h: per-channel int8 or per-block int4 codes, raw, rANS- or wcode-coded)
  * instead of raw F32 values. 1.0 readers refuse the unknown flag, so such files fail cleanly
  * there. Every encoded tensor has exactly one entry in the ENCODED section:
  * ENCODED:  u32 count; count x {
  *             u32 tensor id; u8 encoding (1 INT8_CHANNEL, 2 INT4_BLOCK, 3 LOSSLESS since 1.2);
  *             u8 coder (0 raw,
  *             1 rANS, 2 wcode: context-adaptive arithmetic coding of scales and codes, see
- *             wcode.h; readers from before coder 2 refuse it as bad encoding parameters);
+ *             weight_coder.h; readers from before coder 2 refuse it as bad encoding parameters);
  *             u8 scale dtype (ks_dtype: 1 F32, 2 F16); u8 reserved (0);
  *             u32 block size (INT4_BLOCK, 1..65536; else 0); u32 reserved (0) }   (16 bytes each)
  * The reader decodes encoded tensors into F32 buffers owned by the graph (so the model owns
@@ -79,21 +79,20 @@
  * losslessly coded: the tensor keeps its dtype (any dtype with a size), dims and quantization
  * (e.g. the I8 weights of a ks-quant model, whose per-channel scales stay in TENSORS); coder
  * 0 raw bytes, 1 rANS of the bytes, 2 wcode (I8 only: int8 codes in [-127, 127], no scales),
- * 3 bcode of the bytes (wcode.h), 4 (F32 only, added within 1.2: older 1.2 readers refuse it
+ * 3 bcode of the bytes (weight_coder.h), 4 (F32 only, added within 1.2: older 1.2 readers refuse it
  * as bad encoding parameters) bcode of the values' f16 bit patterns, for F32 constants whose
  * every value is an f16 (widened bit for bit); scale dtype 0; the block size field holds the number
- * of wcode rows (1..bytes, dividing them) for coder 2 and 0 otherwise. Payload layout in wquant.h.
- * The reader decodes it into a graph-owned buffer of num_elems x dtype size bytes (same 256x + 64
- * KiB bound). Encodings 1 and 2 still need an F32 tensor.
+ * of wcode rows (1..bytes, dividing them) for coder 2 and 0 otherwise. Payload layout in
+ * weight_quant.h. The reader decodes it into a graph-owned buffer of num_elems x dtype size bytes
+ * (same 256x + 64 KiB bound). Encodings 1 and 2 still need an F32 tensor.
  *
  * Packed tables (format 1.2). Section kind 7 PACKED replaces the META, TENSORS, NODES,
  * GRAPH_IO and ENCODED entries of the section table with one compressed copy of them:
- * PACKED:   u32 unpacked size U; u32 method (1: bcode, see wcode.h); then the bcode stream of
- *           exactly U bytes, to the end of the section. U <= 256 x the stream size + 64 KiB.
- * Unpacked: u32 count (<= 8); count x { u32 kind (1, 2, 3, 4 or 6); u32 reserved (0);
- *           u64 size }; then the sections' bytes back to back in that order, exactly filling U.
- * A kind packed here must not also be in the section table. Writers pack only when it is
- * smaller.
+ * PACKED:   u32 unpacked size U; u32 method (1: bcode, see weight_coder.h); then the bcode stream
+ * of exactly U bytes, to the end of the section. U <= 256 x the stream size + 64 KiB. Unpacked: u32
+ * count (<= 8); count x { u32 kind (1, 2, 3, 4 or 6); u32 reserved (0); u64 size }; then the
+ * sections' bytes back to back in that order, exactly filling U. A kind packed here must not also
+ * be in the section table. Writers pack only when it is smaller.
  *
  * The reader checks every count, offset and size against the section it lies in before use, then
  * runs ks__graph_validate (ids, arity, topological order, constant sizes).
@@ -101,7 +100,7 @@
 #ifndef KESTREL_KSM_H
 #define KESTREL_KSM_H
 
-#include "ir.h"
+#include "src/ir.h"
 
 #define KSM_MAGIC "KSMF"
 #define KSM_VERSION_MAJOR 1
@@ -142,8 +141,8 @@ typedef struct ks__ksm_write_opts {
     bool entropy;        /* entropy-code int8/int4 codes (per tensor, only where it pays off) */
     uint32_t block_size; /* int4 block (0: 32) */
     bool f32_scales;     /* int4 scales as F32 (default F16) */
-    /* with entropy: coders tried per tensor, mask of 1 << KS__WCODER_* (wquant.h); 0 = rANS and
-     * wcode, the smaller payload wins */
+    /* with entropy: coders tried per tensor, mask of 1 << KS__WCODER_* (weight_quant.h); 0 = rANS
+     * and wcode, the smaller payload wins */
     uint8_t entropy_coders;
     /* format 1.2, lossless: all-zero zero points omitted, f16-exact int8 scales as f16,
      * constants losslessly coded where smaller (rANS, wcode for int8, bcode; restricted by

@@ -41,7 +41,7 @@
 #ifndef KESTREL_KSM_CRYPT_H
 #define KESTREL_KSM_CRYPT_H
 
-#include "ir.h"
+#include "src/ir.h"
 
 #define KSME_MAGIC "KSME"
 #define KSME_VERSION 2 /* written; version 1 is still read */

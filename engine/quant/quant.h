@@ -1,6 +1,8 @@
-/* Post-training int8 quantization for ks-quant (tool code, not part of the core library).
+/* Post-training int8 quantization: the algorithms (not part of the core library). The pipeline
+ * that drives them from a folder of images, ks__quant_run, is ptq.h (ptq.c); ks-quant is its
+ * command line.
  *
- * Flow (ks-quant.c drives it):
+ * Flow (ptq.c drives it):
  *     ks__quant_calib c;  ks__quant_calib_init(&c, num_tensors);
  *     for every image: run the fp32 session with KS_SESSION_KEEP_ALL_TENSORS,
  * ks__quant_calib_observe() (pass 1: min/max; pass 2, for percentile and KL only: |x| histograms);

@@ -11,7 +11,7 @@
 #include "convert.h"
 #include "fileio.h"
 #include "ksm.h"
-#include "wquant.h"
+#include "weight_quant.h"
 
 static void usage(void) {
     fprintf(stderr,

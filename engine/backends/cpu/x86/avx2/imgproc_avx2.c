@@ -2,7 +2,7 @@
  * with 32-bit gathers. Groups whose taps touch the border or would read past a row end fall back
  * to the scalar reference, which also does the row tails. The arithmetic repeats the scalar
  * statements one by one with separate multiply and add (no FMA), so results are bit-identical
- * (tests/unit/test_imgproc.c checks this). */
+ * (engine/tests/unit/test_imgproc.c checks this). */
 #include <immintrin.h>
 
 #include "../../imgproc_impl.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes synthetic seeds for fuzz_wcode: gen_seeds_wcode.py OUT_DIR (see fuzz_wcode.c for modes)."""
+"""Writes synthetic seeds for fuzz_weight_coder: gen_seeds_weight_coder.py OUT_DIR (see fuzz_weight_coder.c for modes)."""
 import os
 import random
 import sys

@@ -173,7 +173,7 @@ def main(argv):
     print(f"{s}: {'PASS' if failures == 0 else f'FAIL ({failures} problem(s))'} "
           f"vs {meta.get('runtime', '?')}")
     if failures:
-        print(f"hint: tests/golden/find_divergence.py {model_path} {ksm}")
+        print(f"hint: engine/tests/golden/find_divergence.py {model_path} {ksm}")
     return 0 if failures == 0 else 1
 
 

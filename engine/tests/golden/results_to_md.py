@@ -4,7 +4,7 @@
 Usage:
     results_to_md.py [--results BUILD/golden_results.tsv] [--doc docs/models.md] [--stdout]
 
-The table has one row per model of tests/golden/models.txt: task, file, source, op count and
+The table has one row per model of engine/tests/golden/models.txt: task, file, source, op count and
 inputs (from ../shared/data/MANIFEST.tsv when present, and the model file itself for the op
 count), then the worst errors over all outputs and input sets of the latest run of each model
 in the results TSV: relative L2, max abs error, min % exact, and pass/fail. It replaces the text

@@ -1,8 +1,8 @@
-/* The context-adaptive weight coder (wcode.h) and its use in .ksm weight payloads (wquant.h):
- * bit-exact round trips on synthetic edge cases and real models, refusal of truncated, padded
- * and bit-flipped streams, hostile payloads.
- * KS_WCODE_REPORT=1 runs all five models of docs/compression.md and prints the entropy-coding
- * table (sizes, bits per weight, savings, decode time). */
+/* The context-adaptive weight coder (weight_coder.h) and its use in .ksm weight payloads
+ * (weight_quant.h): bit-exact round trips on synthetic edge cases and real models, refusal of
+ * truncated, padded and bit-flipped streams, hostile payloads. KS_WCODE_REPORT=1 runs all five
+ * models of docs/compression.md and prints the entropy-coding table (sizes, bits per weight,
+ * savings, decode time). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,8 +19,8 @@
 #include "fileio.h"
 #include "base/crc32.h"
 #include "ksm.h"
-#include "wcode.h"
-#include "wquant.h"
+#include "weight_coder.h"
+#include "weight_quant.h"
 
 static uint32_t g_rng = 777u;
 static uint32_t rnd(void) {
@@ -229,8 +229,8 @@ static void test_bad_arguments(void **state) {
                      KS_STATUS_INVALID_MODEL);
 }
 
-/* Writes the stream's CRC field as wcode.h specifies it, so hostile bytes reach the decoder's
- * core instead of stopping at the checksum. */
+/* Writes the stream's CRC field as weight_coder.h specifies it, so hostile bytes reach the
+ * decoder's core instead of stopping at the checksum. */
 static void fix_crc(uint8_t *s, size_t n, uint64_t num_scales, uint32_t scale_bits, uint64_t rows,
                     uint64_t row_len, int32_t qmax) {
     if (n < 9) return;

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))  # engine/tests/golden -> repo
 
 # Exit status meaning "skipped" for ctest (SKIP_RETURN_CODE).
 EXIT_SKIP = 77

@@ -1,4 +1,4 @@
-/* Context-adaptive binary arithmetic coder for quantized weights (stream layout in wcode.h).
+/* Context-adaptive binary arithmetic coder for quantized weights (stream layout in weight_coder.h).
  *
  * Why adaptive binary coding rather than a better rANS table: per-output-channel int8 codes are
  * close to a two-sided geometric law whose width depends on the input channel (folded batch
@@ -10,7 +10,7 @@
  * adaptive states small, so learning is fast.
  *
  * Encoder and decoder share the model code below (ctx_* helpers); only the bit I/O differs. */
-#include "wcode.h"
+#include "weight_coder.h"
 
 #include <string.h>
 
@@ -615,7 +615,7 @@ ks_status ks__wcode_decode(const uint8_t *src, size_t src_size, uint64_t num_sca
     return KS_STATUS_OK;
 }
 
-/* ---- bcode: order-1 adaptive byte coder for the .ksm tables (layout in wcode.h) ----
+/* ---- bcode: order-1 adaptive byte coder for the .ksm tables (layout in weight_coder.h) ----
  *
  * The tables are short (tens of KB) and made of little-endian records: zero high bytes of
  * counts and dims, ASCII names sharing long prefixes, f32 scales whose exponent bytes repeat.

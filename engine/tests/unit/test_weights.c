@@ -18,7 +18,7 @@
 #include "kestrel/engine.h"
 #include "ksm.h"
 #include "rans.h"
-#include "wquant.h"
+#include "weight_quant.h"
 
 static uint32_t g_rng = 12345u;
 static uint32_t rnd(void) {

@@ -1,7 +1,7 @@
 /* libFuzzer target for the tools' image decoders (engine/tools/common/image_io.c): decode, then
  * run the decoded view through ks_image_to_tensor so the view's size and stride are exercised.
- * Seeds: tests/fuzz/gen_seeds_image_io.py OUTDIR. Any crash, leak, hang or sanitizer report is a
- * bug; error statuses are expected. */
+ * Seeds: engine/tests/fuzz/gen_seeds_image_io.py OUTDIR. Any crash, leak, hang or sanitizer report
+ * is a bug; error statuses are expected. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     ks_model *m = NULL;
     /* One decrypt thread: a pool per input would dominate the run time, and the chunk logic is
-     * the same on every thread (tests/unit/test_protect.c covers thread counts). */
+     * the same on every thread (engine/tests/unit/test_protect.c covers thread counts). */
     ks_model_desc d = {.key = key, .key_bytes = sizeof(key), .num_threads = 1};
     if (ks_model_load_buffer(data, size, &d, &m) == KS_STATUS_OK) ks_model_destroy(m);
     /* Without a key the same bytes must be refused or parsed as a plain model, never crash. */

@@ -16,8 +16,8 @@
  *                 first for even i; value[i] = (float)code[i] * scale[c * blocks_per_row + b]
  *   codes are stored raw (coder RAW: num_elems bytes for int8, ceil(num_elems / 2) for int4)
  *   or as one rANS stream of those bytes (coder RANS, see rans.h) filling the payload's rest.
- * Coder WCODE (context-adaptive binary arithmetic coding, see wcode.h): the whole payload is one
- *   wcode stream holding the scales (32-bit words for F32, 16-bit for F16, in the order above)
+ * Coder WCODE (context-adaptive binary arithmetic coding, see weight_coder.h): the whole payload is
+ * one wcode stream holding the scales (32-bit words for F32, 16-bit for F16, in the order above)
  *   and then the signed codes of the num_channels rows of row values (qmax 127 for
  *   INT8_CHANNEL, 7 for INT4_BLOCK); it decodes to exactly the scales and codes above. Since
  *   every scale costs at least 10 raw bits, readers refuse a WCODE payload of fewer bytes than
@@ -26,7 +26,7 @@
 #ifndef KESTREL_WQUANT_H
 #define KESTREL_WQUANT_H
 
-#include "ir.h"
+#include "src/ir.h"
 
 enum {
     KS__WENC_INT8_CHANNEL = 1,
@@ -37,7 +37,7 @@ enum {
     KS__WCODER_RAW = 0,
     KS__WCODER_RANS = 1,
     KS__WCODER_WCODE = 2,
-    KS__WCODER_BCODE = 3, /* LOSSLESS only (.ksm 1.2): the bcode byte coder of wcode.h */
+    KS__WCODER_BCODE = 3, /* LOSSLESS only (.ksm 1.2): the bcode byte coder of weight_coder.h */
     /* LOSSLESS F32 only (.ksm 1.2, added after the first 1.2 writers): every value is exactly an
      * f16; the payload is the bcode stream of the f16 bit patterns */
     KS__WCODER_F16_BCODE = 4,
@@ -91,9 +91,9 @@ ks_status ks__wenc_decode(const ks_allocator *a, const uint8_t *payload, size_t 
 
 /* LOSSLESS payloads (.ksm 1.2): the tensor keeps its dtype, dims and quantization; the payload
  * decodes to exactly its num_bytes raw bytes. Coder RAW: the bytes themselves. RANS: one rANS
- * stream of the bytes (rans.h). BCODE: one bcode stream of the bytes (wcode.h; order-1 context
- * and match model, e.g. for I32 biases, whose high bytes follow the low ones). WCODE (I8
- * tensors only): one wcode stream (wcode.h) with no
+ * stream of the bytes (rans.h). BCODE: one bcode stream of the bytes (weight_coder.h; order-1
+ * context and match model, e.g. for I32 biases, whose high bytes follow the low ones). WCODE (I8
+ * tensors only): one wcode stream (weight_coder.h) with no
  * scales (32-bit scale words, count 0) and num_rows rows of num_bytes / num_rows codes, each in
  * [-127, 127], row-major in the tensor's byte order. num_rows is stored in the ENCODED entry's
  * block size field: 1..num_bytes and dividing num_bytes for WCODE, 0 for RAW and RANS.

@@ -1,15 +1,15 @@
-/* Weight quantizers and payload decoders (layout in wquant.h).
+/* Weight quantizers and payload decoders (layout in weight_quant.h).
  *
  * Symmetric codes (no zero point) keep decode a single multiply, and the quantizer computes its
  * dequantized output with exactly the decoder's expression, so "what the writer meant" and "what
  * the reader produces" are bit-identical. */
-#include "wquant.h"
+#include "weight_quant.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "rans.h"
-#include "wcode.h"
+#include "weight_coder.h"
 
 static void wr_f32(uint8_t *p, float f) {
     uint32_t u;

@@ -1,5 +1,5 @@
 # Runs one libFuzzer target for SECONDS from a freshly generated synthetic seed corpus.
-# Seeds: gen_seeds_ksm (C) for ksm; tests/fuzz/gen_seeds_<FORMAT>.py for the importers.
+# Seeds: gen_seeds_ksm (C) for ksm; engine/tests/fuzz/gen_seeds_<FORMAT>.py for the importers.
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK}/seeds ${WORK}/corpus)
 if(FORMAT STREQUAL "ksm")

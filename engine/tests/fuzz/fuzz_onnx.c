@@ -1,6 +1,6 @@
 /* libFuzzer target for the ONNX front-end: import, validate, optimize, free.
- * Seeds: tests/fuzz/gen_seeds_onnx.py OUTDIR. Any crash, leak, hang or sanitizer report is a bug;
- * error statuses are expected. */
+ * Seeds: engine/tests/fuzz/gen_seeds_onnx.py OUTDIR. Any crash, leak, hang or sanitizer report is a
+ * bug; error statuses are expected. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* libFuzzer target for the wcode weight coder (wcode.h). Byte 0 picks the mode and geometry:
+/* libFuzzer target for the wcode weight coder (weight_coder.h). Byte 0 picks the mode and geometry:
  *   bit 0 clear: the rest is a hostile stream decoded for the geometry from bytes 1..2 (its
  *                CRC field fixed up unless bit 15 of bytes 1..2 is set, to reach the core)
  *   bit 0 set:   the rest is data: codes (folded into [-qmax, qmax]) encoded, decoded and
@@ -11,12 +11,12 @@
 
 #include "base/crc32.h"
 #include "ksm.h"
-#include "wcode.h"
+#include "weight_coder.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Writes the stream's CRC field as wcode.h specifies it, so hostile bytes reach the decoder's
- * core instead of stopping at the checksum. */
+/* Writes the stream's CRC field as weight_coder.h specifies it, so hostile bytes reach the
+ * decoder's core instead of stopping at the checksum. */
 static void fix_crc(uint8_t *s, size_t n, uint64_t num_scales, uint32_t scale_bits, uint64_t rows,
                     uint64_t row_len, int32_t qmax) {
     if (n < 9) return;

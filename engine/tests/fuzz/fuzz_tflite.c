@@ -1,6 +1,6 @@
 /* libFuzzer target for the TFLite importer: any byte string must yield a status (and, on
  * success, a graph that validates), never a crash, hang, leak or huge allocation.
- * Seeds: tests/fuzz/gen_seeds_tflite.py OUT_DIR. */
+ * Seeds: engine/tests/fuzz/gen_seeds_tflite.py OUT_DIR. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,0 +1,95 @@
+/* Timing and statistics of benchmark runs (ks-bench): the monotonic clock, the timed run loop,
+ * medians, and the per-op profile collected through the session profiler (a separate pass, so
+ * the profiler's overhead never shows in the latency figures), grouped by op and kernel and
+ * printed as tables.
+ *
+ *     ks__bench_time_runs(s, warmup, runs, gap_us, times_ms, err, sizeof(err));
+ *     ks__bench_stats lat;  ks__bench_stats_of(times_ms, runs, &lat);
+ *     ks__bench_profile p = {0};
+ *     ks__bench_profile_runs(s, runs, &p, err, sizeof(err));
+ *     ks__bench_group *groups;  int n = ks__bench_profile_groups(&p, &groups);
+ *     ks__bench_print_groups(stdout, groups, n);  free(groups);  ks__bench_profile_free(&p);
+ *
+ * Thread safety: no shared state; a profile belongs to one session. */
+#ifndef KESTREL_BENCH_STATS_H
+#define KESTREL_BENCH_STATS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kestrel/engine.h"
+
+double ks__bench_now_ms(void); /* CLOCK_MONOTONIC */
+
+/* warmup untimed runs, then runs timed one by one into times_ms[runs]; gap_us > 0: sleeps that
+ * long before each run (as between camera frames). */
+ks_status ks__bench_time_runs(ks_session *s, int warmup, int runs, int gap_us, double *times_ms,
+                              char *err, size_t err_cap);
+
+/* Median of v[n] (sorts v). */
+double ks__bench_median(double *v, int n);
+
+typedef struct ks__bench_stats {
+    double min_ms, median_ms, mean_ms, max_ms;
+} ks__bench_stats;
+
+void ks__bench_stats_of(double *times_ms, int n, ks__bench_stats *out); /* sorts times_ms */
+
+/* One graph node as seen by the profiler. */
+typedef struct ks__bench_node {
+    int seen;
+    const char *op_name, *node_name, *kernel_name; /* the session's strings */
+    uint64_t flops;
+    uint64_t *samples_ns; /* [runs], per timed profile run */
+} ks__bench_node;
+
+typedef struct ks__bench_profile {
+    ks__bench_node *nodes;
+    uint32_t num_nodes, cap_nodes;
+    int runs;
+    int current_run; /* -1 during the sizing run */
+    int failed;      /* out of memory while growing the table */
+} ks__bench_profile;
+
+/* One untimed run sizes the table (so the timed ones never allocate), then runs profiled runs;
+ * the profiler is removed afterwards. p must start zeroed; free with ks__bench_profile_free. */
+ks_status ks__bench_profile_runs(ks_session *s, int runs, ks__bench_profile *p, char *err,
+                                 size_t err_cap);
+void ks__bench_profile_free(ks__bench_profile *p);
+
+/* All nodes with the same op and kernel. */
+typedef struct ks__bench_group {
+    const char *op_name, *kernel_name;
+    uint32_t num_nodes;
+    uint64_t flops;
+    double median_ms; /* median over runs of the group's per-run total */
+} ks__bench_group;
+
+/* Groups the profiled nodes, slowest first, into *groups_out (malloc'ed; free it). Returns the
+ * number of groups, -1 when out of memory. */
+int ks__bench_profile_groups(const ks__bench_profile *p, ks__bench_group **groups_out);
+
+/* The per-op table, and one row per node, slowest first (the view that finds the one layer of a
+ * group that is slow; -1 when out of memory). */
+void ks__bench_print_groups(FILE *f, const ks__bench_group *groups, int num_groups);
+int ks__bench_print_nodes(FILE *f, const ks__bench_profile *p);
+
+/* s as a JSON string literal (NULL: ""). */
+void ks__bench_json_string(FILE *f, const char *s);
+
+/* What a run measured, as ks-bench --json prints it. */
+typedef struct ks__bench_summary {
+    const char *model_path, *isa;
+    int threads, runs, warmup;
+    uint64_t seed;
+    double load_ms, create_ms, reshape_ms;
+    ks__bench_stats latency;
+    int profiled; /* groups[num_groups] hold the profile */
+    const ks__bench_group *groups;
+    int num_groups;
+} ks__bench_summary;
+
+/* One JSON object on one line. */
+void ks__bench_print_json(FILE *f, const ks__bench_summary *s);
+
+#endif
