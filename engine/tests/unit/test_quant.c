@@ -685,7 +685,7 @@ int main(int argc, char **argv) {
         self[n] = '\0';
         char *slash = strrchr(self, '/');
         if (slash) *slash = '\0';
-        snprintf(g_tools, sizeof(g_tools), "%s/../../engine/tools", self); /* engine/tests/unit */
+        snprintf(g_tools, sizeof(g_tools), "%s/../../tools", self); /* engine/tests/unit */
     }
     if (!tool_exists("ks-quant") || !tool_exists("ks-convert")) {
         printf("SKIP: ks-quant or ks-convert not built in %s\n", g_tools);
