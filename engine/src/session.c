@@ -660,6 +660,16 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
             if (!s->skip[i] && s->place[i] != KS__PLACE_DEVICE && concat_in_place(s, i))
                 s->skip[i] = 2;
     }
+    /* A host view or in-place concat of a device result shares its memory, which the device
+     * writes at its wait: readers of the alias must wait too. */
+    for (uint32_t i = 0; s->device && i < nn; i++) {
+        const ks__node *n = &g->nodes[i];
+        bool any = false;
+        for (uint32_t k = 0; s->skip[i] == 2 && k < n->num_inputs; k++)
+            any |= n->inputs[k] >= 0 && s->from_dev[n->inputs[k]];
+        for (uint32_t k = 0; any && k < n->num_outputs; k++)
+            s->from_dev[n->outputs[k]] = 1;
+    }
     for (uint32_t t = 0; t < nt; t++) {
         if (s->kind[t] != T_ARENA) continue;
         int32_t r = ks__planner_find(pl, (int32_t)t);

@@ -141,7 +141,7 @@ static void test_build_host_splits(void **state) {
  * the emulated device
  * ------------------------------------------------------------------------------------------- */
 
-enum { SUPPORT_ALL, SUPPORT_CONV, SUPPORT_ALTERNATE };
+enum { SUPPORT_ALL, SUPPORT_CONV, SUPPORT_ALTERNATE, SUPPORT_RELU };
 enum { FAIL_NONE, FAIL_CREATE, FAIL_COMPILE, FAIL_SUBMIT, FAIL_WAIT };
 
 static struct {
@@ -192,6 +192,7 @@ static bool dev_supports(void *dev, const ks__kernel_ctx *ctx) {
         if (ctx->in[k] && ctx->in[k]->quant->count) return false;
     if (g_dev.support == SUPPORT_CONV) return ctx->node->op == KS_OP_CONV2D;
     if (g_dev.support == SUPPORT_ALTERNATE) return ctx->node_index % 2 == 0;
+    if (g_dev.support == SUPPORT_RELU) return ctx->node->op == KS_OP_RELU;
     return true;
 }
 
@@ -532,6 +533,87 @@ static void test_split_selfie(void **state) {
     check_split("segmentation/selfie_segmentation.tflite");
 }
 
+/* Host nodes that alias a device result (a view, a concat written in place) do no work, so the
+ * session must wait for the device before anything reads the alias. x[1,16] -> relu (device) ->
+ * a -> unsqueeze (host view) -> b -> add 1 (host) -> o1; then relu(x) (device) and neg(x)
+ * (host), 64-byte blocks concatenated in place -> d -> add 1 (host) -> o2. o1 is computed before
+ * anything else makes the session wait. */
+static void test_alias_of_device_result(void **state) {
+    (void)state;
+    enum { W = 16 };
+    ks__graph g;
+    ks__graph_init(&g, NULL);
+    int64_t d1w[2] = {1, W}, d11w[3] = {1, 1, W}, d12w[2] = {1, 2 * W}, d1[1] = {1};
+    int32_t x, a, b, c, e, d, k, o1, o2;
+    assert_int_equal(ks__graph_add_tensor(&g, "x", KS_DTYPE_F32, 2, d1w, &x), 0);
+    assert_int_equal(ks__graph_add_tensor(&g, "a", KS_DTYPE_F32, 2, d1w, &a), 0);
+    assert_int_equal(ks__graph_add_tensor(&g, "b", KS_DTYPE_F32, 3, d11w, &b), 0);
+    assert_int_equal(ks__graph_add_tensor(&g, "o1", KS_DTYPE_F32, 3, d11w, &o1), 0);
+    assert_int_equal(ks__graph_add_tensor(&g, "e", KS_DTYPE_F32, 2, d1w, &e), 0);
+    assert_int_equal(ks__graph_add_tensor(&g, "c", KS_DTYPE_F32, 2, d1w, &c), 0);
+    assert_int_equal(ks__graph_add_tensor(&g, "d", KS_DTYPE_F32, 2, d12w, &d), 0);
+    assert_int_equal(ks__graph_add_tensor(&g, "o2", KS_DTYPE_F32, 2, d12w, &o2), 0);
+    assert_int_equal(ks__graph_add_tensor(&g, "k", KS_DTYPE_F32, 1, d1, &k), 0);
+    float one = 1.0f;
+    assert_int_equal(ks__graph_set_const(&g, k, &one, sizeof(one), true), 0);
+    uint32_t idx;
+    assert_int_equal(ks__graph_add_node(&g, KS_OP_RELU, "relu_a", 1, &x, 1, &a, NULL), 0);
+    assert_int_equal(ks__graph_add_node(&g, KS_OP_UNSQUEEZE, "view_b", 1, &a, 1, &b, &idx), 0);
+    g.nodes[idx].ip[0] = 1;
+    g.nodes[idx].ip[1] = 0;
+    int32_t add1[2] = {b, k};
+    assert_int_equal(ks__graph_add_node(&g, KS_OP_ADD, "out1", 2, add1, 1, &o1, NULL), 0);
+    assert_int_equal(ks__graph_add_node(&g, KS_OP_RELU, "relu_e", 1, &x, 1, &e, NULL), 0);
+    assert_int_equal(ks__graph_add_node(&g, KS_OP_NEG, "neg_c", 1, &x, 1, &c, NULL), 0);
+    int32_t cat_in[2] = {e, c};
+    assert_int_equal(ks__graph_add_node(&g, KS_OP_CONCAT, "concat_d", 2, cat_in, 1, &d, &idx), 0);
+    g.nodes[idx].ip[0] = 1;
+    int32_t add2[2] = {d, k};
+    assert_int_equal(ks__graph_add_node(&g, KS_OP_ADD, "out2", 2, add2, 1, &o2, NULL), 0);
+    int32_t outs[2] = {o1, o2};
+    assert_int_equal(ks__graph_set_io(&g, 1, &x, 2, outs), 0);
+    uint8_t *img = NULL;
+    size_t n = 0;
+    char err[256];
+    assert_int_equal(ks__ksm_write(&g, &img, &n, err, sizeof(err)), 0);
+    ks__graph_free(&g);
+    ks_model *m = NULL;
+    assert_int_equal(ks_model_load_buffer(img, n, NULL, &m), KS_STATUS_OK);
+
+    memset(&g_dev, 0, sizeof(g_dev));
+    g_dev.support = SUPPORT_RELU;
+    ks__backend host = reference_host(), dev = emulated_device();
+    ks_session *s = NULL;
+    ks_session_desc desc = {.num_threads = 1};
+    assert_int_equal(ks__session_create_split(m, ks__model_graph(m), &desc, &host, &dev, &s), 0);
+    assert_int_equal(ks_session_reshape(s, NULL), KS_STATUS_OK);
+    prof_log log = {0};
+    assert_int_equal(ks_session_set_profiler(s, on_prof, &log), KS_STATUS_OK);
+    ks_tensor in, t1, t2;
+    assert_int_equal(ks_session_input(s, 0, &in), KS_STATUS_OK);
+    float xv[W];
+    for (int i = 0; i < W; i++)
+        xv[i] = (float)((i * 5) % 11) - 5.0f;
+    memcpy(in.data, xv, sizeof(xv));
+    assert_int_equal(ks_session_run(s), KS_STATUS_OK);
+    /* both aliases were made: the view and the concat did not run */
+    assert_int_equal(log.submits, 2);
+    assert_int_equal(log.nodes, 3); /* out1, neg_c, out2 */
+    assert_int_equal(ks_session_output(s, 0, &t1), KS_STATUS_OK);
+    assert_int_equal(ks_session_output(s, 1, &t2), KS_STATUS_OK);
+    const float *y1 = t1.data, *y2 = t2.data;
+    for (int i = 0; i < W; i++) {
+        float r = xv[i] > 0 ? xv[i] : 0.0f;
+        if (y1[i] != r + 1.0f) fail_msg("o1[%d] = %g, want %g", i, y1[i], r + 1.0f);
+        if (y2[i] != r + 1.0f) fail_msg("o2[%d] = %g, want %g", i, y2[i], r + 1.0f);
+        if (y2[W + i] != -xv[i] + 1.0f) fail_msg("o2[%d] wrong", W + i);
+    }
+    ks_session_destroy(s);
+    assert_int_equal(g_dev.open_progs, 0);
+    ks_model_destroy(m);
+    free(img);
+}
+
 static void test_device_failures(void **state) {
     (void)state;
     uint8_t *img = NULL;
@@ -588,9 +670,9 @@ static void test_device_failures(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_build_all_device), cmocka_unit_test(test_build_host_splits),
-        cmocka_unit_test(test_split_blazeface),  cmocka_unit_test(test_split_selfie),
-        cmocka_unit_test(test_device_failures),
+        cmocka_unit_test(test_build_all_device),       cmocka_unit_test(test_build_host_splits),
+        cmocka_unit_test(test_split_blazeface),        cmocka_unit_test(test_split_selfie),
+        cmocka_unit_test(test_alias_of_device_result), cmocka_unit_test(test_device_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
