@@ -72,8 +72,11 @@ struct ks_session {
     size_t *packed_bytes;
     void *tuner; /* the backend's tuner; NULL: tuning off */
 
-    /* device backend (backend.h, partition.h); NULL: everything runs on the host */
+    /* device backend (backend.h, partition.h); NULL: everything runs on the host. The device
+     * path's code is reached only through dev_ops, which only ks__session_create_split sets:
+     * a build without a device backend (nothing calls that) leaves it out at link time. */
     const ks__backend *device;
+    const struct device_ops *dev_ops;
     void *dev;
     uint8_t *place;          /* per node: KS__PLACE_* */
     uint8_t *from_dev;       /* per tensor: produced by a device partition */
@@ -87,16 +90,18 @@ struct ks_session {
     char kerr[KS_ERROR_CAP - 32];
 };
 
+/* The device path (see dev_ops): planning, compiling, submitting and waiting for partitions. */
+struct device_ops {
+    ks_status (*plan)(ks_session *s);    /* after shape inference: partitions, device tensors */
+    ks_status (*compile)(ks_session *s); /* end of reshape: the device prepares each partition */
+    ks_status (*submit)(ks_session *s, uint32_t p); /* queues partition p, its inputs home */
+    ks_status (*sync_for)(ks_session *s, const ks__node *n); /* before host node n */
+    ks_status (*wait_all)(ks_session *s);                    /* the completion point */
+    void (*free_plan)(ks_session *s);
+};
+
 static void free_plan(ks_session *s) {
-    for (uint32_t p = 0; s->progs && p < s->parts.num_parts; p++)
-        s->device->release(s->dev, s->progs[p]);
-    ks__free(&s->alloc, s->progs);
-    ks__free(&s->alloc, s->pending);
-    ks__free(&s->alloc, s->part_names);
-    s->progs = NULL;
-    s->pending = NULL;
-    s->part_names = NULL;
-    ks__partition_free(&s->parts, &s->alloc);
+    if (s->dev_ops) s->dev_ops->free_plan(s);
     for (uint32_t i = 0; i < s->num_known_bufs; i++)
         ks__free(&s->alloc, s->known_bufs[i]);
     s->num_known_bufs = 0;
@@ -149,15 +154,10 @@ void ks__session_adopt_graph(ks_session *s, ks__graph *graph) {
     s->own_g = graph;
 }
 
-ks_status ks__session_create_with(const ks_model *model, const ks__graph *graph,
-                                  const ks_session_desc *desc, const ks__backend *backend,
-                                  ks_session **session_out) {
-    return ks__session_create_split(model, graph, desc, backend, NULL, session_out);
-}
-
-ks_status ks__session_create_split(const ks_model *model, const ks__graph *graph,
-                                   const ks_session_desc *desc, const ks__backend *backend,
-                                   const ks__backend *device, ks_session **session_out) {
+static ks_status session_create(const ks_model *model, const ks__graph *graph,
+                                const ks_session_desc *desc, const ks__backend *backend,
+                                const ks__backend *device, const struct device_ops *dev_ops,
+                                ks_session **session_out) {
     ks_allocator a =
         ks__allocator_or_default(desc && desc->allocator ? desc->allocator : &model->alloc);
     ks_session *s = ks__alloc(&a, sizeof(*s));
@@ -235,6 +235,7 @@ ks_status ks__session_create_split(const ks_model *model, const ks__graph *graph
             return dst;
         }
         s->device = device;
+        s->dev_ops = dev_ops;
     }
     uint32_t p = 0;
     for (uint32_t i = 0; i < g->num_nodes; i++) {
@@ -600,7 +601,7 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
     }
 
     uint32_t nt = g->num_tensors, nn = g->num_nodes;
-    if (s->device && (st = plan_partitions(s))) goto error;
+    if (s->dev_ops && (st = s->dev_ops->plan(s))) goto error;
 
     /* lifetimes: index space is tensors [0, nt) then per-node scratch [nt, nt+nn). A device
      * partition's host tensors are used at its first node: inputs are uploaded when it is
@@ -702,7 +703,7 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
             s->rt[t].data = (uint8_t *)s->arena + ks__planner_offset(pl, (int32_t)t);
     for (uint32_t i = 0; i < nn; i++)
         s->scratch[i] = s->scratch_bytes[i] ? (uint8_t *)s->arena + pl->offset[nt + i] : NULL;
-    if (s->device && (st = compile_partitions(s))) goto error;
+    if (s->dev_ops && (st = s->dev_ops->compile(s))) goto error;
     s->ready = true;
     return KS_STATUS_OK;
 error:
@@ -757,7 +758,17 @@ static void profile_entry(ks_session *s, uint32_t node, const char *op, const ch
 
 /* Device partitions: submit queues one; wait_all is the completion point of every queued one
  * (a device queue runs them in order). A failure leaves the session needing a reshape. */
+static ks_status device_wait_all(ks_session *s);
+
+/* Partition p's inputs produced by earlier partitions must be home before it is submitted. */
 static ks_status device_submit(ks_session *s, uint32_t p) {
+    const ks__partition *part = &s->parts.parts[p];
+    for (uint32_t k = 0; k < part->num_inputs; k++) {
+        if (!s->from_dev[part->inputs[k]]) continue;
+        ks_status st = device_wait_all(s);
+        if (st) return st;
+        break;
+    }
     s->kerr[0] = 0;
     uint64_t t0 = s->prof ? now_ns() : 0;
     ks_status st = s->device->submit(s->dev, s->progs[p], s->kerr, sizeof(s->kerr));
@@ -812,19 +823,40 @@ static ks_status device_sync_for(ks_session *s, const ks__node *n) {
     return KS_STATUS_OK;
 }
 
-/* Partition p's inputs produced by earlier partitions must be home before it is submitted. */
-static ks_status device_sync_inputs(ks_session *s, uint32_t p) {
-    const ks__partition *part = &s->parts.parts[p];
-    for (uint32_t k = 0; k < part->num_inputs; k++)
-        if (s->from_dev[part->inputs[k]]) return device_wait_all(s);
-    return KS_STATUS_OK;
+static void device_free_plan(ks_session *s) {
+    for (uint32_t p = 0; s->progs && p < s->parts.num_parts; p++)
+        s->device->release(s->dev, s->progs[p]);
+    ks__free(&s->alloc, s->progs);
+    ks__free(&s->alloc, s->pending);
+    ks__free(&s->alloc, s->part_names);
+    s->progs = NULL;
+    s->pending = NULL;
+    s->part_names = NULL;
+    ks__partition_free(&s->parts, &s->alloc);
+}
+
+static const struct device_ops k_device_ops = {
+    plan_partitions, compile_partitions, device_submit,
+    device_sync_for, device_wait_all,    device_free_plan,
+};
+
+ks_status ks__session_create_with(const ks_model *model, const ks__graph *graph,
+                                  const ks_session_desc *desc, const ks__backend *backend,
+                                  ks_session **session_out) {
+    return session_create(model, graph, desc, backend, NULL, NULL, session_out);
+}
+
+ks_status ks__session_create_split(const ks_model *model, const ks__graph *graph,
+                                   const ks_session_desc *desc, const ks__backend *backend,
+                                   const ks__backend *device, ks_session **session_out) {
+    return session_create(model, graph, desc, backend, device, &k_device_ops, session_out);
 }
 
 static ks_status run_failed(ks_session *s, ks_status st) {
-    if (s->device) {
+    if (s->dev_ops) {
         char keep[sizeof(s->kerr)];
         snprintf(keep, sizeof(keep), "%s", ks_last_error(&s->obj));
-        device_wait_all(s); /* nothing may still write into the arena */
+        s->dev_ops->wait_all(s); /* nothing may still write into the arena */
         ks__object_error(&s->obj, "%s", keep);
     }
     return st;
@@ -843,13 +875,12 @@ ks_status ks_session_run(ks_session *s) {
         if (s->place[i] == KS__PLACE_DEVICE) {
             int32_t p = s->parts.part_of_node[i];
             if (s->parts.parts[p].nodes[0] != i) continue;
-            ks_status st = device_sync_inputs(s, (uint32_t)p);
-            if (!st) st = device_submit(s, (uint32_t)p);
+            ks_status st = s->dev_ops->submit(s, (uint32_t)p);
             if (st) return run_failed(s, st);
             continue;
         }
-        if (s->device) {
-            ks_status st = device_sync_for(s, n);
+        if (s->dev_ops) {
+            ks_status st = s->dev_ops->sync_for(s, n);
             if (st) return run_failed(s, st);
         }
         ks__kernel_ctx ctx;
@@ -868,7 +899,7 @@ ks_status ks_session_run(ks_session *s) {
             profile_entry(s, i, ks__op_get_info(n->op)->name, n->name, now_ns() - t0,
                           node_flops(s, n), im ? im->name : "ref");
     }
-    return s->device ? device_wait_all(s) : KS_STATUS_OK;
+    return s->dev_ops ? s->dev_ops->wait_all(s) : KS_STATUS_OK;
 }
 
 static ks_status view_of(ks_session *s, int32_t id, ks_tensor *out) {
