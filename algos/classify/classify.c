@@ -56,7 +56,7 @@ ks_status ks_image_classifier_create(const ks_image_classifier_desc *desc,
                          (double)t->min_score, (int)t->max_results, KS__CLS_MAX_RESULTS);
         return st;
     }
-    st = ks__task_register_all_nodes();
+    st = ks__task_register_classify_nodes();
     if (st) {
         ks__object_error(NULL, "ks_image_classifier_create: %s", ks_last_error(NULL));
         return st;

@@ -52,7 +52,7 @@ ks_status ks_object_detector_create(const ks_object_detector_desc *desc, ks_obje
                          (double)t->min_score, (int)t->max_results);
         return st;
     }
-    st = ks__task_register_all_nodes();
+    st = ks__task_register_detect_nodes();
     if (st) {
         ks__object_error(NULL, "ks_object_detector_create: %s", ks_last_error(NULL));
         return st;

@@ -5,14 +5,19 @@
 
 #include "kestrel/pipeline.h"
 
-#define KS_TASK_NODE(sym) extern const ks_node_type sym;
+#define KS_TASK_NODE(sym, family) extern const ks_node_type sym;
 #include "node_types.inc"
 #undef KS_TASK_NODE
 
-/* Registers every node type of node_types.inc with the pipeline runtime. Thread-safe; the first
- * call registers, later calls return its status (KS_STATUS_INVALID_STATE when the app already
- * registered another type under one of these names; ks_last_error(NULL) names it). Task create
- * functions call it before building their pipelines. */
+/* Register node types of node_types.inc with the pipeline runtime: each function its families,
+ * _all every type (the bundle tool). Thread-safe; a family's first call registers it, later
+ * calls return that status (KS_STATUS_INVALID_STATE when the app already registered another type
+ * under one of these names; ks_last_error(NULL) names it). Task create functions call the one
+ * of their graphs before building their pipelines. */
+ks_status ks__task_register_vision_nodes(void);   /* face, pose, hands */
+ks_status ks__task_register_detect_nodes(void);   /* INPUT + DETECT */
+ks_status ks__task_register_classify_nodes(void); /* INPUT + CLASSIFY */
+ks_status ks__task_register_segment_nodes(void);  /* SEGMENT */
 ks_status ks__task_register_all_nodes(void);
 
 #endif /* KESTREL_ALGOS_NODE_TYPES_H */

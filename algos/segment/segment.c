@@ -64,7 +64,7 @@ ks_status ks_segmenter_create(const ks_segmenter_desc *desc, ks_segmenter **out)
                          (int)d.task.num_threads, (double)d.task.smoothing, (int)d.mask_size);
         return KS_STATUS_INVALID_ARGUMENT;
     }
-    st = ks__task_register_all_nodes();
+    st = ks__task_register_segment_nodes();
     if (st) {
         ks__object_error(NULL, "ks_segmenter_create: %s", ks_last_error(NULL));
         return st;

@@ -246,7 +246,7 @@ ks_status ks__task_open(const ks_task_options *task, const char *default_bundle,
                         ks_bundle **bundle_out, ks_pipeline **pipeline_out, char *err,
                         size_t err_cap) {
     ks_bundle *b = NULL;
-    ks_status st = ks__task_register_all_nodes();
+    ks_status st = ks__task_register_vision_nodes();
     if (st) {
         snprintf(err, err_cap, "%s", ks_last_error(NULL));
         return st;

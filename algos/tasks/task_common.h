@@ -91,7 +91,7 @@ ks_status ks__cfg_string(const cJSON *obj, const char *key, const char *def, con
 ks_status ks__cfg_numbers(const cJSON *obj, const char *key, float *values, uint32_t cap,
                           uint32_t *count_out, char *err, size_t err_cap);
 
-/* Node registration: ks__task_register_all_nodes (node_types.h). */
+/* Node registration: ks__task_register_*_nodes (node_types.h). */
 
 /* ---- Task stats (ks_task_stats, vision.h) ---------------------------------------------------
  * Each task times its run calls with a clock and reports its graph's node times by stage:
