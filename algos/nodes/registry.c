@@ -3,9 +3,6 @@
  * pays (when linked statically with --gc-sections) only for the families its tasks register. */
 #include "node_types.h"
 
-#include <stdio.h>
-#include <string.h>
-
 #include "base/once.h"
 #include "src/common.h" /* ks__object_error */
 
@@ -56,32 +53,31 @@ typedef struct family {
     const ks_node_type *const *types;
     ks__once_flag once;
     ks_status status;
-    char error[256];
+    const ks_node_type *failed; /* the type that could not be registered */
 } family;
 
 static void register_family(family *f) {
     for (const ks_node_type *const *t = f->types; *t && !f->status; t++) {
         const ks_node_type *have = ks_node_type_find((*t)->name);
         if (have == *t) continue;
-        if (have) {
-            f->status = KS_STATUS_INVALID_STATE;
-            snprintf(f->error, sizeof(f->error),
-                     "node type '%s' is already registered by someone else", (*t)->name);
-            break;
-        }
-        f->status = ks_node_type_register(*t);
-        if (f->status) snprintf(f->error, sizeof(f->error), "%s", ks_last_error(NULL));
+        f->status = have ? KS_STATUS_INVALID_STATE : ks_node_type_register(*t);
+        if (f->status) f->failed = *t;
     }
 }
 
 static ks_status family_status(const family *f) {
-    if (f->status) ks__object_error(NULL, "%s", f->error);
+    if (f->status == KS_STATUS_INVALID_STATE)
+        ks__object_error(NULL, "node type '%s' is already registered by someone else",
+                         f->failed->name);
+    else if (f->status)
+        ks__object_error(NULL, "cannot register node type '%s': %s", f->failed->name,
+                         ks_status_string(f->status));
     return f->status;
 }
 
 /* FAMILY(name): its table's state and the once callback that registers it. */
 #define FAMILY(name)                                                                               \
-    static family g_##name = {k_##name, KS__ONCE_INIT, KS_STATUS_OK, ""};                          \
+    static family g_##name = {k_##name, KS__ONCE_INIT, KS_STATUS_OK, NULL};                        \
     static void register_##name(void) {                                                            \
         register_family(&g_##name);                                                                \
     }                                                                                              \

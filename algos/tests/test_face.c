@@ -19,6 +19,8 @@
 #include "kestrel/pipeline.h"
 
 /* algos/nodes/node_types.h */
+ks_status ks__task_register_vision_nodes(void);
+ks_status ks__task_register_segment_nodes(void);
 ks_status ks__task_register_all_nodes(void);
 
 #define ASTRONAUT KS_SOURCE_DIR "/models/images/skimage_astronaut.png"
@@ -725,11 +727,38 @@ static void test_landmarks_one_face_two_asked(void **state) {
     ks_face_landmarker_destroy(fl);
 }
 
+static ks_status fake_create(const ks_node_init *init, void **state_out) {
+    (void)init;
+    *state_out = NULL;
+    return KS_STATUS_OK;
+}
+
+static ks_status fake_process(void *state, ks_node_ctx *ctx) {
+    (void)state;
+    (void)ctx;
+    return KS_STATUS_OK;
+}
+
+/* Runs first: an app that registered its own type under a task node's name gets a clear refusal
+ * for that node's family only; the other families still register. */
+static void test_register_conflict(void **state) {
+    (void)state;
+    static const ks_node_type fake = {
+        .name = "seg_mask", .create = fake_create, .process = fake_process};
+    assert_int_equal(ks_node_type_register(&fake), KS_STATUS_OK);
+    for (int i = 0; i < 2; i++) { /* the second call returns the first one's result */
+        assert_int_equal(ks__task_register_segment_nodes(), KS_STATUS_INVALID_STATE);
+        assert_non_null(strstr(ks_last_error(NULL), "'seg_mask' is already registered"));
+    }
+    assert_int_equal(ks__task_register_all_nodes(), KS_STATUS_INVALID_STATE);
+    assert_int_equal(ks__task_register_vision_nodes(), KS_STATUS_OK);
+}
+
 /* The generic nodes the face graphs do not use: nms, mask_smoother, and option checking. */
 static void test_vision_nodes(void **state) {
     (void)state;
-    assert_int_equal(ks__task_register_all_nodes(), KS_STATUS_OK);
-    assert_int_equal(ks__task_register_all_nodes(), KS_STATUS_OK); /* idempotent */
+    assert_int_equal(ks__task_register_vision_nodes(), KS_STATUS_OK);
+    assert_int_equal(ks__task_register_vision_nodes(), KS_STATUS_OK); /* idempotent */
     assert_non_null(ks_node_type_find("ssd_detections"));
     const char *bad = "{\"inputs\":[\"b\",\"s\"],\"outputs\":[\"d\"],\"nodes\":[{\"type\":"
                       "\"ssd_detections\",\"name\":\"dec\",\"inputs\":[\"b\",\"s\"],\"outputs\":"
@@ -797,6 +826,7 @@ int main(void) {
         return 77;
     }
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_register_conflict),
         cmocka_unit_test(test_detect_astronaut),
         cmocka_unit_test(test_detect_messi_full_range),
         cmocka_unit_test(test_detect_shared_photo),
