@@ -55,7 +55,9 @@ typedef struct ks__backend {
      * every member below NULL: its nodes run in the session's own loop. A session created with a
      * device backend runs the nodes the device supports in partitions and everything else on
      * the host. Every function reports failure as a status with one line in err (err_cap
-     * bytes) and never aborts. ---- */
+     * bytes) and never aborts. A device backend sets name and all seven members below; the
+     * session never calls its kernels, features, select or tuner members (it asks the host
+     * backend), so they may be NULL. ---- */
 
     /* Opens the device for one session (its queue, memory, pipelines). Fails with
      * KS_STATUS_UNSUPPORTED and a reason when there is no usable device. */
