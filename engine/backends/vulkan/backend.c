@@ -283,6 +283,71 @@ static ks_status pick_device(vk_dev *d, char *err, size_t cap) {
     return KS_STATUS_OK;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Fault injection (vk_backend.h): tests only; production devices never install it
+ * ------------------------------------------------------------------------------------------- */
+
+static struct {
+    bool hooks;
+    ks__vk_fault where;
+    uint32_t after;
+    VkResult result;
+    PFN_vkAllocateMemory alloc; /* the device's own functions */
+    PFN_vkQueueSubmit submit;
+    PFN_vkWaitForFences wait;
+} g_fault;
+
+void ks__vk_fault_hooks(bool on) {
+    g_fault.hooks = on;
+    g_fault.where = KS__VK_FAULT_NONE;
+}
+
+void ks__vk_fault_inject(ks__vk_fault where, uint32_t after, int32_t vk_result) {
+    g_fault.where = where;
+    g_fault.after = after;
+    g_fault.result = (VkResult)vk_result;
+}
+
+static bool fault_now(ks__vk_fault where) {
+    if (g_fault.where != where) return false;
+    if (g_fault.after) {
+        g_fault.after--;
+        return false;
+    }
+    g_fault.where = KS__VK_FAULT_NONE; /* one failure per arming */
+    return true;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL fault_alloc(VkDevice dev, const VkMemoryAllocateInfo *ai,
+                                                  const VkAllocationCallbacks *cb,
+                                                  VkDeviceMemory *mem) {
+    if (fault_now(KS__VK_FAULT_ALLOC)) return g_fault.result;
+    return g_fault.alloc(dev, ai, cb, mem);
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL fault_submit(VkQueue q, uint32_t n, const VkSubmitInfo *si,
+                                                   VkFence fence) {
+    if (fault_now(KS__VK_FAULT_SUBMIT)) return g_fault.result;
+    return g_fault.submit(q, n, si, fence);
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL fault_wait(VkDevice dev, uint32_t n, const VkFence *fences,
+                                                 VkBool32 all, uint64_t timeout) {
+    VkResult r = g_fault.wait(dev, n, fences, all, timeout); /* the work is done either way */
+    if (r == VK_SUCCESS && fault_now(KS__VK_FAULT_WAIT)) return g_fault.result;
+    return r;
+}
+
+static void install_fault_hooks(ks__vk_fns *vk) {
+    if (!g_fault.hooks) return;
+    g_fault.alloc = vk->vkAllocateMemory;
+    g_fault.submit = vk->vkQueueSubmit;
+    g_fault.wait = vk->vkWaitForFences;
+    vk->vkAllocateMemory = fault_alloc;
+    vk->vkQueueSubmit = fault_submit;
+    vk->vkWaitForFences = fault_wait;
+}
+
 static ks_status open_device(vk_dev *d, char *err, size_t cap) {
     ks__vk_fns *vk = &d->vk;
     ks_status st;
@@ -320,6 +385,7 @@ static ks_status open_device(vk_dev *d, char *err, size_t cap) {
                         d->props.deviceName, ks__vk_result_string(r));
     }
     if ((st = ks__vk_load_device(vk, d->device, err, cap))) return st;
+    install_fault_hooks(vk);
     vk->vkGetDeviceQueue(d->device, d->queue_family, 0, &d->queue);
     VkCommandPoolCreateInfo cpi = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,

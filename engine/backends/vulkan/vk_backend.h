@@ -28,6 +28,21 @@ extern "C" {
  * op instead of crashing. */
 const ks__backend *ks__vulkan_backend(void);
 
+/* Fault injection, for tests (test_vulkan): ks__vk_fault_hooks(true) makes the devices created
+ * from then on call vkAllocateMemory, vkQueueSubmit and vkWaitForFences through an injector;
+ * ks__vk_fault_inject then arms one failure: after `after` more successful calls of that
+ * function, one call returns `vk_result` (a VkResult) instead: an allocation or a submission is
+ * not made, a wait still waits and then reports the failure. Process-wide and not thread-safe;
+ * one device at a time. KS__VK_FAULT_NONE disarms. */
+typedef enum ks__vk_fault {
+    KS__VK_FAULT_NONE,
+    KS__VK_FAULT_ALLOC,  /* vkAllocateMemory */
+    KS__VK_FAULT_SUBMIT, /* vkQueueSubmit */
+    KS__VK_FAULT_WAIT,   /* vkWaitForFences */
+} ks__vk_fault;
+void ks__vk_fault_hooks(bool on);
+void ks__vk_fault_inject(ks__vk_fault where, uint32_t after, int32_t vk_result);
+
 #ifdef __cplusplus
 }
 #endif

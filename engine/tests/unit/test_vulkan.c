@@ -9,6 +9,8 @@
  *   (multiplier 1) with RELU6, depthwise stride 2 SAME_LOWER, grouped with residual and PRELU;
  * - a graph whose unsupported op sits between two device runs (two partitions);
  * - BlazeFace short range from ../shared/data, split, against the CPU alone;
+ * - device failures, injected: out of device memory at reshape, a failed submission, a lost
+ *   device at the wait (status, message, no leak, and the session usable again);
  * - the refusals: KS_VULKAN_DEVICE out of range, and no driver at all (VK_ICD_FILENAMES and
  *   VK_DRIVER_FILES naming a file that does not exist).
  * Every split session also runs twice with different inputs (the recorded command buffer is
@@ -31,6 +33,7 @@
 #include <cmocka.h>
 
 #include "backends/vulkan/vk_backend.h"
+#include "backends/vulkan/vk_loader.h" /* VkResult values for the fault injection */
 #include "convert.h"
 #include "impl.h"
 #include "ksm.h"
@@ -584,6 +587,98 @@ static void test_no_driver(void **state) {
     free(img);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * device failures (fault injection, vk_backend.h)
+ * ------------------------------------------------------------------------------------------- */
+
+/* y = relu(conv3x3(x) + b): constants to upload, so reshape allocates and waits. */
+static ks_model *conv_model(uint8_t **img) {
+    ks__graph g;
+    ks__graph_init(&g, NULL);
+    g_seed = 11;
+    int64_t xd[4] = {1, 6, 5, 3}, wd[4] = {4, 3, 3, 3}, bd[1] = {4}, yd[4] = {1, 6, 5, 4};
+    int32_t x = tensor(&g, "x", 4, xd), y = tensor(&g, "y", 4, yd);
+    int32_t w = constant(&g, "w", 4, wd, NULL, -1.0f, 1.0f);
+    int32_t b = constant(&g, "b", 1, bd, NULL, -0.5f, 0.5f);
+    int32_t in[3] = {x, w, b};
+    ks__node *n = add(&g, KS_OP_CONV2D, "conv", 3, in, y);
+    n->ip[8] = KS_PAD_SAME_UPPER;
+    n->ip[10] = KS_ACT_RELU;
+    return finish(&g, 1, &x, 1, &y, img);
+}
+
+/* Runs both sessions on the same input and checks the device's output. */
+static void run_and_check(ks_session *cpu, ks_session *gpu, const ks_model *m, uint32_t seed) {
+    const range r[1] = {{-1.0f, 1.0f}};
+    fill(cpu, m, seed, r, 1);
+    fill(gpu, m, seed, r, 1);
+    assert_int_equal(ks_session_run(cpu), KS_STATUS_OK);
+    if (ks_session_run(gpu)) fail_msg("run: %s", ks_last_error(gpu));
+    ks_tensor a, b;
+    assert_int_equal(ks_session_output(cpu, 0, &a), KS_STATUS_OK);
+    assert_int_equal(ks_session_output(gpu, 0, &b), KS_STATUS_OK);
+    const float *x = a.data, *y = b.data;
+    for (size_t k = 0; k < a.size_bytes / sizeof(float); k++)
+        if (!(fabs((double)x[k] - (double)y[k]) <= TOL * 4.0))
+            fail_msg("element %zu: cpu %g, vulkan %g", k, (double)x[k], (double)y[k]);
+}
+
+static void expect_failure(ks_status got, ks_status want, ks_session *s, const char *needle) {
+    const char *msg = ks_last_error(s);
+    print_message("injected: %s\n", msg);
+    assert_int_equal(got, want);
+    if (!strstr(msg, needle)) fail_msg("message '%s' lacks '%s'", msg, needle);
+}
+
+/* Out of device memory at reshape (first allocation, then one in the middle of a partition's
+ * resources), a failed submission and a lost device at the wait: each gives its status and a
+ * message that says what failed, leaks nothing (ASan), and the session works
+ * again as documented (after a submission failure at once; after a failed wait, after a
+ * reshape). */
+static void test_faults(void **state) {
+    (void)state;
+    need_vulkan();
+    uint8_t *img = NULL;
+    ks_model *m = conv_model(&img);
+    ks_session *cpu = NULL, *gpu = NULL;
+    assert_int_equal(ks__session_create_with(m, ks__model_graph(m), NULL, ks__cpu_backend(), &cpu),
+                     KS_STATUS_OK);
+    assert_int_equal(ks_session_reshape(cpu, NULL), KS_STATUS_OK);
+    ks__vk_fault_hooks(true);
+    ks_status st = ks__session_create_split(m, ks__model_graph(m), NULL, ks__cpu_backend(),
+                                            ks__vulkan_backend(), &gpu);
+    if (st) fail_msg("split session: %s", ks_last_error(NULL));
+
+    for (uint32_t after = 0; after < 3; after++) {
+        ks__vk_fault_inject(KS__VK_FAULT_ALLOC, after, VK_ERROR_OUT_OF_DEVICE_MEMORY);
+        expect_failure(ks_session_reshape(gpu, NULL), KS_STATUS_OUT_OF_MEMORY, gpu,
+                       "out of device memory");
+        assert_int_equal(ks_session_run(gpu), KS_STATUS_INVALID_STATE);
+    }
+    if (ks_session_reshape(gpu, NULL)) fail_msg("reshape: %s", ks_last_error(gpu));
+    run_and_check(cpu, gpu, m, 1);
+
+    ks__vk_fault_inject(KS__VK_FAULT_SUBMIT, 0, VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    const range r[1] = {{-1.0f, 1.0f}};
+    fill(gpu, m, 2, r, 1);
+    expect_failure(ks_session_run(gpu), KS_STATUS_OUT_OF_MEMORY, gpu, "vkQueueSubmit");
+    run_and_check(cpu, gpu, m, 3); /* nothing was queued: the next run just works */
+
+    ks__vk_fault_inject(KS__VK_FAULT_WAIT, 0, VK_ERROR_DEVICE_LOST);
+    fill(gpu, m, 4, r, 1);
+    expect_failure(ks_session_run(gpu), KS_STATUS_INTERNAL, gpu, "VK_ERROR_DEVICE_LOST");
+    assert_non_null(strstr(ks_last_error(gpu), "ks_session_reshape"));
+    assert_int_equal(ks_session_run(gpu), KS_STATUS_INVALID_STATE);
+    if (ks_session_reshape(gpu, NULL)) fail_msg("reshape: %s", ks_last_error(gpu));
+    run_and_check(cpu, gpu, m, 5);
+
+    ks__vk_fault_hooks(false);
+    ks_session_destroy(gpu);
+    ks_session_destroy(cpu);
+    ks_model_destroy(m);
+    free(img);
+}
+
 /* Opens the device once to learn whether the device tests can run. */
 static int probe(void **state) {
     (void)state;
@@ -617,6 +712,7 @@ int main(void) {
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_mixed),
         cmocka_unit_test(test_blazeface),
+        cmocka_unit_test(test_faults),
         cmocka_unit_test(test_bad_device_index),
         cmocka_unit_test(test_no_driver),
     };
