@@ -35,6 +35,7 @@
 #include "backends/vulkan/vk_backend.h"
 #include "backends/vulkan/vk_loader.h" /* VkResult values for the fault injection */
 #include "convert.h"
+#include "fileio.h"
 #include "impl.h"
 #include "ksm.h"
 #include "src/model.h"
@@ -469,25 +470,6 @@ static void test_mixed(void **state) {
     free(img);
 }
 
-static uint8_t *read_file(const char *path, size_t *size_out) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    uint8_t *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-            buf = malloc((size_t)n + 1);
-            if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-                free(buf);
-                buf = NULL;
-            }
-            *size_out = (size_t)n;
-        }
-    }
-    fclose(f);
-    return buf;
-}
-
 static void test_blazeface(void **state) {
     (void)state;
     need_vulkan();
@@ -495,9 +477,10 @@ static void test_blazeface(void **state) {
     char path[512];
     snprintf(path, sizeof(path), "%s/%s", KS_SHARED_DATA, rel);
     size_t n = 0;
-    uint8_t *src = read_file(path, &n);
-    if (!src) {
-        print_message("skipped: %s not found\n", path);
+    uint8_t *src = NULL;
+    char rerr[256] = "";
+    if (ks_read_file(path, (size_t)64 << 20, &src, &n, rerr, sizeof(rerr))) {
+        print_message("skipped: %s\n", rerr);
         skip();
     }
     ks__graph g;
