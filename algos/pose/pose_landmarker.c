@@ -264,6 +264,13 @@ ks_status ks_pose_landmarker_create(const ks_pose_landmarker_desc *desc, ks_pose
     if (st) return st;
     ks_pose_landmarker *pl = (ks_pose_landmarker *)t;
     pl->output_mask = d.output_segmentation != 0;
+    /* Without masks the landmark model's segmentation head (a third of its time) is not run. */
+    if (!pl->output_mask &&
+        (st = ks_pipeline_set_output_needed(t->pipeline, OUT_MASKS, 0)) != KS_STATUS_OK) {
+        ks__object_error(NULL, "ks_pose_landmarker_create: %s", ks_last_error(t->pipeline));
+        ks__lmtask_destroy(t);
+        return st;
+    }
     *out = pl;
     return KS_STATUS_OK;
 }

@@ -52,6 +52,9 @@ struct ks_session {
     uint32_t *ptr_off;     /* per node offset into ptrs */
     uint8_t *kind;         /* per tensor T_* */
     uint8_t *skip;         /* per node: evaluated at reshape */
+    uint8_t *out_needed;   /* per graph output: ks_session_set_output_needed (default 1) */
+    uint8_t *dead;         /* per node: feeds no needed output (set at reshape; not run) */
+    uint8_t *need_t;       /* per tensor: reshape-time scratch of the liveness pass */
     size_t *scratch_bytes; /* per node */
     uint8_t **scratch;     /* per node */
     void **known_bufs;     /* reshape-time values, freed at the next reshape */
@@ -126,6 +129,9 @@ void ks_session_destroy(ks_session *s) {
     ks__free(&a, s->ptr_off);
     ks__free(&a, s->kind);
     ks__free(&a, s->skip);
+    ks__free(&a, s->out_needed);
+    ks__free(&a, s->dead);
+    ks__free(&a, s->need_t);
     ks__free(&a, s->scratch_bytes);
     ks__free(&a, s->scratch);
     ks__free(&a, s->known_bufs);
@@ -186,6 +192,9 @@ static ks_status session_create(const ks_model *model, const ks__graph *graph,
     s->ptr_off = ks__calloc(&a, nn, sizeof(*s->ptr_off));
     s->kind = ks__calloc(&a, nt, 1);
     s->skip = ks__calloc(&a, nn, 1);
+    s->out_needed = ks__calloc(&a, g->num_outputs ? g->num_outputs : 1, 1);
+    s->dead = ks__calloc(&a, nn, 1);
+    s->need_t = ks__calloc(&a, nt, 1);
     s->scratch_bytes = ks__calloc(&a, nn, sizeof(size_t));
     s->scratch = ks__calloc(&a, nn, sizeof(uint8_t *));
     s->known_bufs = ks__calloc(&a, nt + nn, sizeof(void *));
@@ -195,13 +204,15 @@ static ks_status session_create(const ks_model *model, const ks__graph *graph,
     s->packed_bytes = ks__calloc(&a, nn, sizeof(size_t));
     s->place = ks__calloc(&a, nn, 1);
     s->from_dev = ks__calloc(&a, nt, 1);
-    if (!s->place || !s->from_dev || !s->impl || !s->packed || !s->packed_bytes || !s->rt ||
-        !s->ptrs || !s->ptr_off || !s->kind || !s->skip || !s->scratch_bytes || !s->scratch ||
-        !s->known_bufs || plan_st) {
+    if (!s->place || !s->from_dev || !s->out_needed || !s->dead || !s->need_t || !s->impl ||
+        !s->packed || !s->packed_bytes || !s->rt || !s->ptrs || !s->ptr_off || !s->kind ||
+        !s->skip || !s->scratch_bytes || !s->scratch || !s->known_bufs || plan_st) {
         ks_session_destroy(s);
         ks__object_error(NULL, "out of memory creating a session");
         return KS_STATUS_OUT_OF_MEMORY;
     }
+    for (uint32_t i = 0; i < g->num_outputs; i++)
+        s->out_needed[i] = 1;
     s->isa = backend->features();
     s->num_threads = desc && desc->num_threads > 0 ? (uint32_t)desc->num_threads : 1u;
     uint32_t pool_flags =
@@ -438,6 +449,39 @@ static ks_status compile_partitions(ks_session *s) {
     return KS_STATUS_OK;
 }
 
+/* Nodes whose outputs reach no needed graph output (ks_session_set_output_needed): a backward
+ * pass in reverse execution order, which is topological. */
+static void mark_dead_nodes(ks_session *s) {
+    const ks__graph *g = s->g;
+    memset(s->need_t, 0, g->num_tensors);
+    for (uint32_t i = 0; i < g->num_outputs; i++)
+        if (s->out_needed[i]) s->need_t[g->outputs[i]] = 1;
+    for (uint32_t i = g->num_nodes; i-- > 0;) {
+        const ks__node *n = &g->nodes[i];
+        bool live = false;
+        for (uint32_t k = 0; k < n->num_outputs && !live; k++)
+            live = s->need_t[n->outputs[k]] != 0;
+        s->dead[i] = !live;
+        for (uint32_t k = 0; live && k < n->num_inputs; k++)
+            if (n->inputs[k] >= 0) s->need_t[n->inputs[k]] = 1;
+    }
+}
+
+ks_status ks_session_set_output_needed(ks_session *s, uint32_t index, int needed) {
+    if (!s) return KS_STATUS_INVALID_ARGUMENT;
+    if (index >= s->g->num_outputs) {
+        ks__object_error(&s->obj, "output index %u out of range (model has %u)", index,
+                         s->g->num_outputs);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    s->out_needed[index] = needed ? 1 : 0;
+    return KS_STATUS_OK;
+}
+
+int ks_session_output_needed(const ks_session *s, uint32_t index) {
+    return s && index < s->g->num_outputs ? s->out_needed[index] : 0;
+}
+
 ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes) {
     if (!s) return KS_STATUS_INVALID_ARGUMENT;
     const ks__graph *g = s->g;
@@ -499,6 +543,8 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
         s->kind[g->inputs[i]] = T_ARENA;
     }
 
+    mark_dead_nodes(s);
+
     /* shape inference, with reshape-time evaluation of decidable values */
     size_t known_bytes = 0;
     for (uint32_t i = 0; i < g->num_nodes; i++) {
@@ -509,6 +555,12 @@ ks_status ks_session_reshape(ks_session *s, const ks_tensor_shape *input_shapes)
         s->kerr[0] = 0;
         s->skip[i] = 0;
         s->place[i] = KS__PLACE_HOST;
+        if (s->dead[i]) { /* neither planned nor run; its outputs stay T_UNUSED */
+            s->skip[i] = 1;
+            s->place[i] = KS__PLACE_NONE;
+            s->scratch_bytes[i] = 0;
+            continue;
+        }
         st = ks__op_infer(&ctx);
         if (st) {
             ks__object_error(&s->obj, "%s", s->kerr[0] ? s->kerr : "shape inference failed");
@@ -925,7 +977,17 @@ static ks_status io_view(ks_session *s, uint32_t index, bool input, ks_tensor *o
                          input ? "input" : "output", index, n);
         return KS_STATUS_INVALID_ARGUMENT;
     }
-    return view_of(s, input ? s->g->inputs[index] : s->g->outputs[index], out);
+    int32_t id = input ? s->g->inputs[index] : s->g->outputs[index];
+    if (!input && s->kind[id] == T_UNUSED) {
+        memset(out, 0, sizeof(*out));
+        ks__tensor_info_from_def(&s->g->tensors[id], &out->info);
+        ks__object_error(&s->obj,
+                         "output %u '%s' is not computed: it was marked not needed "
+                         "(ks_session_set_output_needed) at the last reshape",
+                         index, s->g->tensors[id].name);
+        return KS_STATUS_INVALID_STATE;
+    }
+    return view_of(s, id, out);
 }
 
 ks_status ks_session_input(ks_session *s, uint32_t index, ks_tensor *tensor_out) {

@@ -40,10 +40,12 @@ typedef struct options {
     int num_in_specs;
     const char *shape_specs[MAX_INPUTS]; /* NAME=AxBxC */
     int num_shape_specs;
-    ks_tune_mode tune;      /* --tune off|fast|full */
-    ks_precision precision; /* --precision stored|f32|fastest */
-    const char *tune_cache; /* --tune-cache FILE */
-    const char *key_file;   /* --key-file KEY: the model is encrypted */
+    ks_tune_mode tune;                    /* --tune off|fast|full */
+    ks_precision precision;               /* --precision stored|f32|fastest */
+    const char *tune_cache;               /* --tune-cache FILE */
+    const char *key_file;                 /* --key-file KEY: the model is encrypted */
+    const char *skip_outputs[MAX_INPUTS]; /* --skip-output NAME|INDEX */
+    int num_skip_outputs;
 } options;
 
 static void usage(void) {
@@ -52,6 +54,7 @@ static void usage(void) {
             "                [--input NAME=FILE.npy] [--shape NAME=1x3x224x224] [--range LO:HI]\n"
             "                [--json] [--profile] [--tune off|fast|full] [--tune-cache FILE]\n"
             "                [--key-file KEY] [--precision stored|f32|fastest]\n"
+            "                [--skip-output NAME|INDEX]...\n"
             "  --threads N   session threads (default 1)\n"
             "  --runs R      timed runs (default 20)\n"
             "  --warmup W    untimed runs first (default 3)\n"
@@ -69,7 +72,9 @@ static void usage(void) {
             "  --tune-cache  file that keeps tuning results across runs\n"
             "  --key-file    key of an encrypted model (ks-protect)\n"
             "  --precision   int8 layers of a quantized model: as stored (default), all in\n"
-            "                fp32, or per layer the faster of the two (timed at create)\n");
+            "                fp32, or per layer the faster of the two (timed at create)\n"
+            "  --skip-output an output the caller does not read: the nodes that only it needs\n"
+            "                are not run (ks_session_set_output_needed); repeatable\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out) {
@@ -124,6 +129,9 @@ static int parse_args(int argc, char **argv, options *opt) {
         } else if (strcmp(a, "--input") == 0 && has_value) {
             if (opt->num_in_specs == MAX_INPUTS) goto too_many;
             opt->in_specs[opt->num_in_specs++] = argv[++i];
+        } else if (strcmp(a, "--skip-output") == 0 && has_value) {
+            if (opt->num_skip_outputs == MAX_INPUTS) goto too_many;
+            opt->skip_outputs[opt->num_skip_outputs++] = argv[++i];
         } else if (strcmp(a, "--shape") == 0 && has_value) {
             if (opt->num_shape_specs == MAX_INPUTS) goto too_many;
             const char *v = argv[++i];
@@ -257,6 +265,23 @@ int main(int argc, char **argv) {
     if (st) {
         fprintf(stderr, "ks-bench: session: %s: %s\n", ks_status_string(st), ks_last_error(NULL));
         goto done;
+    }
+    for (int k = 0; k < opt.num_skip_outputs; k++) {
+        const char *want = opt.skip_outputs[k];
+        uint32_t nout = ks_model_num_outputs(model), o = nout;
+        for (uint32_t j = 0; j < nout && o == nout; j++) {
+            ks_tensor_info oi;
+            if (ks_model_output_info(model, j, &oi) == KS_STATUS_OK && oi.name &&
+                strcmp(oi.name, want) == 0)
+                o = j;
+        }
+        int idx = -1;
+        if (o == nout && parse_int(want, 0, (int)nout - 1, &idx) == 0) o = (uint32_t)idx;
+        if (o == nout) {
+            fprintf(stderr, "ks-bench: --skip-output %s: the model has no such output\n", want);
+            goto done;
+        }
+        ks_session_set_output_needed(s, o, 0);
     }
     t0 = ks__bench_now_ms();
     st = ks_session_reshape(s, shapes);

@@ -843,6 +843,19 @@ ks_status ks__pipeline_build(const cJSON *graph, const cJSON *outer_side,
     if (!st) st = schedule(p, err, err_cap);
     if (!st) st = create_nodes(p, graph, side, desc, bundle, depth, err, err_cap);
     if (st) goto error;
+    p->out_needed = ks__calloc(&a, p->num_outputs + 1, 1);
+    p->stream_needed = ks__calloc(&a, p->num_streams + 1, 1);
+    if (!p->out_needed || !p->stream_needed) {
+        ERRF("out of memory creating a pipeline");
+        st = KS_STATUS_OUT_OF_MEMORY;
+        goto error;
+    }
+    for (uint32_t i = 0; i < p->num_outputs; i++)
+        p->out_needed[i] = 1;
+    if ((st = ks__pipeline_apply_demand(p))) {
+        ERRF("%s", p->obj.error);
+        goto error;
+    }
     cJSON_Delete(side);
     *out = p;
     return KS_STATUS_OK;
@@ -961,6 +974,8 @@ void ks_pipeline_destroy(ks_pipeline *p) {
     for (uint32_t s = 0; s < p->num_streams; s++)
         ks__free(&a, p->streams[s].name);
     ks__free(&a, p->streams);
+    ks__free(&a, p->out_needed);
+    ks__free(&a, p->stream_needed);
     ks__free(&a, p->nodes);
     ks__free(&a, p->inputs);
     ks__free(&a, p->outputs);
@@ -1033,6 +1048,89 @@ ks_status ks_node_output(ks_node_ctx *ctx, uint32_t index, ks_packet *packet) {
     return KS_STATUS_OK;
 }
 
+int ks_node_output_needed(const ks_node_ctx *ctx, uint32_t index) {
+    if (!ctx || index >= ctx->node->num_outputs || ctx->node->outputs[index] < 0) return 0;
+    return ctx->pipeline->stream_needed[ctx->node->outputs[index]];
+}
+
+/* Streams are needed when a needed graph output or an input of a running node reads them (or
+ * nothing reads them); a node runs when one of its outputs is needed (or it has none: a sink).
+ * Loopback inputs read streams produced later in the schedule, hence the repeat until nothing
+ * changes. */
+ks_status ks__pipeline_apply_demand(ks_pipeline *p) {
+    /* A stream nothing reads (not even a graph output) counts as needed: its node may be a sink
+     * with effects of its own, and only a caller's "not needed" makes a node idle. */
+    memset(p->stream_needed, 1, p->num_streams);
+    for (uint32_t i = 0; i < p->num_outputs; i++)
+        p->stream_needed[p->outputs[i]] = 0;
+    for (uint32_t j = 0; j < p->num_nodes; j++)
+        for (uint32_t k = 0; k < p->nodes[j].num_inputs; k++)
+            if (p->nodes[j].inputs[k] >= 0) p->stream_needed[p->nodes[j].inputs[k]] = 0;
+    for (uint32_t i = 0; i < p->num_outputs; i++)
+        if (p->out_needed[i]) p->stream_needed[p->outputs[i]] = 1;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (uint32_t j = p->num_nodes; j-- > 0;) {
+            ks__pnode *n = &p->nodes[j];
+            bool any_out = false, live = false;
+            for (uint32_t k = 0; k < n->num_outputs; k++) {
+                if (n->outputs[k] < 0) continue;
+                any_out = true;
+                live |= p->stream_needed[n->outputs[k]] != 0;
+            }
+            n->idle = any_out && !live;
+            for (uint32_t k = 0; !n->idle && k < n->num_inputs; k++) {
+                int32_t sid = n->inputs[k];
+                if (sid >= 0 && !p->stream_needed[sid]) {
+                    p->stream_needed[sid] = 1;
+                    changed = true;
+                }
+            }
+        }
+    }
+    for (uint32_t j = 0; j < p->num_nodes; j++) {
+        ks__pnode *n = &p->nodes[j];
+        uint8_t needed[KS_PIPELINE_MAX_STREAMS];
+        uint32_t no =
+            n->num_outputs < KS_PIPELINE_MAX_STREAMS ? n->num_outputs : KS_PIPELINE_MAX_STREAMS;
+        for (uint32_t k = 0; k < no; k++)
+            needed[k] = !n->idle && n->outputs[k] >= 0 && p->stream_needed[n->outputs[k]];
+        ks_status st = KS_STATUS_OK;
+        char err[KS_ERROR_CAP] = "";
+        ks_pipeline *child = (ks_pipeline *)ks__node_subgraph(n->type, n->state);
+        if (n->type == &ks__infer_type) {
+            st = ks__infer_set_needed(n->state, needed, no, err, sizeof(err));
+        } else if (child) {
+            bool child_changed = false;
+            for (uint32_t k = 0; k < no && k < child->num_outputs; k++)
+                if (child->out_needed[k] != needed[k]) {
+                    child->out_needed[k] = needed[k];
+                    child_changed = true;
+                }
+            if (child_changed) st = ks__pipeline_apply_demand(child);
+            if (st) snprintf(err, sizeof(err), "%s", child->obj.error);
+        }
+        if (st) {
+            ks__object_error(&p->obj, "graph '%s': node '%s': %s", p->name, node_label(n), err);
+            return st;
+        }
+    }
+    return KS_STATUS_OK;
+}
+
+ks_status ks_pipeline_set_output_needed(ks_pipeline *p, uint32_t index, int needed) {
+    if (!p) return KS_STATUS_INVALID_ARGUMENT;
+    if (index >= p->num_outputs) {
+        ks__object_error(&p->obj, "graph '%s': output index %u out of range (%u outputs)", p->name,
+                         (unsigned)index, (unsigned)p->num_outputs);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    uint8_t v = needed ? 1 : 0;
+    if (p->out_needed[index] == v) return KS_STATUS_OK;
+    p->out_needed[index] = v;
+    return ks__pipeline_apply_demand(p);
+}
+
 int64_t ks_node_timestamp_us(const ks_node_ctx *ctx) {
     return ctx ? ctx->timestamp_us : 0;
 }
@@ -1076,6 +1174,7 @@ ks_status ks__pipeline_run(ks_pipeline *p, const ks_packet *const *inputs, int64
     }
     for (uint32_t j = 0; j < p->num_nodes; j++) {
         ks__pnode *n = &p->nodes[j];
+        if (n->idle) continue;
         bool ready = true;
         for (uint32_t k = 0; k < n->num_inputs && ready; k++) {
             const ks_port *d = port_decl(n->type->inputs, n->type->num_inputs, k);
@@ -1098,14 +1197,14 @@ ks_status ks__pipeline_run(ks_pipeline *p, const ks_packet *const *inputs, int64
     }
     for (uint32_t j = 0; j < p->num_nodes; j++) {
         ks__pnode *n = &p->nodes[j];
-        if (!n->type->after_frame) continue;
+        if (!n->type->after_frame || n->idle) continue;
         ks_node_ctx ctx = {
             .pipeline = p, .node = n, .timestamp_us = timestamp_us, .after_frame = true};
         st = n->type->after_frame(n->state, &ctx);
         if (st) goto error;
     }
     for (uint32_t i = 0; i < p->num_outputs; i++)
-        outputs[i] = ks_packet_retain(p->streams[p->outputs[i]].packet);
+        outputs[i] = p->out_needed[i] ? ks_packet_retain(p->streams[p->outputs[i]].packet) : NULL;
     release_frame(p);
     return KS_STATUS_OK;
 error:

@@ -367,6 +367,7 @@ static ks_status foreach_process(void *state, ks_node_ctx *ctx) {
             collected[(size_t)o * n + i] = s->outs[o];
     }
     for (uint32_t o = 0; o < s->num_outputs; o++) {
+        if (!ks_node_output_needed(ctx, o)) continue;
         uint32_t m = 0;
         for (uint32_t i = 0; i < n; i++)
             if (collected[(size_t)o * n + i]) row[m++] = collected[(size_t)o * n + i];

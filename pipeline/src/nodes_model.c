@@ -430,6 +430,9 @@ static ks_status infer_create(const ks_node_init *init, void **state_out) {
                  ks_last_error(NULL));
         goto error;
     }
+    /* Model outputs the node does not connect are never read. */
+    for (uint32_t o = init->num_outputs; o < s->num_outputs; o++)
+        ks_session_set_output_needed(s->session, o, 0);
     /* Static models are planned once here so process never allocates inside the engine. */
     if (!s->dynamic) {
         st = ks_session_reshape(s->session, NULL);
@@ -500,6 +503,7 @@ static ks_status infer_process(void *state, ks_node_ctx *ctx) {
     if (st)
         return ks_node_fail(ctx, st, "model '%s': %s", s->model_name, ks_last_error(s->session));
     for (uint32_t o = 0; o < ks_node_num_outputs(ctx); o++) {
+        if (!ks_session_output_needed(s->session, o)) continue; /* not computed */
         ks_tensor src;
         ks_packet *p = NULL;
         st = ks_session_output(s->session, o, &src);
@@ -508,6 +512,33 @@ static ks_status infer_process(void *state, ks_node_ctx *ctx) {
         st = ks_node_output(ctx, o, p);
         if (st) return st;
     }
+    return KS_STATUS_OK;
+}
+
+ks_status ks__infer_set_needed(void *state, const uint8_t *needed, uint32_t num, char *err,
+                               size_t err_cap) {
+    infer_state *s = state;
+    bool changed = false;
+    for (uint32_t o = 0; o < num && o < s->num_outputs; o++) {
+        if (ks_session_output_needed(s->session, o) == (needed[o] ? 1 : 0)) continue;
+        ks_session_set_output_needed(s->session, o, needed[o]);
+        changed = true;
+    }
+    if (!changed || !s->planned) return KS_STATUS_OK;
+    /* Dynamic sessions re-plan at their next frame; static ones now, so that the input memory
+     * an image_to_tensor node writes into stays put while frames run. */
+    if (s->dynamic) {
+        s->planned = false;
+        return KS_STATUS_OK;
+    }
+    s->planned = false;
+    ks_status st = ks_session_reshape(s->session, NULL);
+    if (st) {
+        snprintf(err, err_cap, "reshape of model '%s': %s", s->model_name,
+                 ks_last_error(s->session));
+        return st;
+    }
+    s->planned = true;
     return KS_STATUS_OK;
 }
 

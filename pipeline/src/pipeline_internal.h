@@ -105,6 +105,7 @@ struct ks__pnode {
     int32_t *outputs; /* stream ids; -1 for an unused output ("") */
     ks_packet_type *input_types, *output_types;
     uint32_t json_index; /* position in the JSON "nodes" array: the tie-break of the schedule */
+    bool idle; /* none of its outputs is needed (ks_pipeline_set_output_needed): skipped */
     uint64_t num_calls, total_us, max_us;
 };
 
@@ -120,7 +121,9 @@ struct ks_pipeline {
     int32_t *inputs, *outputs; /* stream ids */
     bool started;
     int64_t last_timestamp_us;
-    bool is_subgraph; /* foreach children: timestamps may repeat */
+    bool is_subgraph;       /* foreach children: timestamps may repeat */
+    uint8_t *out_needed;    /* per graph output: ks_pipeline_set_output_needed (default 1) */
+    uint8_t *stream_needed; /* per stream: read by a needed output or a running node */
     /* Top-level graphs: the pool `alloc` draws from (subgraphs share their root's), and the
      * app's allocator that holds the pipeline struct itself. */
     ks__blockpool *pool;
@@ -156,11 +159,19 @@ ks_status ks__packet_create_tensor_uninit(const ks_allocator *allocator, const k
                                           ks_packet **packet_out);
 
 extern const ks_node_type ks__infer_type;
+/* Applies which of an infer node's outputs are read (needed[k] for its num connected outputs;
+ * model outputs beyond them are never read): the session computes only what they need, and is
+ * re-planned now when that changes. */
+ks_status ks__infer_set_needed(void *state, const uint8_t *needed, uint32_t num, char *err,
+                               size_t err_cap);
 
 /* ---- built-in node types ---- */
 const ks_node_type *ks__builtin_node_type(const char *name);
 /* The child pipeline of a foreach node's state, or NULL for other node types. */
 const ks_pipeline *ks__node_subgraph(const ks_node_type *type, const void *state);
+/* Works out which streams are needed and which nodes idle from p->out_needed, and passes it on
+ * to infer nodes and foreach subgraphs (graph.c). Errors go to p's message. */
+ks_status ks__pipeline_apply_demand(ks_pipeline *p);
 extern const ks_node_type *const ks__builtin_types[];
 extern const uint32_t ks__num_builtin_types;
 

@@ -448,6 +448,106 @@ static void test_deterministic_order(void **state) {
     }
 }
 
+/* ks_pipeline_set_output_needed: nodes that only feed unread outputs idle; inside a foreach too;
+ * a loop keeps what it reads. */
+static void test_output_demand(void **state) {
+    (void)state;
+    ks_pipeline *p = make("{\"inputs\":[\"x\"],\"outputs\":[\"y\",\"z\"],\"nodes\":["
+                          "{\"type\":\"test_add\",\"name\":\"a\",\"inputs\":[\"x\"],"
+                          "\"outputs\":[\"sa\"]},"
+                          "{\"type\":\"test_add\",\"name\":\"b\",\"inputs\":[\"sa\"],"
+                          "\"outputs\":[\"y\"]},"
+                          "{\"type\":\"test_add\",\"name\":\"c\",\"inputs\":[\"sa\"],"
+                          "\"outputs\":[\"sc\"]},"
+                          "{\"type\":\"test_add\",\"name\":\"d\",\"inputs\":[\"sc\"],"
+                          "\"outputs\":[\"z\"],\"options\":{\"bias\":5}}]}");
+    assert_int_equal(ks_pipeline_set_output_needed(p, 2, 0), KS_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ks_last_error(p), "out of range"));
+    assert_int_equal(ks_pipeline_set_output_needed(NULL, 0, 0), KS_STATUS_INVALID_ARGUMENT);
+    const char *want_trace[3] = {"a b c d ", "a b ", "a b c d "};
+    for (int pass = 0; pass < 3; pass++) {
+        assert_int_equal(ks_pipeline_set_output_needed(p, 1, pass != 1), KS_STATUS_OK);
+        g_trace[0] = '\0';
+        int64_t in[1] = {2}, out[2];
+        run_ints(p, in, pass + 1, out);
+        assert_string_equal(g_trace, want_trace[pass]);
+        assert_int_equal(out[0], 2);
+        assert_int_equal(out[1], pass == 1 ? INT64_MIN : 7);
+    }
+    /* neither output needed: nothing runs */
+    assert_int_equal(ks_pipeline_set_output_needed(p, 0, 0), KS_STATUS_OK);
+    assert_int_equal(ks_pipeline_set_output_needed(p, 1, 0), KS_STATUS_OK);
+    g_trace[0] = '\0';
+    int64_t in[1] = {2}, out[2];
+    run_ints(p, in, 10, out);
+    assert_string_equal(g_trace, "");
+    assert_int_equal(out[0], INT64_MIN);
+    ks_pipeline_destroy(p);
+
+    /* a loop: 'prev' not needed as an output, but acc reads it, so it still runs */
+    p = make("{\"inputs\":[\"x\"],\"outputs\":[\"sum\",\"prev\"],\"nodes\":["
+             "{\"type\":\"previous\",\"name\":\"loop\",\"inputs\":[\"sum\"],"
+             "\"outputs\":[\"prev\"]},"
+             "{\"type\":\"test_add\",\"name\":\"acc\",\"inputs\":[\"x\",\"prev\"],"
+             "\"outputs\":[\"sum\"]}]}");
+    assert_int_equal(ks_pipeline_set_output_needed(p, 1, 0), KS_STATUS_OK);
+    int64_t want_sum[] = {1, 3, 6};
+    for (int f = 0; f < 3; f++) {
+        int64_t x[1] = {f + 1};
+        run_ints(p, x, f + 1, out);
+        assert_int_equal(out[0], want_sum[f]);
+        assert_int_equal(out[1], INT64_MIN);
+    }
+    ks_pipeline_destroy(p);
+
+    /* foreach: the unread subgraph output's nodes idle; the read one is still collected */
+    p = make("{\"inputs\":[\"n\",\"k\"],\"outputs\":[\"results\",\"odd\"],\"nodes\":["
+             "{\"type\":\"test_range\",\"inputs\":[\"n\"],\"outputs\":[\"items\"]},"
+             "{\"type\":\"foreach\",\"name\":\"each\",\"inputs\":[\"items\",\"k\"],"
+             "\"outputs\":[\"results\",\"odd\"],\"options\":{\"graph\":{"
+             "\"name\":\"per_item\",\"inputs\":[\"item\",\"k\"],\"outputs\":[\"r\",\"kept\"],"
+             "\"nodes\":[{\"type\":\"test_add\",\"inputs\":[\"item\",\"k\"],\"outputs\":[\"r\"],"
+             "\"options\":{\"bias\":10}},"
+             "{\"type\":\"test_is_odd\",\"name\":\"odd\",\"inputs\":[\"item\"],"
+             "\"outputs\":[\"o\"]},"
+             "{\"type\":\"gate\",\"inputs\":[\"item\",\"o\"],\"outputs\":[\"kept\"]}]}}}]}");
+    assert_int_equal(ks_pipeline_set_output_needed(p, 1, 0), KS_STATUS_OK);
+    const ks_packet *ins[2] = {0};
+    ks_packet *outs[2] = {0};
+    ks_packet *n = NULL, *k = NULL;
+    assert_int_equal(ks_packet_create_int(NULL, 4, &n), 0);
+    assert_int_equal(ks_packet_create_int(NULL, 100, &k), 0);
+    ins[0] = n;
+    ins[1] = k;
+    assert_int_equal(ks_pipeline_process(p, ins, 1, outs), KS_STATUS_OK);
+    assert_int_equal(ks_packet_list_size(outs[0]), 4);
+    assert_int_equal(ks_packet_int(ks_packet_list_item(outs[0], 3)), 113);
+    assert_null(outs[1]);
+    ks_packet_release(outs[0]);
+    const ks_pipeline *child = NULL;
+    for (uint32_t j = 0; j < ks_pipeline_num_nodes(p) && !child; j++)
+        child = ks_pipeline_node_subgraph(p, j);
+    assert_non_null(child);
+    uint32_t odd_calls = 99, add_calls = 0;
+    for (uint32_t j = 0; j < ks_pipeline_num_nodes(child); j++) {
+        ks_node_stats st;
+        assert_int_equal(ks_pipeline_node_stats(child, j, &st), KS_STATUS_OK);
+        if (strcmp(st.node_name, "odd") == 0) odd_calls = (uint32_t)st.num_calls;
+        if (strcmp(st.type_name, "test_add") == 0) add_calls = (uint32_t)st.num_calls;
+    }
+    assert_int_equal(odd_calls, 0);
+    assert_int_equal(add_calls, 4);
+    /* needed again: collected as before */
+    assert_int_equal(ks_pipeline_set_output_needed(p, 1, 1), KS_STATUS_OK);
+    assert_int_equal(ks_pipeline_process(p, ins, 2, outs), KS_STATUS_OK);
+    assert_int_equal(ks_packet_list_size(outs[1]), 2);
+    ks_packet_release(outs[0]);
+    ks_packet_release(outs[1]);
+    ks_packet_release(n);
+    ks_packet_release(k);
+    ks_pipeline_destroy(p);
+}
+
 static void test_side_params(void **state) {
     (void)state;
     const char *json = "{\"inputs\":[\"x\"],\"outputs\":[\"y\"],\"side_params\":{\"b\":2},"
@@ -564,6 +664,7 @@ int main(void) {
         cmocka_unit_test(test_gate_switch_merge),
         cmocka_unit_test(test_flow_limiter_and_has_packet),
         cmocka_unit_test(test_deterministic_order),
+        cmocka_unit_test(test_output_demand),
         cmocka_unit_test(test_side_params),
         cmocka_unit_test(test_oom_create),
     };

@@ -130,6 +130,16 @@ KS_API void ks_session_destroy(ks_session *session);
  * (which must then be fully static). Invalidates tensor views obtained before. Allocates. */
 KS_API ks_status ks_session_reshape(ks_session *session, const ks_tensor_shape *input_shapes);
 
+/* Whether the caller reads output `index` (every output is needed until told otherwise). Takes
+ * effect at the next ks_session_reshape: the nodes whose results reach no needed output are
+ * neither planned nor run (no memory, no time), so a model's optional heads (a pose model's
+ * segmentation mask, a detector's auxiliary outputs) cost nothing when unused. The view of an
+ * output that is not computed has its info but no data, and ks_session_output returns
+ * KS_STATUS_INVALID_STATE for it. An output that a needed one depends on is still computed. */
+KS_API ks_status ks_session_set_output_needed(ks_session *session, uint32_t index, int needed);
+/* 1 if output `index` is marked needed (the setting, which the next reshape applies), else 0. */
+KS_API int ks_session_output_needed(const ks_session *session, uint32_t index);
+
 /* Views of input/output `index` in the session's memory, valid until the next reshape or
  * destroy. Write inputs before run; read outputs after run. Requires a successful reshape. */
 KS_API ks_status ks_session_input(ks_session *session, uint32_t index, ks_tensor *tensor_out);

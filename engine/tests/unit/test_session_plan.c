@@ -202,12 +202,81 @@ static void test_nested_and_inner_axis(void **state) {
     assert_int_equal(run_both(&b, 2, outs), 1); /* only cat3 runs */
 }
 
+/* ks_session_set_output_needed: a = x + 1; out0 = tanh(a); out1 = sigmoid(a * 2); out2 = x * 3.
+ * With out1 not needed its two nodes neither run nor take memory, the other outputs are the same
+ * bit for bit, and out1 is refused with a message; marked needed again, it is computed. */
+static void test_unneeded_outputs(void **state) {
+    (void)state;
+    builder b;
+    begin(&b, 4, 16);
+    int32_t a = binary(&b, KS_OP_ADD, "a", b.x, 1.0f);
+    int32_t o0 = unary(&b, KS_OP_TANH, "o0", a);
+    int32_t c = binary(&b, KS_OP_MUL, "c", a, 2.0f);
+    int32_t o1 = unary(&b, KS_OP_SIGMOID, "o1", c);
+    int32_t o2 = binary(&b, KS_OP_MUL, "o2", b.x, 3.0f);
+    int32_t outs[3] = {o0, o1, o2};
+    assert_int_equal(ks__graph_set_io(&b.g, 1, &b.x, 3, outs), 0);
+    uint8_t *img = NULL;
+    size_t n = 0;
+    char err[256];
+    assert_int_equal(ks__ksm_write(&b.g, &img, &n, err, sizeof(err)), 0);
+    ks__graph_free(&b.g);
+    ks_model *m = NULL;
+    assert_int_equal(ks_model_load_buffer(img, n, NULL, &m), KS_STATUS_OK);
+    ks_session *s = NULL;
+    assert_int_equal(ks_session_create(m, NULL, &s), KS_STATUS_OK);
+    assert_int_equal(ks_session_output_needed(s, 1), 1);
+    assert_int_equal(ks_session_set_output_needed(s, 3, 0), KS_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(ks_session_output_needed(s, 3), 0);
+    assert_int_equal(ks_session_set_output_needed(NULL, 0, 0), KS_STATUS_INVALID_ARGUMENT);
+    float want[3][64];
+    int runs_all = 0, runs_some = 0;
+    for (int pass = 0; pass < 3; pass++) {
+        /* pass 0: all needed; 1: out1 not needed; 2: needed again */
+        assert_int_equal(ks_session_set_output_needed(s, 1, pass != 1), KS_STATUS_OK);
+        assert_int_equal(ks_session_output_needed(s, 1), pass != 1);
+        assert_int_equal(ks_session_reshape(s, NULL), KS_STATUS_OK);
+        prof_count pc = {0, 0};
+        assert_int_equal(ks_session_set_profiler(s, on_prof, &pc), KS_STATUS_OK);
+        ks_tensor in;
+        assert_int_equal(ks_session_input(s, 0, &in), 0);
+        float *xv = in.data;
+        for (size_t i = 0; i < 64; i++)
+            xv[i] = (float)((int)(i * 37 % 23) - 11) * 0.125f;
+        assert_int_equal(ks_session_run(s), KS_STATUS_OK);
+        for (uint32_t o = 0; o < 3; o++) {
+            ks_tensor out;
+            ks_status st = ks_session_output(s, o, &out);
+            if (pass == 1 && o == 1) {
+                assert_int_equal(st, KS_STATUS_INVALID_STATE);
+                assert_null(out.data);
+                assert_int_equal(out.info.shape.rank, 3);
+                assert_non_null(strstr(ks_last_error(s), "not needed"));
+                continue;
+            }
+            assert_int_equal(st, KS_STATUS_OK);
+            assert_int_equal(out.size_bytes, sizeof(want[o]));
+            if (pass == 0)
+                memcpy(want[o], out.data, sizeof(want[o]));
+            else if (memcmp(want[o], out.data, sizeof(want[o])) != 0)
+                fail_msg("pass %d: output %u differs", pass, o);
+        }
+        if (pass == 0) runs_all = pc.runs;
+        if (pass == 1) runs_some = pc.runs;
+        if (pass == 2) assert_int_equal(pc.runs, runs_all);
+    }
+    assert_int_equal(runs_all, 5);
+    assert_int_equal(runs_some, 3);
+    ks_session_destroy(s);
+    ks_model_destroy(m);
+    free(img);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_concat_in_place),
-        cmocka_unit_test(test_input_read_later),
-        cmocka_unit_test(test_unaligned_blocks),
-        cmocka_unit_test(test_nested_and_inner_axis),
+        cmocka_unit_test(test_concat_in_place),  cmocka_unit_test(test_input_read_later),
+        cmocka_unit_test(test_unaligned_blocks), cmocka_unit_test(test_nested_and_inner_axis),
+        cmocka_unit_test(test_unneeded_outputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

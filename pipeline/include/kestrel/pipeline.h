@@ -330,6 +330,9 @@ KS_API const ks_packet *ks_node_input(const ks_node_ctx *ctx, uint32_t index);
  * Fails (KS_STATUS_INVALID_ARGUMENT) on a bad index, a second emit on the same output, or a
  * packet whose type differs from the output's declared type. */
 KS_API ks_status ks_node_output(ks_node_ctx *ctx, uint32_t index, ks_packet *packet);
+/* 1 if something reads output `index` this frame (a running node or a needed graph output; see
+ * ks_pipeline_set_output_needed), 0 if the node may skip producing it. */
+KS_API int ks_node_output_needed(const ks_node_ctx *ctx, uint32_t index);
 KS_API int64_t ks_node_timestamp_us(const ks_node_ctx *ctx);
 KS_API const ks_allocator *ks_node_allocator(const ks_node_ctx *ctx);
 /* Sets the pipeline's error message, prefixed with the node's name. Returns `status`. */
@@ -391,6 +394,15 @@ KS_API int32_t ks_pipeline_output_index(const ks_pipeline *pipeline, const char 
  * NULL and the message (ks_last_error(pipeline)) names the failing node. */
 KS_API ks_status ks_pipeline_process(ks_pipeline *pipeline, const ks_packet *const *inputs,
                                      int64_t timestamp_us, ks_packet **outputs);
+
+/* Whether the caller reads graph output `index` (every output is needed until told otherwise).
+ * A node runs only while some needed output or running node reads one of its outputs; infer
+ * nodes (also inside foreach subgraphs) tell their sessions which model outputs are read, so the
+ * layers behind an unread output are not run either (ks_session_set_output_needed). An output
+ * that is not needed is NULL after ks_pipeline_process. Streams that nothing reads keep their
+ * nodes running (they may be sinks with effects of their own). Call between frames: it may
+ * re-plan infer sessions (allocates). */
+KS_API ks_status ks_pipeline_set_output_needed(ks_pipeline *pipeline, uint32_t index, int needed);
 
 /* The allocator the pipeline's nodes make packets with: a cache over the desc's allocator where
  * freed blocks wait on per-size free lists for later frames, so steady-state frames do not reach
