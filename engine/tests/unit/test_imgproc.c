@@ -619,6 +619,41 @@ static void test_simd_matches_scalar(void **state) {
         free(b);
         free_image(&t);
     }
+    /* Maps without rotation (orientation 0 or 180, mirrored or not: the crops of detectors and
+     * segmenters) on wider images, scales 0.3 .. 2.5, offsets odd and even. */
+    for (int iter = 0; iter < 240; iter++) {
+        ks_pixel_format fmt = k_formats[iter % NUM_FORMATS];
+        int32_t sw = 40 + (int32_t)(rnd() % 90), sh = 8 + (int32_t)(rnd() % 40);
+        test_image t;
+        make_image(&t, fmt, sw, sh, (int)(rnd() & 1));
+        int32_t ow = 8 + (int32_t)(rnd() % 40), oh = 1 + (int32_t)(rnd() % 6);
+        float sx = 0.3f + (float)(rnd() % 1000) / 1000.0f * 2.2f;
+        ks_image_to_tensor_desc d;
+        memset(&d, 0, sizeof(d));
+        d.m[0] = sx;
+        d.m[2] = (float)(rnd() % 200) / 10.0f - 3.0f;
+        d.m[4] = 0.5f + (float)(rnd() % 100) / 50.0f;
+        d.m[5] = (float)(rnd() % 100) / 10.0f;
+        d.rotation = (rnd() & 1) ? KS_ROTATION_180 : KS_ROTATION_0;
+        d.mirror = (int)(rnd() & 1);
+        d.channel_order = (ks_channel_order)(rnd() % 3);
+        d.scale[0] = d.scale[1] = d.scale[2] = 1.0f / 255.0f;
+        int32_t nc = d.channel_order == KS_CHANNEL_ORDER_GRAY ? 1 : 3;
+        size_t bytes = (size_t)ow * oh * nc * 4;
+        float *a = malloc(bytes), *b = malloc(bytes);
+        ks_tensor ta = make_tensor(a, bytes, KS_DTYPE_F32, 1, oh, ow, nc), tb = ta;
+        tb.data = b;
+        assert_int_equal(ks__image_to_tensor_isa(&t.img, &d, &ta, 0), KS_STATUS_OK);
+        assert_int_equal(ks__image_to_tensor_isa(&t.img, &d, &tb, isa), KS_STATUS_OK);
+        if (memcmp(a, b, bytes) != 0)
+            fail_msg("axis iter %d: %s %dx%d -> %dx%d scale %.3f rot %d mirror %d: SIMD differs "
+                     "from scalar",
+                     iter, ks_pixel_format_string(fmt), sw, sh, ow, oh, (double)sx, d.rotation,
+                     d.mirror);
+        free(a);
+        free(b);
+        free_image(&t);
+    }
     /* Mostly-inside case so the gather path is actually exercised: 64x48 -> 37x29 downscale. */
     for (size_t f = 0; f < NUM_FORMATS; f++) {
         test_image t;
