@@ -237,7 +237,8 @@ ks_status ks__task_create_pipeline(const ks_bundle *bundle, const ks_task_option
                            .num_side_params = num_params,
                            .graph_entry = graph_entry,
                            .num_threads = task->num_threads > 0 ? task->num_threads : 1,
-                           .precision = task->precision};
+                           .precision = task->precision,
+                           .backend = task->backend};
     return ks_pipeline_create_bundle(bundle, &pd, out);
 }
 

@@ -38,12 +38,14 @@ static int usage(void) {
                     "                 [--max-results N] [--min-score S] [--mask-out mask.png] "
                     "[--threads N]\n"
                     "                 [--precision stored|f32|fastest] [--tiles N]\n"
+                    "                 [--backend cpu|vulkan|auto]\n"
                     "  TASK: face_detect, face_landmarks, pose, segment, detect, hands, classify\n"
                     "  --model: a bundle (.ksb), or a model (.ksm) replacing the default bundle's\n"
                     "           model with the same inputs and outputs\n"
                     "  --precision: an int8 model's layers as stored (default), in fp32, or per\n"
                     "           layer the faster of the two on this CPU (timed at create)\n"
-                    "  --tiles: face_detect also on N x N tiles (2..4) for small faces\n");
+                    "  --tiles: face_detect also on N x N tiles (2..4) for small faces\n"
+                    "  --backend: where the models run (default cpu; auto: the faster, timed)\n");
     return 2;
 }
 
@@ -121,6 +123,13 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "ks-vision: --precision '%s': use stored, f32 or fastest\n", v);
                 return 2;
             }
+        } else if (strcmp(a, "--backend") == 0) {
+            ks_backend b;
+            if (ks_backend_parse(v, &b)) {
+                fprintf(stderr, "ks-vision: --backend '%s': use cpu, vulkan, opencl or auto\n", v);
+                return 2;
+            }
+            args.backend = (int)b;
         } else if (strcmp(a, "--min-score") == 0) {
             char *end = NULL;
             double s = strtod(v, &end);

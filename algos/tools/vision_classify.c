@@ -11,6 +11,7 @@ int ks__vision_classify(const ks_vision_args *args, const ks_image *img, ks_canv
     ks_classifications *top = NULL;
     ks_image_classifier_desc desc = {.task = {.num_threads = args->num_threads,
                                               .precision = (ks_precision)args->precision,
+                                              .backend = (ks_backend)args->backend,
                                               .min_score = args->min_score,
                                               .max_results = args->max_results,
                                               .model_path = args->model}};

@@ -19,6 +19,7 @@ typedef struct ks_vision_args {
     float min_score;      /* --min-score, 0 = task default */
     int num_threads;      /* --threads, 0 = 1 */
     int precision;        /* --precision stored|f32|fastest (ks_precision) */
+    int backend;          /* --backend cpu|vulkan|auto (ks_backend) */
     int tiles;            /* --tiles (face_detect): N x N tile passes for small faces, 0 = off */
 } ks_vision_args;
 

@@ -16,6 +16,7 @@ int ks__vision_detect(const ks_vision_args *args, const ks_image *img, ks_canvas
     ks_detected_objects *objs = NULL;
     ks_object_detector_desc desc = {.task = {.num_threads = args->num_threads,
                                              .precision = (ks_precision)args->precision,
+                                             .backend = (ks_backend)args->backend,
                                              .min_score = args->min_score,
                                              .max_results = args->max_results,
                                              .model_path = args->model}};

@@ -14,6 +14,7 @@ int ks__vision_face_detect(const ks_vision_args *args, const ks_image *img, ks_c
                                            .max_results = args->max_results,
                                            .num_threads = args->num_threads,
                                            .precision = (ks_precision)args->precision,
+                                           .backend = (ks_backend)args->backend,
                                            .model_path = args->model},
                                   .tiles = args->tiles};
     ks_face_detector *det = NULL;
@@ -66,6 +67,7 @@ int ks__vision_face_landmarks(const ks_vision_args *args, const ks_image *img, k
                                              .max_results = max_faces,
                                              .num_threads = args->num_threads,
                                              .precision = (ks_precision)args->precision,
+                                             .backend = (ks_backend)args->backend,
                                              .model_path = args->model}};
     ks_face_landmarker *fl = NULL;
     ks_face_meshes *faces = NULL;

@@ -8,6 +8,7 @@ int ks__vision_pose(const ks_vision_args *args, const ks_image *img, ks_canvas *
     ks_pose_landmarker_desc desc = {.task = {.mode = KS_MODE_IMAGE,
                                              .num_threads = args->num_threads,
                                              .precision = (ks_precision)args->precision,
+                                             .backend = (ks_backend)args->backend,
                                              .min_score = args->min_score,
                                              .max_results = args->max_results,
                                              .model_path = args->model}};

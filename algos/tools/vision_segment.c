@@ -12,6 +12,7 @@ int ks__vision_segment(const ks_vision_args *args, const ks_image *img, ks_canva
     int rc = 1;
     ks_segmenter_desc desc = {.task = {.num_threads = args->num_threads,
                                        .precision = (ks_precision)args->precision,
+                                       .backend = (ks_backend)args->backend,
                                        .model_path = args->model},
                               .output_u8 = 1};
     if (ks_segmenter_create(&desc, &seg)) {

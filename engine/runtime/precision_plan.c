@@ -37,6 +37,7 @@ static ks_status time_graph(const ks_model *model, const ks__graph *g, const ks_
     ks_session_desc d = *desc;
     d.precision = KS_PRECISION_DEFAULT;
     d.flags &= ~KS_SESSION_KEEP_ALL_TENSORS;
+    d.backend = KS_BACKEND_CPU; /* a choice between CPU kernels */
     ks_status st = ks__session_create_on(model, g, &d, &s);
     if (st) return st;
     prof_acc acc = {g->num_nodes, 0, NULL};

@@ -152,6 +152,11 @@ void ks_session_destroy(ks_session *s) {
     ks__free(&a, s);
 }
 
+ks_backend ks_session_backend(const ks_session *s) {
+    if (!s || !s->device) return KS_BACKEND_CPU;
+    return strcmp(s->device->name, "vulkan") == 0 ? KS_BACKEND_VULKAN : KS_BACKEND_OPENCL;
+}
+
 const ks__graph *ks__model_graph(const ks_model *m) {
     return m ? &m->graph : NULL;
 }

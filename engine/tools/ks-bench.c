@@ -46,6 +46,7 @@ typedef struct options {
     const char *key_file;                 /* --key-file KEY: the model is encrypted */
     const char *skip_outputs[MAX_INPUTS]; /* --skip-output NAME|INDEX */
     int num_skip_outputs;
+    ks_backend backend; /* --backend cpu|vulkan|opencl|auto */
 } options;
 
 static void usage(void) {
@@ -54,7 +55,7 @@ static void usage(void) {
             "                [--input NAME=FILE.npy] [--shape NAME=1x3x224x224] [--range LO:HI]\n"
             "                [--json] [--profile] [--tune off|fast|full] [--tune-cache FILE]\n"
             "                [--key-file KEY] [--precision stored|f32|fastest]\n"
-            "                [--skip-output NAME|INDEX]...\n"
+            "                [--skip-output NAME|INDEX]... [--backend cpu|vulkan|auto]\n"
             "  --threads N   session threads (default 1)\n"
             "  --runs R      timed runs (default 20)\n"
             "  --warmup W    untimed runs first (default 3)\n"
@@ -74,7 +75,10 @@ static void usage(void) {
             "  --precision   int8 layers of a quantized model: as stored (default), all in\n"
             "                fp32, or per layer the faster of the two (timed at create)\n"
             "  --skip-output an output the caller does not read: the nodes that only it needs\n"
-            "                are not run (ks_session_set_output_needed); repeatable\n");
+            "                are not run (ks_session_set_output_needed); repeatable\n"
+            "  --backend     where the session runs: cpu (default), vulkan (the ops it supports\n"
+            "                on the GPU, the rest on the CPU) or auto (the faster, timed at\n"
+            "                create)\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out) {
@@ -129,6 +133,8 @@ static int parse_args(int argc, char **argv, options *opt) {
         } else if (strcmp(a, "--input") == 0 && has_value) {
             if (opt->num_in_specs == MAX_INPUTS) goto too_many;
             opt->in_specs[opt->num_in_specs++] = argv[++i];
+        } else if (strcmp(a, "--backend") == 0 && has_value) {
+            if (ks_backend_parse(argv[++i], &opt->backend)) goto bad_value;
         } else if (strcmp(a, "--skip-output") == 0 && has_value) {
             if (opt->num_skip_outputs == MAX_INPUTS) goto too_many;
             opt->skip_outputs[opt->num_skip_outputs++] = argv[++i];
@@ -259,7 +265,8 @@ int main(int argc, char **argv) {
                            &(ks_session_desc){.num_threads = opt.threads,
                                               .precision = opt.precision,
                                               .tune = opt.tune,
-                                              .tune_cache_path = opt.tune_cache},
+                                              .tune_cache_path = opt.tune_cache,
+                                              .backend = opt.backend},
                            &s);
     sum.create_ms = ks__bench_now_ms() - t0;
     if (st) {
@@ -290,6 +297,7 @@ int main(int argc, char **argv) {
         goto done;
     }
     sum.reshape_ms = ks__bench_now_ms() - t0;
+    sum.backend = ks_backend_string(ks_session_backend(s));
     if (ks__bench_fill_inputs(s, nin, npys, &opt.range, opt.seed, err, sizeof(err))) goto fail;
 
     if (!(times_ms = calloc((size_t)opt.runs, sizeof(double)))) {
@@ -315,8 +323,8 @@ int main(int argc, char **argv) {
         printf("input    %s %s %s (%s)\n", t.info.name, ks_dtype_string(t.info.dtype), dims,
                npys[i].data ? "npy" : "random");
     }
-    printf("kestrel  %s\ncpu      %s [%s]\nthreads  %d\n", ks_version_string(), ks__cpu_name(), isa,
-           opt.threads);
+    printf("kestrel  %s\ncpu      %s [%s]\nthreads  %d\nbackend  %s\n", ks_version_string(),
+           ks__cpu_name(), isa, opt.threads, ks_backend_string(ks_session_backend(s)));
     printf("load     %.3f ms\ncreate   %.3f ms\nreshape  %.3f ms\n", sum.load_ms, sum.create_ms,
            sum.reshape_ms);
     printf("runs     %d (after %d warmup)\n", opt.runs, opt.warmup);

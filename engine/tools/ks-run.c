@@ -17,12 +17,13 @@ static void usage(void) {
     fprintf(stderr,
             "usage: ks-run MODEL.ksm --input NAME=FILE.npy ... --output-dir DIR\n"
             "              [--dump-all DIR] [--threads N] [--key-file KEY]\n"
-            "              [--precision stored|f32|fastest]\n"
+            "              [--precision stored|f32|fastest] [--backend cpu|vulkan|auto]\n"
             "  Inputs may also be given by position: --input FILE.npy.\n"
             "  --dump-all writes every intermediate tensor of the graph as DIR/<name>.npy.\n"
             "  --key-file reads the key of an encrypted model (ks-protect).\n"
             "  --precision: int8 layers of a quantized model as stored (default), all in fp32,\n"
-            "              or per layer the faster of the two on this CPU (timed at create).\n");
+            "              or per layer the faster of the two on this CPU (timed at create).\n"
+            "  --backend: where the model runs (ks_session_desc.backend; default cpu).\n");
 }
 
 static int write_tensor(const char *dir, const ks_tensor *t) {
@@ -42,6 +43,7 @@ int main(int argc, char **argv) {
     const char *in_specs[MAX_INPUTS];
     int num_specs = 0, threads = 1, rc = 1;
     ks_precision precision = KS_PRECISION_DEFAULT;
+    ks_backend backend = KS_BACKEND_CPU;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--input") == 0 && i + 1 < argc) {
             if (num_specs == MAX_INPUTS) {
@@ -61,6 +63,12 @@ int main(int argc, char **argv) {
             const char *v = argv[++i];
             if (!ks__precision_parse(v, &precision)) {
                 fprintf(stderr, "ks-run: --precision '%s': use stored, f32 or fastest\n", v);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (ks_backend_parse(v, &backend)) {
+                fprintf(stderr, "ks-run: --backend '%s': use cpu, vulkan, opencl or auto\n", v);
                 return 2;
             }
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -140,7 +148,8 @@ int main(int argc, char **argv) {
     }
     ks_session_desc desc = {.num_threads = threads,
                             .precision = precision,
-                            .flags = dump_dir ? KS_SESSION_KEEP_ALL_TENSORS : 0u};
+                            .flags = dump_dir ? KS_SESSION_KEEP_ALL_TENSORS : 0u,
+                            .backend = backend};
     st = ks_session_create(model, &desc, &s);
     if (st) {
         fprintf(stderr, "ks-run: %s: %s\n", ks_status_string(st), ks_last_error(NULL));

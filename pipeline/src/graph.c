@@ -913,6 +913,11 @@ static ks_status create_from_text(const char *json, size_t size_bytes, const cha
                          (int)desc->precision);
         return KS_STATUS_INVALID_ARGUMENT;
     }
+    if (desc && ((int)desc->backend < 0 || desc->backend >= KS_BACKEND_COUNT)) {
+        ks__object_error(NULL, "ks_pipeline_desc.backend %d is not a ks_backend",
+                         (int)desc->backend);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
     cJSON *root = NULL, *side = NULL;
     ks_status st = ks__json_parse(json, size_bytes, source, &root, err, sizeof(err));
     if (!st) st = desc_side(desc, &side, err, sizeof(err));

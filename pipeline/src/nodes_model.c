@@ -369,17 +369,24 @@ static ks_status load_model(const ks_node_init *init, const char *name, ks_model
 }
 
 static ks_status infer_create(const ks_node_init *init, void **state_out) {
-    const char *model = NULL, *precision = NULL;
+    const char *model = NULL, *precision = NULL, *backend = NULL;
     int64_t threads = 0;
     ks_status st = ks_node_options_string(init->options, "model", NULL, &model);
     if (!st) st = ks_node_options_int(init->options, "num_threads", 0, &threads);
     if (!st) st = ks_node_options_string(init->options, "precision", NULL, &precision);
+    if (!st) st = ks_node_options_string(init->options, "backend", NULL, &backend);
     if (st) return st;
     const ks__subgraph_env *env = ks__options_env(init->options);
     ks_precision prec = env && env->desc ? env->desc->precision : KS_PRECISION_DEFAULT;
     if (precision && !ks__precision_parse(precision, &prec)) {
         snprintf(init->error, init->error_cap,
                  "option 'precision' is '%s'; use stored, f32 or fastest", precision);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    ks_backend be = env && env->desc ? env->desc->backend : KS_BACKEND_CPU;
+    if (backend && ks_backend_parse(backend, &be)) {
+        snprintf(init->error, init->error_cap,
+                 "option 'backend' is '%s'; use cpu, vulkan, opencl or auto", backend);
         return KS_STATUS_INVALID_ARGUMENT;
     }
     if (!model || !model[0]) {
@@ -423,6 +430,7 @@ static ks_status infer_create(const ks_node_init *init, void **state_out) {
     st = ks_session_create(s->model,
                            &(ks_session_desc){.num_threads = (int32_t)threads,
                                               .precision = prec,
+                                              .backend = be,
                                               .allocator = init->allocator},
                            &s->session);
     if (st) {

@@ -68,6 +68,8 @@ typedef struct ks_task_options {
     /* Sessions of the task's models (ks_precision, engine.h): 0 runs an int8 model's layers as
      * stored; KS_PRECISION_FASTEST picks int8 or fp32 per layer on this CPU at create. */
     ks_precision precision;
+    /* Where the task's models run (ks_backend, engine.h); 0: the CPU. */
+    ks_backend backend;
 } ks_task_options;
 
 /* Where a task's calls spent their time since it was created, each stage summed over every

@@ -109,6 +109,28 @@ typedef enum ks_tune_mode {
     KS_TUNE_COUNT
 } ks_tune_mode;
 
+/* Where a session runs. A GPU backend runs the ops it supports (docs/vulkan.md) in partitions
+ * and leaves the rest, with the transfers between them, to the CPU; `ks-bench --profile` shows
+ * both. A backend this build or device lacks refuses the session with KS_STATUS_UNSUPPORTED and
+ * a message that names it. */
+typedef enum ks_backend {
+    KS_BACKEND_CPU = 0,    /* the default */
+    KS_BACKEND_VULKAN = 1, /* Vulkan compute (builds with KS_VULKAN; a Vulkan 1.1 device) */
+    KS_BACKEND_OPENCL = 2, /* not in this version: always refused */
+    /* Session create times the model on the CPU and on each GPU backend that opens here (a few
+     * runs, after one warm-up, with the desc's threads) and keeps the fastest; any failure of
+     * a GPU backend falls back to the CPU. The choice is remembered for the process per model
+     * (checksum and size), threads and precision, so a second create measures nothing. Needs
+     * static input shapes; a model with dynamic ones runs on the CPU. */
+    KS_BACKEND_AUTO = 3,
+    KS_BACKEND_COUNT
+} ks_backend;
+
+/* "cpu", "vulkan", "opencl", "auto"; "?" for other values. */
+KS_API const char *ks_backend_string(ks_backend backend);
+/* Parses those names (ASCII, exact). 0 on success, -1 otherwise (*out untouched). */
+KS_API int ks_backend_parse(const char *name, ks_backend *out);
+
 typedef struct ks_session_desc {
     int32_t num_threads;           /* 0: 1 thread. Threads split each op's work. */
     ks_precision precision;        /* 0: default */
@@ -118,12 +140,15 @@ typedef struct ks_session_desc {
                                       reshape fail with KS_STATUS_LIMIT_EXCEEDED. */
     ks_tune_mode tune;             /* 0: off */
     const char *tune_cache_path;   /* NULL: no cache file. Copied; read and written at reshape. */
+    ks_backend backend;            /* 0: the CPU */
 } ks_session_desc;
 
 /* Creates a session on a model. The model must outlive the session. desc may be NULL. */
 KS_API ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
                                    ks_session **session_out);
 KS_API void ks_session_destroy(ks_session *session);
+/* The backend the session runs on (KS_BACKEND_AUTO resolved: CPU or a GPU backend). */
+KS_API ks_backend ks_session_backend(const ks_session *session);
 
 /* Shape inference, algorithm choice and arena planning for the given input shapes.
  * input_shapes has ks_model_num_inputs() entries, or is NULL to use the model's own shapes

@@ -265,6 +265,10 @@ void ks__bench_print_json(FILE *f, const ks__bench_summary *s) {
     ks__bench_json_string(f, ks__cpu_name());
     fprintf(f, ",\"isa\":");
     ks__bench_json_string(f, s->isa);
+    if (s->backend) {
+        fprintf(f, ",\"backend\":");
+        ks__bench_json_string(f, s->backend);
+    }
     fprintf(f, ",\"threads\":%d,\"runs\":%d,\"warmup\":%d,\"seed\":%llu", s->threads, s->runs,
             s->warmup, (unsigned long long)s->seed);
     fprintf(f, ",\"load_ms\":%.4f,\"create_ms\":%.4f,\"reshape_ms\":%.4f", s->load_ms, s->create_ms,

@@ -80,6 +80,7 @@ void ks__bench_json_string(FILE *f, const char *s);
 /* What a run measured, as ks-bench --json prints it. */
 typedef struct ks__bench_summary {
     const char *model_path, *isa;
+    const char *backend; /* ks_backend_string of the session's backend; NULL: not printed */
     int threads, runs, warmup;
     uint64_t seed;
     double load_ms, create_ms, reshape_ms;

@@ -365,6 +365,8 @@ typedef struct ks_pipeline_desc {
     int32_t num_threads;     /* sessions of infer nodes; 0: 1 */
     /* sessions of infer nodes without their own 'precision' option; 0: as stored */
     ks_precision precision;
+    /* sessions of infer nodes without their own 'backend' option; 0: the CPU */
+    ks_backend backend;
 } ks_pipeline_desc;
 
 /* Parses, validates and instantiates a graph from JSON text (not NUL-terminated necessarily).
