@@ -1,15 +1,20 @@
-/* The Vulkan device backend, step 1 of issue 24 (docs/vulkan.md).
+/* The Vulkan device backend of issue 24 (docs/vulkan.md): step 1 (device, memory, recording,
+ * transfers) and step 2 (the ops of the standard models).
  *
  * What happens when:
  * - device_create: loader (dlopen, vk_loader.c), instance, the first physical device with
  *   Vulkan 1.1 and a compute queue (or KS_VULKAN_DEVICE), logical device, queue, command pool.
  *   Pipelines are made the first time a partition needs them and kept for the device's life.
+ * - supports (every reshape, per node): the node's plan (plan_node): one or more dispatches of
+ *   a shader family, their push constants from the core's geometry functions (shape_*.h), so a
+ *   shader and the CPU reference kernel cannot disagree on shapes; or none for a view.
  * - compile (every reshape, per partition): one device-local buffer holds every tensor the
  *   partition touches, each at its own aligned offset (no reuse between tensors, so the only
  *   hazards inside a run are read-after-write ones); one host-visible staging buffer, mapped for
  *   the program's life, holds its inputs and outputs; constants (weights, biases) are uploaded
- *   once through a temporary staging buffer. Then ONE command buffer is recorded: upload copy,
- *   every dispatch with a buffer barrier on the region it wrote, download copy.
+ *   once through a temporary staging buffer. A view's output is its input's region. Then ONE
+ *   command buffer is recorded: upload copy, every dispatch with a buffer barrier on the region
+ *   it wrote, download copy.
  * - submit: copies the inputs from the host arena into the staging buffer and submits the
  *   recorded command buffer with a fence. Nothing is recorded or allocated.
  * - wait: waits on the fence, copies the outputs from the staging buffer into the host arena,
@@ -28,6 +33,8 @@
 #include "base/alloc.h"
 #include "base/error.h"
 #include "src/shape_conv.h"
+#include "src/shape_data.h"
+#include "src/shape_elementwise.h"
 #include "vk_loader.h"
 #include "vk_shaders.h" /* generated at build time from shaders/ (cmake/vulkan.cmake) */
 
@@ -49,7 +56,22 @@
  * Shader families and their push constants (each must match its shader's `P` block)
  * ------------------------------------------------------------------------------------------- */
 
-enum { K_BINARY, K_UNARY, K_CONV, K_COUNT };
+enum {
+    K_BINARY,
+    K_UNARY,
+    K_CONV,
+    K_DECONV,
+    K_POOL,
+    K_PAD,
+    K_COPY,
+    K_RESIZE,
+    K_SOFTMAX,
+    K_MATMUL,
+    K_REDUCE,
+    K_COUNT
+};
+
+#define MAX_DIMS 6 /* of the index arithmetic in pad, copy and reduce (size-1 dims dropped) */
 
 typedef struct pc_binary {
     uint32_t count, op;
@@ -59,12 +81,14 @@ typedef struct pc_binary {
     uint32_t sa[4], sb[4];
 } pc_binary;
 
+/* op: a ks__act (RELU ... SILU), or one of the UN_* codes of unary.comp */
 typedef struct pc_unary {
     uint32_t count;
-    int32_t act;
-    float alpha;
+    int32_t op;
+    float alpha, beta;
 } pc_unary;
 
+/* CONV2D and CONV2D_TRANSPOSE */
 typedef struct pc_conv {
     uint32_t count;
     int32_t ih, iw, ic, oh, ow, oc;
@@ -75,30 +99,108 @@ typedef struct pc_conv {
     float alpha;
 } pc_conv;
 
+typedef struct pc_pool {
+    uint32_t count;
+    int32_t ih, iw, c, oh, ow, kh, kw, sh, sw, pt, pl, pb, pr;
+    int32_t kind, count_include_pad, act;
+    float alpha;
+} pc_pool;
+
+typedef struct pc_pad {
+    uint32_t count;
+    int32_t mode, rank;
+    float value;
+    int32_t out_dims[MAX_DIMS], in_dims[MAX_DIMS], before[MAX_DIMS];
+} pc_pad;
+
+/* y[dst] = act(x[src]) over `dims`: src = sbase + sum(i_d * ss_d), dst = dbase + sum(i_d * ds_d).
+ * TRANSPOSE, SLICE, CONCAT and PACK (one per input), SPLIT and UNPACK (one per output),
+ * DEPTH_TO_SPACE and SPACE_TO_DEPTH are all this one shader. */
+typedef struct pc_copy {
+    uint32_t count;
+    int32_t rank, sbase, dbase, act;
+    float alpha;
+    int32_t dims[MAX_DIMS], ss[MAX_DIMS], ds[MAX_DIMS];
+} pc_copy;
+
+typedef struct pc_resize {
+    uint32_t count;
+    int32_t ih, iw, c, oh, ow, mode, coord, round_mode;
+    float ratio_h, ratio_w;
+} pc_resize;
+
+typedef struct pc_softmax {
+    uint32_t count, len, inner;
+    int32_t log;
+    float beta;
+} pc_softmax;
+
+/* FULLY_CONNECTED and MATMUL: y[b, i, j] = act(sum_k a[..] * b[..] + bias[j]), element strides */
+typedef struct pc_matmul {
+    uint32_t count;
+    int32_t m, n, k;
+    int32_t as_m, as_k, bs_k, bs_n;
+    int32_t batch_rank;
+    uint32_t flags; /* 1 bias */
+    int32_t act;
+    float alpha;
+    int32_t bdims[4], as_b[4], bs_b[4]; /* per batch dim: extent, a's and b's strides */
+} pc_matmul;
+
+typedef struct pc_reduce {
+    uint32_t count;
+    int32_t kind, nk, nr, rcount;
+    int32_t kdims[MAX_DIMS], ks[MAX_DIMS], rdims[MAX_DIMS], rs[MAX_DIMS];
+} pc_reduce;
+
 typedef struct kernel_info {
     const char *name;
     const uint32_t *spv;
     size_t spv_bytes;
-    uint32_t num_bindings; /* inputs 0..num_bindings-2, then the output */
+    uint32_t num_bindings; /* operands, the output last */
     uint32_t pc_bytes;
 } kernel_info;
 
+#define KERNEL(n, b, pc)                                                                           \
+    { #n, ks__vk_spv_##n, sizeof(ks__vk_spv_##n), b, sizeof(pc) }
 static const kernel_info k_kernels[K_COUNT] = {
-    {"binary", ks__vk_spv_binary, sizeof(ks__vk_spv_binary), 3, sizeof(pc_binary)},
-    {"unary", ks__vk_spv_unary, sizeof(ks__vk_spv_unary), 2, sizeof(pc_unary)},
-    {"conv2d", ks__vk_spv_conv2d, sizeof(ks__vk_spv_conv2d), 6, sizeof(pc_conv)},
+    [K_BINARY] = KERNEL(binary, 3, pc_binary),    [K_UNARY] = KERNEL(unary, 2, pc_unary),
+    [K_CONV] = KERNEL(conv2d, 6, pc_conv),        [K_DECONV] = KERNEL(deconv, 5, pc_conv),
+    [K_POOL] = KERNEL(pool2d, 2, pc_pool),        [K_PAD] = KERNEL(pad, 2, pc_pad),
+    [K_COPY] = KERNEL(copy, 2, pc_copy),          [K_RESIZE] = KERNEL(resize, 2, pc_resize),
+    [K_SOFTMAX] = KERNEL(softmax, 2, pc_softmax), [K_MATMUL] = KERNEL(matmul, 4, pc_matmul),
+    [K_REDUCE] = KERNEL(reduce, 2, pc_reduce),
 };
+#undef KERNEL
 
-/* What one node needs: its shader family, push constants and dispatch size. */
-typedef struct node_plan {
+/* One dispatch: its shader family, push constants, size and operands. */
+typedef struct dispatch {
     int kind;
     union {
         pc_binary binary;
         pc_unary unary;
         pc_conv conv;
+        pc_pool pool;
+        pc_pad pad;
+        pc_copy copy;
+        pc_resize resize;
+        pc_softmax softmax;
+        pc_matmul matmul;
+        pc_reduce reduce;
     } pc;
-    uint32_t count; /* invocations: one per output element */
+    uint32_t count; /* invocations */
     uint32_t groups_x, groups_y;
+    /* per binding, the node's operand: input i (>= 0; absent: the output's region, never read)
+     * or output -1 - i */
+    int8_t ref[MAX_BINDINGS];
+} dispatch;
+
+/* What one node needs: its dispatches (CONCAT and SPLIT: one per input / output), or none for a
+ * view (RESHAPE, SQUEEZE, UNSQUEEZE), whose output is its input's memory. */
+typedef struct node_plan {
+    uint32_t num_steps;
+    bool view;
+    dispatch steps[KS__MAX_PARTS];
 } node_plan;
 
 /* ---------------------------------------------------------------------------------------------
@@ -125,6 +227,12 @@ typedef struct vk_dev {
     uint32_t timestamp_bits; /* of the queue; 0: no timestamps */
     VkDeviceSize align;      /* of storage buffer offsets */
     vk_pipe pipes[K_COUNT];
+    /* What supports has accepted in the current reshape (vk_supports): per tensor id, the run of
+     * accepted nodes that produced it (0: none); the current run; the last node asked. */
+    uint32_t *run_of;
+    size_t run_cap;
+    uint32_t run, last_node;
+    bool asked;
 } vk_dev;
 
 static uint64_t now_ns(void) {
@@ -152,6 +260,7 @@ static void vk_device_destroy(void *dev_) {
         if (d->cmd_pool) vk->vkDestroyCommandPool(d->device, d->cmd_pool, NULL);
         vk->vkDestroyDevice(d->device, NULL);
     }
+    ks__free(&d->alloc, d->run_of);
     if (d->instance && vk->vkDestroyInstance) vk->vkDestroyInstance(d->instance, NULL);
     ks_allocator a = d->alloc;
     ks__free(&a, d);
@@ -501,16 +610,96 @@ static bool plain_f32(const vk_dev *d, const ks__rt_tensor *t) {
            n < ((int64_t)1 << 30);
 }
 
-static bool set_groups(const vk_dev *d, uint32_t count, node_plan *np) {
-    uint32_t groups = (count + GROUP_SIZE - 1) / GROUP_SIZE;
+/* Every input in [first, first + n) that is present is plain F32. */
+static bool inputs_f32(const vk_dev *d, const ks__kernel_ctx *ctx, uint32_t first, uint32_t n) {
+    for (uint32_t k = first; k < first + n && k < ctx->num_inputs; k++)
+        if (ctx->in[k] && !plain_f32(d, ctx->in[k])) return false;
+    return true;
+}
+
+static bool set_groups(const vk_dev *d, dispatch *sp) {
+    uint32_t groups = (sp->count + GROUP_SIZE - 1) / GROUP_SIZE;
     uint32_t max_x = d->props.limits.maxComputeWorkGroupCount[0];
-    np->groups_x = groups < max_x ? groups : max_x;
-    np->groups_y = (groups + np->groups_x - 1) / np->groups_x;
-    return np->groups_y <= d->props.limits.maxComputeWorkGroupCount[1];
+    sp->groups_x = groups < max_x ? groups : max_x;
+    sp->groups_y = (groups + sp->groups_x - 1) / sp->groups_x;
+    return sp->groups_y <= d->props.limits.maxComputeWorkGroupCount[1];
 }
 
 static ks_status refuse(char *why, size_t cap, const char *what) {
     return ks__fail(why, cap, KS_STATUS_UNSUPPORTED, "%s", what);
+}
+
+/* A fused activation the shaders apply (act.glsl): not PRELU (CONV2D's own) nor TABLE. */
+static bool float_act(int32_t act) {
+    return act >= KS_ACT_NONE && act <= KS_ACT_SILU;
+}
+
+/* Every size the index arithmetic of a shader forms stays far inside int32. */
+static bool small(int64_t v) {
+    return v >= -((int64_t)1 << 24) && v <= ((int64_t)1 << 24);
+}
+
+/* Appends a step of `kind` with `count` invocations; its operands are the node's inputs in order,
+ * then output 0. The caller keeps num_steps within KS__MAX_PARTS (the op arity bounds it). */
+static dispatch *add_step(node_plan *np, int kind, int64_t count) {
+    dispatch *sp = &np->steps[np->num_steps++];
+    memset(sp, 0, sizeof(*sp));
+    sp->kind = kind;
+    sp->count = (uint32_t)count;
+    uint32_t nb = k_kernels[kind].num_bindings;
+    for (uint32_t i = 0; i + 1 < nb; i++)
+        sp->ref[i] = (int8_t)i;
+    sp->ref[nb - 1] = -1;
+    return sp;
+}
+
+/* Row-major element strides of dims. */
+static void strides_of(int32_t rank, const int64_t *dims, int64_t *s) {
+    int64_t v = 1;
+    for (int32_t d = rank - 1; d >= 0; d--) {
+        s[d] = v;
+        v *= dims[d];
+    }
+}
+
+/* A copy step (copy.comp) from operand `in` to operand `out` over dims, with source and
+ * destination element strides and bases. Extent-1 dims are dropped and neighbours contiguous on
+ * both sides merged, so that MAX_DIMS index dims suffice for every layout op of the models. */
+static ks_status add_copy(node_plan *np, int in, int out, int32_t rank, const int64_t *dims,
+                          const int64_t *ss, int64_t sbase, const int64_t *ds, int64_t dbase,
+                          int32_t act, float alpha, char *why, size_t cap) {
+    int64_t n[KS_MAX_RANK + 2], s[KS_MAX_RANK + 2], t[KS_MAX_RANK + 2], count = 1;
+    int32_t r = 0;
+    for (int32_t k = 0; k < rank; k++) {
+        count *= dims[k];
+        if (dims[k] == 1) continue;
+        if (r > 0 && s[r - 1] == ss[k] * dims[k] && t[r - 1] == ds[k] * dims[k]) {
+            n[r - 1] *= dims[k];
+            s[r - 1] = ss[k];
+            t[r - 1] = ds[k];
+            continue;
+        }
+        n[r] = dims[k], s[r] = ss[k], t[r] = ds[k];
+        r++;
+    }
+    if (count < 1) return refuse(why, cap, "empty copy");
+    if (r > (int32_t)MAX_DIMS) return refuse(why, cap, "more than 6 dims to index");
+    dispatch *sp = add_step(np, K_COPY, count);
+    pc_copy *pc = &sp->pc.copy;
+    pc->count = (uint32_t)count;
+    pc->rank = r;
+    pc->sbase = (int32_t)sbase;
+    pc->dbase = (int32_t)dbase;
+    pc->act = act;
+    pc->alpha = alpha;
+    for (int32_t k = 0; k < r; k++) {
+        pc->dims[k] = (int32_t)n[k];
+        pc->ss[k] = (int32_t)s[k];
+        pc->ds[k] = (int32_t)t[k];
+    }
+    sp->ref[0] = (int8_t)in;
+    sp->ref[1] = (int8_t)out;
+    return KS_STATUS_OK;
 }
 
 /* Element strides of t read as an operand broadcast to a rank-4 output od (0 along a dimension
@@ -530,15 +719,16 @@ static bool bcast_strides(const ks__rt_tensor *t, const int64_t *od, uint32_t *s
     return true;
 }
 
-static ks_status plan_binary(const vk_dev *d, const ks__kernel_ctx *ctx, node_plan *np, char *why,
+static ks_status plan_binary(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
                              size_t cap) {
     const ks__rt_tensor *y = ctx->out[0];
     if (ctx->num_inputs != 2 || !plain_f32(d, ctx->in[0]) || !plain_f32(d, ctx->in[1]))
         return refuse(why, cap, "inputs are not two plain F32 tensors");
     if (y->rank > 4) return refuse(why, cap, "rank above 4");
     int32_t act = ctx->node->ip[0];
-    if (act < KS_ACT_NONE || act > KS_ACT_SILU) return refuse(why, cap, "fused activation");
-    pc_binary *pc = &np->pc.binary;
+    if (!float_act(act)) return refuse(why, cap, "fused activation");
+    dispatch *sp = add_step(np, K_BINARY, ks__rt_numel(y));
+    pc_binary *pc = &sp->pc.binary;
     int64_t od[4] = {1, 1, 1, 1};
     for (int32_t k = 0; k < y->rank; k++)
         od[4 - y->rank + k] = y->dims[k];
@@ -564,74 +754,95 @@ static ks_status plan_binary(const vk_dev *d, const ks__kernel_ctx *ctx, node_pl
         pc->op = 5;
         break;
     }
-    pc->count = np->count = (uint32_t)ks__rt_numel(y);
+    pc->count = sp->count;
     pc->act = act;
     pc->alpha = ctx->node->fp[0];
     pc->d1 = (uint32_t)od[1];
     pc->d2 = (uint32_t)od[2];
     pc->d3 = (uint32_t)od[3];
-    np->kind = K_BINARY;
     return KS_STATUS_OK;
 }
 
-static ks_status plan_unary(const vk_dev *d, const ks__kernel_ctx *ctx, node_plan *np, char *why,
+/* The unary ops beyond the activations (unary.comp's UN_* codes). */
+enum {
+    UN_EXP = 16,
+    UN_SQRT,
+    UN_RSQRT,
+    UN_ABS,
+    UN_NEG,
+    UN_FLOOR,
+    UN_CEIL,
+    UN_LOG,
+    UN_CLIP,
+    UN_ELU,
+    UN_HARD_SIGMOID
+};
+
+static ks_status plan_unary(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
                             size_t cap) {
-    (void)d;
-    if (ks__rt_numel(ctx->in[0]) != ks__rt_numel(ctx->out[0]))
-        return refuse(why, cap, "input and output sizes differ");
-    pc_unary *pc = &np->pc.unary;
-    switch (ctx->node->op) {
-    case KS_OP_RELU:
-        pc->act = KS_ACT_RELU;
-        break;
-    case KS_OP_RELU6:
-        pc->act = KS_ACT_RELU6;
-        break;
-    case KS_OP_SIGMOID:
-        pc->act = KS_ACT_SIGMOID;
-        break;
-    case KS_OP_TANH:
-        pc->act = KS_ACT_TANH;
-        break;
-    default:
-        pc->act = KS_ACT_HARD_SWISH;
-        break;
+    if (ctx->num_inputs != 1 || !plain_f32(d, ctx->in[0]) ||
+        ks__rt_numel(ctx->in[0]) != ks__rt_numel(ctx->out[0]))
+        return refuse(why, cap, "the input is not plain F32 of the output's size");
+    static const struct {
+        uint32_t op;
+        int32_t code;
+    } map[] = {
+        {KS_OP_RELU, KS_ACT_RELU},
+        {KS_OP_RELU6, KS_ACT_RELU6},
+        {KS_OP_RELU_N1_TO_1, KS_ACT_RELU_N1_TO_1},
+        {KS_OP_LEAKY_RELU, KS_ACT_LEAKY_RELU},
+        {KS_OP_SIGMOID, KS_ACT_SIGMOID},
+        {KS_OP_TANH, KS_ACT_TANH},
+        {KS_OP_HARD_SWISH, KS_ACT_HARD_SWISH},
+        {KS_OP_EXP, UN_EXP},
+        {KS_OP_SQRT, UN_SQRT},
+        {KS_OP_RSQRT, UN_RSQRT},
+        {KS_OP_ABS, UN_ABS},
+        {KS_OP_NEG, UN_NEG},
+        {KS_OP_FLOOR, UN_FLOOR},
+        {KS_OP_CEIL, UN_CEIL},
+        {KS_OP_LOG, UN_LOG},
+        {KS_OP_CLIP, UN_CLIP},
+        {KS_OP_ELU, UN_ELU},
+        {KS_OP_HARD_SIGMOID, UN_HARD_SIGMOID},
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        if (map[i].op != ctx->node->op) continue;
+        dispatch *sp = add_step(np, K_UNARY, ks__rt_numel(ctx->out[0]));
+        sp->pc.unary = (pc_unary){sp->count, map[i].code, ctx->node->fp[0], ctx->node->fp[1]};
+        return KS_STATUS_OK;
     }
-    pc->count = np->count = (uint32_t)ks__rt_numel(ctx->out[0]);
-    pc->alpha = 0.0f;
-    np->kind = K_UNARY;
-    return KS_STATUS_OK;
+    return refuse(why, cap, "op not implemented");
 }
 
-static ks_status plan_conv(const vk_dev *d, const ks__kernel_ctx *ctx, node_plan *np, char *why,
-                           size_t cap) {
-    /* The core's geometry (the CPU reference kernel uses the same), on a copy of the context so
-     * that its messages go to our buffer. */
-    ks__kernel_ctx c = *ctx;
-    c.err = why;
-    c.err_cap = cap;
+/* CONV2D (deconv false) and CONV2D_TRANSPOSE: the core's geometry, as for the CPU reference. */
+static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
+                           size_t cap, bool deconv) {
     ks__conv_geom g;
-    ks_status st = ks__conv_geometry(&c, &g);
+    ks_status st = deconv ? ks__tconv_geometry(ctx, &g) : ks__conv_geometry(ctx, &g);
     if (st) return st;
-    if ((st = ks__conv_check_slope(&c, g.act, g.oc))) return st;
-    if (ctx->node->ip[12] != 0 || g.act < KS_ACT_NONE || g.act > KS_ACT_PRELU)
-        return refuse(why, cap, "fused form or activation");
-    for (uint32_t k = 0; k < ctx->num_inputs && k < 5; k++)
-        if (ctx->in[k] && !plain_f32(d, ctx->in[k]))
-            return refuse(why, cap, "an input is not plain F32");
+    if (!deconv) {
+        if ((st = ks__conv_check_slope(ctx, g.act, g.oc))) return st;
+        if (ctx->node->ip[12] != 0) return refuse(why, cap, "fused form");
+    }
+    if (!(float_act(g.act) || (!deconv && g.act == KS_ACT_PRELU)))
+        return refuse(why, cap, "fused activation");
+    if (!inputs_f32(d, ctx, 0, deconv ? 4 : 5) || !ctx->in[0] || !ctx->in[1])
+        return refuse(why, cap, "an input is not plain F32");
     const ks__rt_tensor *y = ctx->out[0], *b = ks__kernel_input(ctx, 2);
-    const ks__rt_tensor *res = ks__kernel_input(ctx, 3), *slope = ks__kernel_input(ctx, 4);
+    const ks__rt_tensor *res = ks__kernel_input(ctx, 3);
+    const ks__rt_tensor *slope = deconv ? NULL : ks__kernel_input(ctx, 4);
     int64_t count = g.n * g.oh * g.ow * g.oc;
     if (y->rank != 4 || ks__rt_numel(y) != count || (b && ks__rt_numel(b) != g.oc) ||
         (res && ks__rt_numel(res) != count) || (slope && ks__rt_numel(slope) != g.oc))
         return refuse(why, cap, "operand sizes");
-    /* every index the shader forms stays far inside int32 */
-    const int64_t lim = (int64_t)1 << 24;
-    if (g.ih > lim || g.iw > lim || g.pt > lim || g.pl > lim || g.sh > lim || g.sw > lim ||
-        (g.kh - 1) * g.dh > lim || (g.kw - 1) * g.dw > lim)
+    if (!small(g.ih) || !small(g.iw) || !small(g.pt) || !small(g.pl) || !small(g.sh) ||
+        !small(g.sw) || !small((g.kh - 1) * g.dh) || !small((g.kw - 1) * g.dw) || !small(g.oh) ||
+        !small(g.ow))
         return refuse(why, cap, "geometry too large");
-    pc_conv *pc = &np->pc.conv;
-    pc->count = np->count = (uint32_t)count;
+    dispatch *sp = add_step(np, deconv ? K_DECONV : K_CONV, count);
+    pc_conv *pc = &sp->pc.conv;
+    pc->count = sp->count;
     pc->ih = (int32_t)g.ih, pc->iw = (int32_t)g.iw, pc->ic = (int32_t)g.ic;
     pc->oh = (int32_t)g.oh, pc->ow = (int32_t)g.ow, pc->oc = (int32_t)g.oc;
     pc->kh = (int32_t)g.kh, pc->kw = (int32_t)g.kw, pc->icg = (int32_t)g.icg;
@@ -641,50 +852,491 @@ static ks_status plan_conv(const vk_dev *d, const ks__kernel_ctx *ctx, node_plan
     pc->act = g.act;
     pc->alpha = g.alpha;
     pc->flags = (b ? 1u : 0u) | (res ? 2u : 0u) | (slope ? 4u : 0u);
-    np->kind = K_CONV;
     return KS_STATUS_OK;
 }
 
-/* The node's plan, or KS_STATUS_UNSUPPORTED and why (the node then stays on the host). */
+static ks_status plan_pool(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
+                           size_t cap) {
+    ks__pool_geom g;
+    ks_status st = ks__pool_geometry(ctx, &g);
+    if (st) return st;
+    if (!plain_f32(d, ctx->in[0])) return refuse(why, cap, "the input is not plain F32");
+    if (!float_act(g.act)) return refuse(why, cap, "fused activation");
+    int64_t count = g.n * g.oh * g.ow * g.c;
+    if (ks__rt_numel(ctx->out[0]) != count) return refuse(why, cap, "operand sizes");
+    if (!small(g.ih) || !small(g.iw) || !small(g.kh) || !small(g.kw) || !small(g.sh) ||
+        !small(g.sw) || !small(g.pt) || !small(g.pl) || !small(g.pb) || !small(g.pr) ||
+        !small(g.oh) || !small(g.ow))
+        return refuse(why, cap, "geometry too large");
+    dispatch *sp = add_step(np, K_POOL, count);
+    sp->pc.pool = (pc_pool){
+        sp->count,           (int32_t)g.ih, (int32_t)g.iw,    (int32_t)g.c,  (int32_t)g.oh,
+        (int32_t)g.ow,       (int32_t)g.kh, (int32_t)g.kw,    (int32_t)g.sh, (int32_t)g.sw,
+        (int32_t)g.pt,       (int32_t)g.pl, (int32_t)g.pb,    (int32_t)g.pr, g.kind,
+        g.count_include_pad, g.act,         ctx->node->fp[0],
+    };
+    return KS_STATUS_OK;
+}
+
+static ks_status plan_pad(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
+                          size_t cap) {
+    ks__pad_geom g;
+    ks_status st = ks__pad_geometry(ctx, &g);
+    if (st) return st;
+    const ks__rt_tensor *x = ctx->in[0], *v = ks__kernel_input(ctx, 2);
+    if (!plain_f32(d, x)) return refuse(why, cap, "the input is not plain F32");
+    if (x->rank > (int32_t)MAX_DIMS) return refuse(why, cap, "rank above 6");
+    float fill = ctx->node->fp[0]; /* a `value` input wins (ops.inc) */
+    if (v) {
+        if (!v->data || ks__rt_numel(v) < 1)
+            return refuse(why, cap, "the pad value is known only at run time");
+        if (v->dtype == KS_DTYPE_F32)
+            fill = ((const float *)v->data)[0];
+        else if (ks__dtype_is_int(v->dtype))
+            fill = (float)ks__rt_get_int(v, 0);
+        else
+            return refuse(why, cap, "pad value dtype");
+    }
+    dispatch *sp = add_step(np, K_PAD, ks__rt_numel(ctx->out[0]));
+    pc_pad *pc = &sp->pc.pad;
+    pc->count = sp->count;
+    pc->mode = g.mode;
+    pc->rank = x->rank;
+    pc->value = fill;
+    for (int32_t k = 0; k < x->rank; k++) {
+        if (!small(g.before[k]) || !small(g.out_dims[k])) return refuse(why, cap, "pads too large");
+        pc->out_dims[k] = (int32_t)g.out_dims[k];
+        pc->in_dims[k] = (int32_t)x->dims[k];
+        pc->before[k] = (int32_t)g.before[k];
+    }
+    return KS_STATUS_OK;
+}
+
+/* ---- the layout ops: copy steps ---- */
+
+static ks_status plan_transpose(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
+                                size_t cap) {
+    int32_t perm[KS_MAX_RANK];
+    int64_t dims[KS_MAX_RANK], is[KS_MAX_RANK], ss[KS_MAX_RANK], ds[KS_MAX_RANK];
+    ks_status st = ks__transpose_geometry(ctx, perm, dims);
+    if (st) return st;
+    const ks__rt_tensor *x = ctx->in[0];
+    if (!plain_f32(d, x)) return refuse(why, cap, "the input is not plain F32");
+    strides_of(x->rank, x->dims, is);
+    strides_of(x->rank, dims, ds);
+    for (int32_t k = 0; k < x->rank; k++)
+        ss[k] = is[perm[k]];
+    return add_copy(np, 0, -1, x->rank, dims, ss, 0, ds, 0, KS_ACT_NONE, 0.0f, why, cap);
+}
+
+static ks_status plan_concat(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
+                             size_t cap) {
+    ks__concat_geom g;
+    ks_status st = ks__concat_geometry(ctx, &g);
+    if (st) return st;
+    int32_t act = ctx->node->ip[1];
+    if (!float_act(act)) return refuse(why, cap, "fused activation");
+    int64_t ys[KS_MAX_RANK], xs[KS_MAX_RANK], off = 0;
+    strides_of(g.rank, g.out_dims, ys);
+    for (uint32_t k = 0; k < ctx->num_inputs; k++) {
+        const ks__rt_tensor *x = ctx->in[k];
+        if (!x || x->dtype != KS_DTYPE_F32 || x->quant->count != 0)
+            return refuse(why, cap, "an input is not plain F32");
+        if (ks__rt_numel(x) == 0) continue;
+        if (!plain_f32(d, x)) return refuse(why, cap, "an input is too large");
+        strides_of(x->rank, x->dims, xs);
+        if ((st = add_copy(np, (int)k, -1, x->rank, x->dims, xs, 0, ys, off * ys[g.axis], act,
+                           ctx->node->fp[0], why, cap)))
+            return st;
+        off += x->dims[g.axis];
+    }
+    if (np->num_steps == 0) return refuse(why, cap, "every input is empty");
+    return KS_STATUS_OK;
+}
+
+static ks_status plan_split(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
+                            size_t cap) {
+    ks__split_geom g;
+    ks_status st = ks__split_geometry(ctx, &g);
+    if (st) return st;
+    const ks__rt_tensor *x = ctx->in[0];
+    if (!plain_f32(d, x)) return refuse(why, cap, "the input is not plain F32");
+    int64_t xs[KS_MAX_RANK], dims[KS_MAX_RANK], ys[KS_MAX_RANK], off = 0;
+    strides_of(x->rank, x->dims, xs);
+    memcpy(dims, x->dims, sizeof(dims[0]) * (size_t)x->rank);
+    for (uint32_t k = 0; k < ctx->num_outputs; k++) {
+        dims[g.axis] = g.sizes[k];
+        strides_of(x->rank, dims, ys);
+        if ((st = add_copy(np, 0, -1 - (int)k, x->rank, dims, xs, off * xs[g.axis], ys, 0,
+                           KS_ACT_NONE, 0.0f, why, cap)))
+            return st;
+        off += g.sizes[k];
+    }
+    return KS_STATUS_OK;
+}
+
+static ks_status plan_slice(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
+                            size_t cap) {
+    ks__slice_geom g;
+    ks_status st = ks__slice_geometry(ctx, &g);
+    if (st) return st;
+    const ks__rt_tensor *x = ctx->in[0];
+    if (!plain_f32(d, x)) return refuse(why, cap, "the input is not plain F32");
+    int64_t xs[KS_MAX_RANK], ss[KS_MAX_RANK], ds[KS_MAX_RANK], base = 0;
+    strides_of(x->rank, x->dims, xs);
+    strides_of(x->rank, g.count, ds); /* shrunk axes have count 1 */
+    for (int32_t k = 0; k < x->rank; k++) {
+        base += g.start[k] * xs[k];
+        ss[k] = g.step[k] * xs[k];
+        if (!small(ss[k])) return refuse(why, cap, "step too large");
+    }
+    return add_copy(np, 0, -1, x->rank, g.count, ss, base, ds, 0, KS_ACT_NONE, 0.0f, why, cap);
+}
+
+/* Strides of the contiguous `full` (rank r + 1) without its axis `axis`, and that axis' stride. */
+static void strides_without(int32_t full_rank, const int64_t *full_dims, int32_t axis,
+                            int64_t *strides, int64_t *axis_stride) {
+    int64_t s[KS_MAX_RANK + 1];
+    strides_of(full_rank, full_dims, s);
+    for (int32_t d = 0, k = 0; d < full_rank; d++) {
+        if (d == axis)
+            *axis_stride = s[d];
+        else
+            strides[k++] = s[d];
+    }
+}
+
+static ks_status plan_pack(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
+                           size_t cap, bool unpack) {
+    int32_t axis = 0;
+    int64_t dims[KS_MAX_RANK + 1], packed[KS_MAX_RANK], flat[KS_MAX_RANK], astride = 0;
+    ks_status st =
+        unpack ? ks__unpack_geometry(ctx, &axis, dims) : ks__pack_geometry(ctx, &axis, dims);
+    if (st) return st;
+    if (!inputs_f32(d, ctx, 0, ctx->num_inputs)) return refuse(why, cap, "an input is not F32");
+    if (unpack) {
+        const ks__rt_tensor *x = ctx->in[0];
+        strides_without(x->rank, x->dims, axis, packed, &astride);
+        strides_of(x->rank - 1, dims, flat);
+        for (uint32_t k = 0; k < ctx->num_outputs; k++)
+            if ((st = add_copy(np, 0, -1 - (int)k, x->rank - 1, dims, packed, (int64_t)k * astride,
+                               flat, 0, KS_ACT_NONE, 0.0f, why, cap)))
+                return st;
+        return KS_STATUS_OK;
+    }
+    int32_t rank = ctx->in[0]->rank;
+    strides_without(rank + 1, dims, axis, packed, &astride);
+    for (uint32_t k = 0; k < ctx->num_inputs; k++) {
+        const ks__rt_tensor *x = ctx->in[k];
+        strides_of(rank, x->dims, flat);
+        if ((st = add_copy(np, (int)k, -1, rank, x->dims, flat, 0, packed, (int64_t)k * astride,
+                           KS_ACT_NONE, 0.0f, why, cap)))
+            return st;
+    }
+    return KS_STATUS_OK;
+}
+
+/* DEPTH_TO_SPACE (DCR or CRD) and SPACE_TO_DEPTH as rank-6 copies in the output's order:
+ * [n, h, i, w, j, c] of y = [n, h*b, w*b, c] (d2s), [n, h, w, i, j, c] of y = [n, h, w, b*b*c]
+ * (s2d), where i, j index the block. */
+static ks_status plan_space(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
+                            size_t cap, bool to_space) {
+    const ks__rt_tensor *x = ctx->in[0], *y = ctx->out[0];
+    int64_t b = ctx->node->ip[0];
+    if (!plain_f32(d, x) || x->rank != 4 || y->rank != 4 || b < 1)
+        return refuse(why, cap, "operands");
+    int64_t n = x->dims[0], h = x->dims[1], w = x->dims[2], c = x->dims[3];
+    int64_t dims[6], ss[6], ds[6];
+    if (to_space) {
+        int64_t oc = c / (b * b);
+        int64_t want[4] = {n, h * b, w * b, oc};
+        if (oc * b * b != c || memcmp(want, y->dims, sizeof(want)) != 0)
+            return refuse(why, cap, "shapes");
+        bool crd = ctx->node->ip[1] == 1;
+        int64_t id[6] = {n, h, b, w, b, oc};
+        int64_t is[6] = {h * w * c, w * c, crd ? b : b * oc, c, crd ? 1 : oc, crd ? b * b : 1};
+        memcpy(dims, id, sizeof(dims));
+        memcpy(ss, is, sizeof(ss));
+    } else {
+        int64_t oh = h / b, ow = w / b;
+        int64_t want[4] = {n, oh, ow, b * b * c};
+        if (oh * b != h || ow * b != w || memcmp(want, y->dims, sizeof(want)) != 0)
+            return refuse(why, cap, "shapes");
+        int64_t id[6] = {n, oh, ow, b, b, c};
+        int64_t is[6] = {h * w * c, b * w * c, b * c, w * c, c, 1};
+        memcpy(dims, id, sizeof(dims));
+        memcpy(ss, is, sizeof(ss));
+    }
+    strides_of(6, dims, ds);
+    return add_copy(np, 0, -1, 6, dims, ss, 0, ds, 0, KS_ACT_NONE, 0.0f, why, cap);
+}
+
+static ks_status plan_resize(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
+                             size_t cap) {
+    ks__resize_geom g;
+    ks_status st = ks__resize_geometry(ctx, &g);
+    if (st) return st;
+    if (!plain_f32(d, ctx->in[0])) return refuse(why, cap, "the input is not plain F32");
+    int64_t count = g.n * g.oh * g.ow * g.c;
+    if (ks__rt_numel(ctx->out[0]) != count) return refuse(why, cap, "operand sizes");
+    if (!small(g.ih) || !small(g.iw) || !small(g.oh) || !small(g.ow))
+        return refuse(why, cap, "geometry too large");
+    dispatch *sp = add_step(np, K_RESIZE, count);
+    sp->pc.resize = (pc_resize){
+        sp->count, (int32_t)g.ih, (int32_t)g.iw, (int32_t)g.c, (int32_t)g.oh, (int32_t)g.ow,
+        g.mode,    g.coord,       g.round_mode,  g.ratio_h,    g.ratio_w,
+    };
+    return KS_STATUS_OK;
+}
+
+static ks_status plan_softmax(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
+                              size_t cap) {
+    const ks__rt_tensor *x = ctx->in[0];
+    if (!plain_f32(d, x) || ks__rt_numel(x) != ks__rt_numel(ctx->out[0]))
+        return refuse(why, cap, "the input is not plain F32 of the output's size");
+    int32_t axis = ks__resolve_axis(ctx->node->ip[0], x->rank);
+    if (axis < 0) return refuse(why, cap, "axis");
+    int64_t outer = 1, inner = 1;
+    for (int32_t k = 0; k < axis; k++)
+        outer *= x->dims[k];
+    for (int32_t k = axis + 1; k < x->rank; k++)
+        inner *= x->dims[k];
+    dispatch *sp = add_step(np, K_SOFTMAX, outer * inner);
+    float beta = ctx->node->fp[0] != 0.0f ? ctx->node->fp[0] : 1.0f;
+    sp->pc.softmax = (pc_softmax){sp->count, (uint32_t)x->dims[axis], (uint32_t)inner,
+                                  ctx->node->op == KS_OP_LOG_SOFTMAX, beta};
+    return KS_STATUS_OK;
+}
+
+static ks_status plan_fc(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
+                         size_t cap) {
+    const ks__rt_tensor *x = ctx->in[0], *w = ks__kernel_input(ctx, 1);
+    const ks__rt_tensor *b = ks__kernel_input(ctx, 2);
+    if (!x || !w || !inputs_f32(d, ctx, 0, 3) || w->rank != 2)
+        return refuse(why, cap, "operands are not plain F32");
+    int64_t o = w->dims[0], in = w->dims[1], rows = ks__rt_numel(x) / in;
+    int32_t act = ctx->node->ip[0];
+    if (!float_act(act)) return refuse(why, cap, "fused activation");
+    if (rows * in != ks__rt_numel(x) || ks__rt_numel(ctx->out[0]) != rows * o ||
+        (b && ks__rt_numel(b) != o))
+        return refuse(why, cap, "operand sizes");
+    dispatch *sp = add_step(np, K_MATMUL, rows * o);
+    pc_matmul *pc = &sp->pc.matmul;
+    pc->count = sp->count;
+    pc->m = (int32_t)rows, pc->n = (int32_t)o, pc->k = (int32_t)in;
+    pc->as_m = (int32_t)in, pc->as_k = 1, pc->bs_k = 1, pc->bs_n = (int32_t)in;
+    pc->flags = b ? 1u : 0u;
+    pc->act = act;
+    pc->alpha = ctx->node->fp[0];
+    return KS_STATUS_OK;
+}
+
+static ks_status plan_matmul(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
+                             size_t cap) {
+    ks__matmul_geom g;
+    int64_t dims[KS_MAX_RANK + 2];
+    int32_t rank = 0;
+    ks_status st = ks__matmul_geometry(ctx, &g, dims, &rank);
+    if (st) return st;
+    if (ctx->num_inputs != 2 || !plain_f32(d, ctx->in[0]) || !plain_f32(d, ctx->in[1]))
+        return refuse(why, cap, "operands are not plain F32");
+    if (g.batch_rank > 4) return refuse(why, cap, "more than 4 batch dims");
+    int64_t batches = 1;
+    for (int32_t i = 0; i < g.batch_rank; i++)
+        batches *= g.batch[i];
+    int64_t count = batches * g.m * g.n;
+    if (ks__rt_numel(ctx->out[0]) != count) return refuse(why, cap, "operand sizes");
+    bool ta = ctx->node->ip[0] != 0, tb = ctx->node->ip[1] != 0;
+    dispatch *sp = add_step(np, K_MATMUL, count);
+    pc_matmul *pc = &sp->pc.matmul;
+    pc->count = sp->count;
+    pc->m = (int32_t)g.m, pc->n = (int32_t)g.n, pc->k = (int32_t)g.k;
+    /* the CPU reference's indexing (engine/backends/cpu/ref/conv.c, matmul_run) as strides */
+    pc->as_m = g.a_vec ? 0 : (int32_t)(ta ? 1 : g.k);
+    pc->as_k = g.a_vec ? 1 : (int32_t)(ta ? g.m : 1);
+    pc->bs_k = g.b_vec ? 1 : (int32_t)(tb ? 1 : g.n);
+    pc->bs_n = g.b_vec ? 0 : (int32_t)(tb ? g.k : 1);
+    pc->batch_rank = g.batch_rank;
+    pc->act = KS_ACT_NONE;
+    int64_t as = 1, bs = 1;
+    for (int32_t i = g.batch_rank - 1; i >= 0; i--) {
+        pc->bdims[i] = (int32_t)g.batch[i];
+        pc->as_b[i] = g.a_batch[i] == 1 ? 0 : (int32_t)(as * g.m * g.k);
+        pc->bs_b[i] = g.b_batch[i] == 1 ? 0 : (int32_t)(bs * g.k * g.n);
+        as *= g.a_batch[i];
+        bs *= g.b_batch[i];
+    }
+    return KS_STATUS_OK;
+}
+
+static ks_status plan_reduce(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
+                             size_t cap) {
+    const ks__rt_tensor *x = ctx->in[0];
+    if (!plain_f32(d, x)) return refuse(why, cap, "the input is not plain F32");
+    int32_t kind = ctx->node->ip[0];
+    uint32_t mask = 0;
+    if (kind < KS__REDUCE_MEAN || kind > KS__REDUCE_PROD) return refuse(why, cap, "kind");
+    if (!ks__reduce_axes(ctx, x->rank, &mask)) return KS_STATUS_UNSUPPORTED;
+    int64_t xs[KS_MAX_RANK], kept = 1, reduced = 1;
+    strides_of(x->rank, x->dims, xs);
+    pc_reduce pc;
+    memset(&pc, 0, sizeof(pc));
+    for (int32_t k = 0; k < x->rank; k++) {
+        if (x->dims[k] == 1) continue;
+        bool red = (mask >> k) & 1u;
+        int32_t *n = red ? &pc.nr : &pc.nk;
+        if (*n == (int32_t)MAX_DIMS) return refuse(why, cap, "more than 6 dims to index");
+        (red ? pc.rdims : pc.kdims)[*n] = (int32_t)x->dims[k];
+        (red ? pc.rs : pc.ks)[*n] = (int32_t)xs[k];
+        (*n)++;
+        if (red)
+            reduced *= x->dims[k];
+        else
+            kept *= x->dims[k];
+    }
+    if (ks__rt_numel(ctx->out[0]) != kept) return refuse(why, cap, "operand sizes");
+    dispatch *sp = add_step(np, K_REDUCE, kept);
+    pc.count = sp->count;
+    pc.kind = kind;
+    pc.rcount = (int32_t)reduced;
+    sp->pc.reduce = pc;
+    return KS_STATUS_OK;
+}
+
+/* RESHAPE, SQUEEZE, UNSQUEEZE: no work, the output is the input's memory. */
+static ks_status plan_view(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
+                           size_t cap) {
+    if (!plain_f32(d, ctx->in[0]) || ks__rt_numel(ctx->in[0]) != ks__rt_numel(ctx->out[0]))
+        return refuse(why, cap, "the input is not plain F32 of the output's size");
+    np->view = true;
+    return KS_STATUS_OK;
+}
+
+/* The node's plan, or a status and why (the node then stays on the host). */
 static ks_status plan_node(const vk_dev *d, const ks__kernel_ctx *ctx, node_plan *np, char *why,
                            size_t cap) {
-    memset(np, 0, sizeof(*np));
-    if (ctx->num_outputs != 1 || !plain_f32(d, ctx->out[0]))
-        return refuse(why, cap, "the output is not one plain F32 tensor");
+    np->num_steps = 0;
+    np->view = false;
+    uint32_t op = ctx->node->op;
+    if (ctx->num_outputs < 1 || (ctx->num_outputs != 1 && op != KS_OP_SPLIT && op != KS_OP_UNPACK))
+        return refuse(why, cap, "outputs");
+    for (uint32_t k = 0; k < ctx->num_outputs; k++)
+        if (!plain_f32(d, ctx->out[k])) return refuse(why, cap, "an output is not plain F32");
+    if (ctx->num_inputs < 1 || !ctx->in[0]) return refuse(why, cap, "no input");
+    /* The core's geometry functions validate again and report into the context's buffer: a
+     * copy of the context sends their messages to ours. */
+    ks__kernel_ctx c = *ctx;
+    c.err = why;
+    c.err_cap = cap;
+    const ks__op_info *info = ks__op_get_info(op);
     ks_status st;
-    switch (ctx->node->op) {
+    if (info && (info->flags & KS_OPF_VIEW)) return plan_view(d, &c, np, why, cap);
+    switch (op) {
     case KS_OP_ADD:
     case KS_OP_SUB:
     case KS_OP_MUL:
     case KS_OP_DIV:
     case KS_OP_MAXIMUM:
     case KS_OP_MINIMUM:
-        st = plan_binary(d, ctx, np, why, cap);
-        break;
-    case KS_OP_RELU:
-    case KS_OP_RELU6:
-    case KS_OP_SIGMOID:
-    case KS_OP_TANH:
-    case KS_OP_HARD_SWISH:
-        if (ctx->num_inputs != 1 || !plain_f32(d, ctx->in[0]))
-            return refuse(why, cap, "the input is not plain F32");
-        st = plan_unary(d, ctx, np, why, cap);
+        st = plan_binary(d, &c, np, why, cap);
         break;
     case KS_OP_CONV2D:
-        st = plan_conv(d, ctx, np, why, cap);
+    case KS_OP_CONV2D_TRANSPOSE:
+        st = plan_conv(d, &c, np, why, cap, op == KS_OP_CONV2D_TRANSPOSE);
+        break;
+    case KS_OP_POOL2D:
+        st = plan_pool(d, &c, np, why, cap);
+        break;
+    case KS_OP_PAD:
+        st = plan_pad(d, &c, np, why, cap);
+        break;
+    case KS_OP_TRANSPOSE:
+        st = plan_transpose(d, &c, np, why, cap);
+        break;
+    case KS_OP_CONCAT:
+        st = plan_concat(d, &c, np, why, cap);
+        break;
+    case KS_OP_SPLIT:
+        st = plan_split(d, &c, np, why, cap);
+        break;
+    case KS_OP_SLICE:
+        st = plan_slice(d, &c, np, why, cap);
+        break;
+    case KS_OP_PACK:
+    case KS_OP_UNPACK:
+        st = plan_pack(d, &c, np, why, cap, op == KS_OP_UNPACK);
+        break;
+    case KS_OP_DEPTH_TO_SPACE:
+    case KS_OP_SPACE_TO_DEPTH:
+        st = plan_space(d, &c, np, why, cap, op == KS_OP_DEPTH_TO_SPACE);
+        break;
+    case KS_OP_RESIZE:
+        st = plan_resize(d, &c, np, why, cap);
+        break;
+    case KS_OP_SOFTMAX:
+    case KS_OP_LOG_SOFTMAX:
+        st = plan_softmax(d, &c, np, why, cap);
+        break;
+    case KS_OP_FULLY_CONNECTED:
+        st = plan_fc(d, &c, np, why, cap);
+        break;
+    case KS_OP_MATMUL:
+        st = plan_matmul(d, &c, np, why, cap);
+        break;
+    case KS_OP_REDUCE:
+        st = plan_reduce(d, &c, np, why, cap);
         break;
     default:
-        return refuse(why, cap, "op not implemented");
+        st = plan_unary(d, &c, np, why, cap);
+        break;
     }
     if (st) return st;
-    if (!set_groups(d, np->count, np)) return refuse(why, cap, "too many work groups");
+    for (uint32_t k = 0; k < np->num_steps; k++)
+        if (!set_groups(d, &np->steps[k])) return refuse(why, cap, "too many work groups");
     return KS_STATUS_OK;
 }
 
+/* Records that the current run of accepted nodes produced tensor id; false when out of memory. */
+static bool mark_produced(vk_dev *d, int32_t id) {
+    if (id < 0) return true;
+    if ((size_t)id >= d->run_cap) {
+        size_t cap = d->run_cap ? d->run_cap : 64;
+        while (cap <= (size_t)id)
+            cap *= 2;
+        uint32_t *r = ks__calloc(&d->alloc, cap, sizeof(*r));
+        if (!r) return false;
+        if (d->run_cap) memcpy(r, d->run_of, d->run_cap * sizeof(*r));
+        ks__free(&d->alloc, d->run_of);
+        d->run_of = r;
+        d->run_cap = cap;
+    }
+    d->run_of[id] = d->run;
+    return true;
+}
+
+/* The session asks for every node that runs, in execution order, at every reshape (a node index
+ * that does not grow starts a new reshape). A view (RESHAPE, SQUEEZE, UNSQUEEZE) is accepted only
+ * when its input comes from the run of device nodes still open: elsewhere the host makes it an
+ * alias for free, while a partition of its own would copy the tensor up and down. */
 static bool vk_supports(void *dev, const ks__kernel_ctx *ctx) {
+    vk_dev *d = dev;
+    if (!d->asked || ctx->node_index <= d->last_node) {
+        if (d->run_of) memset(d->run_of, 0, d->run_cap * sizeof(*d->run_of));
+        d->run++;
+    }
+    d->asked = true;
+    d->last_node = ctx->node_index;
     node_plan np;
     char why[160];
-    return plan_node(dev, ctx, &np, why, sizeof(why)) == KS_STATUS_OK;
+    bool ok = plan_node(d, ctx, &np, why, sizeof(why)) == KS_STATUS_OK;
+    if (ok && np.view) {
+        int32_t in = ctx->node->inputs[0];
+        ok = in >= 0 && (size_t)in < d->run_cap && d->run_of[in] == d->run;
+    }
+    for (uint32_t k = 0; ok && k < ctx->node->num_outputs; k++)
+        ok = mark_produced(d, ctx->node->outputs[k]);
+    if (!ok) d->run++; /* a host node ends the run */
+    return ok;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -697,6 +1349,7 @@ enum { R_CONST, R_INPUT, R_OUTPUT, R_INTERNAL };
 typedef struct region {
     const ks__rt_tensor *t;
     int kind;
+    uint32_t root; /* the region whose memory it is: itself, or a view's input (an alias) */
     VkDeviceSize off, bytes; /* in the device buffer */
     VkDeviceSize stage_off;  /* inputs and outputs: in the staging buffer; constants: in the
                                 temporary upload buffer */
@@ -811,12 +1464,14 @@ typedef struct build {
     const ks__partition *part;
     const ks__kernel_ctx *ctx;
     vk_prog *p;
-    node_plan *plans;
+    node_plan *plan; /* of one node at a time */
+    dispatch *steps; /* every dispatch of the partition, in order */
+    uint32_t num_steps;
     uint32_t *map; /* tensor id -> region index + 1 */
     region *rg;
     uint32_t num_rg;
-    uint32_t *bind;        /* per node, per binding: region index */
-    VkDescriptorSet *sets; /* per node (owned by the program's pool) */
+    uint32_t *bind;        /* per step, per binding: region index */
+    VkDescriptorSet *sets; /* per step (owned by the program's pool) */
     VkBufferCopy *copy;    /* room for one copy per region */
     char *err;
     size_t cap;
@@ -842,9 +1497,20 @@ static ks_status region_of(build *b, int32_t id, const ks__rt_tensor *t, bool pr
             return ks__fail(b->err, b->cap, KS_STATUS_INTERNAL,
                             "Vulkan: partition %u: tensor '%s' has no host memory", b->part->index,
                             ks__rt_name(t));
+        r->root = b->num_rg;
         b->map[id] = ++b->num_rg;
     }
     *out = b->map[id] - 1;
+    return KS_STATUS_OK;
+}
+
+/* The region of a view's output `id`: the memory of region `of`, its input's. Downloaded from
+ * there when it leaves the partition. */
+static ks_status region_alias(build *b, int32_t id, const ks__rt_tensor *t, uint32_t of) {
+    uint32_t r;
+    ks_status st = region_of(b, id, t, true, &r);
+    if (st) return st;
+    b->rg[r].root = b->rg[of].root;
     return KS_STATUS_OK;
 }
 
@@ -919,12 +1585,13 @@ done:
     return st;
 }
 
-/* Descriptor sets: one per node, each binding a region of the device buffer. */
+/* Descriptor sets: one per step, each binding a region of the device buffer. */
 static ks_status make_descriptors(build *b) {
     vk_dev *d = b->d;
     vk_prog *p = b->p;
     const ks__vk_fns *vk = &d->vk;
-    uint32_t nn = b->part->num_nodes;
+    uint32_t nn = b->num_steps;
+    if (nn == 0) return KS_STATUS_OK; /* views only */
     VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nn * MAX_BINDINGS};
     VkDescriptorPoolCreateInfo pci = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
@@ -940,12 +1607,12 @@ static ks_status make_descriptors(build *b) {
     }
     step = "vkAllocateDescriptorSets";
     for (uint32_t k = 0; k < nn; k++) {
-        const kernel_info *ki = &k_kernels[b->plans[k].kind];
+        const kernel_info *ki = &k_kernels[b->steps[k].kind];
         VkDescriptorSetAllocateInfo ai = {
             .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
             .descriptorPool = p->dpool,
             .descriptorSetCount = 1,
-            .pSetLayouts = &d->pipes[b->plans[k].kind].set_layout,
+            .pSetLayouts = &d->pipes[b->steps[k].kind].set_layout,
         };
         VkDescriptorSet set;
         if ((r = vk->vkAllocateDescriptorSets(d->device, &ai, &set))) goto error;
@@ -1035,10 +1702,10 @@ static ks_status record(build *b) {
                                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0, NULL, 1, &bb, 0, NULL);
     }
     if (p->qpool) vk->vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, p->qpool, 1);
-    /* the nodes, each followed by a barrier on the region it wrote */
+    /* the dispatches, each followed by a barrier on the region it wrote */
     int bound = -1;
-    for (uint32_t k = 0; k < b->part->num_nodes; k++) {
-        const node_plan *np = &b->plans[k];
+    for (uint32_t k = 0; k < b->num_steps; k++) {
+        const dispatch *np = &b->steps[k];
         const kernel_info *ki = &k_kernels[np->kind];
         const vk_pipe *pipe = &d->pipes[np->kind];
         if (bound != np->kind)
@@ -1099,41 +1766,76 @@ static ks_status compile_into(build *b) {
         for (uint32_t j = 0; j < n->num_outputs; j++)
             if (n->outputs[j] > max_id) max_id = n->outputs[j];
     }
-    b->plans = ks__calloc(&d->alloc, nn, sizeof(*b->plans));
+    b->plan = ks__calloc(&d->alloc, 1, sizeof(*b->plan));
     b->map = ks__calloc(&d->alloc, (size_t)max_id + 1, sizeof(*b->map));
     b->rg = ks__calloc(&d->alloc, edges, sizeof(*b->rg));
-    b->bind = ks__calloc(&d->alloc, (size_t)nn * MAX_BINDINGS, sizeof(*b->bind));
-    b->sets = ks__calloc(&d->alloc, nn, sizeof(*b->sets));
     b->copy = ks__calloc(&d->alloc, edges, sizeof(*b->copy));
-    if (!b->plans || !b->map || !b->rg || !b->bind || !b->sets || !b->copy)
+    if (!b->plan || !b->map || !b->rg || !b->copy)
         return ks__fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "Vulkan: out of memory compiling");
 
-    /* plans and regions; a binding of an absent input gets the output's region (never read) */
-    for (uint32_t k = 0; k < nn; k++) {
-        const ks__kernel_ctx *c = &b->ctx[k];
-        char why[160];
-        if (plan_node(d, c, &b->plans[k], why, sizeof(why)))
-            return ks__fail(err, cap, KS_STATUS_INTERNAL,
-                            "Vulkan: node %u '%s' was accepted but cannot be planned: %s",
-                            c->node_index, c->node->name, why);
-        uint32_t nb = k_kernels[b->plans[k].kind].num_bindings, out;
-        uint32_t *bind = &b->bind[k * MAX_BINDINGS];
-        if ((st = region_of(b, c->node->outputs[0], c->out[0], true, &out))) return st;
-        for (uint32_t i = 0; i + 1 < nb; i++) {
-            bind[i] = out;
-            if (i < c->num_inputs && c->in[i] && c->node->inputs[i] >= 0 &&
-                (st = region_of(b, c->node->inputs[i], c->in[i], false, &bind[i])))
-                return st;
+    /* plans, twice: the number of dispatches, then the dispatches and their regions */
+    uint32_t total = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t k = 0; k < nn; k++) {
+            const ks__kernel_ctx *c = &b->ctx[k];
+            node_plan *np = b->plan;
+            char why[160];
+            if (plan_node(d, c, np, why, sizeof(why)))
+                return ks__fail(err, cap, KS_STATUS_INTERNAL,
+                                "Vulkan: node %u '%s' was accepted but cannot be planned: %s",
+                                c->node_index, c->node->name, why);
+            if (pass == 0) {
+                total += np->num_steps;
+                continue;
+            }
+            if (np->view) {
+                uint32_t in;
+                if ((st = region_of(b, c->node->inputs[0], c->in[0], false, &in)) ||
+                    (st = region_alias(b, c->node->outputs[0], c->out[0], in)))
+                    return st;
+                continue;
+            }
+            /* a binding of an absent input gets the step's output region (never read) */
+            for (uint32_t j = 0; j < np->num_steps; j++) {
+                dispatch *sp = &b->steps[b->num_steps];
+                *sp = np->steps[j];
+                uint32_t nb = k_kernels[sp->kind].num_bindings, out;
+                uint32_t *bind = &b->bind[b->num_steps * MAX_BINDINGS];
+                int o = -1 - sp->ref[nb - 1];
+                if ((st = region_of(b, c->node->outputs[o], c->out[o], true, &out))) return st;
+                for (uint32_t i = 0; i + 1 < nb; i++) {
+                    int in = sp->ref[i];
+                    bind[i] = out;
+                    if (in >= 0 && (uint32_t)in < c->num_inputs && c->in[in] &&
+                        c->node->inputs[in] >= 0 &&
+                        (st = region_of(b, c->node->inputs[in], c->in[in], false, &bind[i])))
+                        return st;
+                }
+                bind[nb - 1] = out;
+                b->num_steps++;
+            }
         }
-        bind[nb - 1] = out;
+        if (pass == 0) {
+            b->steps = ks__calloc(&d->alloc, total + 1, sizeof(*b->steps));
+            b->bind = ks__calloc(&d->alloc, (size_t)(total + 1) * MAX_BINDINGS, sizeof(*b->bind));
+            b->sets = ks__calloc(&d->alloc, total + 1, sizeof(*b->sets));
+            if (!b->steps || !b->bind || !b->sets)
+                return ks__fail(err, cap, KS_STATUS_OUT_OF_MEMORY,
+                                "Vulkan: out of memory compiling");
+        }
     }
     /* Regions produced by a node are made at that node: a tensor read by a later node already
-     * has its region, one read before it is produced cannot occur (execution order). */
+     * has its region, one read before it is produced cannot occur (execution order). A view's
+     * region comes after its input's, whose offset it takes. */
     VkDeviceSize dev_bytes = 0, stage_bytes = 0, const_bytes = 0;
     for (uint32_t i = 0; i < b->num_rg; i++) {
         region *rg = &b->rg[i];
-        rg->off = align_up(dev_bytes, d->align);
-        dev_bytes = rg->off + rg->bytes;
+        if (rg->root != i) {
+            rg->off = b->rg[rg->root].off;
+        } else {
+            rg->off = align_up(dev_bytes, d->align);
+            dev_bytes = rg->off + rg->bytes;
+        }
         if (rg->kind == R_INPUT || rg->kind == R_OUTPUT) {
             rg->stage_off = align_up(stage_bytes, 16);
             stage_bytes = rg->stage_off + rg->bytes;
@@ -1198,8 +1900,8 @@ static ks_status compile_into(build *b) {
             p->qpool = VK_NULL_HANDLE; /* then host clocks */
     }
     if (const_bytes && (st = upload_constants(b, const_bytes))) return st;
-    for (uint32_t k = 0; k < nn; k++)
-        if ((st = ensure_pipe(d, b->plans[k].kind, err, cap))) return st;
+    for (uint32_t k = 0; k < b->num_steps; k++)
+        if ((st = ensure_pipe(d, b->steps[k].kind, err, cap))) return st;
     if ((st = make_descriptors(b))) return st;
     return record(b);
 }
@@ -1218,7 +1920,8 @@ static ks_status vk_compile(void *dev_, const ks__partition *part, const ks__ker
     if (!b.p) return ks__fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "Vulkan: out of memory");
     b.p->index = part->index;
     ks_status st = compile_into(&b);
-    ks__free(&d->alloc, b.plans);
+    ks__free(&d->alloc, b.plan);
+    ks__free(&d->alloc, b.steps);
     ks__free(&d->alloc, b.map);
     ks__free(&d->alloc, b.rg);
     ks__free(&d->alloc, b.bind);

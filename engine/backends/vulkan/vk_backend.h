@@ -1,8 +1,10 @@
 /* The Vulkan compute backend (docs/vulkan.md): a device backend (engine/src/backend.h, the
- * "device" members) that runs float32 elementwise ops and CONV2D in compute shaders, on the
- * engine's NHWC tensors as the host stores them. Not a published API: the runtime does not pick
- * it yet (issue 24); tests and tools pass it to ks__session_create_split as the device beside
- * the CPU host:
+ * "device" members) that runs the float32 ops of the standard models (convolutions, pooling,
+ * padding, elementwise, layout ops, resize, softmax, matmul, reductions; the table in
+ * docs/vulkan.md) in compute shaders, on the engine's NHWC tensors as the host stores them. Not a
+ * published API: sessions ask for it with ks_session_desc.backend (KS_BACKEND_VULKAN or AUTO;
+ * engine/runtime/session_create.c), which passes it to ks__session_create_split as the device
+ * beside the CPU host, as tests do directly:
  *
  *     ks_session *s;
  *     ks_status st = ks__session_create_split(model, ks__model_graph(model), &desc,
