@@ -25,6 +25,7 @@
  * layout is a later step), so the transfers are plain copies. */
 #include "vk_backend.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,7 +262,7 @@ static void vk_device_destroy(void *dev_) {
         vk->vkDestroyDevice(d->device, NULL);
     }
     ks__free(&d->alloc, d->run_of);
-    if (d->instance && vk->vkDestroyInstance) vk->vkDestroyInstance(d->instance, NULL);
+    /* d->instance is the process's (open_instance): kept */
     ks_allocator a = d->alloc;
     ks__free(&a, d);
 }
@@ -297,8 +298,40 @@ static bool has_extension(const VkExtensionProperties *ex, uint32_t n, const cha
     return false;
 }
 
+/* One VkInstance for the process, made by the first device and never destroyed. Destroying the
+ * last instance makes the loader unload the driver, and NVIDIA's driver cannot be loaded again
+ * and again: on an H100 (driver 580.159) the 31st create/destroy cycle of a process failed with
+ * VK_ERROR_INCOMPATIBLE_DRIVER, so an app (or a test) that creates sessions one after another
+ * lost the GPU. A failed attempt (no loader, no driver) is not kept: a later device tries
+ * again. Instance-level calls are safe from several threads; the lock covers the creation. */
+static struct {
+    pthread_mutex_t lock;
+    bool open;
+    VkInstance instance;
+    ks__vk_fns fns; /* the global and instance functions */
+} g_instance = {PTHREAD_MUTEX_INITIALIZER, false, VK_NULL_HANDLE, {0}};
+
+static ks_status create_instance(ks__vk_fns *vk, VkInstance *out, const ks_allocator *alloc,
+                                 char *err, size_t cap);
+
 static ks_status open_instance(vk_dev *d, char *err, size_t cap) {
-    ks__vk_fns *vk = &d->vk;
+    ks_status st = KS_STATUS_OK;
+    pthread_mutex_lock(&g_instance.lock);
+    if (!g_instance.open) {
+        memset(&g_instance.fns, 0, sizeof(g_instance.fns));
+        st = create_instance(&g_instance.fns, &g_instance.instance, &d->alloc, err, cap);
+        g_instance.open = st == KS_STATUS_OK;
+    }
+    if (!st) {
+        d->vk = g_instance.fns;
+        d->instance = g_instance.instance;
+    }
+    pthread_mutex_unlock(&g_instance.lock);
+    return st;
+}
+
+static ks_status create_instance(ks__vk_fns *vk, VkInstance *out, const ks_allocator *alloc,
+                                 char *err, size_t cap) {
     ks_status st = ks__vk_load_global(vk, err, cap);
     if (st) return st;
     uint32_t api = VK_API_VERSION_1_0;
@@ -312,12 +345,12 @@ static ks_status open_instance(vk_dev *d, char *err, size_t cap) {
     bool portability = false;
     uint32_t next = 0;
     if (vk->vkEnumerateInstanceExtensionProperties(NULL, &next, NULL) == VK_SUCCESS && next) {
-        VkExtensionProperties *ex = ks__calloc(&d->alloc, next, sizeof(*ex));
+        VkExtensionProperties *ex = ks__calloc(alloc, next, sizeof(*ex));
         if (!ex) return ks__fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "Vulkan: out of memory");
         if (vk->vkEnumerateInstanceExtensionProperties(NULL, &next, ex) >= 0)
             portability =
                 PORTABILITY_FLAG != 0 && has_extension(ex, next, "VK_KHR_portability_enumeration");
-        ks__free(&d->alloc, ex);
+        ks__free(alloc, ex);
     }
     const char *ext = "VK_KHR_portability_enumeration";
     VkApplicationInfo app = {
@@ -333,13 +366,16 @@ static ks_status open_instance(vk_dev *d, char *err, size_t cap) {
         .enabledExtensionCount = portability ? 1u : 0u,
         .ppEnabledExtensionNames = portability ? &ext : NULL,
     };
-    VkResult r = vk->vkCreateInstance(&ici, NULL, &d->instance);
+    VkResult r = vk->vkCreateInstance(&ici, NULL, out);
     if (r != VK_SUCCESS) {
-        d->instance = VK_NULL_HANDLE;
+        *out = VK_NULL_HANDLE;
         return ks__fail(err, cap, KS_STATUS_UNSUPPORTED, "Vulkan: no driver (vkCreateInstance: %s)",
                         ks__vk_result_string(r));
     }
-    return ks__vk_load_instance(vk, d->instance, err, cap);
+    st = ks__vk_load_instance(vk, *out, err, cap);
+    if (st && vk->vkDestroyInstance) vk->vkDestroyInstance(*out, NULL);
+    if (st) *out = VK_NULL_HANDLE;
+    return st;
 }
 
 /* Picks the physical device: KS_VULKAN_DEVICE=<index>, or the first usable one. */
