@@ -191,13 +191,29 @@ static size_t per_thread_scratch(const gemm_problem *p, const ks__f32_gemm_arch 
     return round_up((size_t)arch->mr * (size_t)p->ks * sizeof(const float *), 64);
 }
 
+/* Cycles: the padded MACs at the peak, plus what each MR x NR tile costs beyond its FMAs (the
+ * call, the epilogue's loads and stores, and for convs the row pointers of every kernel tap).
+ * Measured: YuNet's 3->16 stem ran at 1/3 of the MAC-only estimate and YOLOX-nano's 12->16 3x3
+ * at 0.45, i.e. ~50 cycles per tap of an 8-row tile and ~40 per tile (smallc.c used to scale its
+ * own cost by this); BlazePose's 1x1 8->8 convs at 256x256 (K = 8: 48 MACs per row and tile) ran
+ * at 1/3.4 of the estimate even with unmasked stores. Large-K layers are unaffected (+1 % at
+ * 3x3x64). A last panel of at most narrow_nr columns costs narrow_nr columns. */
+#define GEMM_TILE_CYCLES 40.0
+#define GEMM_TAP_CYCLES_PER_ROW 6.25
+
 double ks__f32_gemm_cost(const ks__kernel_ctx *ctx, const ks__f32_gemm_arch *arch) {
     gemm_problem p;
     if (describe(ctx, &p)) return -1.0;
-    double mtiles = (double)((p.m + arch->mr - 1) / arch->mr);
-    double macs = mtiles * arch->mr * (double)num_panels(&p, arch) * arch->nr * (double)p.groups *
-                  (double)(p.ks * p.kc);
-    return macs / arch->macs_per_cycle;
+    const double mtiles = (double)((p.m + arch->mr - 1) / arch->mr);
+    const size_t panels = num_panels(&p, arch), rest = (size_t)p.ocg % arch->nr;
+    double columns = (double)(panels * arch->nr);
+    if (arch->narrow_nr && rest > 0 && rest <= arch->narrow_nr)
+        columns -= (double)(arch->nr - arch->narrow_nr);
+    const double macs = mtiles * arch->mr * columns * (double)p.groups * (double)(p.ks * p.kc);
+    const double tiles = mtiles * (double)panels * (double)p.groups;
+    const double per_tile =
+        GEMM_TILE_CYCLES + (p.conv ? GEMM_TAP_CYCLES_PER_ROW * arch->mr * (double)p.ks : 0.0);
+    return macs / arch->macs_per_cycle + tiles * per_tile;
 }
 
 ks_status ks__f32_gemm_plan(ks__kernel_ctx *ctx, const ks__f32_gemm_arch *arch,

@@ -51,12 +51,16 @@ typedef struct ks__f32_gemm_arch {
     uint32_t mr, nr;
     double macs_per_cycle; /* peak vector MACs per cycle, for cost() */
     ks__f32_igemm_fn ukernel;
+    /* 0, or the width (one vector) below which the microkernel computes only the first vector of
+     * a panel (a last panel of nc <= narrow_nr columns costs narrow_nr, not nr, columns) */
+    uint32_t narrow_nr;
 } ks__f32_gemm_arch;
 
 /* The impl steps (impl.h) for CONV2D, FULLY_CONNECTED and MATMUL, given the ISA's microkernel.
- * cost() is negative for anything but float activations with constant F32/F16 weights (and
- * constant 2-D rhs for MATMUL, without transpose_a), and for grouped convs whose groups have
- * fewer than 8 input or output channels (depthwise-like: other kernels do those better). */
+ * cost() is the padded MACs at peak plus the per-tile overheads below; it is negative for anything
+ * but float activations with constant F32/F16 weights (and constant 2-D rhs for MATMUL, without
+ * transpose_a), and for grouped convs whose groups have fewer than 8 input or output channels
+ * (depthwise-like: other kernels do those better). */
 double ks__f32_gemm_cost(const ks__kernel_ctx *ctx, const ks__f32_gemm_arch *arch);
 ks_status ks__f32_gemm_plan(ks__kernel_ctx *ctx, const ks__f32_gemm_arch *arch,
                             size_t *packed_bytes_out);

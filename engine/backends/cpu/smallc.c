@@ -131,15 +131,8 @@ static bool make_blocks(const smallc_problem *p, const ks__smallc_arch *arch, sm
  * unit of the GEMM's cost (its padded MACs at peak). Like the other variants' models it leaves
  * out memory traffic, which bounds the 16-channel 1x1 convs on large images for every kernel.
  *
- * The GEMM's model also leaves out its row-pointer set-up, ~50 cycles per kernel tap of each
- * 8-pixel tile (measured: YuNet's 3->16 stem runs at 1/3 of its modelled speed, YOLOX-nano's
- * 12->16 3x3 at 0.45), which matters when a tap holds few channels. For KxK convs with at most
- * 16 input channels, our estimate is therefore scaled by the GEMM's modelled/estimated-real ratio,
- * so that e.g. a 3->24 stem comes here; elsewhere (1x1 convs: no indirection; few output
- * channels: the dot-product and depthwise-row variants model themselves honestly) it is not. */
-
-#define GEMM_TAP_CYCLES_PER_ROW 6.25 /* 50 per tap of an 8-row tile */
-#define GEMM_TILE_CYCLES 40.0
+ * The GEMM's model counts its per-tile overheads (gemm.c), which is what brings stems with few
+ * input channels and narrow 1x1 convs here. */
 
 static double block_cycles(const smallc_problem *p, const ks__smallc_arch *arch, uint32_t nv,
                            uint32_t px) {
@@ -173,17 +166,7 @@ double ks__smallc_cost(const ks__kernel_ctx *ctx, const ks__smallc_arch *arch) {
     double row =
         (double)(b.num - 1) * block_cycles(&p, arch, arch->max_nv, arch->px[arch->max_nv - 1]) +
         block_cycles(&p, arch, b.nv_last, arch->px[b.nv_last - 1]);
-    const double ours = row * (double)(p.n * p.oh);
-    if (p.kh * p.kw == 1 || p.ic > 16 || p.oc < 8) return ours;
-    const double m = (double)(p.n * p.oh * p.ow), k = (double)(p.kh * p.span);
-    const double mtiles = (double)(((int64_t)m + arch->gemm_mr - 1) / arch->gemm_mr);
-    const double panels = (double)((p.oc + arch->gemm_nr - 1) / arch->gemm_nr);
-    const double gemm_model = mtiles * arch->gemm_mr * panels * arch->gemm_nr * k / arch->gemm_macs;
-    const double gemm_real =
-        gemm_model +
-        mtiles * panels *
-            (GEMM_TILE_CYCLES + GEMM_TAP_CYCLES_PER_ROW * arch->gemm_mr * (double)(p.kh * p.kw));
-    return ours * gemm_model / gemm_real;
+    return row * (double)(p.n * p.oh);
 }
 
 ks_status ks__smallc_plan(ks__kernel_ctx *ctx, const ks__smallc_arch *arch,
@@ -290,11 +273,12 @@ static void smallc_rows(void *arg, size_t begin, size_t end, uint32_t thread) {
             const ks__smallc_core_fn core = b->core[last];
             ks__smallc_store st = {.bias = ep.bias,
                                    .slope = ep.slope,
+                                   .res = NULL,
                                    .y_stride = (size_t)p->oc,
                                    .num_ch = (size_t)nc,
                                    .kind = KS_SMALLC_STORE_CLAMP,
                                    .alpha = p->alpha};
-            bool in_core = !rrow;
+            bool in_core = true;
             switch (p->act) {
             case KS_ACT_NONE:
                 st.kind = KS_SMALLC_STORE_PLAIN;
@@ -344,6 +328,7 @@ static void smallc_rows(void *arg, size_t begin, size_t end, uint32_t thread) {
                 const int64_t out0 = (x0 + skip) * p->oc + c0;
                 if (in_core && skip == 0 && np == (int64_t)px) {
                     st.y = yrow + x0 * p->oc + c0;
+                    st.res = rrow ? rrow + x0 * p->oc + c0 : NULL;
                     core(nrows, xt, wt, (size_t)p->span, acc, &st);
                 } else {
                     core(nrows, xt, wt, (size_t)p->span, acc, NULL);

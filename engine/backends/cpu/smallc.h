@@ -30,12 +30,13 @@ extern "C" {
 #define KS_SMALLC_MAX_ACC 448 /* floats of one tile's accumulators (P * NV * lanes) */
 #define KS_SMALLC_MAX_NV 4
 
-/* Where a core stores a finished tile itself, when there is no residual and all P pixels of the
- * tile are wanted, for the activations that are a clamp (none, relu, relu6, relu_n1_to_1) or a
- * negative-side slope (prelu, leaky relu):
- *     v = acc[p][c] + bias[c];  y[p][c] = clamp(v, lo, hi)  or  v < 0 ? slope[c] * v : v
- * for c < num_ch. Skipping the round trip through the stack buffer saves ~10% on stems and ~25%
- * on 16->16 1x1 convs. */
+/* Where a core stores a finished tile itself, when all P pixels of the tile are wanted, for the
+ * activations that are a clamp (none, relu, relu6, relu_n1_to_1) or a negative-side slope (prelu,
+ * leaky relu), for c < num_ch:
+ *     v = acc[p][c] + bias[c] (+ res[p][c])
+ *     y[p][c] = clamp(v, lo, hi)  or  v < 0 ? slope[c] * v : v
+ * Skipping the round trip through the stack buffer saves ~10% on stems and ~25% on 16->16 1x1
+ * convs (with the residual: ~5% on BlazePose's 8->8 1x1 convs at 128x128). */
 #define KS_SMALLC_STORE_PLAIN 0 /* no activation (NaN stays NaN) */
 #define KS_SMALLC_STORE_CLAMP 1
 #define KS_SMALLC_STORE_SLOPE 2
@@ -43,7 +44,8 @@ typedef struct ks__smallc_store {
     float *y;
     const float *bias;  /* of the block's first channel, or NULL */
     const float *slope; /* SLOPE: per-channel slopes of the block (PRELU), or NULL: alpha */
-    size_t y_stride;    /* floats between pixels of y */
+    const float *res;   /* NULL, or the residual with y's layout (may be y itself) */
+    size_t y_stride;    /* floats between pixels of y (and of res) */
     size_t num_ch;
     int kind; /* KS_SMALLC_STORE_* */
     float lo, hi, alpha;
@@ -77,9 +79,6 @@ typedef struct ks__smallc_arch {
     /* the core for pixel stride sx and nv vectors, or NULL if not compiled */
     ks__smallc_core_fn (*core)(int64_t sx, uint32_t nv);
     ks__smallc_epilogue_fn epilogue;
-    /* the same ISA's indirect GEMM (gemm.h): tile and MACs per cycle, for cost() */
-    uint32_t gemm_mr, gemm_nr;
-    double gemm_macs;
 } ks__smallc_arch;
 
 /* The impl steps (impl.h) given the ISA's arch. cost() is negative unless the node is a float,

@@ -2,7 +2,8 @@
  * 1..17 and heights 1..5 (tiles cut anywhere, windows at both row ends), Cin 1..16 (every
  * compiled pixel stride), Cout 1..40 (partial vectors and blocks), strides 1 and 2, explicit,
  * SAME and VALID padding, KxK up to 7x7, every fused activation including SILU and PRELU, with
- * and without bias and residual; 1 and 2 threads must agree bitwise. */
+ * and without bias and residual (also one that is the output buffer itself); 1 and 2 threads
+ * must agree bitwise. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -69,7 +70,8 @@ typedef struct conv_spec {
     bool bias, residual;
 } conv_spec;
 
-static bool g_f16; /* F16 weights and bias (the variants convert them at pack) */
+static bool g_f16;   /* F16 weights and bias (the variants convert them at pack) */
+static bool g_alias; /* a residual is the output buffer itself (in place) */
 
 /* Reference run, then every smallc variant that accepts the node at 1 and 2 threads. Returns
  * how many variants accepted it. */
@@ -107,11 +109,11 @@ static int conv_case(const conv_spec *s) {
     node.fp[0] = 0.1f;
     char what[200];
     snprintf(what, sizeof(what),
-             "conv n%lld %lldx%lldx%lld->%lld k%lldx%lld s%d pad %d [%d %d %d %d] act %d%s%s",
+             "conv n%lld %lldx%lldx%lld->%lld k%lldx%lld s%d pad %d [%d %d %d %d] act %d%s%s%s",
              (long long)s->n, (long long)s->h, (long long)s->w, (long long)s->ci, (long long)s->co,
              (long long)s->kh, (long long)s->kw, s->stride, s->pad_mode, s->pads[0], s->pads[1],
-             s->pads[2], s->pads[3], s->act, s->bias ? " bias" : "",
-             s->residual ? " residual" : "");
+             s->pads[2], s->pads[3], s->act, s->bias ? " bias" : "", s->residual ? " residual" : "",
+             g_alias && s->residual ? " in-place" : "");
 
     ks__rt_tensor *in[5];
     for (uint32_t i = 0; i < 5; i++)
@@ -171,11 +173,16 @@ static int conv_case(const conv_spec *s) {
         for (int th = 0; th < 2; th++) {
             float *g = th ? got2 : got1;
             memset(g, 0xA5, bytes);
+            if (g_alias && s->residual) {
+                memcpy(g, rd, (size_t)n * sizeof(float));
+                t[3].rt.data = g;
+            }
             out.rt.data = g;
             c.pool = th ? g_pool2 : NULL;
             c.num_threads = th ? 2 : 1;
             if (im->run(&c)) fail_msg("%s: %s failed: %s", what, im->name, g_err);
         }
+        if (s->residual) t[3].rt.data = rd;
         for (int64_t i = 0; i < n; i++) {
             double w = want[i], g = got1[i];
             if (!(fabs(g - w) <= tol * (fabs(w) > 1.0 ? fabs(w) : 1.0)))
@@ -231,6 +238,7 @@ static void test_shapes(void **state) {
             s.act = k_acts[i % NUM_ACTS];
             s.bias = i % 4 != 1;
             s.residual = i % 3 == 0;
+            g_alias = i % 2 == 0;
             switch (i % 4) {
             case 0:
                 s.pad_mode = KS_PAD_SAME_UPPER;
@@ -252,6 +260,7 @@ static void test_shapes(void **state) {
                 s.pad_mode = KS_PAD_SAME_UPPER;
             expect_fast(&s);
         }
+    g_alias = false;
 }
 
 /* Every input channel count (pixel stride) x every output channel count up to 40. */
@@ -288,6 +297,13 @@ static void test_models(void **state) {
     /* YOLOX-nano after space-to-depth: 3x3 s1, 12 -> 16, SiLU */
     expect_fast(&(conv_spec){
         1, 33, 35, 12, 16, 3, 3, 1, KS_PAD_EXPLICIT, {1, 1, 1, 1}, KS_ACT_SILU, true, false});
+    /* BlazePose's 1x1 8 -> 8 with a residual (in the core's store), also in place */
+    expect_fast(
+        &(conv_spec){1, 13, 37, 8, 8, 1, 1, 1, KS_PAD_VALID, {0}, KS_ACT_RELU6, true, true});
+    g_alias = true;
+    expect_fast(
+        &(conv_spec){1, 13, 37, 8, 8, 1, 1, 1, KS_PAD_VALID, {0}, KS_ACT_RELU6, true, true});
+    g_alias = false;
     /* 1x1 16 -> 16 and 32 -> 16, with a residual */
     expect_fast(
         &(conv_spec){1, 20, 29, 16, 16, 1, 1, 1, KS_PAD_VALID, {0}, KS_ACT_RELU, true, true});

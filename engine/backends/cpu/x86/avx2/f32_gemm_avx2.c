@@ -80,9 +80,11 @@ KS_INLINE __m256i lane_mask(size_t n) {
     return _mm256_loadu_si256((const __m256i *)(const void *)(k_ones + 8 - n));
 }
 
-KS_INLINE void tile(const size_t MR, size_t nc, size_t kc, size_t ks, const float *const *a,
-                    size_t a_off, const float *zero, const float *w, float *c, size_t cs,
-                    const float *res, size_t rs, const ks__gemm_epilogue *ep) {
+/* NV: 2 computes both 8-column halves, 1 only the first (panels whose columns all fit in it:
+ * half the FMAs and weight loads of such a tile). */
+KS_INLINE void tile(const size_t MR, const size_t NV, size_t nc, size_t kc, size_t ks,
+                    const float *const *a, size_t a_off, const float *zero, const float *w,
+                    float *c, size_t cs, const float *res, size_t rs, const ks__gemm_epilogue *ep) {
     __m256 acc0[ARCH_MR], acc1[ARCH_MR];
     const __m256 bias0 = _mm256_load_ps(w), bias1 = _mm256_load_ps(w + 8);
     w += ARCH_NR;
@@ -101,12 +103,12 @@ KS_INLINE void tile(const size_t MR, size_t nc, size_t kc, size_t ks, const floa
         }
         a += ARCH_MR;
         for (size_t k = 0; k < kc; k++) {
-            const __m256 b0 = _mm256_load_ps(w), b1 = _mm256_load_ps(w + 8);
+            const __m256 b0 = _mm256_load_ps(w), b1 = NV == 2 ? _mm256_load_ps(w + 8) : b0;
             w += ARCH_NR;
             KS_UNROLL for (size_t r = 0; r < MR; r++) {
                 const __m256 av = _mm256_broadcast_ss(ap[r] + k);
                 acc0[r] = _mm256_fmadd_ps(av, b0, acc0[r]);
-                acc1[r] = _mm256_fmadd_ps(av, b1, acc1[r]);
+                if (NV == 2) acc1[r] = _mm256_fmadd_ps(av, b1, acc1[r]);
             }
         }
     } while (--ks);
@@ -115,7 +117,7 @@ KS_INLINE void tile(const size_t MR, size_t nc, size_t kc, size_t ks, const floa
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     if (ep->slope) {
         s0 = _mm256_maskload_ps(ep->slope, m0);
-        s1 = _mm256_maskload_ps(ep->slope + 8, m1);
+        if (NV == 2) s1 = _mm256_maskload_ps(ep->slope + 8, m1);
     }
     KS_UNROLL for (size_t r = 0; r < MR; r++) {
         __m256 v0 = _mm256_add_ps(acc0[r], bias0), v1 = _mm256_add_ps(acc1[r], bias1);
@@ -127,13 +129,18 @@ KS_INLINE void tile(const size_t MR, size_t nc, size_t kc, size_t ks, const floa
             }
             _mm256_storeu_ps(cr, act_ps(v0, s0, ep));
             _mm256_storeu_ps(cr + 8, act_ps(v1, s1, ep));
-        } else {
-            if (res) {
-                v0 = _mm256_add_ps(v0, _mm256_maskload_ps(res + r * rs, m0));
-                v1 = _mm256_add_ps(v1, _mm256_maskload_ps(res + r * rs + 8, m1));
+        } else if (nc >= 8) {
+            /* vmaskmovps stores are microcoded on AMD (Zen 1: ~20x a plain store, even with an
+             * empty mask): a full first half is stored plainly, an empty second half not at all */
+            if (res) v0 = _mm256_add_ps(v0, _mm256_loadu_ps(res + r * rs));
+            _mm256_storeu_ps(cr, act_ps(v0, s0, ep));
+            if (NV == 2 && nc > 8) {
+                if (res) v1 = _mm256_add_ps(v1, _mm256_maskload_ps(res + r * rs + 8, m1));
+                _mm256_maskstore_ps(cr + 8, m1, act_ps(v1, s1, ep));
             }
+        } else {
+            if (res) v0 = _mm256_add_ps(v0, _mm256_maskload_ps(res + r * rs, m0));
             _mm256_maskstore_ps(cr, m0, act_ps(v0, s0, ep));
-            _mm256_maskstore_ps(cr + 8, m1, act_ps(v1, s1, ep));
         }
         if (ep->act == KS_ACT_TANH) ks__gemm_act_scalar(cr, nc, ep);
     }
@@ -143,10 +150,14 @@ static void ks_f32_igemm__avx2_6x16(size_t mr, size_t nc, size_t kc, size_t ks,
                                     const float *const *a, size_t a_off, const float *zero,
                                     const float *w, float *c, size_t cs, const float *res,
                                     size_t rs, const ks__gemm_epilogue *ep) {
-    switch (mr) {
+    const size_t nv = nc > 8 ? 2 : 1;
+    switch (mr * 2 + nv - 1) {
 #define CASE(n)                                                                                    \
-    case n:                                                                                        \
-        tile(n, nc, kc, ks, a, a_off, zero, w, c, cs, res, rs, ep);                                \
+    case n * 2:                                                                                    \
+        tile(n, 1, nc, kc, ks, a, a_off, zero, w, c, cs, res, rs, ep);                             \
+        break;                                                                                     \
+    case n * 2 + 1:                                                                                \
+        tile(n, 2, nc, kc, ks, a, a_off, zero, w, c, cs, res, rs, ep);                             \
         break;
         CASE(1)
         CASE(2)
@@ -160,7 +171,7 @@ static void ks_f32_igemm__avx2_6x16(size_t mr, size_t nc, size_t kc, size_t ks,
     }
 }
 
-static const ks__f32_gemm_arch k_arch = {ARCH_MR, ARCH_NR, 16.0, ks_f32_igemm__avx2_6x16};
+static const ks__f32_gemm_arch k_arch = {ARCH_MR, ARCH_NR, 16.0, ks_f32_igemm__avx2_6x16, 8};
 
 static double cost(const ks__kernel_ctx *ctx) {
     return ks__f32_gemm_cost(ctx, &k_arch);

@@ -40,7 +40,6 @@
 #if defined(__AVX512F__)
 #define PX_NV1 28
 #define PX_NV2 14
-#define GEMM_MR 8
 #define SPLIT_FULL 0 /* masked accesses cost the same as plain ones */
 
 KS_INLINE void store_a(float *p, vf v) {
@@ -65,6 +64,8 @@ KS_INLINE void core_store(const uint32_t NV, const uint32_t P, const vf *acc, co
     KS_UNROLL for (uint32_t p = 0; p < P; p++) {
         KS_UNROLL for (uint32_t v = 0; v < NV; v++) {
             __m512 a = _mm512_add_ps(acc[p * NV + v], bias[v]);
+            if (st->res)
+                a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(m[v], st->res + p * ys + v * LANES));
             a = _mm512_mask_min_ps(a, kc, _mm512_mask_max_ps(a, kc, a, lo), hi);
             const __mmask16 neg = _mm512_mask_cmp_ps_mask(ks, a, _mm512_setzero_ps(), _CMP_LT_OQ);
             a = _mm512_mask_mul_ps(a, neg, a, slope[v]);
@@ -76,7 +77,6 @@ KS_INLINE void core_store(const uint32_t NV, const uint32_t P, const vf *acc, co
 #else /* AVX2 + FMA */
 #define PX_NV1 12
 #define PX_NV2 6
-#define GEMM_MR 6
 #define SPLIT_FULL 1 /* vmaskmovps is slow: full blocks use plain loads and stores */
 
 KS_INLINE void store_a(float *p, vf v) {
@@ -101,6 +101,7 @@ KS_INLINE void core_store(const uint32_t NV, const uint32_t P, const vf *acc, co
         KS_UNROLL for (uint32_t v = 0; v < NV; v++) {
             __m256 a = _mm256_add_ps(acc[p * NV + v], bias[v]);
             float *yp = st->y + p * ys + v * LANES;
+            if (st->res) a = _mm256_add_ps(a, ks_dw_ld(!full, m[v], st->res + p * ys + v * LANES));
             if (st->kind == KS_SMALLC_STORE_CLAMP)
                 a = _mm256_min_ps(_mm256_max_ps(a, lo), hi);
             else if (st->kind == KS_SMALLC_STORE_SLOPE)
@@ -298,17 +299,13 @@ static void epilogue(const float *acc, size_t nv, size_t num_px, size_t num_ch,
     }
 }
 
-/* Two vector FMAs per cycle (AVX2 cores; Zen 4/5 and Ice Lake+ server cores at 512 bits). The
- * GEMM of the ISA: ks_f32_conv2d__avx2_6x16 or ks_f32_conv2d__avx512_8x32. */
+/* Two vector FMAs per cycle (AVX2 cores; Zen 4/5 and Ice Lake+ server cores at 512 bits). */
 static const ks__smallc_arch k_arch = {.lanes = LANES,
                                        .max_nv = 2,
                                        .px = {PX_NV1, PX_NV2},
                                        .fma_per_cycle = 2.0,
                                        .core = core_for,
-                                       .epilogue = epilogue,
-                                       .gemm_mr = GEMM_MR,
-                                       .gemm_nr = 2 * LANES,
-                                       .gemm_macs = 2.0 * LANES};
+                                       .epilogue = epilogue};
 
 static double cost(const ks__kernel_ctx *ctx) {
     return ks__smallc_cost(ctx, &k_arch);

@@ -155,7 +155,7 @@ static void ks_f32_igemm__avx512_8x32(size_t mr, size_t nc, size_t kc, size_t ks
 }
 
 /* Zen 4/5 and Ice Lake+ server cores issue two 512-bit FMAs per cycle. */
-static const ks__f32_gemm_arch k_arch = {ARCH_MR, ARCH_NR, 32.0, ks_f32_igemm__avx512_8x32};
+static const ks__f32_gemm_arch k_arch = {ARCH_MR, ARCH_NR, 32.0, ks_f32_igemm__avx512_8x32, 0};
 
 static double cost(const ks__kernel_ctx *ctx) {
     return ks__f32_gemm_cost(ctx, &k_arch);
