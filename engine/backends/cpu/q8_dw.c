@@ -103,14 +103,16 @@ static int describe(const ks__kernel_ctx *ctx, const ks__q8dw_arch *arch, dwp *p
     if (yzp < ks__q8_lo(y->dtype) || yzp > ks__q8_hi(y->dtype)) return -1;
     if (b && (b->dtype != KS_DTYPE_I32 || !b->data || ks__rt_numel(b) != p->c)) return -1;
     if (ks__rt_numel(w) != p->c * p->kh * p->kw) return -1;
-    /* w - w_zp must be an s8 (the dot products are u8 x s8); bound the exact sum as qgemm.c */
+    /* w - w_zp must be an s8 (the dot products are u8 x s8; with signed x one that can change
+     * sign: [-127, 127]); bound the exact sum as qgemm.c */
+    const int32_t dmin = (arch->mode & KS_Q8DW_SIGNED_X) ? -127 : -128;
     int64_t ks = p->kh * p->kw, wdev = 0;
     for (int64_t c = 0; c < p->c && full; c++) {
         int32_t z = ks__q8_wzp(w, c);
         if (z < ks__q8_lo(w->dtype) || z > ks__q8_hi(w->dtype)) return -1;
         for (int64_t t = 0; t < ks; t++) {
             int32_t d = ks__q8_load(w, c * ks + t) - z;
-            if (d < -128 || d > 127) return -1;
+            if (d < dmin || d > 127) return -1;
         }
         int64_t dev = ks__q8_max_dev(w->dtype, z);
         if (dev > wdev) wdev = dev;
@@ -123,7 +125,7 @@ static int describe(const ks__kernel_ctx *ctx, const ks__q8dw_arch *arch, dwp *p
     }
     if (full && ks > (INT32_MAX - bmax) / (ks__q8_max_dev(x->dtype, xzp) * wdev + 1)) return -1;
     /* the two-step form adds < 2^30 to h (|h| <= |acc|) in 32 bits and has no left shifts */
-    if (full && arch->requant == 1 &&
+    if (full && (arch->mode & KS_Q8DW_TWO_STEP) &&
         ks > ((1 << 30) - 1 - bmax) / (ks__q8_max_dev(x->dtype, xzp) * wdev + 1))
         return -1;
     /* the one-step requantization needs a normalized multiplier (or 0) and keeps its 64-bit
@@ -132,7 +134,8 @@ static int describe(const ks__kernel_ctx *ctx, const ks__q8dw_arch *arch, dwp *p
         int32_t mult, left, right;
         channel_multiplier(p, c, &mult, &left, &right);
         if ((mult != 0 && mult < (1 << 30)) || right > 22) return -1;
-        if (arch->requant == 1 && left > 0) return -1;
+        if ((arch->mode & KS_Q8DW_TWO_STEP) && !(arch->mode & KS_Q8DW_LEFT_SHIFT) && left > 0)
+            return -1;
     }
     p->flip = x->dtype == KS_DTYPE_I8 ? 0x80 : 0;
     p->xzp = xzp + (p->flip ? 128 : 0);
@@ -230,7 +233,10 @@ double ks__q8dw_cost(const ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
         taps = (double)(((o0 + p.kh + 3) / 4 + (o1 + p.kh + 3) / 4) * p.kw) / 2.0;
         groups = 0.5;
     }
-    double row_ops = blocks * (taps * 4.0 + 55.0);
+    /* signed x (AVX2 without VNNI): per tap and vector vpsignb, vpmaddubsw, vpmaddwd and vpaddd
+     * per row of the call, and vpabsb once */
+    double dot = (arch->mode & KS_Q8DW_SIGNED_X) ? 4.0 * (4.0 + 1.0 / (double)p.rows) : 4.0;
+    double row_ops = blocks * (taps * dot + 55.0);
     /* per row: the interleave (~16 ops per block per group and phase, shared by the rows of a
      * call), the new padded rows (about sh per output row) and a fixed overhead */
     double ib = (double)(phase_bytes(&p) / (size_t)p.bb);
@@ -268,7 +274,7 @@ static void acc_range(const dwp *p, int64_t c, int64_t *lo, int64_t *hi) {
  * rounding: x 2^left never wraps int32 (the reference's product then is exact) and 2^left
  * divides the rounding addend. Saves the per-lane variable left shift of the kernel. */
 static int fold_left(const dwp *p, const ks__q8dw_arch *arch, int64_t c, int32_t left) {
-    if (arch->requant != 0 || left < 1 || left > 30) return 0;
+    if ((arch->mode & KS_Q8DW_TWO_STEP) || left < 1 || left > 30) return 0;
     int64_t lo, hi;
     acc_range(p, c, &lo, &hi);
     const int64_t lim = (int64_t)1 << (31 - left);
@@ -283,7 +289,7 @@ static int fold_left(const dwp *p, const ks__q8dw_arch *arch, int64_t c, int32_t
  * rounding is monotonic and 512 representable, so floor(fl(y)) stays beyond every 8-bit clamp
  * bound, on the same side. The conversion needs |y| < 2^31. */
 static int fp64_exact(const dwp *p, const ks__q8dw_arch *arch, int64_t c) {
-    if (arch->requant != 0) return 0;
+    if (arch->mode & KS_Q8DW_TWO_STEP) return 0;
     int32_t mult, left, right;
     channel_multiplier(p, c, &mult, &left, &right);
     if (right > 13 || left > 30) return 0;
@@ -347,7 +353,9 @@ ks_status ks__q8dw_pack(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
                     wsum += d;
                 }
             }
-            int64_t start = (int64_t)(bias ? bias[c] : 0) - (int64_t)p.xzp * wsum;
+            /* signed x: the kernels see x_zp - 128 (the interleave flips every byte) */
+            int64_t xzp_k = (int64_t)p.xzp - ((arch->mode & KS_Q8DW_SIGNED_X) ? 128 : 0);
+            int64_t start = (int64_t)(bias ? bias[c] : 0) - xzp_k * wsum;
             int32_t mult, left, right;
             channel_multiplier(&p, c, &mult, &left, &right);
             int32_t *row32 = (int32_t *)cst;
@@ -359,7 +367,7 @@ ks_status ks__q8dw_pack(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
             row32[(KS_Q8DW_C_MEVEN * 4 + v) * vl + l] = mult;
             size_t q = l / 2, odd = l % 2, vq = vl / 2; /* int64 lanes */
             if (odd && !fp64) row64[(KS_Q8DW_C_MODD * 4 + v) * vq + q] = mult;
-            if (arch->requant == 1) { /* two steps (q8_dw.h C2 rows) */
+            if (arch->mode & KS_Q8DW_TWO_STEP) { /* two steps (q8_dw.h C2 rows) */
                 row32[(KS_Q8DW_C2_ADD * 4 + v) * vl + l] =
                     right > 0 ? (1 << (right - 1)) + yzp * (1 << right) : yzp;
                 row32[(KS_Q8DW_C2_NZ * 4 + v) * vl + l] = right > 0 ? -1 : 0;

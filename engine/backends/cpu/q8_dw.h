@@ -66,8 +66,8 @@ enum {
     KS_Q8DW_CD_SLO, /* S = [r > 0 and m > 0] 2^-r */
     KS_Q8DW_CD_SHI
 };
-/* The two-step form (ks__q8dw_arch requant 1, for ISAs without 64-bit arithmetic shifts): h =
- * SRDHM(x, m) from the 64-bit products, then (h + add - [h < 0 and r > 0]) >> r in 32 bits. */
+/* The two-step form (ks__q8dw_arch KS_Q8DW_TWO_STEP, for ISAs without 64-bit arithmetic shifts): h
+ * = SRDHM(x, m) from the 64-bit products, then (h + add - [h < 0 and r > 0]) >> r in 32 bits. */
 enum {
     KS_Q8DW_C2_ADD = KS_Q8DW_C_KEVEN,   /* int32 2^(r-1) + zp 2^r (r > 0), else zp */
     KS_Q8DW_C2_NZ = KS_Q8DW_C_SEVEN,    /* int32 -1 if r > 0, else 0 */
@@ -131,9 +131,21 @@ typedef struct ks__q8dw_src {
 typedef void (*ks__q8dw_interleave_src_fn)(const ks__q8dw_src rows[4], size_t num_blocks,
                                            uint8_t flip, uint8_t pad, uint32_t *dst);
 
+/* ks__q8dw_arch mode bits. 0: one 64-bit rounding step (KS_Q8DW_C_*), u8 x s8 dot products of
+ * the interleaved rows (vpdpbusd).
+ * KS_Q8DW_TWO_STEP: the two-step requantization (C2 constants).
+ * KS_Q8DW_SIGNED_X: the ISA's interleave stores each byte flipped by 0x80 (x - 128 as s8: I8
+ * inputs as they are, U8 shifted), so the starting accumulator is packed as bias - x_zp' * sum(w)
+ * with x_zp' the zero point as s8, and every w - w_zp must lie in [-127, 127]: the AVX2 kernel
+ * multiplies |x| by w with x's sign (vpsignb, vpmaddubsw), whose pair sums then stay below 2^15
+ * (x86/avx2/q8_dwconv.c).
+ * KS_Q8DW_LEFT_SHIFT: the two-step kernel shifts each lane left by its KS_Q8DW_C_LSHIFT first
+ * (wrapping, as the reference's x * 2^left), so channels with left shifts are taken too. */
+enum { KS_Q8DW_TWO_STEP = 1, KS_Q8DW_SIGNED_X = 2, KS_Q8DW_LEFT_SHIFT = 4 };
+
 typedef struct ks__q8dw_arch {
     uint32_t block_bytes; /* B: 64 or 32 */
-    uint32_t requant;     /* 0: one 64-bit rounding step (KS_Q8DW_C_*); 1: two steps (C2) */
+    uint32_t mode;        /* KS_Q8DW_* bits (above) */
     uint32_t max_rows;    /* output rows per call the row kernel takes: 1, 2 or 4 */
     ks__q8dw_interleave_fn interleave;
     ks__q8dw_row_fn row;

@@ -7,8 +7,9 @@
  * dtype, and for the int16 path never subtract zero points. The pass reads the input once and
  * costs a few percent of the GEMM it feeds; its output is laid out exactly like the input (one
  * row per pixel), so the indirect-GEMM row pointers work unchanged. When it would be a plain copy
- * (KR == 4, U8 input, channels a multiple of 4, no row sums) the kernels read the input in place,
- * and without padding or row sums the I8 flip is one flat pass over the whole input.
+ * (KR == 4, channels a multiple of 4, no row sums, and the input already in the A format: U8 for
+ * u8 A, I8 for signed A) the kernels read the input in place, and without padding or row sums
+ * the flip is one flat pass over the whole input.
  *
  * Exactness: everything the kernels add is congruent mod 2^32 to the reference's int64 sum, and
  * cost() refuses nodes whose true sum may leave int32 (where the reference saturates), so the
@@ -262,8 +263,34 @@ static int32_t wzp_shifted(const qproblem *p, int64_t c) {
     return ks__q8_wzp(p->w, c) - (p->w->dtype == KS_DTYPE_U8 ? 128 : 0);
 }
 
-static int needs_rowsum(const qproblem *p, uint32_t kr) {
-    if (kr != 4) return 0;
+/* What the KR == 4 input pass XORs into each input byte: I8 -> u8 (+128) for u8 A, U8 -> s8
+ * (-128) for signed A (sa); 0 when A is the input's own bytes. */
+static uint8_t a_flip(const qproblem *p, int sa) {
+    int i8 = p->x->dtype == KS_DTYPE_I8;
+    return (sa ? !i8 : i8) ? 0x80 : 0;
+}
+
+/* The A byte that stands for x_zp: padding taps and channels. */
+static uint8_t a_pad(const qproblem *p, int sa) {
+    return (uint8_t)((uint8_t)p->x->quant->zero_points[0] ^ a_flip(p, sa));
+}
+
+/* Signed A (qgemm.h): every w - w_zp must fit [-127, 127], so that moving a's sign onto it never
+ * overflows s8 (vpsignb of -128) and |a| * |w| pair sums stay below 2^15. */
+static int s8_weights_fit(const qproblem *p) {
+    int64_t per = p->ks * p->kc;
+    for (int64_t c = 0; c < p->oc; c++) {
+        int32_t wzp = ks__q8_wzp(p->w, c);
+        for (int64_t i = 0; i < per; i++) {
+            int32_t v = ks__q8_load(p->w, c * per + i) - wzp;
+            if (v < -127 || v > 127) return 0;
+        }
+    }
+    return 1;
+}
+
+static int needs_rowsum(const qproblem *p, uint32_t kr, int sa) {
+    if (kr != 4 || sa) return 0;
     for (int64_t c = 0; c < p->oc; c++)
         if (wzp_shifted(p, c) != 0) return 1;
     return 0;
@@ -323,13 +350,23 @@ static size_t per_thread_scratch(const qproblem *p, const ks__q8_gemm_arch *arch
            round_up(arch->mr * sizeof(int32_t), 64);
 }
 
-double ks__q8_gemm_cost(const ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
+static double gemm_cost(const ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, int sa) {
     qproblem p;
     if (describe_gemm(ctx, &p, arch->kr, arch->fused != NULL)) return -1.0;
+    if (sa && (arch->kr != 4 || !s8_weights_fit(&p))) return -1.0;
     double mtiles = (double)((p.m + arch->mr - 1) / arch->mr);
     double macs =
         mtiles * arch->mr * (double)num_panels(&p, arch) * arch->nr * (double)(p.ks * p.kcp);
-    return macs / arch->macs_per_cycle + (double)p.pixels * (double)p.kcp / 16.0;
+    int in_place = sa && p.kc == p.kcp && !a_flip(&p, sa);
+    return macs / arch->macs_per_cycle + (in_place ? 0.0 : (double)p.pixels * (double)p.kcp / 16.0);
+}
+
+double ks__q8_gemm_cost(const ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
+    return gemm_cost(ctx, arch, 0);
+}
+
+double ks__q8_gemm_cost_sa(const ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
+    return gemm_cost(ctx, arch, 1);
 }
 
 static ks_status gemm_plan(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, int r64,
@@ -355,7 +392,7 @@ ks_status ks__q8_gemm_plan_r64(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch
     return gemm_plan(ctx, arch, 1, packed_bytes_out);
 }
 
-static ks_status gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, int r64) {
+static ks_status gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, int r64, int sa) {
     qproblem p;
     if (describe_gemm(ctx, &p, arch->kr, arch->fused != NULL))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 gemm cannot run this node");
@@ -367,9 +404,14 @@ static ks_status gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, in
             "q8 gemm: 64-bit requantization needs KR 4 and NR a multiple of 16");
     if (!ctx->packed || ctx->packed_bytes < zb + np * pb)
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "packed buffer too small");
+    if (sa && (kr != 4 || r64 || !s8_weights_fit(&p)))
+        return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
+                                "q8 gemm: signed A needs KR 4 and weights - zero point in "
+                                "[-127, 127]");
     int32_t xzp4 = xzp_shifted(&p);
+    int32_t xzp_s = (int8_t)a_pad(&p, sa); /* signed A: x_zp as A holds it */
     if (kr == 4)
-        memset(ctx->packed, (int)(uint8_t)xzp4, zb);
+        memset(ctx->packed, (int)a_pad(&p, sa), zb);
     else
         memset(ctx->packed, 0, zb);
     const int32_t *bias = p.bias ? (const int32_t *)p.bias->data : NULL;
@@ -390,7 +432,10 @@ static ks_status gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, in
                     size_t at =
                         (((size_t)t * (size_t)kb + (size_t)(k / (int64_t)kr)) * nr + j) * kr +
                         (size_t)(k % (int64_t)kr);
-                    if (kr == 4) {
+                    if (sa) {
+                        ((int8_t *)(panel + KS_Q8_HDR_ROWS * nr * 4))[at] = (int8_t)(wv - wzp);
+                        wsum += wv - wzp;
+                    } else if (kr == 4) {
                         int32_t ws = wv - (p.w->dtype == KS_DTYPE_U8 ? 128 : 0);
                         ((int8_t *)(panel + KS_Q8_HDR_ROWS * nr * 4))[at] = (int8_t)ws;
                         wsum += ws;
@@ -400,7 +445,9 @@ static ks_status gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, in
                 }
             }
             int64_t colterm = bias ? bias[co] : 0;
-            if (kr == 4) {
+            if (sa) {
+                colterm -= (int64_t)xzp_s * wsum;
+            } else if (kr == 4) {
                 int64_t wz = wzp_shifted(&p, co);
                 colterm += -(int64_t)xzp4 * wsum + k_padded * (int64_t)xzp4 * wz;
                 hdr[KS_Q8_HDR_ROWMUL * nr + j] = (int32_t)(uint32_t)(uint64_t)(-wz);
@@ -424,11 +471,15 @@ static ks_status gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, in
 }
 
 ks_status ks__q8_gemm_pack(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
-    return gemm_pack(ctx, arch, 0);
+    return gemm_pack(ctx, arch, 0, 0);
 }
 
 ks_status ks__q8_gemm_pack_r64(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
-    return gemm_pack(ctx, arch, 1);
+    return gemm_pack(ctx, arch, 1, 0);
+}
+
+ks_status ks__q8_gemm_pack_sa(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
+    return gemm_pack(ctx, arch, 0, 1);
 }
 
 /* Arm SDOT has no u8 x s8 form (USDOT needs FEAT_I8MM), so those kernels flip each A byte back
@@ -473,6 +524,7 @@ typedef struct qgemm_job {
     char *y;
     size_t panels, mtiles, pb, per_thread, esz;
     int tile_major;
+    int sa;           /* signed A (qgemm.h) */
     int32_t zero_sum; /* rowsum contribution of a padding tap */
     char *thread_mem;
     ks__q8_epilogue ep;
@@ -486,8 +538,8 @@ static void convert_range(void *arg, size_t begin, size_t end, uint32_t thread) 
     size_t kc = (size_t)p->kc, kcp = (size_t)p->kcp;
     (void)thread;
     if (j->arch->kr == 4) {
-        uint8_t flip = p->x->dtype == KS_DTYPE_I8 ? 0x80 : 0;
-        uint8_t pad = (uint8_t)xzp_shifted(p);
+        uint8_t flip = a_flip(p, j->sa);
+        uint8_t pad = a_pad(p, j->sa);
         if (!j->pixsum && kc == kcp) { /* the rows are contiguous: one flat (vectorized) pass */
             const uint8_t *src = (const uint8_t *)j->xin + begin * kc;
             uint8_t *dst = (uint8_t *)j->abuf + begin * kc;
@@ -644,7 +696,7 @@ static void gemm_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     }
 }
 
-static ks_status gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, int r64) {
+static ks_status gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, int r64, int sa) {
     qproblem p;
     if (describe_gemm(ctx, &p, arch->kr, arch->fused != NULL))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 gemm cannot run this node");
@@ -659,11 +711,13 @@ static ks_status gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, int
     memset(&j, 0, sizeof(j));
     j.p = &p;
     j.arch = arch;
+    j.sa = sa;
     j.esz = esize(arch);
     j.xin = (const char *)p.x->data;
     j.abuf = (char *)ctx->scratch;
-    j.pixsum = needs_rowsum(&p, arch->kr) ? (int32_t *)((char *)ctx->scratch + abuf_bytes(&p, arch))
-                                          : NULL;
+    j.pixsum = needs_rowsum(&p, arch->kr, sa)
+                   ? (int32_t *)((char *)ctx->scratch + abuf_bytes(&p, arch))
+                   : NULL;
     j.thread_mem = (char *)ctx->scratch + abuf_bytes(&p, arch) + rowsum_bytes(&p);
     j.per_thread = per_thread_scratch(&p, arch);
     j.zero = (const char *)ctx->packed;
@@ -680,9 +734,9 @@ static ks_status gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, int
     if (j.fused.kind && arch->fused_in_kernel)
         j.ep.fused = &j.fused, j.ep.y_base = (const uint8_t *)j.y, j.ep.res_base = j.res;
     j.tile_major = j.panels * j.pb <= (256u << 10);
-    /* U8 input rows already in the A format (KR == 4, no k padding, no row sums) are read in
-     * place. */
-    if (arch->kr == 4 && !j.pixsum && p.kc == p.kcp && p.x->dtype == KS_DTYPE_U8) {
+    /* Input rows already in the A format (KR == 4, no k padding, no row sums, no flip: U8 for u8
+     * A, I8 for signed A) are read in place. */
+    if (arch->kr == 4 && !j.pixsum && p.kc == p.kcp && !a_flip(&p, sa)) {
         j.arows = j.xin;
     } else {
         j.arows = j.abuf;
@@ -693,11 +747,15 @@ static ks_status gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch, int
 }
 
 ks_status ks__q8_gemm_run(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
-    return gemm_run(ctx, arch, 0);
+    return gemm_run(ctx, arch, 0, 0);
 }
 
 ks_status ks__q8_gemm_run_r64(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
-    return gemm_run(ctx, arch, 1);
+    return gemm_run(ctx, arch, 1, 0);
+}
+
+ks_status ks__q8_gemm_run_sa(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch) {
+    return gemm_run(ctx, arch, 0, 1);
 }
 
 /* ---- depthwise ---- */

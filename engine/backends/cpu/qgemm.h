@@ -17,6 +17,12 @@
  *      rowsum[r] = sum of the row's A bytes over all taps (0 and skipped when every w_zp' is 0).
  *   KR == 2 (int16 pairs, AVX2 vpmaddwd): A = x - x_zp and W = w - w_zp as int16, padded with
  *      0; colterm = bias, no row term. Products are exact in int32 (no vpmaddubsw saturation).
+ *   KR == 4, signed A (the *_sa entry points; AVX2 vpmaddubsw): A = x as s8 (I8 inputs as
+ *      they are, U8 flipped by 0x80), padded with x_zp' = x_zp - (U8 ? 128 : 0); W = w - w_zp
+ *      as s8, which must lie in [-127, 127] (cost() refuses the node otherwise); colterm =
+ *      bias - x_zp' * sum_k W, no row term. The kernels multiply |a| (u8, <= 128) by W with a's
+ *      sign (s8, |.| <= 127), so a pair sum is at most 2 * 128 * 127 = 32512 and vpmaddubsw
+ *      never saturates.
  * Padding taps point at a vector that holds the padded value (A's zero), so they add nothing.
  *
  * Depthwise CONV2D (groups == channels, one output channel per group): per output pixel, taps
@@ -178,6 +184,13 @@ ks_status ks__q8_gemm_plan_r64(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch
                                size_t *packed_bytes_out);
 ks_status ks__q8_gemm_pack_r64(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch);
 ks_status ks__q8_gemm_run_r64(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch);
+
+/* cost/pack/run for KR == 4 kernels with signed A (above; plan is ks__q8_gemm_plan). cost() also
+ * refuses nodes with some w - w_zp outside [-127, 127], and counts no input pass where the
+ * kernels read the input in place (I8, channels a multiple of 4). */
+double ks__q8_gemm_cost_sa(const ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch);
+ks_status ks__q8_gemm_pack_sa(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch);
+ks_status ks__q8_gemm_run_sa(ks__kernel_ctx *ctx, const ks__q8_gemm_arch *arch);
 
 #if defined(__x86_64__)
 /* dst[i] = src[i] ^ mask for n bytes (x86/avx2; the I8 -> u8 input pass of KR == 4 GEMMs). */

@@ -4,7 +4,10 @@
  * weights (symmetric and not), I8 inputs, every quantized activation, at 1 and 3 threads. The
  * results must be byte-identical: the reference is bit-exact with TFLite and so must we be.
  * Fused CONV2D forms (ops.inc, ip[12] == 1: residual ADD, output TABLE incl. SiLU) are checked
- * twice: the fused reference against the unfused reference chain, then every variant against it. */
+ * twice: the fused reference against the unfused reference chain, then every variant against it.
+ * The AVX2 vpmaddubsw GEMM (signed A, qgemm.h) takes only weights with w - w_zp in [-127, 127]
+ * (ks-quant's): test_signed_a makes such weights, also at +-127 with inputs at -128 / 127 (the
+ * largest pair sums vpmaddubsw sees), and requires that it ran. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,6 +37,156 @@ static int check_variants(const ks__node *node, ks__rt_tensor **ins, uint32_t ni
 
 static int has_fast(void) {
     return (ks__cpu_isa() & KS_ISA_AVX2) != 0;
+}
+
+/* ---- the signed-A GEMM (x86/avx2/q8_gemm.c ks_q8_*__avx2_maddubs_4x16) ---- */
+
+static int g_signed_ran; /* cases the signed-A variants took */
+
+static void count_signed(const char *name) {
+    if (strstr(name, "maddubs")) g_signed_ran++;
+}
+
+static int check_counted(const ks__node *node, ks__rt_tensor **ins, uint32_t nin,
+                         ks__rt_tensor *y) {
+    return q8v_check(node, ins, nin, y, is_q8_variant, count_signed);
+}
+
+static int has_signed_a(void) {
+    for (const ks__impl *const *it = ks__impl_list(); *it; it++)
+        if (strstr((*it)->name, "maddubs") && ((*it)->isa & ~ks__cpu_isa()) == 0) return 1;
+    return 0;
+}
+
+/* Moves every w - w_zp of w (per tensor or per channel of `oc`) into [-127, 127], as ks-quant's
+ * symmetric int8 weights are. extreme: most weights at +-127, one sign per output channel, so
+ * vpmaddubsw's pairs reach 2 * 128 * 127 with inputs at -128. */
+static void fit_tensor(ks__rt_tensor *w, int extreme) {
+    int64_t oc = w->dims[0], n = ks__rt_numel(w), per = n / oc;
+    int u8 = w->dtype == KS_DTYPE_U8;
+    for (int64_t c = 0; c < oc; c++) {
+        int32_t zp = w->quant->zero_points[w->quant->count == 1 ? 0 : c];
+        int32_t lo = (u8 ? 0 : -128) > zp - 127 ? (u8 ? 0 : -128) : zp - 127;
+        int32_t hi = (u8 ? 255 : 127) < zp + 127 ? (u8 ? 255 : 127) : zp + 127;
+        for (int64_t i = 0; i < per; i++) {
+            int64_t at = c * per + i;
+            int32_t v = u8 ? ((uint8_t *)w->data)[at] : ((int8_t *)w->data)[at];
+            if (extreme && urand() % 8) v = c % 2 ? lo : hi;
+            v = v < lo ? lo : (v > hi ? hi : v);
+            if (u8)
+                ((uint8_t *)w->data)[at] = (uint8_t)v;
+            else
+                ((int8_t *)w->data)[at] = (int8_t)v;
+        }
+    }
+}
+
+static void fit_weights(qtensor *w, int64_t oc, int extreme) {
+    assert_int_equal(w->t.dims[0], oc);
+    fit_tensor(&w->t, extreme);
+}
+
+/* q8v_fused_case's check: the weights fitted first (the reference reruns on them). */
+static int check_fitted(const ks__node *node, ks__rt_tensor **ins, uint32_t nin, ks__rt_tensor *y) {
+    fit_tensor(ins[1], 0);
+    int before = g_signed_ran;
+    int ran = check_counted(node, ins, nin, y);
+    if (has_signed_a()) assert_int_equal(g_signed_ran, before + 1);
+    return ran;
+}
+
+static void run_signed_case(const conv_case *c, int extreme) {
+    q8v_node v;
+    q8v_conv_make(&v, c);
+    fit_weights(v.w, c->oc, extreme);
+    int before = g_signed_ran;
+    check_counted(&v.node, v.ins, 3, &v.y->t);
+    if (has_signed_a()) assert_int_equal(g_signed_ran, before + 1);
+    q8v_node_free(&v);
+}
+
+/* Odd shapes for the 4 x 16 tile: channels per tap 1..23 (k not a multiple of 4: padded with
+ * the zero point), 1..41 output channels (panel tails), rows not a multiple of 4, 1x1 (rows
+ * read in place for I8 inputs with channels % 4 == 0) and 3x3 with padding, stride and
+ * dilation; every weight flavour, both input dtypes, every activation, inputs mostly at the
+ * dtype's ends (FILL_LOW / FILL_HIGH) and weights at +-127. */
+static void test_signed_a(void **state) {
+    (void)state;
+    int i = 0;
+    for (int64_t kc = 1; kc <= 23; kc += 2) {
+        for (int geo = 0; geo < 4; geo++, i++) {
+            int k3 = geo >= 2;
+            conv_case c = {.n = 1 + (i % 5 == 0),
+                           .ih = 3 + i % 5,
+                           .iw = 3 + (i * 3) % 7,
+                           .ic = kc + (geo == 1 ? 1 : 0),
+                           .oc = 1 + (i * 7) % 41,
+                           .kh = k3 ? 3 : 1,
+                           .kw = k3 ? 3 : 1,
+                           .sh = geo == 3 ? 2 : 1,
+                           .sw = geo == 3 ? 2 : 1,
+                           .dh = geo == 2 && i % 3 == 0 ? 2 : 1,
+                           .pt = k3,
+                           .pl = k3,
+                           .pb = k3,
+                           .pr = k3,
+                           .bias = i % 4 != 3,
+                           .wkind = i % 4,
+                           .act = k_acts[i % 4],
+                           .fill = i % 3,
+                           .xdt = i % 2 ? KS_DTYPE_I8 : KS_DTYPE_U8};
+            run_signed_case(&c, i % 3 == 1);
+        }
+    }
+    /* channels % 4 == 0: I8 inputs read in place (no input pass), U8 ones flipped */
+    const int64_t chans[] = {4, 8, 16, 32, 64, 128};
+    for (size_t ci = 0; ci < sizeof(chans) / sizeof(chans[0]); ci++, i++) {
+        for (int e = 0; e < 2; e++) {
+            conv_case c = {.n = 1,
+                           .ih = 5,
+                           .iw = 9,
+                           .ic = chans[ci],
+                           .oc = chans[ci] / 2 + 5,
+                           .kh = 1,
+                           .kw = 1,
+                           .bias = 1,
+                           .wkind = (int)(ci % 3),
+                           .act = k_acts[ci % 4],
+                           .fill = e ? FILL_LOW : FILL_RANDOM,
+                           .xdt = e ? KS_DTYPE_I8 : KS_DTYPE_U8};
+            run_signed_case(&c, e);
+        }
+    }
+    /* fused forms: residual ADD and output tables, 1x1 and 3x3, both dtypes */
+    for (int f = FUSE_RESIDUAL; f < FUSE_COUNT; f++, i++) {
+        conv_case c = {.n = 1,
+                       .ih = 3 + f % 3,
+                       .iw = 5 + f,
+                       .ic = 5 + 4 * f,
+                       .oc = 3 + 6 * f,
+                       .kh = f % 2 ? 3 : 1,
+                       .kw = f % 2 ? 3 : 1,
+                       .pt = f % 2,
+                       .pl = f % 2,
+                       .pb = f % 2,
+                       .pr = f % 2,
+                       .bias = 1,
+                       .wkind = f % 3,
+                       .xdt = f % 2 ? KS_DTYPE_I8 : KS_DTYPE_U8};
+        for (int a = 0; a < 2; a++)
+            q8v_fused_case(&c, f, k_acts[(f + a) % 4], check_fitted);
+    }
+    /* FULLY_CONNECTED: 1..5 rows (the 2-row tile), long k */
+    for (int64_t rows = 1; rows <= 5; rows++) {
+        q8v_node v;
+        q8v_fc_make(&v, rows, 37 * rows + 3, 9 + 8 * rows, (int)(rows % 3),
+                    rows % 2 ? KS_DTYPE_I8 : KS_DTYPE_U8, k_acts[rows % 4], (int)(rows % 2));
+        fit_weights(v.w, 9 + 8 * rows, rows == 3);
+        int before = g_signed_ran;
+        check_counted(&v.node, v.ins, 3, &v.y->t);
+        if (has_signed_a()) assert_int_equal(g_signed_ran, before + 1);
+        q8v_node_free(&v);
+    }
 }
 
 static void run_conv_case(const conv_case *c, int expect_fast) {
@@ -309,6 +462,7 @@ int main(void) {
         cmocka_unit_test(test_fc),
         cmocka_unit_test(test_add),
         cmocka_unit_test(test_fused),
+        cmocka_unit_test(test_signed_a),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,11 +1,15 @@
-/* Quantized microkernels for AVX2 (qgemm.h): the int16 indirect GEMM (6 x 16 tiles, vpmaddwd)
- * behind quantized CONV2D and FULLY_CONNECTED, and the 8-channel depthwise kernel.
+/* Quantized microkernels for AVX2 (qgemm.h): the u8 x s8 indirect GEMM (4 x 16 tiles,
+ * vpmaddubsw, below) and the int16 one (6 x 16 tiles, vpmaddwd) behind quantized CONV2D and
+ * FULLY_CONNECTED, and the 8-channel per-pixel depthwise kernel.
  *
- * Why int16 and not vpmaddubsw: maddubs adds two u8 x s8 products into a saturating int16, and
- * 2 * 255 * 127 overflows it, which would break bit-exactness with the reference. The driver
- * converts the input once to (x - x_zp) as int16 and packs (w - w_zp) as int16, so vpmaddwd
- * computes exact 32-bit pair sums and no zero-point correction is needed afterwards.
- * 6 x 16: 12 ymm accumulators + 2 weight vectors + 1 broadcast = 15 of the 16 registers.
+ * vpmaddubsw adds two u8 x s8 products into a saturating int16, and 2 * 255 * 127 overflows it,
+ * which would break bit-exactness with the reference. The maddubs kernel therefore moves the
+ * activation's sign onto the weight (|a| <= 128 times w * sign(a), |w| <= 127: pairs <= 32512)
+ * and takes only nodes whose w - w_zp fit [-127, 127] (ks-quant's symmetric int8 weights do).
+ * The int16 kernel takes the rest: the driver converts the input once to (x - x_zp) as int16 and
+ * packs (w - w_zp) as int16, so vpmaddwd computes exact 32-bit pair sums and no zero-point
+ * correction is needed afterwards. 6 x 16: 12 ymm accumulators + 2 weight vectors + 1
+ * broadcast = 15 of the 16 registers.
  *
  * The requantization is TFLite's MultiplyByQuantizedMultiplier, vectorized exactly (see the
  * AVX-512 VNNI file for the derivation of the floor((x * m + 2^30) / 2^31) form).
@@ -96,6 +100,161 @@ static void ks_q8_igemm__avx2_6x16(size_t mr, size_t nc, size_t kb, size_t ks, c
             store_out((char *)c + (size_t)r * c_stride + h * 8, v, ep, n);
         }
     }
+}
+
+/* ---- the u8 x s8 GEMM (vpmaddubsw), signed A (qgemm.h) ----
+ * A holds x as s8 and W holds w - w_zp in [-127, 127]. vpmaddubsw multiplies u8 by s8 and adds
+ * each pair into a saturating int16, so the kernel moves a's sign onto the weights first:
+ * a * w = |a| * (w * sign(a)), with |a| <= 128 (vpabsb of -128 is 0x80, 128 as u8) and
+ * |w * sign(a)| <= 127 (vpsignb cannot overflow: w is never -128). A pair is then at most
+ * 2 * 128 * 127 = 32512 < 2^15: never saturated, every product and sum exact, bit-identical to
+ * the reference. vpmaddwd with ones widens the pair sums into int32 lanes of four products.
+ * Per 4 k and 8 columns: vpsignb, vpmaddubsw, vpmaddwd, vpaddd (32 MACs); vpabsb per row.
+ * 4 x 16: 8 accumulators, the two weight vectors, the broadcast, its absolute value, ones and a
+ * temporary (14 of the 16 registers). 6 x 16 (12 accumulators) spills a row and reloads the
+ * weights, and measured 3-4 % slower on Zen 1.
+ *
+ * The epilogue requantizes a row pair's four vectors (constants loaded once per tile, not per
+ * row) and narrows them with one saturating pack sequence to 32 bytes: row r in the low 128
+ * bits, row r + 1 in the high. */
+#define MB_MR 4
+#define MB_NR 16
+
+typedef struct rqc {
+    __m256i mult, mult_odd, lsh, rsh, mask, half;
+    int has_lsh;
+} rqc;
+
+KS_INLINE void rqc_load(rqc *q, const int32_t *hdr, size_t stride) {
+    q->mult = _mm256_loadu_si256((const __m256i *)(hdr + KS_Q8_HDR_MULT * stride));
+    q->mult_odd = _mm256_srli_epi64(q->mult, 32);
+    q->lsh = _mm256_loadu_si256((const __m256i *)(hdr + KS_Q8_HDR_LSHIFT * stride));
+    q->rsh = _mm256_loadu_si256((const __m256i *)(hdr + KS_Q8_HDR_RSHIFT * stride));
+    q->mask = _mm256_loadu_si256((const __m256i *)(hdr + KS_Q8_HDR_RMASK * stride));
+    q->half = _mm256_srli_epi32(q->mask, 1);
+    q->has_lsh = !_mm256_testz_si256(q->lsh, q->lsh);
+}
+
+/* requant() with the constants in registers. no_sign (the clamp's low end is at or above the
+ * output zero point, e.g. ReLU): a negative h rounds to a value <= 0, which the clamp lifts to
+ * its low end whichever way it rounded, so the half-away-from-zero correction is left out. */
+KS_INLINE __m256i rqc_apply(__m256i v, const rqc *q, int no_sign) {
+    const __m256i nudge = _mm256_set1_epi64x(1LL << 30);
+    if (q->has_lsh) v = _mm256_sllv_epi32(v, q->lsh);
+    __m256i even = _mm256_add_epi64(_mm256_mul_epi32(v, q->mult), nudge);
+    __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(v, 32), q->mult_odd), nudge);
+    __m256i high = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+    __m256i rem = _mm256_and_si256(high, q->mask);
+    __m256i thr = no_sign ? q->half : _mm256_sub_epi32(q->half, _mm256_srai_epi32(high, 31));
+    __m256i res = _mm256_srav_epi32(high, q->rsh);
+    return _mm256_sub_epi32(res, _mm256_cmpgt_epi32(rem, thr));
+}
+
+/* Four requantized vectors (a, b: row r's columns 0-7 and 8-15; c, d: row r + 1's) to 32 bytes:
+ * the zero point, the dtype's saturation and the activation clamp. Saturating to int16 first is
+ * exact: a value outside int16 stays outside the byte range after + zp. The packs interleave
+ * 4-lane groups; one dword permute restores the order. */
+KS_INLINE __m256i pack4_avx2(__m256i a, __m256i b, __m256i c, __m256i d,
+                             const ks__q8_epilogue *ep) {
+    const __m256i zp = _mm256_set1_epi16((int16_t)ep->out_zp);
+    __m256i ab = _mm256_adds_epi16(_mm256_packs_epi32(a, b), zp);
+    __m256i cd = _mm256_adds_epi16(_mm256_packs_epi32(c, d), zp);
+    __m256i y;
+    if (ep->out_signed) {
+        y = _mm256_packs_epi16(ab, cd);
+        y = _mm256_max_epi8(y, _mm256_set1_epi8((char)ep->lo));
+        y = _mm256_min_epi8(y, _mm256_set1_epi8((char)ep->hi));
+    } else {
+        y = _mm256_packus_epi16(ab, cd);
+        y = _mm256_max_epu8(y, _mm256_set1_epi8((char)ep->lo));
+        y = _mm256_min_epu8(y, _mm256_set1_epi8((char)ep->hi));
+    }
+    return _mm256_permutevar8x32_epi32(y, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* The first n (1..16) bytes of v; 8-byte halves stored whole (narrow layers have 8 channels). */
+KS_INLINE void store16(void *dst, __m128i v, size_t n) {
+    if (n == 16) {
+        _mm_storeu_si128((__m128i *)dst, v);
+        return;
+    }
+    if (n >= 8) {
+        _mm_storel_epi64((__m128i *)dst, v);
+        dst = (char *)dst + 8, n -= 8;
+        v = _mm_srli_si128(v, 8);
+    }
+    if (n == 0) return;
+    uint8_t tmp[16];
+    _mm_storeu_si128((__m128i *)tmp, v);
+    memcpy(dst, tmp, n);
+}
+
+/* acc[r] += the tile's dot products for rows r < rows (a constant after inlining). */
+KS_INLINE void mb_dot(__m256i (*acc)[2], const int rows, size_t kb, size_t ks, const void *const *a,
+                      const int8_t *wp) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (size_t t = 0; t < ks; t++) {
+        const int32_t *ar[MB_MR];
+        KS_UNROLL for (int r = 0; r < rows; r++) ar[r] = (const int32_t *)a[t * MB_MR + r];
+        for (size_t k = 0; k < kb; k++) {
+            const __m256i *w0 = (const __m256i *)wp, *w1 = (const __m256i *)(wp + 32);
+            wp += 64;
+            KS_UNROLL for (int r = 0; r < rows; r++) {
+                __m256i x = _mm256_set1_epi32(ar[r][k]);
+                __m256i ax = _mm256_abs_epi8(x);
+                __m256i p0 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(_mm256_loadu_si256(w0), x));
+                acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(p0, ones));
+                __m256i p1 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(_mm256_loadu_si256(w1), x));
+                acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(p1, ones));
+            }
+        }
+    }
+}
+
+/* Requantizes and stores rows r < mr, columns c < nc of the tile. */
+KS_INLINE void mb_store(__m256i (*acc)[2], size_t mr, size_t nc, const int32_t *hdr, void *c,
+                        size_t c_stride, const ks__q8_epilogue *ep, int no_sign) {
+    rqc q0, q1;
+    rqc_load(&q0, hdr, MB_NR);
+    rqc_load(&q1, hdr + 8, MB_NR);
+    const int two = nc > 8; /* the second half has columns to store */
+    KS_UNROLL for (int r = 0; r < MB_MR; r += 2) {
+        if ((size_t)r >= mr) break;
+        __m256i a0 = rqc_apply(acc[r][0], &q0, no_sign);
+        __m256i b0 = rqc_apply(acc[r + 1][0], &q0, no_sign);
+        __m256i a1 = two ? rqc_apply(acc[r][1], &q1, no_sign) : a0;
+        __m256i b1 = two ? rqc_apply(acc[r + 1][1], &q1, no_sign) : b0;
+        __m256i y = pack4_avx2(a0, a1, b0, b1, ep);
+        char *cr = (char *)c + (size_t)r * c_stride;
+        store16(cr, _mm256_castsi256_si128(y), nc);
+        if ((size_t)r + 1 < mr) store16(cr + c_stride, _mm256_extracti128_si256(y, 1), nc);
+    }
+}
+
+static void ks_q8_igemm__avx2_maddubs_4x16(size_t mr, size_t nc, size_t kb, size_t ks,
+                                           const void *const *a, const void *w, void *c,
+                                           size_t c_stride, const int32_t *rowsum,
+                                           const ks__q8_epilogue *ep) {
+    (void)rowsum; /* signed A folds the zero points into the column terms */
+    const int32_t *hdr = (const int32_t *)w;
+    const int8_t *wp = (const int8_t *)w + KS_Q8_HDR_ROWS * MB_NR * 4;
+    /* the accumulators start at the column terms (bias with the zero points folded in) */
+    const __m256i bias0 = _mm256_loadu_si256((const __m256i *)(hdr + KS_Q8_HDR_BIAS * MB_NR));
+    const __m256i bias1 = _mm256_loadu_si256((const __m256i *)(hdr + KS_Q8_HDR_BIAS * MB_NR + 8));
+    __m256i acc[MB_MR][2];
+    KS_UNROLL for (int r = 0; r < MB_MR; r++) {
+        acc[r][0] = bias0;
+        acc[r][1] = bias1;
+    }
+    /* short tiles (small images, FULLY_CONNECTED) skip the dot products of repeated rows */
+    if (mr > 2)
+        mb_dot(acc, MB_MR, kb, ks, a, wp);
+    else
+        mb_dot(acc, 2, kb, ks, a, wp);
+    if (ep->lo >= ep->out_zp)
+        mb_store(acc, mr, nc, hdr, c, c_stride, ep, 1);
+    else
+        mb_store(acc, mr, nc, hdr, c, c_stride, ep, 0);
 }
 
 /* 8 input bytes of channels [c0, c0 + n) of one pixel, flipped to u8 and widened to int32. */
@@ -233,9 +392,19 @@ void ks__q8_xor_bytes__avx2(const uint8_t *src, uint8_t *dst, size_t n, uint8_t 
         dst[i] = (uint8_t)(src[i] ^ mask);
 }
 
-static const ks__q8_gemm_arch k_gemm = {ARCH_MR,     ARCH_NR, 2, 16.0, ks_q8_igemm__avx2_6x16,
+/* MACs per cost-model cycle (docs/kernels.md: cycles at the f32 FMA peak, 16 MACs per cycle for
+ * AVX2), from times against the f32 6x16 GEMM and dwconv on Zen 1 (ks-kbench-style timing of the
+ * YOLOX-nano 1x1 and 3x3 shapes, minimum of 21 runs): the int16 GEMM ran at 0.85 of the f32
+ * kernel's MAC rate, the maddubs one at 0.90 (both are bound by the one vector-integer multiply
+ * pipe: vpmaddwd / vpmaddubsw take 2 cycles per ymm there, where the two FMA pipes do one ymm
+ * FMA per cycle), and the per-pixel depthwise kernel at half the f32 dwconv's. So the maddubs
+ * kernel wins where it applies, and the row-wise depthwise one (q8_dwconv.c) over the per-pixel
+ * one everywhere. */
+static const ks__q8_gemm_arch k_gemm = {ARCH_MR,     ARCH_NR, 2, 13.5, ks_q8_igemm__avx2_6x16,
                                         fused_apply, 0};
-static const ks__q8_dw_arch k_dw = {DW_CB, 4.0, ks_q8_dw__avx2_c8, fused_apply, 0, NULL};
+static const ks__q8_dw_arch k_dw = {DW_CB, 2.2, ks_q8_dw__avx2_c8, fused_apply, 0, NULL};
+static const ks__q8_gemm_arch k_gemm_mb = {
+    MB_MR, MB_NR, 4, 14.5, ks_q8_igemm__avx2_maddubs_4x16, fused_apply, 0};
 
 static double gemm_cost(const ks__kernel_ctx *ctx) {
     return ks__q8_gemm_cost(ctx, &k_gemm);
@@ -248,6 +417,18 @@ static ks_status gemm_pack(ks__kernel_ctx *ctx) {
 }
 static ks_status gemm_run(ks__kernel_ctx *ctx) {
     return ks__q8_gemm_run(ctx, &k_gemm);
+}
+static double gemm_mb_cost(const ks__kernel_ctx *ctx) {
+    return ks__q8_gemm_cost_sa(ctx, &k_gemm_mb);
+}
+static ks_status gemm_mb_plan(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
+    return ks__q8_gemm_plan(ctx, &k_gemm_mb, packed_bytes_out);
+}
+static ks_status gemm_mb_pack(ks__kernel_ctx *ctx) {
+    return ks__q8_gemm_pack_sa(ctx, &k_gemm_mb);
+}
+static ks_status gemm_mb_run(ks__kernel_ctx *ctx) {
+    return ks__q8_gemm_run_sa(ctx, &k_gemm_mb);
 }
 static double dw_cost(const ks__kernel_ctx *ctx) {
     return ks__q8_dw_cost(ctx, &k_dw);
@@ -278,3 +459,17 @@ const ks__impl ks_q8_fc__avx2_6x16 = {"ks_q8_fc__avx2_6x16",
                                       gemm_run};
 const ks__impl ks_q8_dwconv__avx2_c8 = {
     "ks_q8_dwconv__avx2_c8", KS_OP_CONV2D, KS_ISA_AVX2, dw_cost, dw_plan, dw_pack, dw_run};
+const ks__impl ks_q8_conv2d__avx2_maddubs_4x16 = {"ks_q8_conv2d__avx2_maddubs_4x16",
+                                                  KS_OP_CONV2D,
+                                                  KS_ISA_AVX2,
+                                                  gemm_mb_cost,
+                                                  gemm_mb_plan,
+                                                  gemm_mb_pack,
+                                                  gemm_mb_run};
+const ks__impl ks_q8_fc__avx2_maddubs_4x16 = {"ks_q8_fc__avx2_maddubs_4x16",
+                                              KS_OP_FULLY_CONNECTED,
+                                              KS_ISA_AVX2,
+                                              gemm_mb_cost,
+                                              gemm_mb_plan,
+                                              gemm_mb_pack,
+                                              gemm_mb_run};
