@@ -14,7 +14,7 @@ static jclass g_string_class;
 static jclass g_float_array_class;
 
 /* Number of ints/floats TaskOptions.nativeInts()/nativeFloats() produce. */
-enum { TASK_NUM_INTS = 6, TASK_NUM_FLOATS = 6 };
+enum { TASK_NUM_INTS = 7, TASK_NUM_FLOATS = 6 };
 
 static jclass global_class(JNIEnv *env, const char *name) {
     jclass local = (*env)->FindClass(env, name);
@@ -109,6 +109,7 @@ int ks__jni_task_options(JNIEnv *env, jintArray ints, jfloatArray floats, jstrin
     out->rotation = (ks_rotation)vi[3];
     out->mirror = vi[4];
     out->precision = (ks_precision)vi[5];
+    out->backend = (ks_backend)vi[6];
     out->min_score = vf[0];
     out->roi = (ks_box){vf[1], vf[2], vf[3], vf[4]};
     out->smoothing = vf[5];

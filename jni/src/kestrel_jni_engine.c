@@ -141,12 +141,14 @@ JNIEXPORT jstring JNICALL Java_ai_kestrel_Model_nativeMetadata(JNIEnv *env, jcla
 JNIEXPORT jlong JNICALL Java_ai_kestrel_Session_nativeCreate(JNIEnv *env, jclass cls, jlong model,
                                                              jint num_threads, jint flags,
                                                              jlong max_memory_bytes, jint tune,
-                                                             jstring jcache, jint precision) {
+                                                             jstring jcache, jint precision,
+                                                             jint backend) {
     ks_session_desc desc = {.num_threads = num_threads,
                             .precision = (ks_precision)precision,
                             .flags = (uint32_t)flags,
                             .max_memory_bytes = (size_t)max_memory_bytes,
-                            .tune = (ks_tune_mode)tune};
+                            .tune = (ks_tune_mode)tune,
+                            .backend = (ks_backend)backend};
     ks_session *session = NULL;
     const char *cache = jcache ? (*env)->GetStringUTFChars(env, jcache, NULL) : NULL;
     if (jcache && !cache) return 0;
@@ -162,6 +164,10 @@ JNIEXPORT jlong JNICALL Java_ai_kestrel_Session_nativeCreate(JNIEnv *env, jclass
 
 JNIEXPORT void JNICALL Java_ai_kestrel_Session_nativeDestroy(JNIEnv *env, jclass cls, jlong h) {
     ks_session_destroy(KS_JNI_PTR(ks_session, h));
+}
+
+JNIEXPORT jint JNICALL Java_ai_kestrel_Session_nativeBackend(JNIEnv *env, jclass cls, jlong h) {
+    return (jint)ks_session_backend(KS_JNI_PTR(ks_session, h));
 }
 
 JNIEXPORT void JNICALL Java_ai_kestrel_Session_nativeReshape(JNIEnv *env, jclass cls, jlong h,

@@ -13,6 +13,10 @@ _Static_assert(KSPixelFormatI420 == (NSInteger)KS_PIXEL_FORMAT_I420, "pixel form
 _Static_assert(KSPixelFormatNV21 == (NSInteger)KS_PIXEL_FORMAT_NV21, "pixel format values");
 _Static_assert(KSRotation270 == (NSInteger)KS_ROTATION_270, "rotation values");
 _Static_assert(KSRunningModeVideo == (NSInteger)KS_MODE_VIDEO, "running mode values");
+_Static_assert(KSBackendCPU == (NSInteger)KS_BACKEND_CPU, "backend values");
+_Static_assert(KSBackendVulkan == (NSInteger)KS_BACKEND_VULKAN, "backend values");
+_Static_assert(KSBackendOpenCL == (NSInteger)KS_BACKEND_OPENCL, "backend values");
+_Static_assert(KSBackendAuto == (NSInteger)KS_BACKEND_AUTO, "backend values");
 _Static_assert(sizeof(KSBox) == sizeof(ks_box), "box layout");
 _Static_assert(sizeof(KSPoint3) == sizeof(ks_point3f), "point layout");
 
@@ -63,6 +67,7 @@ static void ks_objc_task_options(KSTaskOptions *options, ks_task_options *out) {
     out->smoothing = options.smoothing;
     out->model_path = options.modelPath != nil ? [options.modelPath UTF8String] : NULL;
     out->precision = (ks_precision)options.precision;
+    out->backend = (ks_backend)options.backend;
 }
 
 BOOL ks__objc_task_desc(KSTaskOptions *options, Class expected, const char *task, void *desc,
@@ -304,6 +309,7 @@ BOOL ks__objc_image_view(KSImage *image, ks_image *out, NSError **error) {
 @synthesize smoothing = _smoothing;
 @synthesize modelPath = _modelPath;
 @synthesize precision = _precision;
+@synthesize backend = _backend;
 
 - (id)copyWithZone:(NSZone *)zone {
     KSTaskOptions *copy = [[[self class] allocWithZone:zone] init];
@@ -317,6 +323,7 @@ BOOL ks__objc_image_view(KSImage *image, ks_image *out, NSError **error) {
     copy->_smoothing = _smoothing;
     copy->_modelPath = [_modelPath copy];
     copy->_precision = _precision;
+    copy->_backend = _backend;
     return copy;
 }
 

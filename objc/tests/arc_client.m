@@ -36,5 +36,17 @@ int ks_arc_client(KSImage *image) {
                 outputTexture:0
                         error:&error];
     }
+    KSModel *model = [[KSModel alloc] initWithContentsOfFile:@"m.ksm" error:&error];
+    KSSessionOptions *sessionOptions = [[KSSessionOptions alloc] init];
+    sessionOptions.backend = KSBackendAuto;
+    if (model != nil) {
+        KSSession *session = [[KSSession alloc] initWithModel:model
+                                                      options:sessionOptions
+                                                        error:&error];
+        if (session != nil && [session reshapeWithError:&error] && [session runWithError:NULL]) {
+            NSData *_Nullable out = [session outputDataAtIndex:0 error:&error];
+            sum += (out != nil) + (session.backend == KSBackendCPU);
+        }
+    }
     return (int)faces.count + (sum > 0.0f);
 }

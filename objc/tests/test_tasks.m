@@ -1,6 +1,7 @@
-/* Objective-C binding: every task on the real astronaut photo (skimage), errors, options
- * copying, zero-copy images with strides, and no leaked objects. Expected values follow the C
- * tests (algos/tests/test_face.c, test_pose.c, test_segment.c). */
+/* Objective-C binding: every task on the real astronaut photo (skimage), the engine classes and
+ * the backend choice, errors, options copying, zero-copy images with strides, and no leaked
+ * objects. Expected values follow the C tests (algos/tests/test_face.c, test_pose.c,
+ * test_segment.c). */
 #import "objc_test.h"
 
 /* The astronaut's face (see algos/tests/test_face.c). */
@@ -356,6 +357,111 @@ static void test_nv21_rotated(void) {
     [image release];
 }
 
+/* Runs `s` once on `input` (the model's own shapes) and returns output 0, or nil. */
+static NSData *ks_test_run_session(KSSession *s, NSData *input) {
+    NSError *error = nil;
+    BOOL ok = [s reshapeWithError:&error] && [s setInputData:input atIndex:0 error:&error] &&
+              [s runWithError:&error];
+    CHECK_OK(ok, error);
+    NSData *out = ok ? [s outputDataAtIndex:0 error:&error] : nil;
+    CHECK_OK(out != nil, error);
+    return out;
+}
+
+/* The backend choice (ks_backend): the CPU by default, OpenCL refused with its name, and Auto
+ * (timed at init: the CPU, or Vulkan where a device opens and is faster) giving the CPU's results
+ * on a session (BlazeFace short range, from the bundles' ksm/) and on a task. */
+static void test_backend(KSImage *photo) {
+    NSError *error = nil;
+    KSTaskOptions *topts = [[KSTaskOptions alloc] init];
+    CHECK(topts.backend == KSBackendCPU);
+    topts.backend = KSBackendAuto;
+    KSTaskOptions *tcopy = [topts copy];
+    CHECK(tcopy.backend == KSBackendAuto);
+    [tcopy release];
+    [topts release];
+
+    NSString *path =
+        [[KSModels directory] stringByAppendingPathComponent:@"ksm/face_detection_short_range.ksm"];
+    KSModel *model = [[KSModel alloc] initWithContentsOfFile:path error:&error];
+    CHECK_OK(model != nil, error);
+    if (model == nil) return;
+    CHECK(model.numInputs == 1 && model.numOutputs >= 2);
+    KSSession *cpu = [[KSSession alloc] initWithModel:model options:nil error:&error];
+    CHECK_OK(cpu != nil, error);
+    CHECK(cpu.backend == KSBackendCPU && cpu.model == model);
+
+    KSSessionOptions *sopts = [[KSSessionOptions alloc] init];
+    CHECK(sopts.backend == KSBackendCPU);
+    sopts.backend = KSBackendOpenCL;
+    error = nil;
+    KSSession *refused = [[KSSession alloc] initWithModel:model options:sopts error:&error];
+    CHECK(refused == nil && [error code] == KSErrorCodeUnsupported);
+    CHECK([[error localizedDescription] rangeOfString:@"opencl"].location != NSNotFound);
+    fprintf(stderr, "expected error: %s\n", [[error localizedDescription] UTF8String]);
+    sopts.backend = KSBackendAuto;
+    KSSessionOptions *scopy = [sopts copy];
+    [sopts release];
+    CHECK(scopy.backend == KSBackendAuto);
+    KSSession *autoSession = [[KSSession alloc] initWithModel:model options:scopy error:&error];
+    [scopy release];
+    CHECK_OK(autoSession != nil, error);
+    KSBackend chosen = autoSession.backend;
+    CHECK(chosen == KSBackendCPU || chosen == KSBackendVulkan);
+    fprintf(stderr, "backend auto: %s\n", chosen == KSBackendCPU ? "cpu" : "vulkan");
+
+    NSMutableData *input = [NSMutableData dataWithLength:128 * 128 * 3 * sizeof(float)];
+    float *in = (float *)[input mutableBytes];
+    for (size_t i = 0; i < 128 * 128 * 3; i++)
+        in[i] = sinf((float)i * 0.007f);
+    NSData *want = cpu != nil ? ks_test_run_session(cpu, input) : nil;
+    NSData *got = autoSession != nil ? ks_test_run_session(autoSession, input) : nil;
+    CHECK(want != nil && got != nil && [want length] == [got length] && [want length] > 0);
+    if (want != nil && got != nil && [want length] == [got length]) {
+        const float *a = (const float *)[want bytes], *b = (const float *)[got bytes];
+        size_t n = [want length] / sizeof(float), bad = 0;
+        for (size_t i = 0; i < n; i++) /* the CPU exactly; a GPU within float rounding */
+            bad += chosen == KSBackendCPU
+                       ? a[i] != b[i]
+                       : !(fabsf(a[i] - b[i]) <= 1e-3f * fmaxf(1.0f, fabsf(a[i])));
+        CHECK(bad == 0);
+    }
+    /* An input of the wrong size is refused with both sizes. */
+    error = nil;
+    CHECK(![cpu setInputData:[NSData dataWithBytes:in length:12] atIndex:0 error:&error]);
+    CHECK([error code] == KSErrorCodeInvalidArgument &&
+          [[error localizedDescription] rangeOfString:@"196608"].location != NSNotFound);
+    [autoSession release];
+    [cpu release];
+    [model release]; /* the sessions are gone; a session would have kept it */
+
+    /* Tasks: OpenCL refused by name, Auto finds the CPU's face. */
+    KSFaceDetectorOptions *dopts = [[KSFaceDetectorOptions alloc] init];
+    dopts.backend = KSBackendOpenCL;
+    error = nil;
+    KSFaceDetector *det = [[KSFaceDetector alloc] initWithOptions:dopts error:&error];
+    CHECK(det == nil && [error code] == KSErrorCodeUnsupported);
+    CHECK([[error localizedDescription] rangeOfString:@"opencl"].location != NSNotFound);
+    dopts.backend = KSBackendAuto;
+    KSFaceDetector *cpuDet = [[KSFaceDetector alloc] initWithOptions:nil error:&error];
+    det = [[KSFaceDetector alloc] initWithOptions:dopts error:&error];
+    [dopts release];
+    CHECK_OK(cpuDet != nil && det != nil, error);
+    NSArray *wantFaces = [cpuDet detectInImage:photo timestampUs:0 error:&error];
+    NSArray *gotFaces = [det detectInImage:photo timestampUs:0 error:&error];
+    CHECK_OK(wantFaces != nil && gotFaces != nil, error);
+    CHECK([wantFaces count] == 1 && [gotFaces count] == [wantFaces count]);
+    for (NSUInteger i = 0; i < [wantFaces count] && i < [gotFaces count]; i++) {
+        KSFace *fa = [wantFaces objectAtIndex:i], *fb = [gotFaces objectAtIndex:i];
+        CHECK(fabsf(fa.box.x - fb.box.x) < 0.5f && fabsf(fa.box.y - fb.box.y) < 0.5f &&
+              fabsf(fa.box.width - fb.box.width) < 0.5f &&
+              fabsf(fa.box.height - fb.box.height) < 0.5f);
+        CHECK(fabsf(fa.score - fb.score) < 1e-3f);
+    }
+    [det release];
+    [cpuDet release];
+}
+
 static void test_errors(KSImage *photo) {
     NSError *error = nil;
     KSFaceDetectorOptions *opts = [[KSFaceDetectorOptions alloc] init];
@@ -444,6 +550,7 @@ int main(void) {
         test_hands_objects_classes(photo);
         test_strided_rgba(photo);
         test_nv21_rotated();
+        test_backend(photo);
         test_errors(photo);
     }
     [pool drain];
@@ -465,7 +572,11 @@ int main(void) {
                        [KSCategory class],
                        [KSImageClassifier class],
                        [KSTaskOptions class],
-                       [KSFaceLandmarkerOptions class]};
+                       [KSFaceLandmarkerOptions class],
+                       [KSFaceDetectorOptions class],
+                       [KSModel class],
+                       [KSSessionOptions class],
+                       [KSSession class]};
     for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++) {
         int live = GSDebugAllocationCount(classes[i]);
         if (live != 0)

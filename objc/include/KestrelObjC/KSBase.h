@@ -203,6 +203,19 @@ typedef NS_ENUM(NSInteger, KSPrecision) {
     KSPrecisionFastest = 2, /* per layer the faster of the two on this device, timed at init */
 };
 
+/* Where a session's or a task's models run (ks_backend in kestrel/engine.h; docs/backends.md,
+ * "Choosing the backend"). A GPU backend runs the ops it supports and leaves the rest to the CPU.
+ * A backend this build or device lacks fails the init with KSErrorCodeUnsupported and a message
+ * naming it. */
+typedef NS_ENUM(NSInteger, KSBackend) {
+    KSBackendCPU = 0,    /* the default */
+    KSBackendVulkan = 1, /* Vulkan compute (a build with KS_VULKAN and a Vulkan 1.1 device) */
+    KSBackendOpenCL = 2, /* not in this version: always refused */
+    /* the faster of the CPU and each GPU backend that opens here, timed at init (remembered for
+     * the process per model, threads and precision); any GPU failure falls back to the CPU */
+    KSBackendAuto = 3,
+};
+
 /* Options common to every task; 0 / nil means the task's default (see the C headers). Every
  * task's options class derives from it. Copied by the task at init. */
 @interface KSTaskOptions : NSObject <NSCopying> {
@@ -215,6 +228,7 @@ typedef NS_ENUM(NSInteger, KSPrecision) {
     KSBox _regionOfInterest;
     NSString *_modelPath;
     KSPrecision _precision;
+    KSBackend _backend;
 }
 @property(nonatomic, assign) KSRunningMode mode;
 @property(nonatomic, assign) int32_t numThreads;
@@ -231,6 +245,8 @@ typedef NS_ENUM(NSInteger, KSPrecision) {
 @property(nonatomic, copy) NSString *KS_NULLABLE modelPath;
 /* Stored (default), F32 or Fastest; float models are not affected. */
 @property(nonatomic, assign) KSPrecision precision;
+/* CPU (default), Vulkan, OpenCL (refused) or Auto: where the task's models run. */
+@property(nonatomic, assign) KSBackend backend;
 @end
 
 /* The directory where tasks look for their default bundles (KESTREL_MODELS_DIR if set, else the

@@ -10,5 +10,6 @@
 #import "KSObjectDetector.h"
 #import "KSPose.h"
 #import "KSSegmenter.h"
+#import "KSSession.h"
 
 #endif /* KESTREL_OBJC_H */

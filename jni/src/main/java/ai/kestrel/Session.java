@@ -37,7 +37,8 @@ public final class Session extends NativeObject {
     private static long createOrRelease(Model model, long modelHandle, Options o) {
         try {
             return nativeCreate(modelHandle, o.numThreads, o.keepAllTensors ? 1 : 0,
-                    o.maxMemoryBytes, o.tuneMode, o.tuneCachePath, o.precision.code());
+                    o.maxMemoryBytes, o.tuneMode, o.tuneCachePath, o.precision.code(),
+                    o.backend.code());
         } catch (RuntimeException | Error e) {
             model.shared().release();
             throw e;
@@ -47,6 +48,18 @@ public final class Session extends NativeObject {
     /** The model this session runs. */
     public Model model() {
         return model;
+    }
+
+    /**
+     * Where the session runs: {@link Backend#CPU} or a GPU backend, never {@link Backend#AUTO}
+     * (the choice AUTO made at create).
+     */
+    public synchronized Backend backend() {
+        try {
+            return Backend.fromCode(nativeBackend(handle()));
+        } finally {
+            Reference.reachabilityFence(this);
+        }
     }
 
     /** Plans the session for the model's own (static) input shapes. */
@@ -183,6 +196,7 @@ public final class Session extends NativeObject {
         private final int tuneMode;
         private final String tuneCachePath;
         private final Precision precision;
+        private final Backend backend;
 
         private Options(Builder b) {
             numThreads = b.numThreads;
@@ -191,6 +205,7 @@ public final class Session extends NativeObject {
             tuneMode = b.tuneMode;
             tuneCachePath = b.tuneCachePath;
             precision = b.precision;
+            backend = b.backend;
         }
 
         public static Builder builder() {
@@ -204,6 +219,7 @@ public final class Session extends NativeObject {
             private int tuneMode;
             private String tuneCachePath;
             private Precision precision = Precision.STORED;
+            private Backend backend = Backend.CPU;
 
             /** Threads that split each op's work; 0 = 1. */
             public Builder numThreads(int numThreads) {
@@ -236,6 +252,16 @@ public final class Session extends NativeObject {
                 return this;
             }
 
+            /**
+             * Where the session runs ({@link Backend}); default CPU. A backend this build or
+             * device lacks makes the {@link Session} constructor throw {@link KestrelException}
+             * ({@link Status#UNSUPPORTED}, the message naming the backend).
+             */
+            public Builder backend(Backend backend) {
+                this.backend = Objects.requireNonNull(backend, "backend");
+                return this;
+            }
+
             public Options build() {
                 return new Options(this);
             }
@@ -243,9 +269,11 @@ public final class Session extends NativeObject {
     }
 
     private static native long nativeCreate(long model, int numThreads, int flags,
-            long maxMemoryBytes, int tuneMode, String tuneCachePath, int precision);
+            long maxMemoryBytes, int tuneMode, String tuneCachePath, int precision, int backend);
 
     static native void nativeDestroy(long handle);
+
+    private static native int nativeBackend(long handle);
 
     private static native void nativeReshape(long handle, long[][] shapes);
 

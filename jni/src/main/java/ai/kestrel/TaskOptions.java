@@ -19,6 +19,7 @@ public abstract class TaskOptions {
     private final float smoothing;
     private final String modelPath;
     private final Precision precision;
+    private final Backend backend;
 
     protected TaskOptions(Builder<?> b) {
         this.mode = b.mode;
@@ -31,6 +32,7 @@ public abstract class TaskOptions {
         this.smoothing = b.smoothing;
         this.modelPath = b.modelPath;
         this.precision = b.precision;
+        this.backend = b.backend;
     }
 
     public RunningMode mode() {
@@ -76,11 +78,16 @@ public abstract class TaskOptions {
         return precision;
     }
 
+    /** Where the task's models run (as asked: AUTO stays AUTO here). */
+    public Backend backend() {
+        return backend;
+    }
+
     /** Integer fields in the order native code reads them (kestrel_jni_tasks.c). */
     final int[] nativeInts() {
         return new int[] {
             mode.ordinal(), numThreads, maxResults, rotation.code(), mirror ? 1 : 0,
-            precision.code()
+            precision.code(), backend.code()
         };
     }
 
@@ -102,6 +109,7 @@ public abstract class TaskOptions {
         private float smoothing;
         private String modelPath;
         private Precision precision = Precision.STORED;
+        private Backend backend = Backend.CPU;
 
         protected Builder() {}
 
@@ -116,6 +124,17 @@ public abstract class TaskOptions {
         /** How an int8 model's layers run ({@link Precision}); default STORED. */
         public B precision(Precision precision) {
             this.precision = Objects.requireNonNull(precision, "precision");
+            return self();
+        }
+
+        /**
+         * Where the task's models run ({@link Backend}); default CPU. AUTO times each model on
+         * the CPU and the GPU backends here when the task is created. A backend this build or
+         * device lacks makes the task's constructor throw {@link KestrelException}
+         * ({@link Status#UNSUPPORTED}, the message naming the backend).
+         */
+        public B backend(Backend backend) {
+            this.backend = Objects.requireNonNull(backend, "backend");
             return self();
         }
 

@@ -89,6 +89,68 @@ class SessionTest {
         }
     }
 
+    private static float[] runOnce(Session s, float[] input) {
+        s.reshape();
+        s.setInput(0, input);
+        s.run();
+        return s.getOutputFloats(0);
+    }
+
+    @Test
+    void backendDefaultsToTheCpu() {
+        try (Model m = Model.load(faceModel().getPath());
+                Session s = new Session(m);
+                Session c = new Session(m,
+                        Session.Options.builder().backend(Backend.CPU).build())) {
+            assertEquals(Backend.CPU, s.backend());
+            assertEquals(Backend.CPU, c.backend());
+        }
+        // the Java constants carry the C values (ks_backend, kestrel/engine.h)
+        assertEquals(0, Backend.CPU.code());
+        assertEquals(1, Backend.VULKAN.code());
+        assertEquals(2, Backend.OPENCL.code());
+        assertEquals(3, Backend.AUTO.code());
+    }
+
+    @Test
+    void openclIsRefusedByName() {
+        try (Model m = Model.load(faceModel().getPath())) {
+            Session.Options opts = Session.Options.builder().backend(Backend.OPENCL).build();
+            KestrelException e = assertThrows(KestrelException.class, () -> new Session(m, opts));
+            assertEquals(Status.UNSUPPORTED, e.status());
+            assertTrue(e.nativeMessage().contains("opencl"), e.getMessage());
+            // the refusal gave the model's reference back: the model still works and closes
+            try (Session s = new Session(m)) {
+                assertEquals(Backend.CPU, s.backend());
+            }
+        }
+    }
+
+    @Test
+    void autoRunsWhereItMeasuredAndMatchesTheCpu() {
+        float[] input = new float[128 * 128 * 3];
+        for (int i = 0; i < input.length; i++) {
+            input[i] = (float) Math.sin(i * 0.007);
+        }
+        try (Model m = Model.load(faceModel().getPath());
+                Session cpu = new Session(m);
+                Session auto = new Session(m,
+                        Session.Options.builder().backend(Backend.AUTO).build())) {
+            float[] want = runOnce(cpu, input);
+            float[] got = runOnce(auto, input);
+            Backend b = auto.backend();
+            assertTrue(b == Backend.CPU || b == Backend.VULKAN, b.toString());
+            if (b == Backend.CPU) {
+                assertArrayEquals(want, got);
+            } else {
+                for (int i = 0; i < want.length; i++) {
+                    assertEquals(want[i], got[i], 1e-3f * Math.max(1f, Math.abs(want[i])),
+                            "element " + i + " on " + b);
+                }
+            }
+        }
+    }
+
     @Test
     void wrongInputSizeThrowsWithTheTensorName() {
         try (Model m = Model.load(faceModel().getPath()); Session s = new Session(m)) {

@@ -313,6 +313,38 @@ class VisionTasksTest {
     }
 
     @Test
+    void taskBackendDefaultsToTheCpuAndRefusesOpencl() {
+        assertEquals(Backend.CPU, FaceDetector.Options.builder().build().backend());
+        FaceDetector.Options opts =
+                FaceDetector.Options.builder().backend(Backend.OPENCL).build();
+        assertEquals(Backend.OPENCL, opts.backend());
+        KestrelException e = assertThrows(KestrelException.class, () -> new FaceDetector(opts));
+        assertEquals(Status.UNSUPPORTED, e.status());
+        assertTrue(e.nativeMessage().contains("opencl"), e.getMessage());
+    }
+
+    @Test
+    void faceDetectorOnAutoFindsTheSameFace() {
+        // AUTO times the detector's model on the CPU and on the GPU (when one opens) at create
+        // and keeps the faster: the result is the CPU's, or the GPU's within float rounding.
+        List<Face> want;
+        try (FaceDetector det = new FaceDetector()) {
+            want = det.detect(photo.rgbaImage());
+        }
+        FaceDetector.Options opts = FaceDetector.Options.builder().backend(Backend.AUTO).build();
+        try (FaceDetector det = new FaceDetector(opts)) {
+            List<Face> got = det.detect(photo.rgbaImage());
+            assertEquals(want.size(), got.size(), got.toString());
+            for (int i = 0; i < want.size(); i++) {
+                Box a = want.get(i).box();
+                Box b = got.get(i).box();
+                assertTrue(a.iou(b) > 0.99f, a + " vs " + b);
+                assertEquals(want.get(i).score(), got.get(i).score(), 1e-3f);
+            }
+        }
+    }
+
+    @Test
     void handLandmarkerRunsAndFindsNoHandHere() {
         // The astronaut's hands are gloved and at the frame edge; the reference C tool finds
         // none either, so this checks the call path and an empty result.
