@@ -14,6 +14,35 @@
 extern "C" {
 #endif
 
+/* ---- conv helpers the fast conv families share (gemm.c, smallc.c, fewout.c, perf.c) ---- */
+
+/* A stride, dilation or group count of a node's params: 0 stands for 1. */
+static inline int64_t ks__ip_or_one(int32_t v) {
+    return v == 0 ? 1 : v;
+}
+
+/* Plain float32 (not quantized). */
+static inline bool ks__rt_float_plain(const ks__rt_tensor *t) {
+    return t && t->dtype == KS_DTYPE_F32 && (!t->quant || t->quant->count == 0);
+}
+
+/* Weights known at reshape, float32 or float16, not quantized. */
+static inline bool ks__rt_const_weights(const ks__rt_tensor *t) {
+    return t && t->data && (t->dtype == KS_DTYPE_F32 || t->dtype == KS_DTYPE_F16) &&
+           (!t->quant || t->quant->count == 0);
+}
+
+/* Leading pad of one conv axis (the reference kernel's rule, from the inferred output size;
+ * k_eff is the dilated kernel extent). */
+static inline int64_t ks__conv_lead_pad(int32_t mode, int64_t explicit_pad, int64_t in, int64_t out,
+                                        int64_t k_eff, int64_t stride) {
+    if (mode == KS_PAD_EXPLICIT) return explicit_pad;
+    if (mode == KS_PAD_VALID) return 0;
+    int64_t total = (out - 1) * stride + k_eff - in;
+    if (total < 0) total = 0;
+    return mode == KS_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+}
+
 /* The reference kernel table (filled once; thread-safe after first call returns). */
 const ks__kernel_table *ks__ref_kernels(void);
 

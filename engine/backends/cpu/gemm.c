@@ -32,40 +32,14 @@ typedef struct gemm_problem {
     ks__gemm_epilogue ep;
 } gemm_problem;
 
-static int64_t one_if_zero(int32_t v) {
-    return v == 0 ? 1 : v;
-}
-
-static int float_plain(const ks__rt_tensor *t) {
-    return t && t->dtype == KS_DTYPE_F32 && (!t->quant || t->quant->count == 0);
-}
-
-static int const_weights(const ks__rt_tensor *t) {
-    return t && t->data && (t->dtype == KS_DTYPE_F32 || t->dtype == KS_DTYPE_F16) &&
-           (!t->quant || t->quant->count == 0);
-}
-
-static const ks__rt_tensor *input_at(const ks__kernel_ctx *ctx, uint32_t i) {
-    return i < ctx->num_inputs ? ctx->in[i] : NULL;
-}
-
-/* Leading pad of one conv axis (the reference kernel's rule, from the inferred output size). */
-static int64_t lead_pad(int32_t mode, int64_t explicit_pad, int64_t in, int64_t out, int64_t k_eff,
-                        int64_t stride) {
-    if (mode == KS_PAD_EXPLICIT) return explicit_pad;
-    if (mode == KS_PAD_VALID) return 0;
-    int64_t total = (out - 1) * stride + k_eff - in;
-    if (total < 0) total = 0;
-    return mode == KS_PAD_SAME_UPPER ? total / 2 : total - total / 2;
-}
-
 static int describe_conv(const ks__kernel_ctx *ctx, gemm_problem *p) {
-    const ks__rt_tensor *x = input_at(ctx, 0), *w = input_at(ctx, 1), *y = ctx->out[0];
+    const ks__rt_tensor *x = ks__kernel_input(ctx, 0), *w = ks__kernel_input(ctx, 1),
+                        *y = ctx->out[0];
     const int32_t *ip = ctx->node->ip;
-    if (!float_plain(x) || !float_plain(y) || !const_weights(w) || x->rank != 4 || w->rank != 4 ||
-        y->rank != 4)
+    if (!ks__rt_float_plain(x) || !ks__rt_float_plain(y) || !ks__rt_const_weights(w) ||
+        x->rank != 4 || w->rank != 4 || y->rank != 4)
         return -1;
-    p->groups = one_if_zero(ip[9]);
+    p->groups = ks__ip_or_one(ip[9]);
     p->ic = x->dims[3];
     p->kc = w->dims[3];
     p->kh = w->dims[1], p->kw = w->dims[2];
@@ -77,11 +51,11 @@ static int describe_conv(const ks__kernel_ctx *ctx, gemm_problem *p) {
     if (p->groups > 1 && (p->kc < 8 || p->ocg < 8)) return -1;
     if (ip[8] < KS_PAD_EXPLICIT || ip[8] > KS_PAD_VALID) return -1;
     p->ih = x->dims[1], p->iw = x->dims[2], p->oh = y->dims[1], p->ow = y->dims[2];
-    p->sh = one_if_zero(ip[0]), p->sw = one_if_zero(ip[1]);
-    p->dh = one_if_zero(ip[2]), p->dw = one_if_zero(ip[3]);
+    p->sh = ks__ip_or_one(ip[0]), p->sw = ks__ip_or_one(ip[1]);
+    p->dh = ks__ip_or_one(ip[2]), p->dw = ks__ip_or_one(ip[3]);
     if (p->sh < 1 || p->sw < 1 || p->dh < 1 || p->dw < 1) return -1;
-    p->pt = lead_pad(ip[8], ip[4], p->ih, p->oh, (p->kh - 1) * p->dh + 1, p->sh);
-    p->pl = lead_pad(ip[8], ip[5], p->iw, p->ow, (p->kw - 1) * p->dw + 1, p->sw);
+    p->pt = ks__conv_lead_pad(ip[8], ip[4], p->ih, p->oh, (p->kh - 1) * p->dh + 1, p->sh);
+    p->pl = ks__conv_lead_pad(ip[8], ip[5], p->iw, p->ow, (p->kw - 1) * p->dw + 1, p->sw);
     p->ks = p->kh * p->kw;
     p->m = y->dims[0] * p->oh * p->ow;
     p->ldc = oc;
@@ -92,17 +66,17 @@ static int describe_conv(const ks__kernel_ctx *ctx, gemm_problem *p) {
     p->lda = p->ic;
     p->ep.act = ip[10];
     p->ep.alpha = ctx->node->fp[0];
-    const ks__rt_tensor *slope = input_at(ctx, 4);
+    const ks__rt_tensor *slope = ks__kernel_input(ctx, 4);
     if (p->ep.act == KS_ACT_PRELU) {
-        if (!float_plain(slope) || !slope->data || ks__rt_numel(slope) != oc) return -1;
+        if (!ks__rt_float_plain(slope) || !slope->data || ks__rt_numel(slope) != oc) return -1;
         p->ep.slope = (const float *)slope->data;
     } else if (slope) {
         return -1;
     }
-    p->residual = input_at(ctx, 3);
+    p->residual = ks__kernel_input(ctx, 3);
     if (p->residual) {
         const ks__rt_tensor *r = p->residual;
-        if (!float_plain(r) || r->rank != 4) return -1;
+        if (!ks__rt_float_plain(r) || r->rank != 4) return -1;
         for (int i = 0; i < 4; i++)
             if (r->dims[i] != y->dims[i]) return -1;
     }
@@ -110,8 +84,11 @@ static int describe_conv(const ks__kernel_ctx *ctx, gemm_problem *p) {
 }
 
 static int describe_fc(const ks__kernel_ctx *ctx, gemm_problem *p) {
-    const ks__rt_tensor *x = input_at(ctx, 0), *w = input_at(ctx, 1), *y = ctx->out[0];
-    if (!float_plain(x) || !float_plain(y) || !const_weights(w) || w->rank != 2) return -1;
+    const ks__rt_tensor *x = ks__kernel_input(ctx, 0), *w = ks__kernel_input(ctx, 1),
+                        *y = ctx->out[0];
+    if (!ks__rt_float_plain(x) || !ks__rt_float_plain(y) || !ks__rt_const_weights(w) ||
+        w->rank != 2)
+        return -1;
     int64_t o = w->dims[0], in_size = w->dims[1], numel = ks__rt_numel(x);
     if (o < 1 || in_size < 1 || numel < 0 || numel % in_size) return -1;
     if (ks__rt_numel(y) != numel / in_size * o) return -1;
@@ -124,9 +101,10 @@ static int describe_fc(const ks__kernel_ctx *ctx, gemm_problem *p) {
 }
 
 static int describe_matmul(const ks__kernel_ctx *ctx, gemm_problem *p) {
-    const ks__rt_tensor *a = input_at(ctx, 0), *b = input_at(ctx, 1), *y = ctx->out[0];
-    if (!float_plain(a) || !float_plain(y) || !const_weights(b) || b->rank != 2 || a->rank < 1 ||
-        ctx->node->ip[0] != 0)
+    const ks__rt_tensor *a = ks__kernel_input(ctx, 0), *b = ks__kernel_input(ctx, 1),
+                        *y = ctx->out[0];
+    if (!ks__rt_float_plain(a) || !ks__rt_float_plain(y) || !ks__rt_const_weights(b) ||
+        b->rank != 2 || a->rank < 1 || ctx->node->ip[0] != 0)
         return -1;
     int tb = ctx->node->ip[1] != 0;
     int64_t k = tb ? b->dims[1] : b->dims[0], n = tb ? b->dims[0] : b->dims[1];
@@ -160,8 +138,8 @@ static int describe(const ks__kernel_ctx *ctx, gemm_problem *p) {
     if (r) return r;
     p->w = ctx->in[1];
     if (ctx->node->op != KS_OP_MATMUL) {
-        const ks__rt_tensor *b = input_at(ctx, 2);
-        if (b && (!const_weights(b) || ks__rt_numel(b) != p->groups * p->ocg)) return -1;
+        const ks__rt_tensor *b = ks__kernel_input(ctx, 2);
+        if (b && (!ks__rt_const_weights(b) || ks__rt_numel(b) != p->groups * p->ocg)) return -1;
         p->bias = b;
     }
     if (p->ep.act < 0 || p->ep.act >= KS_ACT_COUNT || p->m < 1) return -1;

@@ -96,33 +96,16 @@ bool ks__gather_geom_split(const ks__kernel_ctx *ctx, uint32_t k, ks__gather_geo
     return true;
 }
 
-static int64_t one_if_zero(int32_t v) {
-    return v == 0 ? 1 : v;
-}
-
-static bool float_plain(const ks__rt_tensor *t) {
-    return t && t->dtype == KS_DTYPE_F32 && (!t->quant || t->quant->count == 0);
-}
-
-static int64_t lead_pad(int32_t mode, int64_t explicit_pad, int64_t in, int64_t out, int64_t k_eff,
-                        int64_t stride) {
-    if (mode == KS_PAD_EXPLICIT) return explicit_pad;
-    if (mode == KS_PAD_VALID) return 0;
-    int64_t total = (out - 1) * stride + k_eff - in;
-    if (total < 0) total = 0;
-    return mode == KS_PAD_SAME_UPPER ? total / 2 : total - total / 2;
-}
-
 static bool conv_geom_make(const ks__kernel_ctx *ctx, ks__smallconv_geom *g, bool depthwise) {
     if (ctx->node->op != KS_OP_CONV2D || ctx->num_inputs < 2 || ctx->num_outputs != 1) return false;
     const ks__rt_tensor *x = ctx->in[0], *w = ctx->in[1], *y = ctx->out[0];
     const ks__rt_tensor *b = ctx->num_inputs > 2 ? ctx->in[2] : NULL;
     const int32_t *ip = ctx->node->ip;
     if (ctx->num_inputs > 3 && ctx->in[3]) return false; /* residual: the GEMM fuses it */
-    if (!float_plain(x) || !float_plain(y) || !float_plain(w) || !w->data || x->rank != 4 ||
-        w->rank != 4 || y->rank != 4)
+    if (!ks__rt_float_plain(x) || !ks__rt_float_plain(y) || !ks__rt_float_plain(w) || !w->data ||
+        x->rank != 4 || w->rank != 4 || y->rank != 4)
         return false;
-    if (b && (!float_plain(b) || !b->data || ks__rt_numel(b) != w->dims[0])) return false;
+    if (b && (!ks__rt_float_plain(b) || !b->data || ks__rt_numel(b) != w->dims[0])) return false;
     if (ip[8] < KS_PAD_EXPLICIT || ip[8] > KS_PAD_VALID) return false;
     if (ip[10] < 0 || ip[10] >= KS_ACT_COUNT || ip[10] == KS_ACT_PRELU) return false;
     g->n = x->dims[0], g->ih = x->dims[1], g->iw = x->dims[2], g->ic = x->dims[3];
@@ -133,15 +116,15 @@ static bool conv_geom_make(const ks__kernel_ctx *ctx, ks__smallconv_geom *g, boo
         return false;
     if (depthwise) {
         /* one filter per channel, multiplier 1 (groups == 1 is the single-channel case) */
-        if (w->dims[3] != 1 || g->oc != g->ic || one_if_zero(ip[9]) != g->ic) return false;
-    } else if (w->dims[3] != g->ic || one_if_zero(ip[9]) != 1) {
+        if (w->dims[3] != 1 || g->oc != g->ic || ks__ip_or_one(ip[9]) != g->ic) return false;
+    } else if (w->dims[3] != g->ic || ks__ip_or_one(ip[9]) != 1) {
         return false;
     }
-    g->sh = one_if_zero(ip[0]), g->sw = one_if_zero(ip[1]);
-    g->dh = one_if_zero(ip[2]), g->dw = one_if_zero(ip[3]);
+    g->sh = ks__ip_or_one(ip[0]), g->sw = ks__ip_or_one(ip[1]);
+    g->dh = ks__ip_or_one(ip[2]), g->dw = ks__ip_or_one(ip[3]);
     if (g->sh < 1 || g->sw < 1 || g->dh < 1 || g->dw < 1) return false;
-    g->pt = lead_pad(ip[8], ip[4], g->ih, g->oh, (g->kh - 1) * g->dh + 1, g->sh);
-    g->pl = lead_pad(ip[8], ip[5], g->iw, g->ow, (g->kw - 1) * g->dw + 1, g->sw);
+    g->pt = ks__conv_lead_pad(ip[8], ip[4], g->ih, g->oh, (g->kh - 1) * g->dh + 1, g->sh);
+    g->pl = ks__conv_lead_pad(ip[8], ip[5], g->iw, g->ow, (g->kw - 1) * g->dw + 1, g->sw);
     g->act = ip[10];
     g->alpha = ctx->node->fp[0];
     return true;

@@ -34,40 +34,13 @@ typedef struct smallc_blocks {
     ks__smallc_core_fn core[2]; /* full block, last block */
 } smallc_blocks;
 
-static int64_t one_if_zero(int32_t v) {
-    return v == 0 ? 1 : v;
-}
-
-static bool float_plain(const ks__rt_tensor *t) {
-    return t && t->dtype == KS_DTYPE_F32 && (!t->quant || t->quant->count == 0);
-}
-
-static bool const_weights(const ks__rt_tensor *t) {
-    return t && t->data && (t->dtype == KS_DTYPE_F32 || t->dtype == KS_DTYPE_F16) &&
-           (!t->quant || t->quant->count == 0);
-}
-
-static const ks__rt_tensor *input_at(const ks__kernel_ctx *ctx, uint32_t i) {
-    return i < ctx->num_inputs ? ctx->in[i] : NULL;
-}
-
-/* Leading pad of one conv axis (the reference kernel's rule, from the inferred output size). */
-static int64_t lead_pad(int32_t mode, int64_t explicit_pad, int64_t in, int64_t out, int64_t k_eff,
-                        int64_t stride) {
-    if (mode == KS_PAD_EXPLICIT) return explicit_pad;
-    if (mode == KS_PAD_VALID) return 0;
-    int64_t total = (out - 1) * stride + k_eff - in;
-    if (total < 0) total = 0;
-    return mode == KS_PAD_SAME_UPPER ? total / 2 : total - total / 2;
-}
-
 static bool describe(const ks__kernel_ctx *ctx, smallc_problem *p) {
     memset(p, 0, sizeof(*p));
     if (ctx->node->op != KS_OP_CONV2D || ctx->num_inputs < 2 || ctx->num_outputs != 1) return false;
     const ks__rt_tensor *x = ctx->in[0], *w = ctx->in[1], *y = ctx->out[0];
     const int32_t *ip = ctx->node->ip;
-    if (!float_plain(x) || !float_plain(y) || !const_weights(w) || x->rank != 4 || w->rank != 4 ||
-        y->rank != 4)
+    if (!ks__rt_float_plain(x) || !ks__rt_float_plain(y) || !ks__rt_const_weights(w) ||
+        x->rank != 4 || w->rank != 4 || y->rank != 4)
         return false;
     p->n = x->dims[0], p->ih = x->dims[1], p->iw = x->dims[2], p->ic = x->dims[3];
     p->oc = w->dims[0], p->kh = w->dims[1], p->kw = w->dims[2];
@@ -76,28 +49,29 @@ static bool describe(const ks__kernel_ctx *ctx, smallc_problem *p) {
         p->oh < 1 || p->ow < 1 || p->kh > MAX_KH)
         return false;
     if (w->dims[3] != p->ic || y->dims[3] != p->oc || y->dims[0] != p->n) return false;
-    if (one_if_zero(ip[9]) != 1 || one_if_zero(ip[2]) != 1 || one_if_zero(ip[3]) != 1) return false;
+    if (ks__ip_or_one(ip[9]) != 1 || ks__ip_or_one(ip[2]) != 1 || ks__ip_or_one(ip[3]) != 1)
+        return false;
     if (ip[8] < KS_PAD_EXPLICIT || ip[8] > KS_PAD_VALID) return false;
-    p->sh = one_if_zero(ip[0]), p->sw = one_if_zero(ip[1]);
+    p->sh = ks__ip_or_one(ip[0]), p->sw = ks__ip_or_one(ip[1]);
     if (p->sh < 1 || p->sw < 1) return false;
-    p->pt = lead_pad(ip[8], ip[4], p->ih, p->oh, p->kh, p->sh);
-    p->pl = lead_pad(ip[8], ip[5], p->iw, p->ow, p->kw, p->sw);
+    p->pt = ks__conv_lead_pad(ip[8], ip[4], p->ih, p->oh, p->kh, p->sh);
+    p->pl = ks__conv_lead_pad(ip[8], ip[5], p->iw, p->ow, p->kw, p->sw);
     p->span = p->kw * p->ic;
     p->act = ip[10];
     p->alpha = ctx->node->fp[0];
     if (p->act < 0 || p->act > KS_ACT_PRELU) return false; /* the epilogues' set (no TABLE) */
     p->w = w;
-    p->bias = input_at(ctx, 2);
-    if (p->bias && (!const_weights(p->bias) || ks__rt_numel(p->bias) != p->oc)) return false;
-    p->res = input_at(ctx, 3);
+    p->bias = ks__kernel_input(ctx, 2);
+    if (p->bias && (!ks__rt_const_weights(p->bias) || ks__rt_numel(p->bias) != p->oc)) return false;
+    p->res = ks__kernel_input(ctx, 3);
     if (p->res) {
-        if (!float_plain(p->res) || p->res->rank != 4) return false;
+        if (!ks__rt_float_plain(p->res) || p->res->rank != 4) return false;
         for (int i = 0; i < 4; i++)
             if (p->res->dims[i] != y->dims[i]) return false;
     }
-    p->slope = input_at(ctx, 4);
+    p->slope = ks__kernel_input(ctx, 4);
     if (p->act == KS_ACT_PRELU) {
-        if (!float_plain(p->slope) || !p->slope->data || ks__rt_numel(p->slope) != p->oc)
+        if (!ks__rt_float_plain(p->slope) || !p->slope->data || ks__rt_numel(p->slope) != p->oc)
             return false;
     } else if (p->slope) {
         return false;
