@@ -35,8 +35,10 @@ static const int32_t k_spread[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 /* After the packs, position 4 k + n holds flat dword 2 n + k: back to the flat order. */
 static const int32_t k_gather[8] = {0, 4, 1, 5, 2, 6, 3, 7};
 
-static void ks_q8dw_interleave__avx2(const uint8_t *const rows[4], size_t num_blocks,
-                                     uint32_t *dst) {
+/* Interleaves 4 rows into 4-byte groups, every byte xored with `flip` (0: as is; 0x80: x - 128
+ * as s8, KS_Q8DW_SIGNED_X). */
+KS_INLINE void interleave4(const uint8_t *const rows[4], size_t num_blocks, uint32_t *dst,
+                           __m256i flip) {
     const __m256i sp = _mm256_loadu_si256((const __m256i *)k_spread);
     for (size_t j = 0; j < num_blocks; j++) {
         __m256i r0 = _mm256_permutevar8x32_epi32(
@@ -50,11 +52,16 @@ static void ks_q8dw_interleave__avx2(const uint8_t *const rows[4], size_t num_bl
         __m256i lo01 = _mm256_unpacklo_epi8(r0, r1), hi01 = _mm256_unpackhi_epi8(r0, r1);
         __m256i lo23 = _mm256_unpacklo_epi8(r2, r3), hi23 = _mm256_unpackhi_epi8(r2, r3);
         __m256i *d = (__m256i *)(dst + BB * j);
-        _mm256_storeu_si256(d, _mm256_unpacklo_epi16(lo01, lo23));
-        _mm256_storeu_si256(d + 1, _mm256_unpackhi_epi16(lo01, lo23));
-        _mm256_storeu_si256(d + 2, _mm256_unpacklo_epi16(hi01, hi23));
-        _mm256_storeu_si256(d + 3, _mm256_unpackhi_epi16(hi01, hi23));
+        _mm256_storeu_si256(d, _mm256_xor_si256(_mm256_unpacklo_epi16(lo01, lo23), flip));
+        _mm256_storeu_si256(d + 1, _mm256_xor_si256(_mm256_unpackhi_epi16(lo01, lo23), flip));
+        _mm256_storeu_si256(d + 2, _mm256_xor_si256(_mm256_unpacklo_epi16(hi01, hi23), flip));
+        _mm256_storeu_si256(d + 3, _mm256_xor_si256(_mm256_unpackhi_epi16(hi01, hi23), flip));
     }
+}
+
+static void ks_q8dw_interleave__avx2(const uint8_t *const rows[4], size_t num_blocks,
+                                     uint32_t *dst) {
+    interleave4(rows, num_blocks, dst, _mm256_setzero_si256());
 }
 
 KS_INLINE __m256i cst_row(const uint8_t *cst, int row, size_t v) {
@@ -258,25 +265,7 @@ static void ks_q8dw_row__avx2(const ks__q8dw_row *r) {
 /* ks_q8dw_interleave__avx2 with every byte flipped by 0x80: x - 128 as s8 (KS_Q8DW_SIGNED_X). */
 static void ks_q8dw_interleave_sx__avx2(const uint8_t *const rows[4], size_t num_blocks,
                                         uint32_t *dst) {
-    const __m256i sp = _mm256_loadu_si256((const __m256i *)k_spread);
-    const __m256i f = _mm256_set1_epi8((char)0x80);
-    for (size_t j = 0; j < num_blocks; j++) {
-        __m256i r0 = _mm256_permutevar8x32_epi32(
-            _mm256_loadu_si256((const __m256i *)(rows[0] + BB * j)), sp);
-        __m256i r1 = _mm256_permutevar8x32_epi32(
-            _mm256_loadu_si256((const __m256i *)(rows[1] + BB * j)), sp);
-        __m256i r2 = _mm256_permutevar8x32_epi32(
-            _mm256_loadu_si256((const __m256i *)(rows[2] + BB * j)), sp);
-        __m256i r3 = _mm256_permutevar8x32_epi32(
-            _mm256_loadu_si256((const __m256i *)(rows[3] + BB * j)), sp);
-        __m256i lo01 = _mm256_unpacklo_epi8(r0, r1), hi01 = _mm256_unpackhi_epi8(r0, r1);
-        __m256i lo23 = _mm256_unpacklo_epi8(r2, r3), hi23 = _mm256_unpackhi_epi8(r2, r3);
-        __m256i *d = (__m256i *)(dst + BB * j);
-        _mm256_storeu_si256(d, _mm256_xor_si256(_mm256_unpacklo_epi16(lo01, lo23), f));
-        _mm256_storeu_si256(d + 1, _mm256_xor_si256(_mm256_unpackhi_epi16(lo01, lo23), f));
-        _mm256_storeu_si256(d + 2, _mm256_xor_si256(_mm256_unpacklo_epi16(hi01, hi23), f));
-        _mm256_storeu_si256(d + 3, _mm256_xor_si256(_mm256_unpackhi_epi16(hi01, hi23), f));
-    }
+    interleave4(rows, num_blocks, dst, _mm256_set1_epi8((char)0x80));
 }
 
 /* Stride-2 phase split (q8_dw.h) for 8, 16 and multiple-of-32 byte pixels. */
