@@ -29,7 +29,7 @@ class SessionDesc(ctypes.Structure):
     _fields_ = [("num_threads", ctypes.c_int32), ("precision", ctypes.c_int),
                 ("flags", ctypes.c_uint32), ("allocator", ctypes.c_void_p),
                 ("max_memory_bytes", ctypes.c_size_t), ("tune", ctypes.c_int),
-                ("tune_cache_path", ctypes.c_char_p)]
+                ("tune_cache_path", ctypes.c_char_p), ("backend", ctypes.c_int)]
 
 
 class KestrelError(RuntimeError):
@@ -59,6 +59,8 @@ class Library:
         lib.ks_session_input.argtypes = [vp, ctypes.c_uint32, ctypes.POINTER(Tensor)]
         lib.ks_session_output.argtypes = [vp, ctypes.c_uint32, ctypes.POINTER(Tensor)]
         lib.ks_session_run.argtypes = [vp]
+        lib.ks_session_backend.argtypes = [vp]
+        lib.ks_session_backend.restype = ctypes.c_int
         self.lib = lib
 
     def version(self):
@@ -74,14 +76,14 @@ class Library:
 class Session:
     """A model plus one session reshaped to the model's own input shapes."""
 
-    def __init__(self, lib, model_path, num_threads):
+    def __init__(self, lib, model_path, num_threads, backend=0, precision=0):
         self.lib = lib
         self.model = ctypes.c_void_p()
         self.session = ctypes.c_void_p()
         L = lib.lib
         lib.check(L.ks_model_load_file(str(model_path).encode(), None, ctypes.byref(self.model)),
                   None, f"load {model_path}")
-        desc = SessionDesc(num_threads=num_threads)
+        desc = SessionDesc(num_threads=num_threads, backend=backend, precision=precision)
         lib.check(L.ks_session_create(self.model, ctypes.byref(desc), ctypes.byref(self.session)),
                   None, "session create")
         lib.check(L.ks_session_reshape(self.session, None), self.session, "reshape")
@@ -113,6 +115,10 @@ class Session:
         status = self._run(self._sess)
         if status:
             self.lib.check(status, self.session, "run")
+
+    def backend(self):
+        """ks_backend the session runs on (0 CPU, 1 Vulkan)."""
+        return self.lib.lib.ks_session_backend(self.session)
 
     def close(self):
         self.lib.lib.ks_session_destroy(self.session)

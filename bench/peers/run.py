@@ -72,9 +72,15 @@ def source_inputs(model, src):
 def make_inputs(model, src, seed):
     """Seeded inputs: floats uniform in [0,1) (inside the valid range of image models normalised
     to [0,1] or [-1,1]); 8-bit integers over their full range (quantized inputs are fed raw)."""
-    rng = np.random.default_rng([seed, zlib.crc32(model.key.encode())])
+    return inputs_from_spec(model.key, source_inputs(model, src), seed)
+
+
+def inputs_from_spec(key, spec, seed):
+    """make_inputs from [(shape, dtype)] (bench/gpu carries the spec, not the source model)."""
+    rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
     arrays = []
-    for shape, dtype in source_inputs(model, src):
+    for shape, dtype in spec:
+        dtype = np.dtype(dtype)
         if np.issubdtype(dtype, np.floating):
             arrays.append(rng.random(shape, dtype=np.float32).astype(dtype))
         else:
@@ -214,15 +220,18 @@ RUNNERS = {"kestrel": KestrelRunner, "onnxruntime": OrtRunner, "litert": LiteRtR
 
 # ---- measurement --------------------------------------------------------------------------
 
-def bench_cell(model, threads, paths, inputs, lib, args, rng):
-    """Times one (model, threads) cell. Returns {engine: {...stats} or {"skip": reason}}."""
+def bench_cell(model, threads, paths, inputs, lib, args, rng, kinds=None):
+    """Times one (model, threads) cell. Returns {engine: {...stats} or {"skip": reason}}.
+    kinds: {engine: runner class} (default: RUNNERS for common.ENGINES; bench/gpu passes its
+    own)."""
     out, runners = {}, {}
-    for engine in common.ENGINES:
+    kinds = kinds or {e: RUNNERS[e] for e in common.ENGINES}
+    for engine, kind in kinds.items():
         path = paths.get(engine)
         if not path:
             continue
         try:
-            r = RUNNERS[engine](path, threads, inputs, lib, model)
+            r = kind(path, threads, inputs, lib, model)
             warm = []
             for _ in range(args.warmup):
                 t0 = time.perf_counter_ns()
