@@ -13,7 +13,7 @@
 # tests and tools use them and may reach internals.
 
 set(KS_SDK_PARTS kestrel_obj kestrel_pipeline kestrel_vision kestrel_tasks kestrel_effects
-  kestrel_ar)
+  kestrel_ar kestrel_delivery)
 set(KS_SDK_OBJECTS "")
 set(KS_SDK_INCLUDES "")
 foreach(part ${KS_SDK_PARTS})
@@ -21,7 +21,7 @@ foreach(part ${KS_SDK_PARTS})
     list(APPEND KS_SDK_OBJECTS $<TARGET_OBJECTS:${part}>)
   endif()
 endforeach()
-foreach(dir engine pipeline algos effects_format ar_render)
+foreach(dir engine pipeline algos effects_format ar_render delivery)
   if(EXISTS ${CMAKE_SOURCE_DIR}/${dir}/include/kestrel)
     list(APPEND KS_SDK_INCLUDES $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/${dir}/include>)
   endif()
