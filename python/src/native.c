@@ -1,0 +1,1199 @@
+/* kestrel._native: the CPython extension under the Python package `kestrel` (docs/python.md).
+ *
+ * It only marshals: models, sessions and the vision tasks of the public C API, with arrays in
+ * through the buffer protocol and results out as bytearrays (NumPy wraps them without a copy on
+ * the Python side, kestrel/_core.py), so the module needs no NumPy headers at build time. The
+ * public API, its types and its docstrings are the pure-Python modules of the package.
+ *
+ * Errors: every failure raises through kestrel._errors.from_status(status, message), which picks
+ * the KestrelError subclass of the status; the message is the library's ks_last_error text.
+ *
+ * Threads: the GIL is released around ks_session_run, ks_session_reshape and every task call.
+ * A session or task is used by one thread at a time (engine.h); a second thread that calls into
+ * a busy object gets KS_STATUS_INVALID_STATE instead of a data race, and close() of a busy object
+ * is refused the same way. The `busy` flags are read and written with the GIL held.
+ *
+ * Lifetimes: a Session holds a reference to its Model object; Model.close() with live sessions
+ * only marks the model closed (no new sessions, no queries) and the last session to go destroys
+ * the ks_model, since engine.h requires sessions to be destroyed first. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kestrel/classify.h"
+#include "kestrel/detect.h"
+#include "kestrel/engine.h"
+#include "kestrel/face.h"
+#include "kestrel/hand.h"
+#include "kestrel/pose.h"
+#include "kestrel/segment.h"
+#include "kestrel/vision.h"
+
+/* ---------------------------------------------------------------------------------------- */
+/* Errors                                                                                    */
+
+/* Raises the KestrelError subclass of `status` with `message`; returns NULL for `return`. */
+static PyObject *raise_status(ks_status status, const char *message) {
+    PyObject *mod = PyImport_ImportModule("kestrel._errors");
+    if (!mod) return NULL;
+    PyObject *exc =
+        PyObject_CallMethod(mod, "from_status", "is", (int)status, message ? message : "");
+    Py_DECREF(mod);
+    if (!exc) return NULL;
+    PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PRINTF_LIKE(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
+#else
+#define PRINTF_LIKE(fmt_index, first_arg)
+#endif
+static PyObject *raise_fmt(ks_status status, const char *fmt, ...) PRINTF_LIKE(2, 3);
+
+static PyObject *raise_fmt(ks_status status, const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return raise_status(status, buf);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Dtypes                                                                                    */
+
+/* The NumPy dtype name of a Kestrel dtype (np.dtype(name) on the Python side). */
+static const char *dtype_numpy_name(ks_dtype dtype) {
+    switch (dtype) {
+    case KS_DTYPE_F32:
+        return "float32";
+    case KS_DTYPE_F16:
+        return "float16";
+    case KS_DTYPE_I32:
+        return "int32";
+    case KS_DTYPE_I64:
+        return "int64";
+    case KS_DTYPE_U8:
+        return "uint8";
+    case KS_DTYPE_I8:
+        return "int8";
+    case KS_DTYPE_BOOL:
+        return "bool";
+    case KS_DTYPE_I16:
+        return "int16";
+    default:
+        return "invalid";
+    }
+}
+
+/* The Kestrel dtype of a buffer-protocol format string (struct module syntax, as NumPy
+ * exports it: an optional byte-order character, then one type code), or KS_DTYPE_INVALID. */
+static ks_dtype dtype_of_format(const char *format, Py_ssize_t itemsize) {
+    if (!format) return itemsize == 1 ? KS_DTYPE_U8 : KS_DTYPE_INVALID;
+    if (*format == '@' || *format == '=' || *format == '<')
+        format++;
+    else if (*format == '>' || *format == '!')
+        return KS_DTYPE_INVALID; /* big-endian data */
+    if (!format[0] || format[1]) return KS_DTYPE_INVALID;
+    switch (format[0]) {
+    case 'f':
+        return itemsize == 4 ? KS_DTYPE_F32 : KS_DTYPE_INVALID;
+    case 'e':
+        return itemsize == 2 ? KS_DTYPE_F16 : KS_DTYPE_INVALID;
+    case 'B':
+        return itemsize == 1 ? KS_DTYPE_U8 : KS_DTYPE_INVALID;
+    case 'b':
+        return itemsize == 1 ? KS_DTYPE_I8 : KS_DTYPE_INVALID;
+    case '?':
+        return itemsize == 1 ? KS_DTYPE_BOOL : KS_DTYPE_INVALID;
+    case 'h':
+    case 'i':
+    case 'l':
+    case 'q':
+        return itemsize == 2   ? KS_DTYPE_I16
+               : itemsize == 4 ? KS_DTYPE_I32
+               : itemsize == 8 ? KS_DTYPE_I64
+                               : KS_DTYPE_INVALID;
+    default:
+        return KS_DTYPE_INVALID;
+    }
+}
+
+/* The NumPy name of any buffer format (for messages): "float64", "uint16", ... */
+static void format_name(const char *format, Py_ssize_t itemsize, char *out, size_t out_size) {
+    const char *f = format ? format : "B";
+    int big = 0;
+    if (*f == '@' || *f == '=' || *f == '<')
+        f++;
+    else if (*f == '>' || *f == '!')
+        big = 1, f++;
+    const char *kind = NULL;
+    switch (f[1] ? 0 : f[0]) {
+    case 'e':
+    case 'f':
+    case 'd':
+        kind = "float";
+        break;
+    case 'b':
+    case 'h':
+    case 'i':
+    case 'l':
+    case 'q':
+        kind = "int";
+        break;
+    case 'B':
+    case 'H':
+    case 'I':
+    case 'L':
+    case 'Q':
+        kind = "uint";
+        break;
+    case '?':
+        kind = "bool";
+        break;
+    default:
+        break;
+    }
+    if (!kind)
+        snprintf(out, out_size, "'%s'", f);
+    else if (f[0] == '?')
+        snprintf(out, out_size, "bool");
+    else
+        snprintf(out, out_size, "%s%s%d", big ? "big-endian " : "", kind, (int)(itemsize * 8));
+}
+
+static PyObject *shape_tuple(const ks_tensor_shape *shape) {
+    int32_t rank = shape->rank < 0 ? 0 : shape->rank > KS_MAX_RANK ? KS_MAX_RANK : shape->rank;
+    PyObject *t = PyTuple_New(rank);
+    if (!t) return NULL;
+    for (int32_t i = 0; i < rank; i++) {
+        PyObject *d = PyLong_FromLongLong((long long)shape->dims[i]);
+        if (!d) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, d);
+    }
+    return t;
+}
+
+/* (name, dtype name, shape tuple, scale, zero_point) */
+static PyObject *info_tuple(const ks_tensor_info *info) {
+    PyObject *shape = shape_tuple(&info->shape);
+    if (!shape) return NULL;
+    return Py_BuildValue("(ssNdi)", info->name ? info->name : "", dtype_numpy_name(info->dtype),
+                         shape, (double)info->scale, (int)info->zero_point);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Model                                                                                     */
+
+typedef struct ModelObject {
+    PyObject_HEAD ks_model *model;
+    int closed;            /* close() was called: no new sessions or queries */
+    Py_ssize_t n_sessions; /* live sessions on `model` */
+} ModelObject;
+
+static PyTypeObject ModelType;
+
+static void model_release(ModelObject *self) {
+    if (self->model && self->n_sessions == 0) {
+        ks_model_destroy(self->model);
+        self->model = NULL;
+    }
+}
+
+static void Model_dealloc(ModelObject *self) {
+    /* Sessions hold a reference, so none is alive here. */
+    ks_model_destroy(self->model);
+    self->model = NULL;
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int model_check_open(ModelObject *self) {
+    if (self->closed || !self->model) {
+        raise_status(KS_STATUS_INVALID_STATE, "the model is closed");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *native_load_model(PyObject *mod, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"path", "key", "threads", NULL};
+    PyObject *path_obj = NULL;
+    Py_buffer key = {0};
+    int threads = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|z*i", kwlist, PyUnicode_FSConverter, &path_obj,
+                                     &key, &threads))
+        return NULL;
+    ks_model_desc desc = {.num_threads = threads > 0 ? (uint32_t)threads : 0};
+    if (key.buf) {
+        desc.key = key.buf;
+        desc.key_bytes = (size_t)key.len;
+    }
+    ks_model *model = NULL;
+    ks_status st;
+    const char *path = PyBytes_AS_STRING(path_obj);
+    char message[1024] = "";
+    PyThreadState *save = PyEval_SaveThread();
+    st = ks_model_load_file(path, &desc, &model);
+    if (st != KS_STATUS_OK) snprintf(message, sizeof message, "%s", ks_last_error(NULL));
+    PyEval_RestoreThread(save);
+    if (key.buf) PyBuffer_Release(&key);
+    Py_DECREF(path_obj);
+    if (st != KS_STATUS_OK) return raise_status(st, message);
+    ModelObject *self = PyObject_New(ModelObject, &ModelType);
+    if (!self) {
+        ks_model_destroy(model);
+        return NULL;
+    }
+    self->model = model;
+    self->closed = 0;
+    self->n_sessions = 0;
+    return (PyObject *)self;
+}
+
+static PyObject *model_infos(ModelObject *self, int outputs) {
+    if (model_check_open(self)) return NULL;
+    uint32_t n = outputs ? ks_model_num_outputs(self->model) : ks_model_num_inputs(self->model);
+    PyObject *list = PyList_New(n);
+    if (!list) return NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        ks_tensor_info info;
+        ks_status st = outputs ? ks_model_output_info(self->model, i, &info)
+                               : ks_model_input_info(self->model, i, &info);
+        if (st != KS_STATUS_OK) {
+            Py_DECREF(list);
+            return raise_status(st, ks_last_error(self->model));
+        }
+        PyObject *t = info_tuple(&info);
+        if (!t) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, t);
+    }
+    return list;
+}
+
+static PyObject *Model_inputs(ModelObject *self, PyObject *unused) {
+    return model_infos(self, 0);
+}
+
+static PyObject *Model_outputs(ModelObject *self, PyObject *unused) {
+    return model_infos(self, 1);
+}
+
+static PyObject *Model_metadata(ModelObject *self, PyObject *arg) {
+    if (model_check_open(self)) return NULL;
+    const char *key = PyUnicode_AsUTF8(arg);
+    if (!key) return NULL;
+    const char *v = ks_model_metadata(self->model, key);
+    if (!v) Py_RETURN_NONE;
+    return PyUnicode_DecodeUTF8(v, (Py_ssize_t)strlen(v), "replace");
+}
+
+static PyObject *Model_close(ModelObject *self, PyObject *unused) {
+    self->closed = 1;
+    model_release(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Model_get_closed(ModelObject *self, void *unused) {
+    return PyBool_FromLong(self->closed);
+}
+
+static PyMethodDef Model_methods[] = {
+    {"inputs", (PyCFunction)Model_inputs, METH_NOARGS, "[(name, dtype, shape, scale, zp)]"},
+    {"outputs", (PyCFunction)Model_outputs, METH_NOARGS, "[(name, dtype, shape, scale, zp)]"},
+    {"metadata", (PyCFunction)Model_metadata, METH_O, "metadata value or None"},
+    {"close", (PyCFunction)Model_close, METH_NOARGS, "release the model (deferred)"},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef Model_getset[] = {{"closed", (getter)Model_get_closed, NULL, NULL, NULL},
+                                     {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject ModelType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kestrel._native.Model",
+    .tp_basicsize = sizeof(ModelObject),
+    .tp_dealloc = (destructor)Model_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A loaded .ksm model (use kestrel.Model).",
+    .tp_methods = Model_methods,
+    .tp_getset = Model_getset,
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* Session                                                                                   */
+
+typedef struct SessionObject {
+    PyObject_HEAD ModelObject *model; /* strong reference */
+    ks_session *session;
+    uint32_t n_inputs, n_outputs;
+    int planned; /* a reshape succeeded for `shapes` */
+    int busy;    /* a thread is inside run/reshape with the GIL released */
+    ks_tensor_shape *shapes;
+} SessionObject;
+
+static PyTypeObject SessionType;
+
+static void session_release(SessionObject *self) {
+    ks_session_destroy(self->session);
+    self->session = NULL;
+    PyMem_Free(self->shapes);
+    self->shapes = NULL;
+    if (self->model) {
+        self->model->n_sessions--;
+        if (self->model->closed) model_release(self->model);
+        Py_CLEAR(self->model);
+    }
+}
+
+static void Session_dealloc(SessionObject *self) {
+    session_release(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Session_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"model", "threads", "precision", "backend", "flags", NULL};
+    ModelObject *model = NULL;
+    int threads = 1, precision = 0, backend = 0;
+    unsigned int flags = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!|iiiI", kwlist, &ModelType, &model, &threads,
+                                     &precision, &backend, &flags))
+        return NULL;
+    if (model_check_open(model)) return NULL;
+    if (threads < 0 || threads > 1024)
+        return raise_fmt(KS_STATUS_INVALID_ARGUMENT, "threads=%d: expected 0..1024", threads);
+    ks_session_desc desc = {.num_threads = threads,
+                            .precision = (ks_precision)precision,
+                            .backend = (ks_backend)backend,
+                            .flags = flags};
+    ks_session *s = NULL;
+    ks_status st;
+    char message[1024] = "";
+    PyThreadState *save = PyEval_SaveThread();
+    st = ks_session_create(model->model, &desc, &s);
+    if (st != KS_STATUS_OK) snprintf(message, sizeof message, "%s", ks_last_error(NULL));
+    PyEval_RestoreThread(save);
+    if (st != KS_STATUS_OK) return raise_status(st, message);
+    SessionObject *self = (SessionObject *)type->tp_alloc(type, 0);
+    if (!self) {
+        ks_session_destroy(s);
+        return NULL;
+    }
+    self->session = s;
+    self->model = model;
+    Py_INCREF(model);
+    model->n_sessions++;
+    self->n_inputs = ks_model_num_inputs(model->model);
+    self->n_outputs = ks_model_num_outputs(model->model);
+    self->shapes = PyMem_Calloc(self->n_inputs ? self->n_inputs : 1, sizeof(ks_tensor_shape));
+    if (!self->shapes) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    /* Plan for the model's own shapes now when they are static, so the first run does not. */
+    int is_static = 1;
+    for (uint32_t i = 0; i < self->n_inputs; i++) {
+        ks_tensor_info info;
+        if (ks_model_input_info(model->model, i, &info) != KS_STATUS_OK) {
+            is_static = 0;
+            break;
+        }
+        self->shapes[i] = info.shape;
+        for (int32_t d = 0; d < info.shape.rank; d++)
+            if (info.shape.dims[d] < 0) is_static = 0;
+    }
+    if (is_static) {
+        save = PyEval_SaveThread();
+        st = ks_session_reshape(s, self->shapes);
+        PyEval_RestoreThread(save);
+        if (st != KS_STATUS_OK) {
+            PyObject *r = raise_status(st, ks_last_error(s));
+            Py_DECREF(self);
+            return r;
+        }
+        self->planned = 1;
+    }
+    return (PyObject *)self;
+}
+
+static int session_check(SessionObject *self) {
+    if (!self->session) {
+        raise_status(KS_STATUS_INVALID_STATE, "the session is closed");
+        return -1;
+    }
+    if (self->busy) {
+        raise_status(KS_STATUS_INVALID_STATE,
+                     "the session is running on another thread (a session is used by one "
+                     "thread at a time; make one session per thread)");
+        return -1;
+    }
+    return 0;
+}
+
+static int same_shape(const ks_tensor_shape *a, const ks_tensor_shape *b) {
+    if (a->rank != b->rank) return 0;
+    for (int32_t i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return 0;
+    return 1;
+}
+
+/* Session.run(inputs: sequence in model input order) -> [(bytearray, dtype, shape) | None] */
+static PyObject *Session_run(SessionObject *self, PyObject *arg) {
+    if (session_check(self)) return NULL;
+    /* Busy from here on: getting a buffer may run Python code (and so let another thread in). */
+    self->busy = 1;
+    PyObject *seq = PySequence_Fast(arg, "run() expects a sequence of arrays");
+    if (!seq) {
+        self->busy = 0;
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *result = NULL;
+    Py_buffer views[16];
+    ks_tensor_shape new_shapes[16];
+    Py_ssize_t n_views = 0;
+    if (n != (Py_ssize_t)self->n_inputs) {
+        raise_fmt(KS_STATUS_INVALID_ARGUMENT, "the model has %u inputs, %zd were given",
+                  (unsigned)self->n_inputs, n);
+        goto done;
+    }
+    if (n > 16) {
+        raise_fmt(KS_STATUS_UNSUPPORTED, "models with more than 16 inputs (%zd)", n);
+        goto done;
+    }
+    int need_reshape = !self->planned;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        ks_tensor_info info;
+        ks_model_input_info(self->model->model, (uint32_t)i, &info);
+        if (PyObject_GetBuffer(item, &views[i], PyBUF_RECORDS_RO) != 0) {
+            PyErr_Clear();
+            raise_fmt(KS_STATUS_INVALID_ARGUMENT,
+                      "input '%s': a %s is not an array (expected a NumPy array or another "
+                      "buffer-protocol object)",
+                      info.name, Py_TYPE(item)->tp_name);
+            goto done;
+        }
+        n_views++;
+        Py_buffer *v = &views[i];
+        if (!PyBuffer_IsContiguous(v, 'C')) {
+            raise_fmt(KS_STATUS_INVALID_ARGUMENT,
+                      "input '%s' is not C-contiguous (a transposed or sliced view); pass "
+                      "numpy.ascontiguousarray(x)",
+                      info.name);
+            goto done;
+        }
+        ks_dtype dt = dtype_of_format(v->format, v->itemsize);
+        if (dt != info.dtype) {
+            char got[64];
+            format_name(v->format, v->itemsize, got, sizeof got);
+            raise_fmt(KS_STATUS_INVALID_ARGUMENT,
+                      "input '%s' has dtype %s; the model expects %s (convert with "
+                      "x.astype(numpy.%s))",
+                      info.name, got, dtype_numpy_name(info.dtype), dtype_numpy_name(info.dtype));
+            goto done;
+        }
+        if (v->ndim > KS_MAX_RANK) {
+            raise_fmt(KS_STATUS_INVALID_SHAPE, "input '%s' has rank %d, above %d", info.name,
+                      v->ndim, KS_MAX_RANK);
+            goto done;
+        }
+        memset(&new_shapes[i], 0, sizeof new_shapes[i]);
+        new_shapes[i].rank = v->ndim;
+        for (int d = 0; d < v->ndim; d++)
+            new_shapes[i].dims[d] = v->shape[d];
+        if (!same_shape(&new_shapes[i], &self->shapes[i])) need_reshape = 1;
+    }
+    ks_status st = KS_STATUS_OK;
+    int stage = 0; /* 1: reshape failed, 2: input view failed, 3: size mismatch, 4: run */
+    uint32_t bad = 0;
+    size_t bad_bytes = 0;
+    PyThreadState *save = PyEval_SaveThread();
+    if (need_reshape) {
+        st = ks_session_reshape(self->session, new_shapes);
+        if (st != KS_STATUS_OK) stage = 1;
+    }
+    for (uint32_t i = 0; st == KS_STATUS_OK && i < (uint32_t)n; i++) {
+        ks_tensor t;
+        st = ks_session_input(self->session, i, &t);
+        if (st != KS_STATUS_OK) {
+            stage = 2;
+            bad = i;
+        } else if (t.size_bytes != (size_t)views[i].len) {
+            st = KS_STATUS_INVALID_SHAPE;
+            stage = 3;
+            bad = i;
+            bad_bytes = t.size_bytes;
+        } else if (t.size_bytes) {
+            memcpy(t.data, views[i].buf, t.size_bytes);
+        }
+    }
+    if (st == KS_STATUS_OK) {
+        st = ks_session_run(self->session);
+        if (st != KS_STATUS_OK) stage = 4;
+    }
+    PyEval_RestoreThread(save);
+    if (need_reshape) {
+        if (stage == 1) {
+            self->planned = 0;
+        } else {
+            memcpy(self->shapes, new_shapes, sizeof(ks_tensor_shape) * (size_t)n);
+            self->planned = 1;
+        }
+    }
+    if (st != KS_STATUS_OK) {
+        if (stage == 3)
+            raise_fmt(st, "input %u holds %zd bytes; the planned tensor has %zu", (unsigned)bad,
+                      views[bad].len, bad_bytes);
+        else
+            raise_status(st, ks_last_error(self->session));
+        goto done;
+    }
+    result = PyList_New(self->n_outputs);
+    if (!result) goto done;
+    for (uint32_t o = 0; o < self->n_outputs; o++) {
+        ks_tensor t;
+        if (!ks_session_output_needed(self->session, o) ||
+            ks_session_output(self->session, o, &t) != KS_STATUS_OK) {
+            Py_INCREF(Py_None);
+            PyList_SET_ITEM(result, o, Py_None);
+            continue;
+        }
+        PyObject *data = PyByteArray_FromStringAndSize(t.data, (Py_ssize_t)t.size_bytes);
+        PyObject *shape = data ? shape_tuple(&t.info.shape) : NULL;
+        PyObject *item =
+            shape ? Py_BuildValue("(NsN)", data, dtype_numpy_name(t.info.dtype), shape) : NULL;
+        if (!item) {
+            Py_XDECREF(data);
+            Py_XDECREF(shape);
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, o, item);
+    }
+done:
+    for (Py_ssize_t i = 0; i < n_views; i++)
+        PyBuffer_Release(&views[i]);
+    Py_DECREF(seq);
+    self->busy = 0;
+    return result;
+}
+
+static PyObject *Session_set_output_needed(SessionObject *self, PyObject *args) {
+    unsigned int index;
+    int needed;
+    if (!PyArg_ParseTuple(args, "Ip", &index, &needed)) return NULL;
+    if (session_check(self)) return NULL;
+    ks_status st = ks_session_set_output_needed(self->session, index, needed);
+    if (st != KS_STATUS_OK) return raise_status(st, ks_last_error(self->session));
+    self->planned = 0; /* takes effect at the next reshape */
+    Py_RETURN_NONE;
+}
+
+static PyObject *Session_close(SessionObject *self, PyObject *unused) {
+    if (self->busy)
+        return raise_status(KS_STATUS_INVALID_STATE,
+                            "close(): the session is running on another thread");
+    session_release(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Session_get_closed(SessionObject *self, void *unused) {
+    return PyBool_FromLong(self->session == NULL);
+}
+
+static PyObject *Session_get_backend(SessionObject *self, void *unused) {
+    if (session_check(self)) return NULL;
+    return PyUnicode_FromString(ks_backend_string(ks_session_backend(self->session)));
+}
+
+static PyObject *Session_get_shapes(SessionObject *self, void *unused) {
+    if (session_check(self)) return NULL;
+    if (!self->planned) Py_RETURN_NONE;
+    PyObject *list = PyList_New(self->n_inputs);
+    if (!list) return NULL;
+    for (uint32_t i = 0; i < self->n_inputs; i++) {
+        PyObject *t = shape_tuple(&self->shapes[i]);
+        if (!t) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, t);
+    }
+    return list;
+}
+
+/* Per-op profile of one run: [(op, node, kernel, elapsed_ns, flops)]. */
+typedef struct profile_acc {
+    PyObject *list;
+    int failed;
+} profile_acc;
+
+static void profile_cb(void *user, const ks_op_profile *p) {
+    profile_acc *acc = user;
+    if (acc->failed) return;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *t =
+        Py_BuildValue("(sssKK)", p->op_name ? p->op_name : "", p->node_name ? p->node_name : "",
+                      p->kernel_name ? p->kernel_name : "", (unsigned long long)p->elapsed_ns,
+                      (unsigned long long)p->flops);
+    if (!t || PyList_Append(acc->list, t) != 0) acc->failed = 1;
+    Py_XDECREF(t);
+    PyGILState_Release(g);
+}
+
+static PyObject *Session_profile(SessionObject *self, PyObject *unused) {
+    if (session_check(self)) return NULL;
+    if (!self->planned)
+        return raise_status(KS_STATUS_INVALID_STATE, "profile(): run the session once first");
+    profile_acc acc = {PyList_New(0), 0};
+    if (!acc.list) return NULL;
+    ks_session_set_profiler(self->session, profile_cb, &acc);
+    ks_status st;
+    self->busy = 1;
+    PyThreadState *save = PyEval_SaveThread();
+    st = ks_session_run(self->session);
+    PyEval_RestoreThread(save);
+    self->busy = 0;
+    ks_session_set_profiler(self->session, NULL, NULL);
+    if (acc.failed) {
+        Py_DECREF(acc.list);
+        return NULL;
+    }
+    if (st != KS_STATUS_OK) {
+        Py_DECREF(acc.list);
+        return raise_status(st, ks_last_error(self->session));
+    }
+    return acc.list;
+}
+
+static PyMethodDef Session_methods[] = {
+    {"run", (PyCFunction)Session_run, METH_O, "run(inputs) -> [(bytearray, dtype, shape)]"},
+    {"set_output_needed", (PyCFunction)Session_set_output_needed, METH_VARARGS, NULL},
+    {"profile", (PyCFunction)Session_profile, METH_NOARGS, "one profiled run"},
+    {"close", (PyCFunction)Session_close, METH_NOARGS, "destroy the session"},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef Session_getset[] = {
+    {"closed", (getter)Session_get_closed, NULL, NULL, NULL},
+    {"backend", (getter)Session_get_backend, NULL, NULL, NULL},
+    {"input_shapes", (getter)Session_get_shapes, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject SessionType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kestrel._native.Session",
+    .tp_basicsize = sizeof(SessionObject),
+    .tp_dealloc = (destructor)Session_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A session on a model (use kestrel.Session).",
+    .tp_methods = Session_methods,
+    .tp_getset = Session_getset,
+    .tp_new = Session_new,
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* Tasks                                                                                     */
+
+enum task_kind {
+    TASK_FACE_DETECTOR = 0,
+    TASK_FACE_LANDMARKER = 1,
+    TASK_POSE_LANDMARKER = 2,
+    TASK_HAND_LANDMARKER = 3,
+    TASK_SEGMENTER = 4,
+    TASK_OBJECT_DETECTOR = 5,
+    TASK_IMAGE_CLASSIFIER = 6,
+    TASK_KIND_COUNT
+};
+
+typedef struct TaskObject {
+    PyObject_HEAD int kind;
+    void *handle;
+    int busy;
+    int64_t last_timestamp_us;
+} TaskObject;
+
+static void task_destroy(TaskObject *self) {
+    void *h = self->handle;
+    self->handle = NULL;
+    if (!h) return;
+    switch (self->kind) {
+    case TASK_FACE_DETECTOR:
+        ks_face_detector_destroy(h);
+        break;
+    case TASK_FACE_LANDMARKER:
+        ks_face_landmarker_destroy(h);
+        break;
+    case TASK_POSE_LANDMARKER:
+        ks_pose_landmarker_destroy(h);
+        break;
+    case TASK_HAND_LANDMARKER:
+        ks_hand_landmarker_destroy(h);
+        break;
+    case TASK_SEGMENTER:
+        ks_segmenter_destroy(h);
+        break;
+    case TASK_OBJECT_DETECTOR:
+        ks_object_detector_destroy(h);
+        break;
+    case TASK_IMAGE_CLASSIFIER:
+        ks_image_classifier_destroy(h);
+        break;
+    default:
+        break;
+    }
+}
+
+static void Task_dealloc(TaskObject *self) {
+    task_destroy(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* "O&" converter: None -> NULL, else PyUnicode_FSConverter (a bytes path to release). */
+static int optional_path(PyObject *arg, void *out) {
+    if (arg == Py_None) {
+        *(PyObject **)out = NULL;
+        return 1;
+    }
+    return PyUnicode_FSConverter(arg, out);
+}
+
+static PyObject *Task_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"kind",        "mode",       "threads",   "min_score",
+                             "max_results", "model_path", "precision", "backend",
+                             "variant",     "flag",       "value",     "rotation",
+                             "mirror",      "smoothing",  "extra",     NULL};
+    int kind, mode = 0, threads = 1, max_results = 0, precision = 0, backend = 0, variant = 0;
+    int flag = 0, rotation = 0, mirror = 0, extra = 0;
+    float min_score = 0.0f, value = 0.0f, smoothing = 0.0f;
+    PyObject *path_obj = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "i|iifiO&iiiifiifi", kwlist, &kind, &mode,
+                                     &threads, &min_score, &max_results, optional_path, &path_obj,
+                                     &precision, &backend, &variant, &flag, &value, &rotation,
+                                     &mirror, &smoothing, &extra))
+        return NULL;
+    if (kind < 0 || kind >= TASK_KIND_COUNT) {
+        Py_XDECREF(path_obj);
+        return raise_fmt(KS_STATUS_INVALID_ARGUMENT, "unknown task kind %d", kind);
+    }
+    ks_task_options task = {.mode = (ks_running_mode)mode,
+                            .num_threads = threads,
+                            .min_score = min_score,
+                            .max_results = max_results,
+                            .rotation = (ks_rotation)rotation,
+                            .mirror = mirror,
+                            .smoothing = smoothing,
+                            .model_path = path_obj ? PyBytes_AS_STRING(path_obj) : NULL,
+                            .precision = (ks_precision)precision,
+                            .backend = (ks_backend)backend};
+    void *h = NULL;
+    ks_status st = KS_STATUS_OK;
+    char message[1024] = "";
+    PyThreadState *save = PyEval_SaveThread();
+    switch (kind) {
+    case TASK_FACE_DETECTOR: {
+        ks_face_detector_desc d = {
+            .task = task, .model = (ks_face_detector_model)variant, .tiles = extra};
+        st = ks_face_detector_create(&d, (ks_face_detector **)&h);
+        break;
+    }
+    case TASK_FACE_LANDMARKER: {
+        ks_face_landmarker_desc d = {.task = task,
+                                     .detector = (ks_face_detector_model)variant,
+                                     .refine_landmarks = flag,
+                                     .min_tracking_score = value};
+        st = ks_face_landmarker_create(&d, (ks_face_landmarker **)&h);
+        break;
+    }
+    case TASK_POSE_LANDMARKER: {
+        ks_pose_landmarker_desc d = {.task = task,
+                                     .model = (ks_pose_model)variant,
+                                     .min_presence = value,
+                                     .output_segmentation = flag};
+        st = ks_pose_landmarker_create(&d, (ks_pose_landmarker **)&h);
+        break;
+    }
+    case TASK_HAND_LANDMARKER: {
+        ks_hand_landmarker_desc d = {
+            .task = task, .model = (ks_hand_model)variant, .min_presence = value};
+        st = ks_hand_landmarker_create(&d, (ks_hand_landmarker **)&h);
+        break;
+    }
+    case TASK_SEGMENTER: {
+        ks_segmenter_desc d = {.task = task,
+                               .model = (ks_segmenter_model)variant,
+                               .output_u8 = flag,
+                               .mask_size = (ks_mask_size)extra};
+        st = ks_segmenter_create(&d, (ks_segmenter **)&h);
+        break;
+    }
+    case TASK_OBJECT_DETECTOR: {
+        ks_object_detector_desc d = {.task = task};
+        st = ks_object_detector_create(&d, (ks_object_detector **)&h);
+        break;
+    }
+    default: {
+        ks_image_classifier_desc d = {.task = task};
+        st = ks_image_classifier_create(&d, (ks_image_classifier **)&h);
+        break;
+    }
+    }
+    if (st != KS_STATUS_OK) snprintf(message, sizeof message, "%s", ks_last_error(NULL));
+    PyEval_RestoreThread(save);
+    Py_XDECREF(path_obj);
+    if (st != KS_STATUS_OK) return raise_status(st, message);
+    TaskObject *self = (TaskObject *)type->tp_alloc(type, 0);
+    if (!self) {
+        TaskObject tmp = {.kind = kind, .handle = h};
+        task_destroy(&tmp);
+        return NULL;
+    }
+    self->kind = kind;
+    self->handle = h;
+    self->last_timestamp_us = INT64_MIN;
+    return (PyObject *)self;
+}
+
+static PyObject *floats_bytes(const float *data, size_t count) {
+    return PyByteArray_FromStringAndSize((const char *)data, (Py_ssize_t)(count * sizeof(float)));
+}
+
+static PyObject *box_tuple(const ks_box *b) {
+    return Py_BuildValue("(ffff)", b->x, b->y, b->w, b->h);
+}
+
+static PyObject *faces_list(const ks_faces *r) {
+    PyObject *list = PyList_New(r->count);
+    for (uint32_t i = 0; list && i < r->count; i++) {
+        const ks_face *f = &r->items[i];
+        PyObject *item =
+            Py_BuildValue("(NfiN)", box_tuple(&f->box), f->score, f->id,
+                          floats_bytes(&f->keypoints[0].x, 2 * KS_FACE_KEYPOINT_COUNT));
+        if (!item)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, item);
+    }
+    return list;
+}
+
+static PyObject *meshes_list(const ks_face_meshes *r) {
+    PyObject *list = PyList_New(r->count);
+    for (uint32_t i = 0; list && i < r->count; i++) {
+        const ks_face_mesh *f = &r->items[i];
+        const ks_face_expressions *e = &f->expressions;
+        PyObject *item =
+            Py_BuildValue("(NfiNfffNN(fffff))", box_tuple(&f->box), f->score, f->id,
+                          floats_bytes(&f->landmarks[0].x, 3 * (size_t)f->num_landmarks),
+                          f->pitch_deg, f->yaw_deg, f->roll_deg, floats_bytes(f->pose_matrix, 16),
+                          floats_bytes(f->projection_matrix, 16), e->mouth_open, e->left_eye_blink,
+                          e->right_eye_blink, e->brow_raise, e->smile);
+        if (!item)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, item);
+    }
+    return list;
+}
+
+static PyObject *poses_list(const ks_poses *r) {
+    PyObject *list = PyList_New(r->count);
+    size_t mask_px = (size_t)r->mask_width_px * (size_t)r->mask_height_px;
+    for (uint32_t i = 0; list && i < r->count; i++) {
+        const ks_pose *p = &r->items[i];
+        PyObject *mask = NULL;
+        if (p->mask && mask_px) {
+            mask = floats_bytes(p->mask, mask_px);
+        } else {
+            mask = Py_None;
+            Py_INCREF(mask);
+        }
+        PyObject *item =
+            Py_BuildValue("(iNfNNN)", p->id, box_tuple(&p->box), p->score,
+                          floats_bytes(&p->landmarks[0].x, 5 * KS_POSE_NUM_LANDMARKS),
+                          floats_bytes(&p->world_landmarks[0].x, 3 * KS_POSE_NUM_LANDMARKS), mask);
+        if (!item)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, item);
+    }
+    if (!list) return NULL;
+    return Py_BuildValue("(Nii)", list, r->mask_width_px, r->mask_height_px);
+}
+
+static PyObject *hands_list(const ks_hands *r) {
+    PyObject *list = PyList_New(r->count);
+    for (uint32_t i = 0; list && i < r->count; i++) {
+        const ks_hand *h = &r->items[i];
+        PyObject *item = Py_BuildValue(
+            "(iNfsfNN)", h->id, box_tuple(&h->box), h->score, ks_handedness_string(h->handedness),
+            h->handedness_score, floats_bytes(&h->landmarks[0].x, 3 * KS_HAND_NUM_LANDMARKS),
+            floats_bytes(&h->world_landmarks[0].x, 3 * KS_HAND_NUM_LANDMARKS));
+        if (!item)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, item);
+    }
+    return list;
+}
+
+static PyObject *segmentation_tuple(const ks_segmentation *r) {
+    size_t px = (size_t)r->width_px * (size_t)r->height_px;
+    PyObject *u8 = Py_None;
+    if (r->mask_u8) {
+        u8 = PyByteArray_FromStringAndSize((const char *)r->mask_u8, (Py_ssize_t)px);
+    } else {
+        Py_INCREF(u8);
+    }
+    return Py_BuildValue("(iiNNfii)", r->width_px, r->height_px, floats_bytes(r->mask, px), u8,
+                         r->person_fraction, r->image_width_px, r->image_height_px);
+}
+
+static PyObject *objects_list(const ks_detected_objects *r) {
+    PyObject *list = PyList_New(r->count);
+    for (uint32_t i = 0; list && i < r->count; i++) {
+        const ks_detected_object *o = &r->items[i];
+        PyObject *item = Py_BuildValue("(Nisfi)", box_tuple(&o->box), o->class_id,
+                                       o->label ? o->label : "", o->score, o->track_id);
+        if (!item)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, item);
+    }
+    return list;
+}
+
+static PyObject *classes_list(const ks_classifications *r) {
+    PyObject *list = PyList_New(r->count);
+    for (uint32_t i = 0; list && i < r->count; i++) {
+        const ks_class_score *c = &r->items[i];
+        PyObject *item = Py_BuildValue("(isf)", c->class_id, c->label ? c->label : "", c->score);
+        if (!item)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, item);
+    }
+    return list;
+}
+
+/* Task.detect(image, timestamp_us): image is an HxWx3 (RGB) or HxWx4 (RGBA) uint8 buffer whose
+ * pixels and channels are packed; rows may be strided (a crop of a larger array is zero-copy). */
+static PyObject *Task_detect(TaskObject *self, PyObject *args) {
+    PyObject *image_obj;
+    long long ts = 0;
+    if (!PyArg_ParseTuple(args, "OL", &image_obj, &ts)) return NULL;
+    if (!self->handle) return raise_status(KS_STATUS_INVALID_STATE, "the task is closed");
+    if (self->busy)
+        return raise_status(KS_STATUS_INVALID_STATE,
+                            "the task is running on another thread (one thread at a time)");
+    Py_buffer v;
+    self->busy = 1; /* getting a buffer may run Python code (and so let another thread in) */
+    if (PyObject_GetBuffer(image_obj, &v, PyBUF_RECORDS_RO) != 0) {
+        PyErr_Clear();
+        self->busy = 0;
+        return raise_fmt(KS_STATUS_INVALID_ARGUMENT,
+                         "image: a %s is not an array (expected an HxWx3 uint8 NumPy array)",
+                         Py_TYPE(image_obj)->tp_name);
+    }
+    PyObject *result = NULL;
+    if (dtype_of_format(v.format, v.itemsize) != KS_DTYPE_U8 || v.ndim != 3 ||
+        (v.shape[2] != 3 && v.shape[2] != 4)) {
+        char got[64];
+        format_name(v.format, v.itemsize, got, sizeof got);
+        raise_fmt(KS_STATUS_INVALID_ARGUMENT,
+                  "image: expected an HxWx3 (RGB) or HxWx4 (RGBA) uint8 array, got %d "
+                  "dimensions of %s",
+                  v.ndim, got);
+        goto done;
+    }
+    Py_ssize_t c = v.shape[2];
+    if (v.strides[2] != 1 || v.strides[1] != c || v.strides[0] < v.shape[1] * c) {
+        raise_status(KS_STATUS_INVALID_ARGUMENT,
+                     "image: pixels and channels must be packed (rows may be strided); pass "
+                     "numpy.ascontiguousarray(image)");
+        goto done;
+    }
+    if (v.shape[0] < 1 || v.shape[1] < 1 || v.shape[0] > KS_IMAGE_MAX_DIM_PX ||
+        v.shape[1] > KS_IMAGE_MAX_DIM_PX) {
+        raise_fmt(KS_STATUS_INVALID_ARGUMENT, "image: %zd x %zd pixels is outside 1..%d",
+                  v.shape[1], v.shape[0], KS_IMAGE_MAX_DIM_PX);
+        goto done;
+    }
+    ks_image img = {.format = c == 3 ? KS_PIXEL_FORMAT_RGB : KS_PIXEL_FORMAT_RGBA,
+                    .width_px = (int32_t)v.shape[1],
+                    .height_px = (int32_t)v.shape[0],
+                    .planes = {v.buf},
+                    .stride_bytes = {(int32_t)v.strides[0]}};
+    void *out = NULL;
+    ks_status st;
+    void *h = self->handle;
+    PyThreadState *save = PyEval_SaveThread();
+    switch (self->kind) {
+    case TASK_FACE_DETECTOR:
+        st = ks_face_detect(h, &img, ts, (ks_faces **)&out);
+        break;
+    case TASK_FACE_LANDMARKER:
+        st = ks_face_landmarker_detect(h, &img, ts, (ks_face_meshes **)&out);
+        break;
+    case TASK_POSE_LANDMARKER:
+        st = ks_pose_detect(h, &img, ts, (ks_poses **)&out);
+        break;
+    case TASK_HAND_LANDMARKER:
+        st = ks_hands_detect(h, &img, ts, (ks_hands **)&out);
+        break;
+    case TASK_SEGMENTER:
+        st = ks_segment(h, &img, ts, (ks_segmentation **)&out);
+        break;
+    case TASK_OBJECT_DETECTOR:
+        st = ks_object_detect(h, &img, ts, (ks_detected_objects **)&out);
+        break;
+    default:
+        st = ks_image_classify(h, &img, ts, (ks_classifications **)&out);
+        break;
+    }
+    PyEval_RestoreThread(save);
+    if (st != KS_STATUS_OK) {
+        raise_status(st, ks_last_error(h));
+        goto done;
+    }
+    switch (self->kind) {
+    case TASK_FACE_DETECTOR:
+        result = faces_list(out);
+        ks_faces_release(out);
+        break;
+    case TASK_FACE_LANDMARKER:
+        result = meshes_list(out);
+        ks_face_meshes_release(out);
+        break;
+    case TASK_POSE_LANDMARKER:
+        result = poses_list(out);
+        ks_poses_release(out);
+        break;
+    case TASK_HAND_LANDMARKER:
+        result = hands_list(out);
+        ks_hands_release(out);
+        break;
+    case TASK_SEGMENTER:
+        result = segmentation_tuple(out);
+        ks_segmentation_release(out);
+        break;
+    case TASK_OBJECT_DETECTOR:
+        result = objects_list(out);
+        ks_detected_objects_release(out);
+        break;
+    default:
+        result = classes_list(out);
+        ks_classifications_release(out);
+        break;
+    }
+done:
+    PyBuffer_Release(&v);
+    self->busy = 0;
+    return result;
+}
+
+static PyObject *Task_close(TaskObject *self, PyObject *unused) {
+    if (self->busy)
+        return raise_status(KS_STATUS_INVALID_STATE, "close(): the task is running on another "
+                                                     "thread");
+    task_destroy(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Task_get_closed(TaskObject *self, void *unused) {
+    return PyBool_FromLong(self->handle == NULL);
+}
+
+static PyMethodDef Task_methods[] = {
+    {"detect", (PyCFunction)Task_detect, METH_VARARGS, "detect(image, timestamp_us)"},
+    {"close", (PyCFunction)Task_close, METH_NOARGS, "destroy the task"},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef Task_getset[] = {{"closed", (getter)Task_get_closed, NULL, NULL, NULL},
+                                    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject TaskType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kestrel._native.Task",
+    .tp_basicsize = sizeof(TaskObject),
+    .tp_dealloc = (destructor)Task_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A vision task (use the classes of kestrel.vision).",
+    .tp_methods = Task_methods,
+    .tp_getset = Task_getset,
+    .tp_new = Task_new,
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* Module                                                                                    */
+
+static PyObject *native_version(PyObject *mod, PyObject *unused) {
+    return PyUnicode_FromString(ks_version_string());
+}
+
+static PyObject *native_status_string(PyObject *mod, PyObject *arg) {
+    long v = PyLong_AsLong(arg);
+    if (v == -1 && PyErr_Occurred()) return NULL;
+    return PyUnicode_FromString(ks_status_string((ks_status)v));
+}
+
+static PyObject *native_set_models_dir(PyObject *mod, PyObject *arg) {
+    PyObject *path_obj = NULL;
+    if (arg != Py_None && !PyUnicode_FSConverter(arg, &path_obj)) return NULL;
+    ks_status st = ks_set_models_dir(path_obj ? PyBytes_AS_STRING(path_obj) : NULL);
+    Py_XDECREF(path_obj);
+    if (st != KS_STATUS_OK) return raise_status(st, ks_last_error(NULL));
+    Py_RETURN_NONE;
+}
+
+static PyObject *native_models_dir(PyObject *mod, PyObject *unused) {
+    const char *d = ks_models_dir();
+    return PyUnicode_DecodeFSDefault(d ? d : "");
+}
+
+static PyMethodDef native_methods[] = {
+    {"version", native_version, METH_NOARGS, "ks_version_string()"},
+    {"status_string", native_status_string, METH_O, "ks_status_string(status)"},
+    {"load_model", (PyCFunction)(void (*)(void))native_load_model, METH_VARARGS | METH_KEYWORDS,
+     "load_model(path, key=None, threads=0) -> Model"},
+    {"set_models_dir", native_set_models_dir, METH_O, "ks_set_models_dir(dir or None)"},
+    {"models_dir", native_models_dir, METH_NOARGS, "ks_models_dir()"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef native_module = {PyModuleDef_HEAD_INIT,
+                                           "kestrel._native",
+                                           "Kestrel's C API, marshalled (internal).",
+                                           -1,
+                                           native_methods,
+                                           NULL,
+                                           NULL,
+                                           NULL,
+                                           NULL};
+
+PyMODINIT_FUNC PyInit__native(void);
+
+PyMODINIT_FUNC PyInit__native(void) {
+    if (PyType_Ready(&ModelType) < 0 || PyType_Ready(&SessionType) < 0 ||
+        PyType_Ready(&TaskType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&native_module);
+    if (!m) return NULL;
+    Py_INCREF(&ModelType);
+    Py_INCREF(&SessionType);
+    Py_INCREF(&TaskType);
+    if (PyModule_AddObject(m, "Model", (PyObject *)&ModelType) < 0 ||
+        PyModule_AddObject(m, "Session", (PyObject *)&SessionType) < 0 ||
+        PyModule_AddObject(m, "Task", (PyObject *)&TaskType) < 0 ||
+        PyModule_AddIntConstant(m, "KEYPOINTS_FACE", KS_FACE_KEYPOINT_COUNT) < 0 ||
+        PyModule_AddIntConstant(m, "PRECISION_COUNT", KS_PRECISION_COUNT) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
