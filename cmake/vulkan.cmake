@@ -3,9 +3,9 @@
 # Included by engine/CMakeLists.txt: KS_VULKAN (AUTO, ON or OFF; the decision is
 # KS_VULKAN_ENABLED), on in AUTO when the Vulkan headers (Debian libvulkan-dev; used for their
 # types only: the loader is opened at run time, nothing links libvulkan) and glslangValidator
-# (glslang-tools) are both found, and ks_vulkan_shaders(), which
-# compiles the GLSL compute shaders to SPIR-V at build time and embeds them in one generated
-# header. Without either tool the backend is simply not built.
+# (glslang-tools) are both found. engine/CMakeLists.txt compiles the GLSL compute shaders to
+# SPIR-V at build time (three precision variants each) and embeds them in one generated header
+# through this file run as a script. Without either tool the backend is simply not built.
 #
 # Run as a script (cmake -DOUT=header -DSPV=a.spv,b.spv -P vulkan.cmake) it writes that header:
 # one `static const uint32_t ks__vk_spv_<name>[]` per SPIR-V file (little-endian words).
@@ -65,34 +65,3 @@ else()
 endif()
 
 set(KS_VULKAN_CMAKE_SCRIPT ${CMAKE_CURRENT_LIST_FILE})
-
-# ks_vulkan_shaders(HEADER_OUT SHADER_DIR INCLUDES inc... SHADERS a.comp ...): compiles each
-# shader (relative to SHADER_DIR) to SPIR-V in the build tree and writes HEADER_OUT, rebuilt when
-# a shader or an included file changes. Add HEADER_OUT to a target's sources.
-function(ks_vulkan_shaders header dir)
-  cmake_parse_arguments(arg "" "" "INCLUDES;SHADERS" ${ARGN})
-  get_filename_component(out_dir "${header}" DIRECTORY)
-  set(deps "")
-  foreach(inc IN LISTS arg_INCLUDES)
-    list(APPEND deps ${dir}/${inc})
-  endforeach()
-  set(spvs "")
-  foreach(shader IN LISTS arg_SHADERS)
-    get_filename_component(name "${shader}" NAME_WE)
-    set(spv ${out_dir}/${name}.spv)
-    add_custom_command(OUTPUT ${spv}
-      COMMAND ${CMAKE_COMMAND} -E make_directory ${out_dir}
-      COMMAND ${KS_GLSLANG_VALIDATOR} -V --target-env vulkan1.1 -I${dir} -o ${spv}
-        ${dir}/${shader}
-      DEPENDS ${dir}/${shader} ${deps}
-      COMMENT "glslangValidator ${shader}"
-      VERBATIM)
-    list(APPEND spvs ${spv})
-  endforeach()
-  string(REPLACE ";" "," spv_arg "${spvs}")
-  add_custom_command(OUTPUT ${header}
-    COMMAND ${CMAKE_COMMAND} -DOUT=${header} -DSPV=${spv_arg} -P ${KS_VULKAN_CMAKE_SCRIPT}
-    DEPENDS ${spvs} ${KS_VULKAN_CMAKE_SCRIPT}
-    COMMENT "Embedding SPIR-V in ${header}"
-    VERBATIM)
-endfunction()

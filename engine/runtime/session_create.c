@@ -68,7 +68,18 @@ static ks_status create_on(const ks_model *model, const ks__graph *graph,
         ks__object_error(NULL, "ks_session_create: %s", err);
         return KS_STATUS_UNSUPPORTED;
     }
-    return ks__session_create_split(model, graph, desc, ks__cpu_backend(), dev, session_out);
+#if defined(KS_HAVE_VULKAN)
+    /* the device's own options (precision, pipeline cache), for this create only */
+    if (b == KS_BACKEND_VULKAN)
+        ks__vk_set_options(&(ks__vk_options){desc ? desc->precision : KS_PRECISION_DEFAULT,
+                                             desc ? desc->tune_cache_path : NULL});
+#endif
+    ks_status st =
+        ks__session_create_split(model, graph, desc, ks__cpu_backend(), dev, session_out);
+#if defined(KS_HAVE_VULKAN)
+    if (b == KS_BACKEND_VULKAN) ks__vk_set_options(NULL);
+#endif
+    return st;
 }
 
 /* ---- KS_BACKEND_AUTO: measured choice, remembered per model, threads and precision ---- */
@@ -287,7 +298,9 @@ ks_status ks_session_create(const ks_model *model, const ks_session_desc *desc,
         return KS_STATUS_INVALID_ARGUMENT;
     }
     ks_precision prec = desc ? desc->precision : KS_PRECISION_DEFAULT;
-    if (prec == KS_PRECISION_DEFAULT || !ks__prec_count_demotable(&model->graph))
+    /* the fp16 modes are the device's (the Vulkan backend's options): int8 layers as stored */
+    if (prec == KS_PRECISION_DEFAULT || prec == KS_PRECISION_FP16_STORAGE ||
+        prec == KS_PRECISION_FP16 || !ks__prec_count_demotable(&model->graph))
         return ks__session_create_on(model, &model->graph, desc, session_out);
     return create_mixed(model, desc, session_out);
 }

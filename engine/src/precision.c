@@ -10,7 +10,8 @@
 #include "model.h"
 
 bool ks__precision_parse(const char *s, ks_precision *out) {
-    static const char *const names[KS_PRECISION_COUNT] = {"stored", "f32", "fastest"};
+    static const char *const names[KS_PRECISION_COUNT] = {"stored", "f32", "fastest",
+                                                          "fp16-storage", "fp16"};
     for (int p = 0; s && p < KS_PRECISION_COUNT; p++)
         if (strcmp(s, names[p]) == 0) {
             *out = (ks_precision)p;

@@ -31,7 +31,8 @@
 extern "C" {
 #endif
 
-/* "stored", "f32" or "fastest" (the spelling of --precision and of the infer node's option) ->
+/* "stored", "f32", "fastest", "fp16-storage" or "fp16" (the spelling of --precision and of the
+ * infer node's option) ->
  * *out. Returns false, leaving *out alone, for anything else (NULL too). */
 bool ks__precision_parse(const char *s, ks_precision *out);
 

@@ -41,7 +41,7 @@ typedef struct options {
     const char *shape_specs[MAX_INPUTS]; /* NAME=AxBxC */
     int num_shape_specs;
     ks_tune_mode tune;                    /* --tune off|fast|full */
-    ks_precision precision;               /* --precision stored|f32|fastest */
+    ks_precision precision;               /* --precision stored|f32|fastest|fp16-storage|fp16 */
     const char *tune_cache;               /* --tune-cache FILE */
     const char *key_file;                 /* --key-file KEY: the model is encrypted */
     const char *skip_outputs[MAX_INPUTS]; /* --skip-output NAME|INDEX */
@@ -54,7 +54,8 @@ static void usage(void) {
             "usage: ks-bench MODEL.ksm [--threads N] [--runs R] [--warmup W] [--seed S]\n"
             "                [--input NAME=FILE.npy] [--shape NAME=1x3x224x224] [--range LO:HI]\n"
             "                [--json] [--profile] [--tune off|fast|full] [--tune-cache FILE]\n"
-            "                [--key-file KEY] [--precision stored|f32|fastest]\n"
+            "                [--key-file KEY]\n"
+            "                [--precision stored|f32|fastest|fp16-storage|fp16]\n"
             "                [--skip-output NAME|INDEX]... [--backend cpu|vulkan|auto]\n"
             "  --threads N   session threads (default 1)\n"
             "  --runs R      timed runs (default 20)\n"
@@ -73,7 +74,10 @@ static void usage(void) {
             "  --tune-cache  file that keeps tuning results across runs\n"
             "  --key-file    key of an encrypted model (ks-protect)\n"
             "  --precision   int8 layers of a quantized model: as stored (default), all in\n"
-            "                fp32, or per layer the faster of the two (timed at create)\n"
+            "                fp32, or per layer the faster of the two (timed at create);\n"
+            "                fp16-storage: float tensors in fp16 on a GPU backend that can\n"
+            "                (fp32 arithmetic), fp16: fp16 arithmetic too where the GPU has\n"
+            "                it (sums in fp32); on the CPU both run as stored\n"
             "  --skip-output an output the caller does not read: the nodes that only it needs\n"
             "                are not run (ks_session_set_output_needed); repeatable\n"
             "  --backend     where the session runs: cpu (default), vulkan (the ops it supports\n"

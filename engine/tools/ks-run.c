@@ -17,7 +17,8 @@ static void usage(void) {
     fprintf(stderr,
             "usage: ks-run MODEL.ksm --input NAME=FILE.npy ... --output-dir DIR\n"
             "              [--dump-all DIR] [--threads N] [--key-file KEY]\n"
-            "              [--precision stored|f32|fastest] [--backend cpu|vulkan|auto]\n"
+            "              [--precision stored|f32|fastest|fp16-storage|fp16] [--backend "
+            "cpu|vulkan|auto]\n"
             "  Inputs may also be given by position: --input FILE.npy.\n"
             "  --dump-all writes every intermediate tensor of the graph as DIR/<name>.npy.\n"
             "  --key-file reads the key of an encrypted model (ks-protect).\n"
@@ -62,7 +63,10 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
             const char *v = argv[++i];
             if (!ks__precision_parse(v, &precision)) {
-                fprintf(stderr, "ks-run: --precision '%s': use stored, f32 or fastest\n", v);
+                fprintf(
+                    stderr,
+                    "ks-run: --precision '%s': use stored, f32, fastest, fp16-storage or fp16\n",
+                    v);
                 return 2;
             }
         } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {

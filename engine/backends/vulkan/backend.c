@@ -21,8 +21,17 @@
  *   and reports times from timestamp queries (plus the host copies), or from the host clock when
  *   the queue has no timestamps.
  *
- * Tensors are float32 in the engine's NHWC layout exactly as the host stores them (a packed GPU
- * layout is a later step), so the transfers are plain copies. */
+ * Tensors keep the engine's NHWC layout exactly as the host stores them (a packed GPU layout is
+ * a later step). In fp32 they are float32 and the transfers are plain copies. In the fp16 modes
+ * (KS_PRECISION_FP16_STORAGE / FP16, given by ks__vk_set_options; storageBuffer16BitAccess, and
+ * shaderFloat16 for the arithmetic variant, else a fallback with a warning) every tensor of the
+ * device buffer is fp16, constants included: the host converts at the transfers only (constants
+ * once at compile, inputs at submit, outputs at wait), so graph inputs and outputs stay float32
+ * on the host, and the shaders are the variants of shaders/prec.glsl. Why every tensor, weights
+ * included: the direct kernels are bandwidth-bound, and weights are read once per output pixel;
+ * one dtype per device buffer also keeps one shader variant per family and mode.
+ * - The pipeline cache: a VkPipelineCache per device, read from "<tune_cache_path>.vkpipe" at
+ *   device create and written back at destroy when it grew (pcache_file.h). */
 #include "vk_backend.h"
 
 #include <pthread.h>
@@ -30,12 +39,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h> /* getpid */
 
 #include "base/alloc.h"
 #include "base/error.h"
+#include "src/common.h" /* ks__log */
+#include "src/ir.h"     /* ks__f32_to_f16, ks__f16_to_f32 */
 #include "src/shape_conv.h"
 #include "src/shape_data.h"
 #include "src/shape_elementwise.h"
+#include "pcache_file.h"
 #include "vk_loader.h"
 #include "vk_shaders.h" /* generated at build time from shaders/ (cmake/vulkan.cmake) */
 
@@ -52,6 +65,7 @@
 #define VK_API_VERSION_MINOR(v) VK_VERSION_MINOR(v)
 #endif
 #define MAX_BINDINGS 6u
+#define KEY_BYTES KS__VK_PCACHE_HEADER_BYTES /* the pipeline cache file's header */
 
 /* ---------------------------------------------------------------------------------------------
  * Shader families and their push constants (each must match its shader's `P` block)
@@ -154,16 +168,24 @@ typedef struct pc_reduce {
     int32_t kdims[MAX_DIMS], ks[MAX_DIMS], rdims[MAX_DIMS], rs[MAX_DIMS];
 } pc_reduce;
 
+/* Precision variants of every shader (shaders/prec.glsl): the device's mode picks one. */
+enum { V_F32, V_F16_STORAGE, V_F16, V_COUNT };
+
 typedef struct kernel_info {
     const char *name;
-    const uint32_t *spv;
-    size_t spv_bytes;
+    const uint32_t *spv[V_COUNT];
+    size_t spv_bytes[V_COUNT];
     uint32_t num_bindings; /* operands, the output last */
     uint32_t pc_bytes;
 } kernel_info;
 
 #define KERNEL(n, b, pc)                                                                           \
-    { #n, ks__vk_spv_##n, sizeof(ks__vk_spv_##n), b, sizeof(pc) }
+    {                                                                                              \
+#n, {ks__vk_spv_##n, ks__vk_spv_##n##_f16s, ks__vk_spv_##n##_f16 },                        \
+             {sizeof(ks__vk_spv_##n), sizeof(ks__vk_spv_##n##_f16s),                               \
+              sizeof(ks__vk_spv_##n##_f16) },                                                      \
+              b, sizeof(pc)                                                                        \
+    }
 static const kernel_info k_kernels[K_COUNT] = {
     [K_BINARY] = KERNEL(binary, 3, pc_binary),    [K_UNARY] = KERNEL(unary, 2, pc_unary),
     [K_CONV] = KERNEL(conv2d, 6, pc_conv),        [K_DECONV] = KERNEL(deconv, 5, pc_conv),
@@ -228,6 +250,14 @@ typedef struct vk_dev {
     uint32_t timestamp_bits; /* of the queue; 0: no timestamps */
     VkDeviceSize align;      /* of storage buffer offsets */
     vk_pipe pipes[K_COUNT];
+    int fp16;           /* V_F32, V_F16_STORAGE or V_F16: the shader variant and tensor dtype */
+    VkDeviceSize esize; /* bytes per tensor element on the device: 4, or 2 in the fp16 modes */
+    VkPipelineCache pcache;
+    char *pcache_path; /* NULL: no file */
+    uint8_t pcache_key[KEY_BYTES];
+    bool feedback;                /* VK_EXT_pipeline_creation_feedback: pipelines say if cached */
+    uint32_t built, built_cached; /* pipelines made, and those found in the cache */
+    ks__vk_options options;       /* the session's (tune_cache_path not kept: pcache_path) */
     /* What supports has accepted in the current reshape (vk_supports): per tensor id, the run of
      * accepted nodes that produced it (0: none); the current run; the last node asked. */
     uint32_t *run_of;
@@ -246,12 +276,156 @@ static VkDeviceSize align_up(VkDeviceSize v, VkDeviceSize a) {
     return (v + a - 1) / a * a;
 }
 
+/* ---- Session options (vk_backend.h) and what the last device did ---- */
+
+static _Thread_local ks__vk_options g_options;
+static _Thread_local ks__vk_device_info g_info; /* the calling thread's last device */
+
+void ks__vk_set_options(const ks__vk_options *options) {
+    if (options)
+        g_options = *options;
+    else
+        memset(&g_options, 0, sizeof(g_options));
+}
+
+void ks__vk_last_device_info(ks__vk_device_info *info_out) {
+    *info_out = g_info;
+}
+
+/* ---- fp16 conversion at the host transfers (the fp16 modes) ----
+ * Finite values beyond fp16's range saturate to +-65504 rather than becoming inf (an inf weight
+ * or input would turn whole outputs into inf or NaN); inf and NaN stay what they are. */
+
+static uint16_t to_f16(float f) {
+    if (f > 65504.0f) f = 65504.0f;
+    if (f < -65504.0f) f = -65504.0f;
+    return ks__f32_to_f16(f);
+}
+
+static void f32_to_f16_n(uint16_t *dst, const float *src, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        dst[i] = to_f16(src[i]);
+}
+
+static void f16_to_f32_n(float *dst, const uint16_t *src, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        dst[i] = ks__f16_to_f32(src[i]);
+}
+
+/* ---- The persisted VkPipelineCache (pcache_file.h) ----
+ * Read at device create: a file made by another device, driver or Kestrel version is ignored, as
+ * is one whose size or CRC does not match (a torn or corrupt file), each with a warning, and the
+ * pipelines are built again; the driver then checks its own header inside the data. Written at
+ * device destroy when the device built a pipeline the cache did not have, to "<file>.tmp<pid>"
+ * and renamed over the file, so a reader never sees half a file. */
+
+static void make_pcache_key(vk_dev *d) {
+    ks__vk_pcache_key(d->pcache_key, d->props.vendorID, d->props.deviceID, d->props.driverVersion,
+                      d->props.pipelineCacheUUID);
+}
+
+static void pcache_warn(const char *path, const char *why) {
+    ks__fmt(g_info.cache_warning, sizeof(g_info.cache_warning), "%s: %s", path, why);
+    ks__log(KS_LOG_WARN, "Vulkan pipeline cache %s: %s; ignored (pipelines are built again)", path,
+            why);
+}
+
+/* d's cache file, whole (at most the format's limit), or NULL: no file, or ignored with a
+ * warning. *data_out points into the returned buffer. */
+static uint8_t *read_pipeline_cache(vk_dev *d, const uint8_t **data_out, size_t *bytes_out) {
+    FILE *f = fopen(d->pcache_path, "rb");
+    if (!f) return NULL; /* no cache yet */
+    const size_t cap = KS__VK_PCACHE_HEADER_BYTES + KS__VK_PCACHE_MAX_BYTES + 1;
+    long end = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    size_t size = end >= 0 && (size_t)end < cap ? (size_t)end : 0;
+    uint8_t *file = size ? ks__alloc(&d->alloc, size) : NULL;
+    const char *why = NULL;
+    if (end < 0 || (size_t)end >= cap)
+        why = end < 0 ? "cannot read it" : "too large";
+    else if (size == 0)
+        why = "empty";
+    else if (!file)
+        why = "out of memory reading it";
+    else if (fseek(f, 0, SEEK_SET) != 0 || fread(file, 1, size, f) != size)
+        why = "cannot read it";
+    else
+        why = ks__vk_pcache_check(file, size, d->pcache_key, data_out, bytes_out);
+    fclose(f);
+    if (why) {
+        pcache_warn(d->pcache_path, why);
+        ks__free(&d->alloc, file);
+        return NULL;
+    }
+    return file;
+}
+
+/* Creates d's VkPipelineCache, from the file when it has an accepted one. Never fails the
+ * device: without a cache object pipelines are built uncached. */
+static void open_pipeline_cache(vk_dev *d) {
+    const ks__vk_fns *vk = &d->vk;
+    size_t n = 0;
+    const uint8_t *data = NULL;
+    uint8_t *file = d->pcache_path ? read_pipeline_cache(d, &data, &n) : NULL;
+    if (!file) n = 0;
+    VkPipelineCacheCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+        .initialDataSize = n,
+        .pInitialData = data,
+    };
+    VkResult r = vk->vkCreatePipelineCache(d->device, &ci, NULL, &d->pcache);
+    if (r != VK_SUCCESS && file) { /* the driver refused the data: start empty */
+        pcache_warn(d->pcache_path, "the driver refused its data");
+        ci.initialDataSize = 0;
+        ci.pInitialData = NULL;
+        r = vk->vkCreatePipelineCache(d->device, &ci, NULL, &d->pcache);
+        n = 0;
+    }
+    if (r != VK_SUCCESS) d->pcache = VK_NULL_HANDLE;
+    g_info.cache_read = d->pcache && n > 0;
+    ks__free(&d->alloc, file);
+}
+
+static void save_pipeline_cache(vk_dev *d) {
+    const ks__vk_fns *vk = &d->vk;
+    /* nothing new: every pipeline came from the file (or none was built) */
+    if (!d->pcache_path || d->built == d->built_cached) return;
+    size_t n = 0;
+    if (vk->vkGetPipelineCacheData(d->device, d->pcache, &n, NULL) != VK_SUCCESS || n == 0 ||
+        n > KS__VK_PCACHE_MAX_BYTES)
+        return;
+    uint8_t *buf = ks__alloc(&d->alloc, KEY_BYTES + n);
+    size_t pl = strlen(d->pcache_path);
+    char *tmp = ks__alloc(&d->alloc, pl + 32);
+    if (buf && tmp &&
+        vk->vkGetPipelineCacheData(d->device, d->pcache, &n, buf + KEY_BYTES) == VK_SUCCESS) {
+        memcpy(buf, d->pcache_key, KEY_BYTES);
+        ks__vk_pcache_seal(buf, buf + KEY_BYTES, n);
+        ks__fmt(tmp, pl + 32, "%s.tmp%ld", d->pcache_path, (long)getpid());
+        FILE *f = fopen(tmp, "wb");
+        bool ok = f && fwrite(buf, 1, KEY_BYTES + n, f) == KEY_BYTES + n;
+        if (f && fclose(f) != 0) ok = false;
+        if (ok && rename(tmp, d->pcache_path) != 0) ok = false;
+        if (!ok) {
+            if (f) remove(tmp);
+            ks__fmt(g_info.cache_warning, sizeof(g_info.cache_warning), "%s: cannot write it",
+                    d->pcache_path);
+            ks__log(KS_LOG_WARN, "Vulkan pipeline cache %s: cannot write it", d->pcache_path);
+        }
+    }
+    ks__free(&d->alloc, tmp);
+    ks__free(&d->alloc, buf);
+}
+
 static void vk_device_destroy(void *dev_) {
     vk_dev *d = dev_;
     if (!d) return;
     const ks__vk_fns *vk = &d->vk;
     if (d->device && vk->vkDestroyDevice) {
         if (vk->vkDeviceWaitIdle) vk->vkDeviceWaitIdle(d->device);
+        if (d->pcache) {
+            save_pipeline_cache(d);
+            vk->vkDestroyPipelineCache(d->device, d->pcache, NULL);
+        }
         for (int k = 0; k < K_COUNT; k++) {
             vk_pipe *p = &d->pipes[k];
             if (p->pipeline) vk->vkDestroyPipeline(d->device, p->pipeline, NULL);
@@ -262,6 +436,7 @@ static void vk_device_destroy(void *dev_) {
         vk->vkDestroyDevice(d->device, NULL);
     }
     ks__free(&d->alloc, d->run_of);
+    ks__free(&d->alloc, d->pcache_path);
     /* d->instance is the process's (open_instance): kept */
     ks_allocator a = d->alloc;
     ks__free(&a, d);
@@ -314,6 +489,57 @@ static struct {
 static ks_status create_instance(ks__vk_fns *vk, VkInstance *out, const ks_allocator *alloc,
                                  char *err, size_t cap);
 
+/* Validation (vk_backend.h, for tests): asked for before the instance exists. */
+static struct {
+    bool requested;
+    int state;            /* -1 not asked or no instance yet, 0 the layer is not installed, 1 on */
+    pthread_mutex_t lock; /* the messenger may be called from any session's thread */
+    uint32_t errors;
+    char last[512];
+} g_validation = {false, -1, PTHREAD_MUTEX_INITIALIZER, 0, ""};
+
+void ks__vk_validation_request(void) {
+    g_validation.requested = true;
+}
+
+int ks__vk_validation_state(uint32_t *errors_out, const char **last_out) {
+    pthread_mutex_lock(&g_validation.lock);
+    if (errors_out) *errors_out = g_validation.errors;
+    pthread_mutex_unlock(&g_validation.lock);
+    if (last_out) *last_out = g_validation.last;
+    return g_validation.state;
+}
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL
+on_validation(VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT type,
+              const VkDebugUtilsMessengerCallbackDataEXT *data, void *user) {
+    (void)type;
+    (void)user;
+    if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+        const char *msg = data && data->pMessage ? data->pMessage : "?";
+        pthread_mutex_lock(&g_validation.lock);
+        g_validation.errors++;
+        ks__fmt(g_validation.last, sizeof(g_validation.last), "%s", msg);
+        pthread_mutex_unlock(&g_validation.lock);
+        ks__log(KS_LOG_ERROR, "Vulkan validation: %s", msg);
+    }
+    return VK_FALSE;
+}
+
+static bool has_layer(PFN_vkGetInstanceProcAddr gipa, const ks_allocator *alloc, const char *name) {
+    PFN_vkEnumerateInstanceLayerProperties enum_layers =
+        (PFN_vkEnumerateInstanceLayerProperties)gipa(NULL, "vkEnumerateInstanceLayerProperties");
+    uint32_t n = 0;
+    if (!enum_layers || enum_layers(&n, NULL) != VK_SUCCESS || n == 0) return false;
+    VkLayerProperties *l = ks__calloc(alloc, n, sizeof(*l));
+    bool found = false;
+    if (l && enum_layers(&n, l) >= 0)
+        for (uint32_t i = 0; i < n && !found; i++)
+            found = strcmp(l[i].layerName, name) == 0;
+    ks__free(alloc, l);
+    return found;
+}
+
 static ks_status open_instance(vk_dev *d, char *err, size_t cap) {
     ks_status st = KS_STATUS_OK;
     pthread_mutex_lock(&g_instance.lock);
@@ -352,7 +578,20 @@ static ks_status create_instance(ks__vk_fns *vk, VkInstance *out, const ks_alloc
                 PORTABILITY_FLAG != 0 && has_extension(ex, next, "VK_KHR_portability_enumeration");
         ks__free(alloc, ex);
     }
-    const char *ext = "VK_KHR_portability_enumeration";
+    const char *ext[2], *layer = "VK_LAYER_KHRONOS_validation";
+    uint32_t num_ext = 0;
+    if (portability) ext[num_ext++] = "VK_KHR_portability_enumeration";
+    bool validate = g_validation.requested && has_layer(vk->vkGetInstanceProcAddr, alloc, layer);
+    if (g_validation.requested) g_validation.state = validate ? 1 : 0;
+    if (validate) ext[num_ext++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    VkDebugUtilsMessengerCreateInfoEXT mci = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT,
+        .pfnUserCallback = on_validation,
+    };
     VkApplicationInfo app = {
         .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
         .pApplicationName = "kestrel",
@@ -363,8 +602,11 @@ static ks_status create_instance(ks__vk_fns *vk, VkInstance *out, const ks_alloc
         .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
         .flags = portability ? (VkInstanceCreateFlags)PORTABILITY_FLAG : 0,
         .pApplicationInfo = &app,
-        .enabledExtensionCount = portability ? 1u : 0u,
-        .ppEnabledExtensionNames = portability ? &ext : NULL,
+        .enabledExtensionCount = num_ext,
+        .ppEnabledExtensionNames = num_ext ? ext : NULL,
+        .enabledLayerCount = validate ? 1u : 0u,
+        .ppEnabledLayerNames = validate ? &layer : NULL,
+        .pNext = validate ? &mci : NULL,
     };
     VkResult r = vk->vkCreateInstance(&ici, NULL, out);
     if (r != VK_SUCCESS) {
@@ -373,6 +615,13 @@ static ks_status create_instance(ks__vk_fns *vk, VkInstance *out, const ks_alloc
                         ks__vk_result_string(r));
     }
     st = ks__vk_load_instance(vk, *out, err, cap);
+    if (!st && validate) { /* lives as long as the instance: the process */
+        PFN_vkCreateDebugUtilsMessengerEXT make =
+            (PFN_vkCreateDebugUtilsMessengerEXT)vk->vkGetInstanceProcAddr(
+                *out, "vkCreateDebugUtilsMessengerEXT");
+        VkDebugUtilsMessengerEXT m;
+        if (!make || make(*out, &mci, NULL, &m) != VK_SUCCESS) g_validation.state = 0;
+    }
     if (st && vk->vkDestroyInstance) vk->vkDestroyInstance(*out, NULL);
     if (st) *out = VK_NULL_HANDLE;
     return st;
@@ -497,18 +746,73 @@ static ks_status open_device(vk_dev *d, char *err, size_t cap) {
     ks__vk_fns *vk = &d->vk;
     ks_status st;
     if ((st = open_instance(d, err, cap)) || (st = pick_device(d, err, cap))) return st;
-    /* A portability driver's device must enable VK_KHR_portability_subset when it lists it. */
-    bool subset = false;
+    /* A portability driver's device must enable VK_KHR_portability_subset when it lists it. The
+     * instance asks for Vulkan 1.1, so float16 arithmetic and creation feedback (core in 1.2 and
+     * 1.3) come from their extensions. */
+    bool subset = false, has_f16 = false, has_feedback = false;
     uint32_t next = 0;
     if (vk->vkEnumerateDeviceExtensionProperties(d->phys, NULL, &next, NULL) == VK_SUCCESS &&
         next) {
         VkExtensionProperties *ex = ks__calloc(&d->alloc, next, sizeof(*ex));
         if (!ex) return ks__fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "Vulkan: out of memory");
-        if (vk->vkEnumerateDeviceExtensionProperties(d->phys, NULL, &next, ex) >= 0)
+        if (vk->vkEnumerateDeviceExtensionProperties(d->phys, NULL, &next, ex) >= 0) {
             subset = has_extension(ex, next, "VK_KHR_portability_subset");
+            has_f16 = has_extension(ex, next, "VK_KHR_shader_float16_int8");
+            has_feedback = has_extension(ex, next, "VK_EXT_pipeline_creation_feedback");
+        }
         ks__free(&d->alloc, ex);
     }
-    const char *ext = "VK_KHR_portability_subset";
+    /* The precision the session asked for, as far as the device can (ks__vk_options). */
+    VkPhysicalDeviceShaderFloat16Int8FeaturesKHR f16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR,
+    };
+    VkPhysicalDevice16BitStorageFeatures s16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .pNext = has_f16 ? &f16 : NULL,
+    };
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                    .pNext = &s16};
+    vk->vkGetPhysicalDeviceFeatures2(d->phys, &f2);
+    int want = d->options.precision == KS_PRECISION_FP16           ? V_F16
+               : d->options.precision == KS_PRECISION_FP16_STORAGE ? V_F16_STORAGE
+                                                                   : V_F32;
+    d->fp16 = want;
+    g_info.fallback[0] = 0;
+    if (d->fp16 == V_F16 && !(has_f16 && f16.shaderFloat16)) {
+        d->fp16 = V_F16_STORAGE;
+        ks__fmt(g_info.fallback, sizeof(g_info.fallback),
+                "'%s' lacks shaderFloat16: fp16 storage with fp32 arithmetic", d->props.deviceName);
+    }
+    if (d->fp16 != V_F32 && !s16.storageBuffer16BitAccess) {
+        d->fp16 = V_F32;
+        ks__fmt(g_info.fallback, sizeof(g_info.fallback),
+                "'%s' lacks storageBuffer16BitAccess: fp32", d->props.deviceName);
+    }
+    static const char *const mode_name[V_COUNT] = {"fp32", "fp16 storage, fp32 arithmetic",
+                                                   "fp16 storage and arithmetic (sums in fp32)"};
+    if (g_info.fallback[0])
+        ks__log(KS_LOG_WARN, "precision %s: Vulkan device %s",
+                want == V_F16 ? "fp16" : "fp16-storage", g_info.fallback);
+    else if (want != V_F32)
+        ks__log(KS_LOG_INFO, "precision %s: Vulkan device '%s' runs %s",
+                want == V_F16 ? "fp16" : "fp16-storage", d->props.deviceName, mode_name[want]);
+    d->esize = d->fp16 == V_F32 ? 4u : 2u;
+    g_info.fp16 = d->fp16;
+    VkPhysicalDeviceShaderFloat16Int8FeaturesKHR en_f16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR,
+        .shaderFloat16 = VK_TRUE,
+    };
+    VkPhysicalDevice16BitStorageFeatures en_s16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .pNext = d->fp16 == V_F16 ? &en_f16 : NULL,
+        .storageBuffer16BitAccess = VK_TRUE,
+    };
+    const char *ext[3];
+    uint32_t num_ext = 0;
+    if (subset) ext[num_ext++] = "VK_KHR_portability_subset";
+    if (d->fp16 == V_F16) ext[num_ext++] = "VK_KHR_shader_float16_int8";
+    if (has_feedback) ext[num_ext++] = "VK_EXT_pipeline_creation_feedback";
+    d->feedback = has_feedback;
     float priority = 1.0f;
     VkDeviceQueueCreateInfo qci = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -520,8 +824,9 @@ static ks_status open_device(vk_dev *d, char *err, size_t cap) {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qci,
-        .enabledExtensionCount = subset ? 1u : 0u,
-        .ppEnabledExtensionNames = subset ? &ext : NULL,
+        .enabledExtensionCount = num_ext,
+        .ppEnabledExtensionNames = num_ext ? ext : NULL,
+        .pNext = d->fp16 != V_F32 ? &en_s16 : NULL,
     };
     VkResult r = vk->vkCreateDevice(d->phys, &dci, NULL, &d->device);
     if (r != VK_SUCCESS) {
@@ -542,6 +847,8 @@ static ks_status open_device(vk_dev *d, char *err, size_t cap) {
         return ks__fail(err, cap, KS_STATUS_UNSUPPORTED, "Vulkan: vkCreateCommandPool: %s",
                         ks__vk_result_string(r));
     }
+    make_pcache_key(d);
+    open_pipeline_cache(d);
     return KS_STATUS_OK;
 }
 
@@ -551,6 +858,19 @@ static ks_status vk_device_create(const ks_allocator *alloc, void **dev_out, cha
     vk_dev *d = ks__calloc(&a, 1, sizeof(*d));
     if (!d) return ks__fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "Vulkan: out of memory");
     d->alloc = a;
+    d->options = g_options;
+    d->options.tune_cache_path = NULL;
+    g_info = (ks__vk_device_info){.pipelines_from_cache = -1};
+    const char *tp = g_options.tune_cache_path;
+    if (tp && tp[0]) {
+        size_t n = strlen(tp);
+        if (!(d->pcache_path = ks__alloc(&a, n + sizeof(".vkpipe")))) {
+            ks__free(&a, d);
+            return ks__fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "Vulkan: out of memory");
+        }
+        memcpy(d->pcache_path, tp, n);
+        memcpy(d->pcache_path + n, ".vkpipe", sizeof(".vkpipe"));
+    }
     ks_status st = open_device(d, err, cap);
     if (st) {
         vk_device_destroy(d);
@@ -605,8 +925,8 @@ static ks_status ensure_pipe(vk_dev *d, int kind, char *err, size_t cap) {
     }
     VkShaderModuleCreateInfo smi = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-        .codeSize = ki->spv_bytes,
-        .pCode = ki->spv,
+        .codeSize = ki->spv_bytes[d->fp16],
+        .pCode = ki->spv[d->fp16],
     };
     VkShaderModule sm = VK_NULL_HANDLE;
     step = "vkCreateShaderModule";
@@ -622,10 +942,27 @@ static ks_status ensure_pipe(vk_dev *d, int kind, char *err, size_t cap) {
             },
         .layout = p->layout,
     };
+    VkPipelineCreationFeedbackEXT fb = {0}, fb_stage = {0};
+    VkPipelineCreationFeedbackCreateInfoEXT fci = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO_EXT,
+        .pPipelineCreationFeedback = &fb,
+        .pipelineStageCreationFeedbackCount = 1,
+        .pPipelineStageCreationFeedbacks = &fb_stage,
+    };
+    if (d->feedback) ci.pNext = &fci;
     step = "vkCreateComputePipelines";
-    r = vk->vkCreateComputePipelines(d->device, VK_NULL_HANDLE, 1, &ci, NULL, &p->pipeline);
+    r = vk->vkCreateComputePipelines(d->device, d->pcache, 1, &ci, NULL, &p->pipeline);
     vk->vkDestroyShaderModule(d->device, sm, NULL);
-    if (r == VK_SUCCESS) return KS_STATUS_OK;
+    if (r == VK_SUCCESS) {
+        d->built++;
+        bool hit =
+            d->feedback && (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT_EXT) &&
+            (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT_EXT);
+        if (hit) d->built_cached++;
+        g_info.pipelines_built = d->built;
+        g_info.pipelines_from_cache = d->feedback ? (int32_t)d->built_cached : -1;
+        return KS_STATUS_OK;
+    }
     p->pipeline = VK_NULL_HANDLE;
 error:;
     ks_status st = ks__vk_status(r);
@@ -868,6 +1205,9 @@ static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, 
     const ks__rt_tensor *y = ctx->out[0], *b = ks__kernel_input(ctx, 2);
     const ks__rt_tensor *res = ks__kernel_input(ctx, 3);
     const ks__rt_tensor *slope = deconv ? NULL : ks__kernel_input(ctx, 4);
+    /* the fp16 modes keep weights, bias and slopes fp32 (wide_binding): constants only */
+    if (d->fp16 != V_F32 && (!ctx->in[1]->data || (b && !b->data) || (slope && !slope->data)))
+        return refuse(why, cap, "weights computed at run time (fp16 modes)");
     int64_t count = g.n * g.oh * g.ow * g.oc;
     if (y->rank != 4 || ks__rt_numel(y) != count || (b && ks__rt_numel(b) != g.oc) ||
         (res && ks__rt_numel(res) != count) || (slope && ks__rt_numel(slope) != g.oc))
@@ -1386,6 +1726,7 @@ typedef struct region {
     const ks__rt_tensor *t;
     int kind;
     uint32_t root; /* the region whose memory it is: itself, or a view's input (an alias) */
+    bool wide;     /* a constant kept in fp32 in the fp16 modes (convolution weights) */
     VkDeviceSize off, bytes; /* in the device buffer */
     VkDeviceSize stage_off;  /* inputs and outputs: in the staging buffer; constants: in the
                                 temporary upload buffer */
@@ -1503,7 +1844,8 @@ typedef struct build {
     node_plan *plan; /* of one node at a time */
     dispatch *steps; /* every dispatch of the partition, in order */
     uint32_t num_steps;
-    uint32_t *map; /* tensor id -> region index + 1 */
+    uint32_t *map;      /* tensor id -> region index + 1 */
+    uint32_t *map_wide; /* the same for fp32 copies of constants (wide_binding) */
     region *rg;
     uint32_t num_rg;
     uint32_t *bind;        /* per step, per binding: region index */
@@ -1518,7 +1860,7 @@ static ks_status region_of(build *b, int32_t id, const ks__rt_tensor *t, bool pr
     if (!b->map[id]) {
         region *r = &b->rg[b->num_rg];
         r->t = t;
-        r->bytes = (VkDeviceSize)ks__rt_numel(t) * 4u;
+        r->bytes = (VkDeviceSize)ks__rt_numel(t) * b->d->esize;
         if (listed(b->part->inputs, b->part->num_inputs, id))
             r->kind = R_INPUT;
         else if (produced)
@@ -1550,6 +1892,33 @@ static ks_status region_alias(build *b, int32_t id, const ks__rt_tensor *t, uint
     return KS_STATUS_OK;
 }
 
+/* Whether binding i of a dispatch of `kind` reads a constant that stays fp32 in the fp16 modes:
+ * the weights, bias and slopes of CONV2D and CONV2D_TRANSPOSE (their shaders declare them
+ * float). plan_conv accepts only constant ones there. */
+static bool wide_binding(int kind, uint32_t i) {
+    return (kind == K_CONV && (i == 1 || i == 2 || i == 4)) ||
+           (kind == K_DECONV && (i == 1 || i == 2));
+}
+
+/* The fp32 region of constant `id` (for a wide binding in the fp16 modes). */
+static ks_status region_wide(build *b, int32_t id, const ks__rt_tensor *t, uint32_t *out) {
+    if (!b->map_wide[id]) {
+        if (!t->data || listed(b->part->inputs, b->part->num_inputs, id))
+            return ks__fail(b->err, b->cap, KS_STATUS_INTERNAL,
+                            "Vulkan: partition %u: convolution operand '%s' is not a constant",
+                            b->part->index, ks__rt_name(t));
+        region *r = &b->rg[b->num_rg];
+        r->t = t;
+        r->bytes = (VkDeviceSize)ks__rt_numel(t) * 4u;
+        r->kind = R_CONST;
+        r->wide = true;
+        r->root = b->num_rg;
+        b->map_wide[id] = ++b->num_rg;
+    }
+    *out = b->map_wide[id] - 1;
+    return KS_STATUS_OK;
+}
+
 /* Runs a one-off command buffer that copies the constants into the device buffer, and waits. */
 static ks_status upload_constants(build *b, VkDeviceSize const_bytes) {
     vk_dev *d = b->d;
@@ -1572,7 +1941,11 @@ static ks_status upload_constants(build *b, VkDeviceSize const_bytes) {
     for (uint32_t i = 0; i < b->num_rg; i++) {
         const region *rg = &b->rg[i];
         if (rg->kind != R_CONST) continue;
-        memcpy((uint8_t *)map + rg->stage_off, rg->t->data, (size_t)rg->bytes);
+        if (d->esize == 2 && !rg->wide)
+            f32_to_f16_n((uint16_t *)((uint8_t *)map + rg->stage_off), rg->t->data,
+                         (size_t)rg->bytes / 2);
+        else
+            memcpy((uint8_t *)map + rg->stage_off, rg->t->data, (size_t)rg->bytes);
         b->copy[n++] = (VkBufferCopy){rg->stage_off, rg->off, rg->bytes};
     }
     vk->vkUnmapMemory(d->device, umem);
@@ -1804,9 +2177,10 @@ static ks_status compile_into(build *b) {
     }
     b->plan = ks__calloc(&d->alloc, 1, sizeof(*b->plan));
     b->map = ks__calloc(&d->alloc, (size_t)max_id + 1, sizeof(*b->map));
+    b->map_wide = ks__calloc(&d->alloc, (size_t)max_id + 1, sizeof(*b->map_wide));
     b->rg = ks__calloc(&d->alloc, edges, sizeof(*b->rg));
     b->copy = ks__calloc(&d->alloc, edges, sizeof(*b->copy));
-    if (!b->plan || !b->map || !b->rg || !b->copy)
+    if (!b->plan || !b->map || !b->map_wide || !b->rg || !b->copy)
         return ks__fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "Vulkan: out of memory compiling");
 
     /* plans, twice: the number of dispatches, then the dispatches and their regions */
@@ -1842,10 +2216,13 @@ static ks_status compile_into(build *b) {
                 for (uint32_t i = 0; i + 1 < nb; i++) {
                     int in = sp->ref[i];
                     bind[i] = out;
-                    if (in >= 0 && (uint32_t)in < c->num_inputs && c->in[in] &&
-                        c->node->inputs[in] >= 0 &&
-                        (st = region_of(b, c->node->inputs[in], c->in[in], false, &bind[i])))
-                        return st;
+                    if (in < 0 || (uint32_t)in >= c->num_inputs || !c->in[in] ||
+                        c->node->inputs[in] < 0)
+                        continue;
+                    st = d->esize == 2 && wide_binding(sp->kind, i)
+                             ? region_wide(b, c->node->inputs[in], c->in[in], &bind[i])
+                             : region_of(b, c->node->inputs[in], c->in[in], false, &bind[i]);
+                    if (st) return st;
                 }
                 bind[nb - 1] = out;
                 b->num_steps++;
@@ -1959,6 +2336,7 @@ static ks_status vk_compile(void *dev_, const ks__partition *part, const ks__ker
     ks__free(&d->alloc, b.plan);
     ks__free(&d->alloc, b.steps);
     ks__free(&d->alloc, b.map);
+    ks__free(&d->alloc, b.map_wide);
     ks__free(&d->alloc, b.rg);
     ks__free(&d->alloc, b.bind);
     ks__free(&d->alloc, b.sets);
@@ -1982,8 +2360,13 @@ static ks_status vk_submit(void *dev_, void *prog_, char *err, size_t cap) {
         return ks__fail(err, cap, KS_STATUS_INVALID_STATE,
                         "Vulkan: partition %u submitted again before its wait", p->index);
     uint64_t t0 = now_ns();
-    for (uint32_t i = 0; i < p->num_in; i++)
-        memcpy(p->smap + p->copies[i].stage_off, p->copies[i].host, p->copies[i].bytes);
+    for (uint32_t i = 0; i < p->num_in; i++) {
+        const host_copy *hc = &p->copies[i];
+        if (d->esize == 2) /* the fp16 modes: converted here, the only place inputs cross */
+            f32_to_f16_n((uint16_t *)(p->smap + hc->stage_off), hc->host, hc->bytes / 2);
+        else
+            memcpy(p->smap + hc->stage_off, hc->host, hc->bytes);
+    }
     p->upload_host_ns = now_ns() - t0;
     VkResult r = d->vk.vkResetFences(d->device, 1, &p->fence);
     if (r == VK_SUCCESS) {
@@ -2019,8 +2402,13 @@ static ks_status vk_wait(void *dev_, void *prog_, ks__partition_times *times, ch
                         r == VK_ERROR_DEVICE_LOST ? " (the GPU reset or the driver crashed)" : "");
     }
     p->submitted = 0;
-    for (uint32_t i = p->num_in; i < p->num_in + p->num_out; i++)
-        memcpy(p->copies[i].host, p->smap + p->copies[i].stage_off, p->copies[i].bytes);
+    for (uint32_t i = p->num_in; i < p->num_in + p->num_out; i++) {
+        const host_copy *hc = &p->copies[i];
+        if (d->esize == 2)
+            f16_to_f32_n(hc->host, (const uint16_t *)(p->smap + hc->stage_off), hc->bytes / 2);
+        else
+            memcpy(hc->host, p->smap + hc->stage_off, hc->bytes);
+    }
     uint64_t download_host_ns = now_ns() - done_ns;
     if (!times) return KS_STATUS_OK;
     times->upload_bytes = p->in_bytes;

@@ -1,7 +1,8 @@
 /* The Vulkan compute backend (docs/vulkan.md): a device backend (engine/src/backend.h, the
  * "device" members) that runs the float32 ops of the standard models (convolutions, pooling,
  * padding, elementwise, layout ops, resize, softmax, matmul, reductions; the table in
- * docs/vulkan.md) in compute shaders, on the engine's NHWC tensors as the host stores them. Not a
+ * docs/vulkan.md) in compute shaders, on the engine's NHWC tensors as the host stores them, in
+ * fp32 or, for KS_PRECISION_FP16_STORAGE / FP16, in fp16 (ks__vk_set_options). Not a
  * published API: sessions ask for it with ks_session_desc.backend (KS_BACKEND_VULKAN or AUTO;
  * engine/runtime/session_create.c), which passes it to ks__session_create_split as the device
  * beside the CPU host, as tests do directly:
@@ -29,6 +30,46 @@ extern "C" {
  * table, features 0 and select NULL, so a session that took it as its host would refuse every
  * op instead of crashing. */
 const ks__backend *ks__vulkan_backend(void);
+
+/* Session options the device needs, which the backend interface does not carry: the session's
+ * precision (KS_PRECISION_FP16_STORAGE / FP16 choose fp16 tensors, any other value fp32) and its
+ * tune_cache_path (the VkPipelineCache file sits beside it: "<path>.vkpipe"; NULL: no file).
+ * ks__vk_set_options applies to the devices that the calling thread creates next, until it is
+ * called again; NULL restores the defaults (fp32, no file). The strings are copied at device
+ * create. engine/runtime/session_create.c sets them around each Vulkan session create; tests
+ * creating split sessions directly set them the same way. */
+typedef struct ks__vk_options {
+    ks_precision precision;
+    const char *tune_cache_path;
+} ks__vk_options;
+void ks__vk_set_options(const ks__vk_options *options);
+
+/* What the calling thread's last device does (created, and reshaped for the pipelines), for
+ * tests and tools:
+ * fp16 is 0 (fp32), 1 (fp16 storage) or 2 (fp16 storage and arithmetic), after the capability
+ * checks: fp16 asked of a device without it falls back, and `fallback` says why ("" if none).
+ * cache_read: the pipeline cache file was read and accepted; pipelines_built: pipelines made so
+ * far, pipelines_from_cache: those the driver reports as found in the cache
+ * (VK_EXT_pipeline_creation_feedback; -1 when the device cannot tell). cache_warning: why a
+ * cache file was ignored or not written ("" if none). */
+typedef struct ks__vk_device_info {
+    int fp16;
+    char fallback[160];
+    bool cache_read;
+    uint32_t pipelines_built;
+    int32_t pipelines_from_cache;
+    char cache_warning[200];
+} ks__vk_device_info;
+void ks__vk_last_device_info(ks__vk_device_info *info_out);
+
+/* The Vulkan validation layers, for tests: ks__vk_validation_request() before the process's
+ * first Vulkan device makes the instance (made once, kept for the process) enable
+ * VK_LAYER_KHRONOS_validation with a VK_EXT_debug_utils messenger when the layer is installed;
+ * every error it reports is counted and logged (ks_log_set, KS_LOG_ERROR).
+ * ks__vk_validation_state returns -1 (not asked, or no instance yet), 0 (asked, but the layer is
+ * not installed) or 1 (on), with the error count and the last error's text. */
+void ks__vk_validation_request(void);
+int ks__vk_validation_state(uint32_t *errors_out, const char **last_out);
 
 /* Fault injection, for tests (test_vulkan): ks__vk_fault_hooks(true) makes the devices created
  * from then on call vkAllocateMemory, vkQueueSubmit and vkWaitForFences through an injector;

@@ -34,6 +34,7 @@
     X(vkGetPhysicalDeviceProperties)                                                               \
     X(vkGetPhysicalDeviceQueueFamilyProperties)                                                    \
     X(vkGetPhysicalDeviceMemoryProperties)                                                         \
+    X(vkGetPhysicalDeviceFeatures2)                                                                \
     X(vkCreateDevice)                                                                              \
     X(vkGetDeviceProcAddr)
 
@@ -77,6 +78,9 @@
     X(vkDestroyPipelineLayout)                                                                     \
     X(vkCreateComputePipelines)                                                                    \
     X(vkDestroyPipeline)                                                                           \
+    X(vkCreatePipelineCache)                                                                       \
+    X(vkDestroyPipelineCache)                                                                      \
+    X(vkGetPipelineCacheData)                                                                      \
     X(vkCreateDescriptorPool)                                                                      \
     X(vkDestroyDescriptorPool)                                                                     \
     X(vkAllocateDescriptorSets)                                                                    \

@@ -74,10 +74,11 @@ KS_API ks_status ks_model_output_info(const ks_model *model, uint32_t index,
 /* Value of metadata `key` (e.g. "source", "producer"), or NULL. Lives as long as the model. */
 KS_API const char *ks_model_metadata(const ks_model *model, const char *key);
 
-/* Precision of a session. Models without int8 layers run in fp32 whatever is asked. For a
- * quantized model (ks-quant), an int8 layer "runs in fp32" with its int8 weights dequantized at
- * session create: same weights, fp32 activations (slightly more accurate than int8, never less
- * than the file's accuracy check). Graph inputs and outputs keep their dtypes. */
+/* Precision of a session. Models without int8 layers run in fp32 whatever is asked, but for the
+ * fp16 modes on a GPU backend. For a quantized model (ks-quant), an int8 layer "runs in fp32"
+ * with its int8 weights dequantized at session create: same weights, fp32 activations (slightly
+ * more accurate than int8, never less than the file's accuracy check); the fp16 modes leave its
+ * int8 layers as stored. Graph inputs and outputs keep their dtypes. */
 typedef enum ks_precision {
     KS_PRECISION_DEFAULT = 0, /* as stored: int8 layers run int8 */
     KS_PRECISION_F32 = 1,     /* every int8 layer that has a float form runs in fp32 */
@@ -87,6 +88,20 @@ typedef enum ks_precision {
      * Needs static input shapes (else the model runs as stored). Costs about 12 runs of the
      * model at create. */
     KS_PRECISION_FASTEST = 2,
+    /* Float activations stored in fp16 on a device that can (Vulkan: storageBuffer16BitAccess),
+     * halving memory traffic; convolution weights, arithmetic and every accumulation stay fp32.
+     * Graph inputs and outputs keep their dtypes (converted at the transfers). Elsewhere, the
+     * CPU included, the same as KS_PRECISION_DEFAULT for now (ARM fp16 CPU kernels come later).
+     * Typically 1e-3 relative error against fp32; some models amplify fp16 rounding more. A
+     * device without fp16 falls back instead of failing (docs/vulkan.md, "Precision"). */
+    KS_PRECISION_FP16_STORAGE = 3,
+    /* As FP16_STORAGE, plus fp16 arithmetic where the device has shaderFloat16: binary ops,
+     * piecewise-linear activations and the products of matrix products. Every sum (convolution
+     * and matmul dot products, softmax, mean and the other reductions, average pooling)
+     * accumulates in fp32; convolutions, exp, log, tanh and sigmoid compute in fp32. Without
+     * shaderFloat16 the same as FP16_STORAGE; on the CPU the same as KS_PRECISION_DEFAULT for
+     * now. */
+    KS_PRECISION_FP16 = 4,
     KS_PRECISION_COUNT
 } ks_precision;
 

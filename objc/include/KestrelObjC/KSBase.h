@@ -196,11 +196,14 @@ typedef NS_ENUM(NSInteger, KSRunningMode) {
     KSRunningModeVideo = 1, /* a stream: tracking, stable ids, smoothing; timestamps increase */
 };
 
-/* How the int8 layers of a quantized model (ks-quant) run (ks_precision in kestrel/engine.h). */
+/* How the int8 layers of a quantized model (ks-quant) run, and the GPU's number format
+ * (ks_precision in kestrel/engine.h). */
 typedef NS_ENUM(NSInteger, KSPrecision) {
-    KSPrecisionStored = 0,  /* as stored in the file: int8 layers run int8 */
-    KSPrecisionF32 = 1,     /* every int8 layer with a float form runs in fp32 */
-    KSPrecisionFastest = 2, /* per layer the faster of the two on this device, timed at init */
+    KSPrecisionStored = 0,      /* as stored in the file: int8 layers run int8 */
+    KSPrecisionF32 = 1,         /* every int8 layer with a float form runs in fp32 */
+    KSPrecisionFastest = 2,     /* per layer the faster of the two on this device, timed at init */
+    KSPrecisionFP16Storage = 3, /* GPU: activations in fp16, fp32 math; CPU: as stored */
+    KSPrecisionFP16 = 4,        /* GPU: fp16 arithmetic too where it has it (sums in fp32) */
 };
 
 /* Where a session's or a task's models run (ks_backend in kestrel/engine.h; docs/backends.md,

@@ -3,12 +3,13 @@
 // Each operand is read through per-dimension element strides (0 along a broadcast dimension).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "prec.glsl"
 
 layout(local_size_x = 64) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
-layout(std430, set = 0, binding = 1) readonly buffer B { float b[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer A { STORE a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B { STORE b[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer Y { STORE y[]; };
 
 // Must match pc_binary in backend.c.
 layout(push_constant) uniform P {
@@ -32,9 +33,9 @@ void main() {
     r /= p.d2;
     uint i1 = r % p.d1;
     uint i0 = r / p.d1;
-    float va = a[i0 * p.sa0 + i1 * p.sa1 + i2 * p.sa2 + i3 * p.sa3];
-    float vb = b[i0 * p.sb0 + i1 * p.sb1 + i2 * p.sb2 + i3 * p.sb3];
-    float v;
+    AF va = AF(a[i0 * p.sa0 + i1 * p.sa1 + i2 * p.sa2 + i3 * p.sa3]);
+    AF vb = AF(b[i0 * p.sb0 + i1 * p.sb1 + i2 * p.sb2 + i3 * p.sb3]);
+    AF v;
     switch (p.op) {
     case 0u:
         v = va + vb;
@@ -55,5 +56,5 @@ void main() {
         v = (va < vb || isnan(va)) ? va : vb;
         break;
     }
-    y[i] = ks_act(v, p.act, p.alpha);
+    y[i] = STORE(ks_act(v, p.act, AF(p.alpha)));
 }

@@ -5,11 +5,12 @@
 // SPACE_TO_DEPTH from it, with strides from the core's geometry functions (shape_data.h).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "prec.glsl"
 
 layout(local_size_x = 64) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X { STORE x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Y { STORE y[]; };
 
 // Must match pc_copy in backend.c.
 layout(push_constant) uniform P {
@@ -34,5 +35,9 @@ void main() {
         s += k * p.ss[d];
         t += k * p.ds[d];
     }
-    y[t] = ks_act(x[s], p.act, p.alpha);
+    // a plain copy stays a copy (no conversion); a select of 16-bit values would need Float16
+    if (p.act == KS_ACT_NONE)
+        y[t] = x[s];
+    else
+        y[t] = ks_act_store(float(x[s]), p.act, p.alpha);
 }

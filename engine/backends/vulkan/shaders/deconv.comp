@@ -4,14 +4,16 @@
 // (engine/backends/cpu/ref/conv.c, tconv_run); the geometry is the core's (ks__tconv_geometry).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "prec.glsl"
+// Weights and bias are float in every variant, as in conv2d.comp.
 
 layout(local_size_x = 64) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X { STORE x[]; };
 layout(std430, set = 0, binding = 1) readonly buffer W { float w[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Bias { float bias[]; };
-layout(std430, set = 0, binding = 3) readonly buffer Res { float res[]; };
-layout(std430, set = 0, binding = 4) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 3) readonly buffer Res { STORE res[]; };
+layout(std430, set = 0, binding = 4) writeonly buffer Y { STORE y[]; };
 
 // Must match pc_conv in backend.c (dilations and groups unused: 1).
 layout(push_constant) uniform P {
@@ -47,10 +49,10 @@ void main() {
             uint xi = uint(((n * p.ih + iy) * p.iw + ix) * p.ic);
             uint wi = uint(((co * p.kh + ky) * p.kw + kx) * p.icg);
             for (int c = 0; c < p.ic; c++)
-                acc += x[xi + uint(c)] * w[wi + uint(c)];
+                acc += float(x[xi + uint(c)]) * w[wi + uint(c)];
         }
     }
     if ((p.flags & 1u) != 0u) acc += bias[co];
-    if ((p.flags & 2u) != 0u) acc += res[i];
-    y[i] = ks_act(acc, p.act, p.alpha);
+    if ((p.flags & 2u) != 0u) acc += float(res[i]);
+    y[i] = ks_act_store(acc, p.act, p.alpha);
 }

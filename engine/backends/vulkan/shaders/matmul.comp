@@ -5,13 +5,14 @@
 // (engine/backends/cpu/ref/conv.c, fc_run and matmul_run).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "prec.glsl"
 
 layout(local_size_x = 64) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
-layout(std430, set = 0, binding = 1) readonly buffer W { float w[]; };
-layout(std430, set = 0, binding = 2) readonly buffer Bias { float bias[]; };
-layout(std430, set = 0, binding = 3) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer A { STORE a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer W { STORE w[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Bias { STORE bias[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer Y { STORE y[]; };
 
 // Must match pc_matmul in backend.c.
 layout(push_constant) uniform P {
@@ -45,7 +46,7 @@ void main() {
     }
     float acc = 0.0;
     for (int kk = 0; kk < p.k; kk++)
-        acc += a[ao + kk * p.as_k] * w[bo + kk * p.bs_k];
-    if ((p.flags & 1u) != 0u) acc += bias[j];
-    y[i] = ks_act(acc, p.act, p.alpha);
+        acc += float(AF(a[ao + kk * p.as_k]) * AF(w[bo + kk * p.bs_k]));
+    if ((p.flags & 1u) != 0u) acc += float(bias[j]);
+    y[i] = ks_act_store(acc, p.act, p.alpha);
 }

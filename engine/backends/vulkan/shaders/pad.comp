@@ -3,11 +3,12 @@
 // the CPU reference kernel (engine/backends/cpu/ref/data.c, pad_map).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "prec.glsl"
 
 layout(local_size_x = 64) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X { STORE x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Y { STORE y[]; };
 
 // Must match pc_pad in backend.c.
 layout(push_constant) uniform P {
@@ -50,5 +51,8 @@ void main() {
         src += j * stride;
         stride *= n;
     }
-    y[i] = border ? p.value : x[src];
+    if (border) // (a select of 16-bit values would need Float16)
+        y[i] = STORE(p.value);
+    else
+        y[i] = x[src];
 }

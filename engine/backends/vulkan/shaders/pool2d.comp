@@ -5,11 +5,12 @@
 // nothing gives 0.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "prec.glsl"
 
 layout(local_size_x = 64) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X { STORE x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Y { STORE y[]; };
 
 // Must match pc_pool in backend.c.
 layout(push_constant) uniform P {
@@ -43,12 +44,12 @@ void main() {
     for (int iy = vy0; iy < vy1; iy++) {
         uint row = uint(((n * p.ih + iy) * p.iw) * p.c + ch);
         for (int ix = vx0; ix < vx1; ix++) {
-            float v = x[row + uint(ix * p.c)];
+            float v = float(x[row + uint(ix * p.c)]);
             sum += v;
             if (v > mx) mx = v; // a NaN never wins, as on the CPU
         }
     }
     float res = 0.0;
     if (valid > 0) res = p.kind == 0 ? mx : sum / float(p.count_include_pad != 0 ? padded : valid);
-    y[i] = ks_act(res, p.act, p.alpha);
+    y[i] = ks_act_store(res, p.act, p.alpha);
 }

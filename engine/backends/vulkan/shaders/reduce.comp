@@ -4,11 +4,12 @@
 // engine/backends/cpu/ref/elementwise.c, reduce_run); NaN wins max and min, as there.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "prec.glsl"
 
 layout(local_size_x = 64) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X { STORE x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Y { STORE y[]; };
 
 // Must match pc_reduce in backend.c.
 layout(push_constant) uniform P {
@@ -43,7 +44,7 @@ void main() {
             off += (q % p.rdims[d]) * p.rs[d];
             q /= p.rdims[d];
         }
-        float v = x[off];
+        float v = float(x[off]);
         if (p.kind == 2)
             acc = (v > acc || isnan(v)) ? v : acc;
         else if (p.kind == 3)
@@ -53,5 +54,5 @@ void main() {
         else
             acc += v;
     }
-    y[i] = p.kind == 0 ? acc / float(p.rcount) : acc;
+    y[i] = STORE(p.kind == 0 ? acc / float(p.rcount) : acc);
 }

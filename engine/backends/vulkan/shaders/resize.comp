@@ -6,11 +6,12 @@
 // multiply-add), so nearest-neighbour picks the same pixels.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "prec.glsl"
 
 layout(local_size_x = 64) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X { STORE x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Y { STORE y[]; };
 
 // Must match pc_resize in backend.c.
 layout(push_constant) uniform P {
@@ -86,10 +87,10 @@ void main() {
     precise float dy = fy - float(y0);
     precise float dx = fx - float(x0);
     uint row0 = uint((n * p.ih + y0) * p.iw), row1 = uint((n * p.ih + y1) * p.iw);
-    float v00 = x[(row0 + uint(x0)) * uint(p.c) + uint(ch)];
-    float v01 = x[(row0 + uint(x1)) * uint(p.c) + uint(ch)];
-    float v10 = x[(row1 + uint(x0)) * uint(p.c) + uint(ch)];
-    float v11 = x[(row1 + uint(x1)) * uint(p.c) + uint(ch)];
-    y[i] = v00 * (1.0 - dy) * (1.0 - dx) + v10 * dy * (1.0 - dx) + v01 * (1.0 - dy) * dx +
-           v11 * dy * dx;
+    float v00 = float(x[(row0 + uint(x0)) * uint(p.c) + uint(ch)]);
+    float v01 = float(x[(row0 + uint(x1)) * uint(p.c) + uint(ch)]);
+    float v10 = float(x[(row1 + uint(x0)) * uint(p.c) + uint(ch)]);
+    float v11 = float(x[(row1 + uint(x1)) * uint(p.c) + uint(ch)]);
+    y[i] = STORE(v00 * (1.0 - dy) * (1.0 - dx) + v10 * dy * (1.0 - dx) + v01 * (1.0 - dy) * dx +
+           v11 * dy * dx);
 }

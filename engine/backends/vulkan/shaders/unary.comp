@@ -3,11 +3,12 @@
 // computes them (engine/backends/cpu/ref/elementwise.c, unary_f).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "prec.glsl"
 
 layout(local_size_x = 64) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X { STORE x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Y { STORE y[]; };
 
 // Must match pc_unary in backend.c.
 layout(push_constant) uniform P {
@@ -35,7 +36,9 @@ const int UN_HARD_SIGMOID = 26;
 void main() {
     uint i = ks_index();
     if (i >= p.count) return;
-    float v = x[i], r;
+    // float: these are transcendental or exact (floor, abs...); only the fused-activation
+    // branch (ks_act) uses fp16 arithmetic in that variant
+    float v = float(x[i]), r;
     switch (p.op) {
     case UN_EXP:
         r = exp(v);
@@ -72,8 +75,8 @@ void main() {
         r = clamp(p.alpha * v + p.beta, 0.0, 1.0);
         break;
     default:
-        r = ks_act(v, p.op, p.alpha);
+        r = float(ks_act(AF(v), p.op, AF(p.alpha)));
         break;
     }
-    y[i] = r;
+    y[i] = STORE(r);
 }
