@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "format/ksm_crypt.h"
 #include "kestrel/engine.h"
 
 #include "node_types.h"
@@ -103,6 +104,153 @@ done:
     return st;
 }
 
+/* ---- Encrypted models (ks_task_options.key / key_provider) ----
+ * The task decrypts each encrypted model once at create, with a key copy from the task's
+ * allocator that is wiped as soon as that model is decrypted, and hands the pipeline an in-memory
+ * bundle of plain models (wiped by ks_bundle_destroy). The key never reaches a file or the
+ * pipeline, and nothing outside create needs it. */
+
+/* The key for encrypted model `name` into a new buffer from task->allocator (free with
+ * key_free): task->key, else the key provider's. */
+static ks_status key_get(const ks_task_options *task, const char *name, uint8_t **key_out,
+                         char *err, size_t err_cap) {
+    if (!task->key && !task->key_provider) {
+        snprintf(err, err_cap,
+                 "model '%s' is encrypted (ks-protect) and needs its key: set key and key_bytes "
+                 "(or key_provider) in the task options",
+                 name);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    if (task->key && task->key_bytes != KS_TASK_KEY_BYTES) {
+        snprintf(err, err_cap, "task key is %zu bytes; a ks-protect key is %d bytes",
+                 task->key_bytes, KS_TASK_KEY_BYTES);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    uint8_t *key = ks__alloc(task->allocator, KS_TASK_KEY_BYTES);
+    if (!key) {
+        snprintf(err, err_cap, "out of memory for the key of model '%s'", name);
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    ks_status st = KS_STATUS_OK;
+    if (task->key) {
+        memcpy(key, task->key, KS_TASK_KEY_BYTES);
+    } else {
+        size_t n = 0;
+        st = task->key_provider(task->key_user, name, key, KS_TASK_KEY_BYTES, &n);
+        if (st == KS_STATUS_OK && n != KS_TASK_KEY_BYTES) {
+            snprintf(err, err_cap, "key provider gave %zu bytes for model '%s'; a key is %d bytes",
+                     n, name, KS_TASK_KEY_BYTES);
+            st = KS_STATUS_INVALID_ARGUMENT;
+        } else if (st) {
+            snprintf(err, err_cap, "key provider refused model '%s': %s", name,
+                     ks_status_string(st));
+        }
+    }
+    if (st) {
+        ks__secure_zero(key, KS_TASK_KEY_BYTES);
+        ks__free(task->allocator, key);
+        return st;
+    }
+    *key_out = key;
+    return KS_STATUS_OK;
+}
+
+static void key_free(const ks_task_options *task, uint8_t *key) {
+    if (!key) return;
+    ks__secure_zero(key, KS_TASK_KEY_BYTES);
+    ks__free(task->allocator, key);
+}
+
+/* Decrypts the KSME image `data` of model `name` into a new buffer from task->allocator (free
+ * with plain_free). */
+static ks_status decrypt_model(const ks_task_options *task, const char *name, const uint8_t *data,
+                               size_t size, uint8_t **plain_out, size_t *plain_bytes_out, char *err,
+                               size_t err_cap) {
+    uint8_t *key = NULL;
+    ks_status st = key_get(task, name, &key, err, err_cap);
+    if (st) return st;
+    char why[256];
+    st = ks__ksme_decrypt_buffer(data, size, key, KS_TASK_KEY_BYTES, task->allocator, plain_out,
+                                 plain_bytes_out, why, sizeof(why));
+    key_free(task, key);
+    if (st == KS_STATUS_TAMPERED)
+        snprintf(err, err_cap,
+                 "encrypted model '%s': the key does not open it (wrong key, or the file was "
+                 "altered): %s",
+                 name, why);
+    else if (st)
+        snprintf(err, err_cap, "encrypted model '%s': %s", name, why);
+    return st;
+}
+
+static void plain_free(const ks_task_options *task, uint8_t *plain, size_t plain_bytes) {
+    if (!plain) return;
+    ks__secure_zero(plain, plain_bytes);
+    ks__free(task->allocator, plain);
+}
+
+/* Whether `bundle` has an encrypted model entry. */
+static bool has_encrypted_model(const ks_bundle *bundle) {
+    uint32_t n = ks_bundle_num_entries(bundle);
+    for (uint32_t i = 0; i < n; i++) {
+        ks_bundle_entry e;
+        if (ks_bundle_get_entry(bundle, i, &e) == KS_STATUS_OK && e.kind == KS_BUNDLE_MODEL &&
+            ks__ksme_is_encrypted(e.data, e.size_bytes))
+            return true;
+    }
+    return false;
+}
+
+/* Builds an in-memory copy of `base` with entry `replace` (UINT32_MAX: none) replaced by
+ * `model`, and every encrypted model entry decrypted with its key. `src` names the bundle in
+ * messages. */
+static ks_status rebuild_bundle(const ks_task_options *task, const ks_bundle *base, const char *src,
+                                uint32_t replace, const uint8_t *model, size_t model_bytes,
+                                ks_bundle **out, char *err, size_t err_cap) {
+    ks_bundle_writer *w = NULL;
+    void *image = NULL;
+    size_t image_size = 0;
+    uint32_t n = ks_bundle_num_entries(base);
+    ks_status st = ks_bundle_writer_create(task->allocator, &w);
+    if (st) {
+        snprintf(err, err_cap, "%s: %s", src, ks_last_error(NULL));
+        return st;
+    }
+    for (uint32_t i = 0; !st && i < n; i++) {
+        ks_bundle_entry e;
+        st = ks_bundle_get_entry(base, i, &e);
+        if (st) break;
+        if (i == replace) {
+            st = ks_bundle_writer_add(w, e.name, e.kind, model, model_bytes);
+        } else if (e.kind == KS_BUNDLE_MODEL && ks__ksme_is_encrypted(e.data, e.size_bytes)) {
+            uint8_t *plain = NULL;
+            size_t plain_bytes = 0;
+            char why[512];
+            st = decrypt_model(task, e.name, e.data, e.size_bytes, &plain, &plain_bytes, why,
+                               sizeof(why));
+            if (st) {
+                snprintf(err, err_cap, "%s: %s", src, why);
+                goto done;
+            }
+            st = ks_bundle_writer_add(w, e.name, e.kind, plain, plain_bytes);
+            plain_free(task, plain, plain_bytes);
+        } else {
+            st = ks_bundle_writer_add(w, e.name, e.kind, e.data, e.size_bytes);
+        }
+    }
+    if (!st) st = ks_bundle_writer_finish(w, &image, &image_size);
+    if (!st)
+        st = ks_bundle_open_buffer(
+            image, image_size,
+            &(ks_bundle_desc){.allocator = task->allocator, .flags = KS_BUNDLE_COPY_BUFFER}, out);
+    if (st) snprintf(err, err_cap, "%s: %s", src, ks_last_error(NULL));
+done:
+    if (image) ks__secure_zero(image, image_size);
+    ks_bundle_buffer_free(task->allocator, image);
+    ks_bundle_writer_destroy(w);
+    return st;
+}
+
 /* Same graph inputs and outputs: count, names, dtypes and ranks (shapes may differ, e.g. a model
  * re-exported at another resolution; the pipeline checks what it needs). */
 static bool same_signature(const ks_model *a, const ks_model *b) {
@@ -119,23 +267,28 @@ static bool same_signature(const ks_model *a, const ks_model *b) {
     return true;
 }
 
-/* task->model_path names a .ksm (e.g. an int8 model from ks-quant): open the task's default
- * bundle and rebuild it in memory with the single model entry whose signature matches the file
- * replaced by the file. */
+/* task->model_path names a .ksm (e.g. an int8 model from ks-quant; encrypted ones are decrypted
+ * with the task's key): open the task's default bundle and rebuild it in memory with the single
+ * model entry whose signature matches the file replaced by the file. */
 static ks_status open_with_model(const ks_task_options *task, const char *default_bundle,
                                  ks_bundle **out, char *err, size_t err_cap) {
     ks_task_options dflt = *task;
     dflt.model_path = NULL;
-    ks_bundle *base = NULL, *b = NULL;
+    ks_bundle *base = NULL;
     ks_model *model = NULL;
-    ks_bundle_writer *w = NULL;
-    uint8_t *ksm = NULL;
-    void *image = NULL;
-    size_t ksm_size = 0, image_size = 0;
+    uint8_t *ksm = NULL, *plain = NULL;
+    size_t ksm_size = 0, plain_bytes = 0;
     char tmp[512];
     ks_status st = read_file(task->model_path, &ksm, &ksm_size, err, err_cap);
     if (st) return st;
-    st = ks_model_load_buffer(ksm, ksm_size, NULL, &model);
+    if (ks__ksme_is_encrypted(ksm, ksm_size)) {
+        st = decrypt_model(task, task->model_path, ksm, ksm_size, &plain, &plain_bytes, err,
+                           err_cap);
+        if (st) goto done;
+    }
+    const uint8_t *bytes = plain ? plain : ksm;
+    size_t num_bytes = plain ? plain_bytes : ksm_size;
+    st = ks_model_load_buffer(bytes, num_bytes, NULL, &model);
     if (st) {
         snprintf(err, err_cap, "model '%s': %s", task->model_path, ks_last_error(NULL));
         goto done;
@@ -167,30 +320,12 @@ static ks_status open_with_model(const ks_task_options *task, const char *defaul
         st = KS_STATUS_INVALID_ARGUMENT;
         goto done;
     }
-    st = ks_bundle_writer_create(task->allocator, &w);
-    for (uint32_t i = 0; !st && i < n; i++) {
-        ks_bundle_entry e;
-        st = ks_bundle_get_entry(base, i, &e);
-        if (!st)
-            st = i == match ? ks_bundle_writer_add(w, e.name, e.kind, ksm, ksm_size)
-                            : ks_bundle_writer_add(w, e.name, e.kind, e.data, e.size_bytes);
-    }
-    if (!st) st = ks_bundle_writer_finish(w, &image, &image_size);
-    if (!st)
-        st = ks_bundle_open_buffer(
-            image, image_size,
-            &(ks_bundle_desc){.allocator = task->allocator, .flags = KS_BUNDLE_COPY_BUFFER}, &b);
-    if (st) {
-        snprintf(err, err_cap, "model '%s' in the %s: %s", task->model_path, default_bundle,
-                 ks_last_error(NULL));
-        goto done;
-    }
-    *out = b;
+    snprintf(tmp, sizeof(tmp), "model '%s' in the %s", task->model_path, default_bundle);
+    st = rebuild_bundle(task, base, tmp, match, bytes, num_bytes, out, err, err_cap);
 done:
-    ks_bundle_buffer_free(task->allocator, image);
-    ks_bundle_writer_destroy(w);
     ks_bundle_destroy(base);
     ks_model_destroy(model);
+    plain_free(task, plain, plain_bytes);
     free(ksm);
     return st;
 }
@@ -208,25 +343,41 @@ static bool has_magic(const char *path, const char magic[4]) {
 ks_status ks__task_open_bundle(const ks_task_options *task, const char *default_bundle,
                                ks_bundle **out, char *err, size_t err_cap) {
     bool is_default = !task->model_path || !task->model_path[0];
-    if (!is_default && has_magic(task->model_path, "KSMF"))
-        return open_with_model(task, default_bundle, out, err, err_cap);
-    if (!is_default && has_magic(task->model_path, "KSME")) {
+    if (!is_default && has_magic(task->model_path, "KSME") && !task->key && !task->key_provider) {
+        /* Refused before reading the file, so a missing key is the message, not a parse error. */
         snprintf(err, err_cap,
-                 "model '%s' is encrypted; task options carry no key (pass a plain .ksm or a .ksb)",
+                 "model '%s' is encrypted (ks-protect) and needs its key: set key and key_bytes "
+                 "(or key_provider) in the task options",
                  task->model_path);
         return KS_STATUS_INVALID_ARGUMENT;
     }
+    if (!is_default && (has_magic(task->model_path, "KSMF") || has_magic(task->model_path, "KSME")))
+        return open_with_model(task, default_bundle, out, err, err_cap);
     char path[KS__TASK_PATH_BYTES];
     ks_status st = bundle_path(task, default_bundle, path, sizeof(path), err, err_cap);
     if (st) return st;
-    st = ks_bundle_open_file(path, &(ks_bundle_desc){.allocator = task->allocator}, out);
-    if (st)
+    ks_bundle *b = NULL;
+    st = ks_bundle_open_file(path, &(ks_bundle_desc){.allocator = task->allocator}, &b);
+    if (st) {
         snprintf(err, err_cap, "%sbundle '%s': %s%s", is_default ? "default " : "", path,
                  ks_last_error(NULL),
                  is_default ? " (build the 'ks_bundles' target, set KESTREL_MODELS_DIR, or pass "
                               "a .ksb as task.model_path)"
                             : "");
-    return st;
+        return st;
+    }
+    if (has_encrypted_model(b)) {
+        /* Encrypted models inside a bundle: the pipeline gets a plain copy in memory. */
+        char src[KS__TASK_PATH_BYTES + 16];
+        snprintf(src, sizeof(src), "bundle '%s'", path);
+        ks_bundle *plain = NULL;
+        st = rebuild_bundle(task, b, src, UINT32_MAX, NULL, 0, &plain, err, err_cap);
+        ks_bundle_destroy(b);
+        if (st) return st;
+        b = plain;
+    }
+    *out = b;
+    return KS_STATUS_OK;
 }
 
 ks_status ks__task_create_pipeline(const ks_bundle *bundle, const ks_task_options *task,

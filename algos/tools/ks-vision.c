@@ -2,19 +2,22 @@
  *
  *   ks-vision TASK IMAGE [--json] [--out annotated.png] [--model PATH] [--max-results N]
  *                        [--min-score S] [--mask-out mask.png] [--threads N]
- *                        [--precision stored|f32|fastest] [--tiles N]
+ *                        [--precision stored|f32|fastest|fp16-storage|fp16] [--tiles N]
+ *                        [--backend cpu|vulkan|auto] [--key-file KEY]
  *
  * TASK is face_detect, face_landmarks, pose, segment, detect, hands or classify; the JSON each
  * prints is specified in docs/tasks.md. --model takes a bundle (.ksb) or a bare model (.ksm, e.g.
  * an int8 model from ks-quant) that replaces the default bundle's model with the same inputs and
- * outputs. Bundles whose graphs use task node types are packed with ks-task-bundle
- * (algos/bundle_tool). */
+ * outputs. --key-file opens encrypted models (ks-protect), as --model or inside the bundle; the
+ * key is read into memory, wiped before exit and never written anywhere. Bundles whose graphs use
+ * task node types are packed with ks-task-bundle (algos/bundle_tool). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "image_io.h"
 #include "kestrel/engine.h"
+#include "key_file.h"
 #include "precision.h"
 #include "vision_cli.h"
 
@@ -37,15 +40,18 @@ static int usage(void) {
     fprintf(stderr, "usage: ks-vision TASK IMAGE [--json] [--out annotated.png] [--model PATH]\n"
                     "                 [--max-results N] [--min-score S] [--mask-out mask.png] "
                     "[--threads N]\n"
-                    "                 [--precision stored|f32|fastest] [--tiles N]\n"
-                    "                 [--backend cpu|vulkan|auto]\n"
+                    "                 [--precision stored|f32|fastest|fp16-storage|fp16] "
+                    "[--tiles N]\n"
+                    "                 [--backend cpu|vulkan|auto] [--key-file KEY]\n"
                     "  TASK: face_detect, face_landmarks, pose, segment, detect, hands, classify\n"
                     "  --model: a bundle (.ksb), or a model (.ksm) replacing the default bundle's\n"
                     "           model with the same inputs and outputs\n"
                     "  --precision: an int8 model's layers as stored (default), in fp32, or per\n"
                     "           layer the faster of the two on this CPU (timed at create)\n"
                     "  --tiles: face_detect also on N x N tiles (2..4) for small faces\n"
-                    "  --backend: where the models run (default cpu; auto: the faster, timed)\n");
+                    "  --backend: where the models run (default cpu; auto: the faster, timed)\n"
+                    "  --key-file: key of encrypted models (ks-protect keygen: 32 raw bytes or\n"
+                    "           64 hex digits), for --model ENC.ksm or a bundle holding them\n");
     return 2;
 }
 
@@ -95,6 +101,7 @@ int main(int argc, char **argv) {
         {"classify", ks__vision_classify},
     };
     ks_vision_args args = {.task = argv[1], .image = argv[2]};
+    const char *key_file = NULL;
     for (int i = 3; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--json") == 0) {
@@ -109,6 +116,8 @@ int main(int argc, char **argv) {
             args.mask_out = v;
         } else if (strcmp(a, "--model") == 0) {
             args.model = v;
+        } else if (strcmp(a, "--key-file") == 0) {
+            key_file = v;
         } else if (strcmp(a, "--max-results") == 0) {
             if (parse_int(a, v, 1, 1000, &args.max_results)) return 2;
         } else if (strcmp(a, "--threads") == 0) {
@@ -120,7 +129,10 @@ int main(int argc, char **argv) {
             if (ks__precision_parse(v, &p)) {
                 args.precision = (int)p;
             } else {
-                fprintf(stderr, "ks-vision: --precision '%s': use stored, f32 or fastest\n", v);
+                fprintf(stderr,
+                        "ks-vision: --precision '%s': use stored, f32, fastest, fp16-storage "
+                        "or fp16\n",
+                        v);
                 return 2;
             }
         } else if (strcmp(a, "--backend") == 0) {
@@ -156,12 +168,21 @@ int main(int argc, char **argv) {
     }
     int rc = 1;
     char err[512];
+    uint8_t key[KS_KEY_FILE_BYTES];
+    if (key_file) {
+        if (ks_key_file_read(key_file, key, err, sizeof(err))) {
+            fprintf(stderr, "ks-vision: --key-file: %s\n", err);
+            return 1;
+        }
+        args.key = key;
+        args.key_bytes = sizeof(key);
+    }
     ks_image_buf photo = {0};
     uint8_t *rgb = NULL;
     ks_canvas canvas = {0};
     if (ks_image_load(args.image, 0, &photo, err, sizeof(err))) {
         fprintf(stderr, "ks-vision: %s\n", err);
-        return 1;
+        goto done;
     }
     rgb = to_rgb(&photo.image);
     if (!rgb) {
@@ -185,6 +206,11 @@ int main(int argc, char **argv) {
         canvas.height_px = img.height_px;
     }
     rc = cmd->fn(&args, &img, args.out_png ? &canvas : NULL);
+    const char *why = rc ? ks_last_error(NULL) : NULL;
+    if (why && !key_file && strstr(why, "needs its key"))
+        fprintf(stderr, "ks-vision: the model is encrypted: pass its key with --key-file KEY\n");
+    else if (why && key_file && strstr(why, "key does not open"))
+        fprintf(stderr, "ks-vision: the key in '%s' does not open the model\n", key_file);
     if (rc == 0 && args.out_png) {
         ks_image out = img;
         out.planes[0] = canvas.rgb;
@@ -194,6 +220,8 @@ int main(int argc, char **argv) {
         }
     }
 done:
+    memset(key, 0, sizeof(key));
+    __asm__ __volatile__("" : : "r"(key) : "memory"); /* keep the wipe */
     free(canvas.rgb);
     free(rgb);
     ks_image_buf_free(&photo);

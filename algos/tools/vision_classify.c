@@ -14,7 +14,9 @@ int ks__vision_classify(const ks_vision_args *args, const ks_image *img, ks_canv
                                               .backend = (ks_backend)args->backend,
                                               .min_score = args->min_score,
                                               .max_results = args->max_results,
-                                              .model_path = args->model}};
+                                              .model_path = args->model,
+                                              .key = args->key,
+                                              .key_bytes = args->key_bytes}};
     if (ks_image_classifier_create(&desc, &cls)) {
         fprintf(stderr, "ks-vision classify: %s\n", ks_last_error(NULL));
         return 1;

@@ -21,6 +21,8 @@ typedef struct ks_vision_args {
     int precision;        /* --precision stored|f32|fastest (ks_precision) */
     int backend;          /* --backend cpu|vulkan|auto (ks_backend) */
     int tiles;            /* --tiles (face_detect): N x N tile passes for small faces, 0 = off */
+    const uint8_t *key;   /* --key-file: key of encrypted models (ks-protect), or NULL */
+    size_t key_bytes;
 } ks_vision_args;
 
 /* An RGB8 canvas (a copy of the input) that commands draw on when --out is given. */

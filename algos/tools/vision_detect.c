@@ -19,7 +19,9 @@ int ks__vision_detect(const ks_vision_args *args, const ks_image *img, ks_canvas
                                              .backend = (ks_backend)args->backend,
                                              .min_score = args->min_score,
                                              .max_results = args->max_results,
-                                             .model_path = args->model}};
+                                             .model_path = args->model,
+                                             .key = args->key,
+                                             .key_bytes = args->key_bytes}};
     if (ks_object_detector_create(&desc, &det)) {
         fprintf(stderr, "ks-vision detect: %s\n", ks_last_error(NULL));
         return 1;

@@ -15,7 +15,9 @@ int ks__vision_face_detect(const ks_vision_args *args, const ks_image *img, ks_c
                                            .num_threads = args->num_threads,
                                            .precision = (ks_precision)args->precision,
                                            .backend = (ks_backend)args->backend,
-                                           .model_path = args->model},
+                                           .model_path = args->model,
+                                           .key = args->key,
+                                           .key_bytes = args->key_bytes},
                                   .tiles = args->tiles};
     ks_face_detector *det = NULL;
     ks_faces *faces = NULL;
@@ -68,7 +70,9 @@ int ks__vision_face_landmarks(const ks_vision_args *args, const ks_image *img, k
                                              .num_threads = args->num_threads,
                                              .precision = (ks_precision)args->precision,
                                              .backend = (ks_backend)args->backend,
-                                             .model_path = args->model}};
+                                             .model_path = args->model,
+                                             .key = args->key,
+                                             .key_bytes = args->key_bytes}};
     ks_face_landmarker *fl = NULL;
     ks_face_meshes *faces = NULL;
     if (ks_face_landmarker_create(&desc, &fl)) {

@@ -12,7 +12,9 @@ int ks__vision_hands(const ks_vision_args *args, const ks_image *img, ks_canvas 
                                              .backend = (ks_backend)args->backend,
                                              .min_score = args->min_score,
                                              .max_results = args->max_results,
-                                             .model_path = args->model}};
+                                             .model_path = args->model,
+                                             .key = args->key,
+                                             .key_bytes = args->key_bytes}};
     ks_hand_landmarker *hl = NULL;
     if (ks_hand_landmarker_create(&desc, &hl)) {
         fprintf(stderr, "ks-vision hands: %s\n", ks_last_error(NULL));

@@ -11,7 +11,9 @@ int ks__vision_pose(const ks_vision_args *args, const ks_image *img, ks_canvas *
                                              .backend = (ks_backend)args->backend,
                                              .min_score = args->min_score,
                                              .max_results = args->max_results,
-                                             .model_path = args->model}};
+                                             .model_path = args->model,
+                                             .key = args->key,
+                                             .key_bytes = args->key_bytes}};
     ks_pose_landmarker *pl = NULL;
     if (ks_pose_landmarker_create(&desc, &pl)) {
         fprintf(stderr, "ks-vision pose: %s\n", ks_last_error(NULL));

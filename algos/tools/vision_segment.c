@@ -13,7 +13,9 @@ int ks__vision_segment(const ks_vision_args *args, const ks_image *img, ks_canva
     ks_segmenter_desc desc = {.task = {.num_threads = args->num_threads,
                                        .precision = (ks_precision)args->precision,
                                        .backend = (ks_backend)args->backend,
-                                       .model_path = args->model},
+                                       .model_path = args->model,
+                                       .key = args->key,
+                                       .key_bytes = args->key_bytes},
                               .output_u8 = 1};
     if (ks_segmenter_create(&desc, &seg)) {
         fprintf(stderr, "ks-vision segment: %s\n", ks_last_error(NULL));

@@ -9,6 +9,7 @@
 
 #include "base/crc32.h"
 #include "format/ksm.h"
+#include "format/ksm_crypt.h"
 #include "pipeline_internal.h"
 
 struct ks_bundle {
@@ -196,6 +197,9 @@ void ks_bundle_destroy(ks_bundle *b) {
     if (!b) return;
     ks_allocator a = b->alloc;
     if (b->mapped) munmap(b->mapped, b->mapped_bytes);
+    /* Copies may hold models that a task decrypted (ks_task_options.key): never leave them in
+     * freed memory. The cost is one pass over a buffer the load already copied. */
+    if (b->owned) ks__secure_zero(b->owned, b->size_bytes);
     ks__free(&a, b->owned);
     ks__free(&a, b->entries);
     ks__free(&a, b->names);
@@ -364,8 +368,10 @@ ks_status ks_bundle_writer_create(const ks_allocator *allocator, ks_bundle_write
 void ks_bundle_writer_destroy(ks_bundle_writer *w) {
     if (!w) return;
     ks_allocator a = w->alloc;
-    for (uint32_t i = 0; i < w->num_entries; i++)
+    for (uint32_t i = 0; i < w->num_entries; i++) {
+        ks__secure_zero(w->entries[i].data, w->entries[i].size_bytes); /* as in ks_bundle_destroy */
         ks__free(&a, w->entries[i].data);
+    }
     ks__free(&a, w);
 }
 

@@ -50,6 +50,18 @@ typedef struct ks_box {
     float x, y, w, h;
 } ks_box;
 
+/* Bytes of a ks-protect key (ks_task_options.key, ks_task_key_fn). */
+#define KS_TASK_KEY_BYTES 32
+
+/* Supplies the key of an encrypted (ks-protect, "KSME") model when a task meets one: called
+ * during the task's create, on the creating thread, once per encrypted model, with `model_name`
+ * the bundle entry name (e.g. "face_landmarks") or, for a .ksm given as model_path, that path.
+ * Write KS_TASK_KEY_BYTES bytes to key_out (room for key_cap bytes), set *key_bytes_out and
+ * return KS_STATUS_OK; any other status refuses the model and create fails with it. The task
+ * wipes key_out before create returns; the callback should wipe its own copies. */
+typedef ks_status (*ks_task_key_fn)(void *user, const char *model_name, uint8_t *key_out,
+                                    size_t key_cap, size_t *key_bytes_out);
+
 /* Options common to every task (the `task` member of each task's desc). Zero = default. */
 typedef struct ks_task_options {
     ks_running_mode mode;
@@ -70,6 +82,16 @@ typedef struct ks_task_options {
     ks_precision precision;
     /* Where the task's models run (ks_backend, engine.h); 0: the CPU. */
     ks_backend backend;
+    /* Encrypted models (ks-protect), as model_path or as entries of a bundle: `key` (key_bytes
+     * = KS_TASK_KEY_BYTES) opens every one of them; else key_provider(key_user, ...) is asked
+     * for each; with neither, create refuses an encrypted model (INVALID_ARGUMENT), and a key
+     * that does not open one is KS_STATUS_TAMPERED. Plain models ignore them. The task does not
+     * keep the key: the copy it makes is wiped before create returns, and the key is never
+     * written to disk. The decrypted models live in memory only, wiped on destroy. */
+    const uint8_t *key;
+    size_t key_bytes;
+    ks_task_key_fn key_provider;
+    void *key_user;
 } ks_task_options;
 
 /* Where a task's calls spent their time since it was created, each stage summed over every
