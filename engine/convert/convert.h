@@ -30,6 +30,22 @@ ks_status ks__import_onnx(const uint8_t *data, size_t size_bytes, const char *so
 ks_status ks__import_any(const uint8_t *data, size_t size_bytes, const char *source_name,
                          ks__graph *g, char *err, size_t err_cap);
 
+/* The ops an importer converts, for ks-convert --list-ops: the source format's op name and
+ * what the importer requires of it beyond the op's definition ("" when nothing). Index past the
+ * end: name NULL. The importers' own tables are the source (no copy to keep in step). */
+typedef struct ks__import_op {
+    const char *name;
+    const char *constraints;
+} ks__import_op;
+
+uint32_t ks__onnx_num_ops(void);
+ks__import_op ks__onnx_op(uint32_t index);
+/* What applies to every model of the format (opset range, domains, ranks). */
+const char *ks__onnx_import_notes(void);
+uint32_t ks__tflite_num_ops(void);
+ks__import_op ks__tflite_op(uint32_t index);
+const char *ks__tflite_import_notes(void);
+
 /* Graph passes, in order: constant folding, BatchNorm/pad/activation fusion, dead-code removal.
  * Keeps outputs bit-identical up to float reassociation. */
 ks_status ks__graph_optimize(ks__graph *g, char *err, size_t err_cap);

@@ -19,8 +19,9 @@ from ._errors import (ChecksumMismatchError, InternalError, InvalidArgumentError
                       KestrelIOError, KestrelMemoryError, LimitExceededError, TamperedError,
                       ToolError, UnsupportedError, VersionMismatchError)
 from ._tools import convert
-from . import protect
+from . import effects, protect
 from .quantize import QuantReport, quantize
+from .visualize import visualize
 from .vision import (Box, Classification, DetectedObject, Face, FaceDetector, FaceLandmarker,
                      FaceMesh, Hand, HandLandmarker, ImageClassifier, Mode, ObjectDetector, Pose,
                      PoseLandmarker, Segmentation, Segmenter)
@@ -44,5 +45,6 @@ __all__ = [
     "InvalidStateError", "KestrelError", "KestrelIOError", "KestrelMemoryError",
     "LimitExceededError", "Mode", "Model", "ObjectDetector", "Pose", "PoseLandmarker",
     "Precision", "QuantReport", "Segmentation", "Segmenter", "Session", "TamperedError", "TensorInfo",
-    "ToolError", "UnsupportedError", "VersionMismatchError", "convert", "protect", "quantize", "version",
+    "ToolError", "UnsupportedError", "VersionMismatchError", "convert", "effects", "protect",
+    "quantize", "version", "visualize",
 ]

@@ -189,9 +189,11 @@ class Session:
 
     def profile(self) -> List[Dict[str, Any]]:
         """Runs once more on the last inputs with the per-op profiler on: one dict per op
-        (``op``, ``node``, ``kernel``, ``ms``, ``flops``)."""
-        return [{"op": op, "node": node, "kernel": kern, "ms": ns / 1e6, "flops": fl}
-                for op, node, kern, ns, fl in self._native.profile()]
+        (``op``, ``node`` (its name), ``index`` (the node's index in the model's graph),
+        ``kernel``, ``ms``, ``flops``)."""
+        return [{"op": op, "node": node, "kernel": kern, "ms": ns / 1e6, "flops": fl,
+                 "index": idx}
+                for op, node, kern, ns, fl, idx in self._native.profile()]
 
     @property
     def closed(self) -> bool:

@@ -118,3 +118,12 @@ def convert(src: "os.PathLike[str] | str", dst: "os.PathLike[str] | str", *,
         args.append("--pack")
     run_tool("ks-convert", args, output=dst_s)
     return dst_s
+
+
+def list_ops() -> Dict[str, Any]:
+    """The operators each importer converts, with their constraints, as ``ks-convert --list-ops
+    --json`` reports them (read from the importers' own tables): ``{"importers": [{"format":
+    "tflite"|"onnx", "notes": str, "ops": [{"name": str, "constraints": str}]}]}``."""
+    import json
+
+    return json.loads(run_tool("ks-convert", ["--list-ops", "--json"]).stdout)

@@ -1,4 +1,5 @@
-"""The ``kestrel`` command: convert, quantize, inspect, ops, run, bench, vision, protect.
+"""The ``kestrel`` command: convert, quantize, inspect, ops, visualize, run, bench, vision,
+effect, protect.
 
 Human-readable output by default, one JSON document on stdout with ``--json``. Errors print one
 line on stderr and exit 1 (2 for bad usage); Ctrl-C stops cleanly (exit 130) and leaves no
@@ -100,8 +101,12 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 # --- ops ------------------------------------------------------------------------------------
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    """The Kestrel IR ops each model needs (a .tflite/.onnx is converted first, so an
-    unsupported op shows as the converter's error naming it)."""
+    """Without a model: the operators each importer (TFLite, ONNX) converts, with their
+    constraints (``ks-convert --list-ops``; ``--format`` keeps one importer). With models: the
+    Kestrel IR ops each needs (a .tflite/.onnx is converted first, so an unsupported op shows as
+    the converter's error naming it)."""
+    if not args.models:
+        return _list_ops(args)
     result: List[Dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmpdir:
         for path in args.models:
@@ -122,6 +127,105 @@ def cmd_ops(args: argparse.Namespace) -> int:
             human.append(f"{e['model']}: NOT SUPPORTED: {e['error']}")
     _emit(args, {"models": result}, human)
     return 0 if all(e["supported"] for e in result) else 1
+
+
+def _list_ops(args: argparse.Namespace) -> int:
+    doc = _tools.list_ops()
+    if args.format:
+        doc["importers"] = [im for im in doc["importers"] if im["format"] == args.format]
+    if args.json:
+        _emit(args, doc, [])
+    elif not args.format:
+        # ks-convert's own text, unchanged (the same table, one source)
+        sys.stdout.write(_tools.run_tool("ks-convert", ["--list-ops"]).stdout)
+    else:
+        for im in doc["importers"]:
+            print(f"{im['format']} importer: {len(im['ops'])} ops ({im['notes']})")
+            for op in im["ops"]:
+                c = op["constraints"]
+                print(f"  {op['name']:<28} {c}" if c else f"  {op['name']}")
+    return 0
+
+
+# --- visualize ------------------------------------------------------------------------------
+
+def cmd_visualize(args: argparse.Namespace) -> int:
+    from .visualize import visualize
+
+    out = visualize(args.model, args.output, session=args.session, threads=args.threads,
+                    backend=args.backend, optimize=not args.no_optimize)
+    size = os.path.getsize(out)
+    _emit(args, {"model": args.model, "output": out, "size_bytes": size,
+                 "session": bool(args.session)},
+          [f"{args.model} -> {out} ({size / 1e3:.1f} KB; open it in a browser, offline)"])
+    return 0
+
+
+# --- effect -------------------------------------------------------------------------------
+
+def cmd_effect(args: argparse.Namespace) -> int:
+    from . import effects
+
+    if args.action == "render":
+        return _effect_render(args)
+    if args.action == "validate":
+        effects.validate(args.path)
+        _emit(args, {"path": args.path, "valid": True}, [f"{args.path}: ok"])
+        return 0
+    fx = effects.info(args.path)
+    doc = fx.to_dict()
+    human = [f"{fx.path}: {fx.name} ({fx.id}), format {doc['format_version']}"
+             + (f", by {fx.author}" if fx.author else ""),
+             f"  requires: {', '.join(fx.required_capabilities) or '(none)'}; "
+             f"max faces {fx.max_faces}",
+             f"layers ({len(fx.layers)}, render order):"]
+    human += [f"  [{i}] {layer['name']:<16} {layer['kind']:<12} blend={layer['blend']} "
+              f"opacity={layer['opacity']:.2f}" + ("" if layer["visible"] else " hidden")
+              for i, layer in enumerate(fx.layers)]
+    if fx.params:
+        human.append(f"params ({len(fx.params)}): " +
+                     ", ".join(f"{p['name']} ({p['type']})" for p in fx.params))
+    if fx.states:
+        human.append(f"states ({len(fx.states)}, initial {fx.initial_state or '-'}): " +
+                     ", ".join(s["name"] for s in fx.states))
+    if fx.triggers:
+        human.append("triggers: " + ", ".join(f"{t['event']} -> {t['state']}"
+                                             for t in fx.triggers))
+    human.append(f"assets ({len(fx.assets)}):")
+    human += [f"  {a['name']:<28} {a['kind']:<10} {a['size_bytes']:>9} B" +
+              (f"  {a['width_px']}x{a['height_px']}" if a["width_px"] else "")
+              for a in fx.assets]
+    _emit(args, doc, human)
+    return 0
+
+
+def _effect_render(args: argparse.Namespace) -> int:
+    from . import effects
+
+    try:
+        from PIL import Image
+    except ImportError:
+        raise KestrelError("kestrel effect render reads images with Pillow: pip install "
+                           "pillow") from None
+    if not args.image or not args.output:
+        raise KestrelError("effect render: needs PKG IMAGE -o OUT.png")
+    with Image.open(args.image) as im:
+        image = np.asarray(im.convert("RGB"))
+    t0 = time.perf_counter()
+    frame = effects.render(args.path, image)
+    ms = (time.perf_counter() - t0) * 1e3
+    tmp = args.output + ".part.png"
+    try:
+        Image.fromarray(frame).save(tmp)
+        os.replace(tmp, args.output)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    _emit(args, {"effect": args.path, "image": args.image, "output": args.output,
+                 "width": int(frame.shape[1]), "height": int(frame.shape[0]), "ms": round(ms, 1)},
+          [f"{args.path} over {args.image} -> {args.output} ({frame.shape[1]}x{frame.shape[0]}, "
+           f"{ms:.0f} ms)"])
+    return 0
 
 
 # --- run / bench ----------------------------------------------------------------------------
@@ -379,9 +483,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes", action="store_true", help="also every node (ks-inspect --nodes)")
     p.set_defaults(fn=cmd_inspect)
 
-    p = add("ops", "the Kestrel ops each model needs, or why it cannot be converted")
-    p.add_argument("models", nargs="+")
+    p = add("ops", "the operators each importer supports, with their constraints; with models: "
+                   "the Kestrel ops each needs, or why it cannot be converted")
+    p.add_argument("models", nargs="*")
+    p.add_argument("--format", choices=["tflite", "onnx"], help="list one importer's ops only")
     p.set_defaults(fn=cmd_ops)
+
+    p = add("visualize", "draw a model's graph as one self-contained HTML file")
+    p.add_argument("model", help=".ksm, or .tflite/.onnx (converted first)")
+    p.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    p.add_argument("--session", action="store_true",
+                   help="run once with the profiler and show the kernel chosen per node")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--backend", default="cpu", choices=["cpu", "vulkan", "auto"])
+    p.add_argument("--no-optimize", action="store_true", help="with a .tflite/.onnx input")
+    p.set_defaults(fn=cmd_visualize)
+
+    p = add("effect", "AR effect packages (.kfx): validate PKG, info PKG, "
+                      "render PKG IMAGE -o OUT.png (headless EGL)")
+    p.add_argument("action", choices=["validate", "info", "render"])
+    p.add_argument("path")
+    p.add_argument("image", nargs="?", help="render: the photo")
+    p.add_argument("-o", "--output", help="render: the PNG to write")
+    p.set_defaults(fn=cmd_effect)
 
     p = add("run", "run a model once and summarize (or save) its outputs")
     p.add_argument("model")
@@ -434,6 +558,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("kestrel: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `kestrel ops | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KestrelError as e:
         print(f"kestrel {args.command}: {e}", file=sys.stderr)
         return 1

@@ -19,12 +19,19 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#ifdef KS_PY_HAVE_EGL
+#include <EGL/egl.h>
+#include <EGL/eglext.h>
+#endif
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "kestrel/classify.h"
+#include "kestrel/ar.h"
 #include "kestrel/detect.h"
+#include "kestrel/effect.h"
 #include "kestrel/engine.h"
 #include "kestrel/face.h"
 #include "kestrel/hand.h"
@@ -631,7 +638,7 @@ static PyObject *Session_get_shapes(SessionObject *self, void *unused) {
     return list;
 }
 
-/* Per-op profile of one run: [(op, node, kernel, elapsed_ns, flops)]. */
+/* Per-op profile of one run: [(op, node, kernel, elapsed_ns, flops, node_index)]. */
 typedef struct profile_acc {
     PyObject *list;
     int failed;
@@ -642,9 +649,9 @@ static void profile_cb(void *user, const ks_op_profile *p) {
     if (acc->failed) return;
     PyGILState_STATE g = PyGILState_Ensure();
     PyObject *t =
-        Py_BuildValue("(sssKK)", p->op_name ? p->op_name : "", p->node_name ? p->node_name : "",
+        Py_BuildValue("(sssKKI)", p->op_name ? p->op_name : "", p->node_name ? p->node_name : "",
                       p->kernel_name ? p->kernel_name : "", (unsigned long long)p->elapsed_ns,
-                      (unsigned long long)p->flops);
+                      (unsigned long long)p->flops, (unsigned)p->node_index);
     if (!t || PyList_Append(acc->list, t) != 0) acc->failed = 1;
     Py_XDECREF(t);
     PyGILState_Release(g);
@@ -1131,6 +1138,378 @@ static PyTypeObject TaskType = {
 };
 
 /* ---------------------------------------------------------------------------------------- */
+/* Effects (.kfx)                                                                            */
+
+/* Opens the package at `path_obj` with the GIL released; on failure raises and returns NULL. */
+static ks_effect *effect_open(PyObject *path_arg) {
+    PyObject *path_obj = NULL;
+    if (!PyUnicode_FSConverter(path_arg, &path_obj)) return NULL;
+    ks_effect *fx = NULL;
+    char message[1024] = "";
+    const char *path = PyBytes_AS_STRING(path_obj);
+    ks_status st;
+    PyThreadState *save = PyEval_SaveThread();
+    st = ks_effect_open_file(path, NULL, &fx);
+    if (st != KS_STATUS_OK) snprintf(message, sizeof message, "%s", ks_last_error(NULL));
+    PyEval_RestoreThread(save);
+    Py_DECREF(path_obj);
+    if (st != KS_STATUS_OK) {
+        raise_status(st, message);
+        return NULL;
+    }
+    return fx;
+}
+
+static PyObject *native_effect_validate(PyObject *mod, PyObject *arg) {
+    ks_effect *fx = effect_open(arg);
+    if (!fx) return NULL;
+    ks_effect_destroy(fx);
+    Py_RETURN_NONE;
+}
+
+static PyObject *str_or_empty(const char *s) {
+    return PyUnicode_DecodeUTF8(s ? s : "", s ? (Py_ssize_t)strlen(s) : 0, "replace");
+}
+
+static PyObject *str_list(const char *const *items, uint32_t n) {
+    PyObject *list = PyList_New(n);
+    for (uint32_t i = 0; list && i < n; i++) {
+        PyObject *v = str_or_empty(items ? items[i] : NULL);
+        if (!v)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, v);
+    }
+    return list;
+}
+
+static PyObject *caps_list(uint32_t caps) {
+    PyObject *list = PyList_New(0);
+    for (int c = 0; list && c < KS_EFFECT_CAP_COUNT; c++) {
+        if (!(caps & (1u << c))) continue;
+        PyObject *v = PyUnicode_FromString(ks_effect_capability_string((ks_effect_capability)c));
+        if (!v || PyList_Append(list, v) < 0) Py_CLEAR(list);
+        Py_XDECREF(v);
+    }
+    return list;
+}
+
+static PyObject *layer_dict(const ks_effect_layer *l) {
+    PyObject *anchors = PyList_New(l->num_anchor_landmarks);
+    for (uint32_t i = 0; anchors && i < l->num_anchor_landmarks; i++) {
+        PyObject *v = PyLong_FromUnsignedLong(l->anchor_landmarks[i]);
+        if (!v)
+            Py_CLEAR(anchors);
+        else
+            PyList_SET_ITEM(anchors, i, v);
+    }
+    if (!anchors) return NULL;
+    return Py_BuildValue(
+        "{s:N,s:s,s:O,s:s,s:f,s:N,s:f,s:N,s:f,s:O,s:N,s:N,s:N,s:N,s:N,s:f,s:(ffff)}", "name",
+        str_or_empty(l->name), "kind", ks_effect_layer_kind_string(l->kind), "visible",
+        l->visible ? Py_True : Py_False, "blend", ks_effect_blend_string(l->blend), "opacity",
+        l->opacity, "anchor_landmarks", anchors, "scale", l->scale, "frames",
+        str_list(l->frames, l->num_frames), "fps", l->fps, "loop", l->loop ? Py_True : Py_False,
+        "texture", str_or_empty(l->texture), "lut", str_or_empty(l->lut), "mesh",
+        str_or_empty(l->mesh), "shader", str_or_empty(l->shader), "region",
+        str_or_empty(l->kind == KS_EFFECT_LAYER_MAKEUP ? ks_effect_makeup_region_string(l->region)
+                                                       : ""),
+        "intensity", l->intensity, "color", l->color[0], l->color[1], l->color[2], l->color[3]);
+}
+
+static PyObject *param_dict(const ks_effect_param *p) {
+    return Py_BuildValue("{s:N,s:s,s:f,s:f,s:f,s:N,s:N,s:(ffff)}", "name", str_or_empty(p->name),
+                         "type", ks_effect_param_type_string(p->type), "min", p->min, "max", p->max,
+                         "default", p->default_value, "options",
+                         str_list(p->options, p->num_options), "default_image",
+                         str_or_empty(p->default_image), "default_color", p->default_color[0],
+                         p->default_color[1], p->default_color[2], p->default_color[3]);
+}
+
+/* Appends f(i) for i < n to a new list; NULL on failure. */
+#define EFFECT_LIST(n, expr)                                                                       \
+    do {                                                                                           \
+        list = PyList_New(n);                                                                      \
+        for (uint32_t i = 0; list && i < (n); i++) {                                               \
+            PyObject *item_ = (expr);                                                              \
+            if (!item_)                                                                            \
+                Py_CLEAR(list);                                                                    \
+            else                                                                                   \
+                PyList_SET_ITEM(list, i, item_);                                                   \
+        }                                                                                          \
+    } while (0)
+
+static PyObject *state_dict(const ks_effect *fx, const ks_effect_state *s) {
+    PyObject *list;
+    EFFECT_LIST(s->num_actions,
+                Py_BuildValue("(sN)", ks_effect_action_kind_string(s->actions[i].kind),
+                              str_or_empty(s->actions[i].layer < ks_effect_num_layers(fx)
+                                               ? ks_effect_layer_at(fx, s->actions[i].layer)->name
+                                               : "")));
+    if (!list) return NULL;
+    return Py_BuildValue("{s:N,s:N}", "name", str_or_empty(s->name), "actions", list);
+}
+
+static PyObject *trigger_dict(const ks_effect *fx, const ks_effect_trigger *t) {
+    const ks_effect_state *s = ks_effect_state_at(fx, t->state);
+    return Py_BuildValue("{s:s,s:f,s:N}", "event", ks_effect_event_string(t->event), "threshold",
+                         t->threshold, "state", str_or_empty(s ? s->name : ""));
+}
+
+static PyObject *asset_dict(const ks_effect_asset *a) {
+    return Py_BuildValue("{s:N,s:s,s:n,s:I,s:I}", "name", str_or_empty(a->name), "kind",
+                         ks_effect_asset_kind_string(a->kind), "size_bytes",
+                         (Py_ssize_t)a->size_bytes, "width_px", (unsigned)a->width_px, "height_px",
+                         (unsigned)a->height_px);
+}
+
+/* effect_info(path) -> dict: the manifest summary, layers in render order, params, states,
+ * triggers and assets (what `ks-effect info` prints). */
+static PyObject *native_effect_info(PyObject *mod, PyObject *arg) {
+    ks_effect *fx = effect_open(arg);
+    if (!fx) return NULL;
+    const ks_effect_info *in = ks_effect_get_info(fx);
+    PyObject *layers = NULL, *params = NULL, *states = NULL, *triggers = NULL, *assets = NULL;
+    PyObject *list, *result = NULL;
+    EFFECT_LIST(ks_effect_num_layers(fx), layer_dict(ks_effect_layer_at(fx, i)));
+    layers = list;
+    EFFECT_LIST(ks_effect_num_params(fx), param_dict(ks_effect_param_at(fx, i)));
+    params = list;
+    EFFECT_LIST(ks_effect_num_states(fx), state_dict(fx, ks_effect_state_at(fx, i)));
+    states = list;
+    EFFECT_LIST(ks_effect_num_triggers(fx), trigger_dict(fx, ks_effect_trigger_at(fx, i)));
+    triggers = list;
+    EFFECT_LIST(ks_effect_num_assets(fx), asset_dict(ks_effect_asset_at(fx, i)));
+    assets = list;
+    if (in && layers && params && states && triggers && assets) {
+        const ks_effect_state *init = ks_effect_state_at(fx, ks_effect_initial_state(fx));
+        result = Py_BuildValue(
+            "{s:(III),s:N,s:N,s:N,s:N,s:N,s:I,s:N,s:O,s:O,s:O,s:O,s:O}", "format_version",
+            in->version_major, in->version_minor, in->version_patch, "id", str_or_empty(in->id),
+            "name", str_or_empty(in->name), "author", str_or_empty(in->author), "thumbnail",
+            str_or_empty(in->thumbnail), "required_capabilities",
+            caps_list(in->required_capabilities), "max_faces", in->max_faces, "initial_state",
+            str_or_empty(init ? init->name : ""), "layers", layers, "params", params, "states",
+            states, "triggers", triggers, "assets", assets);
+    }
+    Py_XDECREF(layers);
+    Py_XDECREF(params);
+    Py_XDECREF(states);
+    Py_XDECREF(triggers);
+    Py_XDECREF(assets);
+    ks_effect_destroy(fx);
+    return result;
+}
+#undef EFFECT_LIST
+
+/* ---------------------------------------------------------------------------------------- */
+/* Effect rendering (headless EGL + ar_render)                                               */
+
+#ifdef KS_PY_HAVE_EGL
+/* A headless OpenGL ES 3.0 context, current on the calling thread: EGL's surfaceless platform
+ * (Mesa) when it has one, else the default display, with a 1x1 pbuffer. */
+typedef struct egl_ctx {
+    EGLDisplay dpy;
+    EGLContext ctx;
+    EGLSurface surf;
+} egl_ctx;
+
+static void egl_close(egl_ctx *e) {
+    if (e->dpy == EGL_NO_DISPLAY) return;
+    eglMakeCurrent(e->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, EGL_NO_CONTEXT);
+    if (e->surf != EGL_NO_SURFACE) eglDestroySurface(e->dpy, e->surf);
+    if (e->ctx != EGL_NO_CONTEXT) eglDestroyContext(e->dpy, e->ctx);
+    eglReleaseThread();
+    e->dpy = EGL_NO_DISPLAY;
+}
+
+static ks_status egl_open(egl_ctx *e, char *err, size_t cap) {
+    e->dpy = EGL_NO_DISPLAY;
+    e->ctx = EGL_NO_CONTEXT;
+    e->surf = EGL_NO_SURFACE;
+    EGLDisplay dpy = EGL_NO_DISPLAY;
+    PFNEGLGETPLATFORMDISPLAYEXTPROC get_platform =
+        (PFNEGLGETPLATFORMDISPLAYEXTPROC)eglGetProcAddress("eglGetPlatformDisplayEXT");
+    EGLint major = 0, minor = 0;
+    if (get_platform) {
+        dpy = get_platform(0x31DD /* EGL_PLATFORM_SURFACELESS_MESA */, EGL_DEFAULT_DISPLAY, NULL);
+        if (dpy != EGL_NO_DISPLAY && !eglInitialize(dpy, &major, &minor)) dpy = EGL_NO_DISPLAY;
+    }
+    if (dpy == EGL_NO_DISPLAY) {
+        dpy = eglGetDisplay(EGL_DEFAULT_DISPLAY);
+        if (dpy == EGL_NO_DISPLAY || !eglInitialize(dpy, &major, &minor)) {
+            snprintf(err, cap, "no EGL display (EGL error 0x%x)", (unsigned)eglGetError());
+            return KS_STATUS_UNSUPPORTED;
+        }
+    }
+    e->dpy = dpy;
+    if (!eglBindAPI(EGL_OPENGL_ES_API)) {
+        snprintf(err, cap, "EGL: no OpenGL ES API");
+        egl_close(e);
+        return KS_STATUS_UNSUPPORTED;
+    }
+    const EGLint cfg_attrs[] = {EGL_RENDERABLE_TYPE,
+                                0x40 /* EGL_OPENGL_ES3_BIT */,
+                                EGL_SURFACE_TYPE,
+                                EGL_PBUFFER_BIT,
+                                EGL_RED_SIZE,
+                                8,
+                                EGL_GREEN_SIZE,
+                                8,
+                                EGL_BLUE_SIZE,
+                                8,
+                                EGL_ALPHA_SIZE,
+                                8,
+                                EGL_NONE};
+    EGLConfig cfg = NULL;
+    EGLint n = 0;
+    if (!eglChooseConfig(dpy, cfg_attrs, &cfg, 1, &n) || n < 1) {
+        snprintf(err, cap, "EGL: no OpenGL ES 3 configuration");
+        egl_close(e);
+        return KS_STATUS_UNSUPPORTED;
+    }
+    const EGLint ctx_attrs[] = {EGL_CONTEXT_CLIENT_VERSION, 3, EGL_NONE};
+    e->ctx = eglCreateContext(dpy, cfg, EGL_NO_CONTEXT, ctx_attrs);
+    const EGLint pb_attrs[] = {EGL_WIDTH, 1, EGL_HEIGHT, 1, EGL_NONE};
+    if (e->ctx != EGL_NO_CONTEXT) e->surf = eglCreatePbufferSurface(dpy, cfg, pb_attrs);
+    if (e->ctx == EGL_NO_CONTEXT || e->surf == EGL_NO_SURFACE ||
+        !eglMakeCurrent(dpy, e->surf, e->surf, e->ctx)) {
+        snprintf(err, cap, "EGL: cannot create an OpenGL ES 3 context (EGL error 0x%x)",
+                 (unsigned)eglGetError());
+        egl_close(e);
+        return KS_STATUS_UNSUPPORTED;
+    }
+    return KS_STATUS_OK;
+}
+#endif
+
+/* Runs the face landmarker on `img` (faces for the effect) and renders `fx` over `rgba`
+ * (w x h, packed) into `out` (same size). Everything on the calling thread, GIL released. */
+static ks_status render_effect(const ks_effect *fx, const ks_image *img, const uint8_t *rgba,
+                               uint8_t *out, uint32_t *faces_out, char *err, size_t cap) {
+#ifndef KS_PY_HAVE_EGL
+    (void)fx, (void)img, (void)rgba, (void)out, (void)faces_out;
+    snprintf(err, cap,
+             "this build of the binding has no EGL (the AR renderer's GLES backend "
+             "was not found at build time)");
+    return KS_STATUS_UNSUPPORTED;
+#else
+    ks_status st = KS_STATUS_OK;
+    ks_face_landmarker *lm = NULL;
+    ks_face_meshes *meshes = NULL;
+    ks_ar_face faces[KS_EFFECT_MAX_FACES];
+    uint32_t nf = 0;
+    const ks_effect_info *info = ks_effect_get_info(fx);
+    if (info && (info->required_capabilities & (1u << KS_EFFECT_CAP_FACE_LANDMARKS))) {
+        ks_face_landmarker_desc d = {.task = {.max_results = (int32_t)info->max_faces},
+                                     .refine_landmarks = 1};
+        st = ks_face_landmarker_create(&d, &lm);
+        if (st == KS_STATUS_OK) st = ks_face_landmarker_detect(lm, img, 0, &meshes);
+        if (st != KS_STATUS_OK) {
+            snprintf(err, cap, "face landmarker: %s", ks_last_error(lm));
+            goto done;
+        }
+        for (uint32_t i = 0; i < meshes->count && nf < KS_EFFECT_MAX_FACES; i++)
+            if (ks_ar_face_from_mesh(&meshes->items[i], &faces[nf]) == KS_STATUS_OK) nf++;
+    }
+    egl_ctx egl;
+    st = egl_open(&egl, err, cap);
+    if (st != KS_STATUS_OK) goto done;
+    ks_ar_renderer_desc rd = {.width_px = img->width_px, .height_px = img->height_px};
+    ks_ar_renderer *r = NULL;
+    st = ks_ar_renderer_create(&rd, fx, &r);
+    if (st == KS_STATUS_OK) {
+        ks_ar_frame frame = {.width_px = img->width_px,
+                             .height_px = img->height_px,
+                             .pixels = rgba,
+                             .num_faces = nf,
+                             .faces = faces};
+        ks_ar_output o = {.pixels = out};
+        st = ks_ar_render(r, &frame, &o);
+        if (st != KS_STATUS_OK) snprintf(err, cap, "%s", ks_last_error(r));
+        ks_ar_renderer_destroy(r);
+    } else {
+        snprintf(err, cap, "%s", ks_last_error(NULL));
+    }
+    egl_close(&egl);
+    *faces_out = nf;
+done:
+    ks_face_meshes_release(meshes);
+    ks_face_landmarker_destroy(lm);
+    return st;
+#endif
+}
+
+/* effect_render(path, image) -> (rgba bytearray, width, height, faces): image is an HxWx3 or
+ * HxWx4 uint8 buffer, pixels packed (rows may be strided). */
+static PyObject *native_effect_render(PyObject *mod, PyObject *args) {
+    PyObject *path_arg, *image_obj;
+    if (!PyArg_ParseTuple(args, "OO", &path_arg, &image_obj)) return NULL;
+    Py_buffer v;
+    if (PyObject_GetBuffer(image_obj, &v, PyBUF_RECORDS_RO) != 0) {
+        PyErr_Clear();
+        return raise_fmt(KS_STATUS_INVALID_ARGUMENT,
+                         "image: a %s is not an array (expected an HxWx3 uint8 NumPy array)",
+                         Py_TYPE(image_obj)->tp_name);
+    }
+    PyObject *result = NULL;
+    uint8_t *rgba = NULL;
+    ks_effect *fx = NULL;
+    if (dtype_of_format(v.format, v.itemsize) != KS_DTYPE_U8 || v.ndim != 3 ||
+        (v.shape[2] != 3 && v.shape[2] != 4) || v.strides[2] != 1 || v.strides[1] != v.shape[2] ||
+        v.strides[0] < v.shape[1] * v.shape[2] || v.shape[0] < 1 || v.shape[1] < 1 ||
+        v.shape[0] > 4096 || v.shape[1] > 4096) {
+        raise_status(KS_STATUS_INVALID_ARGUMENT,
+                     "image: expected an HxWx3 (RGB) or HxWx4 (RGBA) uint8 array of 1..4096 "
+                     "pixels a side, pixels and channels packed");
+        goto done;
+    }
+    fx = effect_open(path_arg);
+    if (!fx) goto done;
+    Py_ssize_t h = v.shape[0], w = v.shape[1], c = v.shape[2];
+    rgba = PyMem_RawMalloc((size_t)(w * h * 4));
+    result = PyByteArray_FromStringAndSize(NULL, w * h * 4);
+    if (!rgba || !result) {
+        Py_CLEAR(result);
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t y = 0; y < h; y++) {
+        const uint8_t *src = (const uint8_t *)v.buf + y * v.strides[0];
+        uint8_t *dst = rgba + y * w * 4;
+        for (Py_ssize_t x = 0; x < w; x++) {
+            dst[4 * x] = src[c * x];
+            dst[4 * x + 1] = src[c * x + 1];
+            dst[4 * x + 2] = src[c * x + 2];
+            dst[4 * x + 3] = c == 4 ? src[c * x + 3] : 255;
+        }
+    }
+    ks_image img = {.format = KS_PIXEL_FORMAT_RGBA,
+                    .width_px = (int32_t)w,
+                    .height_px = (int32_t)h,
+                    .planes = {rgba},
+                    .stride_bytes = {(int32_t)(w * 4)}};
+    char message[1024] = "";
+    uint32_t nf = 0;
+    uint8_t *out = (uint8_t *)PyByteArray_AS_STRING(result);
+    ks_status st;
+    PyThreadState *save = PyEval_SaveThread();
+    st = render_effect(fx, &img, rgba, out, &nf, message, sizeof message);
+    PyEval_RestoreThread(save);
+    if (st != KS_STATUS_OK) {
+        Py_CLEAR(result);
+        raise_status(st, message);
+        goto done;
+    }
+    result = Py_BuildValue("(NnnI)", result, w, h, (unsigned)nf);
+done:
+    ks_effect_destroy(fx);
+    PyMem_RawFree(rgba);
+    PyBuffer_Release(&v);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Module                                                                                    */
 
 static PyObject *native_version(PyObject *mod, PyObject *unused) {
@@ -1164,6 +1543,10 @@ static PyMethodDef native_methods[] = {
      "load_model(path, key=None, threads=0) -> Model"},
     {"set_models_dir", native_set_models_dir, METH_O, "ks_set_models_dir(dir or None)"},
     {"models_dir", native_models_dir, METH_NOARGS, "ks_models_dir()"},
+    {"effect_validate", native_effect_validate, METH_O, "effect_validate(path): raises if invalid"},
+    {"effect_info", native_effect_info, METH_O, "effect_info(path) -> dict"},
+    {"effect_render", native_effect_render, METH_VARARGS,
+     "effect_render(path, image) -> (rgba bytearray, width, height, faces)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef native_module = {PyModuleDef_HEAD_INIT,

@@ -2591,3 +2591,76 @@ done:
     ks__free(&g->alloc, c.tmp);
     return st;
 }
+
+/* ---------------------------------------------------------------- op list */
+
+/* What the handlers above refuse or require, per op, for ks-convert --list-ops. The names are
+ * those of k_ops (an op absent here has no constraint beyond its ONNX definition); keep a note
+ * in step when a handler gains or drops a refusal. */
+typedef struct op_note {
+    const char *name;
+    const char *constraints;
+} op_note;
+
+static const op_note k_op_notes[] = {
+    {"Conv", "2-D only (4-D weights; 2-D strides, dilations and pads); auto_pad NOTSET, "
+             "SAME_UPPER, SAME_LOWER or VALID"},
+    {"ConvTranspose", "2-D only (4-D weights); group 1, no dilation, no output_shape attribute"},
+    {"BatchNormalization", "inference only (no training-mode outputs); scale, B, mean and var "
+                           "constant"},
+    {"Add", "2 inputs, NumPy broadcasting"},
+    {"Sub", "2 inputs, NumPy broadcasting"},
+    {"Mul", "2 inputs, NumPy broadcasting"},
+    {"Div", "2 inputs, NumPy broadcasting"},
+    {"Pow", "2 inputs, NumPy broadcasting"},
+    {"Max", "at most 2 inputs"},
+    {"Min", "at most 2 inputs"},
+    {"MaxPool", "2-D only; no dilation, storage_order 0, no Indices output"},
+    {"AveragePool", "2-D only; no dilation"},
+    {"Resize", "4-D, scaling H and W only; mode nearest or linear; coordinate_transformation_mode "
+               "half_pixel, pytorch_half_pixel, align_corners, asymmetric or "
+               "tf_half_pixel_for_nearest; no antialias, exclude_outside or axes"},
+    {"Upsample", "4-D, scaling H and W only; mode nearest or linear"},
+    {"Concat", "1..64 inputs"},
+    {"Split", "1..64 outputs"},
+    {"Flatten", "axis over static dimensions"},
+    {"Transpose", "perm given, or an input of known rank"},
+    {"Unsqueeze", "axes constant; negative axes need an input of known rank"},
+    {"Squeeze", "axes constant; negative axes need an input of known rank"},
+    {"Constant", "a value attribute (tensor, float(s) or int(s))"},
+    {"Identity", "no node (the output aliases the input)"},
+    {"Dropout", "inference only: the identity; no mask output"},
+    {"Cast", "to float32, float16, int32, int64, uint8, int8, int16 or bool"},
+    {"Pad", "mode constant, reflect or edge; no axes input"},
+    {"ReduceMean", "axes constant"},
+    {"ReduceSum", "axes constant"},
+    {"ReduceMax", "axes constant"},
+    {"ReduceMin", "axes constant"},
+    {"ReduceProd", "axes constant"},
+    {"ArgMax", "select_last_index 0"},
+    {"ArgMin", "select_last_index 0"},
+};
+
+uint32_t ks__onnx_num_ops(void) {
+    return (uint32_t)(sizeof(k_ops) / sizeof(k_ops[0]));
+}
+
+ks__import_op ks__onnx_op(uint32_t index) {
+    ks__import_op op = {NULL, ""};
+    if (index >= ks__onnx_num_ops()) return op;
+    op.name = k_ops[index].name;
+    for (size_t i = 0; i < sizeof(k_op_notes) / sizeof(k_op_notes[0]); i++)
+        if (strcmp(k_op_notes[i].name, op.name) == 0) op.constraints = k_op_notes[i].constraints;
+    return op;
+}
+
+#define ONNX_STR_(x) #x
+#define ONNX_STR(x) ONNX_STR_(x)
+
+const char *ks__onnx_import_notes(void) {
+    static const char notes[] = "opset " ONNX_STR(ONNX_MIN_OPSET) ".." ONNX_STR(
+        ONNX_MAX_OPSET) "; the default domain "
+                        "(ai.onnx) only; every graph input needs a shape; tensors of rank "
+                        "<= " ONNX_STR(KS_MAX_RANK);
+    return notes;
+}

@@ -2142,3 +2142,100 @@ error:
     ks__free(&g->alloc, desc_str);
     return st;
 }
+
+/* ---------------------------------------------------------------- op list */
+
+/* For ks-convert --list-ops: the builtin ops that convert_op's switch handles (k_direct_ops
+ * lists the others), then the custom ops of convert_custom, each with what its converter
+ * refuses or requires. Keep in step with the switch: a case added there is listed here. */
+typedef struct listed_op {
+    int32_t code; /* TFL_CUSTOM: `custom` names it */
+    const char *custom;
+    const char *constraints;
+} listed_op;
+
+#define TFL_ACT_NOTE "fused activation NONE, RELU, RELU_N1_TO_1, RELU6 or TANH"
+
+static const listed_op k_listed_ops[] = {
+    {TFL_CONV_2D, NULL, TFL_ACT_NOTE},
+    {TFL_DEPTHWISE_CONV_2D, NULL, "input channel count known; " TFL_ACT_NOTE},
+    {TFL_TRANSPOSE_CONV, NULL, "output_shape constant"},
+    {TFL_MAX_POOL_2D, NULL, TFL_ACT_NOTE},
+    {TFL_AVERAGE_POOL_2D, NULL, TFL_ACT_NOTE},
+    {TFL_FULLY_CONNECTED, NULL, "weights_format DEFAULT; " TFL_ACT_NOTE},
+    {TFL_RESHAPE, NULL, "new_shape of rank <= 8"},
+    {TFL_RESIZE_BILINEAR, NULL, ""},
+    {TFL_RESIZE_NEAREST_NEIGHBOR, NULL, ""},
+    {TFL_PAD, NULL, ""},
+    {TFL_PADV2, NULL, ""},
+    {TFL_MIRROR_PAD, NULL, "mode REFLECT or SYMMETRIC"},
+    {TFL_CONCATENATION, NULL, "1..64 inputs; " TFL_ACT_NOTE},
+    {TFL_ELU, NULL, ""},
+    {TFL_DEQUANTIZE, NULL, ""},
+    {TFL_DENSIFY, NULL, "a constant (sparse) input"},
+    {TFL_LEAKY_RELU, NULL, ""},
+    {TFL_SOFTMAX, NULL, "beta 1"},
+    {TFL_LOG_SOFTMAX, NULL, ""},
+    {TFL_MEAN, NULL, "axes constant and non-empty"},
+    {TFL_SUM, NULL, "axes constant and non-empty"},
+    {TFL_REDUCE_MAX, NULL, "axes constant and non-empty"},
+    {TFL_REDUCE_MIN, NULL, "axes constant and non-empty"},
+    {TFL_REDUCE_PROD, NULL, "axes constant and non-empty"},
+    {TFL_ARG_MAX, NULL, "axis constant"},
+    {TFL_ARG_MIN, NULL, "axis constant"},
+    {TFL_DEPTH_TO_SPACE, NULL, ""},
+    {TFL_SPACE_TO_DEPTH, NULL, ""},
+    {TFL_STRIDED_SLICE, NULL, "no ellipsis_mask, new_axis_mask or offset"},
+    {TFL_SLICE, NULL, "begin and size constant"},
+    {TFL_PACK, NULL, "1..64 inputs"},
+    {TFL_UNPACK, NULL, ""},
+    {TFL_GATHER, NULL, "batch_dims 0"},
+    {TFL_TRANSPOSE, NULL, "perm constant"},
+    {TFL_SQUEEZE, NULL, ""},
+    {TFL_EXPAND_DIMS, NULL, "axis constant"},
+    {TFL_SPLIT, NULL, "axis constant"},
+    {TFL_SPLIT_V, NULL, "axis constant"},
+    {TFL_BATCH_MATMUL, NULL, ""},
+    {TFL_CUSTOM, "Convolution2DTransposeBias", "MediaPipe's transposed convolution with bias"},
+    {TFL_CUSTOM, "TransformLandmarks", "MediaPipe"},
+    {TFL_CUSTOM, "TransformTensorBilinear", "MediaPipe"},
+    {TFL_CUSTOM, "TransformTensor", "MediaPipe"},
+    {TFL_CUSTOM, "Landmarks2TransformMatrix", "MediaPipe; version 1"},
+};
+
+static const char *builtin_name(int32_t code) {
+    if (code >= 0 && (size_t)code < sizeof(k_builtin_names) / sizeof(k_builtin_names[0]))
+        return k_builtin_names[code];
+    return "?";
+}
+
+uint32_t ks__tflite_num_ops(void) {
+    return (uint32_t)(sizeof(k_direct_ops) / sizeof(k_direct_ops[0]) +
+                      sizeof(k_listed_ops) / sizeof(k_listed_ops[0]));
+}
+
+ks__import_op ks__tflite_op(uint32_t index) {
+    ks__import_op op = {NULL, ""};
+    const uint32_t n_direct = (uint32_t)(sizeof(k_direct_ops) / sizeof(k_direct_ops[0]));
+    if (index < n_direct) {
+        const direct_op *d = &k_direct_ops[index];
+        op.name = builtin_name(d->code);
+        if (d->opt_type)
+            op.constraints = "NumPy broadcasting; " TFL_ACT_NOTE;
+        else if (d->num_inputs == 2)
+            op.constraints = "NumPy broadcasting";
+        return op;
+    }
+    index -= n_direct;
+    if (index >= sizeof(k_listed_ops) / sizeof(k_listed_ops[0])) return op;
+    const listed_op *l = &k_listed_ops[index];
+    op.name = l->custom ? l->custom : builtin_name(l->code);
+    op.constraints = l->constraints;
+    return op;
+}
+
+const char *ks__tflite_import_notes(void) {
+    return "schema version 3; the first subgraph; tensors of rank <= 8 of type FLOAT32, "
+           "FLOAT16, INT32, INT64, UINT8, INT8, INT16 or BOOL, not variable; custom ops by their "
+           "custom_code";
+}
