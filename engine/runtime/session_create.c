@@ -68,18 +68,7 @@ static ks_status create_on(const ks_model *model, const ks__graph *graph,
         ks__object_error(NULL, "ks_session_create: %s", err);
         return KS_STATUS_UNSUPPORTED;
     }
-#if defined(KS_HAVE_VULKAN)
-    /* the device's own options (precision, pipeline cache), for this create only */
-    if (b == KS_BACKEND_VULKAN)
-        ks__vk_set_options(&(ks__vk_options){desc ? desc->precision : KS_PRECISION_DEFAULT,
-                                             desc ? desc->tune_cache_path : NULL});
-#endif
-    ks_status st =
-        ks__session_create_split(model, graph, desc, ks__cpu_backend(), dev, session_out);
-#if defined(KS_HAVE_VULKAN)
-    if (b == KS_BACKEND_VULKAN) ks__vk_set_options(NULL);
-#endif
-    return st;
+    return ks__session_create_split(model, graph, desc, ks__cpu_backend(), dev, session_out);
 }
 
 /* ---- KS_BACKEND_AUTO: measured choice, remembered per model, threads and precision ---- */

@@ -59,10 +59,12 @@ typedef struct ks__backend {
      * session never calls its kernels, features, select or tuner members (it asks the host
      * backend), so they may be NULL. ---- */
 
-    /* Opens the device for one session (its queue, memory, pipelines). Fails with
-     * KS_STATUS_UNSUPPORTED and a reason when there is no usable device. */
-    ks_status (*device_create)(const ks_allocator *alloc, void **dev_out, char *err,
-                               size_t err_cap);
+    /* Opens the device for one session (its queue, memory, pipelines). desc (NULL: defaults)
+     * is the session's: the device reads the options that concern it (precision for its number
+     * format, tune_cache_path for caches kept beside the tuning cache) and keeps no pointer into
+     * it. Fails with KS_STATUS_UNSUPPORTED and a reason when there is no usable device. */
+    ks_status (*device_create)(const ks_allocator *alloc, const ks_session_desc *desc,
+                               void **dev_out, char *err, size_t err_cap);
     void (*device_destroy)(void *dev); /* NULL dev: no-op */
     /* Whether the device runs ctx's node at its inferred dtypes and shapes (ctx as for select:
      * outputs shaped, constant inputs have data). */

@@ -243,7 +243,7 @@ static ks_status session_create(const ks_model *model, const ks__graph *graph,
             return KS_STATUS_INVALID_ARGUMENT;
         }
         char derr[200] = "";
-        ks_status dst = device->device_create(&a, &s->dev, derr, sizeof(derr));
+        ks_status dst = device->device_create(&a, desc, &s->dev, derr, sizeof(derr));
         if (dst) {
             ks_session_destroy(s);
             ks__object_error(NULL, "backend '%s': %s", device->name,

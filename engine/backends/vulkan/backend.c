@@ -23,7 +23,7 @@
  *
  * Tensors keep the engine's NHWC layout exactly as the host stores them (a packed GPU layout is
  * a later step). In fp32 they are float32 and the transfers are plain copies. In the fp16 modes
- * (KS_PRECISION_FP16_STORAGE / FP16, given by ks__vk_set_options; storageBuffer16BitAccess, and
+ * (KS_PRECISION_FP16_STORAGE / FP16, the session desc's precision; storageBuffer16BitAccess, and
  * shaderFloat16 for the arithmetic variant, else a fallback with a warning) every tensor of the
  * device buffer is fp16, constants included: the host converts at the transfers only (constants
  * once at compile, inputs at submit, outputs at wait), so graph inputs and outputs stay float32
@@ -257,7 +257,7 @@ typedef struct vk_dev {
     uint8_t pcache_key[KEY_BYTES];
     bool feedback;                /* VK_EXT_pipeline_creation_feedback: pipelines say if cached */
     uint32_t built, built_cached; /* pipelines made, and those found in the cache */
-    ks__vk_options options;       /* the session's (tune_cache_path not kept: pcache_path) */
+    ks_precision precision;       /* the session's (desc->precision at device_create) */
     /* What supports has accepted in the current reshape (vk_supports): per tensor id, the run of
      * accepted nodes that produced it (0: none); the current run; the last node asked. */
     uint32_t *run_of;
@@ -276,17 +276,9 @@ static VkDeviceSize align_up(VkDeviceSize v, VkDeviceSize a) {
     return (v + a - 1) / a * a;
 }
 
-/* ---- Session options (vk_backend.h) and what the last device did ---- */
+/* ---- What the last device did (vk_backend.h) ---- */
 
-static _Thread_local ks__vk_options g_options;
 static _Thread_local ks__vk_device_info g_info; /* the calling thread's last device */
-
-void ks__vk_set_options(const ks__vk_options *options) {
-    if (options)
-        g_options = *options;
-    else
-        memset(&g_options, 0, sizeof(g_options));
-}
 
 void ks__vk_last_device_info(ks__vk_device_info *info_out) {
     *info_out = g_info;
@@ -762,7 +754,7 @@ static ks_status open_device(vk_dev *d, char *err, size_t cap) {
         }
         ks__free(&d->alloc, ex);
     }
-    /* The precision the session asked for, as far as the device can (ks__vk_options). */
+    /* The precision the session asked for, as far as the device can. */
     VkPhysicalDeviceShaderFloat16Int8FeaturesKHR f16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR,
     };
@@ -773,9 +765,9 @@ static ks_status open_device(vk_dev *d, char *err, size_t cap) {
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
                                     .pNext = &s16};
     vk->vkGetPhysicalDeviceFeatures2(d->phys, &f2);
-    int want = d->options.precision == KS_PRECISION_FP16           ? V_F16
-               : d->options.precision == KS_PRECISION_FP16_STORAGE ? V_F16_STORAGE
-                                                                   : V_F32;
+    int want = d->precision == KS_PRECISION_FP16           ? V_F16
+               : d->precision == KS_PRECISION_FP16_STORAGE ? V_F16_STORAGE
+                                                           : V_F32;
     d->fp16 = want;
     g_info.fallback[0] = 0;
     if (d->fp16 == V_F16 && !(has_f16 && f16.shaderFloat16)) {
@@ -852,16 +844,15 @@ static ks_status open_device(vk_dev *d, char *err, size_t cap) {
     return KS_STATUS_OK;
 }
 
-static ks_status vk_device_create(const ks_allocator *alloc, void **dev_out, char *err,
-                                  size_t cap) {
+static ks_status vk_device_create(const ks_allocator *alloc, const ks_session_desc *desc,
+                                  void **dev_out, char *err, size_t cap) {
     ks_allocator a = ks__allocator_or_default(alloc);
     vk_dev *d = ks__calloc(&a, 1, sizeof(*d));
     if (!d) return ks__fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "Vulkan: out of memory");
     d->alloc = a;
-    d->options = g_options;
-    d->options.tune_cache_path = NULL;
+    d->precision = desc ? desc->precision : KS_PRECISION_DEFAULT;
     g_info = (ks__vk_device_info){.pipelines_from_cache = -1};
-    const char *tp = g_options.tune_cache_path;
+    const char *tp = desc ? desc->tune_cache_path : NULL;
     if (tp && tp[0]) {
         size_t n = strlen(tp);
         if (!(d->pcache_path = ks__alloc(&a, n + sizeof(".vkpipe")))) {

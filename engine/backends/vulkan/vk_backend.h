@@ -2,10 +2,10 @@
  * "device" members) that runs the float32 ops of the standard models (convolutions, pooling,
  * padding, elementwise, layout ops, resize, softmax, matmul, reductions; the table in
  * docs/vulkan.md) in compute shaders, on the engine's NHWC tensors as the host stores them, in
- * fp32 or, for KS_PRECISION_FP16_STORAGE / FP16, in fp16 (ks__vk_set_options). Not a
- * published API: sessions ask for it with ks_session_desc.backend (KS_BACKEND_VULKAN or AUTO;
- * engine/runtime/session_create.c), which passes it to ks__session_create_split as the device
- * beside the CPU host, as tests do directly:
+ * fp32 or, for KS_PRECISION_FP16_STORAGE / FP16, in fp16 (the session desc's precision, read at
+ * device_create). Not a published API: sessions ask for it with ks_session_desc.backend
+ * (KS_BACKEND_VULKAN or AUTO; engine/runtime/session_create.c), which passes it to
+ * ks__session_create_split as the device beside the CPU host, as tests do directly:
  *
  *     ks_session *s;
  *     ks_status st = ks__session_create_split(model, ks__model_graph(model), &desc,
@@ -30,19 +30,6 @@ extern "C" {
  * table, features 0 and select NULL, so a session that took it as its host would refuse every
  * op instead of crashing. */
 const ks__backend *ks__vulkan_backend(void);
-
-/* Session options the device needs, which the backend interface does not carry: the session's
- * precision (KS_PRECISION_FP16_STORAGE / FP16 choose fp16 tensors, any other value fp32) and its
- * tune_cache_path (the VkPipelineCache file sits beside it: "<path>.vkpipe"; NULL: no file).
- * ks__vk_set_options applies to the devices that the calling thread creates next, until it is
- * called again; NULL restores the defaults (fp32, no file). The strings are copied at device
- * create. engine/runtime/session_create.c sets them around each Vulkan session create; tests
- * creating split sessions directly set them the same way. */
-typedef struct ks__vk_options {
-    ks_precision precision;
-    const char *tune_cache_path;
-} ks__vk_options;
-void ks__vk_set_options(const ks__vk_options *options);
 
 /* What the calling thread's last device does (created, and reshaped for the pipelines), for
  * tests and tools:

@@ -169,8 +169,10 @@ typedef struct prog {
     char err[160];
 } prog;
 
-static ks_status dev_create(const ks_allocator *alloc, void **dev_out, char *err, size_t cap) {
+static ks_status dev_create(const ks_allocator *alloc, const ks_session_desc *desc, void **dev_out,
+                            char *err, size_t cap) {
     (void)alloc;
+    (void)desc;
     if (g_dev.fail == FAIL_CREATE) {
         snprintf(err, cap, "no emulated device today");
         return KS_STATUS_UNSUPPORTED;

@@ -66,7 +66,7 @@
  * error <= F16_TINY instead of relative L2. */
 #define F16_TINY 6.1e-5
 
-/* The precision the split sessions of compare_runs ask for (ks__vk_set_options). */
+/* The precision the split sessions of compare_runs ask for (their desc's precision). */
 static ks_precision g_prec = KS_PRECISION_DEFAULT;
 
 static int g_have_vk;
@@ -209,11 +209,9 @@ static double compare_runs(const char *what, const ks_model *m, const range *r, 
     assert_int_equal(ks__session_create_with(m, ks__model_graph(m), &d, ks__cpu_backend(), &cpu),
                      0);
     ks_allocator counting = {count_alloc, count_free, NULL};
-    ks_session_desc dg = {.num_threads = 1, .allocator = &counting};
-    ks__vk_set_options(&(ks__vk_options){g_prec, NULL});
+    ks_session_desc dg = {.num_threads = 1, .allocator = &counting, .precision = g_prec};
     ks_status st = ks__session_create_split(m, ks__model_graph(m), &dg, ks__cpu_backend(),
                                             ks__vulkan_backend(), &gpu);
-    ks__vk_set_options(NULL);
     if (st) fail_msg("%s: split session: %s", what, ks_last_error(NULL));
     const double tol = g_prec == KS_PRECISION_DEFAULT ? TOL : TOL_F16;
     assert_int_equal(ks_session_reshape(cpu, NULL), KS_STATUS_OK);
@@ -1180,7 +1178,6 @@ static void test_faults(void **state) {
 static int reset_prec(void **state) {
     (void)state;
     g_prec = KS_PRECISION_DEFAULT;
-    ks__vk_set_options(NULL);
     return 0;
 }
 
@@ -1577,7 +1574,7 @@ static int probe(void **state) {
     (void)state;
     const ks__backend *vk = ks__vulkan_backend();
     void *dev = NULL;
-    if (vk->device_create(NULL, &dev, g_why, sizeof(g_why)) == KS_STATUS_OK) {
+    if (vk->device_create(NULL, NULL, &dev, g_why, sizeof(g_why)) == KS_STATUS_OK) {
         g_have_vk = 1;
         vk->device_destroy(dev);
     } else {
