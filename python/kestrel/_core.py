@@ -16,11 +16,14 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 class Precision(enum.IntEnum):
-    """ks_precision: how a quantized model's int8 layers run (models without int8 ignore it)."""
+    """ks_precision: how a quantized model's int8 layers run (models without int8 ignore it),
+    and the GPU's number format (the fp16 modes; on the CPU they run as stored)."""
 
     DEFAULT = 0  #: as stored: int8 layers run int8
     F32 = 1  #: every int8 layer that has a float form runs in fp32
     FASTEST = 2  #: per layer the faster of int8 and fp32 on this CPU (timed at create)
+    FP16_STORAGE = 3  #: GPU: tensors in fp16, arithmetic in fp32 (docs/vulkan.md, "Precision")
+    FP16 = 4  #: GPU: fp16 arithmetic too where the device has it; sums stay fp32
 
 
 class Backend(enum.IntEnum):
@@ -34,7 +37,9 @@ class Backend(enum.IntEnum):
 
 def _enum_arg(enum_type: Any, value: Any, what: str) -> int:
     if isinstance(value, str):
-        key = {"stored": "DEFAULT", "fp32": "F32"}.get(value.lower(), value.upper())
+        key = {"stored": "DEFAULT", "fp32": "F32"}.get(
+            value.lower(), value.upper().replace("-", "_")
+        )
         try:
             return int(enum_type[key])
         except KeyError:

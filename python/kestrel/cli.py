@@ -450,7 +450,7 @@ def cmd_vision(args: argparse.Namespace) -> int:
 
 def _session_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=1, help="session threads (default 1)")
-    p.add_argument("--precision", default="default", choices=["default", "stored", "f32", "fastest"])
+    p.add_argument("--precision", default="default", choices=["default", "stored", "f32", "fastest", "fp16-storage", "fp16"])
     p.add_argument("--backend", default="cpu", choices=["cpu", "vulkan", "auto"])
     p.add_argument("--input", action="append", default=[], metavar="[NAME=]FILE.npy",
                    help="real data for an input (others: seeded random values)")

@@ -974,6 +974,16 @@ static bool plain_f32(const vk_dev *d, const ks__rt_tensor *t) {
            n < ((int64_t)1 << 30);
 }
 
+/* A constant stored as F16 (a .ksm written with `ks-convert --weights fp16`) that one storage
+ * buffer descriptor can hold once widened to F32: convolution weights, bias and slopes may be
+ * one. upload_constants widens it (or, into an fp16 region, copies it as it is). */
+static bool const_f16(const vk_dev *d, const ks__rt_tensor *t) {
+    if (!t || t->dtype != KS_DTYPE_F16 || t->quant->count != 0 || !t->data) return false;
+    int64_t n = ks__rt_numel(t);
+    return n >= 1 && (uint64_t)n * 4u <= d->props.limits.maxStorageBufferRange &&
+           n < ((int64_t)1 << 30);
+}
+
 /* Every input in [first, first + n) that is present is plain F32. */
 static bool inputs_f32(const vk_dev *d, const ks__kernel_ctx *ctx, uint32_t first, uint32_t n) {
     for (uint32_t k = first; k < first + n && k < ctx->num_inputs; k++)
@@ -1191,8 +1201,12 @@ static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, 
     }
     if (!(float_act(g.act) || (!deconv && g.act == KS_ACT_PRELU)))
         return refuse(why, cap, "fused activation");
-    if (!inputs_f32(d, ctx, 0, deconv ? 4 : 5) || !ctx->in[0] || !ctx->in[1])
-        return refuse(why, cap, "an input is not plain F32");
+    for (uint32_t k = 0; k < (deconv ? 4u : 5u) && k < ctx->num_inputs; k++) {
+        bool weights = k == 1 || k == 2 || (!deconv && k == 4); /* may be F16 constants */
+        if (ctx->in[k] && !plain_f32(d, ctx->in[k]) && !(weights && const_f16(d, ctx->in[k])))
+            return refuse(why, cap, "an input is not plain F32");
+    }
+    if (!ctx->in[0] || !ctx->in[1]) return refuse(why, cap, "an input is not plain F32");
     const ks__rt_tensor *y = ctx->out[0], *b = ks__kernel_input(ctx, 2);
     const ks__rt_tensor *res = ks__kernel_input(ctx, 3);
     const ks__rt_tensor *slope = deconv ? NULL : ks__kernel_input(ctx, 4);
@@ -1866,6 +1880,11 @@ static ks_status region_of(build *b, int32_t id, const ks__rt_tensor *t, bool pr
             return ks__fail(b->err, b->cap, KS_STATUS_INTERNAL,
                             "Vulkan: partition %u: tensor '%s' has no host memory", b->part->index,
                             ks__rt_name(t));
+        /* F16 tensors are only ever constants here (const_f16): their upload widens them */
+        if (t->dtype == KS_DTYPE_F16 && r->kind != R_CONST)
+            return ks__fail(b->err, b->cap, KS_STATUS_INTERNAL,
+                            "Vulkan: partition %u: F16 tensor '%s' is not a constant",
+                            b->part->index, ks__rt_name(t));
         r->root = b->num_rg;
         b->map[id] = ++b->num_rg;
     }
@@ -1932,11 +1951,16 @@ static ks_status upload_constants(build *b, VkDeviceSize const_bytes) {
     for (uint32_t i = 0; i < b->num_rg; i++) {
         const region *rg = &b->rg[i];
         if (rg->kind != R_CONST) continue;
-        if (d->esize == 2 && !rg->wide)
-            f32_to_f16_n((uint16_t *)((uint8_t *)map + rg->stage_off), rg->t->data,
-                         (size_t)rg->bytes / 2);
+        uint8_t *dst = (uint8_t *)map + rg->stage_off;
+        size_t count = (size_t)ks__rt_numel(rg->t);
+        bool half = d->esize == 2 && !rg->wide; /* an fp16 region */
+        if (rg->t->dtype == KS_DTYPE_F16)       /* const_f16: weights stored fp16 */
+            half ? memcpy(dst, rg->t->data, count * 2u)
+                 : f16_to_f32_n((float *)dst, rg->t->data, count);
+        else if (half)
+            f32_to_f16_n((uint16_t *)dst, rg->t->data, count);
         else
-            memcpy((uint8_t *)map + rg->stage_off, rg->t->data, (size_t)rg->bytes);
+            memcpy(dst, rg->t->data, (size_t)rg->bytes);
         b->copy[n++] = (VkBufferCopy){rg->stage_off, rg->off, rg->bytes};
     }
     vk->vkUnmapMemory(d->device, umem);

@@ -949,7 +949,8 @@ static void test_mixed(void **state) {
 
 /* Reads and converts a model of the standard set from ../shared/data or models/ (as ks-convert
  * does: import, optimize); NULL, with the reason printed, when neither has it. */
-static ks_model *load_model(const char *rel, uint8_t **img_out) {
+/* rel converted in memory (weights stored as `weights`: ks-convert --weights) and loaded. */
+static ks_model *load_model_w(const char *rel, uint8_t **img_out, ks__ksm_weights weights) {
     const char *roots[2] = {KS_SHARED_DATA, KS_SOURCE_DIR "/models"};
     char path[512], rerr[256] = "";
     size_t n = 0;
@@ -970,11 +971,16 @@ static ks_model *load_model(const char *rel, uint8_t **img_out) {
         fail_msg("%s: %s", rel, err);
     free(src);
     size_t size = 0;
-    assert_int_equal(ks__ksm_write(&g, img_out, &size, err, sizeof(err)), KS_STATUS_OK);
+    const ks__ksm_write_opts wo = {.weights = weights};
+    assert_int_equal(ks__ksm_write_ex(&g, &wo, img_out, &size, err, sizeof(err)), KS_STATUS_OK);
     ks__graph_free(&g);
     ks_model *m = NULL;
     assert_int_equal(ks_model_load_buffer(*img_out, size, NULL, &m), KS_STATUS_OK);
     return m;
+}
+
+static ks_model *load_model(const char *rel, uint8_t **img_out) {
+    return load_model_w(rel, img_out, KS__KSM_WEIGHTS_FP32);
 }
 
 /* Whole models of the standard set, split, against the CPU alone: the partitions they make (step
@@ -988,18 +994,21 @@ static void test_models(void **state) {
         const char *rel;
         int parts; /* expected: 1 unless an op stays on the CPU */
         int runs;
+        ks__ksm_weights weights; /* storage in the .ksm (F16: constants widened at upload) */
     } models[] = {
-        {"face_detection/face_detection_short_range.tflite", 1, 2},
-        {"face_landmarks/face_landmark.tflite", 1, 1},
-        {"segmentation/selfie_segmentation_landscape.tflite", 1, 1},
-        {"face_detection/version-slim-320.onnx", 1, 1},
+        {"face_detection/face_detection_short_range.tflite", 1, 2, KS__KSM_WEIGHTS_FP32},
+        /* weights stored fp16: the device takes them (13 partitions before) */
+        {"face_detection/face_detection_short_range.tflite", 1, 1, KS__KSM_WEIGHTS_FP16},
+        {"face_landmarks/face_landmark.tflite", 1, 1, KS__KSM_WEIGHTS_FP32},
+        {"segmentation/selfie_segmentation_landscape.tflite", 1, 1, KS__KSM_WEIGHTS_FP32},
+        {"face_detection/version-slim-320.onnx", 1, 1, KS__KSM_WEIGHTS_FP32},
         /* MediaPipe's three transform ops stay on the CPU */
-        {"face_landmarks/face_landmark_with_attention.tflite", 4, 1},
+        {"face_landmarks/face_landmark_with_attention.tflite", 4, 1, KS__KSM_WEIGHTS_FP32},
     };
     int ran = 0;
     for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
         uint8_t *img = NULL;
-        ks_model *m = load_model(models[i].rel, &img);
+        ks_model *m = load_model_w(models[i].rel, &img, models[i].weights);
         if (!m) continue;
         const range r[1] = {{-1.0f, 1.0f}};
         double l2 = compare_runs(models[i].rel, m, r, 1, models[i].parts, false, models[i].runs);
