@@ -104,8 +104,9 @@ def test_session_options_and_metadata(blazeface):
         x = {model.inputs[0].name: np.random.default_rng(1).uniform(
             -1, 1, model.inputs[0].shape).astype(np.float32)}
         base = kestrel.Session(model).run(x)
+        # the fp16 modes concern GPU backends: on the CPU they run as stored
         for kw in [dict(threads=2), dict(precision="f32"), dict(precision=kestrel.Precision.DEFAULT),
-                   dict(backend="cpu")]:
+                   dict(backend="cpu"), dict(precision="fp16-storage"), dict(precision="fp16")]:
             with kestrel.Session(model, **kw) as s:
                 assert s.backend == "cpu"
                 got = s.run(x)
