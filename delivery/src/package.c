@@ -75,28 +75,6 @@ const char *ks_delivery_error_string(ks_delivery_error e) {
     return (unsigned)e < KS_DELIVERY_ERROR_COUNT ? names[e] : "unknown";
 }
 
-static uint16_t rd16(const uint8_t *p) {
-    return (uint16_t)(p[0] | p[1] << 8);
-}
-static uint32_t rd32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t rd64(const uint8_t *p) {
-    return rd32(p) | (uint64_t)rd32(p + 4) << 32;
-}
-static void wr16(uint8_t *p, uint16_t v) {
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-static void wr32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static void wr64(uint8_t *p, uint64_t v) {
-    wr32(p, (uint32_t)v);
-    wr32(p + 4, (uint32_t)(v >> 32));
-}
-
 void ks__sha256(const uint8_t *data, size_t n, uint8_t out[32]) {
     crypto_hash_sha256(out, data, n);
 }
@@ -195,7 +173,7 @@ static ks_status parse_header(const uint8_t *d, size_t n, ks__pkg *pkg, ks_deliv
         return refuse(why, err, err_cap, KS_DELIVERY_MALFORMED,
                       "not a Kestrel package (%zu bytes; expected the magic 'KSPKG\\r\\n\\x1a')",
                       n);
-    uint16_t format = rd16(d + 8), flags = rd16(d + 10);
+    uint16_t format = ks__pkg_rd16(d + 8), flags = ks__pkg_rd16(d + 10);
     if (format != KS__PKG_FORMAT)
         return refuse(why, err, err_cap, KS_DELIVERY_MALFORMED,
                       "package format %u is not supported (this reader knows format %u)", format,
@@ -203,8 +181,8 @@ static ks_status parse_header(const uint8_t *d, size_t n, ks__pkg *pkg, ks_deliv
     if (flags != 0)
         return refuse(why, err, err_cap, KS_DELIVERY_MALFORMED,
                       "package header flags 0x%04x: no flags are defined in format 1", flags);
-    uint32_t m = rd32(d + 12);
-    uint64_t p = rd64(d + 16);
+    uint32_t m = ks__pkg_rd32(d + 12);
+    uint64_t p = ks__pkg_rd64(d + 16);
     if (m == 0 || m > KS_PACKAGE_MAX_MANIFEST_BYTES)
         return refuse(why, err, err_cap, m ? KS_DELIVERY_TOO_LARGE : KS_DELIVERY_MALFORMED,
                       "manifest of %u bytes (must be 1..%u)", m, KS_PACKAGE_MAX_MANIFEST_BYTES);
@@ -274,11 +252,11 @@ static ks_status parse_manifest(const uint8_t *d, ks__pkg *pkg, ks_delivery_erro
     in->id[id_len] = '\0';
     q = take(&c, 4 * 4 + 8);
     NEED(q, "the versions");
-    in->version_major = rd32(q);
-    in->version_minor = rd32(q + 4);
-    in->version_patch = rd32(q + 8);
-    in->min_runtime = rd32(q + 12);
-    in->issued = rd64(q + 16);
+    in->version_major = ks__pkg_rd32(q);
+    in->version_minor = ks__pkg_rd32(q + 4);
+    in->version_patch = ks__pkg_rd32(q + 8);
+    in->min_runtime = ks__pkg_rd32(q + 12);
+    in->issued = ks__pkg_rd64(q + 16);
     q = take(&c, 1);
     NEED(q, "the encryption key name length");
     uint32_t key_len = q[0];
@@ -297,7 +275,7 @@ static ks_status parse_manifest(const uint8_t *d, ks__pkg *pkg, ks_delivery_erro
     in->encryption_key_name[key_len] = '\0';
     q = take(&c, 4);
     NEED(q, "the file count");
-    uint32_t nf = rd32(q);
+    uint32_t nf = ks__pkg_rd32(q);
     if (nf == 0 || nf > KS_PACKAGE_MAX_FILES)
         return refuse(why, err, err_cap, nf ? KS_DELIVERY_TOO_LARGE : KS_DELIVERY_MALFORMED,
                       "%u files (must be 1..%u)", nf, KS_PACKAGE_MAX_FILES);
@@ -306,7 +284,7 @@ static ks_status parse_manifest(const uint8_t *d, ks__pkg *pkg, ks_delivery_erro
         ks__pkg_file *f = &pkg->files[i];
         q = take(&c, 2);
         NEED(q, "a file name length");
-        f->name_len = rd16(q);
+        f->name_len = ks__pkg_rd16(q);
         q = take(&c, f->name_len);
         NEED(q, "a file name");
         f->name = (const char *)q;
@@ -315,7 +293,7 @@ static ks_status parse_manifest(const uint8_t *d, ks__pkg *pkg, ks_delivery_erro
             return refuse(why, err, err_cap, KS_DELIVERY_UNSAFE_PATH, "file %u: %s", i, perr);
         q = take(&c, 8 + 32);
         NEED(q, "a file size and hash");
-        f->size_bytes = rd64(q);
+        f->size_bytes = ks__pkg_rd64(q);
         f->sha256 = q + 8;
         f->data = NULL;
         if (f->size_bytes > in->payload_bytes)
@@ -457,10 +435,10 @@ ks_status ks__pkg_write(const ks__pkg_spec *s, const uint8_t secret_key[64], uin
     if (!d)
         return ks__fail(err, err_cap, KS_STATUS_OUT_OF_MEMORY, "out of memory (%zu bytes)", total);
     memcpy(d, KS__PKG_MAGIC, 8);
-    wr16(d + 8, KS__PKG_FORMAT);
-    wr16(d + 10, 0);
-    wr32(d + 12, (uint32_t)m);
-    wr64(d + 16, payload);
+    ks__pkg_wr16(d + 8, KS__PKG_FORMAT);
+    ks__pkg_wr16(d + 10, 0);
+    ks__pkg_wr32(d + 12, (uint32_t)m);
+    ks__pkg_wr64(d + 16, payload);
     uint8_t pk[32];
     crypto_sign_ed25519_sk_to_pk(pk, secret_key);
     ks__key_id(pk, d + 24);
@@ -469,22 +447,22 @@ ks_status ks__pkg_write(const ks__pkg_spec *s, const uint8_t secret_key[64], uin
     memcpy(p, s->id, id_len);
     p += id_len;
     for (int i = 0; i < 3; i++, p += 4)
-        wr32(p, s->version[i]);
-    wr32(p, s->min_runtime);
-    wr64(p + 4, s->issued);
+        ks__pkg_wr32(p, s->version[i]);
+    ks__pkg_wr32(p, s->min_runtime);
+    ks__pkg_wr64(p + 4, s->issued);
     p += 12;
     *p++ = (uint8_t)key_len;
     memcpy(p, s->encryption_key_name ? s->encryption_key_name : "", key_len);
     p += key_len;
-    wr32(p, s->num_files);
+    ks__pkg_wr32(p, s->num_files);
     p += 4;
     uint8_t *data = d + KS__PKG_HEADER_BYTES + m + KS_PACKAGE_SIGNATURE_BYTES;
     for (uint32_t i = 0; i < s->num_files; i++) {
         size_t nl = strlen(s->files[i].name);
-        wr16(p, (uint16_t)nl);
+        ks__pkg_wr16(p, (uint16_t)nl);
         memcpy(p + 2, s->files[i].name, nl);
         p += 2 + nl;
-        wr64(p, s->files[i].size_bytes);
+        ks__pkg_wr64(p, s->files[i].size_bytes);
         ks__sha256(s->files[i].data, s->files[i].size_bytes, p + 8);
         p += 40;
         if (s->files[i].size_bytes) memcpy(data, s->files[i].data, s->files[i].size_bytes);
@@ -499,7 +477,7 @@ ks_status ks__pkg_write(const ks__pkg_spec *s, const uint8_t secret_key[64], uin
 
 ks_status ks__pkg_resign(uint8_t *d, size_t n, const uint8_t secret_key[64]) {
     if (n < KS__PKG_HEADER_BYTES || !sodium_ready()) return KS_STATUS_INVALID_ARGUMENT;
-    size_t m = rd32(d + 12);
+    size_t m = ks__pkg_rd32(d + 12);
     if (n < KS__PKG_HEADER_BYTES + m + KS_PACKAGE_SIGNATURE_BYTES)
         return KS_STATUS_INVALID_ARGUMENT;
     crypto_sign_detached(d + KS__PKG_HEADER_BYTES + m, NULL, d, KS__PKG_HEADER_BYTES + m,

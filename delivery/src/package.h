@@ -11,6 +11,29 @@
 
 #define KS__PKG_MAGIC "KSPKG\r\n\x1a"
 #define KS__PKG_FORMAT 1u
+/* Little-endian fields of the package, the self-test files and the store's state file. */
+static inline uint16_t ks__pkg_rd16(const uint8_t *p) {
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+static inline uint32_t ks__pkg_rd32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t ks__pkg_rd64(const uint8_t *p) {
+    return ks__pkg_rd32(p) | (uint64_t)ks__pkg_rd32(p + 4) << 32;
+}
+static inline void ks__pkg_wr16(uint8_t *p, uint16_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static inline void ks__pkg_wr32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void ks__pkg_wr64(uint8_t *p, uint64_t v) {
+    ks__pkg_wr32(p, (uint32_t)v);
+    ks__pkg_wr32(p + 4, (uint32_t)(v >> 32));
+}
+
 #define KS__PKG_HEADER_BYTES 32u
 #define KS__SELFTEST_NAME "selftest.kst"
 #define KS__SELFTEST_FACE_NAME "selftest_face.kst"

@@ -13,21 +13,6 @@
 #define KST_MAGIC "KSTT"
 #define KST_MAX_TENSORS 16u
 
-static uint32_t rd32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t rd64(const uint8_t *p) {
-    return rd32(p) | (uint64_t)rd32(p + 4) << 32;
-}
-static void wr32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static void wr64(uint8_t *p, uint64_t v) {
-    wr32(p, (uint32_t)v);
-    wr32(p + 4, (uint32_t)(v >> 32));
-}
-
 typedef struct kst {
     char model[KS_PACKAGE_MAX_NAME_BYTES + 1];
     uint32_t num_in, num_out;
@@ -45,7 +30,7 @@ static const uint8_t *take(const uint8_t *d, size_t n, size_t *off, uint64_t nby
 static ks_status parse(const uint8_t *d, size_t n, kst *k, char *err, size_t cap) {
     size_t off = 0;
     const uint8_t *q = take(d, n, &off, 10);
-    if (!q || memcmp(q, KST_MAGIC, 4) != 0 || rd32(q + 4) != 1)
+    if (!q || memcmp(q, KST_MAGIC, 4) != 0 || ks__pkg_rd32(q + 4) != 1)
         return ks__fail(err, cap, KS_STATUS_INVALID_MODEL,
                         KS__SELFTEST_NAME ": not a format-1 self-test (magic 'KSTT')");
     uint32_t len = (uint32_t)q[8] | (uint32_t)q[9] << 8;
@@ -59,7 +44,7 @@ static ks_status parse(const uint8_t *d, size_t n, kst *k, char *err, size_t cap
         uint32_t *count = pass ? &k->num_out : &k->num_in;
         ks__selftest_tensor *t = pass ? k->out : k->in;
         q = take(d, n, &off, 4);
-        *count = q ? rd32(q) : 0;
+        *count = q ? ks__pkg_rd32(q) : 0;
         if (*count == 0 || *count > KST_MAX_TENSORS)
             return ks__fail(err, cap, KS_STATUS_INVALID_MODEL, KS__SELFTEST_NAME ": %u %s (1..%u)",
                             *count, pass ? "outputs" : "inputs", KST_MAX_TENSORS);
@@ -69,13 +54,13 @@ static ks_status parse(const uint8_t *d, size_t n, kst *k, char *err, size_t cap
             if (!q)
                 return ks__fail(err, cap, KS_STATUS_INVALID_MODEL,
                                 KS__SELFTEST_NAME ": ends inside a tensor header");
-            t[i].index = rd32(q);
+            t[i].index = ks__pkg_rd32(q);
             t[i].abs_tolerance = 0;
             if (pass) {
-                uint32_t bits = rd32(q + 4);
+                uint32_t bits = ks__pkg_rd32(q + 4);
                 memcpy(&t[i].abs_tolerance, &bits, 4);
             }
-            t[i].size_bytes = rd64(q + head - 8);
+            t[i].size_bytes = ks__pkg_rd64(q + head - 8);
             t[i].data = take(d, n, &off, t[i].size_bytes);
             if (!t[i].data)
                 return ks__fail(err, cap, KS_STATUS_INVALID_MODEL,
@@ -201,7 +186,7 @@ ks_status ks__selftest_write(const char *model_name, const ks__selftest_tensor *
     uint8_t *d = malloc(n), *p = d;
     if (!d) return KS_STATUS_OUT_OF_MEMORY;
     memcpy(p, KST_MAGIC, 4);
-    wr32(p + 4, 1);
+    ks__pkg_wr32(p + 4, 1);
     p[8] = (uint8_t)ml;
     p[9] = (uint8_t)(ml >> 8);
     memcpy(p + 10, model_name, ml);
@@ -209,18 +194,18 @@ ks_status ks__selftest_write(const char *model_name, const ks__selftest_tensor *
     for (int pass = 0; pass < 2; pass++) {
         uint32_t count = pass ? num_outputs : num_inputs;
         const ks__selftest_tensor *t = pass ? outputs : inputs;
-        wr32(p, count);
+        ks__pkg_wr32(p, count);
         p += 4;
         for (uint32_t i = 0; i < count; i++) {
-            wr32(p, t[i].index);
+            ks__pkg_wr32(p, t[i].index);
             p += 4;
             if (pass) {
                 uint32_t bits;
                 memcpy(&bits, &t[i].abs_tolerance, 4);
-                wr32(p, bits);
+                ks__pkg_wr32(p, bits);
                 p += 4;
             }
-            wr64(p, t[i].size_bytes);
+            ks__pkg_wr64(p, t[i].size_bytes);
             p += 8;
             memcpy(p, t[i].data, (size_t)t[i].size_bytes);
             p += t[i].size_bytes;
@@ -248,24 +233,24 @@ ks_status ks__selftest_face_write(const ks__selftest_face *t, uint8_t **data_out
     uint8_t *d = malloc(n), *p = d;
     if (!d) return KS_STATUS_OUT_OF_MEMORY;
     memcpy(p, KSTF_MAGIC, 4);
-    wr32(p + 4, 1);
+    ks__pkg_wr32(p + 4, 1);
     p[8] = (uint8_t)bl;
     p[9] = (uint8_t)(bl >> 8);
     memcpy(p + 10, t->bundle_name, bl);
     p += 10 + bl;
-    wr32(p, t->width_px);
-    wr32(p + 4, t->height_px);
+    ks__pkg_wr32(p, t->width_px);
+    ks__pkg_wr32(p + 4, t->height_px);
     memcpy(p + 8, t->rgb, px);
     p += 8 + px;
     uint32_t bits;
-    wr32(p, t->num_faces);
+    ks__pkg_wr32(p, t->num_faces);
     memcpy(&bits, &t->min_iou, 4);
-    wr32(p + 4, bits);
-    wr32(p + 8, t->num_boxes);
+    ks__pkg_wr32(p + 4, bits);
+    ks__pkg_wr32(p + 8, t->num_boxes);
     p += 12;
     for (uint32_t i = 0; i < 4 * t->num_boxes; i++, p += 4) {
         memcpy(&bits, &t->boxes[i], 4);
-        wr32(p, bits);
+        ks__pkg_wr32(p, bits);
     }
     *data_out = d;
     *size_out = n;
@@ -273,7 +258,7 @@ ks_status ks__selftest_face_write(const ks__selftest_face *t, uint8_t **data_out
 }
 
 static float rdf(const uint8_t *p) {
-    uint32_t bits = rd32(p);
+    uint32_t bits = ks__pkg_rd32(p);
     float f;
     memcpy(&f, &bits, 4);
     return f;
@@ -295,7 +280,7 @@ ks_status ks__selftest_face_run(const uint8_t *d, size_t n, const char *files_di
                                 size_t cap) {
     size_t off = 0;
     const uint8_t *q = take(d, n, &off, 10);
-    if (!q || memcmp(q, KSTF_MAGIC, 4) != 0 || rd32(q + 4) != 1)
+    if (!q || memcmp(q, KSTF_MAGIC, 4) != 0 || ks__pkg_rd32(q + 4) != 1)
         return ks__fail(err, cap, KS_STATUS_INVALID_MODEL,
                         KS__SELFTEST_FACE_NAME ": not a format-1 face self-test (magic 'KSTF')");
     uint32_t len = (uint32_t)q[8] | (uint32_t)q[9] << 8;
@@ -304,7 +289,7 @@ ks_status ks__selftest_face_run(const uint8_t *d, size_t n, const char *files_di
         return ks__fail(err, cap, KS_STATUS_INVALID_MODEL,
                         KS__SELFTEST_FACE_NAME ": bad bundle path of %u bytes", len);
     q = take(d, n, &off, 8);
-    uint32_t w = q ? rd32(q) : 0, h = q ? rd32(q + 4) : 0;
+    uint32_t w = q ? ks__pkg_rd32(q) : 0, h = q ? ks__pkg_rd32(q + 4) : 0;
     if (w == 0 || h == 0 || w > KSTF_MAX_PX || h > KSTF_MAX_PX)
         return ks__fail(err, cap, KS_STATUS_INVALID_MODEL,
                         KS__SELFTEST_FACE_NAME ": photo of %ux%u px (1..%u each)", w, h,
@@ -314,7 +299,7 @@ ks_status ks__selftest_face_run(const uint8_t *d, size_t n, const char *files_di
     if (!q)
         return ks__fail(err, cap, KS_STATUS_INVALID_MODEL,
                         KS__SELFTEST_FACE_NAME ": ends inside the photo or the expectations");
-    uint32_t want_faces = rd32(q), num_boxes = rd32(q + 8);
+    uint32_t want_faces = ks__pkg_rd32(q), num_boxes = ks__pkg_rd32(q + 8);
     float min_iou = rdf(q + 4);
     const uint8_t *boxes = num_boxes <= KSTF_MAX_BOXES ? take(d, n, &off, 16ull * num_boxes) : NULL;
     if (!boxes || off != n || !(min_iou >= 0 && min_iou <= 1))

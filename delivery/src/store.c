@@ -227,27 +227,19 @@ static bool id_ok(const char *id) {
 
 /* ---- the state file ----------------------------------------------------------------------- */
 
-static void put32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static void state_encode(const store_state *st, uint8_t b[STATE_BYTES]) {
     memset(b, 0, STATE_BYTES);
     memcpy(b, STATE_MAGIC, 8);
-    put32(b + 8, st->current);
-    put32(b + 12, st->previous);
-    put32(b + 16, st->next);
-    put32(b + 20, st->num_bad);
-    put32(b + 24, (uint32_t)st->max_issued);
-    put32(b + 28, (uint32_t)(st->max_issued >> 32));
+    ks__pkg_wr32(b + 8, st->current);
+    ks__pkg_wr32(b + 12, st->previous);
+    ks__pkg_wr32(b + 16, st->next);
+    ks__pkg_wr32(b + 20, st->num_bad);
+    ks__pkg_wr32(b + 24, (uint32_t)st->max_issued);
+    ks__pkg_wr32(b + 28, (uint32_t)(st->max_issued >> 32));
     memcpy(b + 32, st->bad, sizeof(st->bad));
     memcpy(b + 32 + sizeof(st->bad), st->reason, REASON_BYTES);
     b[32 + sizeof(st->bad) + REASON_BYTES - 1] = 0;
-    put32(b + STATE_BYTES - 4, ks__crc32(0, b, STATE_BYTES - 4));
+    ks__pkg_wr32(b + STATE_BYTES - 4, ks__crc32(0, b, STATE_BYTES - 4));
 }
 
 /* Loads ROOT/id/state; a missing file is the empty state. */
@@ -263,13 +255,13 @@ static ks_status state_load(ks_store *s, const char *id, store_state *st) {
         return io_fail(s, "cannot read", path);
     }
     bool ok = n == STATE_BYTES && memcmp(b, STATE_MAGIC, 8) == 0 &&
-              get32(b + STATE_BYTES - 4) == ks__crc32(0, b, STATE_BYTES - 4);
+              ks__pkg_rd32(b + STATE_BYTES - 4) == ks__crc32(0, b, STATE_BYTES - 4);
     if (ok) {
-        st->current = get32(b + 8);
-        st->previous = get32(b + 12);
-        st->next = get32(b + 16);
-        st->num_bad = get32(b + 20);
-        st->max_issued = get32(b + 24) | (uint64_t)get32(b + 28) << 32;
+        st->current = ks__pkg_rd32(b + 8);
+        st->previous = ks__pkg_rd32(b + 12);
+        st->next = ks__pkg_rd32(b + 16);
+        st->num_bad = ks__pkg_rd32(b + 20);
+        st->max_issued = ks__pkg_rd32(b + 24) | (uint64_t)ks__pkg_rd32(b + 28) << 32;
         memcpy(st->bad, b + 32, sizeof(st->bad));
         memcpy(st->reason, b + 32 + sizeof(st->bad), REASON_BYTES);
         st->reason[REASON_BYTES - 1] = '\0';
