@@ -64,28 +64,7 @@ def kestrel_runner(backend, precision):
 
 
 def ncnn_runner(vulkan, fp16):
-    class Runner(peers_run.NcnnRunner):
-        def __init__(self, path, threads, inputs, lib, model):
-            import ncnn
-
-            param = pathlib.Path(path)
-            self.ncnn = ncnn
-            self.net = ncnn.Net()
-            self.net.opt.use_vulkan_compute = vulkan
-            self.net.opt.num_threads = threads
-            if not fp16:
-                for opt in ("use_fp16_packed", "use_fp16_storage", "use_fp16_arithmetic"):
-                    setattr(self.net.opt, opt, False)
-            if self.net.load_param(str(param)) or self.net.load_model(str(param.with_suffix(".bin"))):
-                raise ValueError(f"ncnn cannot load {param}")
-            in_names, self.out_names = common.parse_ncnn_param(param)
-            if len(in_names) != len(inputs):
-                raise ValueError(f"{len(in_names)} Input layers, model has {len(inputs)}")
-            self.mats = [(n, ncnn.Mat(np.ascontiguousarray(a[0] if model.fmt == "onnx"
-                                                           else a[0].transpose(2, 0, 1))))
-                         for n, a in zip(in_names, inputs)]
-
-    return Runner
+    return type("Runner", (peers_run.NcnnRunner,), {"VULKAN": vulkan, "FP16": fp16})
 
 
 ENGINES = {

@@ -180,6 +180,9 @@ class MnnRunner:
 
 
 class NcnnRunner:
+    VULKAN = False  # bench/gpu's subclasses turn these
+    FP16 = True  # False: every fp16 option off (ncnn's defaults otherwise)
+
     def __init__(self, path, threads, inputs, lib, model):
         import ncnn
 
@@ -187,8 +190,11 @@ class NcnnRunner:
         binf = param.with_suffix(".bin")
         self.ncnn = ncnn
         self.net = ncnn.Net()
-        self.net.opt.use_vulkan_compute = False
+        self.net.opt.use_vulkan_compute = self.VULKAN
         self.net.opt.num_threads = threads
+        if not self.FP16:
+            for opt in ("use_fp16_packed", "use_fp16_storage", "use_fp16_arithmetic"):
+                setattr(self.net.opt, opt, False)
         if self.net.load_param(str(param)) or self.net.load_model(str(binf)):
             raise ValueError(f"ncnn cannot load {param}")
         in_names, self.out_names = common.parse_ncnn_param(param)
