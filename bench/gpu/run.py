@@ -112,11 +112,13 @@ def main():
     ap.add_argument("--settle-ms", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="gpu_results.json")
+    ap.add_argument("--lib", help="libkestrel.so to time (default: the pack's), e.g. an older "
+                    "build for a before/after pair of runs")
     args = ap.parse_args()
     args.mode = "burst"
     pack = pathlib.Path(args.pack)
     manifest = json.loads((pack / "manifest.json").read_text())
-    lib = kestrel.Library(pack / "libkestrel.so")
+    lib = kestrel.Library(pathlib.Path(args.lib) if args.lib else pack / "libkestrel.so")
     keys = args.models.split(",") if args.models else list(manifest["models"])
     engines = args.engines.split(",")
     rng = random.Random(args.seed)

@@ -75,6 +75,7 @@ enum {
     K_BINARY,
     K_UNARY,
     K_CONV,
+    K_CONV_GEMM,
     K_DECONV,
     K_POOL,
     K_PAD,
@@ -187,11 +188,17 @@ typedef struct kernel_info {
               b, sizeof(pc)                                                                        \
     }
 static const kernel_info k_kernels[K_COUNT] = {
-    [K_BINARY] = KERNEL(binary, 3, pc_binary),    [K_UNARY] = KERNEL(unary, 2, pc_unary),
-    [K_CONV] = KERNEL(conv2d, 6, pc_conv),        [K_DECONV] = KERNEL(deconv, 5, pc_conv),
-    [K_POOL] = KERNEL(pool2d, 2, pc_pool),        [K_PAD] = KERNEL(pad, 2, pc_pad),
-    [K_COPY] = KERNEL(copy, 2, pc_copy),          [K_RESIZE] = KERNEL(resize, 2, pc_resize),
-    [K_SOFTMAX] = KERNEL(softmax, 2, pc_softmax), [K_MATMUL] = KERNEL(matmul, 4, pc_matmul),
+    [K_BINARY] = KERNEL(binary, 3, pc_binary),
+    [K_UNARY] = KERNEL(unary, 2, pc_unary),
+    [K_CONV] = KERNEL(conv2d, 6, pc_conv),
+    [K_DECONV] = KERNEL(deconv, 5, pc_conv),
+    [K_CONV_GEMM] = KERNEL(conv2d_gemm, 6, pc_conv),
+    [K_POOL] = KERNEL(pool2d, 2, pc_pool),
+    [K_PAD] = KERNEL(pad, 2, pc_pad),
+    [K_COPY] = KERNEL(copy, 2, pc_copy),
+    [K_RESIZE] = KERNEL(resize, 2, pc_resize),
+    [K_SOFTMAX] = KERNEL(softmax, 2, pc_softmax),
+    [K_MATMUL] = KERNEL(matmul, 4, pc_matmul),
     [K_REDUCE] = KERNEL(reduce, 2, pc_reduce),
 };
 #undef KERNEL
@@ -1221,9 +1228,19 @@ static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, 
         !small(g.sw) || !small((g.kh - 1) * g.dh) || !small((g.kw - 1) * g.dw) || !small(g.oh) ||
         !small(g.ow))
         return refuse(why, cap, "geometry too large");
-    dispatch *sp = add_step(np, deconv ? K_DECONV : K_CONV, count);
+    if (count > (int64_t)UINT32_MAX) return refuse(why, cap, "more than 2^32 outputs");
+    /* One group (not depthwise or grouped): the tiled implicit GEMM, one group of 64 invocations
+     * per 32 x 32 output tile (conv2d_gemm.comp); else one invocation per output element. */
+    bool gemm = !deconv && g.icg == g.ic && g.ocg == g.oc;
+    int64_t tiles = ((g.n * g.oh * g.ow + 31) / 32) * ((g.oc + 31) / 32);
+    if (gemm && tiles * GROUP_SIZE > (int64_t)UINT32_MAX) gemm = false;
+    dispatch *sp = add_step(np,
+                            deconv ? K_DECONV
+                            : gemm ? K_CONV_GEMM
+                                   : K_CONV,
+                            gemm ? tiles * GROUP_SIZE : count);
     pc_conv *pc = &sp->pc.conv;
-    pc->count = sp->count;
+    pc->count = (uint32_t)count;
     pc->ih = (int32_t)g.ih, pc->iw = (int32_t)g.iw, pc->ic = (int32_t)g.ic;
     pc->oh = (int32_t)g.oh, pc->ow = (int32_t)g.ow, pc->oc = (int32_t)g.oc;
     pc->kh = (int32_t)g.kh, pc->kw = (int32_t)g.kw, pc->icg = (int32_t)g.icg;
@@ -1906,7 +1923,7 @@ static ks_status region_alias(build *b, int32_t id, const ks__rt_tensor *t, uint
  * the weights, bias and slopes of CONV2D and CONV2D_TRANSPOSE (their shaders declare them
  * float). plan_conv accepts only constant ones there. */
 static bool wide_binding(int kind, uint32_t i) {
-    return (kind == K_CONV && (i == 1 || i == 2 || i == 4)) ||
+    return ((kind == K_CONV || kind == K_CONV_GEMM) && (i == 1 || i == 2 || i == 4)) ||
            (kind == K_DECONV && (i == 1 || i == 2));
 }
 
