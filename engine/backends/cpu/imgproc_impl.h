@@ -50,5 +50,9 @@ void ks__imgproc_span_scalar(const ks__imgproc *p, int32_t y, int32_t x_begin, i
 /* Whole destination rows [y_begin, y_end); bilinear only (the caller checks). */
 void ks__imgproc_rows_avx2(const ks__imgproc *p, int32_t y_begin, int32_t y_end);
 #endif
+#if defined(__aarch64__)
+/* The same contract, 4 pixels per step (arm/neon/imgproc_neon.c). */
+void ks__imgproc_rows_neon(const ks__imgproc *p, int32_t y_begin, int32_t y_end);
+#endif
 
 #endif /* KESTREL_IMGPROC_IMPL_H */

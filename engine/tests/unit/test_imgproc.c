@@ -1,7 +1,8 @@
 /* ks_image_to_tensor and the affine helpers: every pixel format against a naive double-precision
  * conversion (BT.601 video and full range), rotation/mirror composition, identity, downscale,
  * letterbox and rotated-ROI affines against hand-computed pixels, border modes, NCHW vs NHWC, u8
- * rounding, error statuses, and the SIMD fast path bit-identical to the scalar reference. */
+ * rounding, error statuses, and the SIMD fast path (AVX2 or NEON) bit-identical to the scalar
+ * reference, on random cases and on a format x rotation x mirror x crop x size grid. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -681,6 +684,182 @@ static void test_simd_matches_scalar(void **state) {
     assert_true(checked == 400);
 }
 
+/* A tightly packed copy of an image whose every plane ends on a page boundary followed by an
+ * inaccessible page, so a read past a plane's last byte faults (no padding hides it). */
+typedef struct guarded_image {
+    ks_image img;
+    void *map[3];
+    size_t map_bytes[3];
+} guarded_image;
+
+static void make_guarded(const ks_image *src, guarded_image *g) {
+    memset(g, 0, sizeof(*g));
+    g->img = *src;
+    int32_t w = src->width_px, h = src->height_px, cw = (w + 1) / 2, ch = (h + 1) / 2;
+    int32_t row_bytes[3] = {w, 0, 0}, rows[3] = {h, ch, ch}, num_planes = 1;
+    switch (src->format) {
+    case KS_PIXEL_FORMAT_RGBA:
+    case KS_PIXEL_FORMAT_BGRA:
+        row_bytes[0] = 4 * w;
+        break;
+    case KS_PIXEL_FORMAT_RGB:
+    case KS_PIXEL_FORMAT_BGR:
+        row_bytes[0] = 3 * w;
+        break;
+    case KS_PIXEL_FORMAT_NV21:
+    case KS_PIXEL_FORMAT_NV12:
+        row_bytes[1] = 2 * cw, num_planes = 2;
+        break;
+    case KS_PIXEL_FORMAT_I420:
+        row_bytes[1] = row_bytes[2] = cw, num_planes = 3;
+        break;
+    default:
+        break;
+    }
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    for (int32_t i = 0; i < num_planes; i++) {
+        size_t bytes = (size_t)row_bytes[i] * (size_t)rows[i];
+        size_t data_pages = (bytes + page - 1) / page;
+        g->map_bytes[i] = (data_pages + 1) * page;
+        g->map[i] =
+            mmap(NULL, g->map_bytes[i], PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        assert_true(g->map[i] != MAP_FAILED);
+        uint8_t *guard = (uint8_t *)g->map[i] + data_pages * page;
+        assert_int_equal(mprotect(guard, page, PROT_NONE), 0);
+        uint8_t *dst = guard - bytes;
+        for (int32_t y = 0; y < rows[i]; y++)
+            memcpy(dst + (size_t)y * row_bytes[i],
+                   (const uint8_t *)src->planes[i] + (size_t)y * src->stride_bytes[i],
+                   (size_t)row_bytes[i]);
+        g->img.planes[i] = dst;
+        g->img.stride_bytes[i] = 0; /* tightly packed */
+    }
+}
+
+static void free_guarded(guarded_image *g) {
+    for (int i = 0; i < 3; i++)
+        if (g->map[i]) munmap(g->map[i], g->map_bytes[i]);
+}
+
+/* The SIMD path (NEON on AArch64, AVX2 on x86-64) against the scalar reference on a full grid:
+ * every format x rotation x mirror x {whole frame, a crop 1 pixel inside every edge, a crop
+ * reaching 1 pixel past every edge} x odd sizes (sources 1x1 .. 41x23, outputs 1..37 wide, so
+ * every vector-width tail and the 1-pixel image borders are hit), both YUV ranges, and
+ * layout / dtype / border / channel order cycling through the cases. Bit-identical. Every other
+ * case reads a tightly packed copy with a guard page after each plane, so a fast path that reads
+ * past a plane's end crashes here. */
+static void test_simd_grid(void **state) {
+    (void)state;
+    uint32_t isa = ks__cpu_isa();
+    if (!isa) {
+        print_message("no SIMD ISA (or KS_FORCE_SCALAR): grid comparison skipped\n");
+        return;
+    }
+#if defined(__aarch64__)
+    assert_true(isa & KS_ISA_NEON); /* the comparison below is NEON vs scalar */
+#endif
+    static const int32_t src_sizes[][2] = {{1, 1}, {2, 3}, {3, 2}, {5, 7}, {18, 9}, {41, 23}};
+    static const int32_t out_sizes[][2] = {{1, 1}, {3, 5}, {7, 3}, {13, 11}, {37, 6}};
+    enum { NUM_SRC = 6, NUM_OUT = 5 };
+    int checked = 0, case_no = 0;
+    for (size_t f = 0; f < NUM_FORMATS; f++) {
+        for (int si = 0; si < NUM_SRC; si++) {
+            int32_t sw = src_sizes[si][0], sh = src_sizes[si][1];
+            test_image t;
+            make_image(&t, k_formats[f], sw, sh, si & 1);
+            guarded_image g;
+            make_guarded(&t.img, &g);
+            for (int rot = 0; rot < 4; rot++) {
+                int32_t ow_src = rot & 1 ? sh : sw, oh_src = rot & 1 ? sw : sh; /* oriented */
+                for (int mirror = 0; mirror < 2; mirror++) {
+                    for (int crop = 0; crop < 3; crop++) {
+                        for (int oi = 0; oi < NUM_OUT; oi++, case_no++) {
+                            int32_t ow = out_sizes[oi][0], oh = out_sizes[oi][1];
+                            ks_image_to_tensor_desc d;
+                            memset(&d, 0, sizeof(d));
+                            d.rotation = (ks_rotation)rot;
+                            d.mirror = mirror;
+                            if (crop) { /* m = crop rect (x0, y0, cw, ch) in the oriented image */
+                                float in = crop == 1 ? 1.0f : -1.0f;
+                                float cw = (float)ow_src - 2.0f * in,
+                                      ch = (float)oh_src - 2.0f * in;
+                                if (cw <= 0.0f) cw = 1.0f;
+                                if (ch <= 0.0f) ch = 1.0f;
+                                d.m[0] = cw / (float)ow;
+                                d.m[2] = in;
+                                d.m[4] = ch / (float)oh;
+                                d.m[5] = in;
+                            }
+                            d.border = (ks_border)(case_no % 3);
+                            d.layout = (ks_tensor_layout)(case_no / 3 % 2);
+                            d.channel_order = (ks_channel_order)(case_no / 7 % 3);
+                            int u8 = case_no % 5 == 0;
+                            for (int c = 0; c < 3; c++) {
+                                d.mean[c] = u8 ? 0.0f : 127.5f;
+                                d.scale[c] = u8 ? 1.0f : 1.0f / 127.5f;
+                                d.border_value[c] = (float)(40 * c + 7);
+                            }
+                            int32_t nc = d.channel_order == KS_CHANNEL_ORDER_GRAY ? 1 : 3;
+                            size_t bytes = (size_t)ow * oh * nc * (u8 ? 1 : 4);
+                            uint8_t a[37 * 11 * 3 * 4], b[sizeof(a)];
+                            memset(a, 0x11, bytes);
+                            memset(b, 0x22, bytes);
+                            ks_dtype dt = u8 ? KS_DTYPE_U8 : KS_DTYPE_F32;
+                            ks_tensor ta = d.layout == KS_TENSOR_LAYOUT_NCHW
+                                               ? make_tensor(a, bytes, dt, 1, nc, oh, ow)
+                                               : make_tensor(a, bytes, dt, 1, oh, ow, nc);
+                            ks_tensor tb = ta;
+                            tb.data = b;
+                            const ks_image *img = case_no & 1 ? &g.img : &t.img;
+                            assert_int_equal(ks__image_to_tensor_isa(img, &d, &ta, 0),
+                                             KS_STATUS_OK);
+                            assert_int_equal(ks__image_to_tensor_isa(img, &d, &tb, isa),
+                                             KS_STATUS_OK);
+                            if (memcmp(a, b, bytes) != 0)
+                                fail_msg("%s %dx%d rot %d mirror %d crop %d -> %dx%d border %d "
+                                         "layout %d order %d u8 %d: SIMD differs from scalar",
+                                         ks_pixel_format_string(k_formats[f]), sw, sh, rot * 90,
+                                         mirror, crop, ow, oh, d.border, d.layout, d.channel_order,
+                                         u8);
+                            checked++;
+                        }
+                    }
+                }
+            }
+            free_guarded(&g);
+            free_image(&t);
+        }
+    }
+    assert_int_equal(checked, (int)NUM_FORMATS * NUM_SRC * 4 * 2 * 3 * NUM_OUT);
+
+    /* A whole camera frame, as a selfie pipeline converts it: NV21 640x480 rotated 90 (and 270
+     * mirrored) into 256x256 f32 [-1, 1], long rows and full-size strides. */
+    test_image cam;
+    make_image(&cam, KS_PIXEL_FORMAT_NV21, 640, 480, 0);
+    size_t bytes = (size_t)256 * 256 * 3 * sizeof(float);
+    float *a = malloc(bytes), *b = malloc(bytes);
+    assert_non_null(a);
+    assert_non_null(b);
+    ks_tensor ta = make_tensor(a, bytes, KS_DTYPE_F32, 1, 256, 256, 3), tb = ta;
+    tb.data = b;
+    for (int k = 0; k < 2; k++) {
+        ks_image_to_tensor_desc d;
+        memset(&d, 0, sizeof(d));
+        d.rotation = k ? KS_ROTATION_270 : KS_ROTATION_90;
+        d.mirror = k;
+        for (int c = 0; c < 3; c++) {
+            d.mean[c] = 127.5f;
+            d.scale[c] = 1.0f / 127.5f;
+        }
+        assert_int_equal(ks__image_to_tensor_isa(&cam.img, &d, &ta, 0), KS_STATUS_OK);
+        assert_int_equal(ks__image_to_tensor_isa(&cam.img, &d, &tb, isa), KS_STATUS_OK);
+        assert_memory_equal(a, b, bytes);
+    }
+    free(a);
+    free(b);
+    free_image(&cam);
+}
+
 /* ---- image files (tools' image_io) ---- */
 
 #if KS_HAVE_IMAGE_IO
@@ -803,6 +982,7 @@ int main(void) {
         cmocka_unit_test(test_borders_layouts_u8),
         cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_simd_matches_scalar),
+        cmocka_unit_test(test_simd_grid),
         cmocka_unit_test(test_image_io),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
