@@ -77,6 +77,27 @@ static void on_profile(void *user, const ks_op_profile *p) {
         ps->cap_nodes = cap;
     }
     ks__bench_node *np = &ps->nodes[p->node_index];
+    if (np->seen && strcmp(np->op_name, p->op_name) != 0) {
+        uint32_t k = 0;
+        while (k < ps->num_extra && !(ps->extra[k].node_index == p->node_index &&
+                                      strcmp(ps->extra[k].op_name, p->op_name) == 0))
+            k++;
+        if (k == ps->num_extra) {
+            if (ps->num_extra == ps->cap_extra) {
+                uint32_t cap = ps->cap_extra ? 2 * ps->cap_extra : 16;
+                ks__bench_node *e = realloc(ps->extra, cap * sizeof(*e));
+                if (!e) {
+                    ps->failed = 1;
+                    return;
+                }
+                ps->extra = e;
+                ps->cap_extra = cap;
+            }
+            memset(&ps->extra[k], 0, sizeof(ps->extra[k]));
+            ps->num_extra++;
+        }
+        np = &ps->extra[k];
+    }
     if (!np->seen) {
         np->samples_ns = calloc((size_t)ps->runs, sizeof(uint64_t));
         if (!np->samples_ns) {
@@ -84,6 +105,7 @@ static void on_profile(void *user, const ks_op_profile *p) {
             return;
         }
         np->seen = 1;
+        np->node_index = p->node_index;
         np->op_name = p->op_name;
         np->node_name = p->node_name;
         np->kernel_name = p->kernel_name ? p->kernel_name : p->op_name;
@@ -114,7 +136,19 @@ void ks__bench_profile_free(ks__bench_profile *p) {
     for (uint32_t i = 0; i < p->cap_nodes; i++)
         free(p->nodes[i].samples_ns);
     free(p->nodes);
+    for (uint32_t i = 0; i < p->num_extra; i++)
+        free(p->extra[i].samples_ns);
+    free(p->extra);
     memset(p, 0, sizeof(*p));
+}
+
+/* Row i of the profile: the node table, then the extra rows. */
+static uint32_t num_rows_of(const ks__bench_profile *ps) {
+    return ps->num_nodes + ps->num_extra;
+}
+
+static const ks__bench_node *row_of(const ks__bench_profile *ps, uint32_t i) {
+    return i < ps->num_nodes ? &ps->nodes[i] : &ps->extra[i - ps->num_nodes];
 }
 
 static int same_group(const ks__bench_group *g, const ks__bench_node *np) {
@@ -127,7 +161,8 @@ static int group_cmp(const void *a, const void *b) {
 }
 
 int ks__bench_profile_groups(const ks__bench_profile *ps, ks__bench_group **groups_out) {
-    ks__bench_group *groups = calloc(ps->num_nodes ? ps->num_nodes : 1, sizeof(*groups));
+    uint32_t n = num_rows_of(ps);
+    ks__bench_group *groups = calloc(n ? n : 1, sizeof(*groups));
     double *per_run = calloc((size_t)ps->runs, sizeof(double));
     int num_groups = 0;
     if (!groups || !per_run) {
@@ -135,8 +170,8 @@ int ks__bench_profile_groups(const ks__bench_profile *ps, ks__bench_group **grou
         free(per_run);
         return -1;
     }
-    for (uint32_t i = 0; i < ps->num_nodes; i++) {
-        const ks__bench_node *np = &ps->nodes[i];
+    for (uint32_t i = 0; i < n; i++) {
+        const ks__bench_node *np = row_of(ps, i);
         if (!np->seen) continue;
         int g = 0;
         while (g < num_groups && !same_group(&groups[g], np))
@@ -152,8 +187,8 @@ int ks__bench_profile_groups(const ks__bench_profile *ps, ks__bench_group **grou
     for (int g = 0; g < num_groups; g++) {
         for (int r = 0; r < ps->runs; r++) {
             uint64_t total_ns = 0;
-            for (uint32_t i = 0; i < ps->num_nodes; i++) {
-                const ks__bench_node *np = &ps->nodes[i];
+            for (uint32_t i = 0; i < n; i++) {
+                const ks__bench_node *np = row_of(ps, i);
                 if (np->seen && same_group(&groups[g], np)) total_ns += np->samples_ns[r];
             }
             per_run[r] = (double)total_ns * 1e-6;
@@ -177,7 +212,8 @@ static int node_row_cmp(const void *a, const void *b) {
 }
 
 int ks__bench_print_nodes(FILE *f, const ks__bench_profile *ps) {
-    node_row *rows = calloc(ps->num_nodes ? ps->num_nodes : 1, sizeof(*rows));
+    uint32_t n = num_rows_of(ps);
+    node_row *rows = calloc(n ? n : 1, sizeof(*rows));
     double *samples_ms = calloc((size_t)ps->runs, sizeof(double));
     if (!rows || !samples_ms) {
         free(rows);
@@ -185,8 +221,8 @@ int ks__bench_print_nodes(FILE *f, const ks__bench_profile *ps) {
         return -1;
     }
     uint32_t num_rows = 0;
-    for (uint32_t i = 0; i < ps->num_nodes; i++) {
-        const ks__bench_node *np = &ps->nodes[i];
+    for (uint32_t i = 0; i < n; i++) {
+        const ks__bench_node *np = row_of(ps, i);
         if (!np->seen) continue;
         for (int r = 0; r < ps->runs; r++)
             samples_ms[r] = (double)np->samples_ns[r] * 1e-6;
@@ -199,12 +235,12 @@ int ks__bench_print_nodes(FILE *f, const ks__bench_profile *ps) {
     fprintf(f, "%5s  %-10s %-34s %10s %10s %9s  %s\n", "node", "op", "kernel", "ms", "MFLOP",
             "GFLOP/s", "name");
     for (uint32_t k = 0; k < num_rows; k++) {
-        const ks__bench_node *np = &ps->nodes[rows[k].index];
+        const ks__bench_node *np = row_of(ps, rows[k].index);
         double ms = rows[k].median_ms;
         /* TFLite names list every folded op; 60 characters identify the node */
         const char *name = np->node_name ? np->node_name : "";
         int name_len = (int)strlen(name);
-        fprintf(f, "%5u  %-10s %-34s %10.4f %10.2f %9.2f  %.*s%s\n", rows[k].index, np->op_name,
+        fprintf(f, "%5u  %-10s %-34s %10.4f %10.2f %9.2f  %.*s%s\n", np->node_index, np->op_name,
                 np->kernel_name, ms, (double)np->flops * 1e-6,
                 ms > 0 ? (double)np->flops / (ms * 1e6) : 0.0, name_len > 60 ? 57 : name_len, name,
                 name_len > 60 ? "..." : "");

@@ -38,14 +38,19 @@ void ks__bench_stats_of(double *times_ms, int n, ks__bench_stats *out); /* sorts
 /* One graph node as seen by the profiler. */
 typedef struct ks__bench_node {
     int seen;
+    uint32_t node_index;
     const char *op_name, *node_name, *kernel_name; /* the session's strings */
     uint64_t flops;
     uint64_t *samples_ns; /* [runs], per timed profile run */
 } ks__bench_node;
 
 typedef struct ks__bench_profile {
-    ks__bench_node *nodes;
+    ks__bench_node *nodes; /* by node index: the first op name reported for that node */
     uint32_t num_nodes, cap_nodes;
+    /* further rows of a node under other op names: a device partition reports "submit",
+     * "upload", "partition" and "download" under its first node */
+    ks__bench_node *extra;
+    uint32_t num_extra, cap_extra;
     int runs;
     int current_run; /* -1 during the sizing run */
     int failed;      /* out of memory while growing the table */
