@@ -32,6 +32,11 @@ typedef struct ks__partition {
 typedef struct ks__partition_times {
     uint64_t upload_ns, compute_ns, download_ns;
     uint64_t upload_bytes, download_bytes;
+    /* Optional (NULL: not measured): per node of the partition, in its order, the device time
+     * of the node's work and the name of what ran it; owned by the program, valid until its
+     * next run. The node times add up to compute_ns. */
+    const uint64_t *node_ns;
+    const char *const *node_kernel;
 } ks__partition_times;
 
 typedef struct ks__backend {

@@ -863,8 +863,17 @@ static ks_status device_wait_all(ks_session *s) {
             flops += node_flops(s, &s->g->nodes[part->nodes[k]]);
         profile_entry(s, part->nodes[0], "upload", s->part_names[p], tm.upload_ns, 0,
                       s->device->name);
-        profile_entry(s, part->nodes[0], "partition", s->part_names[p], tm.compute_ns, flops,
-                      s->device->name);
+        if (tm.node_ns && tm.node_kernel) {
+            /* one row per node, as on the host, with the device's kernel names */
+            for (uint32_t k = 0; k < part->num_nodes; k++) {
+                const ks__node *n = &s->g->nodes[part->nodes[k]];
+                profile_entry(s, part->nodes[k], ks__op_get_info(n->op)->name, n->name,
+                              tm.node_ns[k], node_flops(s, n), tm.node_kernel[k]);
+            }
+        } else {
+            profile_entry(s, part->nodes[0], "partition", s->part_names[p], tm.compute_ns, flops,
+                          s->device->name);
+        }
         profile_entry(s, part->nodes[0], "download", s->part_names[p], tm.download_ns, 0,
                       s->device->name);
     }

@@ -175,6 +175,7 @@ enum { V_F32, V_F16_STORAGE, V_F16, V_COUNT };
 
 typedef struct kernel_info {
     const char *name;
+    const char *prof_name; /* the profiler's kernel name: "vk_<shader>" */
     const uint32_t *spv[V_COUNT];
     size_t spv_bytes[V_COUNT];
     uint32_t num_bindings; /* operands, the output last */
@@ -183,7 +184,8 @@ typedef struct kernel_info {
 
 #define KERNEL(n, b, pc)                                                                           \
     {                                                                                              \
-#n, {ks__vk_spv_##n, ks__vk_spv_##n##_f16s, ks__vk_spv_##n##_f16 },                        \
+#n, "vk_" #n,                                                                              \
+            {ks__vk_spv_##n, ks__vk_spv_##n##_f16s, ks__vk_spv_##n##_f16 },                        \
              {sizeof(ks__vk_spv_##n), sizeof(ks__vk_spv_##n##_f16s),                               \
               sizeof(ks__vk_spv_##n##_f16) },                                                      \
               b, sizeof(pc)                                                                        \
@@ -1823,8 +1825,15 @@ typedef struct vk_prog {
     VkDescriptorPool dpool;
     VkCommandBuffer cmd;
     VkFence fence;
-    VkQueryPool qpool; /* 4 timestamps: start, uploaded, computed, downloaded; or none */
-    host_copy *copies; /* num_in inputs, then num_out outputs */
+    /* 4 timestamps (start, uploaded, computed, downloaded), then one after each dispatch; or
+     * none */
+    VkQueryPool qpool;
+    uint32_t num_steps, num_nodes;
+    uint32_t *step_node;      /* per dispatch: its node's position in the partition */
+    uint64_t *ts;             /* 4 + num_steps timestamps read back */
+    uint64_t *node_ns;        /* per node: its dispatches' device time (profiling) */
+    const char **node_kernel; /* per node: k_kernels[].prof_name of its first dispatch */
+    host_copy *copies;        /* num_in inputs, then num_out outputs */
     uint32_t num_in, num_out;
     uint64_t in_bytes, out_bytes;
     uint64_t submit_ns, upload_host_ns;
@@ -1848,6 +1857,10 @@ static void vk_release(void *dev_, void *prog_) {
     if (p->dbuf) vk->vkDestroyBuffer(dv, p->dbuf, NULL);
     if (p->dmem) vk->vkFreeMemory(dv, p->dmem, NULL);
     ks__free(&d->alloc, p->copies);
+    ks__free(&d->alloc, p->step_node);
+    ks__free(&d->alloc, p->ts);
+    ks__free(&d->alloc, p->node_ns);
+    ks__free(&d->alloc, p->node_kernel);
     ks__free(&d->alloc, p);
 }
 
@@ -2169,8 +2182,9 @@ static ks_status record(build *b) {
     step = "vkBeginCommandBuffer";
     if ((r = vk->vkBeginCommandBuffer(p->cmd, &bi))) goto error;
     VkCommandBuffer cmd = p->cmd;
+    p->num_steps = b->num_steps;
     if (p->qpool) {
-        vk->vkCmdResetQueryPool(cmd, p->qpool, 0, 4);
+        vk->vkCmdResetQueryPool(cmd, p->qpool, 0, 4 + b->num_steps);
         vk->vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, p->qpool, 0);
     }
     /* Earlier submissions on the queue (the constants' upload, the previous run) wrote what this
@@ -2217,6 +2231,9 @@ static ks_status record(build *b) {
                            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
         vk->vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, xfer_compute, 0, 0,
                                  NULL, 1, &bb, 0, NULL);
+        /* the dispatch is done (its barrier waited for it): its end, the next one's start */
+        if (p->qpool)
+            vk->vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, p->qpool, 4 + k);
     }
     if (p->qpool) vk->vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, p->qpool, 2);
     /* download: device regions of the outputs -> staging, then visible to the host */
@@ -2311,6 +2328,8 @@ static ks_status compile_into(build *b) {
                     if (st) return st;
                 }
                 bind[nb - 1] = out;
+                p->step_node[b->num_steps] = k;
+                if (j == 0) p->node_kernel[k] = k_kernels[sp->kind].prof_name;
                 b->num_steps++;
             }
         }
@@ -2318,6 +2337,16 @@ static ks_status compile_into(build *b) {
             b->steps = ks__calloc(&d->alloc, total + 1, sizeof(*b->steps));
             b->bind = ks__calloc(&d->alloc, (size_t)(total + 1) * MAX_BINDINGS, sizeof(*b->bind));
             b->sets = ks__calloc(&d->alloc, total + 1, sizeof(*b->sets));
+            p->num_nodes = nn;
+            p->step_node = ks__calloc(&d->alloc, total + 1, sizeof(*p->step_node));
+            p->ts = ks__calloc(&d->alloc, total + 4, sizeof(*p->ts));
+            p->node_ns = ks__calloc(&d->alloc, nn + 1, sizeof(*p->node_ns));
+            p->node_kernel = ks__calloc(&d->alloc, nn + 1, sizeof(*p->node_kernel));
+            if (!p->step_node || !p->ts || !p->node_ns || !p->node_kernel)
+                return ks__fail(err, cap, KS_STATUS_OUT_OF_MEMORY,
+                                "Vulkan: out of memory compiling");
+            for (uint32_t i = 0; i < nn; i++)
+                p->node_kernel[i] = "vk_view"; /* views: no dispatch, no time */
             if (!b->steps || !b->bind || !b->sets)
                 return ks__fail(err, cap, KS_STATUS_OUT_OF_MEMORY,
                                 "Vulkan: out of memory compiling");
@@ -2393,7 +2422,7 @@ static ks_status compile_into(build *b) {
         VkQueryPoolCreateInfo qci = {
             .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
             .queryType = VK_QUERY_TYPE_TIMESTAMP,
-            .queryCount = 4,
+            .queryCount = 4 + b->num_steps,
         };
         if (vk->vkCreateQueryPool(d->device, &qci, NULL, &p->qpool) != VK_SUCCESS)
             p->qpool = VK_NULL_HANDLE; /* then host clocks */
@@ -2499,9 +2528,10 @@ static ks_status vk_wait(void *dev_, void *prog_, ks__partition_times *times, ch
     if (!times) return KS_STATUS_OK;
     times->upload_bytes = p->in_bytes;
     times->download_bytes = p->out_bytes;
-    uint64_t ts[4];
+    uint64_t *ts = p->ts;
+    uint32_t nq = 4 + p->num_steps;
     if (p->qpool && d->vk.vkGetQueryPoolResults(
-                        d->device, p->qpool, 0, 4, sizeof(ts), ts, sizeof(ts[0]),
+                        d->device, p->qpool, 0, nq, nq * sizeof(ts[0]), ts, sizeof(ts[0]),
                         VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS) {
         uint64_t mask =
             d->timestamp_bits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << d->timestamp_bits) - 1);
@@ -2512,6 +2542,15 @@ static ks_status vk_wait(void *dev_, void *prog_, ks__partition_times *times, ch
         times->upload_ns = p->upload_host_ns + ns[0];
         times->compute_ns = ns[1];
         times->download_ns = ns[2] + download_host_ns;
+        /* per node: the time from the previous dispatch's end (or the upload's) to its own */
+        memset(p->node_ns, 0, p->num_nodes * sizeof(*p->node_ns));
+        uint64_t prev = ts[1];
+        for (uint32_t k = 0; k < p->num_steps; k++) {
+            p->node_ns[p->step_node[k]] += (uint64_t)((double)((ts[4 + k] - prev) & mask) * period);
+            prev = ts[4 + k];
+        }
+        times->node_ns = p->node_ns;
+        times->node_kernel = p->node_kernel;
     } else {
         /* no timestamps: the device's whole time (its copies included) counts as compute */
         times->upload_ns = p->upload_host_ns;
