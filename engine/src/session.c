@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "base/cpuinfo.h"
 #include "base/pool.h"
 #include "model.h"
 #include "partition.h"
@@ -219,6 +220,9 @@ static ks_status session_create(const ks_model *model, const ks__graph *graph,
     for (uint32_t i = 0; i < g->num_outputs; i++)
         s->out_needed[i] = 1;
     s->isa = backend->features();
+    /* fp16-arithmetic kernels round weights, activations and sums to fp16: only for a session
+     * that asks for KS_PRECISION_FP16 (engine.h); other sessions never see the feature. */
+    if (!desc || desc->precision != KS_PRECISION_FP16) s->isa &= ~KS_ISA_NEON_FP16;
     s->num_threads = desc && desc->num_threads > 0 ? (uint32_t)desc->num_threads : 1u;
     uint32_t pool_flags =
         desc && (desc->flags & KS_SESSION_NO_THREAD_AFFINITY) ? 0u : KS_POOL_BIND_CPUS;

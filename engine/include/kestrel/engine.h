@@ -99,8 +99,12 @@ typedef enum ks_precision {
      * piecewise-linear activations and the products of matrix products. Every sum (convolution
      * and matmul dot products, softmax, mean and the other reductions, average pooling)
      * accumulates in fp32; convolutions, exp, log, tanh and sigmoid compute in fp32. Without
-     * shaderFloat16 the same as FP16_STORAGE; on the CPU the same as KS_PRECISION_DEFAULT for
-     * now. */
+     * shaderFloat16 the same as FP16_STORAGE. On an AArch64 CPU with fp16 arithmetic (ARMv8.2
+     * asimdhp: Cortex-A55/A75 and later) convolutions with groups 1 compute in fp16: weights
+     * and activations rounded to fp16, fp16 products and sums over blocks of 16 terms added in
+     * fp32, bias and activation in fp32; tensors between nodes stay fp32. Typically 1-3e-3
+     * relative error against fp32 (docs/kernels.md). Other CPUs: the same as
+     * KS_PRECISION_DEFAULT. */
     KS_PRECISION_FP16 = 4,
     KS_PRECISION_COUNT
 } ks_precision;

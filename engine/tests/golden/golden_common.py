@@ -243,8 +243,9 @@ INT_MIN_EXACT = 0.99      # integer outputs (ArgMax labels): >= 99 % equal. Ties
                           # demanded.
 
 
-def compare(ref, got):
-    """Compare one output. Returns dict(kind, rel_l2, max_abs, tol_abs, pct_exact, ok, why)."""
+def compare(ref, got, fp_rel_l2=FP32_REL_L2, fp_abs=FP32_ABS):
+    """Compare one output. Returns dict(kind, rel_l2, max_abs, tol_abs, pct_exact, ok, why).
+    fp_rel_l2 and fp_abs replace the float tolerances (the fp16 variant's are wider)."""
     r = dict(kind="", rel_l2=float("nan"), max_abs=float("nan"), tol_abs=float("nan"),
              pct_exact=float("nan"), ok=False, why="")
     if ref.dtype.kind == "f":
@@ -288,10 +289,10 @@ def compare(ref, got):
         finite = np.isfinite(rf)
         diff = np.where(finite, diff, 0.0)
         r["max_abs"] = float(diff.max()) if ref.size else 0.0
-        r["tol_abs"] = FP32_ABS * max(1.0, float(np.abs(np.where(finite, rf, 0)).max(initial=0.0)))
-        r["ok"] = r["rel_l2"] <= FP32_REL_L2 and r["max_abs"] <= r["tol_abs"]
+        r["tol_abs"] = fp_abs * max(1.0, float(np.abs(np.where(finite, rf, 0)).max(initial=0.0)))
+        r["ok"] = r["rel_l2"] <= fp_rel_l2 and r["max_abs"] <= r["tol_abs"]
         if not r["ok"]:
-            r["why"] = f"tolerance rel_l2<={FP32_REL_L2:g}, max_abs<={r['tol_abs']:.3g}"
+            r["why"] = f"tolerance rel_l2<={fp_rel_l2:g}, max_abs<={r['tol_abs']:.3g}"
     elif r["kind"] == "quant":
         r["tol_abs"] = QUANT_MAX_QUANTA
         r["ok"] = r["max_abs"] <= QUANT_MAX_QUANTA and r["pct_exact"] >= 100 * QUANT_MIN_EXACT

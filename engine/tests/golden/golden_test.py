@@ -4,6 +4,7 @@
 Usage:
     golden_test.py MODEL --ks-convert PATH --ks-run PATH --cache DIR [--results TSV]
                    [--work DIR] [--sets NAME,...] [--emulator CMD]
+                   [--precision P --fp-rel-l2 X --fp-abs X]
 
 MODEL is a path or a path relative to models/ or ../shared/data. The script makes (or reuses)
 the inputs and reference outputs (make_reference.py), converts MODEL with
@@ -13,6 +14,9 @@ input set, and compares every output (rules in golden_common.compare):
     float outputs      relative L2 <= 1e-4 and max |diff| <= 1e-3 * max(1, max |ref|)
     uint8/int8 outputs |diff| <= 1 quantum everywhere and >= 99 % bit-exact
     integer outputs    >= 99 % equal (ArgMax labels flip on near-ties)
+
+--precision runs ks-run at that session precision (the fp16 variant: `--precision fp16`, float
+tolerances widened with --fp-rel-l2 / --fp-abs).
 
 It prints one line per output and appends one row per output to the results TSV (columns in
 RESULT_COLUMNS), read by results_to_md.py for docs/models.md.
@@ -80,6 +84,12 @@ def main(argv):
     ap.add_argument("--results", help="results TSV to append to")
     ap.add_argument("--sets", help="comma-separated input sets to run (default: all)")
     ap.add_argument("--timeout", type=int, default=1200, help="per tool invocation, seconds")
+    ap.add_argument("--precision", help="ks-run --precision (e.g. fp16; default: as stored)")
+    ap.add_argument("--fp-rel-l2", type=float, default=gc.FP32_REL_L2,
+                    help="float outputs: rel L2 tolerance (default %(default)g)")
+    ap.add_argument("--fp-abs", type=float, default=gc.FP32_ABS,
+                    help="float outputs: max |diff| <= FP_ABS * max(1, max |ref|) "
+                         "(default %(default)g)")
     ap.add_argument("--emulator", default=os.environ.get("KS_GOLDEN_EMULATOR", ""),
                     help="command prefix that runs the tools (cross builds); "
                          "default $KS_GOLDEN_EMULATOR")
@@ -124,6 +134,8 @@ def main(argv):
         for name, rel in st["inputs"].items():
             cmd += ["--input", f"{name}={os.path.join(model_cache, rel)}"]
         cmd += ["--output-dir", out_dir]
+        if args.precision:
+            cmd += ["--precision", args.precision]
         t0 = datetime.datetime.now()
         ok, out = _run(cmd, "ks-run", args.timeout)
         ks_ms = (datetime.datetime.now() - t0).total_seconds() * 1000.0
@@ -152,7 +164,7 @@ def main(argv):
                 failures += 1
                 rows.append(row)
                 continue
-            c = gc.compare(ref, got)
+            c = gc.compare(ref, got, args.fp_rel_l2, args.fp_abs)
             row.update(kind=c["kind"], rel_l2=_fmt(c["rel_l2"]), max_abs=_fmt(c["max_abs"]),
                        tol_abs=_fmt(c["tol_abs"]), pct_exact=f"{c['pct_exact']:.2f}",
                        status="pass" if c["ok"] else "fail")
