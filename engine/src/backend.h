@@ -83,8 +83,9 @@ typedef struct ks__backend {
                          void **prog_out, char *err, size_t err_cap);
     void (*release)(void *dev, void *prog); /* NULL prog: no-op */
     /* Queues the partition: uploads its inputs (they may be overwritten as soon as submit
-     * returns) and starts the work; returns without waiting for it. */
-    ks_status (*submit)(void *dev, void *prog, char *err, size_t err_cap);
+     * returns) and starts the work; returns without waiting for it. `profiled`: the session's
+     * profiler is on for this run, so the backend may time finer (per node) at some cost. */
+    ks_status (*submit)(void *dev, void *prog, bool profiled, char *err, size_t err_cap);
     /* The completion point: waits for the submitted work and downloads the outputs. Errors that
      * only show at completion (device lost, out of device memory) come back here. times may be
      * NULL. */

@@ -832,7 +832,8 @@ static ks_status device_submit(ks_session *s, uint32_t p) {
     }
     s->kerr[0] = 0;
     uint64_t t0 = s->prof ? now_ns() : 0;
-    ks_status st = s->device->submit(s->dev, s->progs[p], s->kerr, sizeof(s->kerr));
+    ks_status st =
+        s->device->submit(s->dev, s->progs[p], s->prof != NULL, s->kerr, sizeof(s->kerr));
     if (st) {
         ks__object_error(&s->obj, "backend '%s', %s: %s", s->device->name, s->part_names[p],
                          s->kerr[0] ? s->kerr : ks_status_string(st));

@@ -306,8 +306,9 @@ static ks_status dev_compile(void *dev, const ks__partition *part, const ks__ker
     return KS_STATUS_OK;
 }
 
-static ks_status dev_submit(void *dev, void *p_, char *err, size_t cap) {
+static ks_status dev_submit(void *dev, void *p_, bool profiled, char *err, size_t cap) {
     (void)dev;
+    (void)profiled;
     prog *p = p_;
     if (g_dev.fail == FAIL_SUBMIT) {
         snprintf(err, cap, "queue full");
