@@ -155,7 +155,7 @@ ks_status ks__wenc_encode(const ks_allocator *a, const float *w, uint64_t num_el
     for (uint64_t i = 0; i < num_elems; i++)
         if (!isfinite(w[i])) return KS_STATUS_UNSUPPORTED;
     uint64_t num_scales = ks__wenc_num_scales(p, num_elems, num_channels);
-    if (!num_scales || num_elems > ((size_t)1 << 40)) return KS_STATUS_INVALID_ARGUMENT;
+    if (!num_scales || num_elems > ((uint64_t)1 << 40)) return KS_STATUS_INVALID_ARGUMENT;
     uint64_t row = num_elems / num_channels;
     bool int8 = p->encoding == KS__WENC_INT8_CHANNEL;
     uint32_t block = int8 ? (uint32_t)(row ? row : 1) : p->block_size;

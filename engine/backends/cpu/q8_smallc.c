@@ -100,7 +100,7 @@ static int describe(const ks__kernel_ctx *ctx, scproblem *p) {
         p->lanes = p->oc > 16 ? 32 : 16;
     }
     if ((double)p->n * (double)(p->hp + p->ih) * (double)(p->wp + p->iw) * (double)p->ic >
-        (double)((size_t)1 << 40))
+        (double)((uint64_t)1 << 40))
         return -1;
     return check_quant(p, p->kh * p->kw * p->ic);
 }

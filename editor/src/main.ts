@@ -1,0 +1,820 @@
+// Kestrel Effect Studio: the page. The project model is project.ts, the C runtime kestrel.ts,
+// the per-kind fields schema.ts. Everything the page shows of an effect comes from the C code:
+// validation messages from the C validator, the preview from the C renderer on WebGL 2.
+import { Kestrel, Validation } from "./kestrel";
+import { Project, Snapshot, emptyProject, packKfx, unpackKfx, HISTORY_LIMIT } from "./project";
+import { LAYER_FIELDS, LAYER_KINDS, Field, getPath, setPath, newLayer } from "./schema";
+
+const BASE = new URL(".", document.baseURI).href;
+const SAMPLES = ["cat_ears", "glasses_3d", "lipstick", "face_paint", "vintage_lut", "background_beach"];
+const $ = <T extends HTMLElement = HTMLElement>(sel: string) => document.querySelector(sel) as T;
+
+let ks: Kestrel;
+let project = new Project(emptyProject());
+let selected = -1;
+let validation: Validation = { ok: false, messages: [] };
+let frameSource: { rgba: Uint8ClampedArray; w: number; h: number } | null = null;
+let webcam: { video: HTMLVideoElement; stream: MediaStream } | null = null;
+let landmarkerMode: "image" | "video" | "" = "";
+let landmarkerFaces = 0;
+let pending = Promise.resolve();
+let lastFaces: number[][] = [];
+// A still photo's faces are found once (when the photo or the landmarker changes); edits only
+// re-render with them.
+let facesFresh = false;
+
+function status(text: string, error = false): void {
+  const s = $("#status");
+  s.textContent = text;
+  s.classList.toggle("error", error);
+}
+
+// ---- storage (autosave) -----------------------------------------------------------------------
+const DB = "kestrel-studio";
+function idb(): Promise<IDBDatabase> {
+  return new Promise((res, rej) => {
+    const r = indexedDB.open(DB, 1);
+    r.onupgradeneeded = () => r.result.createObjectStore("autosave");
+    r.onsuccess = () => res(r.result);
+    r.onerror = () => rej(r.error);
+  });
+}
+async function autosave(s: Snapshot): Promise<void> {
+  const db = await idb();
+  await new Promise<void>((res, rej) => {
+    const tx = db.transaction("autosave", "readwrite");
+    tx.objectStore("autosave").put({ manifest: s.manifest, files: [...s.files.entries()], saved: Date.now() }, "current");
+    tx.oncomplete = () => res();
+    tx.onerror = () => rej(tx.error);
+  });
+  db.close();
+}
+async function loadAutosave(): Promise<Snapshot | null> {
+  const db = await idb();
+  const v: any = await new Promise((res, rej) => {
+    const r = db.transaction("autosave").objectStore("autosave").get("current");
+    r.onsuccess = () => res(r.result);
+    r.onerror = () => rej(r.error);
+  });
+  db.close();
+  return v ? { manifest: v.manifest, files: new Map(v.files) } : null;
+}
+
+// ---- preview ----------------------------------------------------------------------------------
+// The photo's landmarker looks for up to 8 faces whatever the effect says (the renderer ignores
+// faces past the effect's max_faces, keeping the first), so switching effects does not search
+// the photo again; the camera's follows the effect's max_faces, as the SDK does.
+async function ensureLandmarker(mode: "image" | "video"): Promise<void> {
+  const maxFaces = mode === "image" ? 8 : Math.min(8, Math.max(1, Number(project.manifest.max_faces ?? 1)));
+  if (landmarkerMode === mode && landmarkerFaces === maxFaces) return;
+  await ks.createLandmarker(BASE, mode === "video", maxFaces);
+  facesFresh = false;
+  landmarkerMode = mode;
+  landmarkerFaces = maxFaces;
+}
+
+async function loadPhoto(blob: Blob): Promise<void> {
+  // No colour management: the pixels are the file's, as the native tools read them.
+  const bmp = await createImageBitmap(blob, { colorSpaceConversion: "none", premultiplyAlpha: "none" });
+  const c = document.createElement("canvas");
+  c.width = bmp.width;
+  c.height = bmp.height;
+  const g = c.getContext("2d", { willReadFrequently: true })!;
+  g.drawImage(bmp, 0, 0);
+  frameSource = { rgba: g.getImageData(0, 0, c.width, c.height).data, w: c.width, h: c.height };
+  facesFresh = false;
+  stopWebcam();
+  for (const id of ["#preview", "#overlay"]) {
+    const cv = $<HTMLCanvasElement>(id);
+    cv.width = c.width;
+    cv.height = c.height;
+  }
+}
+
+function stopWebcam(): void {
+  if (!webcam) return;
+  webcam.stream.getTracks().forEach((t) => t.stop());
+  webcam = null;
+}
+
+// Renders the current frame source once (photo) with the loaded effect.
+function renderStill(readback = false): Uint8Array | undefined {
+  if (!frameSource || !validation.ok) return undefined;
+  const { rgba, w, h } = frameSource;
+  const r = ks.frame(rgba, w, h, 0, !facesFresh, readback);
+  if (!facesFresh) {
+    lastFaces = ks.faces().map((f) => f.landmarks);
+    facesFresh = true;
+  }
+  showTimings();
+  drawOverlay();
+  return r.out;
+}
+
+function showTimings(fps?: number): void {
+  const t = ks.timings();
+  $("#timings").textContent =
+    `faces ${t.faces} · landmarker ${t.detect_ms.toFixed(1)} ms · render ${t.render_ms.toFixed(1)} ms` +
+    ` (${t.layers_drawn} layer draws, ${t.passes} passes)` + (fps ? ` · ${fps.toFixed(1)} fps` : "");
+}
+
+function drawOverlay(): void {
+  const ov = $<HTMLCanvasElement>("#overlay");
+  const g = ov.getContext("2d")!;
+  g.clearRect(0, 0, ov.width, ov.height);
+  if (!$<HTMLInputElement>("#show-landmarks").checked) return;
+  g.fillStyle = "#3f3";
+  for (const lm of lastFaces) for (let i = 0; i < lm.length; i += 2) g.fillRect(lm[i] - 1, lm[i + 1] - 1, 2, 2);
+}
+
+async function startWebcam(): Promise<void> {
+  const stream = await navigator.mediaDevices.getUserMedia({ video: { width: 640, height: 480 } });
+  const video = document.createElement("video");
+  video.srcObject = stream;
+  video.muted = true;
+  await video.play();
+  webcam = { video, stream };
+  await ensureLandmarker("video");
+  ks.reset();
+  const c = document.createElement("canvas");
+  const g = c.getContext("2d", { willReadFrequently: true })!;
+  let t0 = performance.now();
+  let frames = 0;
+  let fps = 0;
+  const tick = () => {
+    if (!webcam || webcam.video !== video) return;
+    const w = video.videoWidth, h = video.videoHeight;
+    if (w && h && validation.ok) {
+      if (c.width !== w || c.height !== h) {
+        c.width = w;
+        c.height = h;
+        for (const id of ["#preview", "#overlay"]) {
+          $<HTMLCanvasElement>(id).width = w;
+          $<HTMLCanvasElement>(id).height = h;
+        }
+      }
+      g.drawImage(video, 0, 0);
+      const rgba = g.getImageData(0, 0, w, h).data;
+      try {
+        ks.frame(rgba, w, h, performance.now() * 1000, true);
+        lastFaces = ks.faces().map((f) => f.landmarks);
+        frames++;
+        const now = performance.now();
+        if (now - t0 > 1000) {
+          fps = (frames * 1000) / (now - t0);
+          frames = 0;
+          t0 = now;
+        }
+        showTimings(fps);
+        drawOverlay();
+        (window as any).__studio.webcamFrames = ((window as any).__studio.webcamFrames ?? 0) + 1;
+      } catch (e) {
+        status(String(e), true);
+      }
+    }
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+}
+
+// Validates the project with the C validator and, when valid, reloads the preview's effect.
+function refresh(): void {
+  const bytes = packKfx(project);
+  validation = ks.validate(bytes);
+  showMessages();
+  if (validation.ok) {
+    try {
+      ks.loadEffect(bytes);
+      status(`valid · ${validation.layers} layer(s) · ${(bytes.length / 1024).toFixed(0)} KB`);
+    } catch (e) {
+      validation = { ok: false, messages: [{ path: "", message: String((e as Error).message) }] };
+      showMessages();
+    }
+  } else {
+    status("not valid: see Validation", true);
+  }
+  showBudget(bytes.length);
+}
+
+function showMessages(v: Validation = validation): void {
+  const ul = $("#messages");
+  ul.innerHTML = "";
+  if (v.ok) {
+    const li = document.createElement("li");
+    li.className = "ok";
+    li.textContent = "The C validator accepts this package.";
+    ul.append(li);
+  }
+  for (const m of v.messages) {
+    const li = document.createElement("li");
+    li.textContent = m.message;
+    li.dataset.path = m.path;
+    ul.append(li);
+  }
+  markInvalidFields();
+}
+
+function showBudget(pkgBytes: number): void {
+  let texBytes = 0;
+  for (const [n, d] of project.files) {
+    if (!/\.png$/i.test(n) || d.length < 24) continue;
+    const v = new DataView(d.buffer, d.byteOffset);
+    texBytes += v.getUint32(16) * v.getUint32(20) * 4; // IHDR width x height, RGBA8
+  }
+  const layers = (project.manifest.layers ?? []) as any[];
+  $("#budget").textContent =
+    `package ${(pkgBytes / 1024).toFixed(0)} KB · textures ${(texBytes / 1048576).toFixed(1)} MB (RGBA8) · ` +
+    `${layers.length} layers · ${layers.filter((l) => l.visible !== false).length} visible`;
+}
+
+// The validator's path "layers[2].anchor.scale" marks that layer's field in the inspector.
+function markInvalidFields(): void {
+  for (const el of document.querySelectorAll<HTMLElement>("#inspector .field")) {
+    el.classList.remove("invalid");
+    el.querySelector(".msg")?.remove();
+  }
+  for (const m of validation.messages) {
+    const mm = /^layers\[(\d+)\]\.?(.*)$/.exec(m.path);
+    if (!mm || Number(mm[1]) !== selected) continue;
+    const sub = mm[2].replace(/\[\d+\]$/, "");
+    for (const el of document.querySelectorAll<HTMLElement>("#inspector .field")) {
+      if (el.dataset.field && sub.startsWith(el.dataset.field)) {
+        el.classList.add("invalid");
+        const d = document.createElement("div");
+        d.className = "msg";
+        d.textContent = m.message;
+        el.append(d);
+      }
+    }
+  }
+}
+
+// ---- panels -----------------------------------------------------------------------------------
+function layers(): any[] {
+  if (!Array.isArray(project.manifest.layers)) project.manifest.layers = [];
+  return project.manifest.layers;
+}
+
+function uniqueName(base: string): string {
+  const names = new Set(layers().map((l) => l.name));
+  if (!names.has(base)) return base;
+  for (let i = 2; ; i++) if (!names.has(`${base}_${i}`)) return `${base}_${i}`;
+}
+
+function renderLayerList(): void {
+  const ol = $("#layers");
+  ol.innerHTML = "";
+  layers().forEach((l, i) => {
+    const li = document.createElement("li");
+    li.className = "layer" + (i === selected ? " selected" : "") + (l.visible === false ? " hidden-layer" : "");
+    li.dataset.index = String(i);
+    li.innerHTML =
+      `<button class="vis" title="show/hide">${l.visible === false ? "○" : "●"}</button>` +
+      `<span class="kind">${l.kind}</span><input class="rename" />` +
+      `<button class="up" title="move up">↑</button><button class="down" title="move down">↓</button>` +
+      `<button class="dup" title="duplicate">dup</button><button class="del" title="remove">✕</button>`;
+    const name = li.querySelector<HTMLInputElement>("input.rename")!;
+    name.value = l.name ?? "";
+    name.addEventListener("focus", () => select(i, false));
+    name.addEventListener("change", () => renameLayer(i, name.value));
+    li.addEventListener("click", (e) => {
+      const b = (e.target as HTMLElement).closest("button");
+      if (!b) return select(i);
+      if (b.classList.contains("vis")) project.edit(() => (layers()[i].visible = layers()[i].visible === false));
+      else if (b.classList.contains("up") && i > 0) moveLayer(i, i - 1);
+      else if (b.classList.contains("down") && i < layers().length - 1) moveLayer(i, i + 1);
+      else if (b.classList.contains("dup")) duplicateLayer(i);
+      else if (b.classList.contains("del")) removeLayer(i);
+    });
+    ol.append(li);
+  });
+}
+
+function renameLayer(i: number, name: string): void {
+  const old = layers()[i].name;
+  if (!name || name === old) return;
+  project.edit((m) => {
+    m.layers[i].name = name;
+    // actions name layers: keep them pointing at the renamed one
+    for (const s of m.states ?? []) for (const a of s.actions ?? []) if (a.layer === old) a.layer = name;
+  });
+}
+function moveLayer(from: number, to: number): void {
+  project.edit((m) => {
+    const [l] = m.layers.splice(from, 1);
+    m.layers.splice(to, 0, l);
+  });
+  selected = to;
+  renderAll();
+}
+function duplicateLayer(i: number): void {
+  project.edit((m) => {
+    const copy = structuredClone(m.layers[i]);
+    copy.name = uniqueName(`${m.layers[i].name}_copy`);
+    m.layers.splice(i + 1, 0, copy);
+  });
+  select(i + 1);
+}
+function removeLayer(i: number): void {
+  const name = layers()[i].name;
+  project.edit((m) => {
+    m.layers.splice(i, 1);
+    for (const s of m.states ?? []) s.actions = (s.actions ?? []).filter((a: any) => a.layer !== name);
+  });
+  selected = Math.min(selected, layers().length - 1);
+  renderAll();
+}
+
+function select(i: number, rerenderList = true): void {
+  selected = i;
+  if (rerenderList) renderLayerList();
+  else for (const li of document.querySelectorAll("#layers li")) li.classList.toggle("selected", (li as HTMLElement).dataset.index === String(i));
+  renderInspector();
+}
+
+function colorToHex(c: unknown): string {
+  if (typeof c === "string") return c.slice(0, 7);
+  if (Array.isArray(c)) return "#" + c.slice(0, 3).map((v) => Math.round(Number(v) * 255).toString(16).padStart(2, "0")).join("");
+  return "#000000";
+}
+
+function fieldControl(layer: any, i: number, f: Field): HTMLElement {
+  const wrap = document.createElement("div");
+  wrap.className = "field";
+  wrap.dataset.field = f.path;
+  const label = document.createElement("label");
+  label.textContent = f.label + " ";
+  wrap.append(label);
+  const cur = getPath(layer, f.path);
+  const value = cur === undefined ? f.def : cur;
+  const set = (v: unknown) => project.edit((m) => setPath(m.layers[i], f.path, v));
+  const assetNames = (re: RegExp) => [...project.files.keys()].filter((n) => re.test(n)).sort();
+  let input: HTMLInputElement | HTMLSelectElement;
+  switch (f.type.t) {
+    case "bool": {
+      const x = document.createElement("input");
+      x.type = "checkbox";
+      x.checked = value !== false;
+      x.addEventListener("change", () => set(x.checked));
+      input = x;
+      break;
+    }
+    case "unit":
+    case "number": {
+      const x = document.createElement("input");
+      x.type = f.type.t === "unit" ? "range" : "number";
+      x.min = String(f.type.t === "unit" ? 0 : f.type.min);
+      x.max = String(f.type.t === "unit" ? 1 : f.type.max);
+      x.step = String(f.type.t === "unit" ? 0.01 : f.type.step);
+      x.value = String(value ?? 0);
+      x.addEventListener("change", () => set(Number(x.value)));
+      input = x;
+      break;
+    }
+    case "enum": {
+      const x = document.createElement("select");
+      for (const o of f.type.options) x.add(new Option(o, o));
+      x.value = String(value ?? "");
+      x.addEventListener("change", () => set(x.value));
+      input = x;
+      break;
+    }
+    case "color": {
+      const x = document.createElement("input");
+      x.type = "color";
+      x.value = colorToHex(value);
+      x.addEventListener("change", () => set(x.value.toUpperCase()));
+      input = x;
+      break;
+    }
+    case "asset": {
+      const x = document.createElement("select");
+      x.add(new Option("(none)", ""));
+      for (const n of assetNames(f.type.accept)) x.add(new Option(n, n));
+      if (value && ![...x.options].some((o) => o.value === value)) x.add(new Option(`${value} (missing)`, String(value)));
+      x.value = String(value ?? "");
+      x.addEventListener("change", () => set(x.value || undefined));
+      input = x;
+      break;
+    }
+    case "assets": {
+      const x = document.createElement("input");
+      x.value = Array.isArray(value) ? value.join(", ") : "";
+      x.title = "comma-separated asset names, in frame order";
+      x.addEventListener("change", () => set(x.value.split(",").map((s) => s.trim()).filter(Boolean)));
+      input = x;
+      break;
+    }
+    case "landmarks": {
+      const x = document.createElement("input");
+      x.value = Array.isArray(value) ? value.join(", ") : "";
+      x.title = "landmark indices 0..477 (or click a landmark on the preview)";
+      x.addEventListener("change", () => set(x.value.split(",").map((s) => s.trim()).filter(Boolean).map(Number)));
+      input = x;
+      break;
+    }
+    case "offset": {
+      const x = document.createElement("input");
+      x.value = Array.isArray(value) ? value.join(", ") : "0, 0";
+      x.addEventListener("change", () => set(x.value.split(",").map((s) => Number(s.trim()))));
+      input = x;
+      break;
+    }
+    default: {
+      const x = document.createElement("input");
+      x.value = value == null ? "" : String(value);
+      x.addEventListener("change", () => set(x.value === "" ? undefined : x.value));
+      input = x;
+    }
+  }
+  input.name = f.path;
+  label.append(input);
+  return wrap;
+}
+
+function renderInspector(): void {
+  const box = $("#inspector");
+  box.innerHTML = "";
+  const l = layers()[selected];
+  if (!l) {
+    box.innerHTML = '<p class="hint">Select a layer.</p>';
+    return;
+  }
+  const h = document.createElement("p");
+  h.innerHTML = `<b>${l.kind}</b> layer`;
+  box.append(h);
+  for (const f of LAYER_FIELDS[l.kind] ?? []) box.append(fieldControl(l, selected, f));
+  if (l.kind === "sticker") {
+    const p = document.createElement("p");
+    p.className = "hint";
+    p.textContent = "Click a landmark on the preview to anchor this sticker to it.";
+    box.append(p);
+  }
+  markInvalidFields();
+}
+
+function renderEffectFields(): void {
+  for (const el of document.querySelectorAll<HTMLInputElement>("[data-mfield]")) {
+    const v = project.manifest[el.dataset.mfield!];
+    el.value = v == null ? "" : String(v);
+  }
+}
+
+function renderAssets(): void {
+  const ul = $("#assets");
+  ul.innerHTML = "";
+  for (const [n, d] of [...project.files.entries()].sort()) {
+    const li = document.createElement("li");
+    li.textContent = `${n} (${(d.length / 1024).toFixed(1)} KB)`;
+    ul.append(li);
+  }
+}
+
+function renderTriggers(): void {
+  const ul = $("#triggers");
+  ul.innerHTML = "";
+  const states: any[] = project.manifest.states ?? [];
+  (project.manifest.triggers ?? []).forEach((t: any, i: number) => {
+    const li = document.createElement("li");
+    li.className = "trigger";
+    const on = document.createElement("select");
+    for (const o of ["face_found", "face_lost", "mouth_open", "blink", "brow_raise", "smile"]) on.add(new Option(o, o));
+    on.value = t.on;
+    on.addEventListener("change", () => project.edit((m) => (m.triggers[i].on = on.value)));
+    const th = document.createElement("input");
+    th.type = "number";
+    th.min = "0.001";
+    th.max = "1";
+    th.step = "0.05";
+    th.value = String(t.threshold ?? 0.5);
+    th.addEventListener("change", () => project.edit((m) => (m.triggers[i].threshold = Number(th.value))));
+    const st = document.createElement("select");
+    for (const s of states) st.add(new Option(s.name, s.name));
+    st.value = t.state;
+    st.addEventListener("change", () => project.edit((m) => (m.triggers[i].state = st.value)));
+    const del = document.createElement("button");
+    del.textContent = "✕";
+    del.addEventListener("click", () => project.edit((m) => m.triggers.splice(i, 1)));
+    li.append(on, " ≥ ", th, " → ", st, del);
+    ul.append(li);
+  });
+  const sim = $("#simulate");
+  sim.innerHTML = "";
+  for (const s of states) {
+    const b = document.createElement("button");
+    b.className = "sim";
+    b.dataset.state = s.name;
+    b.textContent = `enter “${s.name}”`;
+    b.addEventListener("click", () => {
+      ks.enterState(s.name);
+      renderStill();
+    });
+    sim.append(b);
+  }
+}
+
+function renderAll(): void {
+  if (selected >= layers().length) selected = layers().length - 1;
+  renderEffectFields();
+  renderLayerList();
+  renderInspector();
+  renderAssets();
+  renderTriggers();
+  $<HTMLButtonElement>("#undo-btn").disabled = !project.canUndo();
+  $<HTMLButtonElement>("#redo-btn").disabled = !project.canRedo();
+}
+
+// Every change: validate + reload the preview, redraw the panels, autosave.
+// The panels redraw at once; validation, preview and autosave run once for a burst of edits.
+let refreshQueued = false;
+function changed(): void {
+  renderAll();
+  if (refreshQueued) return;
+  refreshQueued = true;
+  pending = pending.then(async () => {
+    await new Promise((r) => setTimeout(r, 0));
+    refreshQueued = false;
+    refresh();
+    if (frameSource && !webcam) {
+      await ensureLandmarker("image");
+      renderStill();
+    }
+    await autosave(project.snapshot());
+  }).catch((e) => status(String(e), true));
+}
+
+function showStudio(): void {
+  $("#start").hidden = true;
+  $("#studio").hidden = false;
+}
+
+function openSnapshot(s: Snapshot, asNewHistory: boolean): void {
+  if (asNewHistory) {
+    project = new Project(s);
+    project.onChange = changed;
+    changed();
+  } else project.replace(s);
+  selected = layers().length ? 0 : -1;
+  showStudio();
+}
+
+// Opening a package: the C validator first; a refused package leaves the open project as it is.
+async function openBytes(bytes: Uint8Array, label: string): Promise<boolean> {
+  const v = ks.validate(bytes);
+  // A refused package changes nothing: not the project, not the preview's effect (the C
+  // renderer keeps its effect when a load fails), not the project's validation state.
+  if (!v.ok) {
+    showMessages(v);
+    status(`${label}: not opened: ${v.messages[0]?.message ?? v.status}`, true);
+    return false;
+  }
+  let s: Snapshot;
+  try {
+    // The renderer parses what the validator only checks the shape of (glb meshes, shaders):
+    // a package it cannot create is refused too, and the open project's effect comes back.
+    ks.loadEffect(bytes);
+    s = unpackKfx(bytes);
+  } catch (e) {
+    const msg = (e as Error).message;
+    showMessages({ ok: false, messages: [{ path: "", message: msg }] });
+    status(`${label}: not opened: ${msg}`, true);
+    return false;
+  }
+  openSnapshot(s, false);
+  status(`opened ${label}`);
+  return true;
+}
+
+function exportKfx(): Uint8Array | null {
+  const bytes = packKfx(project);
+  const v = ks.validate(bytes);
+  validation = v;
+  showMessages();
+  if (!v.ok) {
+    status("export refused: the C validator rejects this package (see Validation)", true);
+    return null;
+  }
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([bytes as Uint8Array<ArrayBuffer>], { type: "application/zip" }));
+  const base = String(project.manifest.id ?? "effect").split(".").pop() || "effect";
+  a.download = `${base}.kfx`;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  status(`exported ${a.download}`);
+  return bytes;
+}
+
+// ---- wiring -----------------------------------------------------------------------------------
+function wire(): void {
+  for (const k of LAYER_KINDS) $<HTMLSelectElement>("#add-kind").add(new Option(k, k));
+  $("#add-layer").addEventListener("click", () => {
+    const kind = $<HTMLSelectElement>("#add-kind").value;
+    project.edit((m, files) => {
+      if (!Array.isArray(m.layers)) m.layers = [];
+      m.layers.push(newLayer(kind, uniqueName(kind), files));
+    });
+    select(layers().length - 1);
+  });
+  $("#undo-btn").addEventListener("click", () => project.undo());
+  $("#redo-btn").addEventListener("click", () => project.redo());
+  document.addEventListener("keydown", (e) => {
+    if (!(e.ctrlKey || e.metaKey) || (e.target as HTMLElement).tagName === "INPUT") return;
+    if (e.key.toLowerCase() === "z") {
+      e.preventDefault();
+      if (e.shiftKey) project.redo();
+      else project.undo();
+    } else if (e.key.toLowerCase() === "y") {
+      e.preventDefault();
+      project.redo();
+    }
+  });
+  $("#export-btn").addEventListener("click", () => exportKfx());
+  $("#home-btn").addEventListener("click", () => {
+    $("#start").hidden = false;
+    $("#studio").hidden = true;
+  });
+  $("#new-empty").addEventListener("click", () => openSnapshot(emptyProject(), false));
+  $<HTMLInputElement>("#open-input").addEventListener("change", async (e) => {
+    const f = (e.target as HTMLInputElement).files?.[0];
+    if (f) await openBytes(new Uint8Array(await f.arrayBuffer()), f.name);
+    (e.target as HTMLInputElement).value = "";
+  });
+  const addFiles = async (files: FileList | File[]) => {
+    const read = await Promise.all([...files].map(async (f) => [f.name, new Uint8Array(await f.arrayBuffer())] as const));
+    project.edit((_m, fs) => read.forEach(([n, d]) => fs.set(n, d)));
+  };
+  $<HTMLInputElement>("#asset-input").addEventListener("change", async (e) => {
+    const fl = (e.target as HTMLInputElement).files;
+    if (fl) await addFiles(fl);
+    (e.target as HTMLInputElement).value = "";
+  });
+  document.addEventListener("dragover", (e) => e.preventDefault());
+  document.addEventListener("drop", async (e) => {
+    e.preventDefault();
+    const fl = e.dataTransfer?.files;
+    if (!fl || !fl.length) return;
+    if (fl.length === 1 && /\.kfx$/i.test(fl[0].name)) await openBytes(new Uint8Array(await fl[0].arrayBuffer()), fl[0].name);
+    else await addFiles(fl);
+  });
+  for (const el of document.querySelectorAll<HTMLInputElement>("[data-mfield]")) {
+    el.addEventListener("change", () =>
+      project.edit((m) => (m[el.dataset.mfield!] = el.type === "number" ? Number(el.value) : el.value)),
+    );
+  }
+  $("#add-trigger").addEventListener("click", () =>
+    project.edit((m) => {
+      if (!Array.isArray(m.states) || !m.states.length) {
+        m.states = [{ name: "idle", actions: [] }, { name: "active", actions: [] }];
+        m.initial_state = "idle";
+      }
+      (m.triggers ??= []).push({ on: "mouth_open", threshold: 0.35, state: m.states[m.states.length - 1].name });
+    }),
+  );
+  $("#photo-btn").addEventListener("click", async () => {
+    await loadPhoto(await (await fetch(`${BASE}gen/images/astronaut.png`)).blob());
+    changed();
+  });
+  $<HTMLInputElement>("#photo-input").addEventListener("change", async (e) => {
+    const f = (e.target as HTMLInputElement).files?.[0];
+    if (!f) return;
+    try {
+      await loadPhoto(f);
+      changed();
+    } catch (err) {
+      status(`${f.name}: not an image this browser decodes`, true);
+    }
+  });
+  $("#webcam-btn").addEventListener("click", () => startWebcam().catch((e) => status(`webcam: ${e}`, true)));
+  $("#show-landmarks").addEventListener("change", () => drawOverlay());
+  // Anchor by clicking: the nearest landmark of the first face becomes the sticker's anchor.
+  $("#preview").addEventListener("click", (e) => {
+    const l = layers()[selected];
+    if (!l || l.kind !== "sticker" || !lastFaces.length) return;
+    const cv = e.currentTarget as HTMLCanvasElement;
+    const r = cv.getBoundingClientRect();
+    const x = ((e.clientX - r.left) * cv.width) / r.width, y = ((e.clientY - r.top) * cv.height) / r.height;
+    const lm = lastFaces[0];
+    let best = 0, bd = Infinity;
+    for (let k = 0; k < lm.length / 2; k++) {
+      const d = (lm[2 * k] - x) ** 2 + (lm[2 * k + 1] - y) ** 2;
+      if (d < bd) [best, bd] = [k, d];
+    }
+    project.edit((m) => {
+      m.layers[selected].anchor = { ...(m.layers[selected].anchor ?? {}), landmarks: [best] };
+    });
+  });
+}
+
+async function templates(): Promise<void> {
+  const box = $("#templates");
+  for (const name of SAMPLES) {
+    const d = document.createElement("div");
+    d.className = "template";
+    d.dataset.name = name;
+    d.innerHTML = `<img alt="" src="${BASE}gen/samples/${name}.png" /><span>${name.replace(/_/g, " ")}</span>`;
+    d.addEventListener("click", async () => {
+      const r = await fetch(`${BASE}gen/samples/${name}.kfx`);
+      await openBytes(new Uint8Array(await r.arrayBuffer()), `${name}.kfx`);
+    });
+    box.append(d);
+  }
+}
+
+const snaps = new Map<string, Uint8ClampedArray>();
+function readCanvasPixels(): Uint8ClampedArray {
+  const cv = $<HTMLCanvasElement>("#preview");
+  const c = document.createElement("canvas");
+  c.width = cv.width;
+  c.height = cv.height;
+  const g = c.getContext("2d", { willReadFrequently: true })!;
+  g.drawImage(cv, 0, 0);
+  return g.getImageData(0, 0, c.width, c.height).data;
+}
+
+async function main(): Promise<void> {
+  wire();
+  await templates();
+  ks = await Kestrel.create(BASE, $<HTMLCanvasElement>("#preview"));
+  await loadPhoto(await (await fetch(`${BASE}gen/images/astronaut.png`)).blob());
+  await ensureLandmarker("image");
+  const saved = await loadAutosave().catch(() => null);
+  if (saved) {
+    openSnapshot(saved, true);
+    status("restored the autosaved project");
+  } else {
+    project.onChange = changed;
+    $("#start").hidden = false;
+  }
+  (window as any).__studio = {
+    ready: true,
+    historyLimit: HISTORY_LIMIT,
+    manifest: () => structuredClone(project.manifest),
+    files: () => [...project.files.keys()].sort(),
+    validation: () => validation,
+    undoDepth: () => project.undoDepth(),
+    idle: () => pending,
+    // Renders the photo once more and keeps the canvas pixels (read back from the WebGL
+    // canvas) under `key`; tests compare snapshots in the page (no pixel arrays cross over).
+    snap: async (key: string) => {
+      await pending;
+      renderStill();
+      snaps.set(key, readCanvasPixels());
+      return true;
+    },
+    snapPhoto: (key: string) => {
+      snaps.set(key, frameSource!.rgba);
+      return true;
+    },
+    diff: (a: string, b: string) => {
+      const x = snaps.get(a)!, y = snaps.get(b)!;
+      let n = 0;
+      for (let i = 0; i < x.length; i += 4) if (x[i] !== y[i] || x[i + 1] !== y[i + 1] || x[i + 2] !== y[i + 2]) n++;
+      return n;
+    },
+    // PSNR (dB, RGB) of snapshot `key` against a PNG (base64), decoded without colour management.
+    psnrPng: async (key: string, b64: string) => {
+      const px = snaps.get(key)!;
+      const blob = await (await fetch(`data:image/png;base64,${b64}`)).blob();
+      const bmp = await createImageBitmap(blob, { colorSpaceConversion: "none", premultiplyAlpha: "none" });
+      const c = document.createElement("canvas");
+      c.width = bmp.width;
+      c.height = bmp.height;
+      const g = c.getContext("2d", { willReadFrequently: true })!;
+      g.drawImage(bmp, 0, 0);
+      const ref = g.getImageData(0, 0, c.width, c.height).data;
+      if (ref.length !== px.length) return -1;
+      let se = 0;
+      for (let i = 0; i < ref.length; i += 4) for (let k = 0; k < 3; k++) se += (ref[i + k] - px[i + k]) ** 2;
+      const mse = se / ((ref.length / 4) * 3);
+      return mse === 0 ? 99 : 10 * Math.log10((255 * 255) / mse);
+    },
+    exportBytes: () => {
+      const b = exportKfx();
+      return b ? Array.from(b) : null;
+    },
+    openBytes: (a: number[], label: string) => openBytes(new Uint8Array(a), label),
+    timings: () => ks.timings(),
+    faces: () => lastFaces,
+    landmarkerBench: async (n: number) => {
+      // VIDEO-mode landmarker time per frame on the photo (tracking: the detector runs once).
+      await ensureLandmarker("video");
+      const { rgba, w, h } = frameSource!;
+      const times: number[] = [];
+      for (let i = 0; i < n; i++) {
+        ks.frame(rgba, w, h, i * 33333, true);
+        times.push(ks.timings().detect_ms);
+      }
+      landmarkerMode = "";
+      await ensureLandmarker("image");
+      return times;
+    },
+    // Faces of the photo are searched again at the next render (a new landmarker run).
+    redetect: () => {
+      facesFresh = false;
+    },
+    webcamFrames: 0,
+  };
+}
+
+main().catch((e) => status(`failed to start: ${e}`, true));

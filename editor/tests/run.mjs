@@ -1,0 +1,535 @@
+// Browser tests of Kestrel Effect Studio (scripts/test-editor; docs/editor.md "Tests"):
+// playwright-core drives Debian's Chromium (headless, WebGL 2 on SwiftShader) against editor/dist
+// served on localhost. Each flow is one named test; the last lines print the figures and
+// "N passed, N failed, N skipped".
+//
+//   node tests/run.mjs [--full] [--dist DIR] [--native-bin DIR] [--only REGEX] [--screenshots DIR]
+//
+// --native-bin: the folder tree of a native Release build (default ../build/release): ks-ar
+// renders the FIDELITY references and ks-effect validates the exported packages. Tests that
+// need it skip when it is absent.
+import { chromium } from "playwright-core";
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import zlib from "node:zlib";
+import { zipSync, unzipSync, strToU8, strFromU8 } from "fflate";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, "../..");
+const arg = (name, def) => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? process.argv[i + 1] : def;
+};
+const DIST = path.resolve(arg("--dist", path.join(HERE, "../dist")));
+const NATIVE = path.resolve(arg("--native-bin", path.join(ROOT, "build/release")));
+const ONLY = new RegExp(arg("--only", "."));
+const SHOTS = arg("--screenshots", "");
+const KS_AR = path.join(NATIVE, "ar_render/ks-ar");
+const KS_EFFECT = path.join(NATIVE, "effects_format/ks-effect");
+const PHOTO = path.join(ROOT, "models/images/skimage_astronaut.png");
+const SAMPLES = ["cat_ears", "glasses_3d", "lipstick", "face_paint", "vintage_lut", "background_beach"];
+const PSNR_MIN = 35;
+const TMP = fs.mkdtempSync(path.join(os.tmpdir(), "ks-editor-test-"));
+const figures = [];
+
+class Skip extends Error {}
+function assert(cond, msg) {
+  if (!cond) throw new Error(`assertion failed: ${msg}`);
+}
+const haveNative = () => fs.existsSync(KS_AR) && fs.existsSync(KS_EFFECT);
+
+// ---- static server ------------------------------------------------------------------------------
+const TYPES = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".css": "text/css", ".png": "image/png", ".json": "application/json" };
+const server = http.createServer((req, res) => {
+  let p = path.normalize(path.join(DIST, decodeURIComponent(new URL(req.url, "http://x").pathname)));
+  if (!p.startsWith(DIST)) return res.writeHead(403).end();
+  if (p.endsWith(path.sep)) p += "index.html";
+  fs.readFile(p, (e, d) => {
+    if (e) return res.writeHead(404).end();
+    res.writeHead(200, { "content-type": TYPES[path.extname(p)] ?? "application/octet-stream" }).end(d);
+  });
+});
+await new Promise((r) => server.listen(0, "127.0.0.1", r));
+const URL_ = `http://127.0.0.1:${server.address().port}/`;
+
+const FLAGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--ignore-gpu-blocklist"];
+const launch = (extra = []) => chromium.launch({ executablePath: process.env.KS_CHROMIUM ?? "/usr/bin/chromium", args: [...FLAGS, ...extra] });
+let browser = await launch();
+
+// A fresh context (own storage) with the studio loaded and its runtime ready.
+async function openStudio(b = browser) {
+  const ctx = await b.newContext({ acceptDownloads: true, viewport: { width: 1400, height: 900 } });
+  const page = await ctx.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(URL_);
+  await page.waitForFunction(() => window.__studio?.ready, null, { timeout: 60000 });
+  page.errors = errors;
+  return { ctx, page };
+}
+const idle = (page) => page.evaluate(() => window.__studio.idle());
+const manifest = (page) => page.evaluate(() => window.__studio.manifest());
+async function openTemplate(page, name) {
+  await page.click(`.template[data-name="${name}"]`);
+  await page.waitForFunction((n) => window.__studio.manifest().id?.endsWith(n), name);
+  await idle(page);
+  assert(await page.evaluate(() => window.__studio.validation().ok), `${name} validates`);
+}
+async function selectLayer(page, name) {
+  const i = (await manifest(page)).layers.findIndex((l) => l.name === name);
+  assert(i >= 0, `layer ${name} exists`);
+  await page.click(`#layers li[data-index="${i}"] .kind`);
+  return i;
+}
+async function setField(page, field, value) {
+  const el = page.locator(`#inspector [data-field="${field}"] [name="${field}"]`);
+  const tag = await el.evaluate((e) => e.tagName + ":" + (e.type ?? ""));
+  if (tag.startsWith("SELECT")) await el.selectOption(String(value));
+  else if (tag.endsWith("checkbox")) await el.setChecked(Boolean(value));
+  else await el.evaluate((e, v) => { e.value = v; e.dispatchEvent(new Event("change", { bubbles: true })); }, String(value));
+  await idle(page);
+}
+// Canvas snapshots stay in the page (key -> pixels); tests compare them there.
+let snapId = 0;
+async function canvas(page) {
+  const key = `s${++snapId}`;
+  await page.evaluate((k) => window.__studio.snap(k), key);
+  return key;
+}
+const diffPixels = (page, a, b) => page.evaluate(([a, b]) => window.__studio.diff(a, b), [a, b]);
+// PSNR (dB, RGB) between the page's canvas and a PNG file, computed in the page.
+async function psnrVsPng(page, pngPath) {
+  const key = await canvas(page);
+  const b64 = fs.readFileSync(pngPath).toString("base64");
+  return page.evaluate(([k, b]) => window.__studio.psnrPng(k, b), [key, b64]);
+}
+async function importBytes(page, name, bytes) {
+  await page.setInputFiles("#open-input", { name, mimeType: "application/zip", buffer: Buffer.from(bytes) });
+  await page.waitForFunction(() => /not opened|opened/.test(document.querySelector("#status").textContent));
+  await idle(page);
+}
+async function exportDownload(page) {
+  const [dl] = await Promise.all([page.waitForEvent("download"), page.click("#export-btn")]);
+  const p = path.join(TMP, `${Date.now()}-${dl.suggestedFilename()}`);
+  await dl.saveAs(p);
+  return p;
+}
+function nativeRender(kfx, out, extra = []) {
+  execFileSync(KS_AR, ["--effect", kfx, "--image", PHOTO, "--out", out, ...extra], { stdio: "pipe" });
+}
+
+// ---- hostile packages ---------------------------------------------------------------------------
+const MAKEUP = { format_version: "1.1.0", id: "t.hostile", name: "hostile", requires: ["face_landmarks"], layers: [{ name: "lips", kind: "makeup", region: "lips", color: "#AA2233" }] };
+function crc32(buf) {
+  let c, crc = 0xffffffff;
+  for (const b of buf) {
+    c = (crc ^ b) & 0xff;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    crc = (crc >>> 8) ^ c;
+  }
+  return (crc ^ 0xffffffff) >>> 0;
+}
+function pngChunk(type, data) {
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(data.length);
+  const td = Buffer.concat([Buffer.from(type), data]);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(td));
+  return Buffer.concat([len, td, crc]);
+}
+function hugePng(w, h) {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(w, 0);
+  ihdr.writeUInt32BE(h, 4);
+  ihdr[8] = 8;
+  ihdr[9] = 6;
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk("IHDR", ihdr), pngChunk("IDAT", zlib.deflateSync(Buffer.alloc(16))), pngChunk("IEND", Buffer.alloc(0))]);
+}
+const sticker = (frame) => ({ ...MAKEUP, layers: [{ name: "s", kind: "sticker", anchor: { landmarks: [1] }, sprite: { frames: [frame] } }] });
+const HOSTILE = {
+  zip_slip: () => zipSync({ "manifest.json": strToU8(JSON.stringify(sticker("../evil.png"))), "../evil.png": hugePng(8, 8) }),
+  zip_bomb: () => zipSync({ "manifest.json": strToU8(JSON.stringify(MAKEUP)), "bomb.bin": [new Uint8Array(40 << 20), { level: 9 }] }),
+  huge_texture: () => zipSync({ "manifest.json": strToU8(JSON.stringify(sticker("big.png"))), "big.png": [hugePng(8192, 8192), { level: 0 }] }),
+  bad_json: () => zipSync({ "manifest.json": strToU8('{"format_version": "1.1.0", "layers": [') }),
+  bad_glb: () => {
+    const g = Buffer.alloc(64);
+    g.write("glTF", 0);
+    g.writeUInt32LE(2, 4);
+    g.writeUInt32LE(64, 8);
+    g.writeUInt32LE(44, 12); // a JSON chunk of garbage
+    g.write("JSON", 16);
+    g.write("{ this is not json", 20);
+    const m = { ...MAKEUP, layers: [{ name: "m", kind: "mesh3d", mesh: "bad.glb" }] };
+    return zipSync({ "manifest.json": strToU8(JSON.stringify(m)), "bad.glb": [g, { level: 0 }] });
+  },
+  not_a_zip: () => strToU8("this is not a zip file at all"),
+};
+
+// ---- the flows ----------------------------------------------------------------------------------
+// Flows marked slow run only with KS_EDITOR_FULL=1 or --full (the default run is bounded for
+// scripts/test; docs/editor.md "Tests").
+const FULL = process.env.KS_EDITOR_FULL === "1" || process.argv.includes("--full");
+const tests = [];
+const test = (name, fn, opts = {}) => tests.push({ name, fn, slow: !!opts.slow });
+
+test("start_page_lists_the_six_templates", async ({ page }) => {
+  assert(await page.isVisible("#start"), "start page shown on first visit");
+  const names = await page.$$eval(".template", (els) => els.map((e) => e.dataset.name));
+  assert(JSON.stringify(names.sort()) === JSON.stringify([...SAMPLES].sort()), `templates: ${names}`);
+  if (SHOTS) await page.screenshot({ path: path.join(SHOTS, "editor-start.png") });
+});
+
+test("open_each_template_validates_and_previews", async ({ page }) => {
+  await page.evaluate(() => window.__studio.snapPhoto("photo"));
+  const photo = "photo";
+  for (const s of SAMPLES) {
+    await page.click("#home-btn");
+    await openTemplate(page, s);
+    const t = await page.evaluate(() => window.__studio.timings());
+    assert(t.faces >= 1 || s === "vintage_lut" || s === "background_beach", `${s}: a face found (${t.faces})`);
+    const px = await canvas(page);
+    const d = await diffPixels(page, px, photo);
+    if (s !== "background_beach") assert(d > 100, `${s} changes the photo (${d} pixels)`);
+  }
+}, { slow: true });
+
+test("create_from_scratch_validates_and_exports", async ({ page }) => {
+  if (!haveNative()) throw new Skip(`no native build at ${NATIVE}`);
+  await page.click("#new-empty");
+  await idle(page);
+  assert(!(await page.evaluate(() => window.__studio.validation().ok)), "an empty effect (no layers) is not valid");
+  await page.selectOption("#add-kind", "makeup");
+  await page.click("#add-layer");
+  await idle(page);
+  await setField(page, "color", "#c01040");
+  await page.selectOption("#add-kind", "beauty");
+  await page.click("#add-layer");
+  await idle(page);
+  assert(await page.evaluate(() => window.__studio.validation().ok), "makeup + beauty validates");
+  const out = await exportDownload(page);
+  execFileSync(KS_EFFECT, ["validate", out], { stdio: "pipe" });
+  const native = path.join(TMP, "scratch.png");
+  nativeRender(out, native);
+  const db = await psnrVsPng(page, native);
+  figures.push(`from scratch (makeup + beauty): preview vs native ks-ar ${db.toFixed(2)} dB`);
+  assert(db >= PSNR_MIN, `from-scratch effect: ${db} dB >= ${PSNR_MIN}`);
+});
+
+// kind: [sample, layer (null: the first of that kind), [[field, value], ...], check]
+const kindEdits = {
+  sticker: ["cat_ears", "ears", [["anchor.scale", "0.8"]], (l) => l.anchor.scale === 0.8],
+  makeup: ["lipstick", "lips_ruby", [["color", "#2040f0"]], (l) => l.color === "#2040F0"],
+  face_texture: ["face_paint", null, [["opacity", "0.4"]], (l) => l.opacity === 0.4],
+  lut: ["vintage_lut", null, [["intensity_param", ""], ["intensity", "0.3"]], (l) => l.intensity === 0.3 && !("intensity_param" in l)],
+  mesh3d: ["glasses_3d", null, [["anchor.landmarks", "168"], ["anchor.scale", "1.3"]], (l) => l.anchor.scale === 1.3],
+  background: ["background_beach", null, [["texture", ""], ["mode", "blur"], ["blur_radius", "0.05"]], (l) => l.mode === "blur" && !l.texture && l.blur_radius === 0.05],
+};
+for (const [kind, [sample, layerName, steps, check]] of Object.entries(kindEdits)) {
+  test(`edit_${kind}_layer_${steps.map((x) => x[0]).join("_").replace(/\W/g, "_")}`, async ({ page }) => {
+    await openTemplate(page, sample);
+    const m0 = await manifest(page);
+    const name = layerName ?? m0.layers.find((l) => l.kind === kind).name;
+    const i = await selectLayer(page, name);
+    const before = await canvas(page);
+    for (const [field, value] of steps) await setField(page, field, value);
+    const m = await manifest(page);
+    assert(check(m.layers[i]), `${kind}: ${JSON.stringify(m.layers[i])}`);
+    const v = await page.evaluate(() => window.__studio.validation());
+    assert(v.ok, `still valid: ${JSON.stringify(v.messages)}`);
+    // (no person mask in the page yet: a background layer draws nothing, edited or not)
+    const d = await diffPixels(page, await canvas(page), before);
+    if (kind !== "background") assert(d > 50, `${kind} edit changes the preview (${d} pixels)`);
+  }, { slow: !["sticker", "makeup"].includes(kind) });
+}
+
+test("edit_beauty_layer_smoothing", async ({ page }) => {
+  await page.click("#new-empty");
+  await page.selectOption("#add-kind", "beauty");
+  await page.click("#add-layer");
+  await idle(page);
+  const before = await canvas(page);
+  await setField(page, "whitening", "0.9");
+  const m = await manifest(page);
+  assert(m.layers[0].whitening === 0.9, "whitening set");
+  const d = await diffPixels(page, await canvas(page), before);
+  const info = await page.evaluate(() => [window.__studio.validation(), window.__studio.timings()]);
+  assert(d > 500, `whitening changes the face (${d} pixels; ${JSON.stringify(info)})`);
+});
+
+test("layer_list_add_duplicate_reorder_hide_rename_remove", async ({ page }) => {
+  await openTemplate(page, "lipstick");
+  const n0 = (await manifest(page)).layers.length;
+  await page.click('#layers li[data-index="0"] .dup');
+  await idle(page);
+  let m = await manifest(page);
+  assert(m.layers.length === n0 + 1 && m.layers[1].name === "lips_ruby_copy", "duplicated");
+  await page.click('#layers li[data-index="1"] .down');
+  m = await manifest(page);
+  assert(m.layers[2].name === "lips_ruby_copy", "moved down");
+  await page.click('#layers li[data-index="2"] .vis');
+  m = await manifest(page);
+  assert(m.layers[2].visible === false, "hidden");
+  await page.fill('#layers li[data-index="2"] input.rename', "glossy");
+  await page.press('#layers li[data-index="2"] input.rename', "Enter");
+  await idle(page);
+  m = await manifest(page);
+  assert(m.layers[2].name === "glossy", "renamed");
+  await page.click('#layers li[data-index="2"] .del');
+  await idle(page);
+  m = await manifest(page);
+  assert(m.layers.length === n0 && !m.layers.some((l) => l.name === "glossy"), "removed");
+  assert(await page.evaluate(() => window.__studio.validation().ok), "valid after all");
+});
+
+test("undo_redo_120_steps", async ({ page }) => {
+  await openTemplate(page, "lipstick");
+  const name0 = (await manifest(page)).name;
+  await page.evaluate(() => {
+    const e = document.querySelector("#effect-name");
+    for (let i = 1; i <= 120; i++) {
+      e.value = `name ${i}`;
+      e.dispatchEvent(new Event("change"));
+    }
+  });
+  await idle(page);
+  assert((await manifest(page)).name === "name 120", "120 edits applied");
+  await page.click("#center h2"); // out of the inputs: the shortcuts are the page's
+  for (let i = 0; i < 5; i++) await page.keyboard.press("Control+z");
+  await idle(page);
+  assert((await manifest(page)).name === "name 115", `Ctrl+Z x5 (${(await manifest(page)).name})`);
+  await page.evaluate(() => { for (let i = 0; i < 115; i++) document.querySelector("#undo-btn").click(); });
+  await idle(page);
+  assert((await manifest(page)).name === name0, `120 undos restore the name (${(await manifest(page)).name})`);
+  for (let i = 0; i < 3; i++) await page.keyboard.press("Control+Shift+z");
+  await page.evaluate(() => { for (let i = 0; i < 57; i++) document.querySelector("#redo-btn").click(); });
+  await idle(page);
+  assert((await manifest(page)).name === "name 60", "60 redos");
+  await page.click("#undo-btn");
+  assert((await manifest(page)).name === "name 59", "undo button");
+});
+
+test("autosave_survives_reload", async ({ page }) => {
+  await openTemplate(page, "lipstick");
+  await selectLayer(page, "lips_ruby");
+  await setField(page, "intensity", "0.25");
+  await page.reload();
+  await page.waitForFunction(() => window.__studio?.ready);
+  await idle(page);
+  assert(await page.isVisible("#studio"), "studio restored");
+  const m = await manifest(page);
+  assert(m.id.endsWith("lipstick") && m.layers[0].intensity === 0.25, "edit restored from autosave");
+});
+
+for (const kind of Object.keys(HOSTILE)) {
+  test(`hostile_import_${kind}_leaves_project_untouched`, async ({ page }) => {
+    await openTemplate(page, "cat_ears");
+    await selectLayer(page, "ears");
+    await setField(page, "anchor.scale", "1.2");
+    const before = await manifest(page);
+    const files = await page.evaluate(() => window.__studio.files());
+    await importBytes(page, `${kind}.kfx`, HOSTILE[kind]());
+    const st = await page.textContent("#status");
+    assert(/not opened/.test(st), `refused: ${st}`);
+    const msgs = await page.$$eval("#messages li", (els) => els.map((e) => e.textContent));
+    assert(msgs.length > 0, "a message is shown");
+    assert(JSON.stringify(await manifest(page)) === JSON.stringify(before), "manifest untouched");
+    assert(JSON.stringify(await page.evaluate(() => window.__studio.files())) === JSON.stringify(files), "files untouched");
+    figures.push(`hostile ${kind}: ${st.replace(/\s+/g, " ").slice(0, 150)}`);
+  });
+}
+
+test("export_refused_when_invalid_shows_field_message", async ({ page }) => {
+  await openTemplate(page, "cat_ears");
+  await selectLayer(page, "ears");
+  await setField(page, "anchor.landmarks", "10, 900");
+  const v = await page.evaluate(() => window.__studio.validation());
+  assert(!v.ok && v.messages[0].path.startsWith("layers[1].anchor.landmarks"), `path ${JSON.stringify(v.messages)}`);
+  assert(await page.isVisible('#inspector .field.invalid[data-field="anchor.landmarks"] .msg'), "message next to the field");
+  let downloaded = false;
+  page.on("download", () => (downloaded = true));
+  await page.click("#export-btn");
+  await page.waitForTimeout(300);
+  assert(!downloaded, "no download of an invalid package");
+  assert(/export refused/.test(await page.textContent("#status")), "status says refused");
+  if (SHOTS) await page.screenshot({ path: path.join(SHOTS, "editor-validation.png") });
+});
+
+test("round_trip_each_sample_manifest_and_native_render", async ({ page }) => {
+  if (!haveNative()) throw new Skip(`no native build at ${NATIVE}`);
+  for (const s of SAMPLES) {
+    await page.click("#home-btn");
+    await openTemplate(page, s);
+    const out = await exportDownload(page);
+    execFileSync(KS_EFFECT, ["validate", out], { stdio: "pipe" });
+    const orig = path.join(DIST, "gen/samples", `${s}.kfx`);
+    const mo = JSON.parse(strFromU8(unzipSync(fs.readFileSync(orig))["manifest.json"]));
+    const me = JSON.parse(strFromU8(unzipSync(fs.readFileSync(out))["manifest.json"]));
+    assert(JSON.stringify(mo) === JSON.stringify(me), `${s}: manifest semantically equal`);
+    const a = path.join(TMP, `${s}-orig.png`), b = path.join(TMP, `${s}-rt.png`);
+    const extra = s === "background_beach" ? ["--no-mask"] : [];
+    nativeRender(orig, a, extra);
+    nativeRender(out, b, extra);
+    assert(fs.readFileSync(a).equals(fs.readFileSync(b)), `${s}: native renders identical`);
+  }
+}, { slow: true });
+
+test("anchor_sticker_by_clicking_a_landmark", async ({ page }) => {
+  await openTemplate(page, "cat_ears");
+  const i = await selectLayer(page, "whiskers");
+  const faces = await page.evaluate(() => window.__studio.faces());
+  assert(faces.length >= 1, "a face");
+  const k = 152; // chin
+  const [x, y] = [faces[0][2 * k], faces[0][2 * k + 1]];
+  const box = await page.locator("#preview").boundingBox();
+  const cw = await page.$eval("#preview", (c) => c.width);
+  await page.mouse.click(box.x + (x * box.width) / cw, box.y + (y * box.height) / cw);
+  await idle(page);
+  const m = await manifest(page);
+  assert(JSON.stringify(m.layers[i].anchor.landmarks) === JSON.stringify([k]), `anchored to ${m.layers[i].anchor.landmarks}`);
+});
+
+test("trigger_simulation_enters_state", async ({ page }) => {
+  await openTemplate(page, "cat_ears");
+  const before = await canvas(page);
+  await page.click('#simulate .sim[data-state="meow"]');
+  const after = await canvas(page);
+  assert(await diffPixels(page, after, before) > 200, "meow shows the whiskers");
+  await page.click('#simulate .sim[data-state="idle"]');
+  assert(await diffPixels(page, await canvas(page), before) < 50, "idle hides them again");
+  assert((await manifest(page)).triggers.length === 2, "two trigger rules listed");
+  await page.click("#add-trigger");
+  assert((await manifest(page)).triggers.length === 3, "trigger added");
+  if (SHOTS) await page.screenshot({ path: path.join(SHOTS, "editor-studio.png") });
+});
+
+test("drag_and_drop_asset_then_use_it", async ({ page }) => {
+  await openTemplate(page, "lipstick");
+  const png = fs.readFileSync(path.join(ROOT, "samples/effects/cat_ears/whiskers.png")).toString("base64");
+  const dt = await page.evaluateHandle(async (b64) => {
+    const d = new DataTransfer();
+    const blob = await (await fetch(`data:image/png;base64,${b64}`)).blob();
+    d.items.add(new File([blob], "nose.png", { type: "image/png" }));
+    return d;
+  }, png);
+  await page.dispatchEvent("#center", "drop", { dataTransfer: dt });
+  await page.waitForFunction(() => window.__studio.files().includes("nose.png"));
+  await page.selectOption("#add-kind", "sticker");
+  await page.click("#add-layer");
+  await idle(page);
+  await setField(page, "sprite.frames", "nose.png");
+  const m = await manifest(page);
+  const l = m.layers[m.layers.length - 1];
+  assert(l.kind === "sticker" && l.sprite.frames[0] === "nose.png", `sticker uses the dropped file: ${JSON.stringify(l)}`);
+  assert(await page.evaluate(() => window.__studio.validation().ok), "valid");
+});
+
+for (const s of SAMPLES) {
+  test(`fidelity_${s}_preview_vs_native_psnr`, async ({ page }) => {
+    if (!haveNative()) throw new Skip(`no native build at ${NATIVE}`);
+    await openTemplate(page, s);
+    const ref = path.join(TMP, `${s}-native.png`);
+    // The page has no segmenter yet: background layers draw nothing there, and natively with
+    // --no-mask (docs/editor.md).
+    nativeRender(path.join(DIST, "gen/samples", `${s}.kfx`), ref, s === "background_beach" ? ["--no-mask"] : []);
+    const db = await psnrVsPng(page, ref);
+    figures.push(`FIDELITY ${s}: ${db.toFixed(2)} dB`);
+    assert(db >= PSNR_MIN, `${s}: ${db.toFixed(2)} dB >= ${PSNR_MIN}`);
+  });
+}
+
+test("webcam_fake_device_runs_landmarker_and_renderer", async () => {
+  // A y4m of the astronaut photo as the fake camera.
+  const { ctx, page } = await openStudio();
+  const rgba = await page.evaluate(async () => {
+    const b = await (await fetch("gen/images/astronaut.png")).blob();
+    const bmp = await createImageBitmap(b, { colorSpaceConversion: "none" });
+    const c = new OffscreenCanvas(bmp.width, bmp.height);
+    const g = c.getContext("2d");
+    g.drawImage(bmp, 0, 0);
+    return { w: bmp.width, h: bmp.height, d: Array.from(g.getImageData(0, 0, bmp.width, bmp.height).data) };
+  });
+  await ctx.close();
+  const { w, h, d } = rgba;
+  const Y = Buffer.alloc(w * h), U = Buffer.alloc((w * h) / 4), V = Buffer.alloc((w * h) / 4);
+  for (let y = 0; y < h; y++)
+    for (let x = 0; x < w; x++) {
+      const i = 4 * (y * w + x), r = d[i], g = d[i + 1], b = d[i + 2];
+      Y[y * w + x] = Math.round(0.299 * r + 0.587 * g + 0.114 * b);
+      if (!(x & 1) && !(y & 1)) {
+        const j = (y / 2) * (w / 2) + x / 2;
+        U[j] = Math.max(0, Math.min(255, Math.round(128 - 0.168736 * r - 0.331264 * g + 0.5 * b)));
+        V[j] = Math.max(0, Math.min(255, Math.round(128 + 0.5 * r - 0.418688 * g - 0.081312 * b)));
+      }
+    }
+  const y4m = path.join(TMP, "astronaut.y4m");
+  const frame = Buffer.concat([Buffer.from("FRAME\n"), Y, U, V]);
+  fs.writeFileSync(y4m, Buffer.concat([Buffer.from(`YUV4MPEG2 W${w} H${h} F30:1 Ip A1:1 C420jpeg\n`), frame, frame]));
+  const cam = await launch(["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream", `--use-file-for-fake-video-capture=${y4m}`]);
+  try {
+    const s = await openStudio(cam);
+    await openTemplate(s.page, "lipstick");
+    await s.page.click("#webcam-btn");
+    await s.page.waitForFunction(() => window.__studio.webcamFrames >= 3, null, { timeout: 30000 });
+    const t = await s.page.evaluate(() => window.__studio.timings());
+    assert(t.faces >= 1, `a face in the camera frames (${t.faces})`);
+    figures.push(`webcam (fake y4m camera, VIDEO mode): landmarker ${t.detect_ms.toFixed(1)} ms, render ${t.render_ms.toFixed(1)} ms, ${await s.page.textContent("#timings")}`);
+  } finally {
+    await cam.close();
+  }
+}, { slow: true });
+
+test("landmarker_video_mode_timing", async ({ page }) => {
+  const times = await page.evaluate(() => window.__studio.landmarkerBench(8));
+  const steady = times.slice(3).sort((a, b) => a - b);
+  const med = steady[Math.floor(steady.length / 2)];
+  figures.push(`WASM face landmarker, VIDEO mode, astronaut 512x512: median ${med.toFixed(1)} ms/frame (frames 4-8; first ${times[0].toFixed(1)} ms)`);
+  assert(med > 0 && times.every((t) => t > 0), "timed");
+}, { slow: true });
+
+// ---- run ----------------------------------------------------------------------------------------
+let passed = 0, failed = 0, skipped = 0;
+const T0 = Date.now();
+// One page for the flows (its runtime and the photo's faces are made once: the WASM landmarker
+// is the slow part); each flow starts by opening a template or a new effect.
+const shared = await openStudio();
+for (const t of tests) {
+  if (!ONLY.test(t.name)) continue;
+  if (t.slow && !FULL) {
+    skipped++;
+    console.log(`skip ${t.name}: slow flow (KS_EDITOR_FULL=1 runs it)`);
+    continue;
+  }
+  const t1 = Date.now();
+  const nerr = shared.page.errors.length;
+  try {
+    if (t.fn.length) {
+      if (await shared.page.isVisible("#studio")) await shared.page.click("#home-btn");
+      await t.fn(shared);
+      const errs = shared.page.errors.slice(nerr);
+      assert(errs.length === 0, `no page errors: ${errs.join("; ")}`);
+    } else await t.fn();
+    passed++;
+    console.log(`ok   ${t.name} (${((Date.now() - t1) / 1000).toFixed(1)} s)`);
+  } catch (e) {
+    if (e instanceof Skip) {
+      skipped++;
+      console.log(`skip ${t.name}: ${e.message}`);
+    } else {
+      failed++;
+      console.log(`FAIL ${t.name} (${((Date.now() - t1) / 1000).toFixed(1)} s): ${e.stack ?? e}`);
+    }
+  }
+}
+await shared.ctx.close();
+await browser.close();
+server.close();
+console.log(`== figures`);
+for (const f of figures) console.log(`   ${f}`);
+console.log(`== ${((Date.now() - T0) / 1000).toFixed(1)} s`);
+console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
+fs.rmSync(TMP, { recursive: true, force: true });
+process.exit(failed ? 1 : 0);
