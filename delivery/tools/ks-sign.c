@@ -466,6 +466,7 @@ static int cmd_selftest(int argc, char **argv) {
     ks_session *s = NULL;
     int rc = 1;
     ks__selftest_tensor ins[16], outs[16];
+    uint8_t *in_copy[16] = {0}; /* the run may reuse the inputs' memory: keep what was fed */
     uint32_t ni = 0, no = 0;
     if (ks_model_load_file(pos[0], NULL, &m) || ks_session_create(m, NULL, &s) ||
         ks_session_reshape(s, NULL)) {
@@ -494,7 +495,13 @@ static int cmd_selftest(int argc, char **argv) {
                 ((uint8_t *)t.data)[j] = (uint8_t)(x >> 56);
             }
         }
-        ins[i] = (ks__selftest_tensor){i, 0, t.data, t.size_bytes};
+        in_copy[i] = malloc(t.size_bytes ? t.size_bytes : 1u);
+        if (!in_copy[i]) {
+            fprintf(stderr, "ks-sign: out of memory for input %u\n", i);
+            goto done;
+        }
+        memcpy(in_copy[i], t.data, t.size_bytes);
+        ins[i] = (ks__selftest_tensor){i, 0, in_copy[i], t.size_bytes};
     }
     if (ks_session_run(s)) {
         fprintf(stderr, "ks-sign: %s: %s\n", pos[0], ks_last_error(s));
@@ -517,6 +524,8 @@ static int cmd_selftest(int argc, char **argv) {
         printf("%s: %u input(s), %u output(s), tolerance %g, %zu bytes\n", pos[1], ni, no,
                (double)tol, n);
 done:
+    for (uint32_t i = 0; i < 16; i++)
+        free(in_copy[i]);
     ks_session_destroy(s);
     ks_model_destroy(m);
     return rc;

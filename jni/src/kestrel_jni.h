@@ -12,6 +12,7 @@
 #define KESTREL_JNI_H
 
 #include <jni.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kestrel/imgproc.h"
@@ -31,6 +32,7 @@
 #include "ai_kestrel_PoseLandmarker.h"
 #include "ai_kestrel_Segmenter.h"
 #include "ai_kestrel_Session.h"
+#include "ai_kestrel_Store.h"
 #endif
 
 #define KS_JNI_VERSION JNI_VERSION_1_6
@@ -57,12 +59,29 @@ jobject ks__jni_new_tensor_info(JNIEnv *env, const ks_tensor_info *info);
 jclass ks__jni_string_class(void);
 jclass ks__jni_float_array_class(void);
 
-/* The Java options of every task: TaskOptions.nativeInts()/nativeFloats() and the model path.
- * On success *path_out holds a UTF-8 copy of the path (or NULL) that the caller frees with
- * ks__jni_task_options_release after create; returns nonzero with an exception pending. */
+/* What the glue holds for one task create call: the model path's UTF-8 chars and the key of
+ * encrypted models (TaskOptions.key copied out of the Java array, or the KeyProvider that the
+ * C task calls back). Lives on the nativeCreate stack. */
+typedef struct ks__jni_task_extras {
+    JNIEnv *env;
+    jstring model_path;
+    const char *path;
+    jobject key_provider; /* ai.kestrel.KeyProvider or NULL */
+    uint8_t key[KS_TASK_KEY_BYTES];
+} ks__jni_task_extras;
+
+/* The Java options of every task: TaskOptions.nativeInts()/nativeFloats(), the model path, the
+ * key array (nativeKey(), may be NULL) and the key provider (may be NULL). Fills *out and
+ * *extras (which `out` points into: keep it alive until create returns, then call
+ * ks__jni_task_options_release, which wipes the key copy). Returns nonzero with an exception
+ * pending; extras is then already released. */
 int ks__jni_task_options(JNIEnv *env, jintArray ints, jfloatArray floats, jstring model_path,
-                         ks_task_options *out, const char **path_out);
-void ks__jni_task_options_release(JNIEnv *env, jstring model_path, const char *path);
+                         jbyteArray key, jobject key_provider, ks_task_options *out,
+                         ks__jni_task_extras *extras);
+void ks__jni_task_options_release(ks__jni_task_extras *extras);
+
+/* Overwrites n bytes with zeros in a way the compiler cannot drop as a dead store (secrets). */
+void ks__jni_wipe(void *p, size_t n);
 
 /* An ai.kestrel.Image made visible to C for the length of one task call. */
 typedef struct ks__jni_image {
@@ -80,5 +99,6 @@ void ks__jni_image_release(JNIEnv *env, ks__jni_image *img);
 
 /* Called from JNI_OnLoad. Return 0, or nonzero with an exception pending. */
 int ks__jni_image_init(JNIEnv *env);
+int ks__jni_store_init(JNIEnv *env);
 
 #endif /* KESTREL_JNI_H */

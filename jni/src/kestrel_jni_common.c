@@ -12,6 +12,7 @@ static jclass g_tensor_info_class;
 static jmethodID g_tensor_info_init;
 static jclass g_string_class;
 static jclass g_float_array_class;
+static jmethodID g_key_provider_key_for;
 
 /* Number of ints/floats TaskOptions.nativeInts()/nativeFloats() produce. */
 enum { TASK_NUM_INTS = 7, TASK_NUM_FLOATS = 6 };
@@ -38,6 +39,12 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
     g_tensor_info_init =
         (*env)->GetMethodID(env, g_tensor_info_class, "<init>", "(Ljava/lang/String;I[JFI)V");
     if (!g_exception_init || !g_tensor_info_init) return JNI_ERR;
+    jclass provider = (*env)->FindClass(env, "ai/kestrel/KeyProvider");
+    if (provider == NULL) return JNI_ERR;
+    g_key_provider_key_for = (*env)->GetMethodID(env, provider, "keyFor", "(Ljava/lang/String;)[B");
+    (*env)->DeleteLocalRef(env, provider);
+    if (!g_key_provider_key_for) return JNI_ERR;
+    if (ks__jni_store_init(env) != 0) return JNI_ERR;
     if (ks__jni_image_init(env) != 0) return JNI_ERR;
     return KS_JNI_VERSION;
 }
@@ -90,11 +97,47 @@ jclass ks__jni_float_array_class(void) {
     return g_float_array_class;
 }
 
+void ks__jni_wipe(void *p, size_t n) {
+    volatile uint8_t *v = (volatile uint8_t *)p;
+    for (size_t i = 0; i < n; i++)
+        v[i] = 0;
+}
+
+/* ks_task_key_fn over an ai.kestrel.KeyProvider: called by the C task inside create, on the
+ * thread (and with the JNIEnv) of nativeCreate. The provider's array is copied straight into the
+ * task's key_out (which the task wipes); a Java exception stays pending and is what the caller
+ * sees (ks__jni_throw keeps the first one). */
+static ks_status jni_key_provider(void *user, const char *model_name, uint8_t *key_out,
+                                  size_t key_cap, size_t *key_bytes_out) {
+    ks__jni_task_extras *x = user;
+    JNIEnv *env = x->env;
+    if ((*env)->ExceptionCheck(env)) return KS_STATUS_INVALID_STATE; /* an earlier call threw */
+    jstring name = (*env)->NewStringUTF(env, model_name ? model_name : "");
+    if (name == NULL) return KS_STATUS_OUT_OF_MEMORY;
+    jbyteArray key =
+        (jbyteArray)(*env)->CallObjectMethod(env, x->key_provider, g_key_provider_key_for, name);
+    (*env)->DeleteLocalRef(env, name);
+    if ((*env)->ExceptionCheck(env)) return KS_STATUS_INVALID_ARGUMENT;
+    if (key == NULL) return KS_STATUS_INVALID_ARGUMENT; /* "key provider refused model '...'" */
+    jsize n = (*env)->GetArrayLength(env, key);
+    ks_status st = KS_STATUS_OK;
+    if (n < 0 || (size_t)n > key_cap) {
+        *key_bytes_out = (size_t)(n < 0 ? 0 : n); /* the task names the size it got */
+    } else {
+        (*env)->GetByteArrayRegion(env, key, 0, n, (jbyte *)key_out);
+        *key_bytes_out = (size_t)n;
+    }
+    (*env)->DeleteLocalRef(env, key);
+    return st;
+}
+
 int ks__jni_task_options(JNIEnv *env, jintArray ints, jfloatArray floats, jstring model_path,
-                         ks_task_options *out, const char **path_out) {
+                         jbyteArray key, jobject key_provider, ks_task_options *out,
+                         ks__jni_task_extras *extras) {
     jint vi[TASK_NUM_INTS];
     jfloat vf[TASK_NUM_FLOATS];
-    *path_out = NULL;
+    memset(extras, 0, sizeof *extras);
+    extras->env = env;
     if ((*env)->GetArrayLength(env, ints) != TASK_NUM_INTS ||
         (*env)->GetArrayLength(env, floats) != TASK_NUM_FLOATS) {
         ks__jni_throw(env, KS_STATUS_INTERNAL, "task option arrays do not match the native glue");
@@ -113,15 +156,41 @@ int ks__jni_task_options(JNIEnv *env, jintArray ints, jfloatArray floats, jstrin
     out->min_score = vf[0];
     out->roi = (ks_box){vf[1], vf[2], vf[3], vf[4]};
     out->smoothing = vf[5];
+    if (key != NULL) {
+        /* TaskOptions.Builder.key checked the length; checked again since the array is the
+         * caller's and could have been swapped by reflection. */
+        jsize n = (*env)->GetArrayLength(env, key);
+        if (n != KS_TASK_KEY_BYTES) {
+            ks__jni_throwf(env, KS_STATUS_INVALID_ARGUMENT,
+                           "TaskOptions.key: %d bytes; a ks-protect key is %d bytes", (int)n,
+                           KS_TASK_KEY_BYTES);
+            return 1;
+        }
+        (*env)->GetByteArrayRegion(env, key, 0, n, (jbyte *)extras->key);
+        out->key = extras->key;
+        out->key_bytes = KS_TASK_KEY_BYTES;
+    } else if (key_provider != NULL) {
+        extras->key_provider = key_provider;
+        out->key_provider = jni_key_provider;
+        out->key_user = extras;
+    }
     if (model_path != NULL) {
         /* Modified UTF-8: identical to UTF-8 except for NUL and supplementary characters. */
-        *path_out = (*env)->GetStringUTFChars(env, model_path, NULL);
-        if (*path_out == NULL) return 1;
-        out->model_path = *path_out;
+        extras->path = (*env)->GetStringUTFChars(env, model_path, NULL);
+        if (extras->path == NULL) {
+            ks__jni_task_options_release(extras);
+            return 1;
+        }
+        extras->model_path = model_path;
+        out->model_path = extras->path;
     }
     return 0;
 }
 
-void ks__jni_task_options_release(JNIEnv *env, jstring model_path, const char *path) {
-    if (model_path != NULL && path != NULL) (*env)->ReleaseStringUTFChars(env, model_path, path);
+void ks__jni_task_options_release(ks__jni_task_extras *extras) {
+    ks__jni_wipe(extras->key, sizeof extras->key);
+    if (extras->model_path != NULL && extras->path != NULL)
+        (*extras->env)->ReleaseStringUTFChars(extras->env, extras->model_path, extras->path);
+    extras->path = NULL;
+    extras->model_path = NULL;
 }

@@ -168,13 +168,14 @@ static jobjectArray pack_labelled(JNIEnv *env, const item_layout *layout, const 
 
 /* nativeCreate plumbing: reads the common options into desc.task, calls create_fn(&desc, &h)
  * for a `type *h`, and returns the handle, or 0 with the create's message thrown. */
-#define TASK_CREATE(env, ti, tf, jpath, type, create_fn, desc)                                     \
+#define TASK_CREATE(env, ti, tf, jpath, jkey, jprovider, type, create_fn, desc)                    \
     do {                                                                                           \
-        const char *path_ = NULL;                                                                  \
-        if (ks__jni_task_options(env, ti, tf, jpath, &(desc).task, &path_)) return 0;              \
+        ks__jni_task_extras extras_;                                                               \
+        if (ks__jni_task_options(env, ti, tf, jpath, jkey, jprovider, &(desc).task, &extras_))     \
+            return 0;                                                                              \
         type *handle_ = NULL;                                                                      \
         ks_status st_ = create_fn(&(desc), &handle_);                                              \
-        ks__jni_task_options_release(env, jpath, path_);                                           \
+        ks__jni_task_options_release(&extras_);                                                    \
         if (st_ != KS_STATUS_OK) {                                                                 \
             ks__jni_throw_last(env, st_, NULL);                                                    \
             return 0;                                                                              \
@@ -239,9 +240,11 @@ static jfloatArray faces_to_java(JNIEnv *env, const ks_faces *faces) {
 
 JNIEXPORT jlong JNICALL Java_ai_kestrel_FaceDetector_nativeCreate(JNIEnv *env, jclass cls,
                                                                   jintArray ti, jfloatArray tf,
-                                                                  jstring jpath, jint model) {
+                                                                  jstring jpath, jbyteArray jkey,
+                                                                  jobject jprovider, jint model) {
     ks_face_detector_desc desc = {.model = (ks_face_detector_model)model};
-    TASK_CREATE(env, ti, tf, jpath, ks_face_detector, ks_face_detector_create, desc);
+    TASK_CREATE(env, ti, tf, jpath, jkey, jprovider, ks_face_detector, ks_face_detector_create,
+                desc);
 }
 
 TASK_DESTROY(FaceDetector, ks_face_detector, ks_face_detector_destroy)
@@ -280,15 +283,14 @@ static jfloatArray meshes_to_java(JNIEnv *env, const ks_face_meshes *faces) {
     return pack_items(env, &mesh_layout, NULL, 0, faces->items, faces->count);
 }
 
-JNIEXPORT jlong JNICALL Java_ai_kestrel_FaceLandmarker_nativeCreate(JNIEnv *env, jclass cls,
-                                                                    jintArray ti, jfloatArray tf,
-                                                                    jstring jpath, jint detector,
-                                                                    jboolean refine,
-                                                                    jfloat min_tracking_score) {
+JNIEXPORT jlong JNICALL Java_ai_kestrel_FaceLandmarker_nativeCreate(
+    JNIEnv *env, jclass cls, jintArray ti, jfloatArray tf, jstring jpath, jbyteArray jkey,
+    jobject jprovider, jint detector, jboolean refine, jfloat min_tracking_score) {
     ks_face_landmarker_desc desc = {.detector = (ks_face_detector_model)detector,
                                     .refine_landmarks = refine ? 1 : 0,
                                     .min_tracking_score = min_tracking_score};
-    TASK_CREATE(env, ti, tf, jpath, ks_face_landmarker, ks_face_landmarker_create, desc);
+    TASK_CREATE(env, ti, tf, jpath, jkey, jprovider, ks_face_landmarker, ks_face_landmarker_create,
+                desc);
 }
 
 TASK_DESTROY(FaceLandmarker, ks_face_landmarker, ks_face_landmarker_destroy)
@@ -346,15 +348,14 @@ static jobjectArray poses_to_java(JNIEnv *env, const ks_poses *poses) {
     return new_pair(env, data, masks, NULL);
 }
 
-JNIEXPORT jlong JNICALL Java_ai_kestrel_PoseLandmarker_nativeCreate(JNIEnv *env, jclass cls,
-                                                                    jintArray ti, jfloatArray tf,
-                                                                    jstring jpath, jint model,
-                                                                    jfloat min_presence,
-                                                                    jboolean output_segmentation) {
+JNIEXPORT jlong JNICALL Java_ai_kestrel_PoseLandmarker_nativeCreate(
+    JNIEnv *env, jclass cls, jintArray ti, jfloatArray tf, jstring jpath, jbyteArray jkey,
+    jobject jprovider, jint model, jfloat min_presence, jboolean output_segmentation) {
     ks_pose_landmarker_desc desc = {.model = (ks_pose_model)model,
                                     .min_presence = min_presence,
                                     .output_segmentation = output_segmentation ? 1 : 0};
-    TASK_CREATE(env, ti, tf, jpath, ks_pose_landmarker, ks_pose_landmarker_create, desc);
+    TASK_CREATE(env, ti, tf, jpath, jkey, jprovider, ks_pose_landmarker, ks_pose_landmarker_create,
+                desc);
 }
 
 TASK_DESTROY(PoseLandmarker, ks_pose_landmarker, ks_pose_landmarker_destroy)
@@ -382,10 +383,11 @@ static jobjectArray segmentation_to_java(JNIEnv *env, const ks_segmentation *m) 
 
 JNIEXPORT jlong JNICALL Java_ai_kestrel_Segmenter_nativeCreate(JNIEnv *env, jclass cls,
                                                                jintArray ti, jfloatArray tf,
-                                                               jstring jpath, jint model,
+                                                               jstring jpath, jbyteArray jkey,
+                                                               jobject jprovider, jint model,
                                                                jboolean output_u8) {
     ks_segmenter_desc desc = {.model = (ks_segmenter_model)model, .output_u8 = output_u8 ? 1 : 0};
-    TASK_CREATE(env, ti, tf, jpath, ks_segmenter, ks_segmenter_create, desc);
+    TASK_CREATE(env, ti, tf, jpath, jkey, jprovider, ks_segmenter, ks_segmenter_create, desc);
 }
 
 TASK_DESTROY(Segmenter, ks_segmenter, ks_segmenter_destroy)
@@ -412,9 +414,11 @@ static jobjectArray objects_to_java(JNIEnv *env, const ks_detected_objects *objs
 
 JNIEXPORT jlong JNICALL Java_ai_kestrel_ObjectDetector_nativeCreate(JNIEnv *env, jclass cls,
                                                                     jintArray ti, jfloatArray tf,
-                                                                    jstring jpath) {
+                                                                    jstring jpath, jbyteArray jkey,
+                                                                    jobject jprovider) {
     ks_object_detector_desc desc = {0};
-    TASK_CREATE(env, ti, tf, jpath, ks_object_detector, ks_object_detector_create, desc);
+    TASK_CREATE(env, ti, tf, jpath, jkey, jprovider, ks_object_detector, ks_object_detector_create,
+                desc);
 }
 
 TASK_DESTROY(ObjectDetector, ks_object_detector, ks_object_detector_destroy)
@@ -442,10 +446,12 @@ static jfloatArray hands_to_java(JNIEnv *env, const ks_hands *hands) {
 
 JNIEXPORT jlong JNICALL Java_ai_kestrel_HandLandmarker_nativeCreate(JNIEnv *env, jclass cls,
                                                                     jintArray ti, jfloatArray tf,
-                                                                    jstring jpath, jint model,
+                                                                    jstring jpath, jbyteArray jkey,
+                                                                    jobject jprovider, jint model,
                                                                     jfloat min_presence) {
     ks_hand_landmarker_desc desc = {.model = (ks_hand_model)model, .min_presence = min_presence};
-    TASK_CREATE(env, ti, tf, jpath, ks_hand_landmarker, ks_hand_landmarker_create, desc);
+    TASK_CREATE(env, ti, tf, jpath, jkey, jprovider, ks_hand_landmarker, ks_hand_landmarker_create,
+                desc);
 }
 
 TASK_DESTROY(HandLandmarker, ks_hand_landmarker, ks_hand_landmarker_destroy)
@@ -469,9 +475,11 @@ static jobjectArray classes_to_java(JNIEnv *env, const ks_classifications *top) 
 
 JNIEXPORT jlong JNICALL Java_ai_kestrel_ImageClassifier_nativeCreate(JNIEnv *env, jclass cls,
                                                                      jintArray ti, jfloatArray tf,
-                                                                     jstring jpath) {
+                                                                     jstring jpath, jbyteArray jkey,
+                                                                     jobject jprovider) {
     ks_image_classifier_desc desc = {0};
-    TASK_CREATE(env, ti, tf, jpath, ks_image_classifier, ks_image_classifier_create, desc);
+    TASK_CREATE(env, ti, tf, jpath, jkey, jprovider, ks_image_classifier,
+                ks_image_classifier_create, desc);
 }
 
 TASK_DESTROY(ImageClassifier, ks_image_classifier, ks_image_classifier_destroy)

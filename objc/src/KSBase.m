@@ -1,6 +1,7 @@
 /* Errors, KSImage, KSTaskOptions and KSModels (manual retain/release). */
 #import "KSPrivate.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 NSString *const KSErrorDomain = @"ai.kestrel";
@@ -17,6 +18,7 @@ _Static_assert(KSBackendCPU == (NSInteger)KS_BACKEND_CPU, "backend values");
 _Static_assert(KSBackendVulkan == (NSInteger)KS_BACKEND_VULKAN, "backend values");
 _Static_assert(KSBackendOpenCL == (NSInteger)KS_BACKEND_OPENCL, "backend values");
 _Static_assert(KSBackendAuto == (NSInteger)KS_BACKEND_AUTO, "backend values");
+_Static_assert(KS_TASK_KEY_LENGTH == KS_TASK_KEY_BYTES, "key size");
 _Static_assert(sizeof(KSBox) == sizeof(ks_box), "box layout");
 _Static_assert(sizeof(KSPoint3) == sizeof(ks_point3f), "point layout");
 
@@ -50,9 +52,52 @@ static BOOL ks_objc_check_options(KSTaskOptions *options, Class expected, const 
     return ks__objc_fail(error, KS_STATUS_INVALID_ARGUMENT, msg);
 }
 
-static void ks_objc_task_options(KSTaskOptions *options, ks_task_options *out) {
+void ks__objc_wipe(void *p, size_t n) {
+    volatile uint8_t *v = (volatile uint8_t *)p;
+    for (size_t i = 0; i < n; i++)
+        v[i] = 0;
+}
+
+/* The key state of one task create call (ks_task_options.key_user): the key copied out of
+ * KSTaskOptions.key, or the options whose provider the C task calls back. malloc'ed so that it
+ * outlives ks__objc_task_desc; wiped and freed by ks__objc_task_desc_end. */
+typedef struct ks_objc_key_state {
+    uint8_t key[KS_TASK_KEY_BYTES];
+    KSTaskOptions *options; /* retained */
+} ks_objc_key_state;
+
+/* ks_task_key_fn over the options' block or KSKeyProvider object: called by the C task inside
+ * create, on the initializing thread. The NSData is copied straight into the task's key_out
+ * (which the task wipes); a pool drains what the provider autoreleased right away. */
+static ks_status ks_objc_key_provider(void *user, const char *model_name, uint8_t *key_out,
+                                      size_t key_cap, size_t *key_bytes_out) {
+    ks_objc_key_state *state = user;
+    NSAutoreleasePool *pool = [[NSAutoreleasePool alloc] init];
+    NSString *name = [NSString stringWithUTF8String:model_name != NULL ? model_name : ""];
+    NSData *key = nil;
+    if (name != nil) {
+#if defined(__BLOCKS__)
+        KSKeyProviderBlock block = state->options.keyProvider;
+        if (block != nil)
+            key = block(name);
+        else
+#endif
+            key = [state->options.keyProviderObject keyForEntryName:name];
+    }
+    ks_status st = KS_STATUS_INVALID_ARGUMENT; /* nil: "key provider refused model '...'" */
+    if (key != nil) {
+        NSUInteger n = [key length];
+        if (n <= key_cap) [key getBytes:key_out length:n];
+        *key_bytes_out = n; /* another size: the task names it */
+        st = KS_STATUS_OK;
+    }
+    [pool drain];
+    return st;
+}
+
+static BOOL ks_objc_task_options(KSTaskOptions *options, ks_task_options *out, NSError **error) {
     memset(out, 0, sizeof(*out));
-    if (options == nil) return;
+    if (options == nil) return YES;
     out->mode = (ks_running_mode)options.mode;
     out->num_threads = options.numThreads;
     out->min_score = options.minScore;
@@ -68,14 +113,49 @@ static void ks_objc_task_options(KSTaskOptions *options, ks_task_options *out) {
     out->model_path = options.modelPath != nil ? [options.modelPath UTF8String] : NULL;
     out->precision = (ks_precision)options.precision;
     out->backend = (ks_backend)options.backend;
+    NSData *key = options.key;
+    BOOL provider = options.keyProviderObject != nil;
+#if defined(__BLOCKS__)
+    provider = provider || options.keyProvider != nil;
+#endif
+    if (key == nil && !provider) return YES;
+    if (key != nil && [key length] != KS_TASK_KEY_BYTES) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "KSTaskOptions.key: %lu bytes; a ks-protect key is %d bytes",
+                 (unsigned long)[key length], KS_TASK_KEY_BYTES);
+        return ks__objc_fail(error, KS_STATUS_INVALID_ARGUMENT, msg);
+    }
+    ks_objc_key_state *state = calloc(1, sizeof(*state));
+    if (state == NULL) return ks__objc_fail(error, KS_STATUS_OUT_OF_MEMORY, "task key buffer");
+    state->options = [options retain];
+    out->key_user = state;
+    if (key != nil) {
+        /* getBytes: works for any NSData (also discontiguous ones, which -bytes would flatten
+         * into a buffer nobody wipes). */
+        [key getBytes:state->key length:KS_TASK_KEY_BYTES];
+        out->key = state->key;
+        out->key_bytes = KS_TASK_KEY_BYTES;
+    } else {
+        out->key_provider = ks_objc_key_provider;
+    }
+    return YES;
+}
+
+void ks__objc_task_desc_end(ks_task_options *task) {
+    ks_objc_key_state *state = task->key_user;
+    if (state == NULL) return;
+    ks__objc_wipe(state->key, sizeof(state->key));
+    [state->options release];
+    free(state);
+    task->key_user = NULL;
+    task->key = NULL;
 }
 
 BOOL ks__objc_task_desc(KSTaskOptions *options, Class expected, const char *task, void *desc,
                         size_t desc_bytes, ks_task_options *task_out, NSError **error) {
     if (!ks_objc_check_options(options, expected, task, error)) return NO;
     memset(desc, 0, desc_bytes);
-    ks_objc_task_options(options, task_out);
-    return YES;
+    return ks_objc_task_options(options, task_out, error);
 }
 
 NSArray *ks__objc_results(const void *results, const void *items, size_t item_bytes, uint32_t count,
@@ -310,6 +390,20 @@ BOOL ks__objc_image_view(KSImage *image, ks_image *out, NSError **error) {
 @synthesize modelPath = _modelPath;
 @synthesize precision = _precision;
 @synthesize backend = _backend;
+@synthesize key = _key;
+@synthesize keyProviderObject = _keyProviderObject;
+
+#if defined(__BLOCKS__)
+- (KSKeyProviderBlock)keyProvider {
+    return _keyProvider;
+}
+
+- (void)setKeyProvider:(KSKeyProviderBlock)keyProvider {
+    id copy = [keyProvider copy];
+    [_keyProvider release];
+    _keyProvider = copy;
+}
+#endif
 
 - (id)copyWithZone:(NSZone *)zone {
     KSTaskOptions *copy = [[[self class] allocWithZone:zone] init];
@@ -324,11 +418,17 @@ BOOL ks__objc_image_view(KSImage *image, ks_image *out, NSError **error) {
     copy->_modelPath = [_modelPath copy];
     copy->_precision = _precision;
     copy->_backend = _backend;
+    copy->_key = [_key retain]; /* shared, never a copy of the key bytes */
+    copy->_keyProvider = [_keyProvider retain];
+    copy->_keyProviderObject = [_keyProviderObject retain];
     return copy;
 }
 
 - (void)dealloc {
     [_modelPath release];
+    [_key release];
+    [_keyProvider release];
+    [_keyProviderObject release];
     [super dealloc];
 }
 

@@ -155,6 +155,7 @@ _Static_assert(KS_FACE_NUM_KEYPOINTS == KS_FACE_KEYPOINT_COUNT, "keypoints");
     if (options != nil) desc.model = (ks_face_detector_model)options.model;
     ks_face_detector *det = NULL;
     ks_status st = ks_face_detector_create(&desc, &det);
+    ks__objc_task_desc_end(&desc.task);
     if (!ks__objc_ok(st, NULL, error)) return ks__objc_abandon(self);
     _detector = det;
     return self;
@@ -199,6 +200,7 @@ _Static_assert(KS_FACE_NUM_KEYPOINTS == KS_FACE_KEYPOINT_COUNT, "keypoints");
     }
     ks_face_landmarker *lm = NULL;
     ks_status st = ks_face_landmarker_create(&desc, &lm);
+    ks__objc_task_desc_end(&desc.task);
     if (!ks__objc_ok(st, NULL, error)) return ks__objc_abandon(self);
     _landmarker = lm;
     return self;

@@ -79,6 +79,7 @@ _Static_assert(KS_HAND_LANDMARK_COUNT == KS_HAND_NUM_LANDMARKS, "landmarks");
     }
     ks_hand_landmarker *lm = NULL;
     ks_status st = ks_hand_landmarker_create(&desc, &lm);
+    ks__objc_task_desc_end(&desc.task);
     if (!ks__objc_ok(st, NULL, error)) return ks__objc_abandon(self);
     _landmarker = lm;
     return self;

@@ -60,6 +60,7 @@ static NSString *ks_objc_label(const char *label) {
         return ks__objc_abandon(self);
     ks_object_detector *det = NULL;
     ks_status st = ks_object_detector_create(&desc, &det);
+    ks__objc_task_desc_end(&desc.task);
     if (!ks__objc_ok(st, NULL, error)) return ks__objc_abandon(self);
     _detector = det;
     return self;
@@ -128,6 +129,7 @@ static NSString *ks_objc_label(const char *label) {
         return ks__objc_abandon(self);
     ks_image_classifier *cls = NULL;
     ks_status st = ks_image_classifier_create(&desc, &cls);
+    ks__objc_task_desc_end(&desc.task);
     if (!ks__objc_ok(st, NULL, error)) return ks__objc_abandon(self);
     _classifier = cls;
     return self;

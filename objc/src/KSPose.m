@@ -109,6 +109,7 @@ _Static_assert(sizeof(KSPoseLandmark) == sizeof(ks_pose_landmark), "landmark lay
     }
     ks_pose_landmarker *lm = NULL;
     ks_status st = ks_pose_landmarker_create(&desc, &lm);
+    ks__objc_task_desc_end(&desc.task);
     if (!ks__objc_ok(st, NULL, error)) return ks__objc_abandon(self);
     _landmarker = lm;
     return self;

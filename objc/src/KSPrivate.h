@@ -25,9 +25,18 @@ static inline id ks__objc_abandon(id object) {
 /* The start of a task's initializer: checks that `options` is nil, a plain KSTaskOptions or a
  * kind of `expected` (else NO with *error naming `task` and the class passed), zeroes the
  * `desc_bytes` of `desc` and fills `task_out` (the desc's ks_task_options) from `options`. String
- * members point into autoreleased storage valid until the current autorelease pool drains. */
+ * members point into autoreleased storage valid until the current autorelease pool drains; the
+ * key (or key provider state) into a buffer that ks__objc_task_desc_end wipes and frees. */
 BOOL ks__objc_task_desc(KSTaskOptions *options, Class expected, const char *task, void *desc,
                         size_t desc_bytes, ks_task_options *task_out, NSError **error);
+
+/* Call right after the task's create, whatever it returned, when ks__objc_task_desc succeeded:
+ * wipes and frees the key buffer ks__objc_task_desc made for the create call (the key of
+ * KSTaskOptions.key, or the key provider's state). */
+void ks__objc_task_desc_end(ks_task_options *task);
+
+/* Overwrites n bytes with zeros in a way the compiler cannot drop as a dead store (secrets). */
+void ks__objc_wipe(void *p, size_t n);
 
 /* `options` if it is a kind of `expected` (for its task-specific settings), else nil. */
 static inline id ks__objc_options_as(KSTaskOptions *options, Class expected) {

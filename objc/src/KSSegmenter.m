@@ -98,6 +98,7 @@ KSMask *ks__objc_mask_make(int32_t width, int32_t height, const float *probabili
     }
     ks_segmenter *seg = NULL;
     ks_status st = ks_segmenter_create(&desc, &seg);
+    ks__objc_task_desc_end(&desc.task);
     if (!ks__objc_ok(st, NULL, error)) return ks__objc_abandon(self);
     _segmenter = seg;
     return self;

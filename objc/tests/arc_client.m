@@ -48,5 +48,28 @@ int ks_arc_client(KSImage *image) {
             sum += (out != nil) + (session.backend == KSBackendCPU);
         }
     }
+    /* Encrypted models: a key, or a provider block (copied by the options). */
+    KSFaceDetectorOptions *encrypted = [[KSFaceDetectorOptions alloc] init];
+    NSData *appKey = [[NSData alloc] init];
+    encrypted.key = appKey;
+    __block int asked = 0;
+    encrypted.keyProvider = ^NSData *_Nullable(NSString *entryName) {
+        asked++;
+        return entryName != nil ? appKey : nil;
+    };
+    KSFaceDetector *detector = [[KSFaceDetector alloc] initWithOptions:encrypted error:&error];
+    /* The store: install the bytes a download delivered, find a file of the current version. */
+    NSData *pub = [KSStore publicKeyFromHex:(NSString *)@"00" error:&error];
+    KSStore *store = pub != nil ? [[KSStore alloc] initWithDirectory:(NSString *)@"/tmp/ks"
+                                                         trustedKeys:@[ pub ]
+                                                               error:&error]
+                                : nil;
+    KSPackageInfo *_Nullable info = [store installData:pub
+                                                 flags:KSStoreInstallAllowDowngrade
+                                                 error:&error];
+    NSString *_Nullable path = [store pathOfFile:(NSString *)@"face.ksb"
+                                       inPackage:info.packageId
+                                           error:&error];
+    sum += (path != nil) + (detector != nil) + asked + (info.major > 1u);
     return (int)faces.count + (sum > 0.0f);
 }

@@ -6,6 +6,7 @@
 #import <KestrelObjC/KestrelObjC.h>
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,27 @@ static inline int ks_test_data_count(void) {
     return total;
 }
 #endif
+
+/* Runs a shell command made with printf-style arguments (the build's tools: paths without
+ * spaces or quotes); its exit status (0 = success), -1 when it could not run. Prints the command
+ * when it fails. */
+static inline int ks_test_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int ks_test_run(const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof(cmd)) return -1;
+    int rc = system(cmd);
+    if (rc != 0) fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
+    return rc;
+}
+
+/* Reads a whole file into an autoreleased NSData (nil when it cannot). */
+static inline NSData *ks_test_read(NSString *path) {
+    return [NSData dataWithContentsOfFile:path];
+}
 
 static inline int ks_test_finish(const char *name) {
     fprintf(stderr, "%s: %d checks, %d failed\n", name, g_checks, g_failures);

@@ -219,8 +219,31 @@ typedef NS_ENUM(NSInteger, KSBackend) {
     KSBackendAuto = 3,
 };
 
+/* Bytes of a ks-protect key (KS_TASK_KEY_BYTES). */
+#define KS_TASK_KEY_LENGTH 32
+
+/* Gives the key of an encrypted (ks-protect) model, for compilers without blocks (GNUstep's
+ * gcc) or for a key store object: see KSTaskOptions.keyProviderObject. */
+@protocol KSKeyProvider <NSObject>
+/* The 32-byte key for `entryName` (the bundle entry, e.g. "face_landmarks", or the path of a
+ * .ksm given as modelPath), or nil when there is none. Called during a task's init, on the
+ * initializing thread, once per encrypted model. */
+- (NSData *KS_NULLABLE)keyForEntryName:(NSString *)entryName;
+@end
+
+#if defined(__BLOCKS__)
+/* The block form of KSKeyProvider (KSTaskOptions.keyProvider). */
+typedef NSData *KS_NULLABLE (^KSKeyProviderBlock)(NSString *KS_NONNULL entryName);
+#endif
+
 /* Options common to every task; 0 / nil means the task's default (see the C headers). Every
- * task's options class derives from it. Copied by the task at init. */
+ * task's options class derives from it. Copied by the task at init.
+ *
+ * Encrypted models (ks-protect, docs/objc.md "Encrypted models"): `key` opens every encrypted
+ * model of the task (modelPath or the entries of a bundle); else the key provider is asked for
+ * each (the block `keyProvider` where the compiler has blocks, else `keyProviderObject`). With
+ * none, init fails with KSErrorCodeInvalidArgument ("... needs its key ..."); a key that does not
+ * open a model, KSErrorCodeTampered. Plain models ignore them. */
 @interface KSTaskOptions : NSObject <NSCopying> {
   @private
     KSRunningMode _mode;
@@ -232,6 +255,9 @@ typedef NS_ENUM(NSInteger, KSBackend) {
     NSString *_modelPath;
     KSPrecision _precision;
     KSBackend _backend;
+    NSData *_key;
+    id _keyProvider; /* a KSKeyProviderBlock, copied; nil without blocks */
+    id _keyProviderObject;
 }
 @property(nonatomic, assign) KSRunningMode mode;
 @property(nonatomic, assign) int32_t numThreads;
@@ -250,6 +276,20 @@ typedef NS_ENUM(NSInteger, KSBackend) {
 @property(nonatomic, assign) KSPrecision precision;
 /* CPU (default), Vulkan, OpenCL (refused) or Auto: where the task's models run. */
 @property(nonatomic, assign) KSBackend backend;
+/* The key of encrypted models: KS_TASK_KEY_LENGTH (32) bytes. The options retain the NSData you
+ * pass and never copy its bytes (copies of the options share it), so no stray copy of the key
+ * stays in memory; it stays yours: wipe it (an NSMutableData: resetBytesInRange:) once the tasks
+ * are created. A task's init copies the bytes into a buffer for the C create call only and wipes
+ * that buffer (and the C task its own copy) before init returns; the task keeps no key. */
+@property(nonatomic, retain) NSData *KS_NULLABLE key;
+#if defined(__BLOCKS__)
+/* Asked for the key of each encrypted model when no `key` is set (copied). Its NSData is copied
+ * into the C task's key buffer, which the task wipes; the NSData stays the block's. Returning
+ * nil refuses the model (KSErrorCodeInvalidArgument, naming it). */
+@property(nonatomic, copy) KSKeyProviderBlock KS_NULLABLE keyProvider;
+#endif
+/* The same as an object (retained), used when neither `key` nor `keyProvider` is set. */
+@property(nonatomic, retain) id<KSKeyProvider> KS_NULLABLE keyProviderObject;
 @end
 
 /* The directory where tasks look for their default bundles (KESTREL_MODELS_DIR if set, else the

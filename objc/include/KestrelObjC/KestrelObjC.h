@@ -11,5 +11,6 @@
 #import "KSPose.h"
 #import "KSSegmenter.h"
 #import "KSSession.h"
+#import "KSStore.h"
 
 #endif /* KESTREL_OBJC_H */

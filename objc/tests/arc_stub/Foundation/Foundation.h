@@ -12,6 +12,9 @@ typedef signed char BOOL;
 #define NS_ENUM(_type, _name)                                                                      \
     enum _name : _type _name;                                                                      \
     enum _name : _type
+#define NS_OPTIONS(_type, _name)                                                                   \
+    enum _name : _type _name;                                                                      \
+    enum _name : _type
 #define NS_ASSUME_NONNULL_BEGIN _Pragma("clang assume_nonnull begin")
 #define NS_ASSUME_NONNULL_END _Pragma("clang assume_nonnull end")
 #define NS_DESIGNATED_INITIALIZER __attribute__((objc_designated_initializer))
@@ -49,8 +52,11 @@ __attribute__((objc_root_class))
 @end
 @interface NSArray<__covariant ObjectType> : NSObject <NSCopying, NSFastEnumeration>
 @property(readonly) NSUInteger count;
++ (instancetype)arrayWithObjects:(const ObjectType _Nonnull[_Nonnull])objects count:(NSUInteger)cnt;
 @end
 @interface NSError : NSObject
+@end
+@interface NSLock : NSObject
 @end
 @interface NSConstantString : NSString
 @end

@@ -74,7 +74,8 @@ public final class FaceDetector extends NativeObject {
     private static long create(Options o) {
         Objects.requireNonNull(o, "options");
         Kestrel.load();
-        return nativeCreate(o.nativeInts(), o.nativeFloats(), o.modelPath(), o.model().ordinal());
+        return nativeCreate(o.nativeInts(), o.nativeFloats(), o.modelPath(), o.nativeKey(),
+                o.keyProvider(), o.model().ordinal());
     }
 
     /** Detects faces in a photo (IMAGE mode). */
@@ -92,7 +93,8 @@ public final class FaceDetector extends NativeObject {
         }
     }
 
-    private static native long nativeCreate(int[] ti, float[] tf, String modelPath, int model);
+    private static native long nativeCreate(int[] ti, float[] tf, String modelPath, byte[] key,
+            KeyProvider keyProvider, int model);
 
     static native void nativeDestroy(long handle);
 

@@ -84,7 +84,8 @@ public final class FaceLandmarker extends NativeObject {
     private static long create(Options o) {
         Objects.requireNonNull(o, "options");
         Kestrel.load();
-        return nativeCreate(o.nativeInts(), o.nativeFloats(), o.modelPath(),
+        return nativeCreate(o.nativeInts(), o.nativeFloats(), o.modelPath(), o.nativeKey(),
+                o.keyProvider(),
                 o.detector().ordinal(), o.refineLandmarks(), o.minTrackingScore());
     }
 
@@ -102,7 +103,8 @@ public final class FaceLandmarker extends NativeObject {
         }
     }
 
-    private static native long nativeCreate(int[] ti, float[] tf, String modelPath, int detector,
+    private static native long nativeCreate(int[] ti, float[] tf, String modelPath, byte[] key,
+            KeyProvider keyProvider, int detector,
             boolean refine, float minTrackingScore);
 
     static native void nativeDestroy(long handle);

@@ -39,7 +39,8 @@ public final class ImageClassifier extends NativeObject {
     private static long create(Options o) {
         Objects.requireNonNull(o, "options");
         Kestrel.load();
-        return nativeCreate(o.nativeInts(), o.nativeFloats(), o.modelPath());
+        return nativeCreate(o.nativeInts(), o.nativeFloats(), o.modelPath(), o.nativeKey(),
+                o.keyProvider());
     }
 
     /** Classes sorted by descending score. */
@@ -56,7 +57,8 @@ public final class ImageClassifier extends NativeObject {
         }
     }
 
-    private static native long nativeCreate(int[] ti, float[] tf, String modelPath);
+    private static native long nativeCreate(int[] ti, float[] tf, String modelPath, byte[] key,
+            KeyProvider keyProvider);
 
     static native void nativeDestroy(long handle);
 

@@ -42,7 +42,8 @@ public final class ObjectDetector extends NativeObject {
     private static long create(Options o) {
         Objects.requireNonNull(o, "options");
         Kestrel.load();
-        return nativeCreate(o.nativeInts(), o.nativeFloats(), o.modelPath());
+        return nativeCreate(o.nativeInts(), o.nativeFloats(), o.modelPath(), o.nativeKey(),
+                o.keyProvider());
     }
 
     public List<DetectedObject> detect(Image image) {
@@ -59,7 +60,8 @@ public final class ObjectDetector extends NativeObject {
         }
     }
 
-    private static native long nativeCreate(int[] ti, float[] tf, String modelPath);
+    private static native long nativeCreate(int[] ti, float[] tf, String modelPath, byte[] key,
+            KeyProvider keyProvider);
 
     static native void nativeDestroy(long handle);
 

@@ -90,7 +90,8 @@ public final class PoseLandmarker extends NativeObject {
     private static long create(Options o) {
         Objects.requireNonNull(o, "options");
         Kestrel.load();
-        return nativeCreate(o.nativeInts(), o.nativeFloats(), o.modelPath(), o.model().ordinal(),
+        return nativeCreate(o.nativeInts(), o.nativeFloats(), o.modelPath(), o.nativeKey(),
+                o.keyProvider(), o.model().ordinal(),
                 o.minPresence(), o.outputSegmentation());
     }
 
@@ -108,7 +109,8 @@ public final class PoseLandmarker extends NativeObject {
         }
     }
 
-    private static native long nativeCreate(int[] ti, float[] tf, String modelPath, int model,
+    private static native long nativeCreate(int[] ti, float[] tf, String modelPath, byte[] key,
+            KeyProvider keyProvider, int model,
             float minPresence, boolean outputSegmentation);
 
     static native void nativeDestroy(long handle);

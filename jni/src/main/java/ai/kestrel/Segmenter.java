@@ -75,7 +75,8 @@ public final class Segmenter extends NativeObject {
     private static long create(Options o) {
         Objects.requireNonNull(o, "options");
         Kestrel.load();
-        return nativeCreate(o.nativeInts(), o.nativeFloats(), o.modelPath(), o.model().ordinal(),
+        return nativeCreate(o.nativeInts(), o.nativeFloats(), o.modelPath(), o.nativeKey(),
+                o.keyProvider(), o.model().ordinal(),
                 o.outputBytes());
     }
 
@@ -93,7 +94,8 @@ public final class Segmenter extends NativeObject {
         }
     }
 
-    private static native long nativeCreate(int[] ti, float[] tf, String modelPath, int model,
+    private static native long nativeCreate(int[] ti, float[] tf, String modelPath, byte[] key,
+            KeyProvider keyProvider, int model,
             boolean outputU8);
 
     static native void nativeDestroy(long handle);

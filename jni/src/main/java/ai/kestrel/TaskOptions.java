@@ -9,6 +9,9 @@ import java.util.Objects;
  * Zero (the builder's initial value) means the task's default, as in C.
  */
 public abstract class TaskOptions {
+    /** Bytes of a {@code ks-protect} key ({@code KS_TASK_KEY_BYTES}). */
+    public static final int KEY_BYTES = 32;
+
     private final RunningMode mode;
     private final int numThreads;
     private final float minScore;
@@ -20,6 +23,8 @@ public abstract class TaskOptions {
     private final String modelPath;
     private final Precision precision;
     private final Backend backend;
+    private final byte[] key;
+    private final KeyProvider keyProvider;
 
     protected TaskOptions(Builder<?> b) {
         this.mode = b.mode;
@@ -33,6 +38,8 @@ public abstract class TaskOptions {
         this.modelPath = b.modelPath;
         this.precision = b.precision;
         this.backend = b.backend;
+        this.key = b.key;
+        this.keyProvider = b.keyProvider;
     }
 
     public RunningMode mode() {
@@ -83,6 +90,21 @@ public abstract class TaskOptions {
         return backend;
     }
 
+    /** Whether a key for encrypted models was set (the key itself is not handed out again). */
+    public boolean hasKey() {
+        return key != null;
+    }
+
+    /** The provider of keys for encrypted models, or null. */
+    public KeyProvider keyProvider() {
+        return keyProvider;
+    }
+
+    /** The caller's key array (not a copy), for the native create call only. */
+    final byte[] nativeKey() {
+        return key;
+    }
+
     /** Integer fields in the order native code reads them (kestrel_jni_tasks.c). */
     final int[] nativeInts() {
         return new int[] {
@@ -110,6 +132,8 @@ public abstract class TaskOptions {
         private String modelPath;
         private Precision precision = Precision.STORED;
         private Backend backend = Backend.CPU;
+        private byte[] key;
+        private KeyProvider keyProvider;
 
         protected Builder() {}
 
@@ -177,6 +201,43 @@ public abstract class TaskOptions {
         /** VIDEO smoothing: 0 = default, negative = off, else the task-specific parameter. */
         public B smoothing(float smoothing) {
             this.smoothing = smoothing;
+            return self();
+        }
+
+        /**
+         * The key of encrypted models ({@code ks-protect}, 32 bytes): it opens every encrypted
+         * model of the task, the {@link #modelPath} one or the entries of a bundle. Plain models
+         * ignore it. Null removes it.
+         *
+         * <p>The array stays yours: the options keep a reference to it (no copy, so no second
+         * copy of the key lingers in the Java heap), and the task's constructor copies it into
+         * native memory for the create call only and wipes that copy before it returns. The task
+         * keeps no key. Wipe the array yourself ({@code Arrays.fill(key, (byte) 0)}) once the
+         * tasks that need it are created; do not change it while a constructor runs.
+         *
+         * <p>Without a key (and without a {@link #keyProvider}) an encrypted model makes the
+         * constructor throw {@link KestrelException} with {@link Status#INVALID_ARGUMENT}
+         * ("... needs its key ..."); a key that does not open it, {@link Status#TAMPERED}.
+         *
+         * @throws KestrelException INVALID_ARGUMENT if {@code key} is not 32 bytes
+         */
+        public B key(byte[] key) {
+            if (key != null && key.length != KEY_BYTES) {
+                throw new KestrelException(Status.INVALID_ARGUMENT,
+                        "TaskOptions.key: " + key.length + " bytes; a ks-protect key is "
+                                + KEY_BYTES + " bytes");
+            }
+            this.key = key;
+            return self();
+        }
+
+        /**
+         * Asked for the key of each encrypted model when the task is created (on the creating
+         * thread, inside the constructor); used when no {@link #key} is set. See
+         * {@link KeyProvider}. Null removes it.
+         */
+        public B keyProvider(KeyProvider keyProvider) {
+            this.keyProvider = keyProvider;
             return self();
         }
 
