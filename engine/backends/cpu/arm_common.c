@@ -98,6 +98,7 @@ typedef struct arm_conv {
     int32_t act;
     float alpha;
     const float *slope; /* KS_ACT_PRELU: one slope per output channel (CONV2D input 4) */
+    int has_res;        /* a fused residual add (CONV2D input 3), before the activation */
 } arm_conv;
 
 static size_t one_if_zero(int32_t v) {
@@ -144,8 +145,16 @@ static int conv_geometry(const ks__kernel_ctx *ctx, arm_conv *g, size_t *groups_
         return 0;
     }
     if (ctx->node->op != KS_OP_CONV2D || x->rank != 4 || w->rank != 4 || y->rank != 4) return -1;
-    /* a fused residual add (4th input) is not handled by the NEON kernels yet */
-    if (ctx->num_inputs > 3 && ctx->in[3]) return -1;
+    /* A fused float residual add (4th input: y = act(conv + bias + res)): the microkernels run
+     * without the activation and residual_act_row adds and activates each stored row. Refusing
+     * it sent every such conv to the scalar reference kernel: 16 of BlazeFace's 37 convs, 15x
+     * its instructions under qemu (docs/benchmarks-arm.md). The quantized fused forms are not
+     * float kernels. */
+    const ks__rt_tensor *res = opt_input(ctx, 3);
+    if (res) {
+        if (!is_plain_f32(res) || ks__rt_numel(res) != ks__rt_numel(y) || ip[12] != 0) return -1;
+        g->has_res = 1;
+    }
     /* PRELU slopes (5th input): the GEMM applies them after the microkernel; depthwise refuses */
     const ks__rt_tensor *slope = opt_input(ctx, 4);
     g->slope = NULL;
@@ -270,11 +279,46 @@ typedef struct gemm_job {
     const ks__arm_gemm_config *cfg;
     arm_conv g;
     ks__arm_act act;
-    const float *x, *packed, *zero;
+    const float *x, *packed, *zero, *res;
     float *y;
     char *scratch;
     size_t scratch_stride, panel_floats, num_panels, num_chunks, num_pixels;
 } gemm_job;
+
+/* A fused residual add and the activation on one stored output row while it is in L1, as the
+ * reference kernel computes them (conv + bias, + res, then the activation); slope: PRELU's per
+ * channel, else NULL. The common activations are loops the compiler vectorizes. */
+static void residual_act_row(float *y, const float *r, size_t n, int32_t act, float alpha,
+                             const float *slope) {
+    switch (act) {
+    case KS_ACT_NONE:
+        for (size_t i = 0; i < n; i++)
+            y[i] += r[i];
+        break;
+    case KS_ACT_RELU:
+        for (size_t i = 0; i < n; i++) {
+            float v = y[i] + r[i];
+            y[i] = v > 0.0f ? v : 0.0f;
+        }
+        break;
+    case KS_ACT_RELU6:
+        for (size_t i = 0; i < n; i++) {
+            float v = y[i] + r[i];
+            y[i] = v < 0.0f ? 0.0f : (v > 6.0f ? 6.0f : v);
+        }
+        break;
+    case KS_ACT_PRELU:
+        for (size_t i = 0; i < n; i++) {
+            float v = y[i] + r[i];
+            y[i] = v >= 0.0f ? v : slope[i] * v;
+        }
+        break;
+    default:
+        for (size_t i = 0; i < n; i++)
+            y[i] = ks__act_apply(y[i] + r[i], act, alpha);
+        break;
+    }
+}
 
 /* Per-channel PRELU on one stored output row while it is in L1 (the compiler vectorizes it). */
 static void prelu_row(float *y, const float *slope, size_t n) {
@@ -314,6 +358,12 @@ static void gemm_range(void *arg, size_t begin, size_t end, uint32_t thread) {
             float *c = j->y + p0 * g->oc + c0;
             j->cfg->ukernel(mr, nc, g->ic, ks, a, j->packed + pan * j->panel_floats, c, g->oc,
                             &j->act);
+            if (g->has_res) {
+                for (size_t r = 0; r < mr; r++)
+                    residual_act_row(c + r * g->oc, j->res + (p0 + r) * g->oc + c0, nc, g->act,
+                                     g->alpha, g->slope ? g->slope + c0 : NULL);
+                continue;
+            }
             if (j->act.scalar_act != KS_ACT_NONE)
                 for (size_t r = 0; r < mr; r++)
                     ks__arm_act_scalar(c + r * g->oc, nc, &j->act);
@@ -334,8 +384,9 @@ ks_status ks__arm_gemm_run(ks__kernel_ctx *ctx, const ks__arm_gemm_config *cfg) 
     if (!ctx->scratch || ctx->scratch_bytes < j.scratch_stride * ks__pool_threads(ctx->pool))
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "NEON GEMM run: scratch too small");
     j.cfg = cfg;
-    ks__arm_act_init(&j.act, j.g.slope ? KS_ACT_NONE : j.g.act, j.g.alpha);
+    ks__arm_act_init(&j.act, j.g.slope || j.g.has_res ? KS_ACT_NONE : j.g.act, j.g.alpha);
     j.x = (const float *)ctx->in[0]->data;
+    j.res = j.g.has_res ? (const float *)ctx->in[3]->data : NULL;
     j.y = (float *)ctx->out[0]->data;
     j.packed = (const float *)ctx->packed;
     j.num_panels = (j.g.oc + cfg->nr - 1) / cfg->nr;
@@ -406,7 +457,7 @@ typedef struct dw_job {
     arm_conv g;
     ks__arm_act act;
     ks__arm_dw_ukernel ukernel;
-    const float *x, *packed, *zero;
+    const float *x, *packed, *zero, *res;
     float *y;
     char *scratch;
     size_t scratch_stride, cp;
@@ -428,7 +479,11 @@ static void dw_range(void *arg, size_t begin, size_t end, uint32_t thread) {
                             tap_pointer(g, j->x, j->zero, n, oy, ox0 + px, ky, kx);
             float *out = j->y + (row * g->ow + ox0) * g->oc;
             j->ukernel(num_px, g->oc, j->cp, taps, ptrs, j->packed, out, &j->act);
-            ks__arm_act_scalar(out, num_px * g->oc, &j->act);
+            if (g->has_res)
+                residual_act_row(out, j->res + (row * g->ow + ox0) * g->oc, num_px * g->oc, g->act,
+                                 g->alpha, NULL);
+            else
+                ks__arm_act_scalar(out, num_px * g->oc, &j->act);
         }
     }
 }
@@ -442,7 +497,8 @@ ks_status ks__arm_dw_run(ks__kernel_ctx *ctx, ks__arm_dw_ukernel ukernel) {
     j.scratch_stride = round_up(ARM_DW_PX_PER_CALL * j.g.kh * j.g.kw * sizeof(const float *), 64);
     if (!ctx->scratch || ctx->scratch_bytes < j.scratch_stride * ks__pool_threads(ctx->pool))
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "NEON depthwise run: scratch too small");
-    ks__arm_act_init(&j.act, j.g.act, j.g.alpha);
+    ks__arm_act_init(&j.act, j.g.has_res ? KS_ACT_NONE : j.g.act, j.g.alpha);
+    j.res = j.g.has_res ? (const float *)ctx->in[3]->data : NULL;
     j.ukernel = ukernel;
     j.cp = round_up(j.g.oc, 4);
     j.x = (const float *)ctx->in[0]->data;

@@ -169,9 +169,10 @@ typedef struct f16_conv {
     const float *slope; /* KS_ACT_PRELU: per output channel, applied after the microkernel */
 } f16_conv;
 
-/* Probe of the fp32 NEON GEMM's acceptance test (arm_common.c): the fp16 variant runs exactly
- * the nodes that one runs (float activations, constant weights and bias, groups 1, no fused
- * residual). Its mr/nr only bound the packed size there. */
+/* Probe of the fp32 NEON GEMM's acceptance test (arm_common.c): the fp16 variant runs the nodes
+ * that one runs (float activations, constant weights and bias, groups 1) but for a fused
+ * residual add, which f16_supported refuses (the fp32 GEMM adds it after its microkernel; this
+ * kernel does not). Its mr/nr only bound the packed size there. */
 static const ks__arm_gemm_config k_probe = {MR, NR, NULL};
 
 static size_t one_if_zero(int32_t v) {
@@ -226,6 +227,7 @@ static size_t scratch_stride(const f16_conv *g) {
 }
 
 static int f16_supported(const ks__kernel_ctx *ctx, f16_conv *g) {
+    if (ctx->num_inputs > 3 && ctx->in[3]) return 0; /* a fused residual add */
     if (ks__arm_gemm_cost(ctx, &k_probe) < 0) return 0;
     f16_geometry(ctx, g);
     return packed_bytes(g) != 0;
