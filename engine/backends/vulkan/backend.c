@@ -79,6 +79,7 @@ enum {
     K_CONV_GEMM,
     K_DECONV,
     K_POOL,
+    K_POOL_WIDE,
     K_PAD,
     K_COPY,
     K_RESIZE,
@@ -197,6 +198,7 @@ static const kernel_info k_kernels[K_COUNT] = {
     [K_DECONV] = KERNEL(deconv, 5, pc_conv),
     [K_CONV_GEMM] = KERNEL(conv2d_gemm, 6, pc_conv),
     [K_POOL] = KERNEL(pool2d, 2, pc_pool),
+    [K_POOL_WIDE] = KERNEL(pool2d_wide, 2, pc_pool),
     [K_PAD] = KERNEL(pad, 2, pc_pad),
     [K_COPY] = KERNEL(copy, 2, pc_copy),
     [K_RESIZE] = KERNEL(resize, 2, pc_resize),
@@ -1322,9 +1324,12 @@ static ks_status plan_pool(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, 
         !small(g.sw) || !small(g.pt) || !small(g.pl) || !small(g.pb) || !small(g.pr) ||
         !small(g.oh) || !small(g.ow))
         return refuse(why, cap, "geometry too large");
-    dispatch *sp = add_step(np, K_POOL, count);
+    /* A window of 256 pixels or more (global pooling): one group of 64 per output
+     * (pool2d_wide.comp) instead of one invocation walking the whole window. */
+    bool wide = g.kh * g.kw >= 256 && count * GROUP_SIZE <= (int64_t)UINT32_MAX;
+    dispatch *sp = add_step(np, wide ? K_POOL_WIDE : K_POOL, wide ? count * GROUP_SIZE : count);
     sp->pc.pool = (pc_pool){
-        sp->count,           (int32_t)g.ih, (int32_t)g.iw,    (int32_t)g.c,  (int32_t)g.oh,
+        (uint32_t)count,     (int32_t)g.ih, (int32_t)g.iw,    (int32_t)g.c,  (int32_t)g.oh,
         (int32_t)g.ow,       (int32_t)g.kh, (int32_t)g.kw,    (int32_t)g.sh, (int32_t)g.sw,
         (int32_t)g.pt,       (int32_t)g.pl, (int32_t)g.pb,    (int32_t)g.pr, g.kind,
         g.count_include_pad, g.act,         ctx->node->fp[0],

@@ -614,10 +614,11 @@ static void test_pool(void **state) {
     need_vulkan();
     ks__graph g;
     ks__graph_init(&g, NULL);
-    int64_t xd[4] = {1, 9, 11, 5};
-    int32_t x = tensor(&g, "x", 4, xd), outs[7];
-    /* ip: kh kw sh sw pt pl pb pr mode kind count_include_pad act ceil_mode */
-    static const int32_t ip[7][13] = {
+    int64_t xd[4] = {1, 9, 11, 5}, wd[4] = {1, 23, 19, 6};
+    int32_t ins[2] = {tensor(&g, "x", 4, xd), tensor(&g, "xw", 4, wd)}, outs[10];
+    /* ip: kh kw sh sw pt pl pb pr mode kind count_include_pad act ceil_mode; the last three on
+     * the 23 x 19 input have windows of 256 pixels or more (pool2d_wide.comp) */
+    static const int32_t ip[10][13] = {
         {3, 3, 2, 2, 0, 0, 0, 0, KS_PAD_SAME_UPPER, 0, 0, KS_ACT_NONE, 0},
         {3, 3, 2, 2, 0, 0, 0, 0, KS_PAD_SAME_UPPER, 1, 0, KS_ACT_NONE, 0},
         {2, 3, 1, 1, 1, 0, 1, 2, KS_PAD_EXPLICIT, 1, 1, KS_ACT_RELU6, 0},
@@ -625,17 +626,21 @@ static void test_pool(void **state) {
         {0, 0, 0, 0, 0, 0, 0, 0, KS_PAD_VALID, 0, 0, KS_ACT_NONE, 0},
         {2, 2, 2, 2, 0, 0, 0, 0, KS_PAD_VALID, 0, 0, KS_ACT_TANH, 1},
         {3, 2, 3, 2, 0, 0, 0, 0, KS_PAD_SAME_LOWER, 1, 1, KS_ACT_NONE, 0},
+        {0, 0, 0, 0, 0, 0, 0, 0, KS_PAD_VALID, 1, 0, KS_ACT_NONE, 0},
+        {0, 0, 0, 0, 0, 0, 0, 0, KS_PAD_VALID, 0, 0, KS_ACT_RELU, 0},
+        {17, 16, 3, 2, 2, 1, 1, 3, KS_PAD_EXPLICIT, 1, 1, KS_ACT_NONE, 0},
     };
     char name[32];
-    for (int k = 0; k < 7; k++) {
+    for (int k = 0; k < 10; k++) {
         snprintf(name, sizeof(name), "pool%d", k);
         outs[k] = unknown(&g, name, 4);
-        ks__node *n = add(&g, KS_OP_POOL2D, name, 1, &x, outs[k]);
+        ks__node *n = add(&g, KS_OP_POOL2D, name, 1, &ins[k < 7 ? 0 : 1], outs[k]);
         memcpy(n->ip, ip[k], sizeof(ip[k]));
     }
     const range r[1] = {{-1.0f, 1.0f}};
-    check_graph("POOL2D: max and average, SAME, explicit, global, ceil mode, count_include_pad", &g,
-                1, &x, 7, outs, r, 1);
+    check_graph("POOL2D: max and average, SAME, explicit, global, ceil mode, count_include_pad, "
+                "windows of 256+ pixels",
+                &g, 2, ins, 10, outs, r, 1);
 }
 
 static void test_layout(void **state) {
