@@ -548,7 +548,9 @@ function showStudio(): void {
   $("#studio").hidden = false;
 }
 
+let opens = 0; // projects opened so far (tests wait for an open to finish with it)
 function openSnapshot(s: Snapshot, asNewHistory: boolean): void {
+  opens++;
   if (asNewHistory) {
     project = new Project(s);
     project.onChange = changed;
@@ -753,6 +755,7 @@ async function main(): Promise<void> {
     files: () => [...project.files.keys()].sort(),
     validation: () => validation,
     undoDepth: () => project.undoDepth(),
+    opens: () => opens,
     idle: () => pending,
     // Renders the photo once more and keeps the canvas pixels (read back from the WebGL
     // canvas) under `key`; tests compare snapshots in the page (no pixel arrays cross over).

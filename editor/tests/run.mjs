@@ -74,7 +74,11 @@ async function openStudio(b = browser) {
 const idle = (page) => page.evaluate(() => window.__studio.idle());
 const manifest = (page) => page.evaluate(() => window.__studio.manifest());
 async function openTemplate(page, name) {
+  // Wait for this open to finish, not just for a manifest with that id: the flow before may
+  // have left the same template open, and a late open would undo this flow's first edits.
+  const before = await page.evaluate(() => window.__studio.opens());
   await page.click(`.template[data-name="${name}"]`);
+  await page.waitForFunction((b) => window.__studio.opens() > b, before);
   await page.waitForFunction((n) => window.__studio.manifest().id?.endsWith(n), name);
   await idle(page);
   assert(await page.evaluate(() => window.__studio.validation().ok), `${name} validates`);
@@ -310,9 +314,10 @@ test("undo_redo_120_steps", async ({ page }) => {
   assert((await manifest(page)).name === "name 60", "60 redos");
   await page.click("#undo-btn");
   assert((await manifest(page)).name === "name 59", "undo button");
-  // Out of the default run until a failure is understood: the final CI run of 2026-12-06 saw
-  // "120 edits applied" fail once (the early run and the author's runs passed); the message now
-  // shows the name it found. KS_EDITOR_FULL=1 runs it.
+  // Out of the default run for now: a fresh-clone run of 2026-12-06 saw "120 edits applied"
+  // fail once, most likely because openTemplate returned while the previous flow's identical
+  // template was open and this flow's open landed after its edits (openTemplate now waits for
+  // the open itself). KS_EDITOR_FULL=1 runs it.
 }, { slow: true });
 
 test("autosave_survives_reload", async ({ page }) => {
