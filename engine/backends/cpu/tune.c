@@ -257,8 +257,11 @@ static void save_file(ks__tuner *t) {
     ks__free(&t->alloc, tmp);
 }
 
-/* (op, threads, each input's dtype/shape/constness, each output's dtype/shape, params). */
-static int make_key(const ks__kernel_ctx *ctx, char *buf, size_t cap) {
+/* (op, threads, the session's ISA bits, each input's dtype/shape/constness, each output's
+ * dtype/shape, params). The ISA bits are the session's, not the machine's (the header has those):
+ * KS_ISA_MAX, KS_FORCE_SCALAR and the precision narrow them (KS_PRECISION_FP16 adds the AArch64
+ * fp16 kernels), and a winner timed among one set of candidates says nothing about another. */
+static int make_key(const ks__kernel_ctx *ctx, uint32_t isa, char *buf, size_t cap) {
     const ks__node *n = ctx->node;
     size_t len = 0;
 #define APPEND(...)                                                                                \
@@ -267,7 +270,8 @@ static int make_key(const ks__kernel_ctx *ctx, char *buf, size_t cap) {
         if (w_ < 0 || (size_t)w_ >= cap - len) return -1;                                          \
         len += (size_t)w_;                                                                         \
     } while (0)
-    APPEND("%s/t%u", ks__op_get_info(n->op)->name, ctx->num_threads ? ctx->num_threads : 1);
+    APPEND("%s/t%u/x%x", ks__op_get_info(n->op)->name, ctx->num_threads ? ctx->num_threads : 1,
+           (unsigned)isa);
     for (uint32_t k = 0; k < ctx->num_inputs + ctx->num_outputs; k++) {
         const ks__rt_tensor *r = k < ctx->num_inputs ? ctx->in[k] : ctx->out[k - ctx->num_inputs];
         APPEND("/%c", k < ctx->num_inputs ? 'i' : 'o');
@@ -412,7 +416,7 @@ const ks__impl *ks__tune_select(ks__tuner *t, const ks__kernel_ctx *ctx, uint32_
     if (num < 2) return num ? cand[0] : NULL;
     if (!t->loaded) load_file(t);
     char key[TUNE_KEY_CAP];
-    int have_key = make_key(ctx, key, sizeof(key)) == 0;
+    int have_key = make_key(ctx, isa, key, sizeof(key)) == 0;
     if (have_key) {
         const tune_entry *e = find_entry(t, key);
         if (e) {

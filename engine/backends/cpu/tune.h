@@ -4,7 +4,7 @@
  * the node, the tuner times candidates on the node's real shapes (FAST: the three cheapest by
  * cost; FULL: all) with trial buffers (inputs zero-filled, packed weights and scratch made for
  * the trial, then freed) and keeps the fastest. Winners are cached per (op, shapes, params,
- * threads) key in memory and, with a cache path, in a text file:
+ * threads, the session's ISA bits) key in memory and, with a cache path, in a text file:
  *
  *     line 1:  "kestrel-tune 1\t<ks__cpu_name()>\t<isa string>\t<KS_VERSION_STRING>\n"
  *     then:    "<key>\t<variant name>\n" per entry
