@@ -10,6 +10,9 @@
 ks_status ks__session_create_on(const ks_model *model, const ks__graph *graph,
                                 const ks_session_desc *desc, ks_session **session_out);
 
+/* Forgets KS_BACKEND_AUTO's choices made in this process (not those on disk): tests only. */
+void ks__auto_forget(void);
+
 /* KS_PRECISION_FASTEST: fills fp32[g->num_nodes] (1 = run in fp32) for model's graph, timed
  * with desc's threads and tuning. Returns KS_STATUS_OK with every entry 0 when nothing is
  * demotable or the timing cannot run (dynamic input shapes, a missing kernel: logged). */

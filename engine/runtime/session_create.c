@@ -9,7 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "auto_cache.h"
 #include "backends/cpu/impl.h" /* ks__cpu_backend */
+#include "base/alloc.h"
 #include "base/crc32.h"
 #include "format/ksm.h"
 #include "src/common.h"
@@ -122,6 +124,12 @@ static void auto_store(const auto_key *k, ks_backend b) {
     pthread_mutex_unlock(&g_auto.lock);
 }
 
+void ks__auto_forget(void) {
+    pthread_mutex_lock(&g_auto.lock);
+    g_auto.count = g_auto.next = 0;
+    pthread_mutex_unlock(&g_auto.lock);
+}
+
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -159,19 +167,59 @@ static bool static_inputs(const ks__graph *g) {
     return true;
 }
 
+/* The choice's key in the file beside the tuning cache (auto_cache.h), or false when there is no
+ * file or no device to name (then nothing is kept on disk). */
+static bool file_key(const auto_key *k, const ks_session_desc *desc, char *buf, size_t cap) {
+    if (!desc || !desc->tune_cache_path || !desc->tune_cache_path[0]) return false;
+    char err[200], dev[300];
+    const ks__backend *b = device_backend(KS_BACKEND_VULKAN, err, sizeof(err));
+    if (!b || !b->identity || b->identity(dev, sizeof(dev), err, sizeof(err)) != KS_STATUS_OK)
+        return false;
+    int n = snprintf(buf, cap, "%08x:%llu:t%d:p%d:%s", (unsigned)k->crc,
+                     (unsigned long long)k->bytes, (int)k->threads, (int)k->precision, dev);
+    return n > 0 && (size_t)n < cap;
+}
+
+/* "<tune_cache_path>.auto" (freed by the caller), or NULL. */
+static char *file_path(const ks_session_desc *desc) {
+    size_t n = strlen(desc->tune_cache_path);
+    char *p = ks__alloc(NULL, n + sizeof(".auto"));
+    if (p) {
+        memcpy(p, desc->tune_cache_path, n);
+        memcpy(p + n, ".auto", sizeof(".auto"));
+    }
+    return p;
+}
+
+static ks_status create_known(const ks_model *model, const ks__graph *graph,
+                              const ks_session_desc *desc, ks_backend known,
+                              ks_session **session_out) {
+    if (known == KS_BACKEND_CPU ||
+        create_on(model, graph, desc, known, session_out) != KS_STATUS_OK)
+        return create_on(model, graph, desc, KS_BACKEND_CPU, session_out);
+    return KS_STATUS_OK;
+}
+
 static ks_status create_auto(const ks_model *model, const ks__graph *graph,
                              const ks_session_desc *desc, ks_session **session_out) {
     auto_key key = model_key(model, desc);
     ks_backend known;
-    if (auto_lookup(&key, &known)) {
-        if (known == KS_BACKEND_CPU ||
-            create_on(model, graph, desc, known, session_out) != KS_STATUS_OK)
-            return create_on(model, graph, desc, KS_BACKEND_CPU, session_out);
-        return KS_STATUS_OK;
+    if (auto_lookup(&key, &known)) return create_known(model, graph, desc, known, session_out);
+    char fkey[KS__AUTO_KEY_CAP];
+    char *path = file_key(&key, desc, fkey, sizeof(fkey)) ? file_path(desc) : NULL;
+    if (path && ks__auto_load(path, fkey, &known)) {
+        ks__free(NULL, path);
+        ks__log(KS_LOG_INFO, "backend auto: %s (chosen before, %s.auto)", ks_backend_string(known),
+                desc->tune_cache_path);
+        auto_store(&key, known);
+        return create_known(model, graph, desc, known, session_out);
     }
     ks_session *cpu = NULL, *gpu = NULL;
     ks_status st = create_on(model, graph, desc, KS_BACKEND_CPU, &cpu);
-    if (st) return st;
+    if (st) {
+        ks__free(NULL, path);
+        return st;
+    }
     ks_backend best = KS_BACKEND_CPU;
     char why[KS_ERROR_CAP] = "";
     if (!static_inputs(graph)) {
@@ -210,6 +258,10 @@ static ks_status create_auto(const ks_model *model, const ks__graph *graph,
     }
     if (why[0]) ks__log(KS_LOG_INFO, "backend auto: the CPU (%s)", why);
     auto_store(&key, best);
+    /* kept on disk only when measured: a failure may be passing (a busy device, a timing run
+     * that failed), and the next process then tries again */
+    if (path && !why[0]) ks__auto_save(path, fkey, best);
+    ks__free(NULL, path);
     if (best == KS_BACKEND_CPU) {
         ks_session_destroy(gpu);
         *session_out = cpu;

@@ -60,9 +60,9 @@ typedef struct ks__backend {
      * every member below NULL: its nodes run in the session's own loop. A session created with a
      * device backend runs the nodes the device supports in partitions and everything else on
      * the host. Every function reports failure as a status with one line in err (err_cap
-     * bytes) and never aborts. A device backend sets name and all seven members below; the
-     * session never calls its kernels, features, select or tuner members (it asks the host
-     * backend), so they may be NULL. ---- */
+     * bytes) and never aborts. A device backend sets name and the seven members below (identity is
+     * optional); the session never calls its kernels, features, select or tuner members (it asks
+     * the host backend), so they may be NULL. ---- */
 
     /* Opens the device for one session (its queue, memory, pipelines). desc (NULL: defaults)
      * is the session's: the device reads the options that concern it (precision for its number
@@ -90,6 +90,11 @@ typedef struct ks__backend {
      * only show at completion (device lost, out of device memory) come back here. times may be
      * NULL. */
     ks_status (*wait)(void *dev, void *prog, ks__partition_times *times, char *err, size_t err_cap);
+    /* The device that device_create would open now, as one line (vendor and device ids, driver
+     * version and name; no tab or newline) in buf (cap bytes): the key under which
+     * KS_BACKEND_AUTO remembers its choice across processes (NULL: per process only). Opens no
+     * device. Fails as device_create would when there is none. */
+    ks_status (*identity)(char *buf, size_t cap, char *err, size_t err_cap);
 } ks__backend;
 
 #ifdef __cplusplus

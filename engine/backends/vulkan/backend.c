@@ -86,6 +86,8 @@ enum {
     K_SOFTMAX,
     K_MATMUL,
     K_REDUCE,
+    K_WIDEN,  /* fp16 -> fp32 copy of a tensor (per-node precision in the fp16 modes) */
+    K_NARROW, /* fp32 -> fp16 */
     K_COUNT
 };
 
@@ -171,6 +173,11 @@ typedef struct pc_reduce {
     int32_t kdims[MAX_DIMS], ks[MAX_DIMS], rdims[MAX_DIMS], rs[MAX_DIMS];
 } pc_reduce;
 
+/* WIDEN and NARROW */
+typedef struct pc_cast {
+    uint32_t count;
+} pc_cast;
+
 /* Precision variants of every shader (shaders/prec.glsl): the device's mode picks one. */
 enum { V_F32, V_F16_STORAGE, V_F16, V_COUNT };
 
@@ -205,6 +212,8 @@ static const kernel_info k_kernels[K_COUNT] = {
     [K_SOFTMAX] = KERNEL(softmax, 2, pc_softmax),
     [K_MATMUL] = KERNEL(matmul, 4, pc_matmul),
     [K_REDUCE] = KERNEL(reduce, 2, pc_reduce),
+    [K_WIDEN] = KERNEL(widen, 2, pc_cast),
+    [K_NARROW] = KERNEL(narrow, 2, pc_cast),
 };
 #undef KERNEL
 
@@ -222,9 +231,11 @@ typedef struct dispatch {
         pc_softmax softmax;
         pc_matmul matmul;
         pc_reduce reduce;
+        pc_cast cast;
     } pc;
     uint32_t count; /* invocations */
     uint32_t groups_x, groups_y;
+    int variant; /* V_*: the shader variant; the device's, or V_F32 for a node kept in fp32 */
     /* per binding, the node's operand: input i (>= 0; absent: the output's region, never read)
      * or output -1 - i */
     int8_t ref[MAX_BINDINGS];
@@ -245,7 +256,7 @@ typedef struct node_plan {
 typedef struct vk_pipe {
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout layout;
-    VkPipeline pipeline;
+    VkPipeline pipeline[V_COUNT]; /* per variant: the device's, and V_F32 in the fp16 modes */
 } vk_pipe;
 
 typedef struct vk_dev {
@@ -485,7 +496,8 @@ static void vk_device_destroy(void *dev_) {
         }
         for (int k = 0; k < K_COUNT; k++) {
             vk_pipe *p = &d->pipes[k];
-            if (p->pipeline) vk->vkDestroyPipeline(d->device, p->pipeline, NULL);
+            for (int v = 0; v < V_COUNT; v++)
+                if (p->pipeline[v]) vk->vkDestroyPipeline(d->device, p->pipeline[v], NULL);
             if (p->layout) vk->vkDestroyPipelineLayout(d->device, p->layout, NULL);
             if (p->set_layout) vk->vkDestroyDescriptorSetLayout(d->device, p->set_layout, NULL);
         }
@@ -936,12 +948,28 @@ static ks_status vk_device_create(const ks_allocator *alloc, const ks_session_de
     return KS_STATUS_OK;
 }
 
-/* The pipeline of a shader family, made on first use. */
-static ks_status ensure_pipe(vk_dev *d, int kind, char *err, size_t cap) {
+static ks_status vk_identity(char *buf, size_t cap, char *err, size_t err_cap) {
+    vk_dev *d = ks__calloc(NULL, 1, sizeof(*d));
+    if (!d) return ks__fail(err, err_cap, KS_STATUS_OUT_OF_MEMORY, "Vulkan: out of memory");
+    d->alloc = ks__allocator_or_default(NULL);
+    ks_status st = open_instance(d, err, err_cap);
+    if (!st) st = pick_device(d, err, err_cap);
+    if (!st) {
+        snprintf(buf, cap, "vulkan %04x:%04x driver %08x %s", d->props.vendorID, d->props.deviceID,
+                 d->props.driverVersion, d->props.deviceName);
+        for (char *p = buf; *p; p++)
+            if (*p == '\t' || *p == '\n' || *p == '\r') *p = ' ';
+    }
+    ks__free(NULL, d);
+    return st;
+}
+
+/* The pipeline of a shader family in variant v, made on first use. */
+static ks_status ensure_pipe(vk_dev *d, int kind, int v, char *err, size_t cap) {
     vk_pipe *p = &d->pipes[kind];
     const kernel_info *ki = &k_kernels[kind];
     const ks__vk_fns *vk = &d->vk;
-    if (p->pipeline) return KS_STATUS_OK;
+    if (p->pipeline[v]) return KS_STATUS_OK;
     VkResult r = VK_SUCCESS;
     const char *step = "";
     if (!p->set_layout) {
@@ -981,8 +1009,8 @@ static ks_status ensure_pipe(vk_dev *d, int kind, char *err, size_t cap) {
     }
     VkShaderModuleCreateInfo smi = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-        .codeSize = ki->spv_bytes[d->fp16],
-        .pCode = ki->spv[d->fp16],
+        .codeSize = ki->spv_bytes[v],
+        .pCode = ki->spv[v],
     };
     VkShaderModule sm = VK_NULL_HANDLE;
     step = "vkCreateShaderModule";
@@ -1007,7 +1035,7 @@ static ks_status ensure_pipe(vk_dev *d, int kind, char *err, size_t cap) {
     };
     if (d->feedback) ci.pNext = &fci;
     step = "vkCreateComputePipelines";
-    r = vk->vkCreateComputePipelines(d->device, d->pcache, 1, &ci, NULL, &p->pipeline);
+    r = vk->vkCreateComputePipelines(d->device, d->pcache, 1, &ci, NULL, &p->pipeline[v]);
     vk->vkDestroyShaderModule(d->device, sm, NULL);
     if (r == VK_SUCCESS) {
         d->built++;
@@ -1019,7 +1047,7 @@ static ks_status ensure_pipe(vk_dev *d, int kind, char *err, size_t cap) {
         g_info.pipelines_from_cache = d->feedback ? (int32_t)d->built_cached : -1;
         return KS_STATUS_OK;
     }
-    p->pipeline = VK_NULL_HANDLE;
+    p->pipeline[v] = VK_NULL_HANDLE;
 error:;
     ks_status st = ks__vk_status(r);
     return ks__fail(err, cap, st == KS_STATUS_OUT_OF_MEMORY ? st : KS_STATUS_UNSUPPORTED,
@@ -1808,8 +1836,9 @@ enum { R_CONST, R_INPUT, R_OUTPUT, R_INTERNAL };
 typedef struct region {
     const ks__rt_tensor *t;
     int kind;
-    uint32_t root; /* the region whose memory it is: itself, or a view's input (an alias) */
-    bool wide;     /* a constant kept in fp32 in the fp16 modes (convolution weights) */
+    uint32_t root;  /* the region whose memory it is: itself, or a view's input (an alias) */
+    bool wide;      /* a constant kept in fp32 in the fp16 modes (convolution weights) */
+    uint32_t esize; /* bytes per element: 4, or 2 for an fp16 tensor */
     VkDeviceSize off, bytes; /* in the device buffer */
     VkDeviceSize stage_off;  /* inputs and outputs: in the staging buffer; constants: in the
                                 temporary upload buffer */
@@ -1817,7 +1846,8 @@ typedef struct region {
 
 typedef struct host_copy {
     void *host;
-    size_t stage_off, bytes;
+    size_t stage_off, bytes; /* bytes: in the staging buffer */
+    bool half;               /* fp16 on the device: converted at the transfer */
 } host_copy;
 
 typedef struct vk_prog {
@@ -1942,7 +1972,9 @@ typedef struct build {
     dispatch *steps; /* every dispatch of the partition, in order */
     uint32_t num_steps;
     uint32_t *map;      /* tensor id -> region index + 1 */
-    uint32_t *map_wide; /* the same for fp32 copies of constants (wide_binding) */
+    uint32_t *map_wide; /* the same for fp32 copies of constants (wide_binding, fp32 nodes) */
+    uint32_t *map_cast; /* the same for a tensor's copy in the other precision (made by a cast) */
+    uint8_t *fp32;      /* per node of the partition: 1 = runs in fp32 (the fp16 modes) */
     region *rg;
     uint32_t num_rg;
     uint32_t *bind;        /* per step, per binding: region index */
@@ -1952,12 +1984,15 @@ typedef struct build {
     size_t cap;
 } build;
 
+/* The region of tensor id, made at its first use: as a node's output (`produced`, with that
+ * node's element size), else as a partition input or a constant (the device's). */
 static ks_status region_of(build *b, int32_t id, const ks__rt_tensor *t, bool produced,
-                           uint32_t *out) {
+                           uint32_t esize, uint32_t *out) {
     if (!b->map[id]) {
         region *r = &b->rg[b->num_rg];
         r->t = t;
-        r->bytes = (VkDeviceSize)ks__rt_numel(t) * b->d->esize;
+        r->esize = produced ? esize : (uint32_t)b->d->esize;
+        r->bytes = (VkDeviceSize)ks__rt_numel(t) * r->esize;
         if (listed(b->part->inputs, b->part->num_inputs, id))
             r->kind = R_INPUT;
         else if (produced)
@@ -1988,7 +2023,7 @@ static ks_status region_of(build *b, int32_t id, const ks__rt_tensor *t, bool pr
  * there when it leaves the partition. */
 static ks_status region_alias(build *b, int32_t id, const ks__rt_tensor *t, uint32_t of) {
     uint32_t r;
-    ks_status st = region_of(b, id, t, true, &r);
+    ks_status st = region_of(b, id, t, true, b->rg[of].esize, &r);
     if (st) return st;
     b->rg[r].root = b->rg[of].root;
     return KS_STATUS_OK;
@@ -2012,12 +2047,85 @@ static ks_status region_wide(build *b, int32_t id, const ks__rt_tensor *t, uint3
         region *r = &b->rg[b->num_rg];
         r->t = t;
         r->bytes = (VkDeviceSize)ks__rt_numel(t) * 4u;
+        r->esize = 4;
         r->kind = R_CONST;
         r->wide = true;
         r->root = b->num_rg;
         b->map_wide[id] = ++b->num_rg;
     }
     *out = b->map_wide[id] - 1;
+    return KS_STATUS_OK;
+}
+
+/* Whether node_index is in the list "a,b-c,..." (KS_VULKAN_FP32_NODES). */
+static bool in_node_list(const char *list, uint32_t node_index) {
+    const char *p = list;
+    while (*p) {
+        char *end = NULL;
+        unsigned long lo = strtoul(p, &end, 10), hi = lo;
+        if (end == p) return false;
+        if (*end == '-') {
+            p = end + 1;
+            hi = strtoul(p, &end, 10);
+            if (end == p) return false;
+        }
+        if (node_index >= lo && node_index <= hi) return true;
+        if (*end != ',') return false;
+        p = end + 1;
+    }
+    return false;
+}
+
+/* Which nodes of the partition run in fp32 in the fp16 modes (docs/vulkan.md, "Precision"). */
+static void choose_fp32_nodes(build *b) {
+    const char *env = getenv("KS_VULKAN_FP32_NODES");
+    for (uint32_t k = 0; k < b->part->num_nodes; k++)
+        if (env && in_node_list(env, b->ctx[k].node_index)) b->fp32[k] = 1;
+}
+
+/* The region that binding i of a step (of `kind`, in variant v, for partition node k) reads for
+ * operand tensor id: its own, or in the fp16 modes an fp32 copy of a constant (a wide binding, or
+ * a node kept in fp32), or a copy in the other precision made on the device by a cast step,
+ * appended now (before the step) and shared by every later reader. */
+static ks_status operand_region(build *b, uint32_t k, int kind, int v, uint32_t i, int32_t id,
+                                const ks__rt_tensor *t, uint32_t *out) {
+    vk_dev *d = b->d;
+    if (d->esize == 2 && wide_binding(kind, i)) return region_wide(b, id, t, out);
+    uint32_t r;
+    ks_status st = region_of(b, id, t, false, (uint32_t)d->esize, &r);
+    if (st) return st;
+    uint32_t want = v == V_F32 ? 4u : (uint32_t)d->esize;
+    if (b->rg[r].esize == want) {
+        *out = r;
+        return KS_STATUS_OK;
+    }
+    if (b->rg[r].kind == R_CONST) return region_wide(b, id, t, out); /* want is 4 */
+    if (!b->map_cast[id]) {
+        int64_t n = ks__rt_numel(t);
+        region *c = &b->rg[b->num_rg];
+        c->t = t;
+        c->kind = R_INTERNAL;
+        c->esize = want;
+        c->bytes = (VkDeviceSize)n * want;
+        c->root = b->num_rg;
+        dispatch *sp = &b->steps[b->num_steps];
+        memset(sp, 0, sizeof(*sp));
+        sp->kind = want == 4 ? K_WIDEN : K_NARROW;
+        sp->variant = d->fp16;
+        sp->count = (uint32_t)n;
+        sp->pc.cast.count = (uint32_t)n;
+        if (!small(n) || !set_groups(d, sp))
+            return ks__fail(b->err, b->cap, KS_STATUS_INTERNAL,
+                            "Vulkan: partition %u: tensor '%s' is too large to convert",
+                            b->part->index, ks__rt_name(t));
+        uint32_t *bind = &b->bind[b->num_steps * MAX_BINDINGS];
+        bind[0] = r;
+        bind[1] = b->num_rg;
+        b->p->step_node[b->num_steps] = k;
+        b->num_steps++;
+        b->map_cast[id] = ++b->num_rg;
+    }
+    *out = b->map_cast[id] - 1;
     return KS_STATUS_OK;
 }
 
@@ -2045,8 +2153,8 @@ static ks_status upload_constants(build *b, VkDeviceSize const_bytes) {
         if (rg->kind != R_CONST) continue;
         uint8_t *dst = (uint8_t *)map + rg->stage_off;
         size_t count = (size_t)ks__rt_numel(rg->t);
-        bool half = d->esize == 2 && !rg->wide; /* an fp16 region */
-        if (rg->t->dtype == KS_DTYPE_F16)       /* const_f16: weights stored fp16 */
+        bool half = rg->esize == 2;       /* an fp16 region */
+        if (rg->t->dtype == KS_DTYPE_F16) /* const_f16: weights stored fp16 */
             half ? memcpy(dst, rg->t->data, count * 2u)
                  : f16_to_f32_n((float *)dst, rg->t->data, count);
         else if (half)
@@ -2228,9 +2336,9 @@ static ks_status record(build *b, bool timed) {
         const dispatch *np = &b->steps[k];
         const kernel_info *ki = &k_kernels[np->kind];
         const vk_pipe *pipe = &d->pipes[np->kind];
-        if (bound != np->kind)
-            vk->vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe->pipeline);
-        bound = np->kind;
+        if (bound != np->kind * V_COUNT + np->variant)
+            vk->vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe->pipeline[np->variant]);
+        bound = np->kind * V_COUNT + np->variant;
         vk->vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe->layout, 0, 1,
                                     &b->sets[k], 0, NULL);
         vk->vkCmdPushConstants(cmd, pipe->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, ki->pc_bytes,
@@ -2292,10 +2400,14 @@ static ks_status compile_into(build *b) {
     b->plan = ks__calloc(&d->alloc, 1, sizeof(*b->plan));
     b->map = ks__calloc(&d->alloc, (size_t)max_id + 1, sizeof(*b->map));
     b->map_wide = ks__calloc(&d->alloc, (size_t)max_id + 1, sizeof(*b->map_wide));
-    b->rg = ks__calloc(&d->alloc, edges, sizeof(*b->rg));
-    b->copy = ks__calloc(&d->alloc, edges, sizeof(*b->copy));
-    if (!b->plan || !b->map || !b->map_wide || !b->rg || !b->copy)
+    b->map_cast = ks__calloc(&d->alloc, (size_t)max_id + 1, sizeof(*b->map_cast));
+    b->fp32 = ks__calloc(&d->alloc, nn + 1, sizeof(*b->fp32));
+    /* a region per edge at most, and per input edge an fp32 copy or a cast copy besides */
+    b->rg = ks__calloc(&d->alloc, 2 * edges, sizeof(*b->rg));
+    b->copy = ks__calloc(&d->alloc, 2 * edges, sizeof(*b->copy));
+    if (!b->plan || !b->map || !b->map_wide || !b->map_cast || !b->fp32 || !b->rg || !b->copy)
         return ks__fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "Vulkan: out of memory compiling");
+    if (d->esize == 2) choose_fp32_nodes(b);
 
     /* plans, twice: the number of dispatches, then the dispatches and their regions */
     uint32_t total = 0;
@@ -2314,37 +2426,42 @@ static ks_status compile_into(build *b) {
             }
             if (np->view) {
                 uint32_t in;
-                if ((st = region_of(b, c->node->inputs[0], c->in[0], false, &in)) ||
+                if ((st = region_of(b, c->node->inputs[0], c->in[0], false, 0, &in)) ||
                     (st = region_alias(b, c->node->outputs[0], c->out[0], in)))
                     return st;
                 continue;
             }
-            /* a binding of an absent input gets the step's output region (never read) */
+            int v = b->fp32[k] ? V_F32 : d->fp16;
+            uint32_t esize = v == V_F32 ? 4u : (uint32_t)d->esize;
+            /* a binding of an absent input gets the step's output region (never read); the
+             * operands first, since a cast step they need goes before the node's step */
             for (uint32_t j = 0; j < np->num_steps; j++) {
-                dispatch *sp = &b->steps[b->num_steps];
-                *sp = np->steps[j];
-                uint32_t nb = k_kernels[sp->kind].num_bindings, out;
-                uint32_t *bind = &b->bind[b->num_steps * MAX_BINDINGS];
-                int o = -1 - sp->ref[nb - 1];
-                if ((st = region_of(b, c->node->outputs[o], c->out[o], true, &out))) return st;
+                dispatch cur = np->steps[j];
+                cur.variant = v;
+                uint32_t nb = k_kernels[cur.kind].num_bindings, out, cb[MAX_BINDINGS];
+                int o = -1 - cur.ref[nb - 1];
+                if ((st = region_of(b, c->node->outputs[o], c->out[o], true, esize, &out)))
+                    return st;
                 for (uint32_t i = 0; i + 1 < nb; i++) {
-                    int in = sp->ref[i];
-                    bind[i] = out;
+                    int in = cur.ref[i];
+                    cb[i] = out;
                     if (in < 0 || (uint32_t)in >= c->num_inputs || !c->in[in] ||
                         c->node->inputs[in] < 0)
                         continue;
-                    st = d->esize == 2 && wide_binding(sp->kind, i)
-                             ? region_wide(b, c->node->inputs[in], c->in[in], &bind[i])
-                             : region_of(b, c->node->inputs[in], c->in[in], false, &bind[i]);
-                    if (st) return st;
+                    if ((st = operand_region(b, k, cur.kind, v, i, c->node->inputs[in], c->in[in],
+                                             &cb[i])))
+                        return st;
                 }
-                bind[nb - 1] = out;
+                cb[nb - 1] = out;
+                b->steps[b->num_steps] = cur;
+                memcpy(&b->bind[b->num_steps * MAX_BINDINGS], cb, nb * sizeof(cb[0]));
                 p->step_node[b->num_steps] = k;
-                if (j == 0) p->node_kernel[k] = k_kernels[sp->kind].prof_name;
+                if (j == 0) p->node_kernel[k] = k_kernels[cur.kind].prof_name;
                 b->num_steps++;
             }
         }
         if (pass == 0) {
+            total += (uint32_t)edges; /* room for the casts: at most one per operand */
             b->steps = ks__calloc(&d->alloc, total + 1, sizeof(*b->steps));
             b->bind = ks__calloc(&d->alloc, (size_t)(total + 1) * MAX_BINDINGS, sizeof(*b->bind));
             b->sets = ks__calloc(&d->alloc, total + 1, sizeof(*b->sets));
@@ -2398,6 +2515,7 @@ static ks_status compile_into(build *b) {
         hc->host = rg->t->data;
         hc->stage_off = (size_t)rg->stage_off;
         hc->bytes = (size_t)rg->bytes;
+        hc->half = rg->esize == 2;
         if (rg->kind == R_INPUT)
             p->in_bytes += rg->bytes;
         else
@@ -2440,7 +2558,7 @@ static ks_status compile_into(build *b) {
     }
     if (const_bytes && (st = upload_constants(b, const_bytes))) return st;
     for (uint32_t k = 0; k < b->num_steps; k++)
-        if ((st = ensure_pipe(d, b->steps[k].kind, err, cap))) return st;
+        if ((st = ensure_pipe(d, b->steps[k].kind, b->steps[k].variant, err, cap))) return st;
     if ((st = make_descriptors(b))) return st;
     if ((st = record(b, false))) return st;
     return p->qpool ? record(b, true) : KS_STATUS_OK;
@@ -2464,6 +2582,8 @@ static ks_status vk_compile(void *dev_, const ks__partition *part, const ks__ker
     ks__free(&d->alloc, b.steps);
     ks__free(&d->alloc, b.map);
     ks__free(&d->alloc, b.map_wide);
+    ks__free(&d->alloc, b.map_cast);
+    ks__free(&d->alloc, b.fp32);
     ks__free(&d->alloc, b.rg);
     ks__free(&d->alloc, b.bind);
     ks__free(&d->alloc, b.sets);
@@ -2489,7 +2609,7 @@ static ks_status vk_submit(void *dev_, void *prog_, bool profiled, char *err, si
     uint64_t t0 = now_ns();
     for (uint32_t i = 0; i < p->num_in; i++) {
         const host_copy *hc = &p->copies[i];
-        if (d->esize == 2) /* the fp16 modes: converted here, the only place inputs cross */
+        if (hc->half) /* the fp16 modes: converted here, the only place inputs cross */
             f32_to_f16_n((uint16_t *)(p->smap + hc->stage_off), hc->host, hc->bytes / 2);
         else
             memcpy(p->smap + hc->stage_off, hc->host, hc->bytes);
@@ -2532,7 +2652,7 @@ static ks_status vk_wait(void *dev_, void *prog_, ks__partition_times *times, ch
     p->submitted = 0;
     for (uint32_t i = p->num_in; i < p->num_in + p->num_out; i++) {
         const host_copy *hc = &p->copies[i];
-        if (d->esize == 2)
+        if (hc->half)
             f16_to_f32_n(hc->host, (const uint16_t *)(p->smap + hc->stage_off), hc->bytes / 2);
         else
             memcpy(hc->host, p->smap + hc->stage_off, hc->bytes);
@@ -2610,6 +2730,7 @@ static const ks__backend k_vulkan = {
     .release = vk_release,
     .submit = vk_submit,
     .wait = vk_wait,
+    .identity = vk_identity,
 };
 
 const ks__backend *ks__vulkan_backend(void) {

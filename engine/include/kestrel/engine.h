@@ -139,8 +139,10 @@ typedef enum ks_backend {
     /* Session create times the model on the CPU and on each GPU backend that opens here (a few
      * runs, after one warm-up, with the desc's threads) and keeps the fastest; any failure of
      * a GPU backend falls back to the CPU. The choice is remembered for the process per model
-     * (checksum and size), threads and precision, so a second create measures nothing. Needs
-     * static input shapes; a model with dynamic ones runs on the CPU. */
+     * (checksum and size), threads and precision, so a second create measures nothing, and with
+     * a tune_cache_path also in "<tune_cache_path>.auto" (keyed by the device and driver too),
+     * so a later process measures nothing either. Needs static input shapes; a model with
+     * dynamic ones runs on the CPU. */
     KS_BACKEND_AUTO = 3,
     KS_BACKEND_COUNT
 } ks_backend;

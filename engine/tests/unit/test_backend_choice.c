@@ -5,6 +5,7 @@
  * that does not exist (KS_TEST_NO_GPU). */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,9 +14,12 @@
 
 #include <cmocka.h>
 
+#include <unistd.h>
+
 #include "convert.h"
 #include "kestrel/engine.h"
 #include "ksm.h"
+#include "runtime/runtime.h"
 
 static uint8_t *g_img;
 static size_t g_img_bytes;
@@ -132,11 +136,15 @@ static void test_vulkan(void **state) {
     ks_model_destroy(m);
 }
 
-static int g_auto_logs;
+static int g_auto_logs, g_auto_known;
 static void on_log(void *user, ks_log_level level, const char *message) {
     (void)user;
     (void)level;
-    if (strncmp(message, "backend auto:", 13) == 0) g_auto_logs++;
+    if (strncmp(message, "backend auto:", 13) != 0) return;
+    if (strstr(message, "chosen before"))
+        g_auto_known++; /* read from the file beside the tuning cache */
+    else
+        g_auto_logs++; /* measured, or why not */
 }
 
 static void test_auto(void **state) {
@@ -186,11 +194,125 @@ static void test_auto(void **state) {
     ks_log_set(NULL, NULL, KS_LOG_WARN);
 }
 
+/* With a tune_cache_path, AUTO's choice outlives the process: "<path>.auto" (auto_cache.h). A
+ * "new process" here is ks__auto_forget(), which clears the choices held in memory. */
+static void test_auto_file(void **state) {
+    (void)state;
+    char dir[] = "/tmp/ks_auto_XXXXXX", tune[64], file[80];
+    assert_non_null(mkdtemp(dir));
+    snprintf(tune, sizeof(tune), "%s/tune", dir);
+    snprintf(file, sizeof(file), "%s/tune.auto", dir);
+    ks_log_set(on_log, NULL, KS_LOG_INFO);
+    ks_model *m = make_model();
+    ks_session_desc d = {.backend = KS_BACKEND_AUTO, .num_threads = 3, .tune_cache_path = tune};
+    ks__auto_forget();
+    g_auto_logs = g_auto_known = 0;
+    ks_session *s = NULL;
+    assert_int_equal(ks_session_create(m, &d, &s), KS_STATUS_OK);
+    ks_backend first = ks_session_backend(s);
+    ks_session_destroy(s);
+    assert_true(g_auto_logs >= 1);
+    FILE *f = fopen(file, "rb");
+    bool have_gpu = false;
+#if defined(KS_TEST_HAVE_VULKAN)
+    ks_session_desc dv = {.backend = KS_BACKEND_VULKAN};
+    ks_session *v = NULL;
+    have_gpu = ks_session_create(m, &dv, &v) == KS_STATUS_OK;
+    ks_session_destroy(v);
+#endif
+    if (!have_gpu) { /* nothing to choose between: nothing kept on disk */
+        assert_null(f);
+        print_message("no Vulkan device here: only the no-file half runs\n");
+    } else {
+        assert_non_null(f);
+        char text[4096] = "";
+        size_t n = fread(text, 1, sizeof(text) - 1, f);
+        fclose(f);
+        text[n] = '\0';
+        assert_non_null(strstr(text, "kestrel-auto 1\t"));
+        assert_non_null(strstr(text, ":t3:p0:vulkan "));
+        assert_non_null(strstr(text, first == KS_BACKEND_CPU ? "\tcpu\n" : "\tvulkan\n"));
+        /* a "new process": the file's choice, nothing measured */
+        for (int pass = 0; pass < 2; pass++) {
+            ks__auto_forget();
+            g_auto_logs = g_auto_known = 0;
+            assert_int_equal(ks_session_create(m, &d, &s), KS_STATUS_OK);
+            assert_int_equal(ks_session_backend(s), first);
+            assert_int_equal(g_auto_logs, 0);
+            assert_int_equal(g_auto_known, 1);
+            float want[210], got[210];
+            ks_session *cpu = NULL;
+            assert_int_equal(ks_session_create(m, NULL, &cpu), KS_STATUS_OK);
+            run(cpu, want);
+            run(s, got);
+            expect_same(want, got);
+            ks_session_destroy(cpu);
+            ks_session_destroy(s);
+            if (pass == 0) { /* the other choice, written by hand, is obeyed */
+                f = fopen(file, "rb");
+                n = fread(text, 1, sizeof(text) - 1, f);
+                fclose(f);
+                text[n] = '\0';
+                char *tab = strrchr(text, '\t');
+                assert_non_null(tab);
+                first = first == KS_BACKEND_CPU ? KS_BACKEND_VULKAN : KS_BACKEND_CPU;
+                snprintf(tab, sizeof(text) - (size_t)(tab - text), "\t%s\n",
+                         ks_backend_string(first));
+                f = fopen(file, "wb");
+                fputs(text, f);
+                fclose(f);
+            }
+        }
+        /* a damaged file (a truncated last line) is ignored: measured again and rewritten */
+        f = fopen(file, "rb");
+        n = fread(text, 1, sizeof(text) - 1, f);
+        fclose(f);
+        f = fopen(file, "wb");
+        fwrite(text, 1, n - 1, f);
+        fclose(f);
+        ks__auto_forget();
+        g_auto_logs = g_auto_known = 0;
+        assert_int_equal(ks_session_create(m, &d, &s), KS_STATUS_OK);
+        ks_session_destroy(s);
+        assert_true(g_auto_logs >= 1);
+        assert_int_equal(g_auto_known, 0);
+        f = fopen(file, "rb");
+        n = fread(text, 1, sizeof(text) - 1, f);
+        fclose(f);
+        text[n] = '\0';
+        assert_true(n > 0 && text[n - 1] == '\n');
+        /* another thread count is another key: measured, and both kept */
+        ks_session_desc d1 = d;
+        d1.num_threads = 1;
+        ks__auto_forget();
+        g_auto_logs = 0;
+        assert_int_equal(ks_session_create(m, &d1, &s), KS_STATUS_OK);
+        ks_session_destroy(s);
+        assert_true(g_auto_logs >= 1);
+        f = fopen(file, "rb");
+        n = fread(text, 1, sizeof(text) - 1, f);
+        fclose(f);
+        text[n] = '\0';
+        assert_non_null(strstr(text, ":t3:p0:"));
+        assert_non_null(strstr(text, ":t1:p0:"));
+        remove(file);
+    }
+    char pipe[96];
+    snprintf(pipe, sizeof(pipe), "%s.vkpipe", tune); /* the Vulkan sessions' pipeline cache */
+    remove(pipe);
+    remove(tune);
+    assert_int_equal(rmdir(dir), 0);
+    ks__auto_forget();
+    ks_model_destroy(m);
+    ks_log_set(NULL, NULL, KS_LOG_WARN);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names_default_and_refusals),
         cmocka_unit_test(test_vulkan),
         cmocka_unit_test(test_auto),
+        cmocka_unit_test(test_auto_file),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(g_img);
