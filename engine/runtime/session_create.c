@@ -60,6 +60,40 @@ static const ks__backend *device_backend(ks_backend b, char *err, size_t err_cap
     return NULL;
 }
 
+/* A device session on a graph with int8 layers (precision as stored, or a device's fp16 mode):
+ * the devices have no integer kernels, so every demotable int8 layer runs dequantized, as with
+ * KS_PRECISION_F32 (same weights, float activations; QUANTIZE / DEQUANTIZE stay at the graph's
+ * edges and around what cannot be demoted, on the host). Without this the whole model ran on
+ * the host, the device idle. The session owns the copy of the graph. */
+static ks_status create_dequantized(const ks_model *model, const ks__graph *graph,
+                                    const ks_session_desc *desc, const ks__backend *dev,
+                                    ks_session **session_out) {
+    ks_allocator a = ks__allocator_or_default(desc->allocator ? desc->allocator : &model->alloc);
+    uint8_t *fp32 = ks__alloc(&a, graph->num_nodes ? graph->num_nodes : 1);
+    ks__graph *g = ks__alloc(&a, sizeof(*g));
+    ks_status st = KS_STATUS_OUT_OF_MEMORY;
+    char err[256] = "";
+    if (!fp32 || !g) {
+        ks__object_error(NULL, "out of memory creating a session");
+    } else {
+        memset(fp32, 1, graph->num_nodes);
+        if ((st = ks__prec_build(graph, fp32, g, NULL, err, sizeof(err)))) {
+            ks__object_error(NULL,
+                             "ks_session_create: cannot dequantize the int8 layers for %s: %s",
+                             dev->name, err);
+        } else if ((st = ks__session_create_split(model, g, desc, ks__cpu_backend(), dev,
+                                                  session_out))) {
+            ks__graph_free(g);
+        } else {
+            ks__session_adopt_graph(*session_out, g);
+            g = NULL;
+        }
+    }
+    ks__free(&a, fp32);
+    ks__free(&a, g);
+    return st;
+}
+
 static ks_status create_on(const ks_model *model, const ks__graph *graph,
                            const ks_session_desc *desc, ks_backend b, ks_session **session_out) {
     if (b == KS_BACKEND_CPU)
@@ -70,6 +104,11 @@ static ks_status create_on(const ks_model *model, const ks__graph *graph,
         ks__object_error(NULL, "ks_session_create: %s", err);
         return KS_STATUS_UNSUPPORTED;
     }
+    /* KS_PRECISION_F32 and FASTEST chose their layers already (create_mixed) */
+    ks_precision prec = desc ? desc->precision : KS_PRECISION_DEFAULT;
+    if (desc && prec != KS_PRECISION_F32 && prec != KS_PRECISION_FASTEST &&
+        ks__prec_count_demotable(graph))
+        return create_dequantized(model, graph, desc, dev, session_out);
     return ks__session_create_split(model, graph, desc, ks__cpu_backend(), dev, session_out);
 }
 

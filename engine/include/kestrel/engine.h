@@ -78,9 +78,12 @@ KS_API const char *ks_model_metadata(const ks_model *model, const char *key);
  * fp16 modes on a GPU backend. For a quantized model (ks-quant), an int8 layer "runs in fp32"
  * with its int8 weights dequantized at session create: same weights, fp32 activations (slightly
  * more accurate than int8, never less than the file's accuracy check); the fp16 modes leave its
- * int8 layers as stored. Graph inputs and outputs keep their dtypes. */
+ * int8 layers as stored on the CPU. Graph inputs and outputs keep their dtypes. */
 typedef enum ks_precision {
-    KS_PRECISION_DEFAULT = 0, /* as stored: int8 layers run int8 */
+    /* As stored: int8 layers run int8. A GPU backend has no int8 kernels: a session there runs
+     * every int8 layer that has a float form dequantized, as KS_PRECISION_F32 does (the fp16
+     * modes likewise, in fp16 storage on the device). */
+    KS_PRECISION_DEFAULT = 0,
     KS_PRECISION_F32 = 1,     /* every int8 layer that has a float form runs in fp32 */
     /* Per layer, whichever of int8 and fp32 is faster on this CPU: session create times the
      * model both ways (a few runs, with the desc's threads and tuning) and picks the layers

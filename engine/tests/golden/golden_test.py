@@ -4,7 +4,7 @@
 Usage:
     golden_test.py MODEL --ks-convert PATH --ks-run PATH --cache DIR [--results TSV]
                    [--work DIR] [--sets NAME,...] [--emulator CMD]
-                   [--precision P --fp-rel-l2 X --fp-abs X]
+                   [--precision P --fp-rel-l2 X --fp-abs X] [--backend B]
 
 MODEL is a path or a path relative to models/ or ../shared/data. The script makes (or reuses)
 the inputs and reference outputs (make_reference.py), converts MODEL with
@@ -16,7 +16,11 @@ input set, and compares every output (rules in golden_common.compare):
     integer outputs    >= 99 % equal (ArgMax labels flip on near-ties)
 
 --precision runs ks-run at that session precision (the fp16 variant: `--precision fp16`, float
-tolerances widened with --fp-rel-l2 / --fp-abs).
+tolerances widened with --fp-rel-l2 / --fp-abs). --backend runs it on that backend (`vulkan`:
+the golden_vk tests). --oracle-precision P compares with Kestrel's own CPU run at precision P
+instead of the reference runtime, with the same rules: a quantized model on a GPU backend runs
+its int8 layers dequantized (as KS_PRECISION_F32 does on the CPU), which moves uint8 outputs by
+more than the int8 tolerance from the int8 reference, so the device is held to the CPU's f32 run.
 
 It prints one line per output and appends one row per output to the results TSV (columns in
 RESULT_COLUMNS), read by results_to_md.py for docs/models.md.
@@ -85,6 +89,11 @@ def main(argv):
     ap.add_argument("--sets", help="comma-separated input sets to run (default: all)")
     ap.add_argument("--timeout", type=int, default=1200, help="per tool invocation, seconds")
     ap.add_argument("--precision", help="ks-run --precision (e.g. fp16; default: as stored)")
+    ap.add_argument("--backend", help="ks-run --backend (e.g. vulkan; default: the CPU)")
+    ap.add_argument("--oracle-precision",
+                    help="compare with Kestrel's CPU at this precision instead of the reference "
+                         "runtime (e.g. f32: a quantized model on a GPU backend, which runs its "
+                         "int8 layers dequantized)")
     ap.add_argument("--fp-rel-l2", type=float, default=gc.FP32_REL_L2,
                     help="float outputs: rel L2 tolerance (default %(default)g)")
     ap.add_argument("--fp-abs", type=float, default=gc.FP32_ABS,
@@ -136,16 +145,30 @@ def main(argv):
         cmd += ["--output-dir", out_dir]
         if args.precision:
             cmd += ["--precision", args.precision]
+        if args.backend:
+            cmd += ["--backend", args.backend]
         t0 = datetime.datetime.now()
         ok, out = _run(cmd, "ks-run", args.timeout)
         ks_ms = (datetime.datetime.now() - t0).total_seconds() * 1000.0
+        oracle_dir = out_dir + ".oracle"
+        if ok and args.oracle_precision:
+            os.makedirs(oracle_dir, exist_ok=True)
+            ocmd = [c for c in cmd]
+            ocmd[ocmd.index("--output-dir") + 1] = oracle_dir
+            ocmd = ocmd[:ocmd.index("--output-dir") + 2] + ["--precision", args.oracle_precision]
+            ok, out = _run(ocmd, "ks-run (oracle)", args.timeout)
+        if not ok and args.backend and f"backend '{args.backend}'" in out:
+            gc.skip(f"ks-run refused --backend {args.backend} here: {out.strip().splitlines()[-1]}")
         if not ok:
             print(f"FAIL {s} {st['name']}: {out}")
             rows.append(dict(model=s, set=st["name"], output="-", status="run-failed"))
             failures += 1
             continue
         for name, rel in st["ref"].items():
-            ref = np.load(os.path.join(model_cache, rel))
+            if args.oracle_precision:
+                ref = np.load(os.path.join(oracle_dir, gc.sanitize(name) + ".npy"))
+            else:
+                ref = np.load(os.path.join(model_cache, rel))
             got_path = os.path.join(out_dir, gc.sanitize(name) + ".npy")
             row = dict(model=s, set=st["name"], output=name, dtype=ref.dtype.name,
                        shape="x".join(map(str, ref.shape)), ks_ms=f"{ks_ms:.0f}",
@@ -182,8 +205,9 @@ def main(argv):
     _append_results(args.results, rows)
     if not rows:
         gc.skip(f"no input set selected for {s}")
-    print(f"{s}: {'PASS' if failures == 0 else f'FAIL ({failures} problem(s))'} "
-          f"vs {meta.get('runtime', '?')}")
+    against = (f"Kestrel's CPU at --precision {args.oracle_precision}" if args.oracle_precision
+               else meta.get('runtime', '?'))
+    print(f"{s}: {'PASS' if failures == 0 else f'FAIL ({failures} problem(s))'} vs {against}")
     if failures:
         print(f"hint: engine/tests/golden/find_divergence.py {model_path} {ksm}")
     return 0 if failures == 0 else 1

@@ -1450,6 +1450,54 @@ static void test_fp16_models(void **state) {
     if (!ran) skip();
 }
 
+/* A quantized model on the device through ks_session_create: the runtime runs its int8 layers
+ * dequantized there (the device has no integer kernels), so it is one partition on the device
+ * and its uint8 scores are the CPU's at KS_PRECISION_F32 (within one quantum, 99 % equal). */
+static void test_quantized_model(void **state) {
+    (void)state;
+    need_vulkan();
+    uint8_t *img = NULL;
+    ks_model *m = load_model("classification/mobilenet_v1_0.25_128_quant.tflite", &img);
+    if (!m) skip();
+    ks_session *s[2] = {api_session(m, KS_BACKEND_CPU, KS_PRECISION_F32),
+                        api_session(m, KS_BACKEND_VULKAN, KS_PRECISION_DEFAULT)};
+    prof_log log = {0};
+    assert_int_equal(ks_session_set_profiler(s[1], on_prof, &log), KS_STATUS_OK);
+    const uint8_t *out[2];
+    size_t n = 0;
+    for (int i = 0; i < 2; i++) {
+        ks_tensor x, y;
+        assert_int_equal(ks_session_input(s[i], 0, &x), KS_STATUS_OK);
+        assert_int_equal(x.info.dtype, KS_DTYPE_U8);
+        uint8_t *v = x.data;
+        for (size_t k = 0; k < x.size_bytes; k++)
+            v[k] = (uint8_t)((k * 37u + k / 384u) % 251u);
+        if (ks_session_run(s[i])) fail_msg("run: %s", ks_last_error(s[i]));
+        assert_int_equal(ks_session_output(s[i], 0, &y), KS_STATUS_OK);
+        assert_int_equal(y.info.dtype, KS_DTYPE_U8);
+        out[i] = y.data;
+        n = y.size_bytes;
+    }
+    size_t equal = 0;
+    for (size_t k = 0; k < n; k++) {
+        int d = (int)out[0][k] - (int)out[1][k];
+        if (d < -1 || d > 1)
+            fail_msg("score %zu: %d on the device, %d on the CPU (f32)", k, out[1][k], out[0][k]);
+        equal += d == 0;
+    }
+    print_message("mobilenet_v1_0.25_128_quant on the device: %d partition(s), %d device node(s), "
+                  "%d host node(s); %zu of %zu scores equal to the CPU's f32 run\n",
+                  log.submits, log.device_nodes, log.host_nodes, equal, n);
+    assert_int_equal(log.submits, 1);
+    assert_true(log.device_nodes >= 10);
+    assert_true(equal * 100 >= n * 99);
+    check_validation("quantized model");
+    ks_session_destroy(s[0]);
+    ks_session_destroy(s[1]);
+    ks_model_destroy(m);
+    free(img);
+}
+
 /* Nodes kept in fp32 in an fp16 mode (KS_VULKAN_FP32_NODES, docs/vulkan.md "Precision"): the
  * device converts between the precisions where they meet (widen.comp, narrow.comp), results stay
  * within the fp16 tolerance wherever the split falls, and with every node in fp32 only the input's
@@ -1841,6 +1889,15 @@ int main(void) {
     /* the validation layers (when installed) watch every device of the suite */
     const char *val = getenv("KS_TEST_VK_VALIDATION");
     if (!val || strcmp(val, "0") != 0) ks__vk_validation_request();
+    /* the fp16 survey alone (ctest test_vulkan.fp16_all, with KS_TEST_VK_FP16_ALL=1), so that
+     * ctest runs it beside the rest of the suite */
+    if (getenv("KS_TEST_VK_FP16_ALL_ONLY")) {
+        const struct CMUnitTest alone[] = {
+            cmocka_unit_test_setup_teardown(test_fp16_all_models, reset_prec, reset_prec),
+            cmocka_unit_test(test_validation),
+        };
+        return cmocka_run_group_tests(alone, probe, NULL);
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_binary_same_shape),
         cmocka_unit_test(test_binary_scalar),
@@ -1864,6 +1921,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_fp16_families, reset_prec, reset_prec),
         cmocka_unit_test_setup_teardown(test_fp16_models, reset_prec, reset_prec),
         cmocka_unit_test_setup_teardown(test_fp32_nodes, reset_prec, reset_prec),
+        cmocka_unit_test(test_quantized_model),
         cmocka_unit_test_setup_teardown(test_fp16_all_models, reset_prec, reset_prec),
         cmocka_unit_test(test_pipeline_cache),
         cmocka_unit_test(test_auto_faults),
