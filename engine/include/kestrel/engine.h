@@ -84,7 +84,7 @@ typedef enum ks_precision {
      * every int8 layer that has a float form dequantized, as KS_PRECISION_F32 does (the fp16
      * modes likewise, in fp16 storage on the device). */
     KS_PRECISION_DEFAULT = 0,
-    KS_PRECISION_F32 = 1,     /* every int8 layer that has a float form runs in fp32 */
+    KS_PRECISION_F32 = 1, /* every int8 layer that has a float form runs in fp32 */
     /* Per layer, whichever of int8 and fp32 is faster on this CPU: session create times the
      * model both ways (a few runs, with the desc's threads and tuning) and picks the layers
      * that minimise the run time, the QUANTIZE/DEQUANTIZE passes between them included.
