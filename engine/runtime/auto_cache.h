@@ -8,11 +8,9 @@
  *     key:     "<model crc32, 8 hex digits>:<model bytes>:t<threads>:p<precision>:<device>"
  *
  * <device> is the device backend's identity (vendor and device ids, driver version and name:
- * another GPU or driver is another key). A file with another header (another Kestrel version
- * or CPU) is ignored and rewritten; an unreadable, oversized or malformed one is ignored with a
- * log message and rewritten at the next choice. At most KS__AUTO_MAX_ENTRIES choices are kept
- * (the oldest go). Writes go to "<file>.tmp<pid>" and are renamed over the file, so a reader
- * never sees a partial file; two processes that choose at once keep the last one's file.
+ * another GPU or driver is another key). The file is a choice file (base/choice_file.h: atomic
+ * writes, other headers and malformed files ignored and replaced, the oldest entries dropped
+ * beyond KS__AUTO_MAX_ENTRIES); problems are logged here.
  */
 #ifndef KESTREL_AUTO_CACHE_H
 #define KESTREL_AUTO_CACHE_H
@@ -27,16 +25,15 @@ extern "C" {
 
 #define KS__AUTO_MAGIC "kestrel-auto 1"
 #define KS__AUTO_MAX_ENTRIES 256u
-#define KS__AUTO_MAX_FILE_BYTES ((size_t)256 << 10)
-#define KS__AUTO_KEY_CAP 512
+#define KS__AUTO_KEY_CAP 512 /* KS__CHOICE_KEY_CAP */
 
 /* This machine's header line, without the newline (tabs and newlines in names become spaces). */
 void ks__auto_header(char *buf, size_t cap);
 
-/* Parses a file's bytes. Returns -1 when they are malformed (a line without a tab, an empty or
- * unprintable key, an unknown backend name, no final newline, more entries than the maximum),
- * 0 when the header is not `header`, else 1 + the number of entries; on 1 and above *found_out
- * (may be NULL) is the backend stored for `key` (the last line for it), else KS_BACKEND_COUNT. */
+/* Parses a file's bytes (ks__choice_parse). Returns -1 when they are malformed (also: the value
+ * for key is not the name of a backend a session runs on), 0 when the header is not `header`,
+ * else 1 + the number of entries; *found_out (may be NULL) is the backend stored for `key`, or
+ * KS_BACKEND_COUNT. */
 int ks__auto_parse(const char *data, size_t size, const char *header, const char *key,
                    ks_backend *found_out);
 

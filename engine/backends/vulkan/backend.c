@@ -42,6 +42,7 @@
 #include <unistd.h> /* getpid */
 
 #include "base/alloc.h"
+#include "base/choice_file.h"
 #include "base/cpuinfo.h"
 #include "base/error.h"
 #include "src/common.h" /* ks__log */
@@ -281,6 +282,8 @@ typedef struct vk_dev {
     bool feedback;                /* VK_EXT_pipeline_creation_feedback: pipelines say if cached */
     uint32_t built, built_cached; /* pipelines made, and those found in the cache */
     ks_precision precision;       /* the session's (desc->precision at device_create) */
+    ks_tune_mode tune;            /* the session's: OFF, or time the kernel candidates */
+    char *tune_path;              /* "<tune_cache_path>.vktune", or NULL: no file */
     /* What supports has accepted in the current reshape (vk_supports): per tensor id, the run of
      * accepted nodes that produced it (0: none); the current run; the last node asked. */
     uint32_t *run_of;
@@ -506,6 +509,7 @@ static void vk_device_destroy(void *dev_) {
     }
     ks__free(&d->alloc, d->run_of);
     ks__free(&d->alloc, d->pcache_path);
+    ks__free(&d->alloc, d->tune_path);
     /* d->instance is the process's (open_instance): kept */
     ks_allocator a = d->alloc;
     ks__free(&a, d);
@@ -928,16 +932,23 @@ static ks_status vk_device_create(const ks_allocator *alloc, const ks_session_de
     if (!d) return ks__fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "Vulkan: out of memory");
     d->alloc = a;
     d->precision = desc ? desc->precision : KS_PRECISION_DEFAULT;
+    d->tune = desc ? desc->tune : KS_TUNE_OFF;
     g_info = (ks__vk_device_info){.pipelines_from_cache = -1};
     const char *tp = desc ? desc->tune_cache_path : NULL;
     if (tp && tp[0]) {
         size_t n = strlen(tp);
-        if (!(d->pcache_path = ks__alloc(&a, n + sizeof(".vkpipe")))) {
+        d->pcache_path = ks__alloc(&a, n + sizeof(".vkpipe"));
+        d->tune_path = ks__alloc(&a, n + sizeof(".vktune"));
+        if (!d->pcache_path || !d->tune_path) {
+            ks__free(&a, d->pcache_path);
+            ks__free(&a, d->tune_path);
             ks__free(&a, d);
             return ks__fail(err, cap, KS_STATUS_OUT_OF_MEMORY, "Vulkan: out of memory");
         }
         memcpy(d->pcache_path, tp, n);
         memcpy(d->pcache_path + n, ".vkpipe", sizeof(".vkpipe"));
+        memcpy(d->tune_path, tp, n);
+        memcpy(d->tune_path + n, ".vktune", sizeof(".vktune"));
     }
     ks_status st = open_device(d, err, cap);
     if (st) {
@@ -2209,6 +2220,182 @@ done:
     return st;
 }
 
+/* ---- Measured kernel choice (ks_session_desc.tune; docs/vulkan.md, "Tuning") ----
+ * A convolution with one group has two shaders: the tiled implicit GEMM (the cost model's pick)
+ * and the direct one (an invocation per output). With tuning on, compile times both on the
+ * partition's own buffers (its constants are uploaded; the other tensors hold whatever the
+ * memory held, which does not change the time) and keeps the faster; the choice is remembered
+ * per shape in "<tune_cache_path>.vktune", a choice file (base/choice_file.h) whose header names
+ * the Kestrel version and the device and driver, so a later reshape or process times nothing. */
+
+#define TUNE_MAX_ENTRIES 4096u
+#define TUNE_REPS 3 /* dispatches per timing, the best of two timings per candidate */
+
+static void tune_header(const vk_dev *d, char *buf, size_t cap) {
+    snprintf(buf, cap, "kestrel-vktune 1\t%s\t%04x:%04x driver %08x %s", KS_VERSION_STRING,
+             d->props.vendorID, d->props.deviceID, d->props.driverVersion, d->props.deviceName);
+    for (char *p = buf; *p; p++)
+        if (*p == '\n' || *p == '\r') *p = ' ';
+}
+
+static void tune_key(const dispatch *sp, char *buf, size_t cap) {
+    const pc_conv *c = &sp->pc.conv;
+    uint32_t per_image = (uint32_t)c->oh * (uint32_t)c->ow * (uint32_t)c->oc;
+    snprintf(buf, cap, "conv v%d n%u in%dx%dx%d out%dx%dx%d k%dx%d s%dx%d d%dx%d f%u", sp->variant,
+             per_image ? c->count / per_image : 0, c->ih, c->iw, c->ic, c->oh, c->ow, c->oc, c->kh,
+             c->kw, c->sh, c->sw, c->dh, c->dw, c->flags);
+}
+
+/* Device time in ns of TUNE_REPS back-to-back runs of candidate `cand` for step k (its
+ * descriptor set: the two shaders' set layouts are defined identically), or UINT64_MAX when it
+ * cannot be timed. qp: 2 timestamp queries, or VK_NULL_HANDLE (then the host's clock). */
+static uint64_t time_candidate(build *b, uint32_t k, const dispatch *cand, VkQueryPool qp) {
+    vk_dev *d = b->d;
+    vk_prog *p = b->p;
+    const ks__vk_fns *vk = &d->vk;
+    const vk_pipe *pipe = &d->pipes[cand->kind];
+    VkCommandBufferAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = d->cmd_pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    if (vk->vkAllocateCommandBuffers(d->device, &ai, &cmd) != VK_SUCCESS) return UINT64_MAX;
+    uint64_t t = UINT64_MAX;
+    VkCommandBufferBeginInfo bi = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+    };
+    if (vk->vkBeginCommandBuffer(cmd, &bi) == VK_SUCCESS) {
+        if (qp) {
+            vk->vkCmdResetQueryPool(cmd, qp, 0, 2);
+            vk->vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, qp, 0);
+        }
+        VkMemoryBarrier mb = {
+            .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+            .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+            .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+        };
+        vk->vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe->pipeline[cand->variant]);
+        vk->vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe->layout, 0, 1,
+                                    &b->sets[k], 0, NULL);
+        vk->vkCmdPushConstants(cmd, pipe->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                               k_kernels[cand->kind].pc_bytes, &cand->pc);
+        for (int r = 0; r < TUNE_REPS; r++) {
+            /* each run waits for the last: they write the same region */
+            vk->vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0,
+                                     NULL);
+            vk->vkCmdDispatch(cmd, cand->groups_x, cand->groups_y, 1);
+        }
+        if (qp) vk->vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, qp, 1);
+        VkSubmitInfo si = {
+            .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+            .commandBufferCount = 1,
+            .pCommandBuffers = &cmd,
+        };
+        uint64_t t0 = now_ns();
+        if (vk->vkEndCommandBuffer(cmd) == VK_SUCCESS &&
+            vk->vkQueueSubmit(d->queue, 1, &si, p->fence) == VK_SUCCESS) {
+            VkResult r = vk->vkWaitForFences(d->device, 1, &p->fence, VK_TRUE, UINT64_MAX);
+            uint64_t host = now_ns() - t0;
+            vk->vkResetFences(d->device, 1, &p->fence);
+            uint64_t ts[2];
+            if (r != VK_SUCCESS) {
+                t = UINT64_MAX;
+            } else if (qp && vk->vkGetQueryPoolResults(
+                                 d->device, qp, 0, 2, sizeof(ts), ts, sizeof(ts[0]),
+                                 VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS) {
+                uint64_t mask = d->timestamp_bits >= 64 ? ~(uint64_t)0
+                                                        : (((uint64_t)1 << d->timestamp_bits) - 1);
+                t = (uint64_t)((double)((ts[1] - ts[0]) & mask) *
+                               (double)d->props.limits.timestampPeriod);
+            } else {
+                t = host;
+            }
+        }
+    }
+    vk->vkFreeCommandBuffers(d->device, d->cmd_pool, 1, &cmd);
+    return t;
+}
+
+static _Atomic uint64_t g_tune_trials; /* convolutions timed, every device (tests) */
+
+uint64_t ks__vk_tune_trials(void) {
+    return g_tune_trials;
+}
+
+/* With tuning on: each one-group convolution's shader, timed or read from the tune file. */
+static void tune_steps(build *b) {
+    vk_dev *d = b->d;
+    if (d->tune == KS_TUNE_OFF) return;
+    const ks__vk_fns *vk = &d->vk;
+    VkQueryPool qp = VK_NULL_HANDLE;
+    if (d->timestamp_bits) {
+        VkQueryPoolCreateInfo qci = {
+            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+            .queryType = VK_QUERY_TYPE_TIMESTAMP,
+            .queryCount = 2,
+        };
+        if (vk->vkCreateQueryPool(d->device, &qci, NULL, &qp) != VK_SUCCESS) qp = VK_NULL_HANDLE;
+    }
+    char header[512], key[256], v[KS__CHOICE_VALUE_CAP], why[200];
+    tune_header(d, header, sizeof(header));
+    bool warned = false;
+    for (uint32_t k = 0; k < b->num_steps; k++) {
+        dispatch *sp = &b->steps[k];
+        if (sp->kind != K_CONV_GEMM) continue;
+        dispatch alt = *sp;
+        alt.kind = K_CONV;
+        alt.count = sp->pc.conv.count;
+        if (!set_groups(d, &alt) || ensure_pipe(d, K_CONV, alt.variant, why, sizeof(why))) continue;
+        tune_key(sp, key, sizeof(key));
+        const char *bad = NULL;
+        int r = d->tune_path ? ks__choice_load(d->tune_path, header, TUNE_MAX_ENTRIES, key, v,
+                                               sizeof(v), &bad)
+                             : 0;
+        if (r < 0 && !warned) {
+            ks__log(KS_LOG_WARN, "Vulkan tune cache %s is %s; ignored (rewritten)", d->tune_path,
+                    bad);
+            snprintf(g_info.cache_warning, sizeof(g_info.cache_warning), "tune cache: %s", bad);
+            warned = true;
+        }
+        bool direct;
+        if (r == 1 && (strcmp(v, "gemm") == 0 || strcmp(v, "direct") == 0)) {
+            direct = strcmp(v, "direct") == 0;
+            g_info.tune_cached++;
+        } else {
+            uint64_t tg = UINT64_MAX, td = UINT64_MAX;
+            for (int rep = 0; rep < 2; rep++) { /* alternated: drift hits both */
+                uint64_t x = time_candidate(b, k, sp, qp), y = time_candidate(b, k, &alt, qp);
+                if (x < tg) tg = x;
+                if (y < td) td = y;
+            }
+            if (tg == UINT64_MAX || td == UINT64_MAX) continue; /* the cost model's pick */
+            direct = td < tg;
+            g_info.tune_timed++;
+            g_tune_trials++;
+            ks__log(KS_LOG_DEBUG, "Vulkan tune: %s: gemm %.1f us, direct %.1f us", key,
+                    (double)tg / 1e3, (double)td / 1e3);
+            const char *wf = NULL;
+            if (d->tune_path &&
+                ks__choice_save(d->tune_path, header, TUNE_MAX_ENTRIES, key,
+                                direct ? "direct" : "gemm", &wf) &&
+                !warned) {
+                ks__log(KS_LOG_WARN, "Vulkan tune cache %s: %s; choices kept for this reshape",
+                        d->tune_path, wf);
+                warned = true;
+            }
+        }
+        if (direct) {
+            *sp = alt;
+            b->p->node_kernel[b->p->step_node[k]] = k_kernels[K_CONV].prof_name;
+        }
+    }
+    if (qp) vk->vkDestroyQueryPool(d->device, qp, NULL);
+}
+
 /* Descriptor sets: one per step, each binding a region of the device buffer. */
 static ks_status make_descriptors(build *b) {
     vk_dev *d = b->d;
@@ -2560,6 +2747,7 @@ static ks_status compile_into(build *b) {
     for (uint32_t k = 0; k < b->num_steps; k++)
         if ((st = ensure_pipe(d, b->steps[k].kind, b->steps[k].variant, err, cap))) return st;
     if ((st = make_descriptors(b))) return st;
+    tune_steps(b);
     if ((st = record(b, false))) return st;
     return p->qpool ? record(b, true) : KS_STATUS_OK;
 }

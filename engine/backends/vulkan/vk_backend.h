@@ -38,7 +38,7 @@ const ks__backend *ks__vulkan_backend(void);
  * cache_read: the pipeline cache file was read and accepted; pipelines_built: pipelines made so
  * far, pipelines_from_cache: those the driver reports as found in the cache
  * (VK_EXT_pipeline_creation_feedback; -1 when the device cannot tell). cache_warning: why a
- * cache file was ignored or not written ("" if none). */
+ * cache file (pipelines, tuning) was ignored or not written ("" if none). */
 typedef struct ks__vk_device_info {
     int fp16;
     char fallback[160];
@@ -46,8 +46,11 @@ typedef struct ks__vk_device_info {
     uint32_t pipelines_built;
     int32_t pipelines_from_cache;
     char cache_warning[200];
+    uint32_t tune_timed, tune_cached; /* tuning: convolutions timed / choices read from the file */
 } ks__vk_device_info;
 void ks__vk_last_device_info(ks__vk_device_info *info_out);
+/* Convolutions that tuning (ks_session_desc.tune) has timed on any device of the process. */
+uint64_t ks__vk_tune_trials(void);
 
 /* The Vulkan validation layers, for tests: ks__vk_validation_request() before the process's
  * first Vulkan device makes the instance (made once, kept for the process) enable

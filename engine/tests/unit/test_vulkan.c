@@ -1450,6 +1450,115 @@ static void test_fp16_models(void **state) {
     if (!ran) skip();
 }
 
+static int g_direct_rows; /* profile rows of vk_conv2d (the direct convolution shader) */
+static void on_kernel(void *user, const ks_op_profile *p) {
+    (void)user;
+    if (strcmp(p->kernel_name, "vk_conv2d") == 0) g_direct_rows++;
+}
+
+/* Measured kernel choice (ks_session_desc.tune) on the device: a one-group convolution is timed
+ * with both shaders (GEMM and direct) at the first reshape and the winner is kept in
+ * "<tune_cache_path>.vktune"; a second session reads it and times nothing; a choice written by
+ * hand is obeyed; a damaged file is ignored (with the reason), timed again and rewritten. Every
+ * session gives the CPU's results. */
+static void test_tuning(void **state) {
+    (void)state;
+    need_vulkan();
+    uint8_t *img = NULL;
+    ks_model *m = conv_model(&img);
+    char dir[] = "/tmp/ks_vktune_XXXXXX", tune[64], file[80], pipe[80];
+    assert_non_null(mkdtemp(dir));
+    snprintf(tune, sizeof(tune), "%s/tune", dir);
+    snprintf(file, sizeof(file), "%s/tune.vktune", dir);
+    snprintf(pipe, sizeof(pipe), "%s/tune.vkpipe", dir);
+    ks_session_desc dc = {.num_threads = 1};
+    ks_session *cpu = NULL;
+    assert_int_equal(ks_session_create(m, &dc, &cpu), KS_STATUS_OK);
+    assert_int_equal(ks_session_reshape(cpu, NULL), KS_STATUS_OK);
+    for (int pass = 0; pass < 4; pass++) {
+        if (pass == 2) { /* the other shader, by hand */
+            FILE *f = fopen(file, "rb");
+            assert_non_null(f);
+            char text[2048];
+            size_t n = fread(text, 1, sizeof(text) - 1, f);
+            fclose(f);
+            text[n] = '\0';
+            char *tab = strrchr(text, '\t');
+            assert_non_null(tab);
+            snprintf(tab, sizeof(text) - (size_t)(tab - text), "\t%s\n",
+                     strncmp(tab + 1, "gemm", 4) == 0 ? "direct" : "gemm");
+            f = fopen(file, "wb");
+            fputs(text, f);
+            fclose(f);
+        }
+        if (pass == 3) { /* damaged: no final newline */
+            FILE *f = fopen(file, "ab");
+            fputs("conv half a line", f);
+            fclose(f);
+        }
+        uint64_t trials = ks__vk_tune_trials();
+        ks_session_desc d = {.num_threads = 1,
+                             .backend = KS_BACKEND_VULKAN,
+                             .tune = KS_TUNE_FAST,
+                             .tune_cache_path = tune};
+        ks_session *s = NULL;
+        assert_int_equal(ks_session_create(m, &d, &s), KS_STATUS_OK);
+        assert_int_equal(ks_session_reshape(s, NULL), KS_STATUS_OK);
+        ks__vk_device_info info;
+        ks__vk_last_device_info(&info);
+        uint64_t timed = ks__vk_tune_trials() - trials;
+        g_direct_rows = 0;
+        assert_int_equal(ks_session_set_profiler(s, on_kernel, NULL), KS_STATUS_OK);
+        fill(cpu, m, 5, (const range[]){{-1.0f, 1.0f}}, 1);
+        fill(s, m, 5, (const range[]){{-1.0f, 1.0f}}, 1);
+        assert_int_equal(ks_session_run(cpu), KS_STATUS_OK);
+        if (ks_session_run(s)) fail_msg("run: %s", ks_last_error(s));
+        ks_tensor a, b;
+        assert_int_equal(ks_session_output(cpu, 0, &a), KS_STATUS_OK);
+        assert_int_equal(ks_session_output(s, 0, &b), KS_STATUS_OK);
+        const float *x = a.data, *y = b.data;
+        for (size_t k = 0; k < a.size_bytes / 4; k++)
+            if (fabsf(x[k] - y[k]) > 1e-4f * (1.0f + fabsf(x[k])))
+                fail_msg("pass %d, element %zu: %g on the device, %g on the CPU", pass, k,
+                         (double)y[k], (double)x[k]);
+        print_message("tuning pass %d: %u timed, %u from the file, direct shader %s%s%s\n", pass,
+                      info.tune_timed, info.tune_cached, g_direct_rows ? "yes" : "no",
+                      info.cache_warning[0] ? "; " : "", info.cache_warning);
+        static int first_direct;
+        if (pass == 0) {
+            assert_int_equal(timed, 1);
+            assert_int_equal(info.tune_timed, 1);
+            first_direct = g_direct_rows > 0;
+        } else if (pass == 1) {
+            assert_int_equal(timed, 0);
+            assert_int_equal(info.tune_cached, 1);
+            assert_int_equal(g_direct_rows > 0, first_direct);
+        } else if (pass == 2) {
+            assert_int_equal(timed, 0);
+            assert_int_equal(g_direct_rows > 0, !first_direct);
+        } else {
+            assert_int_equal(timed, 1);
+            assert_non_null(strstr(info.cache_warning, "malformed"));
+        }
+        ks_session_set_profiler(s, NULL, NULL);
+        ks_session_destroy(s);
+        check_validation("tuning");
+    }
+    FILE *f = fopen(file, "rb");
+    char text[2048];
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    assert_non_null(strstr(text, "kestrel-vktune 1\t"));
+    assert_true(n > 0 && text[n - 1] == '\n'); /* rewritten whole */
+    remove(file);
+    remove(pipe);
+    assert_int_equal(rmdir(dir), 0);
+    ks_session_destroy(cpu);
+    ks_model_destroy(m);
+    free(img);
+}
+
 /* A quantized model on the device through ks_session_create: the runtime runs its int8 layers
  * dequantized there (the device has no integer kernels), so it is one partition on the device
  * and its uint8 scores are the CPU's at KS_PRECISION_F32 (within one quantum, 99 % equal). */
@@ -1922,6 +2031,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_fp16_models, reset_prec, reset_prec),
         cmocka_unit_test_setup_teardown(test_fp32_nodes, reset_prec, reset_prec),
         cmocka_unit_test(test_quantized_model),
+        cmocka_unit_test(test_tuning),
         cmocka_unit_test_setup_teardown(test_fp16_all_models, reset_prec, reset_prec),
         cmocka_unit_test(test_pipeline_cache),
         cmocka_unit_test(test_auto_faults),
