@@ -240,6 +240,72 @@ static void test_binary(void **state) {
     if (ks__cpu_isa() & KS_ISA_AVX512) assert_true(ran > 0);
 }
 
+/* Broadcast ADD / SUB / MUL: the AVX2 kernel reads an input whole, periodically (a trailing
+ * suffix of the output's dims: per channel, a scalar) or one value per output row (last dim 1);
+ * other broadcasts stay with the reference (no variant takes them). Shapes from movenet
+ * (x - mean[3], x - scalar, [48,48,1] - [1,17]), the operands both ways round, odd periods, a
+ * period whose tile is too large, and ranks that differ. */
+static void test_binary_broadcast(void **state) {
+    (void)state;
+    static const struct {
+        int32_t ra, rb, ry;
+        int64_t a[4], b[4], y[4];
+        int taken; /* whether the AVX2 kernel takes it */
+    } cases[] = {
+        {4, 4, 4, {1, 9, 11, 3}, {1, 1, 1, 3}, {1, 9, 11, 3}, 1},
+        {4, 0, 4, {1, 9, 11, 3}, {0}, {1, 9, 11, 3}, 1},
+        {0, 4, 4, {0}, {1, 9, 11, 3}, {1, 9, 11, 3}, 1},
+        {3, 2, 3, {6, 5, 1}, {1, 17}, {6, 5, 17}, 1},
+        {2, 3, 3, {1, 17}, {6, 5, 1}, {6, 5, 17}, 1},
+        {3, 3, 3, {7, 5, 13}, {1, 5, 13}, {7, 5, 13}, 1},
+        {3, 1, 3, {4, 6, 600}, {600}, {4, 6, 600}, 1},
+        {2, 3, 3, {5, 7}, {3, 5, 7}, {3, 5, 7}, 1},
+        {2, 3, 3, {9, 1001}, {2, 9, 1001}, {2, 9, 1001}, 0}, /* tile of 8008 bytes */
+        {3, 3, 3, {4, 1, 5}, {1, 3, 1}, {4, 3, 5}, 0},       /* both broadcast in the middle */
+        {3, 3, 3, {4, 3, 1}, {4, 1, 1}, {4, 3, 1}, 0},       /* last dim 1 */
+    };
+    static const uint32_t ops[] = {KS_OP_ADD, KS_OP_SUB, KS_OP_MUL};
+    int ran = 0, expected = 0;
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        for (size_t o = 0; o < 3; o++) {
+            for (int dt = 0; dt < 2; dt++) {
+                ks_dtype d = dt ? KS_DTYPE_I8 : KS_DTYPE_U8;
+                ks__node node;
+                memset(&node, 0, sizeof(node));
+                node.op = ops[o];
+                node.ip[0] = (int32_t)((c + o) % 3 == 0 ? KS_ACT_RELU : KS_ACT_NONE);
+                qtensor q[3];
+                const int32_t *rk[3] = {&cases[c].ra, &cases[c].rb, &cases[c].ry};
+                const int64_t *dm[3] = {cases[c].a, cases[c].b, cases[c].y};
+                for (int t = 0; t < 3; t++) {
+                    int64_t n = 1;
+                    for (int32_t k = 0; k < *rk[t]; k++)
+                        n *= dm[t][k];
+                    mk(&q[t], d, n, 1);
+                    q[t].t.rank = *rk[t];
+                    for (int32_t k = 0; k < *rk[t]; k++)
+                        q[t].t.dims[k] = dm[t][k];
+                }
+                if (ops[o] == KS_OP_MUL)
+                    q[2].scale = q[0].scale * q[1].scale * frand(20.0f, 200.0f);
+                fill(&q[0]);
+                fill(&q[1]);
+                ks__rt_tensor *ins[2] = {&q[0].t, &q[1].t};
+                int took = check_variants(&node, ins, 2, &q[2].t);
+                ran += took;
+                if (ks__cpu_isa() & KS_ISA_AVX2) {
+                    if (cases[c].taken) assert_true(took > 0);
+                    expected += cases[c].taken;
+                }
+                free(q[0].t.data);
+                free(q[1].t.data);
+            }
+        }
+    }
+    print_message("broadcast binary: %d variant runs (%d cases the AVX2 kernel must take)\n", ran,
+                  expected);
+}
+
 static void mk4(qtensor *qt, ks_dtype dt, int64_t n, int64_t h, int64_t w, int64_t c) {
     mk(qt, dt, n * h * w * c, 1);
     qt->t.rank = 4;
@@ -527,19 +593,13 @@ static void test_dequantize_formula(void **state) {
 int main(void) {
     g_rng = 777u; /* the stream these cases were written with */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lut_unary),
-        cmocka_unit_test(test_requantize_dequantize),
-        cmocka_unit_test(test_quantize_f32),
-        cmocka_unit_test(test_quantize_boundaries),
-        cmocka_unit_test(test_binary),
-        cmocka_unit_test(test_concat),
-        cmocka_unit_test(test_maxpool),
-        cmocka_unit_test(test_transpose),
-        cmocka_unit_test(test_prelu),
-        cmocka_unit_test(test_pad),
-        cmocka_unit_test(test_slice),
-        cmocka_unit_test(test_binary_tables),
-        cmocka_unit_test(test_dequantize_formula),
+        cmocka_unit_test(test_lut_unary),     cmocka_unit_test(test_requantize_dequantize),
+        cmocka_unit_test(test_quantize_f32),  cmocka_unit_test(test_quantize_boundaries),
+        cmocka_unit_test(test_binary),        cmocka_unit_test(test_binary_broadcast),
+        cmocka_unit_test(test_concat),        cmocka_unit_test(test_maxpool),
+        cmocka_unit_test(test_transpose),     cmocka_unit_test(test_prelu),
+        cmocka_unit_test(test_pad),           cmocka_unit_test(test_slice),
+        cmocka_unit_test(test_binary_tables), cmocka_unit_test(test_dequantize_formula),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,9 +2,15 @@
  * (TFLite's integer add: both inputs are shifted left by 20 bits, rescaled to twice the larger
  * input scale with their own fixed-point multipliers, summed, and rescaled to the output; MUL:
  * the product of the zero-point-corrected codes rescaled by s_a * s_b / s_out).
- * Broadcasting inputs and I16 are left to the reference kernel. The three rescalings use the
- * same exact vectorized MultiplyByQuantizedMultiplier as the quantized GEMM epilogue; the last
- * n % 8 elements use the scalar reference helpers.
+ * Broadcasting: each input is read one of three ways (operand_mode): whole (its shape is the
+ * output's), periodic (its shape is the output's trailing dims with ones before: element i % P,
+ * a scalar when P is 1; a per-channel mean, say) or one value per output row (its last dim is 1
+ * and its others are the output's: element i / L with L the output's last dim; movenet's
+ * [48,48,1] - [1,17]). A periodic input is read from a tile in the scratch, the input repeated
+ * to a multiple of 8 bytes (at most TILE_MAX), so that every 8 lanes are one load; a row-value
+ * input is gathered 8 values at a time. Other broadcasts and I16 are left to the reference
+ * kernel. The three rescalings use the same exact vectorized MultiplyByQuantizedMultiplier as
+ * the quantized GEMM epilogue; the last n % 8 elements use the scalar reference helpers.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -16,12 +22,23 @@
 
 enum { LEFT_SHIFT = 20 };
 
+/* How an input is read for output element i (see the top comment). */
+enum { M_WHOLE, M_PERIODIC, M_ROW };
+#define TILE_MAX 4096 /* bytes of a periodic input's tile */
+
+typedef struct operand {
+    const uint8_t *p; /* the input; for M_PERIODIC at run, its tile */
+    int mode;
+    size_t period; /* M_PERIODIC: the input's size P; M_ROW: the output's last dim L */
+    size_t tile;   /* M_PERIODIC: the tile's length, lcm(P, 8) rounded to <= TILE_MAX */
+} operand;
+
 typedef struct qmul {
     int32_t mult, shift, left, right;
 } qmul;
 
 typedef struct vadd_job {
-    const uint8_t *a, *b;
+    operand a, b;
     uint8_t *y;
     int32_t flip; /* 0x80 for I8: maps the bytes to u8 (value + 128) */
     int32_t za, zb, zo, lo, hi;
@@ -66,6 +83,33 @@ static int32_t load_one(const uint8_t *p, int32_t flip) {
     return (int32_t)(uint8_t)(*p ^ (uint8_t)flip);
 }
 
+/* The input's byte for output element i. */
+static const uint8_t *at(const operand *o, size_t i) {
+    switch (o->mode) {
+    case M_PERIODIC:
+        return o->p + i % o->tile;
+    case M_ROW:
+        return o->p + i / o->period;
+    default:
+        return o->p + i;
+    }
+}
+
+/* 8 input bytes for output elements i..i+7. */
+static __m128i load8(const operand *o, size_t i) {
+    if (o->mode != M_ROW) return _mm_loadl_epi64((const __m128i *)(const void *)at(o, i));
+    size_t r = i / o->period, left = o->period - i % o->period; /* of the first row */
+    uint8_t v[8];
+    for (int k = 0; k < 8; k++) {
+        if ((size_t)k == left) {
+            r++;
+            left += o->period;
+        }
+        v[k] = o->p[r];
+    }
+    return _mm_loadl_epi64((const __m128i *)(const void *)v);
+}
+
 static void vadd_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     const vadd_job *j = (const vadd_job *)arg;
     (void)thread;
@@ -81,8 +125,8 @@ static void vadd_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     const int mul = j->mul, sub = j->sub;
     size_t i = begin;
     for (; i + 8 <= end; i += 8) {
-        __m128i ba = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(j->a + i)), flip);
-        __m128i bb = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(j->b + i)), flip);
+        __m128i ba = _mm_xor_si128(load8(&j->a, i), flip);
+        __m128i bb = _mm_xor_si128(load8(&j->b, i), flip);
         __m256i va = _mm256_sub_epi32(_mm256_cvtepu8_epi32(ba), za);
         __m256i vb = _mm256_sub_epi32(_mm256_cvtepu8_epi32(bb), zb);
         __m256i raw;
@@ -99,14 +143,15 @@ static void vadd_range(void *arg, size_t begin, size_t end, uint32_t thread) {
         _mm_storel_epi64((__m128i *)(j->y + i), _mm_packus_epi16(w16, w16));
     }
     for (; i < end && j->mul; i++) {
-        int32_t va = load_one(j->a + i, j->flip) - j->za, vb = load_one(j->b + i, j->flip) - j->zb;
+        int32_t va = load_one(at(&j->a, i), j->flip) - j->za;
+        int32_t vb = load_one(at(&j->b, i), j->flip) - j->zb;
         int32_t q = ks__quant_mul(va * vb, j->mo.mult, j->mo.shift) + j->zo;
         q = q < j->lo ? j->lo : (q > j->hi ? j->hi : q);
         j->y[i] = (uint8_t)q;
     }
     for (; i < end; i++) {
-        int32_t va = (int32_t)((uint32_t)(load_one(j->a + i, j->flip) - j->za) << LEFT_SHIFT);
-        int32_t vb = (int32_t)((uint32_t)(load_one(j->b + i, j->flip) - j->zb) << LEFT_SHIFT);
+        int32_t va = (int32_t)((uint32_t)(load_one(at(&j->a, i), j->flip) - j->za) << LEFT_SHIFT);
+        int32_t vb = (int32_t)((uint32_t)(load_one(at(&j->b, i), j->flip) - j->zb) << LEFT_SHIFT);
         int32_t sva = ks__quant_mul(va, j->ma.mult, j->ma.shift);
         int32_t svb = ks__quant_mul(vb, j->mb.mult, j->mb.shift);
         int32_t q = ks__quant_mul(j->sub ? sva - svb : sva + svb, j->mo.mult, j->mo.shift) + j->zo;
@@ -120,8 +165,56 @@ static int per_tensor_q8(const ks__rt_tensor *t, ks_dtype dtype) {
            t->quant->zero_points && t->quant->scales[0] > 0.0f;
 }
 
-/* Same dtype (U8 or I8) and per-tensor quantization everywhere, identical shapes, zero points
- * inside the dtype. */
+static size_t gcd(size_t a, size_t b) {
+    while (b) {
+        size_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* How input x is read for output y (M_*), or -1 for a broadcast this kernel does not take. */
+static int operand_mode(const ks__rt_tensor *x, const ks__rt_tensor *y, operand *o) {
+    memset(o, 0, sizeof(*o));
+    o->p = (const uint8_t *)x->data;
+    if (x->rank > y->rank || y->rank < 1) return -1;
+    int32_t lead = y->rank - x->rank; /* x's dims align with y's last ones */
+    bool whole = lead == 0, suffix = true, row = y->dims[y->rank - 1] > 1;
+    bool matched = false; /* a dim of x equal to y's and not 1 seen: no broadcast dim after it */
+    for (int32_t d = 0; d < y->rank; d++) {
+        int64_t xd = d < lead ? 1 : x->dims[d - lead], yd = y->dims[d];
+        if (xd != yd) whole = false;
+        if (d < y->rank - 1 && xd != yd) row = false;
+        if (d == y->rank - 1 && xd != 1) row = false;
+        if (xd == yd && yd != 1) matched = true;
+        if (xd != yd) {
+            if (xd != 1 || matched) suffix = false; /* a 1 after a matched dim */
+        }
+    }
+    size_t numel = (size_t)ks__rt_numel(x);
+    if (whole || (suffix && numel == (size_t)ks__rt_numel(y))) { /* fewer dims, same elements */
+        o->mode = M_WHOLE;
+        return M_WHOLE;
+    }
+    if (suffix && numel >= 1) {
+        size_t tile = numel / gcd(numel, 8) * 8; /* lcm(P, 8) */
+        if (tile > TILE_MAX) return -1;
+        o->mode = M_PERIODIC;
+        o->period = numel;
+        o->tile = tile;
+        return M_PERIODIC;
+    }
+    if (row) {
+        o->mode = M_ROW;
+        o->period = (size_t)y->dims[y->rank - 1];
+        return M_ROW;
+    }
+    return -1;
+}
+
+/* Same dtype (U8 or I8) and per-tensor quantization everywhere, inputs of the output's shape or
+ * broadcast in a way operand_mode takes, zero points inside the dtype. */
 static int describe(const ks__kernel_ctx *ctx, vadd_job *j) {
     memset(j, 0, sizeof(*j));
     if (ctx->num_inputs != 2 || ctx->num_outputs != 1) return -1;
@@ -129,9 +222,7 @@ static int describe(const ks__kernel_ctx *ctx, vadd_job *j) {
     if (!a || !b || !y || (a->dtype != KS_DTYPE_U8 && a->dtype != KS_DTYPE_I8)) return -1;
     if (!per_tensor_q8(a, a->dtype) || !per_tensor_q8(b, a->dtype) || !per_tensor_q8(y, a->dtype))
         return -1;
-    if (a->rank != y->rank || b->rank != y->rank) return -1;
-    for (int32_t d = 0; d < y->rank; d++)
-        if (a->dims[d] != y->dims[d] || b->dims[d] != y->dims[d]) return -1;
+    if (operand_mode(a, y, &j->a) < 0 || operand_mode(b, y, &j->b) < 0) return -1;
     int32_t off = a->dtype == KS_DTYPE_I8 ? 128 : 0;
     j->flip = off ? 0x80 : 0;
     j->za = a->quant->zero_points[0] + off;
@@ -152,10 +243,22 @@ static int describe(const ks__kernel_ctx *ctx, vadd_job *j) {
         make_qmul(twice_max / ((double)(1 << LEFT_SHIFT) * (double)so), &j->mo);
     }
     ks__quant_act_range(ctx->node->ip[0], so, j->zo, y->dtype, &j->lo, &j->hi);
-    j->a = (const uint8_t *)a->data;
-    j->b = (const uint8_t *)b->data;
     j->y = (uint8_t *)y->data;
     return 0;
+}
+
+/* Scratch bytes of a periodic input's tile: the tile and 8 more bytes of the same period, so
+ * that 8 bytes read at any offset below the tile stay inside (a thread's range may start at any
+ * element). */
+static size_t tile_bytes(const operand *o) {
+    return o->mode == M_PERIODIC ? (o->tile + 8 + 63) / 64 * 64 : 0;
+}
+
+/* A periodic input's tile at dst: the input repeated over tile + 8 bytes. */
+static void make_tile(operand *o, uint8_t *dst) {
+    for (size_t k = 0; k < o->tile + 8; k++)
+        dst[k] = o->p[k % o->period];
+    o->p = dst;
 }
 
 static double cost(const ks__kernel_ctx *ctx) {
@@ -165,8 +268,9 @@ static double cost(const ks__kernel_ctx *ctx) {
 }
 
 static ks_status plan(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
-    (void)ctx;
+    vadd_job j;
     *packed_bytes_out = 0;
+    if (describe(ctx, &j) == 0) ctx->scratch_bytes = tile_bytes(&j.a) + tile_bytes(&j.b);
     return KS_STATUS_OK;
 }
 
@@ -174,6 +278,16 @@ static ks_status run(ks__kernel_ctx *ctx) {
     vadd_job j;
     if (describe(ctx, &j))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 add cannot run this node");
+    uint8_t *tiles = (uint8_t *)ctx->scratch;
+    size_t need = tile_bytes(&j.a) + tile_bytes(&j.b);
+    if (need > ctx->scratch_bytes || (need && !tiles))
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "q8 add: scratch of %zu bytes, %zu needed",
+                                ctx->scratch_bytes, need);
+    if (j.a.mode == M_PERIODIC) {
+        make_tile(&j.a, tiles);
+        tiles += tile_bytes(&j.a);
+    }
+    if (j.b.mode == M_PERIODIC) make_tile(&j.b, tiles);
     ks__parallel_for(ctx->pool, (size_t)ks__rt_numel(ctx->out[0]), 8192, vadd_range, &j);
     return KS_STATUS_OK;
 }
