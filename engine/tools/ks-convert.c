@@ -21,6 +21,7 @@
 static void usage(void) {
     fprintf(stderr,
             "usage: ks-convert IN.{tflite,onnx,ksm} OUT.ksm [--no-optimize] [--quiet]\n"
+            "                  [--progress-lines]\n"
             "                  [--weights fp32|fp16|int8|int4] [--entropy]\n"
             "                  [--coder best|rans|wcode] [--block N] [--pack]\n"
             "  Converts a TFLite or ONNX model into Kestrel's .ksm format, or rewrites a .ksm\n"
@@ -32,6 +33,9 @@ static void usage(void) {
             "  --coder    with --entropy: best (default: per tensor the smallest of raw, rANS\n"
             "             and wcode), rans (static order-0 rANS) or wcode (context-adaptive\n"
             "             arithmetic coding, also codes the scales)\n"
+            "  --progress-lines  report progress on stderr as lines \"progress<TAB>converting<TAB>\n"
+            "             DONE<TAB>TOTAL\" (read, import, optimize, write: 4 steps), for\n"
+            "             programs that run the converter (the Python package's bars)\n"
             "  --pack     lossless format 1.2 packing (needs Kestrel >= 1.2 to load): every\n"
             "             constant entropy-coded where smaller (int8 weights of quantized\n"
             "             models included), zero points omitted, tables compressed; with a\n"
@@ -175,6 +179,15 @@ static int print_graph_json(const ks__graph *g) {
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
+static int g_progress_lines;
+
+/* One machine-readable progress line (--progress-lines). */
+static void progress(int done, int total) {
+    if (!g_progress_lines) return;
+    fprintf(stderr, "progress\tconverting\t%d\t%d\n", done, total);
+    fflush(stderr);
+}
+
 int main(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
     int optimize = 1, quiet = 0, coder_set = 0, graph_json = 0;
@@ -238,6 +251,8 @@ int main(int argc, char **argv) {
             optimize = 0;
         else if (strcmp(argv[i], "--quiet") == 0)
             quiet = 1;
+        else if (strcmp(argv[i], "--progress-lines") == 0)
+            g_progress_lines = 1;
         else if (strcmp(argv[i], "--graph-json") == 0)
             graph_json = 1;
         else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -263,6 +278,7 @@ int main(int argc, char **argv) {
     char err[1024] = "";
     uint8_t *buf = NULL;
     size_t n = 0;
+    progress(0, 4);
     ks_status st = ks_read_file(in, (size_t)4 << 30, &buf, &n, err, sizeof(err));
     if (st) {
         fprintf(stderr, "ks-convert: %s\n", err);
@@ -284,6 +300,7 @@ int main(int argc, char **argv) {
         free(buf);
         return 2;
     }
+    progress(1, 4);
     const char *base = strrchr(in, '/');
     base = base ? base + 1 : in;
     ks__graph g;
@@ -298,8 +315,10 @@ int main(int argc, char **argv) {
         buf = NULL;
     }
     uint32_t nodes_before = g.num_nodes;
+    if (!st) progress(2, 4);
     if (!st && optimize) st = ks__graph_optimize(&g, err, sizeof(err));
     if (!st) st = ks__graph_validate(&g, err, sizeof(err));
+    if (!st) progress(3, 4);
     if (!st && graph_json) {
         int rc = print_graph_json(&g);
         ks__graph_free(&g);
@@ -307,6 +326,7 @@ int main(int argc, char **argv) {
         return rc;
     }
     if (!st) st = ks__ksm_write_file_ex(&g, &wopts, out, err, sizeof(err));
+    if (!st) progress(4, 4);
     if (st) {
         fprintf(stderr, "ks-convert: %s: %s\n", ks_status_string(st), err);
         ks__graph_free(&g);

@@ -76,7 +76,10 @@ static void usage(void) {
             "  --coder best|rans|wcode      with --entropy: best (default, smallest per\n"
             "                               constant) or one coder only; rans decodes ~9x\n"
             "                               faster than wcode at load (slightly larger)\n"
-            "  --quiet                      no progress bar\n");
+            "  --quiet                      no progress bar\n"
+            "  --progress-lines             progress as lines \"progress<TAB>STAGE<TAB>DONE<TAB>TOTAL\"\n"
+            "                               on stderr instead of a bar (for programs that run\n"
+            "                               ks-quant: the Python package's bars)\n");
 }
 
 /* Flags with a word value: the words, the values they set, the message's list. */
@@ -115,6 +118,7 @@ static const word_flag k_word_flags[] = {
 typedef struct cli {
     ks__quant_options o;
     int quiet;
+    int progress_lines;
     const char *skip[MAX_NAMES], *outputs[MAX_NAMES];
     char *skip_buf, *outputs_buf;
 } cli;
@@ -212,6 +216,8 @@ static int parse_args(int argc, char **argv, cli *c) {
             o->weights_only = true;
         } else if (strcmp(a, "--quiet") == 0) {
             c->quiet = 1;
+        } else if (strcmp(a, "--progress-lines") == 0) {
+            c->progress_lines = 1;
         } else if (strcmp(a, "--entropy") == 0) {
             o->entropy = true;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -262,6 +268,11 @@ static void on_log(void *user, ks_log_level level, const char *message) {
 /* A progress bar on a terminal; only the final state otherwise. */
 static void on_progress(void *user, const char *what, int done, int total) {
     const cli *c = user;
+    if (c->progress_lines) {
+        fprintf(stderr, "progress\t%s\t%d\t%d\n", what, done, total);
+        fflush(stderr);
+        return;
+    }
     if (c->quiet || (!isatty(2) && done < total)) return;
     enum { WIDTH = 30 };
     int fill = total > 0 ? done * WIDTH / total : WIDTH;

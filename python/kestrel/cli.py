@@ -49,7 +49,8 @@ def _progress(total: int, desc: str, enabled: bool) -> Any:
 def cmd_convert(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     _tools.convert(args.src, args.dst, optimize=not args.no_optimize, weights=args.weights,
-                   entropy=args.entropy, coder=args.coder, block=args.block, pack=args.pack)
+                   entropy=args.entropy, coder=args.coder, block=args.block, pack=args.pack,
+                   progress=False if args.json else None)
     dt = time.perf_counter() - t0
     size = os.path.getsize(args.dst)
     _emit(args, {"src": args.src, "dst": args.dst, "size_bytes": size, "seconds": round(dt, 3)},
@@ -369,6 +370,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     if args.skip:
         opts["skip"] = args.skip
     rep = quantize(args.src, args.dst, calibration=args.calibration,
+                   progress=False if args.json else None,
                    **{k: v for k, v in opts.items() if v is not None})
     human = [rep.summary] + [f"  {n}: cosine {c:.5f}" for n, c in rep.outputs.items()]
     human += [f"  worst layer: {rep.layers[0].get('node')} ({rep.layers[0].get('op')}, "

@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 import numpy as np
 
 from ._errors import InvalidArgumentError
-from ._tools import run_tool
+from ._tools import Progress, progress_callback, run_tool
 
 # Python keyword -> (ks-quant flag, kind): "value" passes str(value), "flag" passes the flag when
 # true, "negated" passes it when false, "list" joins names with commas.
@@ -85,10 +85,13 @@ def _write_bmp(path: str, image: np.ndarray) -> None:
 
 def quantize(model: "os.PathLike[str] | str", output: "os.PathLike[str] | str", *,
              calibration: Union[str, "os.PathLike[str]", Iterable[Any]],
-             **options: Any) -> QuantReport:
+             progress: Progress = None, **options: Any) -> QuantReport:
     """Quantizes a float .ksm into ``output`` with ks-quant; ``options`` are its flags in
     snake_case (``method="mse"``, ``skip=["conv_3"]``, ``speed_check=False``, ``bench=20``,
-    ...). Raises :class:`ToolError` with the tool's message when it fails."""
+    ...). ``progress``: a bar per stage (calibration, each search, the checks; see
+    :func:`kestrel._tools.progress_callback`: by default on a terminal with tqdm), ``False`` for
+    none, or a callable ``(stage, done, total)``. Ctrl-C stops ks-quant and removes ``output``.
+    Raises :class:`ToolError` with the tool's message when it fails."""
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
         raise InvalidArgumentError(f"quantize(): unknown options {unknown}; known: "
@@ -123,7 +126,10 @@ def quantize(model: "os.PathLike[str] | str", output: "os.PathLike[str] | str", 
                 args.append(flag)
             elif kind == "negated" and not value:
                 args.append(flag)
-        done = run_tool("ks-quant", args, output=out)
+        cb = progress_callback(progress)
+        if cb is not None:
+            args.append("--progress-lines")
+        done = run_tool("ks-quant", args, output=out, progress=cb)
         with open(report_path) as f:
             raw = json.load(f)
     return QuantReport(

@@ -41,6 +41,30 @@ def test_convert_is_ks_convert(tmp_path, capsys):
     assert rc == 0 and doc16["size_bytes"] < 0.7 * doc["size_bytes"]
 
 
+def test_convert_progress_and_interrupt(tmp_path):
+    """kestrel.convert reports its four steps, and Ctrl-C (here raised by the progress callback)
+    stops the converter and leaves no output file."""
+    src = data_file("face_detection/face_detection_short_range.tflite")
+    events = []
+    kestrel.convert(src, tmp_path / "p.ksm", progress=lambda *e: events.append(e))
+    assert events == [("converting", k, 4) for k in range(5)], events
+    subprocess.run([tool("ks-convert"), src, str(tmp_path / "c.ksm"), "--quiet"], check=True)
+    assert (tmp_path / "p.ksm").read_bytes() == (tmp_path / "c.ksm").read_bytes()
+
+    def interrupt(what, done, total):
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        kestrel.convert(src, tmp_path / "i.ksm", progress=interrupt)
+    assert not (tmp_path / "i.ksm").exists()
+    # progress=False and True both convert the same bytes (True: a bar or plain lines)
+    kestrel.convert(src, tmp_path / "f.ksm", progress=False)
+    kestrel.convert(src, tmp_path / "t.ksm", progress=True)
+    assert (tmp_path / "f.ksm").read_bytes() == (tmp_path / "t.ksm").read_bytes() == \
+        (tmp_path / "c.ksm").read_bytes()
+
+
 def test_inspect_and_ops(blazeface, capsys):
     rc, doc = cli_json(capsys, "inspect", blazeface)
     assert rc == 0

@@ -17,8 +17,19 @@ def test_quantize_blazeface(blazeface, tmp_path):
     images = [load_rgb(p) for p in ("images/skimage_astronaut.png", "images/coral_grace_hopper.bmp",
                                     "images/coral_squat.bmp")]
     out = tmp_path / "bf_int8.ksm"
+    events = []
     rep = kestrel.quantize(blazeface, out, calibration=images, max_images=3, eval_images=2,
-                           speed_check=False)
+                           speed_check=False, progress=lambda *e: events.append(e))
+    # progress: each run of a stage counts up to its total (a stage may run again, from 0),
+    # calibration among them
+    stages = {}
+    for what, done, total in events:
+        last = stages.get(what)
+        assert 0 <= done <= total, events
+        assert last is None or done >= last[0] or (done == 0 and last[0] == last[1]), events
+        stages[what] = (done, total)
+    assert stages and all(d == t for d, t in stages.values()), stages
+    assert any("calib" in w for w in stages), sorted(stages)
     assert rep.path == str(out) and os.path.getsize(out) == rep.int8_bytes
     assert rep.fp32_bytes == os.path.getsize(blazeface) and rep.int8_bytes < rep.fp32_bytes
     assert rep.int8_layers >= 1 and rep.layers and {"node", "op", "precision"} <= set(rep.layers[0])
