@@ -19,30 +19,31 @@
 #include "weight_quant.h"
 
 static void usage(void) {
-    fprintf(stderr,
-            "usage: ks-convert IN.{tflite,onnx,ksm} OUT.ksm [--no-optimize] [--quiet]\n"
-            "                  [--progress-lines]\n"
-            "                  [--weights fp32|fp16|int8|int4] [--entropy]\n"
-            "                  [--coder best|rans|wcode] [--block N] [--pack]\n"
-            "  Converts a TFLite or ONNX model into Kestrel's .ksm format, or rewrites a .ksm\n"
-            "  (as it is, e.g. an int8 model from ks-quant).\n"
-            "  --weights  storage of conv/FC weights: fp16, int8 (per output channel) or int4\n"
-            "             (per block of N input values, default 32); int8/int4 are decoded to\n"
-            "             fp32 at load\n"
-            "  --entropy  entropy-code the int8/int4 weight codes (lossless)\n"
-            "  --coder    with --entropy: best (default: per tensor the smallest of raw, rANS\n"
-            "             and wcode), rans (static order-0 rANS) or wcode (context-adaptive\n"
-            "             arithmetic coding, also codes the scales)\n"
-            "  --progress-lines  report progress on stderr as lines \"progress<TAB>converting<TAB>\n"
-            "             DONE<TAB>TOTAL\" (read, import, optimize, write: 4 steps), for\n"
-            "             programs that run the converter (the Python package's bars)\n"
-            "  --pack     lossless format 1.2 packing (needs Kestrel >= 1.2 to load): every\n"
-            "             constant entropy-coded where smaller (int8 weights of quantized\n"
-            "             models included), zero points omitted, tables compressed; with a\n"
-            "             .ksm input, --entropy alone means --pack\n"
-            "  ks-convert IN --graph-json [--no-optimize]: print the graph as JSON instead\n"
-            "  ks-convert --list-ops [--json]: the ops each importer converts, with their\n"
-            "             constraints\n");
+    fprintf(
+        stderr,
+        "usage: ks-convert IN.{tflite,onnx,ksm} OUT.ksm [--no-optimize] [--quiet]\n"
+        "                  [--progress-lines]\n"
+        "                  [--weights fp32|fp16|int8|int4] [--entropy]\n"
+        "                  [--coder best|rans|wcode] [--block N] [--pack]\n"
+        "  Converts a TFLite or ONNX model into Kestrel's .ksm format, or rewrites a .ksm\n"
+        "  (as it is, e.g. an int8 model from ks-quant).\n"
+        "  --weights  storage of conv/FC weights: fp16, int8 (per output channel) or int4\n"
+        "             (per block of N input values, default 32); int8/int4 are decoded to\n"
+        "             fp32 at load\n"
+        "  --entropy  entropy-code the int8/int4 weight codes (lossless)\n"
+        "  --coder    with --entropy: best (default: per tensor the smallest of raw, rANS\n"
+        "             and wcode), rans (static order-0 rANS) or wcode (context-adaptive\n"
+        "             arithmetic coding, also codes the scales)\n"
+        "  --progress-lines  report progress on stderr as lines \"progress<TAB>converting<TAB>\n"
+        "             DONE<TAB>TOTAL\" (read, import, optimize, write: 4 steps), for\n"
+        "             programs that run the converter (the Python package's bars)\n"
+        "  --pack     lossless format 1.2 packing (needs Kestrel >= 1.2 to load): every\n"
+        "             constant entropy-coded where smaller (int8 weights of quantized\n"
+        "             models included), zero points omitted, tables compressed; with a\n"
+        "             .ksm input, --entropy alone means --pack\n"
+        "  ks-convert IN --graph-json [--no-optimize]: print the graph as JSON instead\n"
+        "  ks-convert --list-ops [--json]: the ops each importer converts, with their\n"
+        "             constraints\n");
 }
 
 /* Length of the well-formed UTF-8 sequence at s (1..4), or 0 if it is not one. */

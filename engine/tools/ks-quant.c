@@ -77,7 +77,8 @@ static void usage(void) {
             "                               constant) or one coder only; rans decodes ~9x\n"
             "                               faster than wcode at load (slightly larger)\n"
             "  --quiet                      no progress bar\n"
-            "  --progress-lines             progress as lines \"progress<TAB>STAGE<TAB>DONE<TAB>TOTAL\"\n"
+            "  --progress-lines             progress as lines "
+            "\"progress<TAB>STAGE<TAB>DONE<TAB>TOTAL\"\n"
             "                               on stderr instead of a bar (for programs that run\n"
             "                               ks-quant: the Python package's bars)\n");
 }
