@@ -312,6 +312,85 @@ static void mk4(qtensor *qt, ks_dtype dt, int64_t n, int64_t h, int64_t w, int64
     qt->t.dims[0] = n, qt->t.dims[1] = h, qt->t.dims[2] = w, qt->t.dims[3] = c;
 }
 
+/* Bilinear RESIZE of U8 (float weights) and I8 (10-bit fixed point) against the reference,
+ * byte for byte: up- and downsampling, every coordinate mode, channel counts with every tail
+ * (1, 3, 8, 13, 17, 21: deeplabv3's 21 class maps, movenet's 17 heatmaps). The AVX2 kernel must
+ * take U8 in every mode and I8 in the three modes of TFLite's fixed-point kernel. */
+static void test_resize(void **state) {
+    (void)state;
+    static const int64_t shapes[][5] = {
+        /* ih, iw, c, oh, ow */
+        {5, 7, 21, 33, 41}, {12, 12, 17, 48, 48}, {4, 4, 8, 8, 8},  {3, 5, 1, 7, 11},
+        {9, 9, 13, 4, 4},   {6, 6, 3, 6, 6},      {2, 3, 16, 9, 5},
+    };
+    static const int32_t coords[] = {KS_RESIZE_ASYMMETRIC, KS_RESIZE_ALIGN_CORNERS,
+                                     KS_RESIZE_HALF_PIXEL, KS_RESIZE_PYTORCH_HALF_PIXEL};
+    int ran = 0;
+    for (size_t sh = 0; sh < sizeof(shapes) / sizeof(shapes[0]); sh++) {
+        for (size_t co = 0; co < 4; co++) {
+            for (int dt = 0; dt < 2; dt++) {
+                ks_dtype d = dt ? KS_DTYPE_I8 : KS_DTYPE_U8;
+                const int64_t *p = shapes[sh];
+                ks__node node;
+                memset(&node, 0, sizeof(node));
+                node.op = KS_OP_RESIZE;
+                node.ip[0] = 1; /* bilinear */
+                node.ip[1] = coords[co];
+                node.ip[3] = (int32_t)p[3];
+                node.ip[4] = (int32_t)p[4];
+                qtensor x, y;
+                mk4(&x, d, 1 + (int64_t)(sh % 2), p[0], p[1], p[2]);
+                mk4(&y, d, 1, 1, 1, 1); /* shaped by the reference's inference */
+                y.scale = x.scale, y.zp = x.zp;
+                fill(&x);
+                ks__rt_tensor *ins[1] = {&x.t};
+                int took = check_variants(&node, ins, 1, &y.t);
+                ran += took;
+                if ((ks__cpu_isa() & KS_ISA_AVX2) && (!dt || co < 3)) assert_true(took > 0);
+                free(x.t.data);
+            }
+        }
+    }
+    print_message("q8 resize: %d variant runs\n", ran);
+}
+
+static int is_arg_variant(const ks__impl *im) {
+    return strncmp(im->name, "ks_arg", 6) == 0;
+}
+
+/* ARG_MAX / ARG_MIN against the reference: U8, I8 (codes from a small range: many ties, the
+ * first index must win) and F32 (with NaNs), every axis of a rank-4 tensor and negative axes,
+ * I32 and I64 indices. */
+static void test_argmax(void **state) {
+    (void)state;
+    static const int64_t dims[4] = {2, 9, 13, 21};
+    static const ks_dtype xts[3] = {KS_DTYPE_U8, KS_DTYPE_I8, KS_DTYPE_F32};
+    int ran = 0;
+    for (int op = 0; op < 2; op++)
+        for (int t = 0; t < 3; t++)
+            for (int32_t axis = -1; axis < 4; axis++) {
+                ks__node node;
+                memset(&node, 0, sizeof(node));
+                node.op = op ? KS_OP_ARG_MIN : KS_OP_ARG_MAX;
+                node.ip[0] = axis;
+                qtensor x, y;
+                mk(&x, xts[t], 2 * 9 * 13 * 21, xts[t] != KS_DTYPE_F32);
+                x.t.rank = 4;
+                memcpy(x.t.dims, dims, sizeof(dims));
+                fill(&x);
+                if (xts[t] != KS_DTYPE_F32) /* ties everywhere */
+                    for (size_t i = 0; i < x.t.size_bytes; i++)
+                        ((uint8_t *)x.t.data)[i] = (uint8_t)(urand() % 4);
+                mk(&y, (axis + t) % 2 ? KS_DTYPE_I64 : KS_DTYPE_I32, 1, 0);
+                ks__rt_tensor *ins[1] = {&x.t};
+                int took = q8v_check(&node, ins, 1, &y.t, is_arg_variant, NULL);
+                if (ks__cpu_isa() & KS_ISA_AVX2) assert_true(took > 0);
+                ran += took;
+                free(x.t.data);
+            }
+    print_message("argmax / argmin: %d variant runs\n", ran);
+}
+
 static void test_concat(void **state) {
     (void)state;
     int ran = 0;
@@ -596,6 +675,7 @@ int main(void) {
         cmocka_unit_test(test_lut_unary),     cmocka_unit_test(test_requantize_dequantize),
         cmocka_unit_test(test_quantize_f32),  cmocka_unit_test(test_quantize_boundaries),
         cmocka_unit_test(test_binary),        cmocka_unit_test(test_binary_broadcast),
+        cmocka_unit_test(test_resize),        cmocka_unit_test(test_argmax),
         cmocka_unit_test(test_concat),        cmocka_unit_test(test_maxpool),
         cmocka_unit_test(test_transpose),     cmocka_unit_test(test_prelu),
         cmocka_unit_test(test_pad),           cmocka_unit_test(test_slice),

@@ -12,7 +12,7 @@
 #include "conv_internal.h"
 #include "../op_enabled.h"
 
-static float source_coord(int64_t o, int64_t out, float ratio, int32_t coord) {
+float ks__resize_source_coord(int64_t o, int64_t out, float ratio, int32_t coord) {
     float of = (float)o;
     switch (coord) {
     case KS_RESIZE_HALF_PIXEL:
@@ -26,7 +26,7 @@ static float source_coord(int64_t o, int64_t out, float ratio, int32_t coord) {
     }
 }
 
-static int64_t nearest_index(float src, int64_t in, int32_t round_mode) {
+int64_t ks__resize_nearest_index(float src, int64_t in, int32_t round_mode) {
     float r;
     switch (round_mode) {
     case 0: /* round_prefer_floor */
@@ -53,15 +53,15 @@ static float clamp_coord(float v, int64_t in) {
 }
 
 /* TFLite ComputeInterpolationValues (float): lower index floored, upper index ceiled. */
-static void tfl_bounds(float src, int64_t in, int64_t *lo, int64_t *hi) {
+void ks__resize_tfl_bounds(float src, int64_t in, int64_t *lo, int64_t *hi) {
     float f = floorf(src), c = ceilf(src);
     *lo = f < 0.0f ? 0 : (f > (float)(in - 1) ? in - 1 : (int64_t)f);
     *hi = c > (float)(in - 1) ? in - 1 : (c < 0.0f ? 0 : (int64_t)c);
 }
 
 /* TFLite int8 fixed-point bilinear: coordinates in units of 1/1024 pixel. */
-static void int_coord(int64_t o, int64_t scale_10, int half_pixel, int64_t in, int64_t *src,
-                      int64_t *lo, int64_t *hi) {
+void ks__resize_int_coord(int64_t o, int64_t scale_10, int half_pixel, int64_t in, int64_t *src,
+                          int64_t *lo, int64_t *hi) {
     int64_t s = half_pixel ? o * scale_10 + scale_10 / 2 - (1 << 9) : o * scale_10;
     int64_t l = s / (1 << 10); /* truncates toward zero, as TFLite's int32 division */
     int64_t h = (s + (1 << 10) - 1) / (1 << 10);
@@ -70,7 +70,7 @@ static void int_coord(int64_t o, int64_t scale_10, int half_pixel, int64_t in, i
     *hi = h > in - 1 ? in - 1 : (h < 0 ? 0 : h);
 }
 
-static int64_t int_scale(int64_t in, int64_t out, int align) {
+int64_t ks__resize_int_scale(int64_t in, int64_t out, int align) {
     if (align && out > 1) return ((1 << 10) * (in - 1) + (out - 1) / 2) / (out - 1);
     return ((1 << 10) * in + out / 2) / out;
 }
@@ -88,11 +88,11 @@ static ks_status resize_run(ks__kernel_ctx *ctx) {
     if (g.mode == 0) {
         for (int64_t n = 0; n < g.n; n++)
             for (int64_t oy = 0; oy < g.oh; oy++) {
-                int64_t iy =
-                    nearest_index(source_coord(oy, g.oh, g.ratio_h, g.coord), g.ih, g.round_mode);
+                int64_t iy = ks__resize_nearest_index(
+                    ks__resize_source_coord(oy, g.oh, g.ratio_h, g.coord), g.ih, g.round_mode);
                 for (int64_t ox = 0; ox < g.ow; ox++) {
-                    int64_t ix = nearest_index(source_coord(ox, g.ow, g.ratio_w, g.coord), g.iw,
-                                               g.round_mode);
+                    int64_t ix = ks__resize_nearest_index(
+                        ks__resize_source_coord(ox, g.ow, g.ratio_w, g.coord), g.iw, g.round_mode);
                     int64_t xi = ((n * g.ih + iy) * g.iw + ix) * g.c;
                     int64_t yi = ((n * g.oh + oy) * g.ow + ox) * g.c;
                     memcpy(yb + (size_t)yi * esize, xb + (size_t)xi * esize, (size_t)g.c * esize);
@@ -104,28 +104,28 @@ static ks_status resize_run(ks__kernel_ctx *ctx) {
     int int8_fixed = x->dtype == KS_DTYPE_I8 &&
                      (g.coord == KS_RESIZE_ASYMMETRIC || g.coord == KS_RESIZE_ALIGN_CORNERS ||
                       g.coord == KS_RESIZE_HALF_PIXEL);
-    int64_t sh10 = int_scale(g.ih, g.oh, g.coord == KS_RESIZE_ALIGN_CORNERS);
-    int64_t sw10 = int_scale(g.iw, g.ow, g.coord == KS_RESIZE_ALIGN_CORNERS);
+    int64_t sh10 = ks__resize_int_scale(g.ih, g.oh, g.coord == KS_RESIZE_ALIGN_CORNERS);
+    int64_t sw10 = ks__resize_int_scale(g.iw, g.ow, g.coord == KS_RESIZE_ALIGN_CORNERS);
     int half = g.coord == KS_RESIZE_HALF_PIXEL;
     for (int64_t n = 0; n < g.n; n++) {
         for (int64_t oy = 0; oy < g.oh; oy++) {
-            float fy = source_coord(oy, g.oh, g.ratio_h, g.coord);
+            float fy = ks__resize_source_coord(oy, g.oh, g.ratio_h, g.coord);
             /* Float output: clamp like ONNX Runtime (TFLite's unclamped weights give the same
              * value in exact arithmetic, but not bit for bit in float). */
             if (x->dtype == KS_DTYPE_F32) fy = clamp_coord(fy, g.ih);
             int64_t y0, y1, sy = 0;
             if (int8_fixed)
-                int_coord(oy, sh10, half, g.ih, &sy, &y0, &y1);
+                ks__resize_int_coord(oy, sh10, half, g.ih, &sy, &y0, &y1);
             else
-                tfl_bounds(fy, g.ih, &y0, &y1);
+                ks__resize_tfl_bounds(fy, g.ih, &y0, &y1);
             for (int64_t ox = 0; ox < g.ow; ox++) {
-                float fx = source_coord(ox, g.ow, g.ratio_w, g.coord);
+                float fx = ks__resize_source_coord(ox, g.ow, g.ratio_w, g.coord);
                 if (x->dtype == KS_DTYPE_F32) fx = clamp_coord(fx, g.iw);
                 int64_t x0, x1, sx = 0;
                 if (int8_fixed)
-                    int_coord(ox, sw10, half, g.iw, &sx, &x0, &x1);
+                    ks__resize_int_coord(ox, sw10, half, g.iw, &sx, &x0, &x1);
                 else
-                    tfl_bounds(fx, g.iw, &x0, &x1);
+                    ks__resize_tfl_bounds(fx, g.iw, &x0, &x1);
                 int64_t i00 = ((n * g.ih + y0) * g.iw + x0) * g.c;
                 int64_t i01 = ((n * g.ih + y0) * g.iw + x1) * g.c;
                 int64_t i10 = ((n * g.ih + y1) * g.iw + x0) * g.c;
