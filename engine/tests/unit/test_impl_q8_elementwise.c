@@ -391,6 +391,61 @@ static void test_argmax(void **state) {
     print_message("argmax / argmin: %d variant runs\n", ran);
 }
 
+static int is_space_variant(const ks__impl *im) {
+    return strncmp(im->name, "ks_x_", 5) == 0 || strncmp(im->name, "ks_x8_cast", 10) == 0;
+}
+
+/* space_copy.c against the reference, byte for byte: DEPTH_TO_SPACE in both channel orders and
+ * SPACE_TO_DEPTH for 1-, 4- and 8-byte elements, block sizes 2 and 3, odd shapes; CAST of U8 and
+ * I8 to F32 (every byte value). */
+static void test_space_cast(void **state) {
+    (void)state;
+    static const ks_dtype dts[3] = {KS_DTYPE_U8, KS_DTYPE_F32, KS_DTYPE_I64};
+    int ran = 0;
+    for (int bs = 2; bs <= 3; bs++)
+        for (int t = 0; t < 3; t++)
+            for (int mode = 0; mode < 3; mode++) { /* D2S DCR, D2S CRD, S2D */
+                ks__node node;
+                memset(&node, 0, sizeof(node));
+                node.op = mode == 2 ? KS_OP_SPACE_TO_DEPTH : KS_OP_DEPTH_TO_SPACE;
+                node.ip[0] = bs;
+                node.ip[1] = mode == 1;
+                int64_t n = 2, h = 5, w = 7, c = 3;
+                qtensor x, y;
+                if (mode == 2)
+                    mk4(&x, dts[t], n, h * bs, w * bs, c);
+                else
+                    mk4(&x, dts[t], n, h, w, c * bs * bs);
+                x.q.count = 0;
+                fill(&x);
+                mk4(&y, dts[t], 1, 1, 1, 1);
+                y.q.count = 0;
+                ks__rt_tensor *ins[1] = {&x.t};
+                int took = q8v_check(&node, ins, 1, &y.t, is_space_variant, NULL);
+                if (ks__cpu_isa() & (KS_ISA_AVX2 | KS_ISA_NEON)) assert_true(took > 0);
+                ran += took;
+                free(x.t.data);
+            }
+    for (int t = 0; t < 2; t++) {
+        ks__node node;
+        memset(&node, 0, sizeof(node));
+        node.op = KS_OP_CAST;
+        node.ip[0] = KS_DTYPE_F32;
+        qtensor x, y;
+        mk(&x, t ? KS_DTYPE_I8 : KS_DTYPE_U8, 256 * 3 + 5, 0);
+        fill(&x);
+        for (size_t i = 0; i < x.t.size_bytes; i++)
+            ((uint8_t *)x.t.data)[i] = (uint8_t)i;
+        mk(&y, KS_DTYPE_F32, 1, 0);
+        ks__rt_tensor *ins[1] = {&x.t};
+        int took = q8v_check(&node, ins, 1, &y.t, is_space_variant, NULL);
+        if (ks__cpu_isa() & (KS_ISA_AVX2 | KS_ISA_NEON)) assert_true(took > 0);
+        ran += took;
+        free(x.t.data);
+    }
+    print_message("space copies and casts: %d variant runs\n", ran);
+}
+
 static void test_concat(void **state) {
     (void)state;
     int ran = 0;
@@ -672,14 +727,23 @@ static void test_dequantize_formula(void **state) {
 int main(void) {
     g_rng = 777u; /* the stream these cases were written with */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lut_unary),     cmocka_unit_test(test_requantize_dequantize),
-        cmocka_unit_test(test_quantize_f32),  cmocka_unit_test(test_quantize_boundaries),
-        cmocka_unit_test(test_binary),        cmocka_unit_test(test_binary_broadcast),
-        cmocka_unit_test(test_resize),        cmocka_unit_test(test_argmax),
-        cmocka_unit_test(test_concat),        cmocka_unit_test(test_maxpool),
-        cmocka_unit_test(test_transpose),     cmocka_unit_test(test_prelu),
-        cmocka_unit_test(test_pad),           cmocka_unit_test(test_slice),
-        cmocka_unit_test(test_binary_tables), cmocka_unit_test(test_dequantize_formula),
+        cmocka_unit_test(test_lut_unary),
+        cmocka_unit_test(test_requantize_dequantize),
+        cmocka_unit_test(test_quantize_f32),
+        cmocka_unit_test(test_quantize_boundaries),
+        cmocka_unit_test(test_binary),
+        cmocka_unit_test(test_binary_broadcast),
+        cmocka_unit_test(test_resize),
+        cmocka_unit_test(test_argmax),
+        cmocka_unit_test(test_space_cast),
+        cmocka_unit_test(test_concat),
+        cmocka_unit_test(test_maxpool),
+        cmocka_unit_test(test_transpose),
+        cmocka_unit_test(test_prelu),
+        cmocka_unit_test(test_pad),
+        cmocka_unit_test(test_slice),
+        cmocka_unit_test(test_binary_tables),
+        cmocka_unit_test(test_dequantize_formula),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
