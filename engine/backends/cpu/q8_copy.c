@@ -16,6 +16,10 @@
 #include "perf.h"
 #include "vec.h"
 
+/* The kernels here are registered for x86-64 and AArch64 only (impls_quant.inc); on other
+ * targets (the WebAssembly build of the editor) this file compiles to nothing. */
+#if defined(__x86_64__) || defined(__aarch64__)
+
 enum { ROW_BLOCK = 8 };
 
 static int byte_dtype(ks_dtype d) {
@@ -348,3 +352,5 @@ const ks__impl ks_q8_pad__neon = {
 const ks__impl ks_x8x32_slice__neon = {
     "ks_x8x32_slice__neon", KS_OP_SLICE, KS_ISA_NEON, slice_cost, plan, NULL, slice_run};
 #endif
+
+#endif /* x86-64 or AArch64 */

@@ -21,6 +21,10 @@
 #include "impl.h"
 #include "q8_lut.h"
 
+/* The kernels here are registered for x86-64 and AArch64 only (impls_quant.inc); on other
+ * targets (the WebAssembly build of the editor) this file compiles to nothing. */
+#if defined(__x86_64__) || defined(__aarch64__)
+
 enum {
     LUT_BYTES = 256 * sizeof(float), /* big enough for DEQUANTIZE's float table */
     LUT_IN_OFFSET = LUT_BYTES,       /* then the 256 input bytes the table is built from */
@@ -532,3 +536,5 @@ const ks__impl ks_q8_concat__neon = {"ks_q8_concat__neon", KS_OP_CONCAT, KS_ISA_
 const ks__impl ks_q8_prelu__neon = {"ks_q8_prelu__neon", KS_OP_PRELU, KS_ISA_NEON, prelu_cost,
                                     prelu_plan,          prelu_pack,  prelu_run};
 #endif
+
+#endif /* x86-64 or AArch64 */

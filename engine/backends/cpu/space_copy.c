@@ -12,6 +12,10 @@
 
 #include "impl.h"
 
+/* The kernels here are registered for x86-64 and AArch64 only (impls_quant.inc); on other
+ * targets (the WebAssembly build of the editor) this file compiles to nothing. */
+#if defined(__x86_64__) || defined(__aarch64__)
+
 typedef struct space_job {
     const uint8_t *x;
     uint8_t *y;
@@ -156,3 +160,5 @@ SPACE_IMPL(ks_x_depth_to_space, KS_OP_DEPTH_TO_SPACE, space_cost, space_run)
 SPACE_IMPL(ks_x_space_to_depth, KS_OP_SPACE_TO_DEPTH, space_cost, space_run)
 SPACE_IMPL(ks_x8_cast_f32, KS_OP_CAST, cast_cost, cast_run)
 #endif
+
+#endif /* x86-64 or AArch64 */
