@@ -147,7 +147,7 @@ static void rows_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     const rs_job *j = (const rs_job *)arg;
     (void)thread;
     const rs_hdr *h = &j->h;
-    size_t c = (size_t)h->c, full = c / 8 * 8, tail = c - full;
+    size_t c = (size_t)h->c;
     for (size_t r = begin; r < end; r++) { /* r = n * oh + oy */
         size_t n = r / (size_t)h->oh, oy = r % (size_t)h->oh;
         const axis_tap *ty = &j->ry[oy];
@@ -163,37 +163,35 @@ static void rows_range(void *arg, size_t begin, size_t end, uint32_t thread) {
             const axis_tap *tx = &j->rx[ox];
             const uint8_t *p00 = row0 + (size_t)tx->lo * c, *p01 = row0 + (size_t)tx->hi * c;
             const uint8_t *p10 = row1 + (size_t)tx->lo * c, *p11 = row1 + (size_t)tx->hi * c;
+            __m256i w00 = _mm256_setzero_si256(), w01 = w00, w10 = w00, w11 = w00;
+            __m256 cc = _mm256_setzero_ps(), d = cc;
             if (h->i8) {
                 int32_t wx = tx->w;
-                __m256i w00 = _mm256_set1_epi32(((1 << 10) - wy) * ((1 << 10) - wx));
-                __m256i w10 = _mm256_set1_epi32(wy * ((1 << 10) - wx));
-                __m256i w01 = _mm256_set1_epi32(((1 << 10) - wy) * wx);
-                __m256i w11 = _mm256_set1_epi32(wy * wx);
-                for (size_t k = 0; k < full; k += 8)
-                    pixel8_i8(p00 + k, p01 + k, p10 + k, p11 + k, w00, w01, w10, w11, out + k);
-                if (tail) {
-                    uint8_t in[4][8] = {{0}}, res[8];
-                    memcpy(in[0], p00 + full, tail);
-                    memcpy(in[1], p01 + full, tail);
-                    memcpy(in[2], p10 + full, tail);
-                    memcpy(in[3], p11 + full, tail);
-                    pixel8_i8(in[0], in[1], in[2], in[3], w00, w01, w10, w11, res);
-                    memcpy(out + full, res, tail);
-                }
+                w00 = _mm256_set1_epi32(((1 << 10) - wy) * ((1 << 10) - wx));
+                w10 = _mm256_set1_epi32(wy * ((1 << 10) - wx));
+                w01 = _mm256_set1_epi32(((1 << 10) - wy) * wx);
+                w11 = _mm256_set1_epi32(wy * wx);
             } else {
-                float dx = tx->frac;
-                __m256 cc = _mm256_set1_ps(1 - dx), d = _mm256_set1_ps(dx);
-                for (size_t k = 0; k < full; k += 8)
-                    pixel8_u8(p00 + k, p01 + k, p10 + k, p11 + k, a, b, cc, d, out + k);
-                if (tail) {
-                    uint8_t in[4][8] = {{0}}, res[8];
-                    memcpy(in[0], p00 + full, tail);
-                    memcpy(in[1], p01 + full, tail);
-                    memcpy(in[2], p10 + full, tail);
-                    memcpy(in[3], p11 + full, tail);
-                    pixel8_u8(in[0], in[1], in[2], in[3], a, b, cc, d, res);
-                    memcpy(out + full, res, tail);
+                cc = _mm256_set1_ps(1 - tx->frac);
+                d = _mm256_set1_ps(tx->frac);
+            }
+            for (size_t k = 0; k < c; k += 8) {
+                const uint8_t *q[4] = {p00 + k, p01 + k, p10 + k, p11 + k};
+                uint8_t in[4][8], res[8], *dst = out + k;
+                size_t m = c - k < 8 ? c - k : 8; /* channels in this step */
+                if (m < 8) { /* the last C % 8 through buffers: nothing past the tensors */
+                    for (int t = 0; t < 4; t++) {
+                        memset(in[t], 0, sizeof(in[t]));
+                        memcpy(in[t], q[t], m);
+                        q[t] = in[t];
+                    }
+                    dst = res;
                 }
+                if (h->i8)
+                    pixel8_i8(q[0], q[1], q[2], q[3], w00, w01, w10, w11, dst);
+                else
+                    pixel8_u8(q[0], q[1], q[2], q[3], a, b, cc, d, dst);
+                if (m < 8) memcpy(out + k, res, m);
             }
         }
     }
