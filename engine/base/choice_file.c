@@ -80,7 +80,7 @@ int ks__choice_parse(const char *data, size_t size, const char *header, uint32_t
 
 /* The file's bytes (*size_out of them, NUL-terminated), or NULL: no file (*why_out NULL), or
  * unreadable / too large (*why_out says which). */
-static char *read_file(const char *path, size_t *size_out, const char **why_out) {
+char *ks__choice_read(const char *path, size_t *size_out, const char **why_out) {
     *why_out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -108,7 +108,7 @@ int ks__choice_load(const char *path, const char *header, uint32_t max_entries, 
                     char *value, size_t value_cap, const char **why_out) {
     const char *why = NULL;
     size_t n = 0;
-    char *data = path ? read_file(path, &n, &why) : NULL;
+    char *data = path ? ks__choice_read(path, &n, &why) : NULL;
     int found = 0, r = 0;
     if (data) {
         r = ks__choice_parse(data, n, header, max_entries, key, value, value_cap, &found);
@@ -131,7 +131,7 @@ int ks__choice_save(const char *path, const char *header, uint32_t max_entries, 
         return -1;
     }
     size_t n = 0;
-    char *old = read_file(path, &n, &why);
+    char *old = ks__choice_read(path, &n, &why);
     int entries = old ? ks__choice_parse(old, n, header, max_entries, NULL, NULL, 0, NULL) - 1 : -1;
     if (entries < 0) entries = 0; /* no file, another header or malformed: start afresh */
     size_t pl = strlen(path), cap = hl + 1 + (entries ? n : 0) + kl + vl + 3;

@@ -37,6 +37,11 @@ extern "C" {
 int ks__choice_parse(const char *data, size_t size, const char *header, uint32_t max_entries,
                      const char *key, char *value_out, size_t value_cap, int *found_out);
 
+/* The file's bytes (*size_out of them, NUL-terminated; free with ks__free(NULL, p)), or NULL: no
+ * file (*why_out NULL), or unreadable / too large (*why_out says which). For a caller that looks
+ * up many keys: read once, then ks__choice_parse per key. */
+char *ks__choice_read(const char *path, size_t *size_out, const char **why_out);
+
 /* The value stored for key in the file at path: 1 (value set), 0 (no file, no entry, another
  * header), -1 (unreadable, too large or malformed: *why_out, if not NULL, says which). */
 int ks__choice_load(const char *path, const char *header, uint32_t max_entries, const char *key,

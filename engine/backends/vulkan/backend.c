@@ -2342,7 +2342,9 @@ static void tune_steps(build *b) {
     }
     char header[512], key[256], v[KS__CHOICE_VALUE_CAP], why[200];
     tune_header(d, header, sizeof(header));
-    bool warned = false;
+    bool warned = false, stale = true; /* stale: the file changed since `file` was read */
+    char *file = NULL;
+    size_t file_bytes = 0;
     for (uint32_t k = 0; k < b->num_steps; k++) {
         dispatch *sp = &b->steps[k];
         if (sp->kind != K_CONV_GEMM) continue;
@@ -2352,9 +2354,18 @@ static void tune_steps(build *b) {
         if (!set_groups(d, &alt) || ensure_pipe(d, K_CONV, alt.variant, why, sizeof(why))) continue;
         tune_key(sp, key, sizeof(key));
         const char *bad = NULL;
-        int r = d->tune_path ? ks__choice_load(d->tune_path, header, TUNE_MAX_ENTRIES, key, v,
-                                               sizeof(v), &bad)
-                             : 0;
+        if (d->tune_path && stale) { /* read once, again only after a save */
+            ks__free(NULL, file);
+            file = ks__choice_read(d->tune_path, &file_bytes, &bad);
+            stale = false;
+        }
+        int found = 0;
+        int r = bad    ? -1
+                : file ? ks__choice_parse(file, file_bytes, header, TUNE_MAX_ENTRIES, key, v,
+                                          sizeof(v), &found)
+                       : 0;
+        if (r < 0 && !bad) bad = "malformed";
+        if (r >= 1 && !found) r = 0;
         if (r < 0 && !warned) {
             ks__log(KS_LOG_WARN, "Vulkan tune cache %s is %s; ignored (rewritten)", d->tune_path,
                     bad);
@@ -2362,7 +2373,7 @@ static void tune_steps(build *b) {
             warned = true;
         }
         bool direct;
-        if (r == 1 && (strcmp(v, "gemm") == 0 || strcmp(v, "direct") == 0)) {
+        if (r >= 1 && (strcmp(v, "gemm") == 0 || strcmp(v, "direct") == 0)) {
             direct = strcmp(v, "direct") == 0;
             g_info.tune_cached++;
         } else {
@@ -2379,13 +2390,15 @@ static void tune_steps(build *b) {
             ks__log(KS_LOG_DEBUG, "Vulkan tune: %s: gemm %.1f us, direct %.1f us", key,
                     (double)tg / 1e3, (double)td / 1e3);
             const char *wf = NULL;
-            if (d->tune_path &&
-                ks__choice_save(d->tune_path, header, TUNE_MAX_ENTRIES, key,
-                                direct ? "direct" : "gemm", &wf) &&
-                !warned) {
-                ks__log(KS_LOG_WARN, "Vulkan tune cache %s: %s; choices kept for this reshape",
-                        d->tune_path, wf);
-                warned = true;
+            if (d->tune_path) {
+                if (ks__choice_save(d->tune_path, header, TUNE_MAX_ENTRIES, key,
+                                    direct ? "direct" : "gemm", &wf) == 0) {
+                    stale = true; /* a later convolution of the same shape finds it */
+                } else if (!warned) {
+                    ks__log(KS_LOG_WARN, "Vulkan tune cache %s: %s; choices kept for this reshape",
+                            d->tune_path, wf);
+                    warned = true;
+                }
             }
         }
         if (direct) {
@@ -2393,6 +2406,7 @@ static void tune_steps(build *b) {
             b->p->node_kernel[b->p->step_node[k]] = k_kernels[K_CONV].prof_name;
         }
     }
+    ks__free(NULL, file);
     if (qp) vk->vkDestroyQueryPool(d->device, qp, NULL);
 }
 
