@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 
+#include "base/choice_file.h"
 #include "kestrel/engine.h"
 
 #ifdef __cplusplus
@@ -25,7 +26,7 @@ extern "C" {
 
 #define KS__AUTO_MAGIC "kestrel-auto 1"
 #define KS__AUTO_MAX_ENTRIES 256u
-#define KS__AUTO_KEY_CAP 512 /* KS__CHOICE_KEY_CAP */
+#define KS__AUTO_KEY_CAP KS__CHOICE_KEY_CAP
 
 /* This machine's header line, without the newline (tabs and newlines in names become spaces). */
 void ks__auto_header(char *buf, size_t cap);
