@@ -17,11 +17,15 @@ struct ks_image_classifier {
     ks__object obj;       /* first: ks_last_error(classifier) */
     ks__task_clock clock; /* ks_task_stats */
     ks_image_classifier_desc desc;
-    ks_bundle *bundle;
-    ks_pipeline *pipeline;
-    ks__labels labels;
-    int32_t label_offset; /* outputs below this index (e.g. background) are not reported */
-    int32_t out_scores;
+    ks__task_swap swap; /* ks_image_classifier_swap_model */
+    /* the models and what was read from their bundle: what a live swap replaces (take_swap) */
+    struct cls_models {
+        ks_bundle *bundle;
+        ks_pipeline *pipeline;
+        ks__labels labels;
+        int32_t label_offset; /* outputs below this index (e.g. background) are not reported */
+        int32_t out_scores;
+    } m;
 };
 
 typedef struct cls_result {
@@ -31,9 +35,10 @@ typedef struct cls_result {
 
 void ks_image_classifier_destroy(ks_image_classifier *c) {
     if (!c) return;
-    ks_pipeline_destroy(c->pipeline);
-    ks__task_labels_free(c->desc.task.allocator, &c->labels);
-    ks_bundle_destroy(c->bundle);
+    ks_image_classifier_destroy(ks__task_swap_take(&c->swap));
+    ks_pipeline_destroy(c->m.pipeline);
+    ks__task_labels_free(c->desc.task.allocator, &c->m.labels);
+    ks_bundle_destroy(c->m.bundle);
     ks__free(c->desc.task.allocator, c);
 }
 
@@ -69,15 +74,16 @@ ks_status ks_image_classifier_create(const ks_image_classifier_desc *desc,
     memset(c, 0, sizeof(*c));
     c->obj.magic = KS__OBJECT_MAGIC;
     c->desc = dd;
-    st = ks__task_open_bundle(t, KS__CLS_DEFAULT_BUNDLE, &c->bundle, err, sizeof(err));
+    st = ks__task_open_bundle(t, KS__CLS_DEFAULT_BUNDLE, &c->m.bundle, err, sizeof(err));
     if (st) goto error;
-    st = ks__task_config(c->bundle, KS__CLS_CONFIG, &cfg, err, sizeof(err));
+    st = ks__task_config(c->m.bundle, KS__CLS_CONFIG, &cfg, err, sizeof(err));
     if (st) goto error;
     const char *labels = NULL;
     double offset = 0;
     st = ks__cfg_string(cfg, "labels", NULL, &labels, err, sizeof(err));
     if (!st) st = ks__cfg_number(cfg, "label_offset", 0, &offset, err, sizeof(err));
-    if (!st) st = ks__task_labels(t->allocator, c->bundle, labels, &c->labels, err, sizeof(err));
+    if (!st)
+        st = ks__task_labels(t->allocator, c->m.bundle, labels, &c->m.labels, err, sizeof(err));
     if (st) goto error;
     if (!(offset >= 0 && offset <= 16)) {
         snprintf(err, sizeof(err), "config '%s': label_offset %g must be in 0..16", KS__CLS_CONFIG,
@@ -85,13 +91,13 @@ ks_status ks_image_classifier_create(const ks_image_classifier_desc *desc,
         st = KS_STATUS_INVALID_MODEL;
         goto error;
     }
-    c->label_offset = (int32_t)offset;
-    st = ks__task_create_pipeline(c->bundle, t, NULL, NULL, 0, &c->pipeline);
+    c->m.label_offset = (int32_t)offset;
+    st = ks__task_create_pipeline(c->m.bundle, t, NULL, NULL, 0, &c->m.pipeline);
     if (st) {
         snprintf(err, sizeof(err), "%s", ks_last_error(NULL));
         goto error;
     }
-    st = ks__task_check_graph(c->pipeline, "scores", &c->out_scores, err, sizeof(err));
+    st = ks__task_check_graph(c->m.pipeline, "scores", &c->m.out_scores, err, sizeof(err));
     if (st) goto error;
     cJSON_Delete(cfg);
     *out = c;
@@ -106,15 +112,40 @@ error:
 /* Labels files either list the skipped classes too (imagenet_labels.txt starts with
  * "background", one line per model output) or start at the first reported class. */
 static const char *label_for(const ks_image_classifier *c, size_t class_index, size_t n) {
-    size_t first = (size_t)c->label_offset;
-    size_t li = c->labels.count + first > n ? class_index : class_index - first;
-    return li < c->labels.count ? c->labels.names[li] : "";
+    size_t first = (size_t)c->m.label_offset;
+    size_t li = c->m.labels.count + first > n ? class_index : class_index - first;
+    return li < c->m.labels.count ? c->m.labels.names[li] : "";
 }
 
 void ks_classifications_release(ks_classifications *r) {
     if (!r) return;
     cls_result *cr = (cls_result *)r;
     ks__free(cr->alloc, cr);
+}
+
+static void destroy_any(void *c) {
+    ks_image_classifier_destroy(c);
+}
+
+ks_status ks_image_classifier_swap_model(ks_image_classifier *c, const ks_task_options *source) {
+    ks_image_classifier_desc d = c ? c->desc : (ks_image_classifier_desc){0};
+    ks_status st = ks__task_swap_options("ks_image_classifier_swap_model", c ? &c->desc.task : NULL,
+                                         source, &d.task);
+    ks_image_classifier *fresh = NULL;
+    if (!st) st = ks_image_classifier_create(&d, &fresh);
+    if (!st) ks__task_swap_offer(&c->swap, fresh, destroy_any);
+    return st;
+}
+
+/* Frame start: takes an offered version's models (the old ones go with the replacement). */
+static void take_swap(ks_image_classifier *c) {
+    ks_image_classifier *fresh = ks__task_swap_take(&c->swap);
+    if (!fresh) return;
+    struct cls_models old = c->m;
+    c->m = fresh->m;
+    fresh->m = old;
+    ks__task_clock_swapped(&c->clock);
+    ks_image_classifier_destroy(fresh);
 }
 
 static ks_status image_classify_run(ks_image_classifier *c, const ks_image *image,
@@ -124,23 +155,24 @@ static ks_status image_classify_run(ks_image_classifier *c, const ks_image *imag
                          c ? "out" : "classifier");
         return KS_STATUS_INVALID_ARGUMENT;
     }
+    take_swap(c);
     const ks_allocator *alloc = c->desc.task.allocator;
     char err[512] = "";
     ks_packet *outs[KS_TASK_MAX_OUTPUTS];
     int32_t width, height;
     /* Classification keeps no state across frames: any timestamp order is fine. */
-    ks_status st = ks__task_process_image(c->pipeline, &c->desc.task, image, timestamp_us, 1, outs,
-                                          &width, &height, err, sizeof(err));
+    ks_status st = ks__task_process_image(c->m.pipeline, &c->desc.task, image, timestamp_us, 1,
+                                          outs, &width, &height, err, sizeof(err));
     if (st) {
         ks__object_error(&c->obj, "ks_image_classify: %s", err);
         goto done;
     }
-    const ks_tensor *scores = ks_packet_tensor(outs[c->out_scores]);
+    const ks_tensor *scores = ks_packet_tensor(outs[c->m.out_scores]);
     size_t n = scores ? scores->size_bytes / sizeof(float) : 0;
     const float *p = scores ? scores->data : NULL;
     uint32_t k =
         c->desc.task.max_results ? (uint32_t)c->desc.task.max_results : KS__CLS_DEFAULT_RESULTS;
-    size_t first = (size_t)c->label_offset;
+    size_t first = (size_t)c->m.label_offset;
     size_t avail = n > first ? n - first : 0;
     if (k > avail) k = (uint32_t)avail;
     /* Partial selection sort: k is small (<= 1000) and runs once per image. */
@@ -192,5 +224,5 @@ ks_status ks_image_classify(ks_image_classifier *c, const ks_image *image, int64
 
 ks_status ks_image_classifier_stats(const ks_image_classifier *c, ks_task_stats *stats_out) {
     if (!c || !stats_out) return KS_STATUS_INVALID_ARGUMENT;
-    return ks__task_stats(c->pipeline, &c->clock, stats_out);
+    return ks__task_stats(c->m.pipeline, &c->clock, stats_out);
 }

@@ -15,10 +15,17 @@ struct ks_object_detector {
     ks__object obj;       /* first: ks_last_error(detector) */
     ks__task_clock clock; /* ks_task_stats */
     ks_object_detector_desc desc;
-    ks_bundle *bundle;
-    ks_pipeline *pipeline;
-    ks__labels labels;
-    int32_t out_dets, out_tracks;
+    ks__task_swap swap; /* ks_object_detector_swap_model */
+    /* VIDEO track ids: the graph's tracker restarts with a swapped graph, so its ids are offset
+     * by id_base, the largest id reported before the swap: ids stay unique across versions */
+    int32_t id_base, id_max;
+    /* the models and what was read from their bundle: what a live swap replaces (take_swap) */
+    struct det_models {
+        ks_bundle *bundle;
+        ks_pipeline *pipeline;
+        ks__labels labels;
+        int32_t out_dets, out_tracks;
+    } m;
 };
 
 typedef struct det_result {
@@ -28,9 +35,10 @@ typedef struct det_result {
 
 void ks_object_detector_destroy(ks_object_detector *d) {
     if (!d) return;
-    ks_pipeline_destroy(d->pipeline);
-    ks__task_labels_free(d->desc.task.allocator, &d->labels);
-    ks_bundle_destroy(d->bundle);
+    ks_object_detector_destroy(ks__task_swap_take(&d->swap));
+    ks_pipeline_destroy(d->m.pipeline);
+    ks__task_labels_free(d->desc.task.allocator, &d->m.labels);
+    ks_bundle_destroy(d->m.bundle);
     ks__free(d->desc.task.allocator, d);
 }
 
@@ -65,13 +73,14 @@ ks_status ks_object_detector_create(const ks_object_detector_desc *desc, ks_obje
     memset(d, 0, sizeof(*d));
     d->obj.magic = KS__OBJECT_MAGIC;
     d->desc = dd;
-    st = ks__task_open_bundle(t, KS__DET_DEFAULT_BUNDLE, &d->bundle, err, sizeof(err));
+    st = ks__task_open_bundle(t, KS__DET_DEFAULT_BUNDLE, &d->m.bundle, err, sizeof(err));
     if (st) goto error;
-    st = ks__task_config(d->bundle, KS__DET_CONFIG, &cfg, err, sizeof(err));
+    st = ks__task_config(d->m.bundle, KS__DET_CONFIG, &cfg, err, sizeof(err));
     if (st) goto error;
     const char *labels = NULL;
     st = ks__cfg_string(cfg, "labels", NULL, &labels, err, sizeof(err));
-    if (!st) st = ks__task_labels(t->allocator, d->bundle, labels, &d->labels, err, sizeof(err));
+    if (!st)
+        st = ks__task_labels(t->allocator, d->m.bundle, labels, &d->m.labels, err, sizeof(err));
     if (st) goto error;
     char score[32], maxr[32];
     snprintf(score, sizeof(score), "%.6g", (double)t->min_score);
@@ -79,14 +88,14 @@ ks_status ks_object_detector_create(const ks_object_detector_desc *desc, ks_obje
     ks_side_param side[] = {{"min_score", score},
                             {"max_results", maxr},
                             {"track", t->mode == KS_MODE_VIDEO ? "true" : "false"}};
-    st = ks__task_create_pipeline(d->bundle, t, NULL, side, 3, &d->pipeline);
+    st = ks__task_create_pipeline(d->m.bundle, t, NULL, side, 3, &d->m.pipeline);
     if (st) {
         snprintf(err, sizeof(err), "%s", ks_last_error(NULL));
         goto error;
     }
-    st = ks__task_check_graph(d->pipeline, "detections", &d->out_dets, err, sizeof(err));
+    st = ks__task_check_graph(d->m.pipeline, "detections", &d->m.out_dets, err, sizeof(err));
     if (st) goto error;
-    d->out_tracks = ks_pipeline_output_index(d->pipeline, "track_ids");
+    d->m.out_tracks = ks_pipeline_output_index(d->m.pipeline, "track_ids");
     cJSON_Delete(cfg);
     *out = d;
     return KS_STATUS_OK;
@@ -103,6 +112,32 @@ void ks_detected_objects_release(ks_detected_objects *o) {
     ks__free(r->alloc, r);
 }
 
+static void destroy_any(void *d) {
+    ks_object_detector_destroy(d);
+}
+
+ks_status ks_object_detector_swap_model(ks_object_detector *d, const ks_task_options *source) {
+    ks_object_detector_desc dd = d ? d->desc : (ks_object_detector_desc){0};
+    ks_status st = ks__task_swap_options("ks_object_detector_swap_model", d ? &d->desc.task : NULL,
+                                         source, &dd.task);
+    ks_object_detector *fresh = NULL;
+    if (!st) st = ks_object_detector_create(&dd, &fresh);
+    if (!st) ks__task_swap_offer(&d->swap, fresh, destroy_any);
+    return st;
+}
+
+/* Frame start: takes an offered version's models (the old ones go with the replacement). */
+static void take_swap(ks_object_detector *d) {
+    ks_object_detector *fresh = ks__task_swap_take(&d->swap);
+    if (!fresh) return;
+    struct det_models old = d->m;
+    d->m = fresh->m;
+    fresh->m = old;
+    d->id_base = d->id_max;
+    ks__task_clock_swapped(&d->clock);
+    ks_object_detector_destroy(fresh);
+}
+
 static ks_status object_detect_run(ks_object_detector *d, const ks_image *image,
                                    int64_t timestamp_us, ks_detected_objects **out) {
     if (!d || !out) {
@@ -110,11 +145,12 @@ static ks_status object_detect_run(ks_object_detector *d, const ks_image *image,
                          d ? "out" : "detector");
         return KS_STATUS_INVALID_ARGUMENT;
     }
+    take_swap(d);
     const ks_allocator *alloc = d->desc.task.allocator;
     char err[512] = "";
     ks_packet *outs[KS_TASK_MAX_OUTPUTS];
     int32_t width, height;
-    ks_status st = ks__task_process_image(d->pipeline, &d->desc.task, image, timestamp_us,
+    ks_status st = ks__task_process_image(d->m.pipeline, &d->desc.task, image, timestamp_us,
                                           d->desc.task.mode == KS_MODE_IMAGE, outs, &width, &height,
                                           err, sizeof(err));
     if (st) {
@@ -122,14 +158,14 @@ static ks_status object_detect_run(ks_object_detector *d, const ks_image *image,
         goto done;
     }
     float w = (float)width, h = (float)height;
-    const ks_packet_detections *det = ks_packet_detections_view(outs[d->out_dets]);
-    const ks_tensor *tracks = d->out_tracks >= 0 ? ks_packet_tensor(outs[d->out_tracks]) : NULL;
+    const ks_packet_detections *det = ks_packet_detections_view(outs[d->m.out_dets]);
+    const ks_tensor *tracks = d->m.out_tracks >= 0 ? ks_packet_tensor(outs[d->m.out_tracks]) : NULL;
     uint32_t n = det ? det->num_detections : 0;
     size_t label_bytes = 0;
     for (uint32_t i = 0; i < n; i++) {
         int32_t c = det->class_ids[i];
         label_bytes +=
-            (c >= 0 && (uint32_t)c < d->labels.count ? strlen(d->labels.names[c]) : 0) + 1;
+            (c >= 0 && (uint32_t)c < d->m.labels.count ? strlen(d->m.labels.names[c]) : 0) + 1;
     }
     det_result *r =
         ks__alloc(alloc, sizeof(det_result) + n * sizeof(ks_detected_object) + label_bytes);
@@ -144,7 +180,7 @@ static ks_status object_detect_run(ks_object_detector *d, const ks_image *image,
     for (uint32_t i = 0; i < n; i++) {
         const float *b = det->boxes + 4 * i;
         int32_t c = det->class_ids[i];
-        const char *name = c >= 0 && (uint32_t)c < d->labels.count ? d->labels.names[c] : "";
+        const char *name = c >= 0 && (uint32_t)c < d->m.labels.count ? d->m.labels.names[c] : "";
         size_t len = strlen(name);
         memcpy(text, name, len + 1);
         items[i] =
@@ -154,8 +190,10 @@ static ks_status object_detect_run(ks_object_detector *d, const ks_image *image,
                                  .score = det->scores[i],
                                  .track_id = -1};
         if (tracks && tracks->info.dtype == KS_DTYPE_I32 &&
-            tracks->size_bytes >= (i + 1) * sizeof(int32_t))
-            items[i].track_id = ((const int32_t *)tracks->data)[i];
+            tracks->size_bytes >= (i + 1) * sizeof(int32_t)) {
+            items[i].track_id = ((const int32_t *)tracks->data)[i] + d->id_base;
+            if (items[i].track_id > d->id_max) d->id_max = items[i].track_id;
+        }
         text += len + 1;
     }
     r->pub = (ks_detected_objects){.count = n, .items = items};
@@ -175,5 +213,5 @@ ks_status ks_object_detect(ks_object_detector *d, const ks_image *image, int64_t
 
 ks_status ks_object_detector_stats(const ks_object_detector *d, ks_task_stats *stats_out) {
     if (!d || !stats_out) return KS_STATUS_INVALID_ARGUMENT;
-    return ks__task_stats(d->pipeline, &d->clock, stats_out);
+    return ks__task_stats(d->m.pipeline, &d->clock, stats_out);
 }

@@ -18,6 +18,11 @@ struct ks_face_detector {
     ks_face_detector_desc desc;
     ks_allocator alloc;
     const ks_allocator *alloc_ptr; /* &alloc, or NULL for malloc */
+    ks__task_swap swap;            /* ks_face_detector_swap_model */
+    /* VIDEO ids: the graph's tracker restarts with a swapped graph, so its ids are offset by
+     * id_base, the largest id reported before the swap: ids stay unique across versions */
+    int32_t id_base, id_max;
+    /* the models: what a live swap replaces (take_swap) */
     ks_bundle *bundle;
     ks_pipeline *pipeline;
     int32_t out_faces, out_ids;
@@ -63,6 +68,7 @@ const char *ks_face_detector_model_string(ks_face_detector_model model) {
 
 void ks_face_detector_destroy(ks_face_detector *det) {
     if (!det) return;
+    ks_face_detector_destroy(ks__task_swap_take(&det->swap));
     ks_pipeline_destroy(det->pipeline);
     ks_bundle_destroy(det->bundle);
     ks__free(det->alloc_ptr, det->cand);
@@ -212,8 +218,10 @@ static ks_status detect_pass(ks_face_detector *det, const ks_packet *frame, cons
         f->score = pd->scores[i];
         f->id = -1;
         if (video && ids && ids->info.dtype == KS_DTYPE_I32 &&
-            ids->size_bytes >= (i + 1) * sizeof(int32_t))
-            f->id = ((const int32_t *)ids->data)[i];
+            ids->size_bytes >= (i + 1) * sizeof(int32_t)) {
+            f->id = ((const int32_t *)ids->data)[i] + det->id_base;
+            if (f->id > det->id_max) det->id_max = f->id;
+        }
         for (uint32_t k = 0; k < KS_FACE_KEYPOINT_COUNT; k++) {
             f->keypoints[k] = (ks_point2f){0.0f, 0.0f};
             if (k >= pd->num_keypoints) continue;
@@ -271,12 +279,51 @@ static ks_status detect_tiled(ks_face_detector *det, const ks_packet *frame, flo
     return KS_STATUS_OK;
 }
 
+static void destroy_any(void *det) {
+    ks_face_detector_destroy(det);
+}
+
+ks_status ks_face_detector_swap_model(ks_face_detector *det, const ks_task_options *source) {
+    ks_face_detector_desc d = det ? det->desc : (ks_face_detector_desc){0};
+    ks_status st = ks__task_swap_options("ks_face_detector_swap_model",
+                                         det ? &det->desc.task : NULL, source, &d.task);
+    ks_face_detector *fresh = NULL;
+    if (!st) st = ks_face_detector_create(&d, &fresh);
+    if (st) return st;
+    ks__task_swap_offer(&det->swap, fresh, destroy_any);
+    return KS_STATUS_OK;
+}
+
+/* Frame start: takes an offered version's models (the old ones go with the replacement). */
+static void take_swap(ks_face_detector *det) {
+    ks_face_detector *fresh = ks__task_swap_take(&det->swap);
+    if (!fresh) return;
+    ks_bundle *b = det->bundle;
+    ks_pipeline *p = det->pipeline;
+    int32_t of = det->out_faces, oi = det->out_ids;
+    bool roi = det->has_roi_input;
+    det->bundle = fresh->bundle;
+    det->pipeline = fresh->pipeline;
+    det->out_faces = fresh->out_faces;
+    det->out_ids = fresh->out_ids;
+    det->has_roi_input = fresh->has_roi_input;
+    fresh->bundle = b;
+    fresh->pipeline = p;
+    fresh->out_faces = of;
+    fresh->out_ids = oi;
+    fresh->has_roi_input = roi;
+    det->id_base = det->id_max;
+    ks__task_clock_swapped(&det->clock);
+    ks_face_detector_destroy(fresh);
+}
+
 static ks_status face_detect_run(ks_face_detector *det, const ks_image *image, int64_t timestamp_us,
                                  ks_faces **out) {
     if (!det || !out) {
         if (det) ks__object_error(&det->obj, "ks_face_detect: out is NULL");
         return KS_STATUS_INVALID_ARGUMENT;
     }
+    take_swap(det);
     char err[512];
     ks_packet *frame = NULL;
     ks_status st = ks__task_image_packet(ks_pipeline_packet_allocator(det->pipeline), image,

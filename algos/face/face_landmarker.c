@@ -53,6 +53,8 @@ struct ks_face_landmarker {
     ks_face_landmarker_desc desc;
     ks_allocator alloc;
     const ks_allocator *alloc_ptr;
+    ks__task_swap swap; /* ks_face_landmarker_swap_model */
+    /* the models: what a live swap replaces (take_swap) */
     ks_bundle *bundle;
     ks_pipeline *pipeline;
     int32_t out_index[OUT_COUNT];
@@ -75,6 +77,7 @@ typedef struct meshes_block {
 
 void ks_face_landmarker_destroy(ks_face_landmarker *lm) {
     if (!lm) return;
+    ks_face_landmarker_destroy(ks__task_swap_take(&lm->swap));
     ks_pipeline_destroy(lm->pipeline);
     ks_bundle_destroy(lm->bundle);
     for (int i = 0; i < KS__TRACK_MAX_OBJECTS; i++)
@@ -179,6 +182,42 @@ ks_status ks_face_landmarker_create(const ks_face_landmarker_desc *desc, ks_face
 error:
     ks_face_landmarker_destroy(lm);
     return st;
+}
+
+static void destroy_any(void *lm) {
+    ks_face_landmarker_destroy(lm);
+}
+
+ks_status ks_face_landmarker_swap_model(ks_face_landmarker *lm, const ks_task_options *source) {
+    ks_face_landmarker_desc d = lm ? lm->desc : (ks_face_landmarker_desc){0};
+    ks_status st = ks__task_swap_options("ks_face_landmarker_swap_model",
+                                         lm ? &lm->desc.task : NULL, source, &d.task);
+    ks_face_landmarker *fresh = NULL;
+    if (!st) st = ks_face_landmarker_create(&d, &fresh);
+    if (st) return st;
+    ks__task_swap_offer(&lm->swap, fresh, destroy_any);
+    return KS_STATUS_OK;
+}
+
+/* Frame start: takes an offered version's models (the old ones go with the replacement). */
+static void take_swap(ks_face_landmarker *lm) {
+    ks_face_landmarker *fresh = ks__task_swap_take(&lm->swap);
+    if (!fresh) return;
+    ks_bundle *b = lm->bundle;
+    ks_pipeline *p = lm->pipeline;
+    int32_t idx[OUT_COUNT];
+    memcpy(idx, lm->out_index, sizeof(idx));
+    uint32_t no = lm->num_outputs;
+    lm->bundle = fresh->bundle;
+    lm->pipeline = fresh->pipeline;
+    memcpy(lm->out_index, fresh->out_index, sizeof(idx));
+    lm->num_outputs = fresh->num_outputs;
+    fresh->bundle = b;
+    fresh->pipeline = p;
+    memcpy(fresh->out_index, idx, sizeof(idx));
+    fresh->num_outputs = no;
+    ks__task_clock_swapped(&lm->clock);
+    ks_face_landmarker_destroy(fresh);
 }
 
 static const ks_packet *output(const ks_face_landmarker *lm, int which) {
@@ -397,6 +436,7 @@ static ks_status face_landmarker_detect_run(ks_face_landmarker *lm, const ks_ima
         if (lm) ks__object_error(&lm->obj, "ks_face_landmarker_detect: out is NULL");
         return KS_STATUS_INVALID_ARGUMENT;
     }
+    take_swap(lm);
     char err[768];
     ks_packet *img = NULL;
     int32_t iw = 0, ih = 0;

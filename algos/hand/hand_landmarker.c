@@ -171,6 +171,14 @@ ks_status ks_hand_landmarker_create(const ks_hand_landmarker_desc *desc, ks_hand
     return st;
 }
 
+ks_status ks_hand_landmarker_swap_model(ks_hand_landmarker *hl, const ks_task_options *source) {
+    ks__lmtask *t = NULL;
+    ks_status st =
+        ks__lmtask_swap_create(hl ? &hl->core : NULL, "ks_hand_landmarker_swap_model", source, &t);
+    if (!st) ks__lmtask_swap_offer(&hl->core, t);
+    return st;
+}
+
 static ks_status hands_detect_run(ks_hand_landmarker *hl, const ks_image *image,
                                   int64_t timestamp_us, ks_hands **out) {
     if (!hl) return KS_STATUS_INVALID_ARGUMENT;

@@ -250,6 +250,31 @@ static const ks__lmtask_spec k_pose_spec = {
     .finish = step_finish,
 };
 
+/* Without masks the landmark model's segmentation head (a third of its time) is not run. */
+static ks_status prepare_pipeline(ks_pose_landmarker *pl, const char *fn) {
+    ks_status st = KS_STATUS_OK;
+    if (!pl->output_mask &&
+        (st = ks_pipeline_set_output_needed(pl->core.pipeline, OUT_MASKS, 0)) != KS_STATUS_OK)
+        ks__object_error(NULL, "%s: %s", fn, ks_last_error(pl->core.pipeline));
+    return st;
+}
+
+ks_status ks_pose_landmarker_swap_model(ks_pose_landmarker *pl, const ks_task_options *source) {
+    const char *fn = "ks_pose_landmarker_swap_model";
+    ks__lmtask *t = NULL;
+    ks_status st = ks__lmtask_swap_create(pl ? &pl->core : NULL, fn, source, &t);
+    if (st) return st;
+    ks_pose_landmarker *fresh = (ks_pose_landmarker *)t;
+    fresh->output_mask = pl->output_mask;
+    st = prepare_pipeline(fresh, fn);
+    if (st) {
+        ks__lmtask_destroy(t);
+        return st;
+    }
+    ks__lmtask_swap_offer(&pl->core, t);
+    return KS_STATUS_OK;
+}
+
 void ks_pose_landmarker_destroy(ks_pose_landmarker *pl) {
     ks__lmtask_destroy(pl ? &pl->core : NULL);
 }
@@ -264,10 +289,8 @@ ks_status ks_pose_landmarker_create(const ks_pose_landmarker_desc *desc, ks_pose
     if (st) return st;
     ks_pose_landmarker *pl = (ks_pose_landmarker *)t;
     pl->output_mask = d.output_segmentation != 0;
-    /* Without masks the landmark model's segmentation head (a third of its time) is not run. */
-    if (!pl->output_mask &&
-        (st = ks_pipeline_set_output_needed(t->pipeline, OUT_MASKS, 0)) != KS_STATUS_OK) {
-        ks__object_error(NULL, "ks_pose_landmarker_create: %s", ks_last_error(t->pipeline));
+    st = prepare_pipeline(pl, "ks_pose_landmarker_create");
+    if (st) {
         ks__lmtask_destroy(t);
         return st;
     }

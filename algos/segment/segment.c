@@ -18,9 +18,13 @@ struct ks_segmenter {
     ks__object obj;       /* first: ks_last_error(segmenter) */
     ks__task_clock clock; /* ks_task_stats */
     ks_segmenter_desc desc;
-    ks_bundle *bundle;
-    ks_pipeline *pipeline;
-    int32_t out_mask;
+    ks__task_swap swap; /* ks_segmenter_swap_model */
+    /* the models: what a live swap replaces (take_swap) */
+    struct seg_models {
+        ks_bundle *bundle;
+        ks_pipeline *pipeline;
+        int32_t out_mask;
+    } m;
     ks__resample rs; /* ks_segment_into: taps and scratch, grown to the widest output */
 };
 
@@ -37,8 +41,9 @@ static const char *const k_default_bundles[KS_SEGMENTER_MODEL_COUNT] = {
 
 void ks_segmenter_destroy(ks_segmenter *s) {
     if (!s) return;
-    ks_pipeline_destroy(s->pipeline);
-    ks_bundle_destroy(s->bundle);
+    ks_segmenter_destroy(ks__task_swap_take(&s->swap));
+    ks_pipeline_destroy(s->m.pipeline);
+    ks_bundle_destroy(s->m.bundle);
     const ks_allocator *a = s->desc.task.allocator;
     ks__resample_free(&s->rs, a);
     ks__free(a, s);
@@ -87,10 +92,10 @@ ks_status ks_segmenter_create(const ks_segmenter_desc *desc, ks_segmenter **out)
      * what size they are either way. */
     ks_side_param side[] = {{"smoothing", ratio_text},
                             {"mask_size", d.mask_size == KS_MASK_SIZE_MODEL ? "model" : "image"}};
-    st = ks__task_open(&d.task, k_default_bundles[d.model], NULL, side, 2, &s->bundle, &s->pipeline,
-                       err, sizeof(err));
+    st = ks__task_open(&d.task, k_default_bundles[d.model], NULL, side, 2, &s->m.bundle,
+                       &s->m.pipeline, err, sizeof(err));
     if (st) goto error;
-    st = ks__task_check_graph(s->pipeline, "mask", &s->out_mask, err, sizeof(err));
+    st = ks__task_check_graph(s->m.pipeline, "mask", &s->m.out_mask, err, sizeof(err));
     if (st) goto error;
     *out = s;
     return KS_STATUS_OK;
@@ -107,6 +112,31 @@ void ks_segmentation_release(ks_segmentation *m) {
     ks__free(r->alloc, r);
 }
 
+static void destroy_any(void *s) {
+    ks_segmenter_destroy(s);
+}
+
+ks_status ks_segmenter_swap_model(ks_segmenter *s, const ks_task_options *source) {
+    ks_segmenter_desc d = s ? s->desc : (ks_segmenter_desc){0};
+    ks_status st =
+        ks__task_swap_options("ks_segmenter_swap_model", s ? &s->desc.task : NULL, source, &d.task);
+    ks_segmenter *fresh = NULL;
+    if (!st) st = ks_segmenter_create(&d, &fresh);
+    if (!st) ks__task_swap_offer(&s->swap, fresh, destroy_any);
+    return st;
+}
+
+/* Frame start: takes an offered version's models (the old ones go with the replacement). */
+static void take_swap(ks_segmenter *s) {
+    ks_segmenter *fresh = ks__task_swap_take(&s->swap);
+    if (!fresh) return;
+    struct seg_models old = s->m;
+    s->m = fresh->m;
+    fresh->m = old;
+    ks__task_clock_swapped(&s->clock);
+    ks_segmenter_destroy(fresh);
+}
+
 static ks_status segment_run(ks_segmenter *s, const ks_image *image, int64_t timestamp_us,
                              ks_segmentation **out) {
     if (!s || !out) {
@@ -116,19 +146,20 @@ static ks_status segment_run(ks_segmenter *s, const ks_image *image, int64_t tim
             ks__object_error(NULL, "ks_segment: segmenter is NULL");
         return KS_STATUS_INVALID_ARGUMENT;
     }
+    take_swap(s);
     const ks_allocator *alloc = s->desc.task.allocator;
     char err[512] = "";
     ks_packet *outs[KS_TASK_MAX_OUTPUTS];
     int32_t width, height;
     /* IMAGE mode: every call is independent, so any timestamp order is fine. */
-    ks_status st = ks__task_process_image(s->pipeline, &s->desc.task, image, timestamp_us,
+    ks_status st = ks__task_process_image(s->m.pipeline, &s->desc.task, image, timestamp_us,
                                           s->desc.task.mode == KS_MODE_IMAGE, outs, &width, &height,
                                           err, sizeof(err));
     if (st) {
         ks__object_error(&s->obj, "ks_segment: %s", err);
         goto done;
     }
-    const ks_packet_mask *mask = ks_packet_mask_view(outs[s->out_mask]);
+    const ks_packet_mask *mask = ks_packet_mask_view(outs[s->m.out_mask]);
     if (!mask || mask->dtype != KS_DTYPE_F32) {
         ks__object_error(&s->obj, "ks_segment: the graph produced no f32 mask");
         st = KS_STATUS_INTERNAL;
@@ -154,7 +185,7 @@ static ks_status segment_run(ks_segmenter *s, const ks_image *image, int64_t tim
     const float *m;
     uint8_t *tail = (uint8_t *)(r + 1);
     if (by_ref) {
-        r->mask_packet = ks_packet_retain(outs[s->out_mask]);
+        r->mask_packet = ks_packet_retain(outs[s->m.out_mask]);
         m = mask->data;
     } else {
         float *copy = (float *)tail;
@@ -196,7 +227,7 @@ ks_status ks_segment(ks_segmenter *s, const ks_image *image, int64_t timestamp_u
 
 ks_status ks_segmenter_stats(const ks_segmenter *s, ks_task_stats *stats_out) {
     if (!s || !stats_out) return KS_STATUS_INVALID_ARGUMENT;
-    return ks__task_stats(s->pipeline, &s->clock, stats_out);
+    return ks__task_stats(s->m.pipeline, &s->clock, stats_out);
 }
 
 /* ---- ks_segment_into ---- */
@@ -236,6 +267,7 @@ static ks_status segment_into_run(ks_segmenter *s, const ks_image *image, int64_
         ks__object_error(NULL, "ks_segment_into: segmenter is NULL");
         return KS_STATUS_INVALID_ARGUMENT;
     }
+    take_swap(s);
     if (!dst || width_px < 1 || height_px < 1 || width_px > KS__SEG_MAX_OUT_PX ||
         height_px > KS__SEG_MAX_OUT_PX || stride_floats < 0 ||
         (stride_floats > 0 && stride_floats < width_px) ||
@@ -256,14 +288,14 @@ static ks_status segment_into_run(ks_segmenter *s, const ks_image *image, int64_
     char err[512] = "";
     ks_packet *outs[KS_TASK_MAX_OUTPUTS];
     int32_t iw, ih;
-    ks_status st = ks__task_process_image(s->pipeline, &s->desc.task, image, timestamp_us,
+    ks_status st = ks__task_process_image(s->m.pipeline, &s->desc.task, image, timestamp_us,
                                           s->desc.task.mode == KS_MODE_IMAGE, outs, &iw, &ih, err,
                                           sizeof(err));
     if (st) {
         ks__object_error(&s->obj, "ks_segment_into: %s", err);
         goto done;
     }
-    const ks_packet_mask *mask = ks_packet_mask_view(outs[s->out_mask]);
+    const ks_packet_mask *mask = ks_packet_mask_view(outs[s->m.out_mask]);
     if (!mask || mask->dtype != KS_DTYPE_F32 || mask->width_px < 1 || mask->height_px < 1) {
         ks__object_error(&s->obj, "ks_segment_into: the graph produced no f32 mask");
         st = KS_STATUS_INTERNAL;

@@ -273,6 +273,7 @@ ks_status ks__lmtask_run_landmarks(ks_pipeline *pipeline, const ks_allocator *al
 
 void ks__lmtask_destroy(ks__lmtask *t) {
     if (!t) return;
+    ks__lmtask_destroy(ks__task_swap_take(&t->swap));
     ks_allocator a = t->alloc;
     ks_pipeline_destroy(t->pipeline);
     ks_bundle_destroy(t->bundle);
@@ -371,6 +372,15 @@ ks_status ks__lmtask_create(const ks__lmtask_spec *spec, const ks_task_options *
     t->mirror = task->mirror != 0;
     t->roi = task->roi;
     t->smoothing = task->mode == KS_MODE_VIDEO && task->smoothing >= 0.0f;
+    t->created = *task;
+    t->created.key = NULL; /* not kept: a swap brings its own key fields */
+    t->created.key_provider = NULL;
+    t->created.key_user = NULL;
+    t->created.model_path = NULL;
+    t->model = model;
+    t->model_name = model_name;
+    t->min_presence_arg = min_presence;
+    t->handle_size = handle_size;
     ks__track_loop_init(&t->tracker, t->max_results, task->mode == KS_MODE_VIDEO, spec->same_iou);
     if (spec->same_center > 0.0f) ks__track_loop_set_same_center(&t->tracker, spec->same_center);
     st = open_task(t, task, model_name, err, sizeof(err));
@@ -381,6 +391,38 @@ ks_status ks__lmtask_create(const ks__lmtask_spec *spec, const ks_task_options *
     }
     *out = t;
     return KS_STATUS_OK;
+}
+
+ks_status ks__lmtask_swap_create(ks__lmtask *t, const char *fn, const ks_task_options *source,
+                                 ks__lmtask **out) {
+    ks_task_options opt;
+    ks_status st = ks__task_swap_options(fn, t ? &t->created : NULL, source, &opt);
+    if (st) return st;
+    /* On failure the message is create's ("ks_<name>_landmarker_create: ..."). */
+    return ks__lmtask_create(t->spec, &opt, t->model, t->model_name, t->min_presence_arg,
+                             t->handle_size, out);
+}
+
+static void destroy_any(void *t) {
+    ks__lmtask_destroy(t);
+}
+
+void ks__lmtask_swap_offer(ks__lmtask *t, ks__lmtask *replacement) {
+    ks__task_swap_offer(&t->swap, replacement, destroy_any);
+}
+
+/* Frame start: takes an offered version's models (the old ones go with the replacement). */
+static void take_swap(ks__lmtask *t) {
+    ks__lmtask *fresh = ks__task_swap_take(&t->swap);
+    if (!fresh) return;
+    ks_bundle *b = t->bundle;
+    ks_pipeline *p = t->pipeline;
+    t->bundle = fresh->bundle;
+    t->pipeline = fresh->pipeline;
+    fresh->bundle = b;
+    fresh->pipeline = p;
+    ks__task_clock_swapped(&t->clock);
+    ks__lmtask_destroy(fresh);
 }
 
 /* ---- tracking steps (ks__track_ops; task is the ks__lmtask) ---- */
@@ -479,6 +521,7 @@ ks_status ks__lmtask_frame_run(ks__lmtask *t, const char *fn, const ks_image *im
     if (!image || !has_out)
         return ks__lmtask_error(&t->obj, KS_STATUS_INVALID_ARGUMENT, "%s: %s is NULL", fn,
                                 image ? "out" : "image");
+    take_swap(t);
     char err[512];
     ks_status st = ks__track_loop_begin(&t->tracker, ks_pipeline_packet_allocator(t->pipeline),
                                         image, t->rotation, t->mirror, &t->roi, timestamp_us,

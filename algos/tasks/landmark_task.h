@@ -166,6 +166,14 @@ typedef struct ks__lmtask {
     int32_t mirror;
     ks_box roi;
     bool smoothing;
+    /* create's arguments, for the replacement a live swap creates (ks__lmtask_swap_create) */
+    ks_task_options created;
+    int32_t model;
+    const char *model_name; /* static */
+    float min_presence_arg;
+    size_t handle_size;
+    ks__task_swap swap;
+    /* the models: what a live swap replaces */
     ks_bundle *bundle;
     ks_pipeline *pipeline;
     int64_t pipeline_ts;
@@ -187,6 +195,13 @@ ks_status ks__lmtask_create(const ks__lmtask_spec *spec, const ks_task_options *
                             ks__lmtask **out);
 /* Releases everything, the handle included. NULL is a no-op. */
 void ks__lmtask_destroy(ks__lmtask *t);
+
+/* Live swap (task_common.h): creates the replacement handle from t's create arguments and
+ * source's model fields; the task may prepare its pipeline (as its create does) and then offers
+ * it with ks__lmtask_swap_offer. ks__lmtask_frame_run takes it. fn names the public call. */
+ks_status ks__lmtask_swap_create(ks__lmtask *t, const char *fn, const ks_task_options *source,
+                                 ks__lmtask **out);
+void ks__lmtask_swap_offer(ks__lmtask *t, ks__lmtask *replacement);
 
 /* One frame through the tracking loop. */
 typedef struct ks__lmtask_frame {

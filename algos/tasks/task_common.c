@@ -616,6 +616,36 @@ const char *ks_task_stage_kind_string(ks_task_stage_kind kind) {
     }
 }
 
+ks_status ks__task_swap_options(const char *fn, const ks_task_options *created,
+                                const ks_task_options *source, ks_task_options *out) {
+    if (!created || !source) {
+        ks__object_error(NULL, "%s: %s is NULL", fn, created ? "source" : "the task");
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    *out = *created;
+    out->model_path = source->model_path;
+    out->key = source->key;
+    out->key_bytes = source->key_bytes;
+    out->key_provider = source->key_provider;
+    out->key_user = source->key_user;
+    return KS_STATUS_OK;
+}
+
+void ks__task_swap_offer(ks__task_swap *swap, void *replacement, void (*destroy)(void *)) {
+    void *old = atomic_exchange_explicit(&swap->pending, replacement, memory_order_acq_rel);
+    if (old) destroy(old);
+}
+
+void *ks__task_swap_take(ks__task_swap *swap) {
+    /* A relaxed look first: the common case (nothing offered) costs no exchange. */
+    if (!atomic_load_explicit(&swap->pending, memory_order_relaxed)) return NULL;
+    return atomic_exchange_explicit(&swap->pending, NULL, memory_order_acq_rel);
+}
+
+void ks__task_clock_swapped(ks__task_clock *clock) {
+    *clock = (ks__task_clock){.model_generation = clock->model_generation + 1};
+}
+
 uint64_t ks__task_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -685,6 +715,7 @@ ks_status ks__task_stats(const ks_pipeline *pipeline, const ks__task_clock *cloc
     add_node_times(pipeline, 0, &s);
     memset(out, 0, sizeof(*out));
     out->num_calls = clock->num_calls;
+    out->model_generation = clock->model_generation;
     out->total_ms = (double)clock->total_ns * 1e-6;
     out->stages[out->num_stages++] = s.pre;
     for (uint32_t k = 0; k < s.num_models; k++) {

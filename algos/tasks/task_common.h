@@ -4,6 +4,7 @@
 #ifndef KESTREL_ALGOS_TASK_COMMON_H
 #define KESTREL_ALGOS_TASK_COMMON_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -103,6 +104,7 @@ ks_status ks__cfg_numbers(const cJSON *obj, const char *key, float *values, uint
 typedef struct ks__task_clock {
     uint64_t num_calls;
     uint64_t total_ns;
+    uint64_t model_generation; /* live swaps taken (ks_task_stats.model_generation) */
 } ks__task_clock;
 
 uint64_t ks__task_now_ns(void);
@@ -112,6 +114,32 @@ void ks__task_clock_add(ks__task_clock *clock, uint64_t start_ns);
  * postprocessing, and the clock's time outside every node "other". */
 ks_status ks__task_stats(const ks_pipeline *pipeline, const ks__task_clock *clock,
                          ks_task_stats *out);
+
+/* ---- Live swap of a task's models (ks_<task>_swap_model, docs/delivery.md) -------------------
+ * The swap call, on any thread, creates a complete replacement task with the task's own desc and
+ * the source's model_path and key fields (ks__task_swap_options), so every check of create runs
+ * there and a bad version is refused without touching the running task; then it offers the
+ * replacement. The next frame call takes it at its start (ks__task_swap_take), so a frame never
+ * mixes versions: the task moves the replacement's model fields (bundle, pipeline, what it read
+ * from them) into itself, resets its clock with ks__task_clock_swapped and destroys the
+ * replacement, which by then holds the old models, whose last frame has ended. Tracking state
+ * stays with the task. An offer that no frame took is destroyed by the next offer or by the
+ * task's destroy. The frame path never allocates or locks: one atomic exchange per frame. */
+typedef struct ks__task_swap {
+    _Atomic(void *) pending;
+} ks__task_swap;
+
+/* The replacement's options: `created` (the task's own, as stored at create; NULL when the task
+ * handle is NULL) with source's model_path, key, key_bytes, key_provider and key_user.
+ * INVALID_ARGUMENT with "fn: ..." in ks_last_error(NULL) when created or source is NULL. */
+ks_status ks__task_swap_options(const char *fn, const ks_task_options *created,
+                                const ks_task_options *source, ks_task_options *out);
+/* Offers a created replacement; a previous offer not yet taken is destroyed. */
+void ks__task_swap_offer(ks__task_swap *swap, void *replacement, void (*destroy)(void *));
+/* The offered replacement, or NULL (then nothing to do). */
+void *ks__task_swap_take(ks__task_swap *swap);
+/* After a swap: the stage times restart with the new pipeline, the generation counts one more. */
+void ks__task_clock_swapped(ks__task_clock *clock);
 
 /* ---- Per-frame tracking loop of the landmark tasks (face, hand, pose) -------------------------
  *

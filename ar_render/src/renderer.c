@@ -275,6 +275,41 @@ error:
     return st;
 }
 
+ks_status ks_ar_renderer_swap_effect(ks_ar_renderer *r, const ks_effect *effect) {
+    if (!r || !effect) {
+        if (r)
+            ks__ar_error(r, KS_STATUS_INVALID_ARGUMENT,
+                         "ks_ar_renderer_swap_effect: effect is NULL");
+        else
+            ks__object_error(NULL, "ks_ar_renderer_swap_effect: renderer is NULL");
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    /* A complete renderer for the new effect, with this one's backend, allocator and frame size;
+     * on failure this one is untouched. */
+    ks_ar_renderer_desc d = {.backend = r->backend ? KS_AR_BACKEND_GLES3 : KS_AR_BACKEND_NULL,
+                             .allocator = &r->alloc,
+                             .width_px = r->width_px,
+                             .height_px = r->height_px};
+    ks_ar_renderer *fresh = NULL;
+    ks_status st = ks_ar_renderer_create(&d, effect, &fresh);
+    if (st) {
+        char why[KS_ERROR_CAP];
+        snprintf(why, sizeof(why), "%s", ks_last_error(NULL));
+        ks__ar_error(r, st, "ks_ar_renderer_swap_effect: %s", why);
+        return st;
+    }
+    /* Exchange everything but the error holders: r becomes the new renderer, fresh holds the
+     * old effect's layers and GL objects and is released (no field points into its own struct). */
+    ks__ar_renderer tmp = *r;
+    ks__object r_obj = r->obj, fresh_obj = fresh->obj;
+    *r = *fresh;
+    *fresh = tmp;
+    r->obj = r_obj;
+    fresh->obj = fresh_obj;
+    ks_ar_renderer_destroy(fresh);
+    return KS_STATUS_OK;
+}
+
 /* ---- parameters ---------------------------------------------------------------------------- */
 
 static ks_status lookup_param(ks__ar_renderer *r, const char *name, ks_effect_param_type type,

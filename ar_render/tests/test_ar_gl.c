@@ -4,7 +4,8 @@
  * ar_render/tests/golden/<case>.png (PSNR >= 35 dB over RGB). KS_AR_REGEN_GOLDEN=1 rewrites the
  * goldens instead (ar_render/tests/regen_golden.sh). Also: texture in/out paths agree with the
  * pixel paths, bad custom shaders fail at load with the GL log, and a 720p frame is timed
- * (printed, never asserted). Skips (exit 77) when no EGL/GLES 3 context can be made. */
+ * (printed, never asserted), and a live swap of effects (ks_ar_renderer_swap_effect) while a
+ * loader thread opens the versions. Skips (exit 77) when no EGL/GLES 3 context can be made. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,8 @@
 #include <time.h>
 
 #include <cmocka.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include <GLES3/gl3.h>
 
@@ -353,6 +356,129 @@ static void test_bad_shader(void **state) {
     assert_int_equal(glGetError(), GL_NO_ERROR);
 }
 
+/* ---- live swap ----------------------------------------------------------------------------- */
+
+/* Static cases (no animation): each frame's output is the effect's, whatever its time. */
+static const int k_swap_cases[] = {1, 2, 4, 5};
+#define NUM_SWAP_CASES 4
+#define SWAP_SEQUENCE 7 /* versions the loader hands over: cases 0..3, then a bad one, then 2 */
+
+typedef struct swap_loader {
+    _Atomic(ks_effect *) ready; /* the next version, opened by the loader thread */
+    atomic_int version;         /* its index in the sequence */
+    atomic_int taken;           /* versions the render thread has taken */
+} swap_loader;
+
+static ks_effect *bad_effect(void) {
+    tp_image img = {"s0.png", 8, 8, star_px, NULL};
+    tp_entry bad = {"tint.frag", (const uint8_t *)k_bad_shader, strlen(k_bad_shader)};
+    return tp_effect_ex(HEAD("") "{\"name\": \"star\", \"kind\": \"sticker\", "
+                                 "\"shader\": \"tint.frag\", \"anchor\": "
+                                 "{\"landmarks\": [1]}, \"sprite\": {\"frames\": "
+                                 "[\"s0.png\"]}}]}",
+                        &img, 1, &bad, 1);
+}
+
+/* Sequence entry v: a static case index (0..NUM_SWAP_CASES-1) or -1 for the bad version. */
+static int swap_entry(int v) {
+    return v == 4 ? -1 : (v < 4 ? v : (v - 3) % NUM_SWAP_CASES);
+}
+
+/* The update thread: opens (parses and decodes) each version off the render thread and hands
+ * it over once the previous one was taken. */
+static void *swap_loader_main(void *arg) {
+    swap_loader *l = arg;
+    for (int v = 1; v < SWAP_SEQUENCE; v++) {
+        while (atomic_load(&l->taken) < v) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+        int e = swap_entry(v);
+        ks_effect *fx = e < 0 ? bad_effect() : case_effect(&k_cases[k_swap_cases[e]]);
+        atomic_store(&l->version, v);
+        atomic_store(&l->ready, fx);
+    }
+    return NULL;
+}
+
+static uint64_t hash_px(const uint8_t *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static void test_live_swap(void **state) {
+    (void)state;
+    size_t nbytes = (size_t)W * H * 4;
+    uint8_t *out = malloc(nbytes);
+    assert_non_null(out);
+    uint64_t ref[NUM_SWAP_CASES];
+    for (int e = 0; e < NUM_SWAP_CASES; e++) {
+        render_case(&k_cases[k_swap_cases[e]], out);
+        ref[e] = hash_px(out, nbytes);
+        for (int k = 0; k < e; k++)
+            assert_true(ref[k] != ref[e]); /* versions tell apart */
+    }
+    /* Version 0 is created up front; the loader opens the rest while frames render. */
+    ks_effect *current = case_effect(&k_cases[k_swap_cases[0]]);
+    ks_ar_renderer *ar = NULL;
+    assert_int_equal(
+        ks_ar_renderer_create(&(ks_ar_renderer_desc){.width_px = W, .height_px = H}, current, &ar),
+        KS_STATUS_OK);
+    swap_loader l = {0}; /* taken 0: the loader waits for version 0's first frame */
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, swap_loader_main, &l), 0);
+    int running = 0; /* the static case the renderer draws */
+    int frames = 0, failed_swaps = 0, frames_per_entry[NUM_SWAP_CASES] = {0};
+    ks_ar_frame frame = {.width_px = W,
+                         .height_px = H,
+                         .pixels = g_photo,
+                         .num_faces = g_fx.num_faces,
+                         .faces = g_fx.faces,
+                         .mask = {.pixels = g_mask, .width_px = W, .height_px = H}};
+    while (atomic_load(&l.taken) < SWAP_SEQUENCE || frames < 3) {
+        ks_effect *next = atomic_exchange(&l.ready, NULL);
+        if (next) {
+            int v = atomic_load(&l.version), e = swap_entry(v);
+            ks_status st = ks_ar_renderer_swap_effect(ar, next);
+            if (e < 0) {
+                /* the bad version is refused; the renderer keeps drawing the current one */
+                assert_int_equal(st, KS_STATUS_INVALID_MODEL);
+                assert_non_null(strstr(ks_last_error(ar), "does not compile"));
+                ks_effect_destroy(next);
+                failed_swaps++;
+            } else {
+                assert_int_equal(st, KS_STATUS_OK);
+                ks_effect_destroy(current); /* the renderer no longer uses it */
+                current = next;
+                running = e;
+            }
+            atomic_store(&l.taken, v + 1);
+        }
+        frame.timestamp_us = 33333 * (int64_t)frames;
+        assert_int_equal(ks_ar_render(ar, &frame, &(ks_ar_output){.pixels = out}), KS_STATUS_OK);
+        /* exactly the output of a renderer made for that version alone */
+        if (hash_px(out, nbytes) != ref[running])
+            fail_msg("frame %d: the output is not version %d's", frames, running);
+        frames_per_entry[running]++;
+        frames++;
+        if (frames == 1) atomic_store(&l.taken, 1);
+    }
+    pthread_join(th, NULL);
+    assert_int_equal(failed_swaps, 1);
+    for (int e = 0; e < NUM_SWAP_CASES; e++)
+        assert_true(frames_per_entry[e] > 0);
+    assert_int_equal(glGetError(), GL_NO_ERROR);
+    printf("live swap: %d frames over %d versions (one refused), each frame one version's\n",
+           frames, SWAP_SEQUENCE);
+    assert_int_equal(ks_ar_renderer_swap_effect(ar, NULL), KS_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(ks_ar_renderer_swap_effect(NULL, current), KS_STATUS_INVALID_ARGUMENT);
+    ks_ar_renderer_destroy(ar);
+    ks_effect_destroy(current);
+    free(out);
+}
+
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -485,9 +611,8 @@ int main(void) {
                 (hx * hx + hy * hy < 1.0f || bx * bx + by * by < 1.0f) ? 255 : 0;
         }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_golden),
-        cmocka_unit_test(test_texture_paths),
-        cmocka_unit_test(test_bad_shader),
+        cmocka_unit_test(test_golden),     cmocka_unit_test(test_texture_paths),
+        cmocka_unit_test(test_bad_shader), cmocka_unit_test(test_live_swap),
         cmocka_unit_test(test_time_720p),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

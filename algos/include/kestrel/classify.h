@@ -52,6 +52,10 @@ KS_API void ks_image_classifier_destroy(ks_image_classifier *classifier);
 /* Where the ks_image_classify calls spent their time (see ks_task_stats in vision.h). */
 KS_API ks_status ks_image_classifier_stats(const ks_image_classifier *classifier,
                                            ks_task_stats *stats_out);
+/* Live swap (vision.h, "Live swap"): loads source->model_path with source's key fields and
+ * makes the next call run it. */
+KS_API ks_status ks_image_classifier_swap_model(ks_image_classifier *classifier,
+                                                const ks_task_options *source);
 /* Classifies one image. *out (free with ks_classifications_release) is written on success. */
 KS_API ks_status ks_image_classify(ks_image_classifier *classifier, const ks_image *image,
                                    int64_t timestamp_us, ks_classifications **out);

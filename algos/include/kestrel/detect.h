@@ -59,6 +59,11 @@ KS_API void ks_object_detector_destroy(ks_object_detector *detector);
 /* Where the ks_object_detect calls spent their time (see ks_task_stats in vision.h). */
 KS_API ks_status ks_object_detector_stats(const ks_object_detector *detector,
                                           ks_task_stats *stats_out);
+/* Live swap (vision.h, "Live swap"): loads source->model_path with source's key fields and
+ * makes the next call run it. Track ids stay unique: the new graph's tracker starts afresh, its ids
+ * above every id reported before. */
+KS_API ks_status ks_object_detector_swap_model(ks_object_detector *detector,
+                                               const ks_task_options *source);
 /* Detects objects. In VIDEO mode timestamps must strictly increase. *out (free with
  * ks_detected_objects_release) is written on success, also when nothing is found (count 0). */
 KS_API ks_status ks_object_detect(ks_object_detector *detector, const ks_image *image,

@@ -95,6 +95,10 @@ KS_API ks_status ks_face_detector_create(const ks_face_detector_desc *desc, ks_f
 KS_API void ks_face_detector_destroy(ks_face_detector *det);
 /* Where the ks_face_detect calls spent their time (see ks_task_stats in vision.h). */
 KS_API ks_status ks_face_detector_stats(const ks_face_detector *det, ks_task_stats *stats_out);
+/* Live swap (vision.h, "Live swap"): loads source->model_path with source's key fields and
+ * makes the next call run it. VIDEO ids stay unique: the new graph's tracker starts afresh, its ids
+ * above every id reported before. */
+KS_API ks_status ks_face_detector_swap_model(ks_face_detector *det, const ks_task_options *source);
 /* Detects faces in `image` (not kept). timestamp_us must increase in VIDEO mode (ignored in
  * IMAGE mode). *out is written on success only (possibly with count 0); details of a failure
  * in ks_last_error(det). */
@@ -157,6 +161,10 @@ KS_API ks_status ks_face_landmarker_create(const ks_face_landmarker_desc *desc,
 KS_API void ks_face_landmarker_destroy(ks_face_landmarker *lm);
 /* Where the ks_face_landmarker_detect calls spent their time (see ks_task_stats in vision.h). */
 KS_API ks_status ks_face_landmarker_stats(const ks_face_landmarker *lm, ks_task_stats *stats_out);
+/* Live swap (vision.h, "Live swap"): loads source->model_path with source's key fields and
+ * makes the next call run it. VIDEO tracks (ids, smoothing) carry over. */
+KS_API ks_status ks_face_landmarker_swap_model(ks_face_landmarker *lm,
+                                               const ks_task_options *source);
 /* Finds up to task.max_results faces. In VIDEO mode each face is tracked into the next frame
  * from its landmarks and keeps its id; the detector runs while fewer faces than max_results are
  * tracked: every frame while none is, else once every 15 frames (so a steady scene rarely runs

@@ -127,6 +127,10 @@ KS_API void ks_hand_landmarker_destroy(ks_hand_landmarker *landmarker);
 /* Where the ks_hands_detect calls spent their time (see ks_task_stats in vision.h). */
 KS_API ks_status ks_hand_landmarker_stats(const ks_hand_landmarker *landmarker,
                                           ks_task_stats *stats_out);
+/* Live swap (vision.h, "Live swap"): loads source->model_path with source's key fields and
+ * makes the next call run it. VIDEO tracks (ids, smoothing) carry over. */
+KS_API ks_status ks_hand_landmarker_swap_model(ks_hand_landmarker *landmarker,
+                                               const ks_task_options *source);
 
 /* Finds hands in `image` (any ks_image format; oriented with task.rotation / task.mirror).
  * timestamp_us must increase strictly in KS_MODE_VIDEO (INVALID_STATE otherwise). *out receives

@@ -74,6 +74,9 @@ KS_API ks_status ks_segmenter_create(const ks_segmenter_desc *desc, ks_segmenter
 KS_API void ks_segmenter_destroy(ks_segmenter *segmenter);
 /* Where the ks_segment calls spent their time (see ks_task_stats in vision.h). */
 KS_API ks_status ks_segmenter_stats(const ks_segmenter *segmenter, ks_task_stats *stats_out);
+/* Live swap (vision.h, "Live swap"): loads source->model_path with source's key fields and
+ * makes the next call run it. VIDEO mask smoothing restarts. */
+KS_API ks_status ks_segmenter_swap_model(ks_segmenter *segmenter, const ks_task_options *source);
 
 /* Segments one image. In VIDEO mode timestamps must strictly increase. The image is not kept.
  * *out is written on success; free it with ks_segmentation_release. */

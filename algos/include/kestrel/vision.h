@@ -120,7 +120,34 @@ typedef struct ks_task_stats {
     double inference_ms; /* the INFERENCE stages together */
     uint32_t num_stages; /* preprocess first, then the models in graph order, postprocess, other */
     ks_task_stage stages[KS_TASK_MAX_STAGES];
+    /* Live swaps this task has taken (ks_<task>_swap_model): 0 while it runs the models of its
+     * create. The figures above restart at each swap (they describe the current pipeline). */
+    uint64_t model_generation;
 } ks_task_stats;
+
+/* Live swap (docs/delivery.md). Every task has ks_<task>_swap_model(task, source), which loads a
+ * newer version of the task's models and makes the task's next run call use it, e.g. after a
+ * signed update was installed (ks_store_file_path gives the new bundle's path):
+ *     ks_task_options src = {.model_path = new_path};   // + key fields for encrypted models
+ *     if (ks_face_landmarker_swap_model(lm, &src)) log(ks_last_error(NULL));
+ * - source: model_path (a .ksb or .ksm, as in ks_task_options) and the key fields (key,
+ *   key_bytes, key_provider, key_user); its other fields are ignored: the task keeps every
+ *   option of its create (mode, thresholds, threads, precision, backend, allocator).
+ * - Any thread may call it, also while a run call is in progress on another thread. It opens the
+ *   bundle and creates the pipeline and sessions on the calling thread (as long as a create
+ *   takes); the running frame finishes on the old version. The first run call that starts after
+ *   it returned switches at its start, so no frame is dropped and none mixes versions; that call
+ *   releases the old models, whose last frame has ended (the result structs of earlier frames
+ *   stay valid). The run path never allocates or locks for this: one atomic read per call.
+ * - A bad version (a missing or damaged file, a wrong or missing key, a bundle of another task:
+ *   every check of create) returns create's status with the message in ks_last_error(NULL) of
+ *   the calling thread; the task keeps running its current version.
+ * - Tracking: the landmarkers (face, hand, pose) keep their tracks, ids and filters; the face
+ *   and object detectors' trackers live in their graphs and restart, with ids above every id
+ *   reported before; the segmenter's VIDEO smoothing restarts.
+ * - A second swap before a run call took the first replaces it. Must not race with the task's
+ *   destroy. ks_task_stats.model_generation counts the swaps taken.
+ */
 
 /* "preprocess", "inference", "postprocess", "other"; "invalid" for unknown values. */
 KS_API const char *ks_task_stage_kind_string(ks_task_stage_kind kind);

@@ -155,6 +155,17 @@ KS_API ks_status ks_ar_renderer_create(const ks_ar_renderer_desc *desc, const ks
 /* Frees the renderer and its GL objects (the same context must be current). NULL is a no-op. */
 KS_API void ks_ar_renderer_destroy(ks_ar_renderer *renderer);
 
+/* Live swap (docs/delivery.md): replaces the renderer's effect between two frames, e.g. with a
+ * newer version installed by the store (open it with ks_effect_open on any thread first). Call
+ * on the rendering thread with the context current, between ks_ar_render calls: every layer of
+ * `effect` is created as by ks_ar_renderer_create (same backend, allocator and frame size); on
+ * success the next frame draws the new effect (parameters at its defaults, states and
+ * animations from its start) and the old effect's GL objects are released now, so the old
+ * ks_effect may be destroyed once this returns; `effect` must outlive the renderer (or the next
+ * swap). On failure (the statuses of create) nothing changes: the renderer keeps drawing the
+ * old effect, and ks_last_error(renderer) says why. */
+KS_API ks_status ks_ar_renderer_swap_effect(ks_ar_renderer *renderer, const ks_effect *effect);
+
 /* Run-time parameters (ks_effect_param). The value is used from the next ks_ar_render on.
  * INVALID_ARGUMENT when the name is unknown, the type differs or the value is out of range
  * (floats: [min, max]; colours: [0, 1] each; enums: one of the options). */
