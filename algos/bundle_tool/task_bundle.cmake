@@ -8,7 +8,7 @@ if(TARGET kestrel_tasks AND NOT TARGET ks-task-bundle)
   add_executable(ks-task-bundle ${CMAKE_SOURCE_DIR}/pipeline/tools/ks-bundle.c
     ${CMAKE_CURRENT_LIST_DIR}/register_nodes.c)
   target_include_directories(ks-task-bundle PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../nodes)
-  target_link_libraries(ks-task-bundle PRIVATE kestrel_tasks)
+  target_link_libraries(ks-task-bundle PRIVATE kestrel_tasks kestrel_toolcommon)
   target_compile_definitions(ks-task-bundle PRIVATE _POSIX_C_SOURCE=200809L _DEFAULT_SOURCE
     KS_BUNDLE_REGISTER_NODES=ks__bundle_tool_register_nodes)
   ks_target_defaults(ks-task-bundle)

@@ -108,9 +108,11 @@ bool ks__semver_parse(const char *s, uint32_t v[3]);
 ks_status ks__selftest_run(const uint8_t *kst, size_t kst_bytes, const char *files_dir,
                            const uint8_t *key, bool *key_problem, char *err, size_t err_cap);
 /* Task-level self-test (docs/delivery.md, "Self-test"): runs the face detector of
- * selftest_face.kst on its photo and checks the face count and boxes. */
+ * selftest_face.kst on its photo and checks the face count and boxes. key (32 bytes, or NULL)
+ * opens the encrypted models of its bundle (ks_task_options.key); *key_problem as for
+ * ks__selftest_run. */
 ks_status ks__selftest_face_run(const uint8_t *kst, size_t kst_bytes, const char *files_dir,
-                                char *err, size_t err_cap);
+                                const uint8_t *key, bool *key_problem, char *err, size_t err_cap);
 typedef struct ks__selftest_face {
     const char *bundle_name; /* a .ksb of the package */
     uint32_t width_px, height_px;

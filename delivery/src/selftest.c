@@ -265,7 +265,23 @@ static float rdf(const uint8_t *p) {
 }
 
 #if KS_DELIVERY_HAVE_TASKS
+#include "kestrel/bundle.h"
 #include "kestrel/face.h"
+
+/* Whether the face detector's model file (a .ksb, or a .ksm) holds an encrypted model. */
+static bool has_encrypted_model(const char *path) {
+    if (encrypted_file(path)) return true;
+    ks_bundle *b = NULL;
+    if (ks_bundle_open_file(path, NULL, &b) != KS_STATUS_OK) return false; /* the task says why */
+    bool enc = false;
+    for (uint32_t i = 0; i < ks_bundle_num_entries(b) && !enc; i++) {
+        ks_bundle_entry e;
+        enc = ks_bundle_get_entry(b, i, &e) == KS_STATUS_OK && e.kind == KS_BUNDLE_MODEL &&
+              e.size_bytes >= 4 && memcmp(e.data, "KSME", 4) == 0;
+    }
+    ks_bundle_destroy(b);
+    return enc;
+}
 
 static float iou(const float *a, const ks_box *b) {
     float x0 = fmaxf(a[0], b->x), y0 = fmaxf(a[1], b->y);
@@ -276,8 +292,9 @@ static float iou(const float *a, const ks_box *b) {
 }
 #endif
 
-ks_status ks__selftest_face_run(const uint8_t *d, size_t n, const char *files_dir, char *err,
-                                size_t cap) {
+ks_status ks__selftest_face_run(const uint8_t *d, size_t n, const char *files_dir,
+                                const uint8_t *key, bool *key_problem, char *err, size_t cap) {
+    *key_problem = false;
     size_t off = 0;
     const uint8_t *q = take(d, n, &off, 10);
     if (!q || memcmp(q, KSTF_MAGIC, 4) != 0 || ks__pkg_rd32(q + 4) != 1)
@@ -312,10 +329,27 @@ ks_status ks__selftest_face_run(const uint8_t *d, size_t n, const char *files_di
     snprintf(path, sizeof(path), "%s/%.*s", files_dir, (int)len, bundle);
     ks_face_detector *det = NULL;
     ks_faces *faces = NULL;
-    ks_face_detector_desc desc = {.task = {.model_path = path}};
+    bool enc = has_encrypted_model(path);
+    if (enc && !key) {
+        *key_problem = true;
+        return ks__fail(err, cap, KS_STATUS_INVALID_ARGUMENT,
+                        "%.*s holds encrypted models and no key was given for them", (int)len,
+                        bundle);
+    }
+    /* The task copies the key for its create and wipes the copy; plain models ignore it. */
+    ks_face_detector_desc desc = {
+        .task = {.model_path = path, .key = key, .key_bytes = key ? KS_TASK_KEY_BYTES : 0}};
     ks_status st = ks_face_detector_create(&desc, &det);
     if (st) {
-        ks__fail(err, cap, st, "%.*s: %s", (int)len, bundle, ks_last_error(NULL));
+        /* The package's bytes are signed, so an encrypted model the key does not open is a key
+         * problem, not a bad package. */
+        if (enc && st == KS_STATUS_TAMPERED) {
+            *key_problem = true;
+            ks__fail(err, cap, st, "%.*s: the key does not open it: %s", (int)len, bundle,
+                     ks_last_error(NULL));
+        } else {
+            ks__fail(err, cap, st, "%.*s: %s", (int)len, bundle, ks_last_error(NULL));
+        }
         return st;
     }
     ks_image img = {.format = KS_PIXEL_FORMAT_RGB,
@@ -352,6 +386,7 @@ ks_status ks__selftest_face_run(const uint8_t *d, size_t n, const char *files_di
 #else
     (void)files_dir;
     (void)want_faces;
+    (void)key;
     return ks__fail(err, cap, KS_STATUS_UNSUPPORTED,
                     KS__SELFTEST_FACE_NAME ": this build has no task library (algos/)");
 #endif

@@ -624,10 +624,11 @@ static ks_status install_locked(ks_store *s, const uint8_t *data, size_t n, uint
         if (kst)
             tst = ks__selftest_run(kst->data, (size_t)kst->size_bytes, files, have_key ? key : NULL,
                                    &key_problem, why_msg, sizeof(why_msg));
-        sodium_memzero(key, sizeof(key));
         if (tst == KS_STATUS_OK && kstf)
-            tst = ks__selftest_face_run(kstf->data, (size_t)kstf->size_bytes, files, why_msg,
+            tst = ks__selftest_face_run(kstf->data, (size_t)kstf->size_bytes, files,
+                                        have_key ? key : NULL, &key_problem, why_msg,
                                         sizeof(why_msg));
+        sodium_memzero(key, sizeof(key));
         if (tst != KS_STATUS_OK && key_problem) {
             st = store_fail(s, KS_DELIVERY_NO_KEY, KS_STATUS_INVALID_ARGUMENT,
                             "%s %u.%u.%u: cannot self-test: %s (key name '%s'%s)", in->id,

@@ -53,6 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size >= 4 && memcmp(data, "KSTT", 4) == 0)
         ks__selftest_run(data, size, "/nonexistent-ks-fuzz", NULL, &key_problem, err, sizeof(err));
     if (size >= 4 && memcmp(data, "KSTF", 4) == 0)
-        ks__selftest_face_run(data, size, "/nonexistent-ks-fuzz", err, sizeof(err));
+        ks__selftest_face_run(data, size, "/nonexistent-ks-fuzz", NULL, &key_problem, err,
+                              sizeof(err));
     return 0;
 }

@@ -1,6 +1,7 @@
 /* Delivery: the package format and every refusal, the store (install, query, downgrade, replay,
  * key rotation, rollback, tampering on disk), the self-test with an in-memory and a real model,
- * and the cost of verifying and installing a ~3 MB bundle. */
+ * the task-level self-test with a plain and an encrypted bundle, and the cost of verifying and
+ * installing a ~3 MB bundle. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +23,7 @@
 #include "kestrel/engine.h"
 #if KS_HAVE_IMAGE_IO
 #include "image_io.h"
+#include "kestrel/bundle.h"
 #include "kestrel/face.h"
 #endif
 
@@ -804,6 +806,134 @@ static void test_selftest_face(void **state) {
 #endif
 }
 
+/* The task-level self-test over a bundle whose face detector model is encrypted (ks-protect): the
+ * store passes the key of the package's key name to the task. Without a key provider, or with a
+ * wrong key, the package is refused with NO_KEY (not marked bad); with the right key a wrong
+ * expectation fails the self-test (so the detector really ran on the decrypted model) and the
+ * right one installs. */
+static void test_selftest_face_encrypted(void **state) {
+    (void)state;
+#if KS_HAVE_IMAGE_IO
+    char bundle[4096];
+    const char *photo = KS_SHARED_DATA "/images/coral_grace_hopper.bmp";
+    if (!dt_bundle_file("face_detector_short.ksb", bundle, sizeof(bundle)) ||
+        access(photo, R_OK) != 0) {
+        print_message("skipped: %s or %s is missing\n", bundle, photo);
+        skip();
+    }
+    ks_image_buf img;
+    char err[512];
+    if (ks_image_load(photo, 0, &img, err, sizeof(err))) fail_msg("%s", err);
+    /* The expectation, from the plain bundle. */
+    ks_face_detector *det = NULL;
+    ks_faces *faces = NULL;
+    assert_int_equal(
+        ks_face_detector_create(&(ks_face_detector_desc){.task = {.model_path = bundle}}, &det), 0);
+    assert_int_equal(ks_face_detect(det, &img.image, 0, &faces), 0);
+    assert_true(faces->count >= 1);
+    float boxes[4 * 4];
+    uint32_t nb = faces->count < 4 ? faces->count : 4;
+    for (uint32_t i = 0; i < nb; i++)
+        memcpy(&boxes[4 * i], &faces->items[i].box, sizeof(float) * 4);
+    /* The same bundle with every model entry encrypted. */
+    uint8_t key[32], wrong[32];
+    memset(key, 0x6b, sizeof(key));
+    memset(wrong, 0x21, sizeof(wrong));
+    ks_bundle *src = NULL;
+    ks_bundle_writer *w = NULL;
+    assert_int_equal(ks_bundle_open_file(bundle, NULL, &src), 0);
+    assert_int_equal(ks_bundle_writer_create(NULL, &w), 0);
+    uint32_t num_encrypted = 0;
+    for (uint32_t i = 0; i < ks_bundle_num_entries(src); i++) {
+        ks_bundle_entry e;
+        assert_int_equal(ks_bundle_get_entry(src, i, &e), 0);
+        uint8_t *enc = NULL;
+        size_t en = 0;
+        if (e.kind == KS_BUNDLE_MODEL) {
+            assert_int_equal(ks__ksme_encrypt(e.data, e.size_bytes, key, sizeof(key), 0, NULL, &enc,
+                                              &en, err, sizeof(err)),
+                             0);
+            num_encrypted++;
+        }
+        assert_int_equal(
+            ks_bundle_writer_add(w, e.name, e.kind, enc ? enc : e.data, enc ? en : e.size_bytes),
+            0);
+        ks__free(NULL, enc);
+    }
+    assert_true(num_encrypted >= 1);
+    void *ebundle = NULL;
+    size_t ebn = 0;
+    assert_int_equal(ks_bundle_writer_finish(w, &ebundle, &ebn), 0);
+    ks_bundle_writer_destroy(w);
+    ks_bundle_destroy(src);
+
+    char root[4096];
+    dt_fresh_dir("store_selftest_face_enc", root, sizeof(root));
+    keys k = {0};
+    ks_store_desc desc = {.trusted_keys = pk1, .num_trusted_keys = 1, .user = &k};
+    for (int round = 0; round < 4; round++) {
+        /* 0: no provider; 1: a wrong key; 2: the key, one face too many; 3: the key */
+        desc.key_provider = round == 0 ? NULL : key_provider;
+        k.key = round == 1 ? wrong : key;
+        int broken = round == 2;
+        ks__selftest_face t = {.bundle_name = "models/face_detector.ksb",
+                               .width_px = (uint32_t)img.image.width_px,
+                               .height_px = (uint32_t)img.image.height_px,
+                               .rgb = img.pixels,
+                               .num_faces = faces->count + (uint32_t)broken,
+                               .min_iou = 0.9f,
+                               .num_boxes = nb,
+                               .boxes = boxes};
+        uint8_t *kst = NULL, *p = NULL;
+        size_t kn = 0, n = 0;
+        assert_int_equal(ks__selftest_face_write(&t, &kst, &kn), 0);
+        ks__pkg_src_file f[2] = {{"models/face_detector.ksb", ebundle, ebn},
+                                 {"selftest_face.kst", kst, kn}};
+        ks__pkg_spec spec = {.id = "faces",
+                             .version = {1, (uint32_t)round, 0},
+                             .min_runtime = KS_VERSION_HEX,
+                             .issued = 1 + (uint64_t)round,
+                             .encryption_key_name = "face-key-2027",
+                             .files = f,
+                             .num_files = 2};
+        assert_int_equal(ks__pkg_write(&spec, sk1, &p, &n, err, sizeof(err)), 0);
+        ks_store *s = NULL;
+        assert_int_equal(ks_store_open(root, &desc, &s), 0);
+        ks_status st = ks_store_install_buffer(s, p, n, 0, NULL);
+        ks_package_info info;
+        if (round < 2) {
+            assert_int_equal(st, KS_STATUS_INVALID_ARGUMENT);
+            assert_int_equal(ks_store_last_refusal(s), KS_DELIVERY_NO_KEY);
+            assert_non_null(strstr(ks_last_error(s), "face-key-2027"));
+            assert_non_null(strstr(ks_last_error(s),
+                                   round == 0 ? "no key was given" : "the key does not open it"));
+            assert_int_equal(ks_store_current(s, "faces", 0, &info), KS_STATUS_INVALID_ARGUMENT);
+        } else if (broken) {
+            assert_int_equal(st, KS_STATUS_CHECKSUM_MISMATCH);
+            assert_int_equal(ks_store_last_refusal(s), KS_DELIVERY_SELFTEST_FAILED);
+            assert_non_null(strstr(ks_last_error(s), "face(s) on the"));
+        } else {
+            if (st != KS_STATUS_OK) fail_msg("%s", ks_last_error(s));
+            assert_int_equal(ks_store_current(s, "faces", 0, &info), 0);
+            assert_int_equal(info.version_minor, 3);
+            assert_string_equal(info.encryption_key_name, "face-key-2027");
+        }
+        ks_store_destroy(s);
+        free(p);
+        free(kst);
+    }
+    assert_int_equal(k.calls, 3);
+    assert_string_equal(k.last_name, "face-key-2027");
+    ks_bundle_buffer_free(NULL, ebundle);
+    ks_faces_release(faces);
+    ks_face_detector_destroy(det);
+    ks_image_buf_free(&img);
+#else
+    print_message("skipped: built without the task library or image I/O\n");
+    skip();
+#endif
+}
+
 /* The cost of verify + install of a ~3 MB bundle (printed; docs/delivery.md quotes it). */
 static void test_install_cost(void **state) {
     (void)state;
@@ -857,6 +987,7 @@ int main(void) {
         cmocka_unit_test(test_selftest_encrypted),
         cmocka_unit_test(test_selftest_real_model),
         cmocka_unit_test(test_selftest_face),
+        cmocka_unit_test(test_selftest_face_encrypted),
         cmocka_unit_test(test_install_cost),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

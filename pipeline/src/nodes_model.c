@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "format/ksm_crypt.h"
 #include "image_tensor.h"
 #include "kestrel/imgproc.h"
 #include "pipeline_internal.h"
@@ -334,9 +335,68 @@ static void infer_destroy(void *state, const ks_allocator *a) {
     ks__free(a, s);
 }
 
+/* ---- Encrypted models (ks_pipeline_desc.key / key_provider) ----
+ * An encrypted (ks-protect, "KSME") bundle entry or file is decrypted by the engine at load into
+ * model-owned memory, which the engine wipes on ks_model_destroy; the bundle keeps the encrypted
+ * bytes, so nothing plain is written anywhere. The key is copied onto this stack frame for the one
+ * load call and wiped right after it: the pipeline keeps neither the key nor the provider. */
+
+/* The key of encrypted model `name` (as the graph names it) into key[KS_PIPELINE_KEY_BYTES]. */
+static ks_status key_get(const ks_node_init *init, const ks_pipeline_desc *desc, const char *name,
+                         uint8_t *key) {
+    if (!desc || (!desc->key && !desc->key_provider)) {
+        snprintf(init->error, init->error_cap,
+                 "model '%s' is encrypted (ks-protect) and needs its key: set key/key_provider in "
+                 "ks_pipeline_desc",
+                 name);
+        return KS_STATUS_INVALID_ARGUMENT;
+    }
+    if (desc->key) {
+        if (desc->key_bytes != KS_PIPELINE_KEY_BYTES) {
+            snprintf(init->error, init->error_cap,
+                     "model '%s' is encrypted and ks_pipeline_desc.key_bytes is %zu; a ks-protect "
+                     "key is %d bytes",
+                     name, desc->key_bytes, KS_PIPELINE_KEY_BYTES);
+            return KS_STATUS_INVALID_ARGUMENT;
+        }
+        memcpy(key, desc->key, KS_PIPELINE_KEY_BYTES);
+        return KS_STATUS_OK;
+    }
+    size_t n = 0;
+    ks_status st = desc->key_provider(desc->key_user, name, key, KS_PIPELINE_KEY_BYTES, &n);
+    if (st == KS_STATUS_OK && n != KS_PIPELINE_KEY_BYTES) {
+        snprintf(init->error, init->error_cap,
+                 "the key provider gave %zu bytes for encrypted model '%s'; a ks-protect key is %d "
+                 "bytes",
+                 n, name, KS_PIPELINE_KEY_BYTES);
+        st = KS_STATUS_INVALID_ARGUMENT;
+    } else if (st) {
+        snprintf(init->error, init->error_cap,
+                 "the key provider refused encrypted model '%s': %s (status %d)", name,
+                 ks_status_string(st), (int)st);
+    }
+    if (st) ks__secure_zero(key, KS_PIPELINE_KEY_BYTES);
+    return st;
+}
+
+/* The message of a failed load; `what` names the model ("model 'x' from the bundle"). */
+static void load_error(const ks_node_init *init, const char *what, bool encrypted, ks_status st) {
+    if (encrypted && st == KS_STATUS_TAMPERED)
+        snprintf(init->error, init->error_cap,
+                 "%s is encrypted and the key does not open it (wrong key, or the model was "
+                 "altered): %s",
+                 what, ks_last_error(NULL));
+    else
+        snprintf(init->error, init->error_cap, "%s: %s", what, ks_last_error(NULL));
+}
+
 static ks_status load_model(const ks_node_init *init, const char *name, ks_model **out) {
+    const ks__subgraph_env *env = ks__options_env(init->options);
+    const ks_pipeline_desc *desc = env ? env->desc : NULL;
     ks_model_desc md = {.allocator = init->allocator};
+    uint8_t key[KS_PIPELINE_KEY_BYTES];
     ks_bundle_entry e;
+    ks_status st;
     if (init->bundle && ks_bundle_find(init->bundle, name, &e) == KS_STATUS_OK) {
         if (e.kind != KS_BUNDLE_MODEL) {
             snprintf(init->error, init->error_cap, "bundle entry '%s' is a %s, not a model", name,
@@ -345,10 +405,22 @@ static ks_status load_model(const ks_node_init *init, const char *name, ks_model
         }
         /* The bundle's CRC already covered these bytes. */
         md.flags = KS_MODEL_SKIP_CHECKSUM;
-        ks_status st = ks_model_load_buffer(e.data, e.size_bytes, &md, out);
-        if (st)
-            snprintf(init->error, init->error_cap, "model '%s' from the bundle: %s", name,
-                     ks_last_error(NULL));
+        bool encrypted = ks__ksme_is_encrypted(e.data, e.size_bytes);
+        if (encrypted) {
+            st = key_get(init, desc, name, key);
+            if (st) return st;
+            md.key = key;
+            md.key_bytes = sizeof(key);
+        }
+        /* Plain entries are used in place (zero-copy); encrypted ones are decrypted into memory
+         * the model owns. */
+        st = ks_model_load_buffer(e.data, e.size_bytes, &md, out);
+        if (encrypted) ks__secure_zero(key, sizeof(key));
+        if (st) {
+            char what[KS_PIPELINE_MAX_NAME_BYTES + 32];
+            snprintf(what, sizeof(what), "model '%s' from the bundle", name);
+            load_error(init, what, encrypted, st);
+        }
         return st;
     }
     char path[1024];
@@ -362,9 +434,23 @@ static ks_status load_model(const ks_node_init *init, const char *name, ks_model
                  "missing model '%s': no bundle entry of that name and no file '%s'", name, path);
         return KS_STATUS_IO_ERROR;
     }
+    char magic[4];
+    bool encrypted =
+        fread(magic, 1, sizeof(magic), f) == sizeof(magic) && ks__ksme_is_encrypted(magic, 4);
     fclose(f);
-    ks_status st = ks_model_load_file(path, &md, out);
-    if (st) snprintf(init->error, init->error_cap, "model '%s': %s", path, ks_last_error(NULL));
+    if (encrypted) {
+        st = key_get(init, desc, name, key);
+        if (st) return st;
+        md.key = key;
+        md.key_bytes = sizeof(key);
+    }
+    st = ks_model_load_file(path, &md, out);
+    if (encrypted) ks__secure_zero(key, sizeof(key));
+    if (st) {
+        char what[sizeof(path) + 16];
+        snprintf(what, sizeof(what), "model '%s'", path);
+        load_error(init, what, encrypted, st);
+    }
     return st;
 }
 

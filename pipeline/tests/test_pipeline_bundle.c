@@ -2,8 +2,9 @@
  * fields), image_to_tensor geometry, the whole-image fits of the image -> tensor implementation
  * (image_tensor.h, which the task library's model_input node configures), and an end-to-end graph
  * image_to_tensor -> infer on the real BlazeFace model, loaded zero-copy from a bundle and
- * compared with a direct session run. Without the BlazeFace .tflite the model tests are skipped
- * and the program exits with 77. */
+ * compared with a direct session run, and the same graph over an encrypted (ks-protect) copy of
+ * the model (ks_pipeline_desc.key / key_provider). Without the BlazeFace .tflite the model tests
+ * are skipped and the program exits with 77. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 #include "kestrel/bundle.h"
 #include "kestrel/pipeline.h"
 #include "ksm.h"
+#include "ksm_crypt.h"
 
 static const char *const k_model_paths[] = {
     KS_SOURCE_DIR "/models/face_detection/face_detection_short_range.tflite",
@@ -574,6 +576,208 @@ static void test_blazeface_end_to_end(void **state) {
     ks_bundle_buffer_free(NULL, data);
 }
 
+/* ---- encrypted models (ks_pipeline_desc.key / key_provider) ---- */
+
+typedef struct key_source {
+    const uint8_t *key;
+    size_t key_bytes; /* what the provider reports */
+    ks_status refuse; /* non-zero: returned instead of a key */
+    int calls;
+    char last_name[256];
+} key_source;
+
+static ks_status test_key_provider(void *user, const char *model_name, uint8_t *key_out,
+                                   size_t key_cap, size_t *key_bytes_out) {
+    key_source *k = user;
+    k->calls++;
+    snprintf(k->last_name, sizeof(k->last_name), "%s", model_name);
+    if (k->refuse) return k->refuse;
+    assert_true(key_cap >= KS_PIPELINE_KEY_BYTES);
+    memcpy(key_out, k->key, KS_PIPELINE_KEY_BYTES);
+    *key_bytes_out = k->key_bytes;
+    return KS_STATUS_OK;
+}
+
+/* A bundle of k_face_graph with `model` (size_bytes) as its "detector" entry. */
+static ks_bundle *face_bundle(const uint8_t *model, size_t size_bytes, void **data_out) {
+    ks_bundle_writer *w = NULL;
+    assert_int_equal(ks_bundle_writer_create(NULL, &w), 0);
+    assert_int_equal(
+        ks_bundle_writer_add(w, "graph", KS_BUNDLE_GRAPH, k_face_graph, strlen(k_face_graph)), 0);
+    assert_int_equal(ks_bundle_writer_add(w, "detector", KS_BUNDLE_MODEL, model, size_bytes), 0);
+    size_t n = 0;
+    assert_int_equal(ks_bundle_writer_finish(w, data_out, &n), 0);
+    ks_bundle_writer_destroy(w);
+    ks_bundle *b = NULL;
+    assert_int_equal(ks_bundle_open_buffer(*data_out, n, NULL, &b), 0);
+    return b;
+}
+
+/* Runs one frame of a face graph pipeline; copies of its boxes and scores (free both). */
+static void run_face(ks_pipeline *p, const ks_packet *img, float **boxes, size_t *boxes_bytes,
+                     float **scores, size_t *scores_bytes) {
+    const ks_packet *ins[1] = {img};
+    ks_packet *outs[3] = {0};
+    ks_status st = ks_pipeline_process(p, ins, 1000, outs);
+    if (st) fail_msg("%s", ks_last_error(p));
+    const ks_tensor *b = ks_packet_tensor(outs[1]), *s = ks_packet_tensor(outs[2]);
+    assert_non_null(b);
+    assert_non_null(s);
+    *boxes_bytes = b->size_bytes;
+    *scores_bytes = s->size_bytes;
+    *boxes = malloc(b->size_bytes);
+    *scores = malloc(s->size_bytes);
+    memcpy(*boxes, b->data, b->size_bytes);
+    memcpy(*scores, s->data, s->size_bytes);
+    for (int i = 0; i < 3; i++)
+        ks_packet_release(outs[i]);
+}
+
+static void test_encrypted_model(void **state) {
+    (void)state;
+    NEED_MODEL();
+    if (!ks__ksme_available()) {
+        print_message("skipped: built without libsodium (KS_WITH_SODIUM=OFF)\n");
+        g_skipped = 1;
+        skip();
+    }
+    uint8_t key[KS_PIPELINE_KEY_BYTES], wrong[KS_PIPELINE_KEY_BYTES];
+    memset(key, 0x5a, sizeof(key));
+    memset(wrong, 0x33, sizeof(wrong));
+    uint8_t *enc = NULL;
+    size_t enc_bytes = 0;
+    char err[256];
+    /* 4 KiB chunks: several of them, so the engine's parallel decryption runs */
+    assert_int_equal(ks__ksme_encrypt(g_ksm, g_ksm_bytes, key, sizeof(key), 4096, NULL, &enc,
+                                      &enc_bytes, err, sizeof(err)),
+                     0);
+    void *plain_data = NULL, *enc_data = NULL;
+    ks_bundle *plain = face_bundle(g_ksm, g_ksm_bytes, &plain_data);
+    ks_bundle *encb = face_bundle(enc, enc_bytes, &enc_data);
+
+    enum { W = 160, H = 120 };
+    uint8_t *px = malloc(W * H * 3);
+    for (int i = 0; i < W * H * 3; i++)
+        px[i] = (uint8_t)((i * 13) ^ (i >> 4));
+    ks_packet *img = NULL;
+    assert_int_equal(
+        ks_packet_create_image(
+            NULL,
+            &(ks_packet_image){.format = KS_PIXEL_RGB8, .width_px = W, .height_px = H, .data = px},
+            &img),
+        0);
+
+    /* reference: the plain bundle, no key */
+    ks_pipeline *p = NULL;
+    assert_int_equal(ks_pipeline_create_bundle(plain, NULL, &p), 0);
+    float *ref_boxes, *ref_scores;
+    size_t ref_bb, ref_sb;
+    run_face(p, img, &ref_boxes, &ref_bb, &ref_scores, &ref_sb);
+    ks_pipeline_destroy(p);
+
+    /* the encrypted bundle with the key, then with a key provider: the same outputs, bit for
+     * bit; a plain bundle ignores a key */
+    key_source ks = {.key = key, .key_bytes = KS_PIPELINE_KEY_BYTES};
+    const ks_pipeline_desc with_key = {.key = key, .key_bytes = sizeof(key)};
+    const ks_pipeline_desc with_provider = {.key_provider = test_key_provider, .key_user = &ks};
+    for (int round = 0; round < 3; round++) {
+        const ks_pipeline_desc *d = round == 1 ? &with_provider : &with_key;
+        ks_status st = ks_pipeline_create_bundle(round == 2 ? plain : encb, d, &p);
+        if (st) fail_msg("round %d: %s", round, ks_last_error(NULL));
+        float *boxes, *scores;
+        size_t bb, sb;
+        run_face(p, img, &boxes, &bb, &scores, &sb);
+        assert_int_equal(bb, ref_bb);
+        assert_int_equal(sb, ref_sb);
+        assert_memory_equal(boxes, ref_boxes, bb);
+        assert_memory_equal(scores, ref_scores, sb);
+        free(boxes);
+        free(scores);
+        ks_pipeline_destroy(p);
+    }
+    assert_int_equal(ks.calls, 1);
+    assert_string_equal(ks.last_name, "detector");
+
+    /* no key: INVALID_ARGUMENT naming the node and the model */
+    p = (ks_pipeline *)&p; /* create must not write it on failure */
+    ks_pipeline *const sentinel = p;
+    assert_int_equal(ks_pipeline_create_bundle(encb, NULL, &p), KS_STATUS_INVALID_ARGUMENT);
+    assert_ptr_equal(p, sentinel);
+    assert_non_null(strstr(ks_last_error(NULL), "node 'detect'"));
+    assert_non_null(strstr(ks_last_error(NULL),
+                           "model 'detector' is encrypted (ks-protect) and needs its key: set "
+                           "key/key_provider in ks_pipeline_desc"));
+    /* a wrong key: TAMPERED */
+    assert_int_equal(
+        ks_pipeline_create_bundle(encb, &(ks_pipeline_desc){.key = wrong, .key_bytes = 32}, &p),
+        KS_STATUS_TAMPERED);
+    assert_non_null(strstr(ks_last_error(NULL), "the key does not open it"));
+    assert_non_null(strstr(ks_last_error(NULL), "'detector'"));
+    /* a key of another size */
+    assert_int_equal(
+        ks_pipeline_create_bundle(encb, &(ks_pipeline_desc){.key = key, .key_bytes = 16}, &p),
+        KS_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ks_last_error(NULL), "key_bytes is 16"));
+    /* a provider that refuses, one that gives a wrong key, one that gives a short key */
+    ks = (key_source){.key = key, .key_bytes = 32, .refuse = KS_STATUS_IO_ERROR};
+    assert_int_equal(ks_pipeline_create_bundle(encb, &with_provider, &p), KS_STATUS_IO_ERROR);
+    assert_non_null(strstr(ks_last_error(NULL), "key provider refused encrypted model 'detector'"));
+    ks = (key_source){.key = wrong, .key_bytes = 32};
+    assert_int_equal(ks_pipeline_create_bundle(encb, &with_provider, &p), KS_STATUS_TAMPERED);
+    ks = (key_source){.key = key, .key_bytes = 31};
+    assert_int_equal(ks_pipeline_create_bundle(encb, &with_provider, &p),
+                     KS_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(ks_last_error(NULL), "gave 31 bytes"));
+    assert_int_equal(ks.calls, 1);
+
+    /* an encrypted .ksm file named by the graph (no bundle): the provider gets the name as the
+     * graph writes it */
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/test_encrypted_detector.ksm", KS_BINARY_DIR);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(enc, 1, enc_bytes, f), enc_bytes);
+    assert_int_equal(fclose(f), 0);
+    ks_side_param sp = {"detector", "test_encrypted_detector.ksm"};
+    ks = (key_source){.key = key, .key_bytes = 32};
+    ks_pipeline_desc fd = with_provider;
+    fd.side_params = &sp;
+    fd.num_side_params = 1;
+    fd.model_dir = KS_BINARY_DIR;
+    ks_status st = ks_pipeline_create_json(k_face_graph, strlen(k_face_graph), &fd, &p);
+    if (st) fail_msg("%s", ks_last_error(NULL));
+    assert_string_equal(ks.last_name, "test_encrypted_detector.ksm");
+    float *boxes, *scores;
+    size_t bb, sb;
+    run_face(p, img, &boxes, &bb, &scores, &sb);
+    assert_memory_equal(boxes, ref_boxes, ref_bb);
+    assert_memory_equal(scores, ref_scores, ref_sb);
+    free(boxes);
+    free(scores);
+    ks_pipeline_destroy(p);
+    fd.key_provider = NULL;
+    assert_int_equal(ks_pipeline_create_json(k_face_graph, strlen(k_face_graph), &fd, &p),
+                     KS_STATUS_INVALID_ARGUMENT);
+    assert_non_null(
+        strstr(ks_last_error(NULL), "model 'test_encrypted_detector.ksm' is encrypted"));
+    fd.key = wrong;
+    fd.key_bytes = sizeof(wrong);
+    assert_int_equal(ks_pipeline_create_json(k_face_graph, strlen(k_face_graph), &fd, &p),
+                     KS_STATUS_TAMPERED);
+    assert_non_null(strstr(ks_last_error(NULL), "the key does not open it"));
+    remove(path);
+
+    free(ref_boxes);
+    free(ref_scores);
+    ks_packet_release(img);
+    free(px);
+    ks_bundle_destroy(encb);
+    ks_bundle_destroy(plain);
+    ks_bundle_buffer_free(NULL, enc_data);
+    ks_bundle_buffer_free(NULL, plain_data);
+    ks__free(NULL, enc);
+}
+
 static void test_model_bundle_hostile(void **state) {
     (void)state;
     NEED_MODEL();
@@ -600,6 +804,7 @@ int main(void) {
         cmocka_unit_test(test_round_trip),           cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_image_to_tensor),      cmocka_unit_test(test_image_tensor_fits),
         cmocka_unit_test(test_blazeface_end_to_end), cmocka_unit_test(test_model_bundle_hostile),
+        cmocka_unit_test(test_encrypted_model),
     };
     int failed = cmocka_run_group_tests(tests, load_blazeface, free_blazeface);
     if (!failed && g_skipped) return 77;

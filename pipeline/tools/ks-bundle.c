@@ -2,12 +2,19 @@
  *
  *   ks-bundle create OUT.ksb --graph G.json [--graph NAME=G2.json ...] [--model NAME=FILE.ksm ...]
  *                    [--labels NAME=FILE ...] [--config NAME=FILE.json ...] [--file NAME=PATH ...]
- *   ks-bundle info B.ksb [--check]
+ *                    [--key-file KEY]
+ *   ks-bundle info B.ksb [--check] [--key-file KEY]
  *
  * create checks that every model is a loadable .ksm, writes the bundle, then instantiates each
  * graph (which loads every model the graph names) and fails if that does not work (a --graph
  * without NAME= is the default entry "graph");
  * info --check does the same instantiation for an existing bundle.
+ *
+ * Encrypted models (ks-protect) are stored as they are. With --key-file (the key file format of
+ * ks-protect: 32 raw bytes or 64 hex digits) they are loaded with that key like plain ones, and
+ * the graphs are instantiated with it (ks_pipeline_desc.key). Without it, only their container
+ * header is checked, each graph is instantiated up to its first encrypted model, and the tool
+ * says that the encrypted models were not checked.
  *
  * ks-task-bundle (algos/bundle_tool) is this same file built with the task library and with
  * KS_BUNDLE_REGISTER_NODES naming a function that registers the task node types, so graphs that
@@ -16,9 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/ksm_crypt.h"
 #include "kestrel/bundle.h"
 #include "kestrel/engine.h"
 #include "kestrel/pipeline.h"
+#include "key_file.h"
 
 #define MAX_INPUT_BYTES ((size_t)2 << 30)
 
@@ -28,10 +37,14 @@ int KS_BUNDLE_REGISTER_NODES(void);
 #endif
 
 static int usage(void) {
-    fprintf(stderr, "usage: ks-bundle create OUT.ksb --graph G.json [--graph NAME=G2.json ...]\n"
-                    "                 [--model NAME=FILE.ksm ...] [--labels NAME=FILE ...]\n"
-                    "                 [--config NAME=FILE.json ...] [--file NAME=PATH ...]\n"
-                    "       ks-bundle info B.ksb [--check]\n");
+    fprintf(stderr,
+            "usage: ks-bundle create OUT.ksb --graph G.json [--graph NAME=G2.json ...]\n"
+            "                 [--model NAME=FILE.ksm ...] [--labels NAME=FILE ...]\n"
+            "                 [--config NAME=FILE.json ...] [--file NAME=PATH ...]\n"
+            "                 [--key-file KEY]\n"
+            "       ks-bundle info B.ksb [--check] [--key-file KEY]\n"
+            "  KEY (ks-protect's key file: 32 raw bytes or 64 hex digits) opens encrypted\n"
+            "  models so that they are checked too; they are stored encrypted either way.\n");
     return 2;
 }
 
@@ -78,20 +91,60 @@ static int read_all(const char *path, uint8_t **data_out, size_t *size_out) {
     return 0;
 }
 
-static int add_file(ks_bundle_writer *w, const char *name, const char *path, uint32_t kind) {
+/* The key from --key-file, or none. Lives for the whole run; wiped before exit. */
+typedef struct key_opt {
+    const char *path; /* NULL: no key */
+    uint8_t key[KS_KEY_FILE_BYTES];
+} key_opt;
+
+/* Checks model `path` (bytes `data`): a plain one must load; an encrypted one must open with the
+ * key, or, without a key, have a valid container header (*unchecked counts those). */
+static int check_model(const char *path, const uint8_t *data, size_t n, const key_opt *key,
+                       uint32_t *unchecked) {
+    bool encrypted = ks__ksme_is_encrypted(data, n);
+    if (encrypted && !key->path) {
+        ks__ksme_info info;
+        char err[256];
+        if (n < KSME_HEADER_BYTES ||
+            ks__ksme_parse_header(data, n, &info, err, sizeof(err)) != KS_STATUS_OK) {
+            fprintf(stderr, "ks-bundle: %s is not a valid encrypted model: %s\n", path,
+                    n < KSME_HEADER_BYTES ? "shorter than the 64-byte header" : err);
+            return 1;
+        }
+        printf("%s: encrypted (ks-protect); stored as it is, not checked (no --key-file)\n", path);
+        (*unchecked)++;
+        return 0;
+    }
+    ks_model *m = NULL;
+    ks_model_desc md = {.flags = KS_MODEL_COPY_BUFFER};
+    if (encrypted) {
+        md.key = key->key;
+        md.key_bytes = sizeof(key->key);
+    }
+    ks_status st = ks_model_load_buffer(data, n, &md, &m);
+    ks_model_destroy(m);
+    if (st == KS_STATUS_TAMPERED) {
+        fprintf(stderr,
+                "ks-bundle: %s: the key in %s does not open it (wrong key, or the file was "
+                "altered): %s\n",
+                path, key->path, ks_last_error(NULL));
+        return 1;
+    }
+    if (st) {
+        fprintf(stderr, "ks-bundle: %s is not a loadable .ksm model: %s\n", path,
+                ks_last_error(NULL));
+        return 1;
+    }
+    return 0;
+}
+
+static int add_file(ks_bundle_writer *w, const char *name, const char *path, uint32_t kind,
+                    const key_opt *key, uint32_t *unchecked) {
     uint8_t *data = NULL;
     size_t n = 0;
     if (read_all(path, &data, &n)) return 1;
     int rc = 0;
-    if (kind == KS_BUNDLE_MODEL) {
-        ks_model *m = NULL;
-        if (ks_model_load_buffer(data, n, &(ks_model_desc){.flags = KS_MODEL_COPY_BUFFER}, &m)) {
-            fprintf(stderr, "ks-bundle: %s is not a loadable .ksm model: %s\n", path,
-                    ks_last_error(NULL));
-            rc = 1;
-        }
-        ks_model_destroy(m);
-    }
+    if (kind == KS_BUNDLE_MODEL) rc = check_model(path, data, n, key, unchecked);
     if (!rc && ks_bundle_writer_add(w, name, kind, data, n)) {
         fprintf(stderr, "ks-bundle: %s\n", ks_last_error(w));
         rc = 1;
@@ -100,8 +153,27 @@ static int add_file(ks_bundle_writer *w, const char *name, const char *path, uin
     return rc;
 }
 
-/* Instantiates every graph entry of the bundle (at least the default "graph"). */
-static int check_bundle(const char *path) {
+/* Without a key: stops the graph check at the first encrypted model and remembers its name. */
+typedef struct no_key {
+    int met;
+    char model[KS_PIPELINE_MAX_NAME_BYTES];
+} no_key;
+
+static ks_status no_key_provider(void *user, const char *model_name, uint8_t *key_out,
+                                 size_t key_cap, size_t *key_bytes_out) {
+    (void)key_out;
+    (void)key_cap;
+    (void)key_bytes_out;
+    no_key *nk = user;
+    nk->met = 1;
+    snprintf(nk->model, sizeof(nk->model), "%s", model_name);
+    return KS_STATUS_UNSUPPORTED;
+}
+
+/* Instantiates every graph entry of the bundle (at least the default "graph"). *partial is set
+ * when, without a key, a graph stopped at an encrypted model. */
+static int check_bundle(const char *path, const key_opt *key, int *partial) {
+    *partial = 0;
     ks_bundle *b = NULL;
     if (ks_bundle_open_file(path, NULL, &b)) {
         fprintf(stderr, "ks-bundle: %s: %s\n", path, ks_last_error(NULL));
@@ -119,7 +191,22 @@ static int check_bundle(const char *path) {
             graph = e.name;
         }
         ks_pipeline *p = NULL;
-        if (ks_pipeline_create_bundle(b, &(ks_pipeline_desc){.graph_entry = graph}, &p)) {
+        no_key nk = {0};
+        ks_pipeline_desc pd = {.graph_entry = graph};
+        if (key->path) {
+            pd.key = key->key;
+            pd.key_bytes = sizeof(key->key);
+        } else {
+            pd.key_provider = no_key_provider;
+            pd.key_user = &nk;
+        }
+        ks_status st = ks_pipeline_create_bundle(b, &pd, &p);
+        if (st == KS_STATUS_UNSUPPORTED && nk.met) {
+            printf("graph '%s': streams, types and node options checked up to encrypted model "
+                   "'%s', which needs --key-file KEY to be checked\n",
+                   graph ? graph : "graph", nk.model);
+            *partial = 1;
+        } else if (st) {
             fprintf(stderr, "ks-bundle: %s: graph '%s' check failed: %s\n", path,
                     graph ? graph : "graph", ks_last_error(NULL));
             rc = 1;
@@ -130,15 +217,33 @@ static int check_bundle(const char *path) {
     return rc;
 }
 
+/* Reads the key of the last "--key-file KEY" among argv[first..]. Returns nonzero on failure. */
+static int read_key_opt(int argc, char **argv, int first, key_opt *key) {
+    key->path = NULL;
+    for (int i = first; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--key-file") == 0) key->path = argv[++i];
+    if (!key->path) return 0;
+    char err[512];
+    if (ks_key_file_read(key->path, key->key, err, sizeof(err))) {
+        fprintf(stderr, "ks-bundle: %s\n", err);
+        key->path = NULL;
+        return 1;
+    }
+    return 0;
+}
+
 static int cmd_create(int argc, char **argv) {
     if (argc < 3) return usage();
     const char *out = argv[2];
     const char *graph = NULL;
     ks_bundle_writer *w = NULL;
-    int rc = 1;
+    key_opt key;
+    uint32_t unchecked = 0;
+    int rc = 1, partial = 0;
+    if (read_key_opt(argc, argv, 3, &key)) return 1;
     if (ks_bundle_writer_create(NULL, &w)) {
         fprintf(stderr, "ks-bundle: %s\n", ks_last_error(NULL));
-        return 1;
+        goto done;
     }
     for (int i = 3; i < argc; i++) {
         const char *opt = argv[i];
@@ -148,9 +253,10 @@ static int cmd_create(int argc, char **argv) {
         }
         const char *arg = argv[++i];
         uint32_t kind;
+        if (strcmp(opt, "--key-file") == 0) continue; /* read above */
         if (strcmp(opt, "--graph") == 0 && !strchr(arg, '=')) {
             /* Checked against the finished bundle (its models live there), not here. */
-            if (add_file(w, "graph", arg, KS_BUNDLE_GRAPH)) goto done;
+            if (add_file(w, "graph", arg, KS_BUNDLE_GRAPH, &key, &unchecked)) goto done;
             graph = arg;
             continue;
         }
@@ -183,7 +289,7 @@ static int cmd_create(int argc, char **argv) {
         }
         memcpy(name, arg, len);
         name[len] = '\0';
-        if (add_file(w, name, eq + 1, kind)) goto done;
+        if (add_file(w, name, eq + 1, kind, &key, &unchecked)) goto done;
     }
     if (!graph) {
         fprintf(stderr, "ks-bundle: create needs --graph G.json\n");
@@ -193,19 +299,37 @@ static int cmd_create(int argc, char **argv) {
         fprintf(stderr, "ks-bundle: %s\n", ks_last_error(w));
         goto done;
     }
-    rc = check_bundle(out) ? 1 : 0;
+    rc = check_bundle(out, &key, &partial) ? 1 : 0;
     if (rc) remove(out);
+    if (!rc && (unchecked || partial))
+        printf("%s: written; %u encrypted model(s) stored as they are and not checked (give "
+               "--key-file KEY to check them)\n",
+               out, (unsigned)unchecked);
 done:
+    ks__secure_zero(key.key, sizeof(key.key));
     ks_bundle_writer_destroy(w);
     return rc;
 }
 
 static int cmd_info(int argc, char **argv) {
     if (argc < 3) return usage();
-    int check = argc > 3 && strcmp(argv[3], "--check") == 0;
+    int check = 0, partial = 0;
+    for (int i = 3; i < argc; i++) {
+        if (strcmp(argv[i], "--check") == 0) {
+            check = 1;
+        } else if (strcmp(argv[i], "--key-file") == 0 && i + 1 < argc) {
+            i++;
+        } else {
+            fprintf(stderr, "ks-bundle: unknown option %s\n", argv[i]);
+            return usage();
+        }
+    }
+    key_opt key;
+    if (read_key_opt(argc, argv, 3, &key)) return 1;
     ks_bundle *b = NULL;
     if (ks_bundle_open_file(argv[2], NULL, &b)) {
         fprintf(stderr, "ks-bundle: %s\n", ks_last_error(NULL));
+        ks__secure_zero(key.key, sizeof(key.key));
         return 1;
     }
     uint32_t n = ks_bundle_num_entries(b);
@@ -214,13 +338,19 @@ static int cmd_info(int argc, char **argv) {
     for (uint32_t i = 0; i < n; i++) {
         ks_bundle_entry e;
         if (ks_bundle_get_entry(b, i, &e)) continue;
-        printf("  %-32s %-8s %12zu\n", e.name, ks_bundle_kind_string(e.kind), e.size_bytes);
+        bool encrypted = e.kind == KS_BUNDLE_MODEL && ks__ksme_is_encrypted(e.data, e.size_bytes);
+        printf("  %-32s %-8s %12zu%s\n", e.name, ks_bundle_kind_string(e.kind), e.size_bytes,
+               encrypted ? "  encrypted" : "");
     }
     int rc = 0;
     if (check) {
-        rc = check_bundle(argv[2]);
-        if (!rc) printf("graph: ok (every node and model instantiates)\n");
+        rc = check_bundle(argv[2], &key, &partial);
+        if (!rc && !partial) printf("graph: ok (every node and model instantiates)\n");
+        if (!rc && partial)
+            printf("graph: ok as far as checked; the encrypted models were not checked (give "
+                   "--key-file KEY)\n");
     }
+    ks__secure_zero(key.key, sizeof(key.key));
     ks_bundle_destroy(b);
     return rc;
 }

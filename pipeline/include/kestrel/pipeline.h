@@ -356,6 +356,20 @@ typedef struct ks_side_param {
     const char *value;
 } ks_side_param;
 
+/* Bytes of a ks-protect model key (ks_pipeline_desc.key, ks_model_key_fn). */
+#define KS_PIPELINE_KEY_BYTES 32
+
+/* Supplies the key of an encrypted (ks-protect, "KSME") model when an infer node meets one:
+ * called during ks_pipeline_create_*, on the creating thread, once per encrypted model load, with
+ * `model_name` the node's 'model' option as the graph writes it (a bundle entry name such as
+ * "detector", or a .ksm path before model_dir is prepended). Write KS_PIPELINE_KEY_BYTES bytes to
+ * key_out (room for key_cap bytes), set *key_bytes_out and return KS_STATUS_OK; any other status
+ * refuses the model and create fails with it. The pipeline wipes key_out after the load; the
+ * callback should wipe its own copies. It is the same function type as ks_task_key_fn
+ * (kestrel/vision.h), so one callback serves tasks and pipelines. */
+typedef ks_status (*ks_model_key_fn)(void *user, const char *model_name, uint8_t *key_out,
+                                     size_t key_cap, size_t *key_bytes_out);
+
 typedef struct ks_pipeline_desc {
     const ks_allocator *allocator; /* NULL: malloc. Must outlive the pipeline and its packets. */
     const ks_side_param *side_params;
@@ -367,6 +381,18 @@ typedef struct ks_pipeline_desc {
     ks_precision precision;
     /* sessions of infer nodes without their own 'backend' option; 0: the CPU */
     ks_backend backend;
+    /* Encrypted models (ks-protect), as bundle entries or .ksm files of infer nodes: `key`
+     * (key_bytes = KS_PIPELINE_KEY_BYTES) opens every one of them; else key_provider(key_user,
+     * ...) is asked for each; with neither, create refuses an encrypted model
+     * (KS_STATUS_INVALID_ARGUMENT, "model '...' is encrypted (ks-protect) and needs its key"), and
+     * a key that does not open one is KS_STATUS_TAMPERED. Plain models ignore them. Read during
+     * create only: the pipeline keeps neither pointer, wipes the key copy it makes for each load,
+     * and never writes the key or a decrypted model to disk. Decrypted models live in memory
+     * owned by the pipeline and are wiped when it is destroyed. */
+    const uint8_t *key;
+    size_t key_bytes;
+    ks_model_key_fn key_provider;
+    void *key_user;
 } ks_pipeline_desc;
 
 /* Parses, validates and instantiates a graph from JSON text (not NUL-terminated necessarily).
