@@ -107,10 +107,10 @@ bool ks__semver_parse(const char *s, uint32_t v[3]);
  * there is no key or the key does not open it. */
 ks_status ks__selftest_run(const uint8_t *kst, size_t kst_bytes, const char *files_dir,
                            const uint8_t *key, bool *key_problem, char *err, size_t err_cap);
-/* Task-level self-test (docs/delivery.md, "Self-test"): runs the face detector of
- * selftest_face.kst on its photo and checks the face count and boxes. key (32 bytes, or NULL)
- * opens the encrypted models of its bundle (ks_task_options.key); *key_problem as for
- * ks__selftest_run. */
+/* Task-level self-test (docs/delivery.md, "Self-test"): runs the bundle of selftest_face.kst (a
+ * face detector or a face landmarker bundle) on its photo and checks the face count and boxes.
+ * key (32 bytes, or NULL) opens the encrypted models of its bundle (ks_task_options.key);
+ * *key_problem as for ks__selftest_run. */
 ks_status ks__selftest_face_run(const uint8_t *kst, size_t kst_bytes, const char *files_dir,
                                 const uint8_t *key, bool *key_problem, char *err, size_t err_cap);
 typedef struct ks__selftest_face {
@@ -123,6 +123,16 @@ typedef struct ks__selftest_face {
     const float *boxes; /* num_boxes * {x, y, w, h} in pixels */
 } ks__selftest_face;
 ks_status ks__selftest_face_write(const ks__selftest_face *t, uint8_t **data_out, size_t *size_out);
+/* The faces `bundle` (path) finds on an RGB photo, as the self-test runs it and ks-sign records
+ * it: a face detector bundle through ks_face_detect (the detection boxes), else a face landmarker
+ * bundle through ks_face_landmarker_detect in IMAGE mode (the boxes of the meshes, up to
+ * KS_FACE_MAX_FACES faces). Up to cap boxes {x, y, w, h} into boxes; *num_faces gets the count
+ * found; *kind "face detector" or "face landmarker". key and *key_problem as above. Builds
+ * without the task library: UNSUPPORTED. */
+ks_status ks__selftest_face_find(const char *bundle, const uint8_t *key, const uint8_t *rgb,
+                                 uint32_t width_px, uint32_t height_px, float *boxes, uint32_t cap,
+                                 uint32_t *num_faces, const char **kind, bool *key_problem,
+                                 char *err, size_t err_cap);
 
 /* One input or expected output of a self-test file. */
 typedef struct ks__selftest_tensor {

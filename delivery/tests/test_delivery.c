@@ -726,6 +726,83 @@ static void test_selftest_real_model(void **state) {
     free(mbytes);
 }
 
+/* The task-level self-test on a face landmarker bundle (the boxes of the meshes, recorded with
+ * ks__selftest_face_find as ks-sign does): version 1 installs; version 2 ships the wrong file
+ * under the same name (a pose bundle), so its self-test fails, it is marked bad and version 1
+ * stays current. */
+static void test_selftest_face_landmarker(void **state) {
+    (void)state;
+#if KS_HAVE_IMAGE_IO
+    char lm_path[4096], pose_path[4096];
+    const char *photo = KS_SHARED_DATA "/images/coral_grace_hopper.bmp";
+    if (!dt_bundle_file("face_landmarker.ksb", lm_path, sizeof(lm_path)) ||
+        !dt_bundle_file("pose_landmarker_lite.ksb", pose_path, sizeof(pose_path)) ||
+        access(photo, R_OK) != 0) {
+        print_message("skipped: the face landmarker or pose bundle or %s is missing\n", photo);
+        skip();
+    }
+    ks_image_buf img;
+    char err[768];
+    if (ks_image_load(photo, 0, &img, err, sizeof(err))) fail_msg("%s", err);
+    float boxes[4 * 4];
+    uint32_t num = 0;
+    const char *kind = "";
+    bool key_problem = true;
+    if (ks__selftest_face_find(lm_path, NULL, img.pixels, (uint32_t)img.image.width_px,
+                               (uint32_t)img.image.height_px, boxes, 4, &num, &kind, &key_problem,
+                               err, sizeof(err)))
+        fail_msg("%s", err);
+    assert_string_equal(kind, "face landmarker");
+    assert_false(key_problem);
+    assert_int_equal(num, 1);
+    ks__selftest_face t = {.bundle_name = "face_landmarker.ksb",
+                           .width_px = (uint32_t)img.image.width_px,
+                           .height_px = (uint32_t)img.image.height_px,
+                           .rgb = img.pixels,
+                           .num_faces = num,
+                           .min_iou = 0.9f,
+                           .num_boxes = num,
+                           .boxes = boxes};
+    uint8_t *kst = NULL;
+    size_t kn = 0;
+    assert_int_equal(ks__selftest_face_write(&t, &kst, &kn), 0);
+    char root[4096];
+    dt_fresh_dir("store_selftest_face_lm", root, sizeof(root));
+    ks_store *s = NULL;
+    assert_int_equal(
+        ks_store_open(root, &(ks_store_desc){.trusted_keys = pk1, .num_trusted_keys = 1}, &s), 0);
+    for (int broken = 0; broken < 2; broken++) {
+        size_t bn = 0, n = 0;
+        uint8_t *bbytes = dt_read(broken ? pose_path : lm_path, &bn);
+        assert_non_null(bbytes);
+        ks__pkg_src_file f[2] = {{"face_landmarker.ksb", bbytes, bn},
+                                 {"selftest_face.kst", kst, kn}};
+        uint8_t *p =
+            dt_package(sk1, "face", 1 + (uint32_t)broken, 0, 0, 1 + (uint64_t)broken, 2, f, &n);
+        ks_status st = ks_store_install_buffer(s, p, n, 0, NULL);
+        if (!broken) {
+            if (st != KS_STATUS_OK) fail_msg("%s", ks_last_error(s));
+        } else {
+            assert_int_equal(st, KS_STATUS_CHECKSUM_MISMATCH);
+            assert_int_equal(ks_store_last_refusal(s), KS_DELIVERY_SELFTEST_FAILED);
+            if (!strstr(ks_last_error(s), "neither a face detector nor a face landmarker"))
+                fail_msg("unexpected message: %s", ks_last_error(s));
+            ks_package_info info;
+            assert_int_equal(ks_store_current(s, "face", 0, &info), 0);
+            assert_int_equal(info.version_major, 1);
+        }
+        free(p);
+        free(bbytes);
+    }
+    ks_store_destroy(s);
+    free(kst);
+    ks_image_buf_free(&img);
+#else
+    print_message("skipped: built without image I/O\n");
+    skip();
+#endif
+}
+
 /* The task-level self-test: the face detector bundle of the package on a photo, with the face
  * count and boxes expected (recorded here with the same bundle, IoU >= 0.9); a package whose
  * expectation is not met (one face more) is refused as SELFTEST_FAILED and marked bad. */
@@ -987,6 +1064,7 @@ int main(void) {
         cmocka_unit_test(test_selftest_encrypted),
         cmocka_unit_test(test_selftest_real_model),
         cmocka_unit_test(test_selftest_face),
+        cmocka_unit_test(test_selftest_face_landmarker),
         cmocka_unit_test(test_selftest_face_encrypted),
         cmocka_unit_test(test_install_cost),
     };

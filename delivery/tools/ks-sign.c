@@ -531,7 +531,8 @@ done:
     return rc;
 }
 
-/* The faces a face detector bundle finds on a photo, recorded as selftest_face.kst. */
+/* The faces a face detector or face landmarker bundle finds on a photo, recorded as
+ * selftest_face.kst. */
 static int cmd_selftest_face(int argc, char **argv) {
 #if KS_HAVE_IMAGE_IO
     const char *pos[3] = {0}, *name = NULL;
@@ -560,30 +561,26 @@ static int cmd_selftest_face(int argc, char **argv) {
         return 1;
     }
     int rc = 1;
-    ks_face_detector *det = NULL;
-    ks_faces *faces = NULL;
     if (img.image.format != KS_PIXEL_FORMAT_RGB) {
         fprintf(stderr, "ks-sign: %s: an RGB photo is needed (no alpha, not gray)\n", pos[1]);
         goto done;
     }
-    if (ks_face_detector_create(&(ks_face_detector_desc){.task = {.model_path = pos[0]}}, &det) ||
-        ks_face_detect(det, &img.image, 0, &faces)) {
-        fprintf(stderr, "ks-sign: %s: %s\n", pos[0], ks_last_error(det));
+    float boxes[4 * 64];
+    uint32_t num_faces = 0;
+    const char *kind = "";
+    bool key_problem = false;
+    if (ks__selftest_face_find(pos[0], NULL, img.pixels, (uint32_t)img.image.width_px,
+                               (uint32_t)img.image.height_px, boxes, 64, &num_faces, &kind,
+                               &key_problem, err, sizeof(err))) {
+        fprintf(stderr, "ks-sign: %s: %s\n", pos[0], err);
         goto done;
     }
-    float boxes[4 * 64];
-    uint32_t nb = faces->count < 64 ? faces->count : 64;
-    for (uint32_t i = 0; i < nb; i++) {
-        boxes[4 * i] = faces->items[i].box.x;
-        boxes[4 * i + 1] = faces->items[i].box.y;
-        boxes[4 * i + 2] = faces->items[i].box.w;
-        boxes[4 * i + 3] = faces->items[i].box.h;
-    }
+    uint32_t nb = num_faces < 64 ? num_faces : 64;
     ks__selftest_face t = {.bundle_name = name ? name : base_name(pos[0]),
                            .width_px = (uint32_t)img.image.width_px,
                            .height_px = (uint32_t)img.image.height_px,
                            .rgb = img.pixels,
-                           .num_faces = faces->count,
+                           .num_faces = num_faces,
                            .min_iou = min_iou,
                            .num_boxes = nb,
                            .boxes = boxes};
@@ -596,11 +593,9 @@ static int cmd_selftest_face(int argc, char **argv) {
     rc = write_file(pos[2], kst, n, 0644);
     free(kst);
     if (!rc)
-        printf("%s: %u face(s) on %s, boxes kept with IoU >= %g, %zu bytes\n", pos[2], faces->count,
-               pos[1], (double)min_iou, n);
+        printf("%s: %u face(s) on %s by the %s, boxes kept with IoU >= %g, %zu bytes\n", pos[2],
+               num_faces, pos[1], kind, (double)min_iou, n);
 done:
-    ks_faces_release(faces);
-    ks_face_detector_destroy(det);
     ks_image_buf_free(&img);
     return rc;
 #else
