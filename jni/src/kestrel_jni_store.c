@@ -1,5 +1,6 @@
 /* JNI glue of ai.kestrel.Store (kestrel/delivery.h): open, install (bytes, a direct buffer read
- * from an InputStream, a file), queries, rollback, markBad, check. Each failure throws
+ * from an InputStream, a file), queries, rollback, markBad, check, and the store's events handed
+ * to Store.Events.dispatch. Each failure throws
  * ai.kestrel.StoreException(status, ks_store_last_refusal, ks_last_error(store)); calls on one
  * Store are serialized by its Java methods, so the refusal and message read after a call are that
  * call's. Without the delivery module (KS_WITH_SODIUM=OFF) every entry point throws UNSUPPORTED.
@@ -17,7 +18,8 @@ static jclass g_store_exception_class;
 static jmethodID g_store_exception_init;
 static jclass g_package_info_class;
 static jmethodID g_package_info_init;
-static jmethodID g_key_for; /* KeyProvider.keyFor */
+static jmethodID g_key_for;  /* KeyProvider.keyFor */
+static jmethodID g_dispatch; /* Store.Events.dispatch(int, PackageInfo, String) */
 
 int ks__jni_store_init(JNIEnv *env) {
     jclass local = (*env)->FindClass(env, "ai/kestrel/StoreException");
@@ -37,7 +39,12 @@ int ks__jni_store_init(JNIEnv *env) {
     if (local == NULL) return 1;
     g_key_for = (*env)->GetMethodID(env, local, "keyFor", "(Ljava/lang/String;)[B");
     (*env)->DeleteLocalRef(env, local);
-    return g_store_exception_init && g_package_info_init && g_key_for ? 0 : 1;
+    local = (*env)->FindClass(env, "ai/kestrel/Store$Events");
+    if (local == NULL) return 1;
+    g_dispatch = (*env)->GetMethodID(env, local, "dispatch",
+                                     "(ILai/kestrel/PackageInfo;Ljava/lang/String;)V");
+    (*env)->DeleteLocalRef(env, local);
+    return g_store_exception_init && g_package_info_init && g_key_for && g_dispatch ? 0 : 1;
 }
 
 /* Throws StoreException(status, refusal, message) unless an exception is already pending. */
@@ -52,12 +59,14 @@ static void throw_store(JNIEnv *env, ks_status status, int refusal, const char *
 
 #if defined(KS_JNI_HAVE_DELIVERY)
 
-/* The Java Store's handle: the C store and, when the app gave one, the KeyProvider of the
- * store's self-tests of encrypted models (a global reference) with the VM to call it through. */
+/* The Java Store's handle: the C store and, when the app gave them, the KeyProvider of the
+ * store's self-tests of encrypted models and the Store.Events that hands events to the
+ * StoreListener (global references), with the VM to call them through. */
 typedef struct jni_store {
     ks_store *store;
     JavaVM *vm;
     jobject key_provider;
+    jobject events;
 } jni_store;
 
 #define STORE(h) (KS_JNI_PTR(jni_store, h)->store)
@@ -82,6 +91,38 @@ static int jni_store_key(void *user, const char *key_name, uint8_t key_out[32]) 
     }
     (*env)->DeleteLocalRef(env, key);
     return rc;
+}
+
+static jobject package_info(JNIEnv *env, const ks_package_info *info);
+
+/* ks_store_event_fn over Store.Events.dispatch: called inside an install or markBad, on the
+ * thread of the Java call, with the store's lock held. dispatch catches what the listener throws
+ * and keeps it for the Java call to throw once the store has returned, so nothing unwinds
+ * through the store (JNI cannot unwind anyway: an exception only stays pending). An exception
+ * already pending (the KeyProvider's, which the install is to throw) is set aside for the call
+ * and restored after it. */
+static void jni_store_event(void *user, ks_store_event event, const ks_package_info *info,
+                            const char *message) {
+    jni_store *s = user;
+    JNIEnv *env = NULL;
+    if (s->events == NULL || info == NULL) return;
+    if ((*s->vm)->GetEnv(s->vm, (void **)&env, KS_JNI_VERSION) != JNI_OK || env == NULL) return;
+    jthrowable pending = (*env)->ExceptionOccurred(env);
+    if (pending != NULL) (*env)->ExceptionClear(env);
+    if ((*env)->PushLocalFrame(env, 8) == 0) {
+        jobject jinfo = package_info(env, info);
+        jstring jmessage = jinfo != NULL ? (*env)->NewStringUTF(env, message ? message : "") : NULL;
+        if (jmessage != NULL)
+            (*env)->CallVoidMethod(env, s->events, g_dispatch, (jint)event, jinfo, jmessage);
+        (*env)->PopLocalFrame(env, NULL);
+    }
+    /* Only the binding's own failure (e.g. out of memory making the PackageInfo) can be pending
+     * here; it is what the call throws, unless an earlier exception is. */
+    if (pending != NULL) {
+        if ((*env)->ExceptionCheck(env)) (*env)->ExceptionClear(env);
+        (*env)->Throw(env, pending);
+        (*env)->DeleteLocalRef(env, pending);
+    }
 }
 
 /* Throws the store's refusal and message for a failed call. */
@@ -125,11 +166,13 @@ static void jni_store_free(JNIEnv *env, jni_store *s) {
     if (s == NULL) return;
     ks_store_destroy(s->store);
     if (s->key_provider != NULL) (*env)->DeleteGlobalRef(env, s->key_provider);
+    if (s->events != NULL) (*env)->DeleteGlobalRef(env, s->events);
     free(s);
 }
 
 JNIEXPORT jlong JNICALL Java_ai_kestrel_Store_nativeOpen(JNIEnv *env, jclass cls, jstring jdir,
-                                                         jbyteArray jkeys, jobject jprovider) {
+                                                         jbyteArray jkeys, jobject jprovider,
+                                                         jobject jevents) {
     jni_store *s = calloc(1, sizeof(*s));
     jsize n = (*env)->GetArrayLength(env, jkeys);
     uint8_t *keys = malloc(n > 0 ? (size_t)n : 1u);
@@ -142,17 +185,18 @@ JNIEXPORT jlong JNICALL Java_ai_kestrel_Store_nativeOpen(JNIEnv *env, jclass cls
     (*env)->GetByteArrayRegion(env, jkeys, 0, n, (jbyte *)keys);
     ks_store_desc desc = {.trusted_keys = keys,
                           .num_trusted_keys = (uint32_t)n / KS_PACKAGE_PUBLIC_KEY_BYTES};
-    if (jprovider != NULL) {
-        if ((*env)->GetJavaVM(env, &s->vm) != JNI_OK ||
-            (s->key_provider = (*env)->NewGlobalRef(env, jprovider)) == NULL) {
-            free(s);
-            free(keys);
-            throw_store(env, KS_STATUS_OUT_OF_MEMORY, 0, "Store.open: key provider");
-            return 0;
-        }
-        desc.key_provider = jni_store_key;
-        desc.user = s;
+    if ((jprovider != NULL || jevents != NULL) &&
+        ((*env)->GetJavaVM(env, &s->vm) != JNI_OK ||
+         (jprovider != NULL && (s->key_provider = (*env)->NewGlobalRef(env, jprovider)) == NULL) ||
+         (jevents != NULL && (s->events = (*env)->NewGlobalRef(env, jevents)) == NULL))) {
+        jni_store_free(env, s);
+        free(keys);
+        throw_store(env, KS_STATUS_OUT_OF_MEMORY, 0, "Store.open: key provider or listener");
+        return 0;
     }
+    desc.user = s;
+    if (jprovider != NULL) desc.key_provider = jni_store_key;
+    if (jevents != NULL) desc.on_event = jni_store_event;
     const char *dir = utf(env, jdir);
     if (dir == NULL) {
         jni_store_free(env, s);
@@ -179,6 +223,9 @@ static jobject installed(JNIEnv *env, ks_store *store, ks_status st, const ks_pa
         throw_refusal(env, st, store);
         return NULL;
     }
+    /* A KeyProvider's exception (the install then succeeded without its key: a plain self-test)
+     * is what the call throws; no JNI call may follow it. */
+    if ((*env)->ExceptionCheck(env)) return NULL;
     return package_info(env, info);
 }
 
@@ -310,7 +357,8 @@ JNIEXPORT jlong JNICALL Java_ai_kestrel_Store_nativeMaxPackageBytes(JNIEnv *env,
     return 0;
 }
 JNIEXPORT jlong JNICALL Java_ai_kestrel_Store_nativeOpen(JNIEnv *env, jclass cls, jstring jdir,
-                                                         jbyteArray jkeys, jobject jprovider) {
+                                                         jbyteArray jkeys, jobject jprovider,
+                                                         jobject jevents) {
     unsupported(env);
     return 0;
 }

@@ -1,5 +1,10 @@
 /* KSStore and KSPackageInfo over ks_store (kestrel/delivery.h), manual retain/release. Without
- * the delivery module (KS_WITH_SODIUM=OFF) every call fails with KSErrorCodeUnsupported. */
+ * the delivery module (KS_WITH_SODIUM=OFF) every call fails with KSErrorCodeUnsupported.
+ *
+ * The key provider and the observer run inside a C store call with the store's lock held. What
+ * they raise must not unwind through the C store (its mutex would stay locked and its buffers
+ * leak), so it is caught, kept in _pendingException and raised again after the call, and a call
+ * to the same store from them would deadlock on _lock, so it is refused (ks_objc_busy_store). */
 #import "KSPrivate.h"
 
 #include <stdlib.h>
@@ -12,6 +17,8 @@ _Static_assert(KSDeliveryErrorStoreCorrupt == (NSInteger)KS_DELIVERY_STORE_CORRU
                "delivery error values");
 _Static_assert(KSStoreInstallAllowDowngrade == KS_STORE_ALLOW_DOWNGRADE, "install flags");
 _Static_assert(KSStoreInstallSkipSelftest == KS_STORE_SKIP_SELFTEST, "install flags");
+_Static_assert(KSStoreEventInstalled == (NSInteger)KS_STORE_EVENT_INSTALLED, "store events");
+_Static_assert(KSStoreEventRolledBack == (NSInteger)KS_STORE_EVENT_ROLLED_BACK, "store events");
 #endif
 
 NSString *const KSErrorDeliveryErrorKey = @"KSDeliveryError";
@@ -130,12 +137,42 @@ static BOOL ks_objc_store_fail(NSError **error, ks_status status, NSInteger why,
 
 @end
 
+#if defined(__BLOCKS__)
+/* A KSStoreEventHandler as a KSStoreObserver, so that the store keeps one kind of observer. */
+@interface KSStoreBlockObserver : NSObject <KSStoreObserver> {
+  @private
+    KSStoreEventHandler _handler;
+}
+- (instancetype)initWithHandler:(KSStoreEventHandler)handler;
+@end
+
+@implementation KSStoreBlockObserver
+- (instancetype)initWithHandler:(KSStoreEventHandler)handler {
+    self = [super init];
+    if (self != nil) _handler = [handler copy];
+    return self;
+}
+- (void)dealloc {
+    [_handler release];
+    [super dealloc];
+}
+- (void)storeDidReportEvent:(KSStoreEvent)event
+                    package:(KSPackageInfo *)package
+                    message:(NSString *)message {
+    _handler(event, package, message);
+}
+@end
+#endif
+
 #if defined(KS_OBJC_HAVE_DELIVERY)
 
 /* An autoreleased KSPackageInfo from the C struct. */
 static KSPackageInfo *ks_objc_package_info(const ks_package_info *c) {
     return [[[KSPackageInfo alloc] ks_initWithInfo:c] autorelease];
 }
+
+/* The store whose key provider or observer this thread is running (nil: none). */
+static _Thread_local KSStore *ks_objc_busy_store;
 
 #endif
 
@@ -188,26 +225,93 @@ static KSPackageInfo *ks_objc_package_info(const ks_package_info *c) {
 
 #define KS_STORE ((ks_store *)_store)
 
+/* Takes _lock for one C store call; NO with KSErrorCodeInvalidState when this thread is inside
+ * this store's key provider or observer (it holds the lock: taking it again would deadlock). */
+- (BOOL)ks_lock:(NSError **)error {
+    if (ks_objc_busy_store == self)
+        return ks_objc_store_fail(error, KS_STATUS_INVALID_STATE, 0,
+                                  "KSStore: called from its own observer or key provider, inside "
+                                  "the store call that is running it");
+    [_lock lock];
+    return YES;
+}
+
+/* Releases _lock, then raises what the key provider or observer raised during the call. */
+- (void)ks_unlock {
+    id pending = _pendingException;
+    _pendingException = nil;
+    [_lock unlock];
+    if (pending != nil) @throw [pending autorelease];
+}
+
+/* Runs a callback of the app (key provider, observer) inside a C store call: marks this thread
+ * busy with the store (restoring what it was: a callback may use another store) and keeps what
+ * it raises for -ks_unlock, the first one only. */
+- (void)ks_callOut:(void (*)(KSStore *store, void *arg))body arg:(void *)arg {
+    KSStore *outer = ks_objc_busy_store;
+    ks_objc_busy_store = self;
+    NSAutoreleasePool *pool = [[NSAutoreleasePool alloc] init];
+    @try {
+        body(self, arg);
+    } @catch (id raised) {
+        if (_pendingException == nil) _pendingException = [raised retain];
+    }
+    [pool drain];
+    ks_objc_busy_store = outer;
+}
+
 /* The store's refusal of the call that just failed (the caller holds _lock). */
 - (BOOL)ks_fail:(ks_status)status error:(NSError **)error {
     return ks_objc_store_fail(error, status, (NSInteger)ks_store_last_refusal(KS_STORE),
                               ks_last_error(KS_STORE));
 }
 
-/* ks_store_key_fn over the KSKeyProvider: called inside an install, on the installing thread,
- * with the store's lock held. What the provider autoreleased is drained at once. */
-static int ks_objc_store_key(void *user, const char *key_name, uint8_t key_out[32]) {
-    id<KSKeyProvider> provider = (id<KSKeyProvider>)user;
-    NSAutoreleasePool *pool = [[NSAutoreleasePool alloc] init];
-    NSString *name = [NSString stringWithUTF8String:key_name != NULL ? key_name : ""];
-    NSData *key = name != nil ? [provider keyForEntryName:name] : nil;
-    int rc = 1;
+typedef struct ks_objc_key_call {
+    const char *key_name;
+    uint8_t *key_out;
+    int rc;
+} ks_objc_key_call;
+
+static void ks_objc_ask_key(KSStore *store, void *arg) {
+    ks_objc_key_call *call = arg;
+    NSString *name = [NSString stringWithUTF8String:call->key_name != NULL ? call->key_name : ""];
+    NSData *key = name != nil ? [store->_keyProvider keyForEntryName:name] : nil;
     if (key != nil && [key length] == KS_TASK_KEY_BYTES) {
-        [key getBytes:key_out length:KS_TASK_KEY_BYTES];
-        rc = 0;
+        [key getBytes:call->key_out length:KS_TASK_KEY_BYTES];
+        call->rc = 0;
     }
-    [pool drain];
-    return rc;
+}
+
+/* ks_store_key_fn over the KSKeyProvider: called inside an install, on the installing thread,
+ * with the store's lock held (user: the KSStore). A provider that raises has no key. */
+static int ks_objc_store_key(void *user, const char *key_name, uint8_t key_out[32]) {
+    ks_objc_key_call call = {key_name, key_out, 1};
+    [(KSStore *)user ks_callOut:ks_objc_ask_key arg:&call];
+    return call.rc;
+}
+
+typedef struct ks_objc_event_call {
+    ks_store_event event;
+    const ks_package_info *info;
+    const char *message;
+} ks_objc_event_call;
+
+static void ks_objc_tell_observer(KSStore *store, void *arg) {
+    const ks_objc_event_call *call = arg;
+    NSString *message = [NSString stringWithUTF8String:call->message != NULL ? call->message : ""];
+    [store->_observer storeDidReportEvent:(KSStoreEvent)call->event
+                                  package:ks_objc_package_info(call->info)
+                                  message:message != nil ? message : @""];
+}
+
+/* ks_store_event_fn over the KSStoreObserver: called inside an install or markBad, on that
+ * call's thread, with the store's lock held (user: the KSStore). */
+static void ks_objc_store_event(void *user, ks_store_event event, const ks_package_info *info,
+                                const char *message) {
+    KSStore *store = user;
+    if (store->_observer == nil || info == NULL) return;
+    ks_objc_event_call call = {event, info, message};
+    [store ks_callOut:ks_objc_tell_observer arg:&call];
 }
 
 - (instancetype)initWithDirectory:(NSString *)directory
@@ -219,6 +323,36 @@ static int ks_objc_store_key(void *user, const char *key_name, uint8_t key_out[3
 - (instancetype)initWithDirectory:(NSString *)directory
                       trustedKeys:(NSArray *)trustedKeys
                       keyProvider:(id<KSKeyProvider>)keyProvider
+                            error:(NSError **)error {
+    return [self initWithDirectory:directory
+                       trustedKeys:trustedKeys
+                       keyProvider:keyProvider
+                          observer:nil
+                             error:error];
+}
+
+#if defined(__BLOCKS__)
+- (instancetype)initWithDirectory:(NSString *)directory
+                      trustedKeys:(NSArray *)trustedKeys
+                      keyProvider:(id<KSKeyProvider>)keyProvider
+                     eventHandler:(KSStoreEventHandler)eventHandler
+                            error:(NSError **)error {
+    KSStoreBlockObserver *observer =
+        eventHandler != nil
+            ? [[[KSStoreBlockObserver alloc] initWithHandler:eventHandler] autorelease]
+            : nil;
+    return [self initWithDirectory:directory
+                       trustedKeys:trustedKeys
+                       keyProvider:keyProvider
+                          observer:observer
+                             error:error];
+}
+#endif
+
+- (instancetype)initWithDirectory:(NSString *)directory
+                      trustedKeys:(NSArray *)trustedKeys
+                      keyProvider:(id<KSKeyProvider>)keyProvider
+                         observer:(id<KSStoreObserver>)observer
                             error:(NSError **)error {
     self = [super init];
     if (self == nil) return nil;
@@ -248,10 +382,14 @@ static int ks_objc_store_key(void *user, const char *key_name, uint8_t key_out[3
     memset(&desc, 0, sizeof(desc));
     desc.trusted_keys = [keys bytes];
     desc.num_trusted_keys = (uint32_t)count;
+    desc.user = self; /* not retained: the store is destroyed in dealloc */
     if (keyProvider != nil) {
         _keyProvider = [keyProvider retain];
         desc.key_provider = ks_objc_store_key;
-        desc.user = _keyProvider;
+    }
+    if (observer != nil) {
+        _observer = [observer retain];
+        desc.on_event = ks_objc_store_event;
     }
     ks_store *store = NULL;
     ks_status st = ks_store_open([directory fileSystemRepresentation], &desc, &store);
@@ -268,6 +406,8 @@ static int ks_objc_store_key(void *user, const char *key_name, uint8_t key_out[3
     ks_store_destroy(KS_STORE);
     [_lock release];
     [_keyProvider release];
+    [_observer release];
+    [_pendingException release];
     [super dealloc];
 }
 
@@ -283,11 +423,11 @@ static int ks_objc_store_key(void *user, const char *key_name, uint8_t key_out[3
         return nil;
     }
     ks_package_info info;
-    [_lock lock];
+    if (![self ks_lock:error]) return nil;
     ks_status st =
         ks_store_install_buffer(KS_STORE, [data bytes], [data length], (uint32_t)flags, &info);
     if (st != KS_STATUS_OK) [self ks_fail:st error:error];
-    [_lock unlock];
+    [self ks_unlock];
     return st == KS_STATUS_OK ? ks_objc_package_info(&info) : nil;
 }
 
@@ -303,11 +443,11 @@ static int ks_objc_store_key(void *user, const char *key_name, uint8_t key_out[3
         return nil;
     }
     ks_package_info info;
-    [_lock lock];
+    if (![self ks_lock:error]) return nil;
     ks_status st =
         ks_store_install_file(KS_STORE, [path fileSystemRepresentation], (uint32_t)flags, &info);
     if (st != KS_STATUS_OK) [self ks_fail:st error:error];
-    [_lock unlock];
+    [self ks_unlock];
     return st == KS_STATUS_OK ? ks_objc_package_info(&info) : nil;
 }
 
@@ -317,10 +457,10 @@ static int ks_objc_store_key(void *user, const char *key_name, uint8_t key_out[3
         return nil;
     }
     ks_package_info info;
-    [_lock lock];
+    if (![self ks_lock:error]) return nil;
     ks_status st = ks_store_current(KS_STORE, [packageId UTF8String], previous, &info);
     if (st != KS_STATUS_OK) [self ks_fail:st error:error];
-    [_lock unlock];
+    [self ks_unlock];
     return st == KS_STATUS_OK ? ks_objc_package_info(&info) : nil;
 }
 
@@ -338,11 +478,11 @@ static int ks_objc_store_key(void *user, const char *key_name, uint8_t key_out[3
         return nil;
     }
     char path[4096];
-    [_lock lock];
+    if (![self ks_lock:error]) return nil;
     ks_status st =
         ks_store_file_path(KS_STORE, [packageId UTF8String], [name UTF8String], path, sizeof(path));
     if (st != KS_STATUS_OK) [self ks_fail:st error:error];
-    [_lock unlock];
+    [self ks_unlock];
     return st == KS_STATUS_OK ? [NSString stringWithUTF8String:path] : nil;
 }
 
@@ -355,13 +495,13 @@ static int ks_objc_store_key(void *user, const char *key_name, uint8_t key_out[3
         return ks_objc_store_fail(error, KS_STATUS_INVALID_ARGUMENT, 0, "KSStore: nil package id");
     }
     const char *cid = [packageId UTF8String];
-    [_lock lock];
+    if (![self ks_lock:error]) return NO;
     ks_status st = which == 0 ? ks_store_rollback(KS_STORE, cid)
                    : which == 1
                        ? ks_store_mark_bad(KS_STORE, cid, reason != nil ? [reason UTF8String] : "")
                        : ks_store_check(KS_STORE, cid);
     if (st != KS_STATUS_OK) [self ks_fail:st error:error];
-    [_lock unlock];
+    [self ks_unlock];
     return st == KS_STATUS_OK;
 }
 
@@ -383,10 +523,10 @@ static int ks_objc_store_key(void *user, const char *key_name, uint8_t key_out[3
         return nil;
     }
     char reason[1024];
-    [_lock lock];
+    if (![self ks_lock:error]) return nil;
     ks_status st = ks_store_last_rollback(KS_STORE, [packageId UTF8String], reason, sizeof(reason));
     if (st != KS_STATUS_OK) [self ks_fail:st error:error];
-    [_lock unlock];
+    [self ks_unlock];
     return st == KS_STATUS_OK ? [NSString stringWithUTF8String:reason] : nil;
 }
 
@@ -405,6 +545,30 @@ static BOOL ks_objc_no_store(NSError **error) {
 - (instancetype)initWithDirectory:(NSString *)directory
                       trustedKeys:(NSArray *)trustedKeys
                       keyProvider:(id<KSKeyProvider>)keyProvider
+                            error:(NSError **)error {
+    return [self initWithDirectory:directory
+                       trustedKeys:trustedKeys
+                       keyProvider:keyProvider
+                          observer:nil
+                             error:error];
+}
+#if defined(__BLOCKS__)
+- (instancetype)initWithDirectory:(NSString *)directory
+                      trustedKeys:(NSArray *)trustedKeys
+                      keyProvider:(id<KSKeyProvider>)keyProvider
+                     eventHandler:(KSStoreEventHandler)eventHandler
+                            error:(NSError **)error {
+    return [self initWithDirectory:directory
+                       trustedKeys:trustedKeys
+                       keyProvider:keyProvider
+                          observer:nil
+                             error:error];
+}
+#endif
+- (instancetype)initWithDirectory:(NSString *)directory
+                      trustedKeys:(NSArray *)trustedKeys
+                      keyProvider:(id<KSKeyProvider>)keyProvider
+                         observer:(id<KSStoreObserver>)observer
                             error:(NSError **)error {
     self = [super init];
     ks_objc_no_store(error);

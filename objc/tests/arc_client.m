@@ -71,5 +71,18 @@ int ks_arc_client(KSImage *image) {
                                        inPackage:info.packageId
                                            error:&error];
     sum += (path != nil) + (detector != nil) + asked + (info.major > 1u);
+    /* The store's events as a block (copied by the store). */
+    __block int events = 0;
+    KSStore *observed = [[KSStore alloc]
+        initWithDirectory:(NSString *)@"/tmp/ks-events"
+              trustedKeys:@[ (NSData *)pub ]
+              keyProvider:nil
+             eventHandler:^(KSStoreEvent event, KSPackageInfo *package, NSString *message) {
+               events += event == KSStoreEventRolledBack && package.numFiles > 0u && message != nil;
+             }
+                    error:&error];
+    __weak KSStore *weakStore = observed;
+    (void)weakStore;
+    sum += events;
     return (int)faces.count + (sum > 0.0f);
 }

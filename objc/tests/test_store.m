@@ -1,7 +1,9 @@
 /* Objective-C binding: KSStore over real signed packages. Keys and packages are made in the
  * setup with the build's ks-sign (keygen + sign; the payload the real face detector model and a
  * small file): install v1 then v2 (NSData, file), refuse tampered, foreign-key, downgraded and
- * truncated packages with their causes in the NSError, roll back, mark bad, check, lock. */
+ * truncated packages with their causes in the NSError, roll back, mark bad, check, lock; the
+ * observer's events (installs, a failed self-test, markBad), an observer that raises and one that
+ * calls its own store. */
 #import "objc_test.h"
 
 #define WORK KS_OBJC_WORK_DIR "/store"
@@ -61,7 +63,6 @@ static NSData *sign(const char *key, const char *version, int issued, const char
 }
 @end
 
-#if defined(KS_PROTECT_TOOL)
 static void put_u32(NSMutableData *d, uint32_t v) {
     uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
     [d appendBytes:b length:4];
@@ -75,8 +76,9 @@ static void put_u64(NSMutableData *d, uint64_t v) {
 /* A selftest.kst (docs/delivery.md, "Self-test") of the face detector model `path` on a
  * deterministic input, recorded through KSSession (ks-sign selftest records the input after the
  * run, when the session may have reused its memory). Its one input is 1x128x128x3 f32; the
- * floats are little-endian, as on every target here. nil on failure. */
-static NSData *golden_selftest(NSString *path, const char *name) {
+ * floats are little-endian, as on every target here. `offset` is added to every expected output
+ * (non-zero: a self-test that fails). nil on failure. */
+static NSData *golden_selftest(NSString *path, const char *name, float offset) {
     NSError *error = nil;
     KSModel *model = [[[KSModel alloc] initWithContentsOfFile:path error:&error] autorelease];
     KSSession *s = model != nil ? [[[KSSession alloc] initWithModel:model options:nil
@@ -108,10 +110,208 @@ static NSData *golden_selftest(NSString *path, const char *name) {
         put_u32(kst, (uint32_t)i);
         [kst appendBytes:&tolerance length:4];
         put_u64(kst, [y length]);
-        [kst appendData:y];
+        NSMutableData *expected = [NSMutableData dataWithData:y];
+        float *e = (float *)[expected mutableBytes];
+        for (NSUInteger j = 0; j < [expected length] / sizeof(float); j++)
+            e[j] += offset;
+        [kst appendData:expected];
     }
     return kst;
 }
+
+/* Records what a store reports, as "EVENT id version: message"; raises after recording when
+ * `raise` is set; calls `store` (not retained) back when it is set, recording the error. */
+@interface TestStoreObserver : NSObject <KSStoreObserver> {
+  @public
+    NSMutableArray *events, *packages;
+    BOOL raise;
+    KSStore *store;
+    NSError *callbackError;
+}
+@end
+
+@implementation TestStoreObserver
+- (instancetype)init {
+    self = [super init];
+    if (self != nil) {
+        events = [[NSMutableArray alloc] init];
+        packages = [[NSMutableArray alloc] init];
+    }
+    return self;
+}
+- (void)dealloc {
+    [events release];
+    [packages release];
+    [callbackError release];
+    [super dealloc];
+}
+- (void)storeDidReportEvent:(KSStoreEvent)event
+                    package:(KSPackageInfo *)package
+                    message:(NSString *)message {
+    const char *name = event == KSStoreEventInstalled    ? "INSTALLED"
+                       : event == KSStoreEventRolledBack ? "ROLLED_BACK"
+                                                         : "?";
+    [events addObject:[NSString stringWithFormat:@"%s %@ %@: %@", name, package.packageId,
+                                                 package.versionString, message]];
+    [packages addObject:package];
+    if (store != nil) {
+        NSError *error = nil;
+        KSPackageInfo *info = [store currentPackage:@"face" error:&error];
+        if (info == nil) callbackError = [error retain];
+    }
+    if (raise)
+        [NSException raise:@"TestObserverBroke"
+                    format:@"observer broke on %@", package.versionString];
+}
+@end
+
+/* The reason part of a recorded event ("EVENT id version: " dropped). */
+static NSString *event_reason(NSString *event, NSString *prefix) {
+    return [event hasPrefix:prefix] ? [event substringFromIndex:[prefix length]] : nil;
+}
+
+/* Runs one store call that is expected to raise the observer's exception: returns its reason
+ * (nil when nothing was raised). */
+#define RAISED(call, reason_out)                                                                   \
+    do {                                                                                           \
+        reason_out = nil;                                                                          \
+        @try {                                                                                     \
+            (void)(call);                                                                          \
+        } @catch (NSException * raised) {                                                          \
+            if ([[raised name] isEqualToString:@"TestObserverBroke"])                              \
+                reason_out = [raised reason];                                                      \
+        }                                                                                          \
+    } while (0)
+
+/* Package "stface" with the face detector model and its self-test: 1.0.0 with the model's golden
+ * outputs (passes), 2.0.0 with every expected output off by one (fails). */
+static BOOL selftest_packages(NSData **v1_out, NSData **v2_out) {
+    NSString *plain = [[KSModels directory] stringByAppendingPathComponent:@MODEL];
+    if (ks_test_run("mkdir -p " WORK "/st/pkg && cp %s " WORK "/st/pkg/model.ksm",
+                    [plain UTF8String]) != 0)
+        return NO;
+    for (int v = 1; v <= 2; v++) {
+        NSData *golden = golden_selftest(plain, "model.ksm", v == 1 ? 0.0f : 1.0f);
+        if (golden == nil || ![golden writeToFile:@WORK "/st/pkg/selftest.kst" atomically:NO] ||
+            ks_test_run("%s sign --key " WORK "/release.sec " WORK "/st/pkg " WORK
+                        "/st/v%d.kspkg --id stface --version %d.0.0 --issued %d",
+                        KS_SIGN_TOOL, v, v, 100 * v) != 0)
+            return NO;
+    }
+    *v1_out = ks_test_read(@WORK "/st/v1.kspkg");
+    *v2_out = ks_test_read(@WORK "/st/v2.kspkg");
+    return *v1_out != nil && *v2_out != nil;
+}
+
+/* The observer hears installs, a failed self-test and markBad; one that raises does not unwind
+ * through the C store (its exception comes out of the store call afterwards, the change made);
+ * one that calls its own store gets KSErrorCodeInvalidState instead of a deadlock. */
+static void test_events(NSArray *keys, NSData *v1, NSData *v2) {
+    NSData *st1 = nil, *st2 = nil;
+    CHECK(selftest_packages(&st1, &st2));
+    if (st1 == nil || st2 == nil) return;
+    NSError *error = nil;
+    TestStoreObserver *rec = [[[TestStoreObserver alloc] init] autorelease];
+    KSStore *store = [[KSStore alloc] initWithDirectory:@WORK "/events"
+                                            trustedKeys:keys
+                                            keyProvider:nil
+                                               observer:rec
+                                                  error:&error];
+    CHECK_OK(store != nil, error);
+    if (store == nil) return;
+    KSPackageInfo *i1 = [store installData:v1 error:&error];
+    CHECK_OK(i1 != nil, error);
+    CHECK([rec->events count] == 1 &&
+          [[rec->events objectAtIndex:0] isEqualToString:@"INSTALLED face 1.0.0: installed"]);
+    CHECK([[rec->packages lastObject] isEqual:i1] && [[rec->packages lastObject] issued] == 100);
+    KSPackageInfo *i2 = [store installFile:@WORK "/v2.kspkg" error:&error];
+    CHECK_OK(i2 != nil, error);
+    CHECK([rec->events count] == 2 &&
+          [[rec->events lastObject] isEqualToString:@"INSTALLED face 2.0.0: installed"]);
+    CHECK([[rec->packages lastObject] isEqual:i2]);
+    /* Nothing to do, refused, rolled back without marking bad: no event. */
+    CHECK([store installData:v2 error:&error] != nil);
+    CHECK([store installData:v1 error:&error] == nil);
+    CHECK_OK([store rollbackPackage:@"face" error:&error], error);
+    CHECK([rec->events count] == 2);
+    CHECK([store installData:v2 error:&error] != nil);
+    CHECK_OK([store markBadPackage:@"face" reason:@"no face on the reference photo" error:&error],
+             error);
+    CHECK([rec->events count] == 4);
+    NSString *last = [rec->events lastObject];
+    CHECK([last hasPrefix:@"ROLLED_BACK face 2.0.0: "] &&
+          [last rangeOfString:@"no face on the reference photo"].location != NSNotFound);
+    CHECK([[rec->packages lastObject] isEqual:i2]);
+    /* A failing self-test: refused, ROLLED_BACK with the self-test's reason, 1.0.0 stays. */
+    CHECK([store installData:st1 error:&error] != nil);
+    error = nil;
+    CHECK([store installData:st2 error:&error] == nil);
+    CHECK(refused(error, KSDeliveryErrorSelftestFailed, KSErrorCodeChecksumMismatch));
+    CHECK([rec->events count] == 6);
+    NSString *why = event_reason([rec->events lastObject], @"ROLLED_BACK stface 2.0.0: ");
+    CHECK(why != nil && [why hasPrefix:@"stface 2.0.0: self-test failed: model.ksm: output"]);
+    CHECK([why isEqualToString:[store lastRollbackOfPackage:@"stface" error:&error]]);
+    CHECK([[[store currentPackage:@"stface" error:&error] versionString] isEqualToString:@"1.0.0"]);
+    [store release];
+
+    /* An observer that raises: the call raises after the store finished; the change stands. */
+    TestStoreObserver *broke = [[[TestStoreObserver alloc] init] autorelease];
+    broke->raise = YES;
+    store = [[KSStore alloc] initWithDirectory:@WORK "/raising"
+                                   trustedKeys:keys
+                                   keyProvider:nil
+                                      observer:broke
+                                         error:&error];
+    CHECK_OK(store != nil, error);
+    if (store == nil) return;
+    NSString *reason = nil;
+    RAISED([store installData:v1 error:&error], reason);
+    CHECK(reason != nil && [reason isEqualToString:@"observer broke on 1.0.0"]);
+    CHECK([[[store currentPackage:@"face" error:&error] versionString] isEqualToString:@"1.0.0"]);
+    CHECK_OK([store checkPackage:@"face" error:&error], error);
+    RAISED([store installFile:@WORK "/v2.kspkg" error:&error], reason);
+    CHECK(reason != nil && [reason isEqualToString:@"observer broke on 2.0.0"]);
+    CHECK([[[store currentPackage:@"face" error:&error] versionString] isEqualToString:@"2.0.0"]);
+    CHECK([[[store previousPackage:@"face" error:&error] versionString] isEqualToString:@"1.0.0"]);
+    CHECK_OK([store rollbackPackage:@"face" error:&error], error); /* reports nothing */
+    RAISED([store installData:st1 error:&error], reason);
+    CHECK(reason != nil);
+    RAISED([store installData:st2 error:&error], reason); /* self-test fails */
+    CHECK(reason != nil && [reason isEqualToString:@"observer broke on 2.0.0"]);
+    CHECK([[[store currentPackage:@"stface" error:&error] versionString] isEqualToString:@"1.0.0"]);
+    why = [store lastRollbackOfPackage:@"stface" error:&error];
+    CHECK(why != nil && [why rangeOfString:@"self-test failed"].location != NSNotFound);
+    error = nil;
+    CHECK([store installData:st2 error:&error] == nil); /* marked bad all the same */
+    CHECK(refused(error, KSDeliveryErrorKnownBad, KSErrorCodeInvalidState));
+    RAISED([store markBadPackage:@"face" reason:@"bad" error:&error], reason);
+    CHECK(reason != nil && [reason isEqualToString:@"observer broke on 1.0.0"]);
+    error = nil;
+    CHECK([store currentPackage:@"face" error:&error] == nil);
+    CHECK(refused(error, KSDeliveryErrorNotInstalled, KSErrorCodeInvalidArgument));
+    CHECK([broke->events count] == 5);
+    [store release];
+
+    /* An observer that calls its own store: refused, no deadlock; the install is done. */
+    TestStoreObserver *reentrant = [[[TestStoreObserver alloc] init] autorelease];
+    store = [[KSStore alloc] initWithDirectory:@WORK "/reentrant"
+                                   trustedKeys:keys
+                                   keyProvider:nil
+                                      observer:reentrant
+                                         error:&error];
+    CHECK_OK(store != nil, error);
+    if (store == nil) return;
+    reentrant->store = store;
+    CHECK_OK([store installData:v1 error:&error] != nil, error);
+    CHECK([reentrant->events count] == 1 && reentrant->callbackError != nil &&
+          [reentrant->callbackError code] == KSErrorCodeInvalidState);
+    CHECK([[reentrant->callbackError localizedDescription] rangeOfString:@"observer"].location !=
+          NSNotFound);
+    CHECK([[[store currentPackage:@"face" error:&error] versionString] isEqualToString:@"1.0.0"]);
+    [store release];
+}
+
+#if defined(KS_PROTECT_TOOL)
 
 /* A package whose self-test model is encrypted: refused with NoKey without a provider, with a
  * wrong key and with a provider that has none; installed with the right key, asked by name. */
@@ -122,7 +322,7 @@ static void test_encrypted_selftest(NSArray *keys) {
                       KS_PROTECT_TOOL, KS_PROTECT_TOOL) == 0);
     CHECK(ks_test_run("%s encrypt --key-file " WORK "/enc/app.key %s " WORK "/enc/pkg/model.ksm",
                       KS_PROTECT_TOOL, [plain UTF8String]) == 0);
-    NSData *golden = golden_selftest(plain, "model.ksm");
+    NSData *golden = golden_selftest(plain, "model.ksm", 0.0f);
     CHECK(golden != nil && [golden writeToFile:@WORK "/enc/pkg/selftest.kst" atomically:NO]);
     CHECK(ks_test_run("%s sign --key " WORK "/release.sec " WORK "/enc/pkg " WORK
                       "/enc/enc.kspkg --id encface --version 1.0.0 --encryption-key-name app-key",
@@ -290,6 +490,7 @@ static void test_store(void) {
     error = nil;
     CHECK([KSStore publicKeyFromHex:@"abc" error:&error] == nil && error != nil);
     CHECK([KSStore maxPackageBytes] > (1ull << 30));
+    test_events(keys, v1, v2);
 #if defined(KS_PROTECT_TOOL)
     test_encrypted_selftest(keys);
 #endif
@@ -315,7 +516,8 @@ int main(void) {
     test_store();
     [pool drain];
 #ifdef GNUSTEP
-    Class classes[] = {[KSStore class], [KSPackageInfo class], [TestStoreKeys class]};
+    Class classes[] = {
+        [KSStore class], [KSPackageInfo class], [TestStoreKeys class], [TestStoreObserver class]};
     for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++) {
         int live = GSDebugAllocationCount(classes[i]);
         if (live != 0)

@@ -16,6 +16,15 @@
  * and whose userInfo holds the cause: KSErrorDeliveryErrorKey (NSNumber of KSDeliveryError) and
  * KSErrorDeliveryErrorNameKey (e.g. "hash mismatch"); the installed version is untouched.
  *
+ * Events (ks_store_desc.on_event): a block (where the compiler has blocks) or a <KSStoreObserver>
+ * given at init is told of each version that becomes current (KSStoreEventInstalled) and each
+ * version marked bad by a failed self-test or markBadPackage: (KSStoreEventRolledBack, with the
+ * reason), on the thread of the call, inside it:
+ *     KSStore *store = [[KSStore alloc] initWithDirectory:dir trustedKeys:@[ pub ] keyProvider:nil
+ *         eventHandler:^(KSStoreEvent event, KSPackageInfo *package, NSString *message) {
+ *             NSLog(@"%@ %@: %@", package.packageId, package.versionString, message);
+ *         } error:&error];
+ *
  * Thread safety: a KSStore may be used from any number of threads at once; its calls are
  * serialized (as ks_store's are), and the error each call returns is its own. One folder is
  * opened by one store at a time, across processes too (a second init fails with
@@ -89,11 +98,37 @@ typedef NS_OPTIONS(NSUInteger, KSStoreInstallFlags) {
 KS_INIT_UNAVAILABLE
 @end
 
+/* What the store reports to its observer (the C ks_store_event). */
+typedef NS_ENUM(NSInteger, KSStoreEvent) {
+    KSStoreEventInstalled = 0, /* a version became current: an install committed it */
+    /* a version was marked bad: its self-test failed during an install (the previous version
+     * stays current) or the app called markBadPackage: (the previous version is current again) */
+    KSStoreEventRolledBack = 1,
+};
+
+/* Told what the store did (ks_store_desc.on_event), for compilers without blocks (GNUstep's gcc)
+ * or for an object: see -initWithDirectory:trustedKeys:keyProvider:observer:error:. */
+@protocol KSStoreObserver <NSObject>
+/* `package`: the signed manifest of the version installed or marked bad; `message`: why
+ * ("installed", the self-test's failure "face 3.0.0: self-test failed: ..." or the markBad
+ * reason after the package and version). */
+- (void)storeDidReportEvent:(KSStoreEvent)event
+                    package:(KSPackageInfo *)package
+                    message:(NSString *)message;
+@end
+
+#if defined(__BLOCKS__)
+/* The block form of KSStoreObserver. */
+typedef void (^KSStoreEventHandler)(KSStoreEvent event, KSPackageInfo *package, NSString *message);
+#endif
+
 @interface KSStore : NSObject {
   @private
     void *_store;
     NSLock *_lock;
     id _keyProvider;
+    id _observer;         /* a KSStoreObserver, or the wrapper of a KSStoreEventHandler */
+    id _pendingException; /* what the key provider or observer threw in the current call */
 }
 
 /* The largest package the store accepts (header, signature, the largest manifest and payload:
@@ -120,7 +155,34 @@ KS_INIT_UNAVAILABLE
 - (instancetype KS_NULLABLE)initWithDirectory:(NSString *)directory
                                   trustedKeys:(KS_ARRAY(NSData *) *)trustedKeys
                                   keyProvider:(id<KSKeyProvider> KS_NULLABLE)keyProvider
+                                        error:(NSError **)error;
+/* The same (keyProvider may be nil), with an observer of the store's events
+ * (ks_store_desc.on_event; retained until the store is deallocated): KSStoreEventInstalled when
+ * an install makes a version current, KSStoreEventRolledBack when a version is marked bad (its
+ * self-test failed during an install, or markBadPackage:), each with the version's KSPackageInfo
+ * and a message saying why. Installing the version that is already current, a refusal and
+ * rollbackPackage: report nothing.
+ *
+ * The observer (like the key provider) is called on the thread of the store call, inside it,
+ * with the store busy: a call to this store from it fails with KSErrorCodeInvalidState. An
+ * exception it (or the key provider) raises is caught before it could unwind through the C store
+ * and raised again by the store call once the store has finished and unlocked, instead of a
+ * return value: the store's change stands (the event reports something already committed;
+ * currentPackage: shows it). An observer that retains the store makes a retain cycle. */
+- (instancetype KS_NULLABLE)initWithDirectory:(NSString *)directory
+                                  trustedKeys:(KS_ARRAY(NSData *) *)trustedKeys
+                                  keyProvider:(id<KSKeyProvider> KS_NULLABLE)keyProvider
+                                     observer:(id<KSStoreObserver> KS_NULLABLE)observer
                                         error:(NSError **)error NS_DESIGNATED_INITIALIZER;
+#if defined(__BLOCKS__)
+/* The same with the observer as a block (copied; nil: none). A block that captures the store
+ * strongly makes a retain cycle (capture it __weak, or __block under manual retain/release). */
+- (instancetype KS_NULLABLE)initWithDirectory:(NSString *)directory
+                                  trustedKeys:(KS_ARRAY(NSData *) *)trustedKeys
+                                  keyProvider:(id<KSKeyProvider> KS_NULLABLE)keyProvider
+                                 eventHandler:(KSStoreEventHandler KS_NULLABLE)eventHandler
+                                        error:(NSError **)error;
+#endif
 KS_INIT_UNAVAILABLE
 
 /* Verifies the package completely, then installs it as the current version of its id; the

@@ -3,6 +3,7 @@ package ai.kestrel;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.ref.Reference;
+import java.lang.reflect.UndeclaredThrowableException;
 import java.nio.ByteBuffer;
 import java.util.Objects;
 
@@ -29,6 +30,11 @@ import java.util.Objects;
  *
  * <p>Every refusal throws {@link StoreException} with the {@link Status}, the
  * {@link DeliveryError} cause and the native message naming the file, the versions or the key.
+ *
+ * <p>A {@link StoreListener} given to {@link #open(String, KeyProvider, StoreListener, byte[]...)}
+ * is told of every version that becomes current ({@link StoreEvent#INSTALLED}) and of every
+ * version marked bad by a failed self-test or {@link #markBad} ({@link StoreEvent#ROLLED_BACK},
+ * with the reason), on the thread of the call, inside it.
  *
  * <p>Thread safety: a store may be shared by threads; its calls are serialized (as the native
  * store's are). One folder is opened by one store at a time, across processes too: a second
@@ -58,8 +64,12 @@ public final class Store extends NativeObject {
         MAX_PACKAGE_BYTES = nativeMaxPackageBytes();
     }
 
-    private Store(long handle) {
+    /** The listener's dispatcher (null without a listener); the native store holds it too. */
+    private final Events events;
+
+    private Store(long handle, Events events) {
         super(handle, Store::nativeDestroy, null);
+        this.events = events;
     }
 
     /**
@@ -69,7 +79,7 @@ public final class Store extends NativeObject {
      * {@link #publicKeyFromHex}); several while keys rotate. The keys are copied.
      */
     public static Store open(String dir, byte[]... trustedKeys) {
-        return open(dir, null, trustedKeys);
+        return open(dir, null, null, trustedKeys);
     }
 
     /**
@@ -84,6 +94,27 @@ public final class Store extends NativeObject {
      * there). The store keeps a reference to the provider until it is closed.
      */
     public static Store open(String dir, KeyProvider selftestKeys, byte[]... trustedKeys) {
+        return open(dir, selftestKeys, null, trustedKeys);
+    }
+
+    /**
+     * {@link #open(String, KeyProvider, byte[]...)} (either may be null) with a listener of the
+     * store's events ({@code ks_store_desc.on_event}): {@link StoreEvent#INSTALLED} when an
+     * install makes a version current, {@link StoreEvent#ROLLED_BACK} when a version is marked
+     * bad (its self-test failed during an install, or {@link #markBad}), each with the version's
+     * {@link PackageInfo} and a message saying why. Installing the version that is already
+     * current, a refusal and {@link #rollback} report nothing.
+     *
+     * <p>The listener runs on the thread of the store call, inside it, with the store busy: it
+     * must not call this store (that throws {@link IllegalStateException}). An exception it
+     * throws is caught before it could unwind through the native store and is thrown by the
+     * store call once the store has finished: the store's change stands, and a call that failed
+     * as well throws its {@link StoreException} with the listener's exception as suppressed
+     * (see {@link StoreListener}). The store keeps a reference to the listener until it is
+     * closed.
+     */
+    public static Store open(String dir, KeyProvider selftestKeys, StoreListener listener,
+            byte[]... trustedKeys) {
         Objects.requireNonNull(dir, "dir");
         Objects.requireNonNull(trustedKeys, "trustedKeys");
         if (trustedKeys.length == 0) {
@@ -100,7 +131,22 @@ public final class Store extends NativeObject {
             }
             System.arraycopy(k, 0, keys, i * PUBLIC_KEY_BYTES, PUBLIC_KEY_BYTES);
         }
-        return new Store(nativeOpen(dir, keys, selftestKeys));
+        Events events = listener == null ? null : new Events(listener);
+        return new Store(nativeOpen(dir, keys, selftestKeys, events), events);
+    }
+
+    /**
+     * Frees the native store. Idempotent. Waits for a call running on another thread.
+     *
+     * @throws IllegalStateException when called from this store's own {@link StoreListener}
+     */
+    @Override
+    public synchronized void close() {
+        if (events != null && events.dispatching) {
+            throw new IllegalStateException("Store.close: called from the store's own "
+                    + "StoreListener, inside the store call that reported the event");
+        }
+        super.close();
     }
 
     /**
@@ -143,11 +189,7 @@ public final class Store extends NativeObject {
      */
     public synchronized PackageInfo install(byte[] pkg, int flags) {
         Objects.requireNonNull(pkg, "pkg");
-        try {
-            return nativeInstallBytes(handle(), pkg, flags);
-        } finally {
-            Reference.reachabilityFence(this);
-        }
+        return call(h -> nativeInstallBytes(h, pkg, flags));
     }
 
     /** {@link #install(InputStream, int)} with no flags. */
@@ -203,11 +245,7 @@ public final class Store extends NativeObject {
                             + " bytes the package's header announces");
         }
         synchronized (this) {
-            try {
-                return nativeInstallBuffer(handle(), buf, buf.position(), flags);
-            } finally {
-                Reference.reachabilityFence(this);
-            }
+            return call(h -> nativeInstallBuffer(h, buf, buf.position(), flags));
         }
     }
 
@@ -222,11 +260,7 @@ public final class Store extends NativeObject {
      */
     public synchronized PackageInfo installFile(String path, int flags) {
         Objects.requireNonNull(path, "path");
-        try {
-            return nativeInstallFile(handle(), path, flags);
-        } finally {
-            Reference.reachabilityFence(this);
-        }
+        return call(h -> nativeInstallFile(h, path, flags));
     }
 
     /**
@@ -235,21 +269,13 @@ public final class Store extends NativeObject {
      */
     public synchronized PackageInfo current(String id) {
         Objects.requireNonNull(id, "id");
-        try {
-            return nativeCurrent(handle(), id, false);
-        } finally {
-            Reference.reachabilityFence(this);
-        }
+        return call(h -> nativeCurrent(h, id, false));
     }
 
     /** The kept previous version of {@code id}, or null when there is none. */
     public synchronized PackageInfo previous(String id) {
         Objects.requireNonNull(id, "id");
-        try {
-            return nativeCurrent(handle(), id, true);
-        } finally {
-            Reference.reachabilityFence(this);
-        }
+        return call(h -> nativeCurrent(h, id, true));
     }
 
     /**
@@ -261,11 +287,7 @@ public final class Store extends NativeObject {
     public synchronized String filePath(String id, String name) {
         Objects.requireNonNull(id, "id");
         Objects.requireNonNull(name, "name");
-        try {
-            return nativeFilePath(handle(), id, name);
-        } finally {
-            Reference.reachabilityFence(this);
-        }
+        return call(h -> nativeFilePath(h, id, name));
     }
 
     /**
@@ -275,11 +297,10 @@ public final class Store extends NativeObject {
      */
     public synchronized void rollback(String id) {
         Objects.requireNonNull(id, "id");
-        try {
-            nativeRollback(handle(), id);
-        } finally {
-            Reference.reachabilityFence(this);
-        }
+        call(h -> {
+            nativeRollback(h, id);
+            return null;
+        });
     }
 
     /**
@@ -289,21 +310,17 @@ public final class Store extends NativeObject {
      */
     public synchronized void markBad(String id, String reason) {
         Objects.requireNonNull(id, "id");
-        try {
-            nativeMarkBad(handle(), id, reason == null ? "" : reason);
-        } finally {
-            Reference.reachabilityFence(this);
-        }
+        String why = reason == null ? "" : reason;
+        call(h -> {
+            nativeMarkBad(h, id, why);
+            return null;
+        });
     }
 
     /** Why {@code id} was last rolled back (self-test or markBad), or "" when it never was. */
     public synchronized String lastRollback(String id) {
         Objects.requireNonNull(id, "id");
-        try {
-            return nativeLastRollback(handle(), id);
-        } finally {
-            Reference.reachabilityFence(this);
-        }
+        return call(h -> nativeLastRollback(h, id));
     }
 
     /**
@@ -314,10 +331,99 @@ public final class Store extends NativeObject {
      */
     public synchronized void check(String id) {
         Objects.requireNonNull(id, "id");
+        call(h -> {
+            nativeCheck(h, id);
+            return null;
+        });
+    }
+
+    /** One native call on the live handle. */
+    @FunctionalInterface
+    private interface NativeCall<T> {
+        T run(long handle);
+    }
+
+    /**
+     * Runs one native store call (the caller holds this store's monitor), refusing calls from
+     * the store's own listener (the native store's lock is held then: the call would deadlock),
+     * and afterwards throws what the listener threw during it (see {@link StoreListener}).
+     */
+    private <T> T call(NativeCall<T> c) {
+        long h = handle();
+        if (events != null && events.dispatching) {
+            throw new IllegalStateException("Store: called from the store's own StoreListener, "
+                    + "inside the store call that reported the event");
+        }
+        T result;
         try {
-            nativeCheck(handle(), id);
+            result = c.run(h);
+        } catch (RuntimeException | Error e) {
+            Throwable listenerError = takeListenerError();
+            if (listenerError != null && listenerError != e) {
+                e.addSuppressed(listenerError);
+            }
+            throw e;
         } finally {
             Reference.reachabilityFence(this);
+        }
+        Throwable listenerError = takeListenerError();
+        if (listenerError instanceof RuntimeException) {
+            throw (RuntimeException) listenerError;
+        }
+        if (listenerError instanceof Error) {
+            throw (Error) listenerError;
+        }
+        if (listenerError != null) { // a checked exception, thrown past the compiler
+            throw new UndeclaredThrowableException(listenerError);
+        }
+        return result;
+    }
+
+    private Throwable takeListenerError() {
+        if (events == null) {
+            return null;
+        }
+        Throwable t = events.thrown;
+        events.thrown = null;
+        return t;
+    }
+
+    /**
+     * Hands the native store's events ({@code ks_store_event_fn}) to the listener. The native
+     * store holds a global reference to it, not to the Store, so that an unreachable Store can
+     * still be cleaned. Its fields are used only by the thread that holds the Store's monitor.
+     */
+    private static final class Events {
+        private final StoreListener listener;
+        /** True while the listener runs. */
+        boolean dispatching;
+        /** What the listener threw during the current store call (null: nothing). */
+        Throwable thrown;
+
+        Events(StoreListener listener) {
+            this.listener = listener;
+        }
+
+        /** Called by the native store inside a store call; never throws. */
+        @SuppressWarnings("unused")
+        void dispatch(int code, PackageInfo info, String message) {
+            StoreEvent event = StoreEvent.fromCode(code);
+            if (event == null) {
+                return; // an event of a newer native library
+            }
+            dispatching = true;
+            try {
+                listener.onEvent(event, info, message);
+            } catch (Throwable t) {
+                // Never into native code: kept and thrown by the store call when it returns.
+                if (thrown == null) {
+                    thrown = t;
+                } else if (thrown != t) {
+                    thrown.addSuppressed(t);
+                }
+            } finally {
+                dispatching = false;
+            }
         }
     }
 
@@ -352,7 +458,8 @@ public final class Store extends NativeObject {
 
     private static native long nativeMaxPackageBytes();
 
-    private static native long nativeOpen(String dir, byte[] trustedKeys, KeyProvider keys);
+    private static native long nativeOpen(String dir, byte[] trustedKeys, KeyProvider keys,
+            Events events);
 
     static native void nativeDestroy(long handle);
 

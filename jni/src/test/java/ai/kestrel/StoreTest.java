@@ -29,7 +29,8 @@ import org.junit.jupiter.api.io.TempDir;
  * Store over real signed packages: keys and packages made in the setup with the build's ks-sign
  * (keygen + sign), the payload the real face detector model plus a small file; install v1 then
  * v2 (bytes, stream, file), refuse tampered, foreign-key, downgraded, truncated and oversized
- * input with their causes, roll back, mark bad, check.
+ * input with their causes, roll back, mark bad, check; the StoreListener's events (installs, a
+ * failed self-test, markBad), a listener that throws and one that calls its own store.
  */
 class StoreTest {
     @TempDir
@@ -202,6 +203,12 @@ class StoreTest {
      * when the session may have reused its memory).
      */
     private static byte[] goldenSelftest(String model, String name) throws IOException {
+        return goldenSelftest(model, name, 0.0f);
+    }
+
+    /** The same with {@code offset} added to every expected output (non-zero: a failing test). */
+    private static byte[] goldenSelftest(String model, String name, float offset)
+            throws IOException {
         try (Model m = Model.load(model); Session s = new Session(m)) {
             s.reshape();
             java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
@@ -229,6 +236,9 @@ class StoreTest {
             out.write(le(4).putInt(m.numOutputs()).array());
             for (int i = 0; i < m.numOutputs(); i++) {
                 float[] y = s.getOutputFloats(i);
+                for (int j = 0; j < y.length; j++) {
+                    y[j] += offset;
+                }
                 ByteBuffer t = le(16 + 4 * y.length);
                 t.putInt(i).putFloat(1e-4f).putLong(4L * y.length);
                 t.asFloatBuffer().put(y);
@@ -240,6 +250,176 @@ class StoreTest {
 
     private static ByteBuffer le(int size) {
         return ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    /** Records what a store reports, as "EVENT id version: message". */
+    private static final class Recorder implements StoreListener {
+        final List<String> events = new ArrayList<>();
+        final List<PackageInfo> infos = new ArrayList<>();
+
+        @Override
+        public void onEvent(StoreEvent event, PackageInfo info, String message) {
+            events.add(event + " " + info.id() + " " + info.version() + ": " + message);
+            infos.add(info);
+        }
+    }
+
+    /** What a listener under test throws. */
+    private static final class ListenerBroke extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        ListenerBroke(String message) {
+            super(message);
+        }
+    }
+
+    private static byte[] selftestV1;
+    private static byte[] selftestV2;
+
+    /**
+     * Package "stface" with the face detector model and its self-test: 1.0.0 with the model's
+     * golden outputs (passes), 2.0.0 with every expected output off by one (fails).
+     */
+    private static synchronized void makeSelftestPackages() throws Exception {
+        if (selftestV1 != null) {
+            return;
+        }
+        String sign = TestTools.tool("sign");
+        String plain = TestTools.model("ksm/face_detection_short_range.ksm").getPath();
+        Path dir = work.resolve("selftest");
+        Files.createDirectories(dir.resolve("pkg"));
+        Files.copy(Path.of(plain), dir.resolve("pkg/model.ksm"));
+        String key = work.resolve("release.sec").toString();
+        byte[][] out = new byte[2][];
+        for (int v = 1; v <= 2; v++) {
+            Files.write(dir.resolve("pkg/selftest.kst"),
+                    goldenSelftest(plain, "model.ksm", v == 1 ? 0.0f : 1.0f));
+            Path pkg = dir.resolve("v" + v + ".kspkg");
+            TestTools.run(sign, "sign", "--key", key, dir.resolve("pkg").toString(),
+                    pkg.toString(), "--id", "stface", "--version", v + ".0.0", "--issued",
+                    Integer.toString(100 * v));
+            out[v - 1] = Files.readAllBytes(pkg);
+        }
+        selftestV1 = out[0];
+        selftestV2 = out[1];
+    }
+
+    @Test
+    void listenerHearsInstallsAndRollBacks() throws Exception {
+        Recorder rec = new Recorder();
+        try (Store store = Store.open(work.resolve("store-events").toString(), null, rec,
+                releasePub)) {
+            PackageInfo i1 = store.install(v1);
+            assertEquals(List.of("INSTALLED face 1.0.0: installed"), rec.events);
+            assertEquals(i1, rec.infos.get(0));
+            assertEquals(100, rec.infos.get(0).issued());
+            PackageInfo i2 = store.install(new ByteArrayInputStream(v2));
+            assertEquals("INSTALLED face 2.0.0: installed", rec.events.get(1));
+            assertEquals(i2, rec.infos.get(1));
+            // Nothing to do, refused, rolled back without marking bad: no event.
+            store.installFile(v2File.getPath());
+            refused(DeliveryError.DOWNGRADE, Status.INVALID_STATE, () -> store.install(v1));
+            store.rollback("face");
+            assertEquals(2, rec.events.size(), rec.events.toString());
+            store.install(v2);
+            assertEquals("INSTALLED face 2.0.0: installed", rec.events.get(2));
+            store.markBad("face", "no face on the reference photo");
+            assertEquals(4, rec.events.size(), rec.events.toString());
+            String last = rec.events.get(3);
+            assertTrue(last.startsWith("ROLLED_BACK face 2.0.0: "), last);
+            assertTrue(last.contains("no face on the reference photo"), last);
+            assertEquals(i2, rec.infos.get(3));
+            assertEquals("1.0.0", store.current("face").version());
+        }
+
+        // A failing self-test: ROLLED_BACK with the self-test's reason, the install refused.
+        makeSelftestPackages();
+        Recorder st = new Recorder();
+        try (Store store = Store.open(work.resolve("store-events-st").toString(), null, st,
+                releasePub)) {
+            assertEquals("1.0.0", store.install(selftestV1).version());
+            StoreException e = refused(DeliveryError.SELFTEST_FAILED, Status.CHECKSUM_MISMATCH,
+                    () -> store.install(selftestV2));
+            assertEquals(2, st.events.size(), st.events.toString());
+            assertEquals("INSTALLED stface 1.0.0: installed", st.events.get(0));
+            String rolled = st.events.get(1);
+            assertTrue(rolled.startsWith("ROLLED_BACK stface 2.0.0: stface 2.0.0: self-test "
+                    + "failed: model.ksm: output"), rolled);
+            assertTrue(e.nativeMessage().endsWith(rolled.substring("ROLLED_BACK stface 2.0.0: "
+                    .length())), rolled + " / " + e.nativeMessage());
+            assertEquals(store.lastRollback("stface"),
+                    rolled.substring("ROLLED_BACK stface 2.0.0: ".length()));
+            assertEquals(0, e.getSuppressed().length);
+            assertEquals("1.0.0", store.current("stface").version());
+        }
+    }
+
+    @Test
+    void listenerExceptionsDoNotUnwindThroughTheStore() throws Exception {
+        makeSelftestPackages();
+        List<String> heard = new ArrayList<>();
+        StoreListener throwing = (event, info, message) -> {
+            heard.add(event + " " + info.version());
+            throw new ListenerBroke("listener broke on " + info.version());
+        };
+        String root = work.resolve("store-throwing").toString();
+        try (Store store = Store.open(root, null, throwing, releasePub)) {
+            // The install is committed; its call then throws what the listener threw.
+            ListenerBroke e = assertThrows(ListenerBroke.class, () -> store.install(v1));
+            assertEquals("listener broke on 1.0.0", e.getMessage());
+            assertEquals("1.0.0", store.current("face").version());
+            store.check("face");
+            assertThrows(ListenerBroke.class, () -> store.installFile(v2File.getPath()));
+            assertEquals("2.0.0", store.current("face").version());
+            assertEquals("1.0.0", store.previous("face").version());
+            // Calls that report nothing are unaffected.
+            store.rollback("face");
+            assertEquals("1.0.0", store.current("face").version());
+            assertThrows(ListenerBroke.class, () -> store.install(selftestV1));
+            assertEquals("1.0.0", store.current("stface").version());
+            // A failing self-test: the StoreException, with the listener's as suppressed.
+            StoreException refusal = refused(DeliveryError.SELFTEST_FAILED,
+                    Status.CHECKSUM_MISMATCH, () -> store.install(selftestV2));
+            Throwable[] suppressed = refusal.getSuppressed();
+            assertEquals(1, suppressed.length);
+            assertTrue(suppressed[0] instanceof ListenerBroke, suppressed[0].toString());
+            assertEquals("listener broke on 2.0.0", suppressed[0].getMessage());
+            assertEquals("1.0.0", store.current("stface").version());
+            // markBad: rolled back all the same.
+            assertThrows(ListenerBroke.class, () -> store.markBad("face", "bad"));
+            assertNull(store.current("face"));
+            assertTrue(store.lastRollback("face").contains("bad"));
+        }
+        assertEquals(List.of("INSTALLED 1.0.0", "INSTALLED 2.0.0", "INSTALLED 1.0.0",
+                "ROLLED_BACK 2.0.0", "ROLLED_BACK 1.0.0"), heard);
+    }
+
+    @Test
+    void listenerCannotCallItsOwnStore() {
+        Store[] self = new Store[1];
+        List<String> calls = new ArrayList<>();
+        StoreListener reentrant = (event, info, message) -> {
+            calls.add("called");
+            self[0].current("face"); // would deadlock on the store's lock: refused
+        };
+        try (Store store = Store.open(work.resolve("store-reentrant").toString(), null,
+                reentrant, releasePub)) {
+            self[0] = store;
+            IllegalStateException e =
+                    assertThrows(IllegalStateException.class, () -> store.install(v1));
+            assertTrue(e.getMessage().contains("StoreListener"), e.getMessage());
+            assertEquals(List.of("called"), calls);
+            // The store is still usable, outside the listener.
+            assertEquals("1.0.0", store.current("face").version());
+        }
+        StoreListener closing = (event, info, message) -> self[0].close();
+        try (Store store = Store.open(work.resolve("store-reentrant").toString(), null, closing,
+                releasePub)) {
+            self[0] = store;
+            assertThrows(IllegalStateException.class, () -> store.install(v2));
+            assertTrue(!store.isClosed());
+            assertEquals("2.0.0", store.current("face").version());
+        }
     }
 
     @Test
