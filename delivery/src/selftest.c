@@ -283,6 +283,12 @@ static bool has_encrypted_model(const char *path) {
     return enc;
 }
 
+/* A create message without its "ks_<task>_create: " prefix (the self-test names the task). */
+static const char *without_prefix(const char *msg) {
+    const char *p = strstr(msg, "_create: ");
+    return p && strncmp(msg, "ks_", 3) == 0 ? p + 9 : msg;
+}
+
 /* Boxes found: the detector's, else the landmarker's (a landmarker bundle's graph is refused
  * by the detector's create, and the other way round). */
 static ks_status find_with_task(const char *path, const ks_task_options *task, const ks_image *img,
@@ -306,7 +312,7 @@ static ks_status find_with_task(const char *path, const ks_task_options *task, c
         return st;
     }
     char det_why[512];
-    snprintf(det_why, sizeof(det_why), "%s", ks_last_error(NULL));
+    snprintf(det_why, sizeof(det_why), "%s", without_prefix(ks_last_error(NULL)));
     if (st == KS_STATUS_TAMPERED || st == KS_STATUS_OUT_OF_MEMORY) {
         snprintf(err, err_cap, "%s", det_why);
         return st;
@@ -317,9 +323,9 @@ static ks_status find_with_task(const char *path, const ks_task_options *task, c
     ks_status lst = ks_face_landmarker_create(&ld, &lm);
     if (lst) {
         snprintf(err, err_cap,
-                 "neither a face detector nor a face landmarker bundle: as a detector: %s; as a "
-                 "landmarker: %s",
-                 det_why, ks_last_error(NULL));
+                 "neither a face detector nor a face landmarker bundle (as a landmarker: %s; as a "
+                 "detector: %s)",
+                 without_prefix(ks_last_error(NULL)), det_why);
         return lst == KS_STATUS_TAMPERED ? lst : st;
     }
     *kind = "face landmarker";
