@@ -426,7 +426,10 @@ static void test_live_swap(void **state) {
     assert_int_equal(
         ks_ar_renderer_create(&(ks_ar_renderer_desc){.width_px = W, .height_px = H}, current, &ar),
         KS_STATUS_OK);
-    swap_loader l = {0}; /* taken 0: the loader waits for version 0's first frame */
+    swap_loader l;
+    atomic_init(&l.ready, NULL);
+    atomic_init(&l.version, 0);
+    atomic_init(&l.taken, 0); /* the loader waits for version 0's first frame */
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, swap_loader_main, &l), 0);
     int running = 0; /* the static case the renderer draws */
