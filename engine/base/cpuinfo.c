@@ -62,6 +62,9 @@ static uint32_t detect(void) {
     if (hw & HWCAP_ASIMDDP) isa |= KS_ISA_NEON_DOT;
 #elif defined(__aarch64__)
     isa |= KS_ISA_NEON;
+#elif defined(__wasm_simd128__)
+    /* A module built with -msimd128 only instantiates where the engine runs SIMD128. */
+    isa |= KS_ISA_WASM_SIMD128;
 #endif
     return isa;
 }
@@ -77,20 +80,23 @@ uint32_t ks__isa_cap(const char *level) {
     enum {
         X86 =
             KS_ISA_AVX2 | KS_ISA_AVX_VNNI | KS_ISA_AVX512 | KS_ISA_AVX512_VNNI | KS_ISA_AVX512_VBMI,
-        ARM = KS_ISA_NEON | KS_ISA_NEON_FP16 | KS_ISA_NEON_DOT
+        ARM = KS_ISA_NEON | KS_ISA_NEON_FP16 | KS_ISA_NEON_DOT,
+        WASM = KS_ISA_WASM_SIMD128
     };
     static const struct {
         const char *name;
         uint32_t keep;
     } levels[] = {
         {"scalar", 0},
-        {"avx2", ARM | KS_ISA_AVX2},
-        {"avxvnni", ARM | KS_ISA_AVX2 | KS_ISA_AVX_VNNI},
-        {"avx512", ARM | KS_ISA_AVX2 | KS_ISA_AVX_VNNI | KS_ISA_AVX512},
-        {"avx512vnni", ARM | KS_ISA_AVX2 | KS_ISA_AVX_VNNI | KS_ISA_AVX512 | KS_ISA_AVX512_VNNI},
-        {"neon", X86 | KS_ISA_NEON},
-        {"neonfp16", X86 | KS_ISA_NEON | KS_ISA_NEON_FP16},
-        {"neondot", X86 | KS_ISA_NEON | KS_ISA_NEON_DOT},
+        {"avx2", WASM | ARM | KS_ISA_AVX2},
+        {"avxvnni", WASM | ARM | KS_ISA_AVX2 | KS_ISA_AVX_VNNI},
+        {"avx512", WASM | ARM | KS_ISA_AVX2 | KS_ISA_AVX_VNNI | KS_ISA_AVX512},
+        {"avx512vnni",
+         WASM | ARM | KS_ISA_AVX2 | KS_ISA_AVX_VNNI | KS_ISA_AVX512 | KS_ISA_AVX512_VNNI},
+        {"neon", WASM | X86 | KS_ISA_NEON},
+        {"neonfp16", WASM | X86 | KS_ISA_NEON | KS_ISA_NEON_FP16},
+        {"neondot", WASM | X86 | KS_ISA_NEON | KS_ISA_NEON_DOT},
+        {"simd128", X86 | ARM | KS_ISA_WASM_SIMD128},
     };
     if (!level || !level[0]) return ~0u;
     for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
@@ -119,6 +125,8 @@ static void detect_once(void) {
     }
 #elif defined(__aarch64__)
     snprintf(g_name, sizeof(g_name), "aarch64");
+#elif defined(__wasm__)
+    snprintf(g_name, sizeof(g_name), "wasm32");
 #endif
     g_isa = isa;
 }
@@ -148,7 +156,8 @@ void ks__isa_string(uint32_t isa, char *buf, size_t cap) {
                  {KS_ISA_AVX_VNNI, "avxvnni"},
                  {KS_ISA_NEON, "neon"},
                  {KS_ISA_NEON_FP16, "fp16"},
-                 {KS_ISA_NEON_DOT, "dotprod"}};
+                 {KS_ISA_NEON_DOT, "dotprod"},
+                 {KS_ISA_WASM_SIMD128, "simd128"}};
     size_t len = 0;
     if (cap) buf[0] = 0;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

@@ -1,7 +1,8 @@
 /* A thin fp32 vector layer so the elementwise/softmax/resize/copy kernels are written once and
- * compiled per ISA: the files in x86/avx512/ and arm/neon/ include their x86/avx2/ twins, and the
- * compiler flags of each directory select the branch here: AVX-512 (16 lanes), AArch64 NEON (4
- * lanes) or AVX2 (8 lanes). Not a published API; include only from ISA sources.
+ * compiled per ISA: the files in x86/avx512/, arm/neon/ and wasm/simd128/ include their x86/avx2/
+ * twins, and the compiler flags of each directory select the branch here: AVX-512 (16 lanes),
+ * AArch64 NEON (4 lanes), WebAssembly SIMD128 (4 lanes) or AVX2 (8 lanes). Not a published API;
+ * include only from ISA sources.
  *
  * Comparison semantics follow the x86 instructions: v_max(a, b) is `a > b ? a : b` and v_min(a,
  * b) is `a < b ? a : b` (the second operand wins on NaN and on equal zeros), which is exactly
@@ -12,6 +13,8 @@
 
 #if defined(__aarch64__)
 #include <arm_neon.h>
+#elif defined(__wasm_simd128__)
+#include <wasm_simd128.h>
 #else
 #include <immintrin.h>
 #endif
@@ -271,6 +274,145 @@ static inline vd v_dset1(double x) {
 }
 static inline vf v_from_d(vd lo, vd hi) {
     return vcvt_high_f32_f64(vcvt_f32_f64(lo), hi);
+}
+
+#elif defined(__wasm_simd128__)
+/* WebAssembly SIMD128, 4 lanes. The x86 semantics as in the NEON branch: v_max/v_min are
+ * compare + select (wasm's f32x4.max/min propagate NaN), masked tails go through a stack buffer.
+ * The baseline has no fused multiply-add (relaxed SIMD is not assumed), so v_fmadd/v_fnmadd round
+ * twice: results are within the kernels' tolerances of the reference, not bit-identical to x86. */
+#define V_N 4
+#define V_ISA KS_ISA_WASM_SIMD128
+#define V_SYM(base) ks_f32_##base##__simd128
+#define V_NAME(base) "ks_f32_" #base "__simd128"
+
+typedef v128_t vf;
+typedef v128_t vm;
+typedef v128_t vd;
+
+static inline vm v_tail(size_t n) {
+    uint32_t k = (uint32_t)(n < V_N ? n : V_N);
+    return wasm_u32x4_lt(wasm_u32x4_make(0, 1, 2, 3), wasm_u32x4_splat(k));
+}
+static inline vf v_load(const float *p) {
+    return wasm_v128_load(p);
+}
+static inline void v_store(float *p, vf v) {
+    wasm_v128_store(p, v);
+}
+/* Lanes n.. are zero, as with the x86 masked loads. */
+static inline vf v_loadn(const float *p, size_t n) {
+    float buf[V_N] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (size_t k = 0; k < n && k < V_N; k++)
+        buf[k] = p[k];
+    return wasm_v128_load(buf);
+}
+static inline void v_storen(float *p, vf v, size_t n) {
+    float buf[V_N];
+    wasm_v128_store(buf, v);
+    for (size_t k = 0; k < n && k < V_N; k++)
+        p[k] = buf[k];
+}
+static inline vf v_set1(float x) {
+    return wasm_f32x4_splat(x);
+}
+static inline vf v_add(vf a, vf b) {
+    return wasm_f32x4_add(a, b);
+}
+static inline vf v_sub(vf a, vf b) {
+    return wasm_f32x4_sub(a, b);
+}
+static inline vf v_mul(vf a, vf b) {
+    return wasm_f32x4_mul(a, b);
+}
+static inline vf v_div(vf a, vf b) {
+    return wasm_f32x4_div(a, b);
+}
+/* a * b + c (two roundings: no FMA in baseline SIMD128) */
+static inline vf v_fmadd(vf a, vf b, vf c) {
+    return wasm_f32x4_add(wasm_f32x4_mul(a, b), c);
+}
+/* c - a * b (two roundings) */
+static inline vf v_fnmadd(vf a, vf b, vf c) {
+    return wasm_f32x4_sub(c, wasm_f32x4_mul(a, b));
+}
+static inline vf v_max(vf a, vf b) {
+    return wasm_v128_bitselect(a, b, wasm_f32x4_gt(a, b));
+}
+static inline vf v_min(vf a, vf b) {
+    return wasm_v128_bitselect(a, b, wasm_f32x4_lt(a, b));
+}
+static inline vf v_sqrt(vf a) {
+    return wasm_f32x4_sqrt(a);
+}
+static inline vf v_sel(vm m, vf t, vf f) {
+    return wasm_v128_bitselect(t, f, m);
+}
+static inline vm v_lt(vf a, vf b) {
+    return wasm_f32x4_lt(a, b);
+}
+static inline vm v_ge(vf a, vf b) {
+    return wasm_f32x4_ge(a, b);
+}
+static inline vm v_isnan(vf a) {
+    return wasm_f32x4_ne(a, a);
+}
+static inline vf v_and(vf a, vf b) {
+    return wasm_v128_and(a, b);
+}
+static inline vf v_xor(vf a, vf b) {
+    return wasm_v128_xor(a, b);
+}
+static inline vf v_or(vf a, vf b) {
+    return wasm_v128_or(a, b);
+}
+/* ~a & b, as _mm256_andnot_ps */
+static inline vf v_andnot(vf a, vf b) {
+    return wasm_v128_andnot(b, a);
+}
+/* to nearest, ties to even, as _MM_FROUND_TO_NEAREST_INT */
+static inline vf v_round(vf a) {
+    return wasm_f32x4_nearest(a);
+}
+/* p * 2^n for integral n in [-150, 128], in the two steps of the AVX2 branch. */
+static inline vf v_ldexp(vf p, vf n) {
+    v128_t k = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_nearest(n));
+    v128_t k1 = wasm_i32x4_shr(k, 1);
+    v128_t k2 = wasm_i32x4_sub(k, k1);
+    v128_t bias = wasm_i32x4_splat(127);
+    vf s1 = wasm_i32x4_shl(wasm_i32x4_add(k1, bias), 23);
+    vf s2 = wasm_i32x4_shl(wasm_i32x4_add(k2, bias), 23);
+    return wasm_f32x4_mul(wasm_f32x4_mul(p, s1), s2);
+}
+static inline float v_hmax(vf a) {
+    vf m = v_max(a, wasm_i32x4_shuffle(a, a, 2, 3, 0, 1));
+    m = v_max(m, wasm_i32x4_shuffle(m, m, 1, 0, 3, 2));
+    return wasm_f32x4_extract_lane(m, 0);
+}
+static inline vd v_dzero(void) {
+    return wasm_f64x2_splat(0.0);
+}
+static inline vd v_dadd(vd a, vd b) {
+    return wasm_f64x2_add(a, b);
+}
+static inline vd v_dlo(vf a) {
+    return wasm_f64x2_promote_low_f32x4(a);
+}
+static inline vd v_dhi(vf a) {
+    return wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(a, a, 2, 3, 0, 1));
+}
+static inline double v_dsum(vd a) {
+    return wasm_f64x2_extract_lane(a, 0) + wasm_f64x2_extract_lane(a, 1);
+}
+static inline vd v_dmul(vd a, vd b) {
+    return wasm_f64x2_mul(a, b);
+}
+static inline vd v_dset1(double x) {
+    return wasm_f64x2_splat(x);
+}
+static inline vf v_from_d(vd lo, vd hi) {
+    vf l = wasm_f32x4_demote_f64x2_zero(lo), h = wasm_f32x4_demote_f64x2_zero(hi);
+    return wasm_i32x4_shuffle(l, h, 0, 1, 4, 5);
 }
 
 #else /* AVX2 + FMA */
