@@ -13,9 +13,12 @@
  * order and fused multiply-adds; an output of values near 1e-12 has a large rel L2 from rounding
  * alone), or when an integer output differs at all.
  *     engine_check --scalar --dump DIR MODEL...   (reference outputs into DIR)
- *     engine_check --dump DIR MODEL...            (fast kernels, compared with DIR) */
+ *     engine_check --dump DIR MODEL...            (fast kernels, compared with DIR)
+ * --runs N also times N more runs of each model and prints the median (ms); --profile then
+ * prints the time per op and kernel over those runs (the engine's per-op profiler). */
 #include <math.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +44,43 @@ static void fill(ks_tensor *t) {
     }
 }
 
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Time per (op, kernel) over the timed runs. */
+typedef struct prof_row {
+    const char *op, *kernel;
+    uint64_t ns;
+} prof_row;
+static prof_row g_prof[128];
+static size_t g_num_prof;
+
+static void on_op(void *user, const ks_op_profile *p) {
+    (void)user;
+    size_t i = 0;
+    while (i < g_num_prof &&
+           (strcmp(g_prof[i].op, p->op_name) != 0 || strcmp(g_prof[i].kernel, p->kernel_name) != 0))
+        i++;
+    if (i == g_num_prof) {
+        if (g_num_prof == sizeof(g_prof) / sizeof(g_prof[0])) return;
+        g_prof[g_num_prof++] = (prof_row){p->op_name, p->kernel_name, 0};
+    }
+    g_prof[i].ns += p->elapsed_ns;
+}
+
+static int cmp_prof(const void *a, const void *b) {
+    uint64_t x = ((const prof_row *)a)->ns, y = ((const prof_row *)b)->ns;
+    return x > y ? -1 : x < y;
+}
+
 static const char *base_name(const char *p) {
     const char *s = strrchr(p, '/');
     return s ? s + 1 : p;
@@ -49,7 +89,7 @@ static const char *base_name(const char *p) {
 int main(int argc, char **argv) {
     int scalar = 0, failed = 0;
     const char *dump = NULL;
-    int32_t threads = 1;
+    int32_t threads = 1, runs = 0, profile = 0;
     int first = 1;
     for (; first < argc && argv[first][0] == '-'; first++) {
         if (!strcmp(argv[first], "--scalar"))
@@ -58,13 +98,19 @@ int main(int argc, char **argv) {
             dump = argv[++first];
         else if (!strcmp(argv[first], "--threads") && first + 1 < argc)
             threads = atoi(argv[++first]);
+        else if (!strcmp(argv[first], "--runs") && first + 1 < argc)
+            runs = atoi(argv[++first]);
+        else if (!strcmp(argv[first], "--profile"))
+            profile = 1;
         else {
-            fprintf(stderr, "usage: engine_check [--scalar] --dump DIR [--threads N] MODEL...\n");
+            fprintf(stderr, "usage: engine_check [--scalar] --dump DIR [--threads N] [--runs N "
+                            "[--profile]] MODEL...\n");
             return 2;
         }
     }
     if (!dump || first >= argc) {
-        fprintf(stderr, "usage: engine_check [--scalar] --dump DIR [--threads N] MODEL...\n");
+        fprintf(stderr, "usage: engine_check [--scalar] --dump DIR [--threads N] [--runs N "
+                        "[--profile]] MODEL...\n");
         return 2;
     }
     if (scalar) setenv("KS_FORCE_SCALAR", "1", 1); /* before the engine reads the CPU features */
@@ -85,6 +131,29 @@ int main(int argc, char **argv) {
         if (ks_session_run(s)) {
             fprintf(stderr, "%s: run: %s\n", argv[m], ks_last_error(s));
             return 1;
+        }
+        if (runs > 0) {
+            double *t = malloc(sizeof(double) * (size_t)runs);
+            if (!t) return 1;
+            for (int r = 0; r < runs; r++) {
+                double t0 = now_ms();
+                if (ks_session_run(s)) return 1;
+                t[r] = now_ms() - t0;
+            }
+            qsort(t, (size_t)runs, sizeof(double), cmp_double);
+            printf("%-40s median %.3f ms over %d runs\n", base_name(argv[m]), t[runs / 2], runs);
+            free(t);
+            if (profile) {
+                g_num_prof = 0;
+                ks_session_set_profiler(s, on_op, NULL);
+                for (int r = 0; r < runs; r++)
+                    if (ks_session_run(s)) return 1;
+                ks_session_set_profiler(s, NULL, NULL);
+                qsort(g_prof, g_num_prof, sizeof(prof_row), cmp_prof);
+                for (size_t i = 0; i < g_num_prof && i < 12; i++)
+                    printf("    %-22s %-34s %8.3f ms/run\n", g_prof[i].op, g_prof[i].kernel,
+                           (double)g_prof[i].ns * 1e-6 / runs);
+            }
         }
         for (uint32_t o = 0; o < ks_model_num_outputs(model); o++) {
             ks_tensor t;

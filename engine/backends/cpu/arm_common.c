@@ -283,6 +283,7 @@ typedef struct gemm_job {
     float *y;
     char *scratch;
     size_t scratch_stride, panel_floats, num_panels, num_chunks, num_pixels;
+    int direct; /* one tap whose pointer is the output pixel's own input row (no index math) */
 } gemm_job;
 
 /* A fused residual add and the activation on one stored output row while it is in L1, as the
@@ -337,13 +338,18 @@ static void gemm_range(void *arg, size_t begin, size_t end, uint32_t thread) {
         size_t p0 = tile * mr_max;
         size_t mr = j->num_pixels - p0 < mr_max ? j->num_pixels - p0 : mr_max;
         if (tile != built_tile) {
-            for (size_t r = 0; r < mr; r++) {
-                size_t p = p0 + r, ox = p % g->ow, oy = (p / g->ow) % g->oh;
-                size_t n = p / (g->ow * g->oh);
-                for (size_t ky = 0; ky < g->kh; ky++)
-                    for (size_t kx = 0; kx < g->kw; kx++)
-                        a[(ky * g->kw + kx) * mr_max + r] =
-                            tap_pointer(g, j->x, j->zero, n, oy, ox, ky, kx);
+            if (j->direct) { /* 1x1, stride 1, no padding, FC: output pixel p reads input row p */
+                for (size_t r = 0; r < mr; r++)
+                    a[r] = j->x + (p0 + r) * g->ic;
+            } else {
+                for (size_t r = 0; r < mr; r++) {
+                    size_t p = p0 + r, ox = p % g->ow, oy = (p / g->ow) % g->oh;
+                    size_t n = p / (g->ow * g->oh);
+                    for (size_t ky = 0; ky < g->kh; ky++)
+                        for (size_t kx = 0; kx < g->kw; kx++)
+                            a[(ky * g->kw + kx) * mr_max + r] =
+                                tap_pointer(g, j->x, j->zero, n, oy, ox, ky, kx);
+                }
             }
             for (size_t t = 0; t < ks; t++)
                 for (size_t r = mr; r < mr_max; r++)
@@ -394,6 +400,8 @@ ks_status ks__arm_gemm_run(ks__kernel_ctx *ctx, const ks__arm_gemm_config *cfg) 
     j.scratch = (char *)ctx->scratch;
     j.num_chunks = (j.num_panels + ARM_GEMM_PANELS_PER_ITEM - 1) / ARM_GEMM_PANELS_PER_ITEM;
     j.num_pixels = j.g.n * j.g.oh * j.g.ow;
+    j.direct = j.g.kh == 1 && j.g.kw == 1 && j.g.sh == 1 && j.g.sw == 1 && j.g.pt == 0 &&
+               j.g.pl == 0 && j.g.ih == j.g.oh && j.g.iw == j.g.ow;
     size_t num_tiles = (j.num_pixels + cfg->mr - 1) / cfg->mr;
     ks__parallel_for(ctx->pool, num_tiles * j.num_chunks, 1, gemm_range, &j);
     return KS_STATUS_OK;

@@ -1,5 +1,6 @@
-/* fp32 max / average pooling, NEON: the microkernel of the portable POOL2D driver (dwconv.c),
- * written with the 4-lane vector layer of x86/avx2/f32_vsimd.h. 16 channels (4 vectors) per
+/* fp32 max / average pooling, NEON (and WebAssembly SIMD128: wasm/simd128/f32_pool.c includes
+ * this file): the microkernel of the portable POOL2D driver (dwconv.c), written with the 4-lane
+ * vector layer of x86/avx2/f32_vsimd.h. 16 channels (4 vectors) per
  * step, then 4, then a tail through v_loadn/v_storen (nothing read or written past the
  * channels).
  *
@@ -91,6 +92,12 @@ static ks_status run(ks__kernel_ctx *ctx) {
     return ks__f32_pool_run(ctx, &k_cfg);
 }
 
+#if defined(__wasm_simd128__)
+const ks__impl ks_f32_pool2d__simd128_c4 = {
+    "ks_f32_pool2d__simd128_c4", KS_OP_POOL2D, KS_ISA_WASM_SIMD128, cost, plan, NULL, run,
+};
+#else
 const ks__impl ks_f32_pool2d__neon_c4 = {
     "ks_f32_pool2d__neon_c4", KS_OP_POOL2D, KS_ISA_NEON, cost, plan, NULL, run,
 };
+#endif
