@@ -59,9 +59,9 @@ jobject ks__jni_new_tensor_info(JNIEnv *env, const ks_tensor_info *info);
 jclass ks__jni_string_class(void);
 jclass ks__jni_float_array_class(void);
 
-/* What the glue holds for one task create call: the model path's UTF-8 chars and the key of
- * encrypted models (TaskOptions.key copied out of the Java array, or the KeyProvider that the
- * C task calls back). Lives on the nativeCreate stack. */
+/* What the glue holds for one task create (or swap) call: the model path's UTF-8 chars and the key
+ * of encrypted models (TaskOptions.key copied out of the Java array, or the KeyProvider that the C
+ * task calls back). Lives on the nativeCreate stack. */
 typedef struct ks__jni_task_extras {
     JNIEnv *env;
     jstring model_path;
@@ -79,6 +79,10 @@ int ks__jni_task_options(JNIEnv *env, jintArray ints, jfloatArray floats, jstrin
                          jbyteArray key, jobject key_provider, ks_task_options *out,
                          ks__jni_task_extras *extras);
 void ks__jni_task_options_release(ks__jni_task_extras *extras);
+/* The same for the source of a live swap (ks_<task>_swap_model): zeroes *out and fills only its
+ * model path and key fields. Release with ks__jni_task_options_release once the swap returned. */
+int ks__jni_task_source(JNIEnv *env, jstring model_path, jbyteArray key, jobject key_provider,
+                        ks_task_options *out, ks__jni_task_extras *extras);
 
 /* Overwrites n bytes with zeros in a way the compiler cannot drop as a dead store (secrets). */
 void ks__jni_wipe(void *p, size_t n);

@@ -103,10 +103,10 @@ void ks__jni_wipe(void *p, size_t n) {
         v[i] = 0;
 }
 
-/* ks_task_key_fn over an ai.kestrel.KeyProvider: called by the C task inside create, on the
- * thread (and with the JNIEnv) of nativeCreate. The provider's array is copied straight into the
- * task's key_out (which the task wipes); a Java exception stays pending and is what the caller
- * sees (ks__jni_throw keeps the first one). */
+/* ks_task_key_fn over an ai.kestrel.KeyProvider: called by the C task inside create (or a swap),
+ * on the thread (and with the JNIEnv) of nativeCreate (nativeSwapModel). The provider's array is
+ * copied straight into the task's key_out (which the task wipes); a Java exception stays pending
+ * and is what the caller sees (ks__jni_throw keeps the first one). */
 static ks_status jni_key_provider(void *user, const char *model_name, uint8_t *key_out,
                                   size_t key_cap, size_t *key_bytes_out) {
     ks__jni_task_extras *x = user;
@@ -129,6 +129,41 @@ static ks_status jni_key_provider(void *user, const char *model_name, uint8_t *k
     }
     (*env)->DeleteLocalRef(env, key);
     return st;
+}
+
+/* The model path and key fields of `out` (the rest is the caller's), held in `extras`. Returns
+ * nonzero with an exception pending, extras then released. */
+static int fill_source(JNIEnv *env, jstring model_path, jbyteArray key, jobject key_provider,
+                       ks_task_options *out, ks__jni_task_extras *extras) {
+    if (key != NULL) {
+        /* The Java side (TaskOptions.Builder.key, swapModel) checked the length; checked again
+         * since the array is the caller's and could have been swapped by reflection. */
+        jsize n = (*env)->GetArrayLength(env, key);
+        if (n != KS_TASK_KEY_BYTES) {
+            ks__jni_throwf(env, KS_STATUS_INVALID_ARGUMENT,
+                           "key: %d bytes; a ks-protect key is %d bytes", (int)n,
+                           KS_TASK_KEY_BYTES);
+            return 1;
+        }
+        (*env)->GetByteArrayRegion(env, key, 0, n, (jbyte *)extras->key);
+        out->key = extras->key;
+        out->key_bytes = KS_TASK_KEY_BYTES;
+    } else if (key_provider != NULL) {
+        extras->key_provider = key_provider;
+        out->key_provider = jni_key_provider;
+        out->key_user = extras;
+    }
+    if (model_path != NULL) {
+        /* Modified UTF-8: identical to UTF-8 except for NUL and supplementary characters. */
+        extras->path = (*env)->GetStringUTFChars(env, model_path, NULL);
+        if (extras->path == NULL) {
+            ks__jni_task_options_release(extras);
+            return 1;
+        }
+        extras->model_path = model_path;
+        out->model_path = extras->path;
+    }
+    return 0;
 }
 
 int ks__jni_task_options(JNIEnv *env, jintArray ints, jfloatArray floats, jstring model_path,
@@ -156,35 +191,15 @@ int ks__jni_task_options(JNIEnv *env, jintArray ints, jfloatArray floats, jstrin
     out->min_score = vf[0];
     out->roi = (ks_box){vf[1], vf[2], vf[3], vf[4]};
     out->smoothing = vf[5];
-    if (key != NULL) {
-        /* TaskOptions.Builder.key checked the length; checked again since the array is the
-         * caller's and could have been swapped by reflection. */
-        jsize n = (*env)->GetArrayLength(env, key);
-        if (n != KS_TASK_KEY_BYTES) {
-            ks__jni_throwf(env, KS_STATUS_INVALID_ARGUMENT,
-                           "TaskOptions.key: %d bytes; a ks-protect key is %d bytes", (int)n,
-                           KS_TASK_KEY_BYTES);
-            return 1;
-        }
-        (*env)->GetByteArrayRegion(env, key, 0, n, (jbyte *)extras->key);
-        out->key = extras->key;
-        out->key_bytes = KS_TASK_KEY_BYTES;
-    } else if (key_provider != NULL) {
-        extras->key_provider = key_provider;
-        out->key_provider = jni_key_provider;
-        out->key_user = extras;
-    }
-    if (model_path != NULL) {
-        /* Modified UTF-8: identical to UTF-8 except for NUL and supplementary characters. */
-        extras->path = (*env)->GetStringUTFChars(env, model_path, NULL);
-        if (extras->path == NULL) {
-            ks__jni_task_options_release(extras);
-            return 1;
-        }
-        extras->model_path = model_path;
-        out->model_path = extras->path;
-    }
-    return 0;
+    return fill_source(env, model_path, key, key_provider, out, extras);
+}
+
+int ks__jni_task_source(JNIEnv *env, jstring model_path, jbyteArray key, jobject key_provider,
+                        ks_task_options *out, ks__jni_task_extras *extras) {
+    memset(extras, 0, sizeof *extras);
+    extras->env = env;
+    memset(out, 0, sizeof *out);
+    return fill_source(env, model_path, key, key_provider, out, extras);
 }
 
 void ks__jni_task_options_release(ks__jni_task_extras *extras) {

@@ -86,6 +86,11 @@ JNIEXPORT jlong JNICALL Java_ai_kestrel_EffectRenderer_nativeCreate(JNIEnv *env,
 JNIEXPORT void JNICALL Java_ai_kestrel_EffectRenderer_nativeDestroy(JNIEnv *env, jclass cls,
                                                                     jlong h) {}
 
+JNIEXPORT void JNICALL Java_ai_kestrel_EffectRenderer_nativeSwapEffect(JNIEnv *env, jclass cls,
+                                                                       jlong h, jlong effect) {
+    ks__jni_throw(env, KS_STATUS_UNSUPPORTED, k_no_ar);
+}
+
 JNIEXPORT void JNICALL Java_ai_kestrel_EffectRenderer_nativeSetFloat(JNIEnv *env, jclass cls,
                                                                      jlong h, jstring name,
                                                                      jfloat value) {
@@ -281,6 +286,14 @@ JNIEXPORT void JNICALL Java_ai_kestrel_EffectRenderer_nativeDestroy(JNIEnv *env,
 /* Throws with the renderer's message unless st is OK. */
 static void check(JNIEnv *env, ks_status st, const ks_ar_renderer *r) {
     if (st != KS_STATUS_OK) ks__jni_throw_last(env, st, r);
+}
+
+/* The Java side holds a reference on the new effect's package before this call and drops the old
+ * one after it succeeds (EffectRenderer.swapEffect). */
+JNIEXPORT void JNICALL Java_ai_kestrel_EffectRenderer_nativeSwapEffect(JNIEnv *env, jclass cls,
+                                                                       jlong h, jlong effect) {
+    ks_ar_renderer *r = KS_JNI_PTR(jni_renderer, h)->renderer;
+    check(env, ks_ar_renderer_swap_effect(r, KS_JNI_PTR(const ks_effect, effect)), r);
 }
 
 JNIEXPORT void JNICALL Java_ai_kestrel_EffectRenderer_nativeSetFloat(JNIEnv *env, jclass cls,

@@ -23,7 +23,8 @@
  *                                   float[] mask, byte[] mask_u8 or null }
  *
  * Each task section below holds only what is its own: the desc fields of nativeCreate, its C
- * types and functions (named in one TASK_DESTROY and one TASK_RUN line), and how its result
+ * types and functions (named in one line each of TASK_DESTROY, TASK_SWAP, TASK_GENERATION and
+ * TASK_RUN), and how its result
  * converts to Java (an item_layout that flattens one result item, or, for the pose and segmentation
  * masks, a function). Option reading, image pinning, throwing and array building are shared.
  */
@@ -201,6 +202,37 @@ static jobjectArray pack_labelled(JNIEnv *env, const item_layout *layout, const 
         destroy_fn(KS_JNI_PTR(type, h));                                                           \
     }
 
+/* TASK_SWAP defines Java_ai_kestrel_<Class>_nativeSwapModel(env, cls, handle, path, key,
+ * provider): swap_fn((type *)handle, &source) with the model path and key (copied for the call
+ * and wiped, as for create) and the create's message thrown on failure (ks_last_error(NULL) of
+ * this thread). It may run while a run call of the same task is in progress on another thread
+ * (the Java class does not hold its monitor for it; kestrel/vision.h, "Live swap").
+ *
+ * TASK_GENERATION defines `jlong Java_ai_kestrel_<Class>_nativeModelGeneration(env, cls,
+ * handle)`: ks_task_stats.model_generation from stats_fn. */
+#define TASK_SWAP(Class, type, swap_fn)                                                            \
+    JNIEXPORT void JNICALL Java_ai_kestrel_##Class##_nativeSwapModel(                              \
+        JNIEnv *env, jclass cls, jlong h, jstring jpath, jbyteArray jkey, jobject jprovider) {     \
+        ks_task_options source_;                                                                   \
+        ks__jni_task_extras extras_;                                                               \
+        if (ks__jni_task_source(env, jpath, jkey, jprovider, &source_, &extras_)) return;          \
+        ks_status st_ = swap_fn(KS_JNI_PTR(type, h), &source_);                                    \
+        ks__jni_task_options_release(&extras_);                                                    \
+        if (st_ != KS_STATUS_OK) ks__jni_throw_last(env, st_, NULL);                               \
+    }
+
+#define TASK_GENERATION(Class, type, stats_fn)                                                     \
+    JNIEXPORT jlong JNICALL Java_ai_kestrel_##Class##_nativeModelGeneration(JNIEnv *env,           \
+                                                                            jclass cls, jlong h) { \
+        ks_task_stats stats_;                                                                      \
+        ks_status st_ = stats_fn(KS_JNI_PTR(type, h), &stats_);                                    \
+        if (st_ != KS_STATUS_OK) {                                                                 \
+            ks__jni_throw_last(env, st_, KS_JNI_PTR(type, h));                                     \
+            return 0;                                                                              \
+        }                                                                                          \
+        return (jlong)stats_.model_generation;                                                     \
+    }
+
 #define TASK_RUN(Class, method, jtype, type, run_fn, result_type, to_java, release_fn)             \
     JNIEXPORT jtype JNICALL Java_ai_kestrel_##Class##_##method(                                    \
         JNIEnv *env, jclass cls, jlong h, jobject jimage, jlong timestamp_us) {                    \
@@ -248,6 +280,8 @@ JNIEXPORT jlong JNICALL Java_ai_kestrel_FaceDetector_nativeCreate(JNIEnv *env, j
 }
 
 TASK_DESTROY(FaceDetector, ks_face_detector, ks_face_detector_destroy)
+TASK_SWAP(FaceDetector, ks_face_detector, ks_face_detector_swap_model)
+TASK_GENERATION(FaceDetector, ks_face_detector, ks_face_detector_stats)
 TASK_RUN(FaceDetector, nativeDetect, jfloatArray, ks_face_detector, ks_face_detect, ks_faces,
          faces_to_java, ks_faces_release)
 
@@ -294,6 +328,8 @@ JNIEXPORT jlong JNICALL Java_ai_kestrel_FaceLandmarker_nativeCreate(
 }
 
 TASK_DESTROY(FaceLandmarker, ks_face_landmarker, ks_face_landmarker_destroy)
+TASK_SWAP(FaceLandmarker, ks_face_landmarker, ks_face_landmarker_swap_model)
+TASK_GENERATION(FaceLandmarker, ks_face_landmarker, ks_face_landmarker_stats)
 TASK_RUN(FaceLandmarker, nativeDetect, jfloatArray, ks_face_landmarker, ks_face_landmarker_detect,
          ks_face_meshes, meshes_to_java, ks_face_meshes_release)
 
@@ -359,6 +395,8 @@ JNIEXPORT jlong JNICALL Java_ai_kestrel_PoseLandmarker_nativeCreate(
 }
 
 TASK_DESTROY(PoseLandmarker, ks_pose_landmarker, ks_pose_landmarker_destroy)
+TASK_SWAP(PoseLandmarker, ks_pose_landmarker, ks_pose_landmarker_swap_model)
+TASK_GENERATION(PoseLandmarker, ks_pose_landmarker, ks_pose_landmarker_stats)
 TASK_RUN(PoseLandmarker, nativeDetect, jobjectArray, ks_pose_landmarker, ks_pose_detect, ks_poses,
          poses_to_java, ks_poses_release)
 
@@ -391,6 +429,8 @@ JNIEXPORT jlong JNICALL Java_ai_kestrel_Segmenter_nativeCreate(JNIEnv *env, jcla
 }
 
 TASK_DESTROY(Segmenter, ks_segmenter, ks_segmenter_destroy)
+TASK_SWAP(Segmenter, ks_segmenter, ks_segmenter_swap_model)
+TASK_GENERATION(Segmenter, ks_segmenter, ks_segmenter_stats)
 TASK_RUN(Segmenter, nativeSegment, jobjectArray, ks_segmenter, ks_segment, ks_segmentation,
          segmentation_to_java, ks_segmentation_release)
 
@@ -422,6 +462,8 @@ JNIEXPORT jlong JNICALL Java_ai_kestrel_ObjectDetector_nativeCreate(JNIEnv *env,
 }
 
 TASK_DESTROY(ObjectDetector, ks_object_detector, ks_object_detector_destroy)
+TASK_SWAP(ObjectDetector, ks_object_detector, ks_object_detector_swap_model)
+TASK_GENERATION(ObjectDetector, ks_object_detector, ks_object_detector_stats)
 TASK_RUN(ObjectDetector, nativeDetect, jobjectArray, ks_object_detector, ks_object_detect,
          ks_detected_objects, objects_to_java, ks_detected_objects_release)
 
@@ -455,6 +497,8 @@ JNIEXPORT jlong JNICALL Java_ai_kestrel_HandLandmarker_nativeCreate(JNIEnv *env,
 }
 
 TASK_DESTROY(HandLandmarker, ks_hand_landmarker, ks_hand_landmarker_destroy)
+TASK_SWAP(HandLandmarker, ks_hand_landmarker, ks_hand_landmarker_swap_model)
+TASK_GENERATION(HandLandmarker, ks_hand_landmarker, ks_hand_landmarker_stats)
 TASK_RUN(HandLandmarker, nativeDetect, jfloatArray, ks_hand_landmarker, ks_hands_detect, ks_hands,
          hands_to_java, ks_hands_release)
 
@@ -483,5 +527,7 @@ JNIEXPORT jlong JNICALL Java_ai_kestrel_ImageClassifier_nativeCreate(JNIEnv *env
 }
 
 TASK_DESTROY(ImageClassifier, ks_image_classifier, ks_image_classifier_destroy)
+TASK_SWAP(ImageClassifier, ks_image_classifier, ks_image_classifier_swap_model)
+TASK_GENERATION(ImageClassifier, ks_image_classifier, ks_image_classifier_stats)
 TASK_RUN(ImageClassifier, nativeClassify, jobjectArray, ks_image_classifier, ks_image_classify,
          ks_classifications, classes_to_java, ks_classifications_release)

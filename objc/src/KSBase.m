@@ -58,9 +58,10 @@ void ks__objc_wipe(void *p, size_t n) {
         v[i] = 0;
 }
 
-/* The key state of one task create call (ks_task_options.key_user): the key copied out of
- * KSTaskOptions.key, or the options whose provider the C task calls back. malloc'ed so that it
- * outlives ks__objc_task_desc; wiped and freed by ks__objc_task_desc_end. */
+/* The key state of one task create (or swap) call (ks_task_options.key_user): the key copied out
+ * of KSTaskOptions.key (or the swap's key), or the options whose provider the C task calls back
+ * (nil for a swap). malloc'ed so that it outlives ks__objc_task_desc (ks__objc_swap_source);
+ * wiped and freed by ks__objc_task_desc_end. */
 typedef struct ks_objc_key_state {
     uint8_t key[KS_TASK_KEY_BYTES];
     KSTaskOptions *options; /* retained */
@@ -149,6 +150,32 @@ void ks__objc_task_desc_end(ks_task_options *task) {
     free(state);
     task->key_user = NULL;
     task->key = NULL;
+}
+
+BOOL ks__objc_swap_source(NSString *path, NSData *key, const char *task, ks_task_options *source,
+                          NSError **error) {
+    memset(source, 0, sizeof(*source));
+    char msg[200];
+    if (path == nil) {
+        snprintf(msg, sizeof(msg), "%s swapModelAtPath: the path is nil", task);
+        return ks__objc_fail(error, KS_STATUS_INVALID_ARGUMENT, msg);
+    }
+    if (key != nil && [key length] != KS_TASK_KEY_BYTES) {
+        snprintf(msg, sizeof(msg),
+                 "%s swapModelAtPath: key of %lu bytes; a ks-protect key is %d bytes", task,
+                 (unsigned long)[key length], KS_TASK_KEY_BYTES);
+        return ks__objc_fail(error, KS_STATUS_INVALID_ARGUMENT, msg);
+    }
+    if (key != nil) {
+        ks_objc_key_state *state = calloc(1, sizeof(*state));
+        if (state == NULL) return ks__objc_fail(error, KS_STATUS_OUT_OF_MEMORY, "task key buffer");
+        [key getBytes:state->key length:KS_TASK_KEY_BYTES]; /* as in ks_objc_task_options */
+        source->key_user = state;
+        source->key = state->key;
+        source->key_bytes = KS_TASK_KEY_BYTES;
+    }
+    source->model_path = [path UTF8String];
+    return YES;
 }
 
 BOOL ks__objc_task_desc(KSTaskOptions *options, Class expected, const char *task, void *desc,

@@ -245,6 +245,23 @@ static BOOL ks_objc_fill_frame(NSArray *faces, KSMask *mask, NSMutableData *scra
 }
 #endif
 
+- (BOOL)swapEffect:(KSEffect *)effect error:(NSError **)error {
+#ifdef KS_OBJC_HAVE_AR
+    if (effect == nil)
+        return ks__objc_fail(error, KS_STATUS_INVALID_ARGUMENT, "swapEffect: effect is nil");
+    ks_status st = ks_ar_renderer_swap_effect((ks_ar_renderer *)_renderer,
+                                              (const ks_effect *)[effect ks_handle]);
+    if (![self ks_check:st error:error]) return NO; /* still drawing (and retaining) the old */
+    /* The renderer no longer uses the old ks_effect: the old KSEffect may go now. */
+    KSEffect *old = _effect;
+    _effect = [effect retain];
+    [old release];
+    return YES;
+#else
+    return ks__objc_fail(error, KS_STATUS_UNSUPPORTED, ks_objc_no_ar);
+#endif
+}
+
 - (BOOL)setColorParameter:(NSString *)name
                       red:(float)red
                     green:(float)green

@@ -166,6 +166,24 @@ _Static_assert(KS_FACE_NUM_KEYPOINTS == KS_FACE_KEYPOINT_COUNT, "keypoints");
     [super dealloc];
 }
 
+- (BOOL)swapModelAtPath:(NSString *)path error:(NSError **)error {
+    return [self swapModelAtPath:path key:nil error:error];
+}
+
+- (BOOL)swapModelAtPath:(NSString *)path key:(NSData *)key error:(NSError **)error {
+    ks_task_options source;
+    if (!ks__objc_swap_source(path, key, "KSFaceDetector", &source, error)) return NO;
+    ks_status st = ks_face_detector_swap_model((ks_face_detector *)_detector, &source);
+    ks__objc_task_desc_end(&source);
+    return ks__objc_ok(st, NULL, error); /* the create's message, on this thread */
+}
+
+- (uint64_t)modelGeneration {
+    ks_task_stats stats;
+    if (ks_face_detector_stats((ks_face_detector *)_detector, &stats) != KS_STATUS_OK) return 0;
+    return stats.model_generation;
+}
+
 - (NSArray *)detectInImage:(KSImage *)image
                timestampUs:(int64_t)timestampUs
                      error:(NSError **)error {
@@ -209,6 +227,25 @@ _Static_assert(KS_FACE_NUM_KEYPOINTS == KS_FACE_KEYPOINT_COUNT, "keypoints");
 - (void)dealloc {
     ks_face_landmarker_destroy((ks_face_landmarker *)_landmarker);
     [super dealloc];
+}
+
+- (BOOL)swapModelAtPath:(NSString *)path error:(NSError **)error {
+    return [self swapModelAtPath:path key:nil error:error];
+}
+
+- (BOOL)swapModelAtPath:(NSString *)path key:(NSData *)key error:(NSError **)error {
+    ks_task_options source;
+    if (!ks__objc_swap_source(path, key, "KSFaceLandmarker", &source, error)) return NO;
+    ks_status st = ks_face_landmarker_swap_model((ks_face_landmarker *)_landmarker, &source);
+    ks__objc_task_desc_end(&source);
+    return ks__objc_ok(st, NULL, error); /* the create's message, on this thread */
+}
+
+- (uint64_t)modelGeneration {
+    ks_task_stats stats;
+    if (ks_face_landmarker_stats((ks_face_landmarker *)_landmarker, &stats) != KS_STATUS_OK)
+        return 0;
+    return stats.model_generation;
 }
 
 - (NSArray *)detectInImage:(KSImage *)image

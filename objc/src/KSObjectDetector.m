@@ -71,6 +71,24 @@ static NSString *ks_objc_label(const char *label) {
     [super dealloc];
 }
 
+- (BOOL)swapModelAtPath:(NSString *)path error:(NSError **)error {
+    return [self swapModelAtPath:path key:nil error:error];
+}
+
+- (BOOL)swapModelAtPath:(NSString *)path key:(NSData *)key error:(NSError **)error {
+    ks_task_options source;
+    if (!ks__objc_swap_source(path, key, "KSObjectDetector", &source, error)) return NO;
+    ks_status st = ks_object_detector_swap_model((ks_object_detector *)_detector, &source);
+    ks__objc_task_desc_end(&source);
+    return ks__objc_ok(st, NULL, error); /* the create's message, on this thread */
+}
+
+- (uint64_t)modelGeneration {
+    ks_task_stats stats;
+    if (ks_object_detector_stats((ks_object_detector *)_detector, &stats) != KS_STATUS_OK) return 0;
+    return stats.model_generation;
+}
+
 - (NSArray *)detectInImage:(KSImage *)image
                timestampUs:(int64_t)timestampUs
                      error:(NSError **)error {
@@ -138,6 +156,25 @@ static NSString *ks_objc_label(const char *label) {
 - (void)dealloc {
     ks_image_classifier_destroy((ks_image_classifier *)_classifier);
     [super dealloc];
+}
+
+- (BOOL)swapModelAtPath:(NSString *)path error:(NSError **)error {
+    return [self swapModelAtPath:path key:nil error:error];
+}
+
+- (BOOL)swapModelAtPath:(NSString *)path key:(NSData *)key error:(NSError **)error {
+    ks_task_options source;
+    if (!ks__objc_swap_source(path, key, "KSImageClassifier", &source, error)) return NO;
+    ks_status st = ks_image_classifier_swap_model((ks_image_classifier *)_classifier, &source);
+    ks__objc_task_desc_end(&source);
+    return ks__objc_ok(st, NULL, error); /* the create's message, on this thread */
+}
+
+- (uint64_t)modelGeneration {
+    ks_task_stats stats;
+    if (ks_image_classifier_stats((ks_image_classifier *)_classifier, &stats) != KS_STATUS_OK)
+        return 0;
+    return stats.model_generation;
 }
 
 - (NSArray *)classifyImage:(KSImage *)image

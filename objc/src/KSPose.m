@@ -120,6 +120,25 @@ _Static_assert(sizeof(KSPoseLandmark) == sizeof(ks_pose_landmark), "landmark lay
     [super dealloc];
 }
 
+- (BOOL)swapModelAtPath:(NSString *)path error:(NSError **)error {
+    return [self swapModelAtPath:path key:nil error:error];
+}
+
+- (BOOL)swapModelAtPath:(NSString *)path key:(NSData *)key error:(NSError **)error {
+    ks_task_options source;
+    if (!ks__objc_swap_source(path, key, "KSPoseLandmarker", &source, error)) return NO;
+    ks_status st = ks_pose_landmarker_swap_model((ks_pose_landmarker *)_landmarker, &source);
+    ks__objc_task_desc_end(&source);
+    return ks__objc_ok(st, NULL, error); /* the create's message, on this thread */
+}
+
+- (uint64_t)modelGeneration {
+    ks_task_stats stats;
+    if (ks_pose_landmarker_stats((ks_pose_landmarker *)_landmarker, &stats) != KS_STATUS_OK)
+        return 0;
+    return stats.model_generation;
+}
+
 - (NSArray *)detectInImage:(KSImage *)image
                timestampUs:(int64_t)timestampUs
                      error:(NSError **)error {

@@ -35,6 +35,14 @@ BOOL ks__objc_task_desc(KSTaskOptions *options, Class expected, const char *task
  * KSTaskOptions.key, or the key provider's state). */
 void ks__objc_task_desc_end(ks_task_options *task);
 
+/* The start of a task's live swap (-swapModelAtPath:key:error:): zeroes *source and sets its
+ * model_path to `path` (autoreleased storage) and, for a non-nil `key`, its key fields to a copy
+ * of the key in a buffer that ks__objc_task_desc_end wipes and frees (call it right after the
+ * swap, whatever it returned). NO with *error naming `task` for a nil path or a key that is not
+ * KS_TASK_KEY_BYTES long. */
+BOOL ks__objc_swap_source(NSString *path, NSData *key, const char *task, ks_task_options *source,
+                          NSError **error);
+
 /* Overwrites n bytes with zeros in a way the compiler cannot drop as a dead store (secrets). */
 void ks__objc_wipe(void *p, size_t n);
 

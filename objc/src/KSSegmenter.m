@@ -109,6 +109,24 @@ KSMask *ks__objc_mask_make(int32_t width, int32_t height, const float *probabili
     [super dealloc];
 }
 
+- (BOOL)swapModelAtPath:(NSString *)path error:(NSError **)error {
+    return [self swapModelAtPath:path key:nil error:error];
+}
+
+- (BOOL)swapModelAtPath:(NSString *)path key:(NSData *)key error:(NSError **)error {
+    ks_task_options source;
+    if (!ks__objc_swap_source(path, key, "KSSegmenter", &source, error)) return NO;
+    ks_status st = ks_segmenter_swap_model((ks_segmenter *)_segmenter, &source);
+    ks__objc_task_desc_end(&source);
+    return ks__objc_ok(st, NULL, error); /* the create's message, on this thread */
+}
+
+- (uint64_t)modelGeneration {
+    ks_task_stats stats;
+    if (ks_segmenter_stats((ks_segmenter *)_segmenter, &stats) != KS_STATUS_OK) return 0;
+    return stats.model_generation;
+}
+
 - (KSMask *)segmentImage:(KSImage *)image timestampUs:(int64_t)timestampUs error:(NSError **)error {
     ks_image view;
     if (!ks__objc_image_view(image, &view, error)) return nil;

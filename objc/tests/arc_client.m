@@ -71,6 +71,18 @@ int ks_arc_client(KSImage *image) {
                                        inPackage:info.packageId
                                            error:&error];
     sum += (path != nil) + (detector != nil) + asked + (info.major > 1u);
+    /* Live swap: a newer version of the detector's model, from any thread; a newer effect. */
+    if (path != nil && [detector swapModelAtPath:(NSString *)path error:&error] &&
+        [detector swapModelAtPath:(NSString *)path key:nil error:NULL])
+        sum += (float)detector.modelGeneration;
+    KSImageClassifier *classifier = [[KSImageClassifier alloc] initWithOptions:nil error:&error];
+    sum += [classifier swapModelAtPath:@"c.ksb" key:appKey error:&error];
+    if (effect != nil) {
+        KSEffectRenderer *swapped = [[KSEffectRenderer alloc] initWithEffect:effect
+                                                                     options:nil
+                                                                       error:&error];
+        sum += [swapped swapEffect:effect error:&error] && swapped.effect == effect;
+    }
     /* The store's events as a block (copied by the store). */
     __block int events = 0;
     KSStore *observed = [[KSStore alloc]

@@ -134,6 +134,155 @@ static void test_effect(void) {
     [r release];
 }
 
+/* A .kfx of `manifest` alone: one STORED manifest.json entry, written here byte by byte (local
+ * header, data, central directory, end record). Autoreleased. */
+static uint32_t crc32_of(const uint8_t *p, size_t n) {
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
+static void put16(NSMutableData *d, uint32_t v) {
+    uint8_t b[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
+    [d appendBytes:b length:2];
+}
+
+static void put32(NSMutableData *d, uint32_t v) {
+    put16(d, v & 0xffffu);
+    put16(d, v >> 16);
+}
+
+static NSData *zip_manifest(const char *manifest) {
+    static const char name[] = "manifest.json";
+    uint32_t n = (uint32_t)strlen(manifest), name_n = (uint32_t)strlen(name);
+    uint32_t crc = crc32_of((const uint8_t *)manifest, n);
+    NSMutableData *z = [NSMutableData data];
+    put32(z, 0x04034b50u); /* local file header */
+    put16(z, 20);          /* version needed */
+    put16(z, 0);           /* flags */
+    put16(z, 0);           /* method: stored */
+    put16(z, 0);           /* time */
+    put16(z, 0x21);        /* date: 1980-01-01 */
+    put32(z, crc);
+    put32(z, n);
+    put32(z, n);
+    put16(z, name_n);
+    put16(z, 0);
+    [z appendBytes:name length:name_n];
+    [z appendBytes:manifest length:n];
+    uint32_t central = (uint32_t)[z length];
+    put32(z, 0x02014b50u); /* central directory header */
+    put16(z, 20);          /* made by */
+    put16(z, 20);          /* needed */
+    put16(z, 0);
+    put16(z, 0);
+    put16(z, 0);
+    put16(z, 0x21);
+    put32(z, crc);
+    put32(z, n);
+    put32(z, n);
+    put16(z, name_n);
+    put16(z, 0); /* extra */
+    put16(z, 0); /* comment */
+    put16(z, 0); /* disk */
+    put16(z, 0); /* internal attributes */
+    put32(z, 0); /* external attributes */
+    put32(z, 0); /* local header offset */
+    [z appendBytes:name length:name_n];
+    uint32_t central_n = (uint32_t)[z length] - central;
+    put32(z, 0x06054b50u); /* end of central directory */
+    put16(z, 0);
+    put16(z, 0);
+    put16(z, 1);
+    put16(z, 1);
+    put32(z, central_n);
+    put32(z, central);
+    put16(z, 0);
+    return z;
+}
+
+/* Live swap: the example effect (7 layers) replaced by a two-layer one between two frames. */
+static void test_effect_swap(void) {
+    NSError *error = nil;
+    KSEffect *first = [[KSEffect alloc] initWithContentsOfFile:@EFFECT error:&error];
+    CHECK_OK(first != nil, error);
+    const char *manifest =
+        "{\"format_version\": \"1.0.0\", \"id\": \"dev.kestrel.tests.two\", \"name\": \"Two\","
+        " \"requires\": [\"face_landmarks\"], \"max_faces\": 1, \"layers\": ["
+        "{\"name\": \"lips_a\", \"kind\": \"makeup\", \"region\": \"lips\","
+        " \"color\": [0.2, 0.1, 0.8, 1.0], \"intensity\": 0.5},"
+        "{\"name\": \"lips_b\", \"kind\": \"makeup\", \"region\": \"lips\","
+        " \"color\": [0.8, 0.1, 0.2, 1.0], \"intensity\": 0.3}]}";
+    KSEffect *second = [[KSEffect alloc] initWithData:zip_manifest(manifest) error:&error];
+    CHECK_OK(second != nil && second.numLayers == 2, error);
+    KSEffectRendererOptions *ro = [[KSEffectRendererOptions alloc] init];
+    ro.backend = KSEffectBackendNull;
+    KSEffectRenderer *r = first != nil ? [[KSEffectRenderer alloc] initWithEffect:first
+                                                                          options:ro
+                                                                            error:&error]
+                                       : nil;
+    [ro release];
+    CHECK_OK(r != nil, error);
+    KSFaceLandmarker *lm = [[KSFaceLandmarker alloc] initWithOptions:nil error:&error];
+    CHECK_OK(lm != nil, error);
+    KSImage *rgba = ks_test_rgba();
+    NSArray *faces = [lm detectInImage:rgba timestampUs:0 error:&error];
+    CHECK_OK([faces count] == 1, error);
+    if (r == nil || second == nil || [faces count] != 1) {
+        [first release];
+        [second release];
+        [r release];
+        [lm release];
+        return;
+    }
+    CHECK_OK([r setFloatParameter:@"lip_strength" value:0.3f error:&error], error);
+    CHECK_OK([r renderFaces:faces
+                         mask:nil
+                  cameraImage:rgba
+                  timestampUs:0
+                 outputPixels:nil
+                        error:&error],
+             error);
+    CHECK([r layerInstanceAtIndex:EARS_LAYER faceIndex:0 error:&error].drawn);
+
+    CHECK_OK([r swapEffect:second error:&error], error);
+    CHECK(r.effect == second && r.effect.numLayers == 2);
+#ifdef GNUSTEP
+    /* The renderer released the old effect: ours is its last reference. */
+    CHECK(GSDebugAllocationCount([KSEffect class]) == 2);
+    [first release];
+    CHECK(GSDebugAllocationCount([KSEffect class]) == 1);
+#else
+    [first release];
+#endif
+    [second release]; /* the renderer retains it */
+    CHECK_OK([r renderFaces:faces
+                         mask:nil
+                  cameraImage:rgba
+                  timestampUs:33000
+                 outputPixels:nil
+                        error:&error],
+             error);
+    CHECK([r layerInstanceAtIndex:0 faceIndex:0 error:&error].drawn);
+    CHECK([r layerInstanceAtIndex:1 faceIndex:0 error:&error].drawn);
+    error = nil;
+    CHECK([r layerInstanceAtIndex:EARS_LAYER faceIndex:0 error:&error] == nil); /* 2 layers now */
+    CHECK([error code] == KSErrorCodeInvalidArgument);
+    error = nil;
+    CHECK(![r setFloatParameter:@"lip_strength" value:0.3f error:&error]); /* the old effect's */
+    CHECK([error code] == KSErrorCodeInvalidArgument);
+    error = nil;
+    KSEffect *none = nil;
+    CHECK(![r swapEffect:none error:&error]);
+    CHECK([error code] == KSErrorCodeInvalidArgument && r.effect.numLayers == 2);
+    [r release];
+    [lm release];
+}
+
 int main(void) {
     NSAutoreleasePool *outer = [[NSAutoreleasePool alloc] init];
 #ifdef GNUSTEP
@@ -154,6 +303,7 @@ int main(void) {
 #endif
     NSAutoreleasePool *pool = [[NSAutoreleasePool alloc] init];
     test_effect();
+    test_effect_swap();
     [pool drain];
 #ifdef GNUSTEP
     Class classes[] = {

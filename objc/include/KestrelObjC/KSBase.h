@@ -19,7 +19,8 @@
  *     class is refused with KSErrorCodeInvalidArgument. (One parameter type for all tasks keeps
  *     `[[KSX alloc] initWithOptions:...]` unambiguous for compilers without instancetype, gcc.)
  *   - results are immutable and autoreleased; coordinates are pixels of the upright image;
- *   - a task object is used by one thread at a time.
+ *   - a task object is used by one thread at a time, except for its -swapModelAtPath:...
+ *     methods (live swap), which any thread may call while another runs the task.
  *
  * The headers compile with gcc (GNUstep, no nullability or generics: the KS_* macros expand to
  * nothing there), with clang under manual retain/release, and with clang under ARC. They include

@@ -80,7 +80,17 @@ KS_INIT_UNAVAILABLE
                                      error:(NSError **)error NS_DESIGNATED_INITIALIZER;
 KS_INIT_UNAVAILABLE
 
+/* The effect being played: the init's, or the last one -swapEffect:error: installed. */
 @property(nonatomic, readonly) KSEffect *effect;
+
+/* Live swap (docs/objc.md "Live swap"; ks_ar_renderer_swap_effect): replaces the effect between
+ * two frames, e.g. with a newer version installed by a KSStore (load it on any thread first).
+ * Same thread and context rules as the render calls: with GLES3, on the rendering thread with
+ * the context current. Every layer of `effect` is created as at init (same backend and frame
+ * size); the next frame draws it with its parameters at their defaults and its states and
+ * animations from their start. On success the renderer retains `effect` and releases the old
+ * one; NO and *error (the init's codes, the renderer's message) leave everything as it was. */
+- (BOOL)swapEffect:(KSEffect *)effect error:(NSError **)error;
 
 /* Run-time parameters of the effect; NO and *error for an unknown name, another type or a value
  * out of range. Used from the next render on. */

@@ -67,6 +67,21 @@ KS_INIT_UNAVAILABLE
 - (KS_ARRAY(KSFace *) * KS_NULLABLE)detectInImage:(KSImage *)image
                                       timestampUs:(int64_t)timestampUs
                                             error:(NSError **)error;
+/* Live swap (docs/objc.md "Live swap"; kestrel/vision.h): loads the .ksb (or .ksm) at `path`,
+ * e.g. a newer version installed by a KSStore, and makes the next detect call use it; every other
+ * option stays as at init. Unlike the other methods it may be called from any thread, also while
+ * another thread runs this task (that frame finishes on the old version; none is dropped or mixes
+ * versions); the caller keeps the task retained for the call. Loading runs on the calling thread
+ * and takes as long as an init. NO and *error (the init's code and message) for a bad version (a
+ * missing or damaged file, a wrong or missing key, another task's bundle): the task keeps running
+ * its current version. */
+- (BOOL)swapModelAtPath:(NSString *)path error:(NSError **)error;
+/* The same for encrypted models: `key` (KS_TASK_KEY_LENGTH bytes; nil: none) opens them, as
+ * KSTaskOptions.key. Its bytes are copied for this call only and wiped before it returns. */
+- (BOOL)swapModelAtPath:(NSString *)path key:(NSData *KS_NULLABLE)key error:(NSError **)error;
+/* Live swaps taken so far (ks_task_stats.model_generation): 0 until the first detect call after
+ * a successful swap, which switches. Like detect, not while another thread runs the task. */
+@property(nonatomic, readonly) uint64_t modelGeneration;
 @end
 
 /* Each in [0, 1]; 0 at a neutral face. */
@@ -141,6 +156,11 @@ KS_INIT_UNAVAILABLE
 - (KS_ARRAY(KSFaceMesh *) * KS_NULLABLE)detectInImage:(KSImage *)image
                                           timestampUs:(int64_t)timestampUs
                                                 error:(NSError **)error;
+/* Live swap: see KSFaceDetector. Any thread, also while another thread runs this task. */
+- (BOOL)swapModelAtPath:(NSString *)path error:(NSError **)error;
+- (BOOL)swapModelAtPath:(NSString *)path key:(NSData *KS_NULLABLE)key error:(NSError **)error;
+/* Live swaps taken so far (ks_task_stats.model_generation). */
+@property(nonatomic, readonly) uint64_t modelGeneration;
 @end
 
 NS_ASSUME_NONNULL_END

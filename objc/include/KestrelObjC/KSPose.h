@@ -75,6 +75,11 @@ KS_INIT_UNAVAILABLE
 - (KS_ARRAY(KSPose *) * KS_NULLABLE)detectInImage:(KSImage *)image
                                       timestampUs:(int64_t)timestampUs
                                             error:(NSError **)error;
+/* Live swap: see KSFaceDetector. Any thread, also while another thread runs this task. */
+- (BOOL)swapModelAtPath:(NSString *)path error:(NSError **)error;
+- (BOOL)swapModelAtPath:(NSString *)path key:(NSData *KS_NULLABLE)key error:(NSError **)error;
+/* Live swaps taken so far (ks_task_stats.model_generation). */
+@property(nonatomic, readonly) uint64_t modelGeneration;
 @end
 
 NS_ASSUME_NONNULL_END

@@ -19,7 +19,7 @@ import java.util.Objects;
  * (layout, triggers and states only) and may be used from any thread.
  *
  * <p>Methods are synchronized: one call at a time per renderer. The renderer keeps its
- * {@link Effect}'s native package alive until it is closed.
+ * {@link Effect}'s native package alive until it is closed (or {@link #swapEffect} replaces it).
  */
 public final class EffectRenderer extends NativeObject {
     /** {@code ks_ar_backend}. */
@@ -32,7 +32,33 @@ public final class EffectRenderer extends NativeObject {
 
     private static final int FACE_FLOATS = 3 + 16 + 16 + 5;
 
-    private final Effect effect;
+    /**
+     * The reference the renderer holds on its current effect's native package, released after
+     * the native renderer is destroyed. A holder of its own (not the renderer) so that the
+     * Cleaner's action never reaches the renderer, and so that a swap can change what it
+     * releases.
+     */
+    private static final class EffectRef implements Runnable {
+        private Effect.Shared shared; // guarded by this
+
+        EffectRef(Effect.Shared shared) {
+            this.shared = shared;
+        }
+
+        synchronized Effect.Shared exchange(Effect.Shared next) {
+            Effect.Shared old = shared;
+            shared = next;
+            return old;
+        }
+
+        @Override
+        public synchronized void run() {
+            shared.release();
+        }
+    }
+
+    private final EffectRef effectRef;
+    private volatile Effect effect;
 
     public EffectRenderer(Effect effect) {
         this(effect, Options.DEFAULT);
@@ -44,8 +70,12 @@ public final class EffectRenderer extends NativeObject {
     }
 
     private EffectRenderer(Effect effect, long effectHandle, Options options) {
-        super(createOrRelease(effect, effectHandle, options), EffectRenderer::nativeDestroy,
-                effect.shared()::release);
+        this(effect, effectHandle, options, new EffectRef(effect.shared()));
+    }
+
+    private EffectRenderer(Effect effect, long effectHandle, Options options, EffectRef ref) {
+        super(createOrRelease(effect, effectHandle, options), EffectRenderer::nativeDestroy, ref);
+        this.effectRef = ref;
         this.effect = effect;
     }
 
@@ -58,9 +88,41 @@ public final class EffectRenderer extends NativeObject {
         }
     }
 
-    /** The effect this renderer plays. */
+    /** The effect this renderer plays (the last one {@link #swapEffect} installed). */
     public Effect effect() {
         return effect;
+    }
+
+    /**
+     * Live swap ({@code ks_ar_renderer_swap_effect}; docs/java.md "Live swap"): replaces the
+     * effect between two frames, e.g. with a newer version installed by a {@link Store} (open it
+     * with {@link Effect#open} on any thread first). Same thread and GL context rules as
+     * {@link #render}: with {@link Backend#GLES3}, on the rendering thread with the context
+     * current. Every layer of {@code effect} is created as by the constructor (same backend and
+     * frame size); the next frame draws it with its parameters at their defaults and its states
+     * and animations from their start. On success the renderer holds {@code effect}'s native
+     * package until it is closed or swapped again, and lets go of the old one (the old Effect
+     * may be closed, as it could be before). On failure nothing changes: the renderer keeps
+     * drawing the old effect.
+     *
+     * @throws KestrelException with the status and message of the constructor (e.g. a shader
+     *     that does not compile on this device)
+     * @throws IllegalStateException if this renderer or {@code effect} is closed
+     */
+    public synchronized void swapEffect(Effect effect) {
+        Objects.requireNonNull(effect, "effect");
+        long h = handle();
+        long effectHandle = effect.retainForRenderer();
+        try {
+            nativeSwapEffect(h, effectHandle);
+        } catch (RuntimeException | Error e) {
+            effect.shared().release();
+            throw e;
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+        effectRef.exchange(effect.shared()).release();
+        this.effect = effect;
     }
 
     /**
@@ -592,6 +654,8 @@ public final class EffectRenderer extends NativeObject {
     static native long nativeCreate(long effect, int backend, int width, int height);
 
     static native void nativeDestroy(long handle);
+
+    static native void nativeSwapEffect(long handle, long effect);
 
     static native void nativeSetFloat(long handle, String name, float value);
 

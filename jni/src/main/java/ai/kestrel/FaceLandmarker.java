@@ -7,7 +7,8 @@ import java.util.Objects;
 /**
  * Face landmarker ({@code ks_face_landmarker}): a 468-point mesh (478 with irises), head pose and
  * expressions. In VIDEO mode the face is tracked between frames and the detector only runs when
- * tracking is lost. One call at a time per landmarker (methods are synchronized).
+ * tracking is lost. One call at a time per landmarker (methods are synchronized),
+ * except {@link #swapModel(String)}, which may run while another thread detects.
  */
 public final class FaceLandmarker extends NativeObject {
     /** Landmarker options; zero/unset means the default. */
@@ -103,11 +104,43 @@ public final class FaceLandmarker extends NativeObject {
         }
     }
 
+    /**
+     * Live swap ({@code ks_face_landmarker_swap_model}): see {@link FaceDetector#swapModel(String)}; from any
+     * thread, also while another thread runs this task.
+     */
+    public void swapModel(String modelPath) {
+        swapModel(modelPath, (byte[]) null);
+    }
+
+    /** {@link #swapModel(String)} for encrypted models (see {@link FaceDetector}). */
+    public void swapModel(String modelPath, byte[] key) {
+        LiveSwap.swap(this, FaceLandmarker::nativeSwapModel, modelPath, key, null);
+    }
+
+    /** {@link #swapModel(String)} with keys from {@code keyProvider} (see {@link FaceDetector}). */
+    public void swapModel(String modelPath, KeyProvider keyProvider) {
+        LiveSwap.swap(this, FaceLandmarker::nativeSwapModel, modelPath, null, keyProvider);
+    }
+
+    /** Live swaps taken so far ({@code ks_task_stats.model_generation}). */
+    public synchronized long modelGeneration() {
+        try {
+            return nativeModelGeneration(handle());
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
     private static native long nativeCreate(int[] ti, float[] tf, String modelPath, byte[] key,
             KeyProvider keyProvider, int detector,
             boolean refine, float minTrackingScore);
 
     static native void nativeDestroy(long handle);
+
+    private static native void nativeSwapModel(long handle, String modelPath, byte[] key,
+            KeyProvider keyProvider);
+
+    private static native long nativeModelGeneration(long handle);
 
     private static native float[] nativeDetect(long handle, Image image, long timestampUs);
 }

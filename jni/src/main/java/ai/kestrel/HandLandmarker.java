@@ -6,7 +6,8 @@ import java.util.Objects;
 
 /**
  * Hand landmarker ({@code ks_hand_landmarker}): 21 landmarks per hand, world landmarks and
- * handedness. One call at a time per landmarker (methods are synchronized).
+ * handedness. One call at a time per landmarker (methods are synchronized),
+ * except {@link #swapModel(String)}, which may run while another thread detects.
  */
 public final class HandLandmarker extends NativeObject {
     public enum Model {
@@ -93,11 +94,43 @@ public final class HandLandmarker extends NativeObject {
         }
     }
 
+    /**
+     * Live swap ({@code ks_hand_landmarker_swap_model}): see {@link FaceDetector#swapModel(String)}; from any
+     * thread, also while another thread runs this task.
+     */
+    public void swapModel(String modelPath) {
+        swapModel(modelPath, (byte[]) null);
+    }
+
+    /** {@link #swapModel(String)} for encrypted models (see {@link FaceDetector}). */
+    public void swapModel(String modelPath, byte[] key) {
+        LiveSwap.swap(this, HandLandmarker::nativeSwapModel, modelPath, key, null);
+    }
+
+    /** {@link #swapModel(String)} with keys from {@code keyProvider} (see {@link FaceDetector}). */
+    public void swapModel(String modelPath, KeyProvider keyProvider) {
+        LiveSwap.swap(this, HandLandmarker::nativeSwapModel, modelPath, null, keyProvider);
+    }
+
+    /** Live swaps taken so far ({@code ks_task_stats.model_generation}). */
+    public synchronized long modelGeneration() {
+        try {
+            return nativeModelGeneration(handle());
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
     private static native long nativeCreate(int[] ti, float[] tf, String modelPath, byte[] key,
             KeyProvider keyProvider, int model,
             float minPresence);
 
     static native void nativeDestroy(long handle);
+
+    private static native void nativeSwapModel(long handle, String modelPath, byte[] key,
+            KeyProvider keyProvider);
+
+    private static native long nativeModelGeneration(long handle);
 
     private static native float[] nativeDetect(long handle, Image image, long timestampUs);
 }

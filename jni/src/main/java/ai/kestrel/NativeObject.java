@@ -1,12 +1,18 @@
 package ai.kestrel;
 
 import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Base of every class that owns a native handle. {@link #close()} frees it deterministically; a
  * {@link Cleaner} frees it if the object becomes unreachable without being closed. After close,
  * every method throws {@link IllegalStateException}.
+ *
+ * <p>Calls normally hold the object's monitor (synchronized methods), which {@link #close()} takes
+ * too. The few calls that the C API allows while another call runs on the object (a task's live
+ * swap) go through {@link #callConcurrently} instead: they do not wait for the synchronized
+ * methods, but close() waits for them.
  *
  * <p>Subclasses pass a {@link Destroyer} that must not capture the object itself (a static method
  * reference such as {@code FaceDetector::nativeDestroy}), or the cleaner could never run.
@@ -49,8 +55,17 @@ abstract class NativeObject implements AutoCloseable {
         }
     }
 
+    /** A native call made with the live handle (see {@link #callConcurrently}). */
+    interface HandleCall {
+        void call(long handle);
+    }
+
     private final State state;
     private final Cleaner.Cleanable cleanable;
+    /** Held by {@link #callConcurrently} and by {@link #close()} (inside the monitor). */
+    private final Object closeGuard = new Object();
+    /** The thread inside {@link #callConcurrently}, or null; guarded by closeGuard. */
+    private Thread concurrentCaller;
 
     /**
      * Takes ownership of {@code handle} (nonzero). {@code after} (may be null) runs once after
@@ -78,9 +93,41 @@ abstract class NativeObject implements AutoCloseable {
         return state.handle == 0;
     }
 
-    /** Frees the native object. Idempotent. Waits for a call running on another thread. */
+    /**
+     * Calls {@code call} with the live handle without taking this object's monitor, so it may run
+     * while a synchronized method runs on another thread; {@link #close()} waits until it has
+     * returned. Such calls exclude each other. Throws IllegalStateException after close, and
+     * makes close() throw if {@code call} leads back to it on the same thread (e.g. from a key
+     * provider), which would free the handle under the call.
+     */
+    final void callConcurrently(HandleCall call) {
+        synchronized (closeGuard) {
+            long h = handle();
+            Thread outer = concurrentCaller; // non-null when nested on this thread
+            concurrentCaller = Thread.currentThread();
+            try {
+                call.call(h);
+            } finally {
+                concurrentCaller = outer;
+                Reference.reachabilityFence(this);
+            }
+        }
+    }
+
+    /**
+     * Frees the native object. Idempotent. Waits for a call running on another thread.
+     *
+     * @throws IllegalStateException when called from inside a call on this object made on the
+     *     same thread (a key provider of a live swap closing the task it is asked for)
+     */
     @Override
     public synchronized void close() {
-        cleanable.clean();
+        synchronized (closeGuard) {
+            if (concurrentCaller == Thread.currentThread()) {
+                throw new IllegalStateException(getClass().getSimpleName()
+                        + ".close() called from inside a call on it (a swap's key provider?)");
+            }
+            cleanable.clean();
+        }
     }
 }

@@ -6,7 +6,8 @@ import java.util.Objects;
 
 /**
  * Object detection ({@code ks_object_detector}; COCO-80 with the default bundles), configured by
- * its bundle. VIDEO mode adds stable track ids. One call at a time per detector.
+ * its bundle. VIDEO mode adds stable track ids. One call at a time per detector,
+ * except {@link #swapModel(String)}, which may run while another thread detects.
  */
 public final class ObjectDetector extends NativeObject {
     /** Detector options: the common task options only. */
@@ -60,10 +61,42 @@ public final class ObjectDetector extends NativeObject {
         }
     }
 
+    /**
+     * Live swap ({@code ks_object_detector_swap_model}): see {@link FaceDetector#swapModel(String)}; from any
+     * thread, also while another thread runs this task.
+     */
+    public void swapModel(String modelPath) {
+        swapModel(modelPath, (byte[]) null);
+    }
+
+    /** {@link #swapModel(String)} for encrypted models (see {@link FaceDetector}). */
+    public void swapModel(String modelPath, byte[] key) {
+        LiveSwap.swap(this, ObjectDetector::nativeSwapModel, modelPath, key, null);
+    }
+
+    /** {@link #swapModel(String)} with keys from {@code keyProvider} (see {@link FaceDetector}). */
+    public void swapModel(String modelPath, KeyProvider keyProvider) {
+        LiveSwap.swap(this, ObjectDetector::nativeSwapModel, modelPath, null, keyProvider);
+    }
+
+    /** Live swaps taken so far ({@code ks_task_stats.model_generation}). */
+    public synchronized long modelGeneration() {
+        try {
+            return nativeModelGeneration(handle());
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
     private static native long nativeCreate(int[] ti, float[] tf, String modelPath, byte[] key,
             KeyProvider keyProvider);
 
     static native void nativeDestroy(long handle);
+
+    private static native void nativeSwapModel(long handle, String modelPath, byte[] key,
+            KeyProvider keyProvider);
+
+    private static native long nativeModelGeneration(long handle);
 
     private static native Object[] nativeDetect(long handle, Image image, long timestampUs);
 }

@@ -6,7 +6,8 @@ import java.util.Objects;
 
 /**
  * Pose landmarker ({@code ks_pose_landmarker}): 33 body landmarks per person, world landmarks and
- * an optional person mask. One call at a time per landmarker (methods are synchronized).
+ * an optional person mask. One call at a time per landmarker (methods are synchronized),
+ * except {@link #swapModel(String)}, which may run while another thread detects.
  */
 public final class PoseLandmarker extends NativeObject {
     /** Landmark model size. */
@@ -109,11 +110,43 @@ public final class PoseLandmarker extends NativeObject {
         }
     }
 
+    /**
+     * Live swap ({@code ks_pose_landmarker_swap_model}): see {@link FaceDetector#swapModel(String)}; from any
+     * thread, also while another thread runs this task.
+     */
+    public void swapModel(String modelPath) {
+        swapModel(modelPath, (byte[]) null);
+    }
+
+    /** {@link #swapModel(String)} for encrypted models (see {@link FaceDetector}). */
+    public void swapModel(String modelPath, byte[] key) {
+        LiveSwap.swap(this, PoseLandmarker::nativeSwapModel, modelPath, key, null);
+    }
+
+    /** {@link #swapModel(String)} with keys from {@code keyProvider} (see {@link FaceDetector}). */
+    public void swapModel(String modelPath, KeyProvider keyProvider) {
+        LiveSwap.swap(this, PoseLandmarker::nativeSwapModel, modelPath, null, keyProvider);
+    }
+
+    /** Live swaps taken so far ({@code ks_task_stats.model_generation}). */
+    public synchronized long modelGeneration() {
+        try {
+            return nativeModelGeneration(handle());
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
     private static native long nativeCreate(int[] ti, float[] tf, String modelPath, byte[] key,
             KeyProvider keyProvider, int model,
             float minPresence, boolean outputSegmentation);
 
     static native void nativeDestroy(long handle);
+
+    private static native void nativeSwapModel(long handle, String modelPath, byte[] key,
+            KeyProvider keyProvider);
+
+    private static native long nativeModelGeneration(long handle);
 
     private static native Object[] nativeDetect(long handle, Image image, long timestampUs);
 }

@@ -5,7 +5,8 @@ import java.util.Objects;
 
 /**
  * Person (selfie) segmentation ({@code ks_segmenter}): a person probability per pixel at the
- * upright input size. VIDEO mode smooths the mask over time. One call at a time per segmenter.
+ * upright input size. VIDEO mode smooths the mask over time. One call at a time per segmenter,
+ * except {@link #swapModel(String)}, which may run while another thread segments.
  */
 public final class Segmenter extends NativeObject {
     public enum Model {
@@ -94,11 +95,43 @@ public final class Segmenter extends NativeObject {
         }
     }
 
+    /**
+     * Live swap ({@code ks_segmenter_swap_model}): see {@link FaceDetector#swapModel(String)}; from any
+     * thread, also while another thread runs this task.
+     */
+    public void swapModel(String modelPath) {
+        swapModel(modelPath, (byte[]) null);
+    }
+
+    /** {@link #swapModel(String)} for encrypted models (see {@link FaceDetector}). */
+    public void swapModel(String modelPath, byte[] key) {
+        LiveSwap.swap(this, Segmenter::nativeSwapModel, modelPath, key, null);
+    }
+
+    /** {@link #swapModel(String)} with keys from {@code keyProvider} (see {@link FaceDetector}). */
+    public void swapModel(String modelPath, KeyProvider keyProvider) {
+        LiveSwap.swap(this, Segmenter::nativeSwapModel, modelPath, null, keyProvider);
+    }
+
+    /** Live swaps taken so far ({@code ks_task_stats.model_generation}). */
+    public synchronized long modelGeneration() {
+        try {
+            return nativeModelGeneration(handle());
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
     private static native long nativeCreate(int[] ti, float[] tf, String modelPath, byte[] key,
             KeyProvider keyProvider, int model,
             boolean outputU8);
 
     static native void nativeDestroy(long handle);
+
+    private static native void nativeSwapModel(long handle, String modelPath, byte[] key,
+            KeyProvider keyProvider);
+
+    private static native long nativeModelGeneration(long handle);
 
     private static native Object[] nativeSegment(long handle, Image image, long timestampUs);
 }

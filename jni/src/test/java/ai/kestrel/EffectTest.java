@@ -2,6 +2,7 @@ package ai.kestrel;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -207,6 +208,11 @@ class EffectTest {
                 + " \"layers\": [{\"name\": \"lips\", \"kind\": \"makeup\", \"region\": \"lips\","
                 + " \"color\": [0.8, 0.1, 0.2, 1.0], \"color_param\": \"lip_color\","
                 + " \"intensity\": 0.6, \"intensity_param\": \"lip_strength\"}]}";
+        return zipManifest(manifest);
+    }
+
+    /** A package of {@code manifest} alone (one STORED manifest.json entry). */
+    private static byte[] zipManifest(String manifest) throws IOException {
         byte[] data = manifest.getBytes(StandardCharsets.UTF_8);
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         try (ZipOutputStream zip = new ZipOutputStream(bytes)) {
@@ -252,6 +258,52 @@ class EffectTest {
             assertThrows(IllegalArgumentException.class,
                     () -> ar.setColor("lip_color", new float[3]));
         }
+    }
+
+    /** Two lips makeup layers and no parameters: another effect for the swap. */
+    private static byte[] twoLayerPackage() throws IOException {
+        String layer = "{\"name\": \"%s\", \"kind\": \"makeup\", \"region\": \"lips\","
+                + " \"color\": [0.2, 0.1, 0.8, 1.0], \"intensity\": 0.5}";
+        return zipManifest("{\"format_version\": \"1.0.0\", \"id\": \"dev.kestrel.tests.two\","
+                + " \"name\": \"Two\", \"requires\": [\"face_landmarks\"], \"max_faces\": 1,"
+                + " \"layers\": [" + String.format(layer, "lips_a") + ", "
+                + String.format(layer, "lips_b") + "]}");
+    }
+
+    @Test
+    void swapEffectDrawsTheNewEffectFromTheNextFrame() throws IOException {
+        Effect first = Effect.fromBytes(paramsPackage());
+        Effect second = Effect.fromBytes(twoLayerPackage());
+        try (EffectRenderer ar = nullRenderer(first)) {
+            ar.setParam("lip_strength", 0.25f);
+            ar.render(frame(0, List.of(astronaut)));
+            assertTrue(ar.layerInstance(0, 0).drawn());
+            assertThrows(KestrelException.class, () -> ar.layerInstance(1, 0)); // one layer
+
+            ar.swapEffect(second);
+            assertSame(second, ar.effect());
+            // The renderer holds the new package and let go of the old: both Effect objects
+            // may be closed now.
+            first.close();
+            second.close();
+            EffectRenderer.Stats stats = ar.render(frame(33_333, List.of(astronaut)));
+            assertEquals(2, stats.numLayersDrawn(), stats.toString());
+            assertTrue(ar.layerInstance(0, 0).drawn());
+            assertTrue(ar.layerInstance(1, 0).drawn());
+            assertEquals(1, ar.layerInstances(1).size()); // the new effect's max_faces
+            // The old effect's parameters went with it.
+            KestrelException e = assertThrows(KestrelException.class,
+                    () -> ar.setParam("lip_strength", 0.5f));
+            assertEquals(Status.INVALID_ARGUMENT, e.status());
+
+            // A closed Effect cannot be swapped in; the renderer keeps its effect.
+            IllegalStateException closed =
+                    assertThrows(IllegalStateException.class, () -> ar.swapEffect(first));
+            assertTrue(closed.getMessage().contains("closed"), closed.getMessage());
+            assertSame(second, ar.effect());
+            assertEquals(2, ar.render(frame(66_666, List.of(astronaut))).numLayersDrawn());
+        }
+        assertThrows(IllegalStateException.class, () -> nullRenderer(first));
     }
 
     @Test
