@@ -132,7 +132,8 @@ ks_status ks_image_classifier_swap_model(ks_image_classifier *c, const ks_task_o
     ks_status st = ks__task_swap_options("ks_image_classifier_swap_model", c ? &c->desc.task : NULL,
                                          source, &d.task);
     ks_image_classifier *fresh = NULL;
-    if (!st) st = ks_image_classifier_create(&d, &fresh);
+    if (!st && (st = ks_image_classifier_create(&d, &fresh)) != KS_STATUS_OK)
+        return ks__task_swap_failed("ks_image_classifier_swap_model", source, st);
     if (!st) ks__task_swap_offer(&c->swap, fresh, destroy_any);
     return st;
 }

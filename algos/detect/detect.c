@@ -121,7 +121,8 @@ ks_status ks_object_detector_swap_model(ks_object_detector *d, const ks_task_opt
     ks_status st = ks__task_swap_options("ks_object_detector_swap_model", d ? &d->desc.task : NULL,
                                          source, &dd.task);
     ks_object_detector *fresh = NULL;
-    if (!st) st = ks_object_detector_create(&dd, &fresh);
+    if (!st && (st = ks_object_detector_create(&dd, &fresh)) != KS_STATUS_OK)
+        return ks__task_swap_failed("ks_object_detector_swap_model", source, st);
     if (!st) ks__task_swap_offer(&d->swap, fresh, destroy_any);
     return st;
 }

@@ -288,7 +288,8 @@ ks_status ks_face_detector_swap_model(ks_face_detector *det, const ks_task_optio
     ks_status st = ks__task_swap_options("ks_face_detector_swap_model",
                                          det ? &det->desc.task : NULL, source, &d.task);
     ks_face_detector *fresh = NULL;
-    if (!st) st = ks_face_detector_create(&d, &fresh);
+    if (!st && (st = ks_face_detector_create(&d, &fresh)) != KS_STATUS_OK)
+        return ks__task_swap_failed("ks_face_detector_swap_model", source, st);
     if (st) return st;
     ks__task_swap_offer(&det->swap, fresh, destroy_any);
     return KS_STATUS_OK;

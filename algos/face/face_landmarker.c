@@ -193,7 +193,8 @@ ks_status ks_face_landmarker_swap_model(ks_face_landmarker *lm, const ks_task_op
     ks_status st = ks__task_swap_options("ks_face_landmarker_swap_model",
                                          lm ? &lm->desc.task : NULL, source, &d.task);
     ks_face_landmarker *fresh = NULL;
-    if (!st) st = ks_face_landmarker_create(&d, &fresh);
+    if (!st && (st = ks_face_landmarker_create(&d, &fresh)) != KS_STATUS_OK)
+        return ks__task_swap_failed("ks_face_landmarker_swap_model", source, st);
     if (st) return st;
     ks__task_swap_offer(&lm->swap, fresh, destroy_any);
     return KS_STATUS_OK;

@@ -121,7 +121,8 @@ ks_status ks_segmenter_swap_model(ks_segmenter *s, const ks_task_options *source
     ks_status st =
         ks__task_swap_options("ks_segmenter_swap_model", s ? &s->desc.task : NULL, source, &d.task);
     ks_segmenter *fresh = NULL;
-    if (!st) st = ks_segmenter_create(&d, &fresh);
+    if (!st && (st = ks_segmenter_create(&d, &fresh)) != KS_STATUS_OK)
+        return ks__task_swap_failed("ks_segmenter_swap_model", source, st);
     if (!st) ks__task_swap_offer(&s->swap, fresh, destroy_any);
     return st;
 }

@@ -398,9 +398,9 @@ ks_status ks__lmtask_swap_create(ks__lmtask *t, const char *fn, const ks_task_op
     ks_task_options opt;
     ks_status st = ks__task_swap_options(fn, t ? &t->created : NULL, source, &opt);
     if (st) return st;
-    /* On failure the message is create's ("ks_<name>_landmarker_create: ..."). */
-    return ks__lmtask_create(t->spec, &opt, t->model, t->model_name, t->min_presence_arg,
-                             t->handle_size, out);
+    st = ks__lmtask_create(t->spec, &opt, t->model, t->model_name, t->min_presence_arg,
+                           t->handle_size, out);
+    return st ? ks__task_swap_failed(fn, source, st) : KS_STATUS_OK;
 }
 
 static void destroy_any(void *t) {

@@ -631,6 +631,15 @@ ks_status ks__task_swap_options(const char *fn, const ks_task_options *created,
     return KS_STATUS_OK;
 }
 
+ks_status ks__task_swap_failed(const char *fn, const ks_task_options *source, ks_status st) {
+    char why[KS_ERROR_CAP];
+    snprintf(why, sizeof(why), "%s", ks_last_error(NULL));
+    const char *path =
+        source->model_path && source->model_path[0] ? source->model_path : "(the default bundle)";
+    ks__object_error(NULL, "%s: %s: %s", fn, path, why);
+    return st;
+}
+
 void ks__task_swap_offer(ks__task_swap *swap, void *replacement, void (*destroy)(void *)) {
     void *old = atomic_exchange_explicit(&swap->pending, replacement, memory_order_acq_rel);
     if (old) destroy(old);

@@ -134,6 +134,9 @@ typedef struct ks__task_swap {
  * INVALID_ARGUMENT with "fn: ..." in ks_last_error(NULL) when created or source is NULL. */
 ks_status ks__task_swap_options(const char *fn, const ks_task_options *created,
                                 const ks_task_options *source, ks_task_options *out);
+/* After the replacement's create failed with st: prefixes its message (ks_last_error(NULL)) with
+ * "fn: <source's model_path>: " so the refusal names the call and the version; returns st. */
+ks_status ks__task_swap_failed(const char *fn, const ks_task_options *source, ks_status st);
 /* Offers a created replacement; a previous offer not yet taken is destroyed. */
 void ks__task_swap_offer(ks__task_swap *swap, void *replacement, void (*destroy)(void *));
 /* The offered replacement, or NULL (then nothing to do). */
