@@ -55,6 +55,9 @@ void ks__arm_act_init(ks__arm_act *a, int32_t act, float alpha) {
     a->post = KS_ACT_NONE;
     a->alpha = alpha;
     a->scalar_act = KS_ACT_NONE;
+    a->res = NULL;
+    a->res_stride = 0;
+    a->slope = NULL;
     switch (act) {
     case KS_ACT_NONE:
         break;
@@ -362,6 +365,18 @@ static void gemm_range(void *arg, size_t begin, size_t end, uint32_t thread) {
         for (size_t pan = pan0; pan < pan1; pan++) {
             size_t c0 = pan * nr, nc = g->oc - c0 < nr ? g->oc - c0 : nr;
             float *c = j->y + p0 * g->oc + c0;
+            if (j->cfg->fused) {
+                ks__arm_act act = j->act;
+                act.res = g->has_res ? j->res + p0 * g->oc + c0 : NULL;
+                act.res_stride = g->oc;
+                act.slope = g->slope ? g->slope + c0 : NULL;
+                j->cfg->ukernel(mr, nc, g->ic, ks, a, j->packed + pan * j->panel_floats, c, g->oc,
+                                &act);
+                if (act.scalar_act != KS_ACT_NONE)
+                    for (size_t r = 0; r < mr; r++)
+                        ks__arm_act_scalar(c + r * g->oc, nc, &act);
+                continue;
+            }
             j->cfg->ukernel(mr, nc, g->ic, ks, a, j->packed + pan * j->panel_floats, c, g->oc,
                             &j->act);
             if (g->has_res) {
@@ -390,7 +405,12 @@ ks_status ks__arm_gemm_run(ks__kernel_ctx *ctx, const ks__arm_gemm_config *cfg) 
     if (!ctx->scratch || ctx->scratch_bytes < j.scratch_stride * ks__pool_threads(ctx->pool))
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "NEON GEMM run: scratch too small");
     j.cfg = cfg;
-    ks__arm_act_init(&j.act, j.g.slope || j.g.has_res ? KS_ACT_NONE : j.g.act, j.g.alpha);
+    /* Fused microkernels clamp (and post-activate) after adding the residual; PRELU is their
+     * slope step, not an activation. */
+    if (cfg->fused)
+        ks__arm_act_init(&j.act, j.g.slope ? KS_ACT_NONE : j.g.act, j.g.alpha);
+    else
+        ks__arm_act_init(&j.act, j.g.slope || j.g.has_res ? KS_ACT_NONE : j.g.act, j.g.alpha);
     j.x = (const float *)ctx->in[0]->data;
     j.res = j.g.has_res ? (const float *)ctx->in[3]->data : NULL;
     j.y = (float *)ctx->out[0]->data;

@@ -38,6 +38,12 @@ typedef struct ks__arm_act {
     int32_t post;
     float alpha;
     int32_t scalar_act; /* KS_ACT_NONE or the act the driver applies afterwards */
+    /* Only for GEMM microkernels whose config sets `fused` (NULL otherwise): the fused residual
+     * (row r of the tile at res + r * res_stride, nc floats), added to conv + bias before the
+     * clamp and post; then PRELU's per-channel slopes (nc floats): v >= 0 ? v : slope * v. */
+    const float *res;
+    size_t res_stride;
+    const float *slope;
 } ks__arm_act;
 
 void ks__arm_act_init(ks__arm_act *a, int32_t act, float alpha);
@@ -57,6 +63,9 @@ typedef void (*ks__arm_gemm_ukernel)(size_t mr, size_t nc, size_t kc, size_t ks,
 typedef struct ks__arm_gemm_config {
     uint32_t mr, nr;
     ks__arm_gemm_ukernel ukernel;
+    /* Non-zero: the microkernel applies a fused residual and PRELU itself (act->res, act->slope)
+     * while the tile is in registers; else the driver does it on the stored rows. */
+    int fused;
 } ks__arm_gemm_config;
 
 /* Negative when the node is not a float CONV2D (groups 1) / FULLY_CONNECTED with constant

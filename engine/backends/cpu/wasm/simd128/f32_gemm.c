@@ -5,7 +5,9 @@
  * accumulators, 2 weight vectors and one broadcast row value, so the k loop can stay in
  * registers. Baseline SIMD128 has no fused multiply-add, so each step is a multiply and an add.
  * Accumulators start at zero and the bias is added after the k loop, as in the reference and
- * the NEON kernel (arm/neon/f32_gemm.c says why). */
+ * the NEON kernel (arm/neon/f32_gemm.c says why). The fused residual and PRELU are applied here,
+ * on the tile in registers (config `fused`): done by the driver on the stored rows, in scalar
+ * code, they took half of the face mesh's conv time under V8. */
 #include <string.h>
 
 #include "wasm_util.h"
@@ -41,11 +43,40 @@ static void ks_f32_gemm__simd128_6x8(size_t mr, size_t nc, size_t kc, size_t ks,
         }
     }
     const wasm_act va = wasm_act_load(act);
-#define ACT(r)                                                                                     \
-    acc##r##0 = wasm_act_apply(wasm_f32x4_add(acc##r##0, bias0), &va);                             \
-    acc##r##1 = wasm_act_apply(wasm_f32x4_add(acc##r##1, bias1), &va);
-    ROWS(ACT)
-#undef ACT
+    v128_t slope0 = wasm_f32x4_splat(0.0f), slope1 = slope0;
+    if (act->slope) {
+        float sl[NR] = {0};
+        memcpy(sl, act->slope, nc * sizeof(float));
+        slope0 = wasm_v128_load(sl);
+        slope1 = wasm_v128_load(sl + 4);
+    }
+    /* conv + bias, + the residual row, then the clamp and post, then PRELU's slope. */
+#define EPI(r)                                                                                     \
+    acc##r##0 = wasm_f32x4_add(acc##r##0, bias0);                                                  \
+    acc##r##1 = wasm_f32x4_add(acc##r##1, bias1);                                                  \
+    if (act->res && r < mr) {                                                                      \
+        const float *rr = act->res + (size_t)(r)*act->res_stride;                                  \
+        if (nc == NR) {                                                                            \
+            acc##r##0 = wasm_f32x4_add(acc##r##0, wasm_v128_load(rr));                             \
+            acc##r##1 = wasm_f32x4_add(acc##r##1, wasm_v128_load(rr + 4));                         \
+        } else {                                                                                   \
+            float tmp[NR] = {0};                                                                   \
+            memcpy(tmp, rr, nc * sizeof(float));                                                   \
+            acc##r##0 = wasm_f32x4_add(acc##r##0, wasm_v128_load(tmp));                            \
+            acc##r##1 = wasm_f32x4_add(acc##r##1, wasm_v128_load(tmp + 4));                        \
+        }                                                                                          \
+    }                                                                                              \
+    acc##r##0 = wasm_act_apply(acc##r##0, &va);                                                    \
+    acc##r##1 = wasm_act_apply(acc##r##1, &va);                                                    \
+    if (act->slope) {                                                                              \
+        const v128_t zero = wasm_f32x4_splat(0.0f);                                                \
+        acc##r##0 = wasm_v128_bitselect(acc##r##0, wasm_f32x4_mul(acc##r##0, slope0),              \
+                                        wasm_f32x4_ge(acc##r##0, zero));                           \
+        acc##r##1 = wasm_v128_bitselect(acc##r##1, wasm_f32x4_mul(acc##r##1, slope1),              \
+                                        wasm_f32x4_ge(acc##r##1, zero));                           \
+    }
+    ROWS(EPI)
+#undef EPI
     /* Rows past mr are not stored; a partial column tile goes through a buffer. */
 #define STORE(r)                                                                                   \
     if (r < mr) {                                                                                  \
@@ -64,7 +95,7 @@ static void ks_f32_gemm__simd128_6x8(size_t mr, size_t nc, size_t kc, size_t ks,
 #undef STORE
 }
 
-static const ks__arm_gemm_config k_gemm_6x8 = {MR, NR, ks_f32_gemm__simd128_6x8};
+static const ks__arm_gemm_config k_gemm_6x8 = {MR, NR, ks_f32_gemm__simd128_6x8, 1};
 
 static double gemm_cost(const ks__kernel_ctx *ctx) {
     return ks__arm_gemm_cost(ctx, &k_gemm_6x8);
