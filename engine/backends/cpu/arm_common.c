@@ -489,7 +489,11 @@ typedef struct dw_job {
     float *y;
     char *scratch;
     size_t scratch_stride, cp;
+    /* Offsets (floats) of each tap from the window's top-left tap, for windows inside the image;
+     * NULL for windows of more than DW_MAX_FAST_TAPS taps (then every tap is bounds-checked). */
+    const size_t *tap_offset;
 } dw_job;
+#define DW_MAX_FAST_TAPS 64
 
 static void dw_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     const dw_job *j = (const dw_job *)arg;
@@ -498,13 +502,28 @@ static void dw_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     const float **ptrs = (const float **)(void *)(j->scratch + (size_t)thread * j->scratch_stride);
     for (size_t row = begin; row < end; row++) { /* row = n * oh + oy */
         size_t n = row / g->oh, oy = row % g->oh;
+        const int row_inside = j->tap_offset && oy * g->sh >= g->pt &&
+                               oy * g->sh - g->pt + (g->kh - 1) * g->dh < g->ih;
         for (size_t ox0 = 0; ox0 < g->ow; ox0 += ARM_DW_PX_PER_CALL) {
             size_t num_px = g->ow - ox0 < ARM_DW_PX_PER_CALL ? g->ow - ox0 : ARM_DW_PX_PER_CALL;
-            for (size_t px = 0; px < num_px; px++)
+            for (size_t px = 0; px < num_px; px++) {
+                size_t ox = ox0 + px;
+                if (row_inside && ox * g->sw >= g->pl &&
+                    ox * g->sw - g->pl + (g->kw - 1) * g->dw < g->iw) {
+                    /* The whole window is inside the image: its taps are fixed offsets from
+                     * the top-left one (no per-tap bounds checks). */
+                    const float *base =
+                        j->x +
+                        ((n * g->ih + (oy * g->sh - g->pt)) * g->iw + (ox * g->sw - g->pl)) * g->ic;
+                    for (size_t t = 0; t < taps; t++)
+                        ptrs[px * taps + t] = base + j->tap_offset[t];
+                    continue;
+                }
                 for (size_t ky = 0; ky < g->kh; ky++)
                     for (size_t kx = 0; kx < g->kw; kx++)
                         ptrs[px * taps + ky * g->kw + kx] =
-                            tap_pointer(g, j->x, j->zero, n, oy, ox0 + px, ky, kx);
+                            tap_pointer(g, j->x, j->zero, n, oy, ox, ky, kx);
+            }
             float *out = j->y + (row * g->ow + ox0) * g->oc;
             j->ukernel(num_px, g->oc, j->cp, taps, ptrs, j->packed, out, &j->act);
             if (g->has_res)
@@ -534,6 +553,13 @@ ks_status ks__arm_dw_run(ks__kernel_ctx *ctx, ks__arm_dw_ukernel ukernel) {
     j.packed = (const float *)ctx->packed;
     j.zero = j.packed + j.cp * (1 + j.g.kh * j.g.kw);
     j.scratch = (char *)ctx->scratch;
+    size_t tap_offset[DW_MAX_FAST_TAPS];
+    if (j.g.kh * j.g.kw <= DW_MAX_FAST_TAPS) {
+        for (size_t ky = 0; ky < j.g.kh; ky++)
+            for (size_t kx = 0; kx < j.g.kw; kx++)
+                tap_offset[ky * j.g.kw + kx] = (ky * j.g.dh * j.g.iw + kx * j.g.dw) * j.g.ic;
+        j.tap_offset = tap_offset;
+    }
     ks__parallel_for(ctx->pool, j.g.n * j.g.oh, 1, dw_range, &j);
     return KS_STATUS_OK;
 }
