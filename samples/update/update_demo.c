@@ -267,7 +267,9 @@ int main(int argc, char **argv) {
     double frame_ms[MAX_FRAMES], worst = 0;
     int frames_with_face = 0, late = 0;
     uint64_t last_gen = 0;
-    const char *last_effect = ks_effect_get_info(effect)->id;
+    /* A copy: the id lives in the effect, which a swap destroys. */
+    char last_effect[256];
+    snprintf(last_effect, sizeof(last_effect), "%s", ks_effect_get_info(effect)->id);
     double next_tick = now_ms();
     for (int i = 0; i < a.num_frames; i++) {
         if (fps > 0) { /* a camera delivers a frame every 1/fps s */
@@ -327,7 +329,7 @@ int main(int argc, char **argv) {
                     faces->count ? faces->items[0].num_landmarks : 0,
                     (unsigned long long)ts.model_generation, eid, frame_ms[i]);
             last_gen = ts.model_generation;
-            last_effect = eid;
+            snprintf(last_effect, sizeof(last_effect), "%s", eid);
         }
         ks_face_meshes_release(faces);
         atomic_store(&a.frame, i + 1);
