@@ -1,6 +1,6 @@
 // The browser's door to Kestrel's C runtime (editor/wasm/glue.c, compiled by Emscripten).
-// Every call goes to the same C code as the native SDK: the validator, the face landmarker and
-// the GLES 3 renderer running on WebGL 2.
+// Every call goes to the same C code as the native SDK: the validator, the face landmarker, the
+// selfie segmenter and the GLES 3 renderer running on WebGL 2.
 
 export interface ValidationMessage {
   path: string; // JSON path in manifest.json ("layers[2].anchor.scale"), "" when none
@@ -18,6 +18,8 @@ export interface Validation {
 }
 export interface Timings {
   detect_ms: number;
+  segment_ms: number; // the last segmenter run (the photo's mask is made once)
+  mask: number; // 1: the last render had a person mask
   render_ms: number;
   render_cpu_ms: number;
   layers_drawn: number;
@@ -25,6 +27,8 @@ export interface Timings {
   faces: number;
   landmarker_calls?: number;
   landmarker_total_ms?: number;
+  segmenter_calls?: number;
+  segmenter_total_ms?: number;
 }
 export interface Face {
   id: number;
@@ -103,15 +107,21 @@ export class Kestrel {
     if (st !== 0) throw new Error(this.lastError());
   }
 
+  // Fetches a bundle of gen/models/ into the module's file system (/models), once.
+  private async writeModel(base: string, name: string): Promise<void> {
+    if (this.modelsWritten.has(name)) return;
+    const r = await fetch(`${base}gen/models/${name}`);
+    if (!r.ok) throw new Error(`${name}: HTTP ${r.status}`);
+    const data = new Uint8Array(await r.arrayBuffer());
+    if (!this.modelsWritten.size) this.m.FS.mkdir("/models");
+    this.m.FS.writeFile(`/models/${name}`, data);
+    this.modelsWritten.add(name);
+  }
+  private modelsWritten = new Set<string>();
+
   // Writes the landmarker bundle into the module's file system and creates the landmarker.
   async createLandmarker(base: string, video: boolean, maxFaces: number): Promise<void> {
-    if (!this.modelsWritten) {
-      const r = await fetch(`${base}gen/models/face_landmarker.ksb`);
-      if (!r.ok) throw new Error(`face_landmarker.ksb: HTTP ${r.status}`);
-      this.m.FS.mkdir("/models");
-      this.m.FS.writeFile("/models/face_landmarker.ksb", new Uint8Array(await r.arrayBuffer()));
-      this.modelsWritten = true;
-    }
+    await this.writeModel(base, "face_landmarker.ksb");
     const st = this.m.ccall(
       "ksw_landmarker_create",
       "number",
@@ -120,20 +130,40 @@ export class Kestrel {
     );
     if (st !== 0) throw new Error(this.lastError());
   }
-  private modelsWritten = false;
 
-  // Runs the landmarker and renders the effect over `rgba` into the canvas. Returns the number
-  // of faces. With readback, the rendered RGBA8 frame is returned too.
-  frame(rgba: Uint8ClampedArray, w: number, h: number, tUs: number, detect: boolean, readback = false) {
+  // Writes the selfie segmenter bundle and creates the segmenter (the person mask of background
+  // layers), as ks-ar does.
+  async createSegmenter(base: string, video: boolean): Promise<void> {
+    await this.writeModel(base, "selfie_segmenter.ksb");
+    const st = this.m.ccall("ksw_segmenter_create", "number", ["string", "number"], ["/models", video ? 1 : 0]);
+    if (st !== 0) throw new Error(this.lastError());
+  }
+
+  // Whether the loaded effect requires a person mask ("segmentation": background layers).
+  needsMask(): boolean {
+    return this.m.ccall("ksw_effect_needs_mask", "number", [], []) === 1;
+  }
+  clearMask(): void {
+    this.m.ccall("ksw_clear_mask", null, [], []);
+  }
+
+  // Runs the landmarker (detect) and the segmenter (segment; the mask is kept for later renders
+  // until the next segment or clearMask) and renders the effect over `rgba` into the canvas.
+  // Returns the number of faces and, when the segmenter failed, its message (the frame is then
+  // rendered without a mask). With readback, the rendered RGBA8 frame is returned too.
+  frame(rgba: Uint8ClampedArray, w: number, h: number, tUs: number, detect: boolean, readback = false, segment = false) {
     const n = w * h * 4;
     const p = this.m._malloc(n * (readback ? 2 : 1));
     try {
       this.m.HEAPU8.set(rgba, p);
       let faces = 0;
+      let maskError = "";
       if (detect) {
         faces = this.m.ccall("ksw_detect", "number", ["number", "number", "number", "number"], [p, w, h, tUs]);
         if (faces < 0) throw new Error(this.lastError());
       }
+      if (segment && this.m.ccall("ksw_segment", "number", ["number", "number", "number", "number"], [p, w, h, tUs]) !== 0)
+        maskError = this.lastError();
       this.m.GL.makeContextCurrent(this.glHandle);
       const st = this.m.ccall(
         "ksw_render",
@@ -143,7 +173,7 @@ export class Kestrel {
       );
       if (st !== 0) throw new Error(this.lastError());
       const out = readback ? this.m.HEAPU8.slice(p + n, p + 2 * n) : undefined;
-      return { faces, out };
+      return { faces, out, maskError };
     } finally {
       this.m._free(p);
     }

@@ -22,6 +22,14 @@ let lastFaces: number[][] = [];
 // A still photo's faces are found once (when the photo or the landmarker changes); edits only
 // re-render with them.
 let facesFresh = false;
+// The selfie segmenter (background layers' person mask), made like the landmarker: IMAGE mode for
+// photos, VIDEO for the camera. When it cannot be made, segmenterError says why, the preview
+// renders without a mask (background layers draw nothing) and the rest works as before.
+let segmenterMode: "image" | "video" | "" = "";
+let segmenterError = "";
+// The photo's mask is made once too (when the photo or the segmenter changes), and only while
+// the effect needs one.
+let maskFresh = false;
 
 function status(text: string, error = false): void {
   const s = $("#status");
@@ -73,6 +81,24 @@ async function ensureLandmarker(mode: "image" | "video"): Promise<void> {
   landmarkerFaces = maxFaces;
 }
 
+async function ensureSegmenter(mode: "image" | "video"): Promise<void> {
+  if (segmenterError || segmenterMode === mode) return;
+  try {
+    await ks.createSegmenter(BASE, mode === "video");
+    segmenterMode = mode;
+  } catch (e) {
+    segmenterMode = "";
+    segmenterError = String(e instanceof Error ? e.message : e);
+    status(`no person mask: the segmenter failed (${segmenterError}); background layers draw nothing`, true);
+  }
+  maskFresh = false;
+}
+
+async function ensureModels(mode: "image" | "video"): Promise<void> {
+  await ensureLandmarker(mode);
+  await ensureSegmenter(mode);
+}
+
 async function loadPhoto(blob: Blob): Promise<void> {
   // No colour management: the pixels are the file's, as the native tools read them.
   const bmp = await createImageBitmap(blob, { colorSpaceConversion: "none", premultiplyAlpha: "none" });
@@ -83,6 +109,8 @@ async function loadPhoto(blob: Blob): Promise<void> {
   g.drawImage(bmp, 0, 0);
   frameSource = { rgba: g.getImageData(0, 0, c.width, c.height).data, w: c.width, h: c.height };
   facesFresh = false;
+  maskFresh = false;
+  ks.clearMask();
   stopWebcam();
   for (const id of ["#preview", "#overlay"]) {
     const cv = $<HTMLCanvasElement>(id);
@@ -101,10 +129,15 @@ function stopWebcam(): void {
 function renderStill(readback = false): Uint8Array | undefined {
   if (!frameSource || !validation.ok) return undefined;
   const { rgba, w, h } = frameSource;
-  const r = ks.frame(rgba, w, h, 0, !facesFresh, readback);
+  const segment = !maskFresh && segmenterMode === "image" && ks.needsMask();
+  const r = ks.frame(rgba, w, h, 0, !facesFresh, readback, segment);
   if (!facesFresh) {
     lastFaces = ks.faces().map((f) => f.landmarks);
     facesFresh = true;
+  }
+  if (segment) {
+    maskFresh = true; // a failed run is not retried for this photo: its message stays shown
+    if (r.maskError) status(`no person mask: ${r.maskError}`, true);
   }
   showTimings();
   drawOverlay();
@@ -113,8 +146,14 @@ function renderStill(readback = false): Uint8Array | undefined {
 
 function showTimings(fps?: number): void {
   const t = ks.timings();
+  // The segmenter's figure only while the effect needs a mask (else it does not run).
+  const seg = !ks.needsMask()
+    ? ""
+    : t.mask
+      ? ` · segmenter ${t.segment_ms.toFixed(1)} ms`
+      : ` · no person mask${segmenterError ? ` (segmenter: ${segmenterError})` : ""}`;
   $("#timings").textContent =
-    `faces ${t.faces} · landmarker ${t.detect_ms.toFixed(1)} ms · render ${t.render_ms.toFixed(1)} ms` +
+    `faces ${t.faces} · landmarker ${t.detect_ms.toFixed(1)} ms${seg} · render ${t.render_ms.toFixed(1)} ms` +
     ` (${t.layers_drawn} layer draws, ${t.passes} passes)` + (fps ? ` · ${fps.toFixed(1)} fps` : "");
 }
 
@@ -134,7 +173,7 @@ async function startWebcam(): Promise<void> {
   video.muted = true;
   await video.play();
   webcam = { video, stream };
-  await ensureLandmarker("video");
+  await ensureModels("video");
   ks.reset();
   const c = document.createElement("canvas");
   const g = c.getContext("2d", { willReadFrequently: true })!;
@@ -156,7 +195,9 @@ async function startWebcam(): Promise<void> {
       g.drawImage(video, 0, 0);
       const rgba = g.getImageData(0, 0, w, h).data;
       try {
-        ks.frame(rgba, w, h, performance.now() * 1000, true);
+        const segment = segmenterMode === "video" && ks.needsMask();
+        const r = ks.frame(rgba, w, h, performance.now() * 1000, true, false, segment);
+        if (r.maskError) status(`no person mask: ${r.maskError}`, true);
         lastFaces = ks.faces().map((f) => f.landmarks);
         frames++;
         const now = performance.now();
@@ -536,7 +577,7 @@ function changed(): void {
     refreshQueued = false;
     refresh();
     if (frameSource && !webcam) {
-      await ensureLandmarker("image");
+      await ensureModels("image");
       renderStill();
     }
     await autosave(project.snapshot());
@@ -739,7 +780,7 @@ async function main(): Promise<void> {
   await templates();
   ks = await Kestrel.create(BASE, $<HTMLCanvasElement>("#preview"));
   await loadPhoto(await (await fetch(`${BASE}gen/images/astronaut.png`)).blob());
-  await ensureLandmarker("image");
+  await ensureModels("image");
   const saved = await loadAutosave().catch(() => null);
   if (saved) {
     openSnapshot(saved, true);
@@ -775,6 +816,21 @@ async function main(): Promise<void> {
       for (let i = 0; i < x.length; i += 4) if (x[i] !== y[i] || x[i + 1] !== y[i + 1] || x[i + 2] !== y[i + 2]) n++;
       return n;
     },
+    // Pixels whose RGB differ by more than tol between snapshots a and b, inside the box
+    // [x, y, w, h] and outside it, with the pixel counts: {inside, insideTotal, outside, outsideTotal}.
+    diffBox: (a: string, b: string, box: number[], tol: number) => {
+      const x = snaps.get(a)!, y = snaps.get(b)!, w = frameSource!.w;
+      const r = { inside: 0, insideTotal: 0, outside: 0, outsideTotal: 0 };
+      for (let i = 0; i < x.length; i += 4) {
+        const px = (i / 4) % w, py = Math.floor(i / 4 / w);
+        const inBox = px >= box[0] && px < box[0] + box[2] && py >= box[1] && py < box[1] + box[3];
+        const m = Math.max(Math.abs(x[i] - y[i]), Math.abs(x[i + 1] - y[i + 1]), Math.abs(x[i + 2] - y[i + 2]));
+        const d = m > tol ? 1 : 0;
+        if (inBox) (r.inside += d), r.insideTotal++;
+        else (r.outside += d), r.outsideTotal++;
+      }
+      return r;
+    },
     // PSNR (dB, RGB) of snapshot `key` against a PNG (base64), decoded without colour management.
     psnrPng: async (key: string, b64: string) => {
       const px = snaps.get(key)!;
@@ -798,6 +854,7 @@ async function main(): Promise<void> {
     },
     openBytes: (a: number[], label: string) => openBytes(new Uint8Array(a), label),
     timings: () => ks.timings(),
+    segmenterError: () => segmenterError,
     faces: () => lastFaces,
     landmarkerBench: async (n: number) => {
       // VIDEO-mode landmarker time per frame on the photo (tracking: the detector runs once).
@@ -810,6 +867,19 @@ async function main(): Promise<void> {
       }
       landmarkerMode = "";
       await ensureLandmarker("image");
+      return times;
+    },
+    segmenterBench: async (n: number) => {
+      // VIDEO-mode segmenter time per frame on the photo (with background_beach loaded).
+      await ensureSegmenter("video");
+      const { rgba, w, h } = frameSource!;
+      const times: number[] = [];
+      for (let i = 0; i < n; i++) {
+        ks.frame(rgba, w, h, i * 33333, false, false, true);
+        times.push(ks.timings().segment_ms);
+      }
+      segmenterMode = "";
+      await ensureSegmenter("image");
       return times;
     },
     // Faces of the photo are searched again at the next render (a new landmarker run).

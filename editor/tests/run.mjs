@@ -197,7 +197,7 @@ test("open_each_template_validates_and_previews", async ({ page }) => {
     assert(t.faces >= 1 || s === "vintage_lut" || s === "background_beach", `${s}: a face found (${t.faces})`);
     const px = await canvas(page);
     const d = await diffPixels(page, px, photo);
-    if (s !== "background_beach") assert(d > 100, `${s} changes the photo (${d} pixels)`);
+    assert(d > 100, `${s} changes the photo (${d} pixels)`);
   }
 }, { slow: true });
 
@@ -244,9 +244,8 @@ for (const [kind, [sample, layerName, steps, check]] of Object.entries(kindEdits
     assert(check(m.layers[i]), `${kind}: ${JSON.stringify(m.layers[i])}`);
     const v = await page.evaluate(() => window.__studio.validation());
     assert(v.ok, `still valid: ${JSON.stringify(v.messages)}`);
-    // (no person mask in the page yet: a background layer draws nothing, edited or not)
     const d = await diffPixels(page, await canvas(page), before);
-    if (kind !== "background") assert(d > 50, `${kind} edit changes the preview (${d} pixels)`);
+    assert(d > 50, `${kind} edit changes the preview (${d} pixels)`);
   }, { slow: !["sticker", "makeup"].includes(kind) });
 }
 
@@ -378,9 +377,8 @@ test("round_trip_each_sample_manifest_and_native_render", async ({ page }) => {
     const me = JSON.parse(strFromU8(unzipSync(fs.readFileSync(out))["manifest.json"]));
     assert(JSON.stringify(mo) === JSON.stringify(me), `${s}: manifest semantically equal`);
     const a = path.join(TMP, `${s}-orig.png`), b = path.join(TMP, `${s}-rt.png`);
-    const extra = s === "background_beach" ? ["--no-mask"] : [];
-    nativeRender(orig, a, extra);
-    nativeRender(out, b, extra);
+    nativeRender(orig, a);
+    nativeRender(out, b);
     assert(fs.readFileSync(a).equals(fs.readFileSync(b)), `${s}: native renders identical`);
   }
 }, { slow: true });
@@ -440,14 +438,74 @@ for (const s of SAMPLES) {
     if (!haveNative()) throw new Skip(`no native build at ${NATIVE}`);
     await openTemplate(page, s);
     const ref = path.join(TMP, `${s}-native.png`);
-    // The page has no segmenter yet: background layers draw nothing there, and natively with
-    // --no-mask (docs/editor.md).
-    nativeRender(path.join(DIST, "gen/samples", `${s}.kfx`), ref, s === "background_beach" ? ["--no-mask"] : []);
+    // background_beach: the page's WASM selfie segmenter against ks-ar's native one (each makes
+    // its own person mask, as each finds its own faces).
+    nativeRender(path.join(DIST, "gen/samples", `${s}.kfx`), ref);
     const db = await psnrVsPng(page, ref);
     figures.push(`FIDELITY ${s}: ${db.toFixed(2)} dB`);
     assert(db >= PSNR_MIN, `${s}: ${db.toFixed(2)} dB >= ${PSNR_MIN}`);
   });
 }
+
+// The face's box from the page's landmarks, shrunk by `inset` of its size on each side.
+async function faceBox(page, inset) {
+  const faces = await page.evaluate(() => window.__studio.faces());
+  assert(faces.length >= 1, "a face on the photo");
+  const xs = faces[0].filter((_, i) => i % 2 === 0), ys = faces[0].filter((_, i) => i % 2 === 1);
+  const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
+  const [w, h] = [x1 - x0, y1 - y0];
+  return [x0 + inset * w, y0 + inset * h, w * (1 - 2 * inset), h * (1 - 2 * inset)];
+}
+
+test("background_layer_uses_the_person_mask", async ({ page }) => {
+  // background_beach on the astronaut: with the WASM segmenter's mask the beach replaces the
+  // background while the face (person) stays the photo's; without a mask the layer draws nothing.
+  await page.evaluate(() => window.__studio.snapPhoto("photo"));
+  await openTemplate(page, "background_beach");
+  const t = await page.evaluate(() => window.__studio.timings());
+  assert(t.mask === 1 && t.segment_ms > 0 && t.segmenter_calls >= 1, `the render had a mask: ${JSON.stringify(t)}`);
+  const text = await page.textContent("#timings");
+  assert(/segmenter \d+\.\d ms/.test(text), `segmenter time shown: ${text}`);
+  const box = await faceBox(page, 0.2);
+  const r = await page.evaluate(([k, b]) => window.__studio.diffBox(k, "photo", b, 24), [await canvas(page), box]);
+  figures.push(`background_beach with the WASM mask: ${(100 * r.outside / r.outsideTotal).toFixed(1)}% of the pixels outside the face changed, ${(100 * r.inside / r.insideTotal).toFixed(1)}% inside; segmenter ${t.segment_ms.toFixed(1)} ms (IMAGE mode, 512x512)`);
+  assert(r.inside <= 0.02 * r.insideTotal, `the face stays the photo's (${r.inside}/${r.insideTotal} changed)`);
+  assert(r.outside >= 0.3 * r.outsideTotal, `the background is replaced (${r.outside}/${r.outsideTotal} changed)`);
+  // a layer of another kind needs no mask: the segmenter does not run, the timings say so
+  await page.click("#home-btn");
+  await openTemplate(page, "lipstick");
+  const t2 = await page.evaluate(() => window.__studio.timings());
+  assert(t2.mask === 0 && t2.segmenter_calls === t.segmenter_calls, `no mask for lipstick: ${JSON.stringify(t2)}`);
+});
+
+test("segmenter_missing_keeps_the_rest_working", async () => {
+  // Without the segmenter bundle the page says why, background layers draw nothing (as without
+  // a mask natively) and everything else works.
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  try {
+    await ctx.route("**/gen/models/selfie_segmenter.ksb", (route) => route.fulfill({ status: 404, body: "" }));
+    const page = await ctx.newPage();
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    await page.goto(URL_);
+    await page.waitForFunction(() => window.__studio?.ready, null, { timeout: 60000 });
+    const err = await page.evaluate(() => window.__studio.segmenterError());
+    assert(/selfie_segmenter\.ksb: HTTP 404/.test(err), `segmenter error recorded: ${err}`);
+    assert(/no person mask/.test(await page.textContent("#status")), "the status line says there is no mask");
+    await page.evaluate(() => window.__studio.snapPhoto("photo"));
+    await openTemplate(page, "background_beach");
+    const text = await page.textContent("#timings");
+    assert(/no person mask \(segmenter: .*HTTP 404/.test(text), `timings line says why: ${text}`);
+    assert((await diffPixels(page, await canvas(page), "photo")) === 0, "background layer draws nothing without a mask");
+    await page.click("#home-btn");
+    await openTemplate(page, "lipstick");
+    const t = await page.evaluate(() => window.__studio.timings());
+    assert(t.faces >= 1 && (await diffPixels(page, await canvas(page), "photo")) > 100, "lipstick still previews");
+    assert(errors.length === 0, `no page errors: ${errors.join("; ")}`);
+  } finally {
+    await ctx.close();
+  }
+}, { slow: true });
 
 test("webcam_fake_device_runs_landmarker_and_renderer", async () => {
   // A y4m of the astronaut photo as the fake camera.
@@ -485,6 +543,14 @@ test("webcam_fake_device_runs_landmarker_and_renderer", async () => {
     const t = await s.page.evaluate(() => window.__studio.timings());
     assert(t.faces >= 1, `a face in the camera frames (${t.faces})`);
     figures.push(`webcam (fake y4m camera, VIDEO mode): landmarker ${t.detect_ms.toFixed(1)} ms, render ${t.render_ms.toFixed(1)} ms, ${await s.page.textContent("#timings")}`);
+    // a background layer on the camera: the VIDEO-mode segmenter runs on every frame
+    await s.page.click("#home-btn");
+    await openTemplate(s.page, "background_beach");
+    const n = await s.page.evaluate(() => window.__studio.webcamFrames);
+    await s.page.waitForFunction((n) => window.__studio.webcamFrames >= n + 3, n, { timeout: 30000 });
+    const t2 = await s.page.evaluate(() => window.__studio.timings());
+    assert(t2.mask === 1 && t2.segment_ms > 0, `the camera frames have a person mask: ${JSON.stringify(t2)}`);
+    figures.push(`webcam + background_beach: segmenter ${t2.segment_ms.toFixed(1)} ms, ${await s.page.textContent("#timings")}`);
   } finally {
     await cam.close();
   }
@@ -495,6 +561,15 @@ test("landmarker_video_mode_timing", async ({ page }) => {
   const steady = times.slice(3).sort((a, b) => a - b);
   const med = steady[Math.floor(steady.length / 2)];
   figures.push(`WASM face landmarker, VIDEO mode, astronaut 512x512: median ${med.toFixed(1)} ms/frame (frames 4-8; first ${times[0].toFixed(1)} ms)`);
+  assert(med > 0 && times.every((t) => t > 0), "timed");
+}, { slow: true });
+
+test("segmenter_video_mode_timing", async ({ page }) => {
+  await openTemplate(page, "background_beach");
+  const times = await page.evaluate(() => window.__studio.segmenterBench(8));
+  const steady = times.slice(3).sort((a, b) => a - b);
+  const med = steady[Math.floor(steady.length / 2)];
+  figures.push(`WASM selfie segmenter, VIDEO mode, astronaut 512x512: median ${med.toFixed(1)} ms/frame (frames 4-8; first ${times[0].toFixed(1)} ms)`);
   assert(med > 0 && times.every((t) => t > 0), "timed");
 }, { slow: true });
 

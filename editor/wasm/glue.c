@@ -1,7 +1,7 @@
 /* The effect editor's WebAssembly glue (docs/editor.md): a flat C API over the effect reader and
- * validator, the face landmarker and the GLES 3 renderer, called from TypeScript
- * (editor/src/kestrel.ts) through Emscripten's ccall. Nothing here is new logic: each function
- * is the browser's door to the same call the native `ks-ar` tool makes.
+ * validator, the face landmarker, the selfie segmenter and the GLES 3 renderer, called from
+ * TypeScript (editor/src/kestrel.ts) through Emscripten's ccall. Nothing here is new logic: each
+ * function is the browser's door to the same call the native `ks-ar` tool makes.
  *
  * Conventions: functions return a ks_status (0 = OK); the message of the last failure is in
  * ksw_last_error(). Strings returned (JSON) live in a static buffer until the next call of the
@@ -21,6 +21,7 @@
 #include "kestrel/effect.h"
 #include "kestrel/face.h"
 #include "kestrel/kestrel.h"
+#include "kestrel/segment.h"
 #include "kestrel/vision.h"
 
 #if defined(__EMSCRIPTEN__)
@@ -40,7 +41,10 @@ typedef struct ksw_state {
     ks_face_meshes *meshes; /* last ksw_detect result, kept for ksw_render */
     ks_ar_face faces[KS_AR_MAX_FACES];
     uint32_t num_faces;
-    double detect_ms, render_ms, upload_ms;
+    ks_segmenter *seg;
+    ks_segmentation *mask; /* last ksw_segment result, kept for ksw_render */
+    double detect_ms, segment_ms, render_ms, upload_ms;
+    int last_render_mask; /* the last ksw_render had a person mask */
     char error[1024];
 } ksw_state;
 
@@ -216,6 +220,65 @@ KSW_EXPORT int ksw_landmarker_create(const char *models_dir, int video, int max_
     return KS_STATUS_OK;
 }
 
+/* Creates the selfie segmenter (general model, selfie_segmenter.ksb) from models_dir, with the
+ * desc `ks-ar` uses (ar_render/tools/ks-ar.c): u8 mask at the image's size, one thread.
+ * video != 0: VIDEO mode (the mask is smoothed over time). The kept mask is dropped. */
+KSW_EXPORT int ksw_segmenter_create(const char *models_dir, int video) {
+    ks_segmentation_release(g.mask);
+    g.mask = NULL;
+    ks_segmenter_destroy(g.seg);
+    g.seg = NULL;
+    ks_status st = ks_set_models_dir(models_dir);
+    if (st) return fail(st, "models dir", models_dir);
+    ks_segmenter_desc d = {
+        .task = {.mode = video ? KS_MODE_VIDEO : KS_MODE_IMAGE, .num_threads = 1}, .output_u8 = 1};
+    st = ks_segmenter_create(&d, &g.seg);
+    if (st) return fail(st, "segmenter", ks_last_error(NULL));
+    return KS_STATUS_OK;
+}
+
+/* 1 when the loaded effect asks for a person mask (its manifest requires "segmentation", as
+ * background layers do), else 0: ks-ar runs the segmenter under the same condition. */
+KSW_EXPORT int ksw_effect_needs_mask(void) {
+    if (!g.fx) return 0;
+    const ks_effect_info *info = ks_effect_get_info(g.fx);
+    return (info->required_capabilities & (1u << KS_EFFECT_CAP_SEGMENTATION)) ? 1 : 0;
+}
+
+/* Segments a tight RGBA8 frame; the mask is kept for ksw_render (which uses it for a frame of
+ * the same size while the loaded effect needs a mask). On failure no mask is kept. */
+KSW_EXPORT int ksw_segment(const uint8_t *rgba, int width_px, int height_px, double timestamp_us) {
+    ks_segmentation_release(g.mask);
+    g.mask = NULL;
+    if (!g.seg) return fail(KS_STATUS_INVALID_ARGUMENT, "segment", "no segmenter");
+    if (!rgba || width_px < 1 || height_px < 1 || width_px > 8192 || height_px > 8192)
+        return fail(KS_STATUS_INVALID_ARGUMENT, "segment", "bad frame");
+    ks_image img = {.format = KS_PIXEL_FORMAT_RGBA,
+                    .width_px = width_px,
+                    .height_px = height_px,
+                    .planes = {rgba},
+                    .stride_bytes = {width_px * 4}};
+    double t0 = now_ms();
+    ks_status st = ks_segment(g.seg, &img, (int64_t)timestamp_us, &g.mask);
+    g.segment_ms = now_ms() - t0;
+    if (st) {
+        g.mask = NULL;
+        return fail(st, "segment", ks_last_error(g.seg));
+    }
+    if (!g.mask->mask_u8) {
+        ks_segmentation_release(g.mask);
+        g.mask = NULL;
+        return fail(KS_STATUS_INTERNAL, "segment", "no u8 mask");
+    }
+    return KS_STATUS_OK;
+}
+
+/* Drops the mask of the last ksw_segment (the preview then renders without a person mask). */
+KSW_EXPORT void ksw_clear_mask(void) {
+    ks_segmentation_release(g.mask);
+    g.mask = NULL;
+}
+
 /* Runs the face landmarker on a tight RGBA8 frame; the faces are kept for ksw_render.
  * Returns the number of faces (>= 0) or -status. */
 KSW_EXPORT int ksw_detect(const uint8_t *rgba, int width_px, int height_px, double timestamp_us) {
@@ -247,9 +310,11 @@ KSW_EXPORT void ksw_clear_faces(void) {
     g.num_faces = 0;
 }
 
-/* Renders the loaded effect over a tight RGBA8 frame with the faces of the last ksw_detect,
- * into the canvas (the default framebuffer) and, when readback is not NULL, also into
- * readback (width * height * 4 bytes, row 0 = top). */
+/* Renders the loaded effect over a tight RGBA8 frame with the faces of the last ksw_detect and,
+ * when the effect needs one, the mask of the last ksw_segment (if it was made from a frame of
+ * this size; else no mask: background layers draw nothing), into the canvas (the default
+ * framebuffer) and, when readback is not NULL, also into readback (width * height * 4 bytes,
+ * row 0 = top). */
 KSW_EXPORT int ksw_render(const uint8_t *rgba, int width_px, int height_px, double timestamp_us,
                           uint8_t *readback) {
     if (!g.ar) return fail(KS_STATUS_INVALID_ARGUMENT, "render", "no effect loaded");
@@ -259,7 +324,13 @@ KSW_EXPORT int ksw_render(const uint8_t *rgba, int width_px, int height_px, doub
                          .pixels = rgba,
                          .num_faces = g.num_faces,
                          .faces = g.faces};
+    if (g.mask && ksw_effect_needs_mask() && g.mask->image_width_px == width_px &&
+        g.mask->image_height_px == height_px)
+        frame.mask = (ks_ar_mask){.pixels = g.mask->mask_u8,
+                                  .width_px = g.mask->width_px,
+                                  .height_px = g.mask->height_px};
     ks_ar_output out = {.to_framebuffer = 1, .framebuffer = 0, .pixels = readback};
+    g.last_render_mask = frame.mask.pixels != NULL;
     double t0 = now_ms();
     ks_status st = ks_ar_render(g.ar, &frame, &out);
     g.render_ms = now_ms() - t0;
@@ -279,21 +350,28 @@ KSW_EXPORT void ksw_reset(void) {
     if (g.ar) ks_ar_reset(g.ar);
 }
 
-/* {"detect_ms":..,"render_ms":..,"layers_drawn":..,"passes":..,"faces":..,"landmarker":{..}} */
+/* {"detect_ms":..,"segment_ms":..,"render_ms":..,"render_cpu_ms":..,"layers_drawn":..,
+ *  "passes":..,"faces":..,"mask":0|1,"landmarker_*":..,"segmenter_*":..} (segment_ms: the last
+ * ksw_segment; mask: whether the last ksw_render had a person mask) */
 KSW_EXPORT const char *ksw_timings_json(void) {
     jbuf b = {g_json, sizeof(g_json), 0, 0};
     ks_ar_stats s = {0};
     if (g.ar) ks_ar_get_stats(g.ar, &s);
     jb_printf(&b,
-              "{\"detect_ms\":%.3f,\"render_ms\":%.3f,\"render_cpu_ms\":%.3f,\"layers_drawn\":%u,"
-              "\"passes\":%u,\"faces\":%u",
-              g.detect_ms, g.render_ms, s.cpu_ms, (unsigned)s.num_layers_drawn,
-              (unsigned)s.num_passes, (unsigned)g.num_faces);
+              "{\"detect_ms\":%.3f,\"segment_ms\":%.3f,\"render_ms\":%.3f,\"render_cpu_ms\":%.3f,"
+              "\"layers_drawn\":%u,\"passes\":%u,\"faces\":%u,\"mask\":%d",
+              g.detect_ms, g.segment_ms, g.render_ms, s.cpu_ms, (unsigned)s.num_layers_drawn,
+              (unsigned)s.num_passes, (unsigned)g.num_faces, g.last_render_mask);
     ks_task_stats ts;
     if (g.lm && ks_face_landmarker_stats(g.lm, &ts) == KS_STATUS_OK)
         jb_printf(&b,
                   ",\"landmarker_calls\":%llu,\"landmarker_total_ms\":%.3f,"
                   "\"landmarker_inference_ms\":%.3f",
+                  (unsigned long long)ts.num_calls, ts.total_ms, ts.inference_ms);
+    if (g.seg && ks_segmenter_stats(g.seg, &ts) == KS_STATUS_OK)
+        jb_printf(&b,
+                  ",\"segmenter_calls\":%llu,\"segmenter_total_ms\":%.3f,"
+                  "\"segmenter_inference_ms\":%.3f",
                   (unsigned long long)ts.num_calls, ts.total_ms, ts.inference_ms);
     jb_printf(&b, "}");
     return g_json;

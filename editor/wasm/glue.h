@@ -27,7 +27,17 @@ int ksw_landmarker_create(const char *models_dir, int video, int max_faces, int 
 /* Faces of a tight RGBA8 frame, kept for ksw_render: returns their count, or -status. */
 int ksw_detect(const uint8_t *rgba, int width_px, int height_px, double timestamp_us);
 void ksw_clear_faces(void);
-/* Renders into the canvas; readback (width*height*4 bytes) may be NULL. */
+/* Selfie segmenter (selfie_segmenter.ksb in models_dir), as ks-ar makes it: u8 mask at the
+ * image's size. video != 0: VIDEO mode (mask smoothing; timestamps must increase). */
+int ksw_segmenter_create(const char *models_dir, int video);
+/* 1 when the loaded effect requires "segmentation" (background layers), else 0. */
+int ksw_effect_needs_mask(void);
+/* Person mask of a tight RGBA8 frame, kept for ksw_render (used there for a frame of the same
+ * size while the effect needs a mask). On failure no mask is kept. */
+int ksw_segment(const uint8_t *rgba, int width_px, int height_px, double timestamp_us);
+void ksw_clear_mask(void);
+/* Renders into the canvas with the kept faces and mask; readback (width*height*4 bytes) may be
+ * NULL. */
 int ksw_render(const uint8_t *rgba, int width_px, int height_px, double timestamp_us,
                uint8_t *readback);
 int ksw_enter_state(const char *state);
