@@ -94,7 +94,7 @@ static void ks_f32_gemm__neon_8x8(size_t mr, size_t nc, size_t kc, size_t ks, co
 #undef STORE
 }
 
-static const ks__arm_gemm_config k_gemm_8x8 = {MR, NR, ks_f32_gemm__neon_8x8};
+static const ks__arm_gemm_config k_gemm_8x8 = {MR, NR, ks_f32_gemm__neon_8x8, 0};
 
 static double gemm_cost(const ks__kernel_ctx *ctx) {
     return ks__arm_gemm_cost(ctx, &k_gemm_8x8);

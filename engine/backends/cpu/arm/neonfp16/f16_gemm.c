@@ -173,7 +173,7 @@ typedef struct f16_conv {
  * that one runs (float activations, constant weights and bias, groups 1) but for a fused
  * residual add, which f16_supported refuses (the fp32 GEMM adds it after its microkernel; this
  * kernel does not). Its mr/nr only bound the packed size there. */
-static const ks__arm_gemm_config k_probe = {MR, NR, NULL};
+static const ks__arm_gemm_config k_probe = {MR, NR, NULL, 0};
 
 static size_t one_if_zero(int32_t v) {
     return v <= 0 ? 1 : (size_t)v;
