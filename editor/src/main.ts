@@ -2,8 +2,9 @@
 // the per-kind fields schema.ts. Everything the page shows of an effect comes from the C code:
 // validation messages from the C validator, the preview from the C renderer on WebGL 2.
 import { Kestrel, Validation } from "./kestrel";
-import { Project, Snapshot, emptyProject, packKfx, unpackKfx, HISTORY_LIMIT } from "./project";
+import { Project, Snapshot, emptyProject, packKfx, unpackKfx, imageSize, HISTORY_LIMIT } from "./project";
 import { LAYER_FIELDS, LAYER_KINDS, Field, getPath, setPath, newLayer } from "./schema";
+import { StickerBox, stickerBox, movedOffset, draggedScale, insideBox } from "./handles";
 
 const BASE = new URL(".", document.baseURI).href;
 const SAMPLES = ["cat_ears", "glasses_3d", "lipstick", "face_paint", "vintage_lut", "background_beach"];
@@ -14,7 +15,9 @@ let project = new Project(emptyProject());
 let selected = -1;
 let validation: Validation = { ok: false, messages: [] };
 let frameSource: { rgba: Uint8ClampedArray; w: number; h: number } | null = null;
-let webcam: { video: HTMLVideoElement; stream: MediaStream } | null = null;
+// The live source (camera or video file) while one plays; null for a photo.
+let live: { video: HTMLVideoElement; stop: () => void; source: "camera" | "file" } | null = null;
+let liveFrames = 0; // frames of live sources processed so far (tests wait on it)
 let landmarkerMode: "image" | "video" | "" = "";
 let landmarkerFaces = 0;
 let pending = Promise.resolve();
@@ -111,7 +114,7 @@ async function loadPhoto(blob: Blob): Promise<void> {
   facesFresh = false;
   maskFresh = false;
   ks.clearMask();
-  stopWebcam();
+  stopLive();
   for (const id of ["#preview", "#overlay"]) {
     const cv = $<HTMLCanvasElement>(id);
     cv.width = c.width;
@@ -119,10 +122,10 @@ async function loadPhoto(blob: Blob): Promise<void> {
   }
 }
 
-function stopWebcam(): void {
-  if (!webcam) return;
-  webcam.stream.getTracks().forEach((t) => t.stop());
-  webcam = null;
+function stopLive(): void {
+  if (!live) return;
+  live.stop();
+  live = null;
 }
 
 // Renders the current frame source once (photo) with the loaded effect.
@@ -155,15 +158,157 @@ function showTimings(fps?: number): void {
   $("#timings").textContent =
     `faces ${t.faces} · landmarker ${t.detect_ms.toFixed(1)} ms${seg} · render ${t.render_ms.toFixed(1)} ms` +
     ` (${t.layers_drawn} layer draws, ${t.passes} passes)` + (fps ? ` · ${fps.toFixed(1)} fps` : "");
+  showBudget();
 }
 
 function drawOverlay(): void {
   const ov = $<HTMLCanvasElement>("#overlay");
   const g = ov.getContext("2d")!;
   g.clearRect(0, 0, ov.width, ov.height);
-  if (!$<HTMLInputElement>("#show-landmarks").checked) return;
-  g.fillStyle = "#3f3";
-  for (const lm of lastFaces) for (let i = 0; i < lm.length; i += 2) g.fillRect(lm[i] - 1, lm[i + 1] - 1, 2, 2);
+  if ($<HTMLInputElement>("#show-landmarks").checked) {
+    g.fillStyle = "#3f3";
+    for (const lm of lastFaces) for (let i = 0; i < lm.length; i += 2) g.fillRect(lm[i] - 1, lm[i + 1] - 1, 2, 2);
+  }
+  drawHandles(g);
+}
+
+// ---- on-canvas handles (stickers, meshes) -----------------------------------------------------
+// The selected sticker's box on the first face, as the renderer lays the sprite out: drag inside
+// it to move (anchor.offset), drag a corner to scale (anchor.scale). A drag is one undo step;
+// a press without a move is a click (anchoring a sticker to a landmark).
+const HANDLE_CSS_PX = 7; // corner handle half-size, in CSS pixels
+function spriteAspect(l: any): number {
+  const f = l?.sprite?.frames?.[0];
+  const d = typeof f === "string" ? project.files.get(f) : undefined;
+  const wh = d ? imageSize(d) : null;
+  return wh && wh[0] > 0 ? wh[1] / wh[0] : 1;
+}
+// A sticker's box is its sprite's; a mesh3d layer (with anchor landmarks) gets a guide square
+// `scale` face widths wide around where its anchor puts the mesh origin (its offset and scale
+// act in the canonical face space; on a near-frontal face a drag maps to them the same way).
+function selectedStickerBox(): StickerBox | null {
+  const l = layers()[selected];
+  if (!l || !lastFaces.length) return null;
+  if (l.kind === "sticker") return stickerBox(l, lastFaces[0], spriteAspect(l));
+  if (l.kind === "mesh3d") return stickerBox(l, lastFaces[0], 1);
+  return null;
+}
+// Canvas pixels per CSS pixel of the preview.
+function canvasScale(): number {
+  const cv = $<HTMLCanvasElement>("#preview");
+  const r = cv.getBoundingClientRect();
+  return r.width > 0 ? cv.width / r.width : 1;
+}
+function drawHandles(g: CanvasRenderingContext2D): void {
+  const b = selectedStickerBox();
+  if (!b) return;
+  const s = canvasScale(), hs = HANDLE_CSS_PX * s;
+  g.save();
+  g.lineWidth = 1.5 * s;
+  g.strokeStyle = "#2b7fff";
+  g.setLineDash([5 * s, 4 * s]);
+  const [tl, tr, bl, br] = b.corners;
+  g.beginPath();
+  g.moveTo(tl[0], tl[1]);
+  g.lineTo(tr[0], tr[1]);
+  g.lineTo(br[0], br[1]);
+  g.lineTo(bl[0], bl[1]);
+  g.closePath();
+  g.stroke();
+  g.setLineDash([]);
+  g.fillStyle = "#fff";
+  for (const [x, y] of b.corners) {
+    g.fillRect(x - hs, y - hs, 2 * hs, 2 * hs);
+    g.strokeRect(x - hs, y - hs, 2 * hs, 2 * hs);
+  }
+  g.beginPath(); // the move handle: the sprite centre
+  g.arc(b.c[0], b.c[1], hs, 0, 2 * Math.PI);
+  g.fill();
+  g.stroke();
+  g.restore();
+}
+type Drag = {
+  kind: "move" | "scale";
+  box: StickerBox; // at the press (the face may move under a camera: the drag keeps its frame)
+  p0: [number, number];
+  offset0: [number, number];
+  scale0: number;
+  layer: number;
+  group: string;
+  moved: boolean;
+};
+let drag: Drag | null = null;
+let drags = 0;
+let suppressClick = false;
+function canvasPoint(e: MouseEvent): [number, number] {
+  const cv = $<HTMLCanvasElement>("#preview");
+  const r = cv.getBoundingClientRect();
+  return [((e.clientX - r.left) * cv.width) / r.width, ((e.clientY - r.top) * cv.height) / r.height];
+}
+function handleAt(p: [number, number]): "move" | "scale" | null {
+  const b = selectedStickerBox();
+  if (!b) return null;
+  const hs = HANDLE_CSS_PX * canvasScale() * 1.5;
+  if (b.corners.some(([x, y]) => Math.abs(p[0] - x) <= hs && Math.abs(p[1] - y) <= hs)) return "scale";
+  if (insideBox(b, p) || Math.hypot(p[0] - b.c[0], p[1] - b.c[1]) <= hs) return "move";
+  return null;
+}
+function wireHandles(): void {
+  const cv = $<HTMLCanvasElement>("#preview");
+  cv.addEventListener("pointerdown", (e) => {
+    suppressClick = false;
+    const p = canvasPoint(e);
+    const kind = handleAt(p);
+    const b = selectedStickerBox();
+    if (!kind || !b || e.button !== 0) return;
+    const a = layers()[selected].anchor ?? {};
+    const off = Array.isArray(a.offset) ? a.offset : [0, 0];
+    drag = {
+      kind,
+      box: b,
+      p0: p,
+      offset0: [Number(off[0]) || 0, Number(off[1]) || 0],
+      scale0: typeof a.scale === "number" ? a.scale : 1,
+      layer: selected,
+      group: `drag-${++drags}`,
+      moved: false,
+    };
+    cv.setPointerCapture(e.pointerId);
+  });
+  cv.addEventListener("pointermove", (e) => {
+    const p = canvasPoint(e);
+    if (!drag) {
+      const h = handleAt(p);
+      cv.style.cursor = h === "scale" ? "nwse-resize" : h === "move" ? "move" : "";
+      return;
+    }
+    const dx = p[0] - drag.p0[0], dy = p[1] - drag.p0[1];
+    // under 3 CSS pixels it is still a click
+    if (!drag.moved && Math.hypot(dx, dy) < 3 * canvasScale()) return;
+    drag.moved = true;
+    const d = drag;
+    if (d.kind === "move") {
+      const off = movedOffset(d.box, d.offset0, dx, dy);
+      project.edit((m) => {
+        const a = (m.layers[d.layer].anchor ??= {});
+        a.offset = off;
+      }, d.group);
+    } else {
+      const sc = draggedScale(d.box, d.scale0, d.p0, p);
+      project.edit((m) => {
+        const a = (m.layers[d.layer].anchor ??= {});
+        a.scale = sc;
+      }, d.group);
+    }
+  });
+  const end = (e: PointerEvent) => {
+    if (!drag) return;
+    suppressClick = drag.moved;
+    drag = null;
+    if (cv.hasPointerCapture(e.pointerId)) cv.releasePointerCapture(e.pointerId);
+  };
+  cv.addEventListener("pointerup", end);
+  cv.addEventListener("pointercancel", end);
 }
 
 async function startWebcam(): Promise<void> {
@@ -172,7 +317,54 @@ async function startWebcam(): Promise<void> {
   video.srcObject = stream;
   video.muted = true;
   await video.play();
-  webcam = { video, stream };
+  await startLive(video, () => stream.getTracks().forEach((t) => t.stop()), "camera", () => performance.now() * 1000);
+}
+
+// A local video file as the preview source: played (muted, looping) and each new frame run
+// through the same VIDEO-mode path as the camera, timestamps from the video's currentTime (kept
+// increasing across loops, as VIDEO mode requires).
+async function startVideoFile(file: Blob, label: string): Promise<void> {
+  const url = URL.createObjectURL(file);
+  const video = document.createElement("video");
+  video.muted = true;
+  video.loop = true;
+  video.playsInline = true;
+  video.src = url;
+  // a file without a known duration (a recording) does not loop by itself
+  video.addEventListener("ended", () => {
+    video.currentTime = 0;
+    video.play().catch(() => {});
+  });
+  try {
+    await video.play();
+  } catch (e) {
+    URL.revokeObjectURL(url);
+    throw new Error(`${label}: not a video this browser plays (${e instanceof Error ? e.message : e})`);
+  }
+  let lastMedia = -1, base = 0;
+  const stamp = () => {
+    const t = video.currentTime;
+    if (t === lastMedia) return null; // no new frame since the last one
+    if (t < lastMedia) base += lastMedia - t + 1 / 30; // looped: the clock goes on
+    lastMedia = t;
+    return Math.round((base + t) * 1e6);
+  };
+  const stop = () => {
+    video.pause();
+    video.removeAttribute("src");
+    video.load();
+    URL.revokeObjectURL(url);
+  };
+  await startLive(video, stop, "file", stamp);
+  status(`video ${label}: ${video.videoWidth}x${video.videoHeight}`);
+}
+
+// Runs the landmarker (VIDEO mode), the segmenter when the effect needs a mask, and the renderer
+// on every new frame of `video` until another source replaces it. `stamp` gives the frame's
+// timestamp in microseconds, or null when there is no new frame yet.
+async function startLive(video: HTMLVideoElement, stop: () => void, source: "camera" | "file", stamp: () => number | null): Promise<void> {
+  stopLive();
+  live = { video, stop, source };
   await ensureModels("video");
   ks.reset();
   const c = document.createElement("canvas");
@@ -181,9 +373,10 @@ async function startWebcam(): Promise<void> {
   let frames = 0;
   let fps = 0;
   const tick = () => {
-    if (!webcam || webcam.video !== video) return;
+    if (!live || live.video !== video) return;
     const w = video.videoWidth, h = video.videoHeight;
-    if (w && h && validation.ok) {
+    const ts = w && h && validation.ok ? stamp() : null;
+    if (ts !== null) {
       if (c.width !== w || c.height !== h) {
         c.width = w;
         c.height = h;
@@ -196,7 +389,7 @@ async function startWebcam(): Promise<void> {
       const rgba = g.getImageData(0, 0, w, h).data;
       try {
         const segment = segmenterMode === "video" && ks.needsMask();
-        const r = ks.frame(rgba, w, h, performance.now() * 1000, true, false, segment);
+        const r = ks.frame(rgba, w, h, ts, true, false, segment);
         if (r.maskError) status(`no person mask: ${r.maskError}`, true);
         lastFaces = ks.faces().map((f) => f.landmarks);
         frames++;
@@ -208,7 +401,7 @@ async function startWebcam(): Promise<void> {
         }
         showTimings(fps);
         drawOverlay();
-        (window as any).__studio.webcamFrames = ((window as any).__studio.webcamFrames ?? 0) + 1;
+        liveFrames++;
       } catch (e) {
         status(String(e), true);
       }
@@ -255,17 +448,78 @@ function showMessages(v: Validation = validation): void {
   markInvalidFields();
 }
 
-function showBudget(pkgBytes: number): void {
+// ---- budget -----------------------------------------------------------------------------------
+// What a phone can take (docs/editor.md "Budget"): limits the user sets (kept in localStorage,
+// for every project), a warning for each figure over its limit.
+interface BudgetLimits {
+  package_mb: number;
+  texture_mb: number;
+  draw_calls: number;
+}
+const BUDGET_DEFAULTS: BudgetLimits = { package_mb: 5, texture_mb: 64, draw_calls: 30 };
+const LIMITS_KEY = "kestrel-studio-budget-limits";
+function loadLimits(): BudgetLimits {
+  const l = { ...BUDGET_DEFAULTS };
+  try {
+    const v = JSON.parse(localStorage.getItem(LIMITS_KEY) ?? "{}");
+    for (const k of Object.keys(l) as (keyof BudgetLimits)[]) if (typeof v[k] === "number" && v[k] > 0) l[k] = v[k];
+  } catch {
+    // unreadable: the defaults
+  }
+  return l;
+}
+let limits = loadLimits();
+let lastPkgBytes = 0;
+function saveLimits(): void {
+  try {
+    localStorage.setItem(LIMITS_KEY, JSON.stringify(limits));
+  } catch {
+    // storage refused (private mode): the limits last for this page
+  }
+}
+function showLimits(): void {
+  for (const el of document.querySelectorAll<HTMLInputElement>("[data-limit]"))
+    el.value = String(limits[el.dataset.limit as keyof BudgetLimits]);
+}
+
+function showBudget(pkgBytes = lastPkgBytes): void {
+  lastPkgBytes = pkgBytes;
   let texBytes = 0;
   for (const [n, d] of project.files) {
-    if (!/\.png$/i.test(n) || d.length < 24) continue;
-    const v = new DataView(d.buffer, d.byteOffset);
-    texBytes += v.getUint32(16) * v.getUint32(20) * 4; // IHDR width x height, RGBA8
+    if (!/\.(png|jpe?g)$/i.test(n)) continue;
+    const wh = imageSize(d);
+    if (wh) texBytes += wh[0] * wh[1] * 4; // decoded RGBA8
   }
   const layers = (project.manifest.layers ?? []) as any[];
-  $("#budget").textContent =
-    `package ${(pkgBytes / 1024).toFixed(0)} KB · textures ${(texBytes / 1048576).toFixed(1)} MB (RGBA8) · ` +
-    `${layers.length} layers · ${layers.filter((l) => l.visible !== false).length} visible`;
+  // draw calls: the last preview frame's layer draws (one per layer and face) and passes
+  const t = ks && validation.ok ? ks.timings() : null;
+  const draws = t ? t.layers_drawn + t.passes : 0;
+  const MB = 1048576;
+  const figs: [string, string, number, number, string][] = [
+    ["package", `package ${(pkgBytes / 1024).toFixed(0)} KB`, pkgBytes / MB, limits.package_mb, "MB"],
+    ["textures", `textures ${(texBytes / MB).toFixed(1)} MB (RGBA8)`, texBytes / MB, limits.texture_mb, "MB"],
+    ["draws", `${t ? draws : "–"} draw calls`, draws, limits.draw_calls, "per frame"],
+  ];
+  const box = $("#budget");
+  box.innerHTML = "";
+  const warn = $("#budget-warnings");
+  warn.innerHTML = "";
+  for (const [key, text, value, limit, unit] of figs) {
+    const sp = document.createElement("span");
+    sp.dataset.budget = key;
+    sp.textContent = text;
+    const over = value > limit;
+    sp.classList.toggle("over", over);
+    box.append(sp, " · ");
+    if (over) {
+      const li = document.createElement("li");
+      li.dataset.budget = key;
+      const v = unit === "MB" ? `${value.toFixed(2)} MB` : `${value}`;
+      li.textContent = `${key}: ${v} is over the limit of ${limit} ${unit}`;
+      warn.append(li);
+    }
+  }
+  box.append(`${layers.length} layers · ${layers.filter((l) => l.visible !== false).length} visible`);
 }
 
 // The validator's path "layers[2].anchor.scale" marks that layer's field in the inspector.
@@ -371,6 +625,7 @@ function select(i: number, rerenderList = true): void {
   if (rerenderList) renderLayerList();
   else for (const li of document.querySelectorAll("#layers li")) li.classList.toggle("selected", (li as HTMLElement).dataset.index === String(i));
   renderInspector();
+  drawOverlay();
 }
 
 function colorToHex(c: unknown): string {
@@ -561,6 +816,7 @@ function renderAll(): void {
   renderInspector();
   renderAssets();
   renderTriggers();
+  drawOverlay();
   $<HTMLButtonElement>("#undo-btn").disabled = !project.canUndo();
   $<HTMLButtonElement>("#redo-btn").disabled = !project.canRedo();
 }
@@ -576,7 +832,7 @@ function changed(): void {
     await new Promise((r) => setTimeout(r, 0));
     refreshQueued = false;
     refresh();
-    if (frameSource && !webcam) {
+    if (frameSource && !live) {
       await ensureModels("image");
       renderStill();
     }
@@ -692,12 +948,14 @@ function wire(): void {
     if (fl) await addFiles(fl);
     (e.target as HTMLInputElement).value = "";
   });
+  const openVideo = (f: File) => startVideoFile(f, f.name).catch((e) => status(String(e instanceof Error ? e.message : e), true));
   document.addEventListener("dragover", (e) => e.preventDefault());
   document.addEventListener("drop", async (e) => {
     e.preventDefault();
     const fl = e.dataTransfer?.files;
     if (!fl || !fl.length) return;
     if (fl.length === 1 && /\.kfx$/i.test(fl[0].name)) await openBytes(new Uint8Array(await fl[0].arrayBuffer()), fl[0].name);
+    else if (fl.length === 1 && fl[0].type.startsWith("video/")) await openVideo(fl[0]);
     else await addFiles(fl);
   });
   for (const el of document.querySelectorAll<HTMLInputElement>("[data-mfield]")) {
@@ -729,9 +987,37 @@ function wire(): void {
     }
   });
   $("#webcam-btn").addEventListener("click", () => startWebcam().catch((e) => status(`webcam: ${e}`, true)));
+  $<HTMLInputElement>("#video-input").addEventListener("change", async (e) => {
+    const f = (e.target as HTMLInputElement).files?.[0];
+    if (f) await openVideo(f);
+    (e.target as HTMLInputElement).value = "";
+  });
   $("#show-landmarks").addEventListener("change", () => drawOverlay());
   // Anchor by clicking: the nearest landmark of the first face becomes the sticker's anchor.
+  wireHandles();
+  showLimits();
+  for (const el of document.querySelectorAll<HTMLInputElement>("[data-limit]")) {
+    el.addEventListener("change", () => {
+      const v = Number(el.value);
+      if (Number.isFinite(v) && v > 0) {
+        limits = { ...limits, [el.dataset.limit!]: v };
+        saveLimits();
+      }
+      showLimits();
+      showBudget();
+    });
+  }
+  $("#limit-defaults").addEventListener("click", () => {
+    limits = { ...BUDGET_DEFAULTS };
+    saveLimits();
+    showLimits();
+    showBudget();
+  });
   $("#preview").addEventListener("click", (e) => {
+    if (suppressClick) {
+      suppressClick = false; // the end of a drag, not a click
+      return;
+    }
     const l = layers()[selected];
     if (!l || l.kind !== "sticker" || !lastFaces.length) return;
     const cv = e.currentTarget as HTMLCanvasElement;
@@ -831,6 +1117,20 @@ async function main(): Promise<void> {
       }
       return r;
     },
+    // Centroid [x, y] of the pixels whose RGB differ by more than tol between snapshots a and
+    // b, with their count: [x, y, n].
+    diffCentroid: (a: string, b: string, tol: number) => {
+      const x = snaps.get(a)!, y = snaps.get(b)!, w = frameSource!.w;
+      let sx = 0, sy = 0, n = 0;
+      for (let i = 0; i < x.length; i += 4) {
+        const m = Math.max(Math.abs(x[i] - y[i]), Math.abs(x[i + 1] - y[i + 1]), Math.abs(x[i + 2] - y[i + 2]));
+        if (m <= tol) continue;
+        sx += (i / 4) % w;
+        sy += Math.floor(i / 4 / w);
+        n++;
+      }
+      return n ? [sx / n, sy / n, n] : [0, 0, 0];
+    },
     // PSNR (dB, RGB) of snapshot `key` against a PNG (base64), decoded without colour management.
     psnrPng: async (key: string, b64: string) => {
       const px = snaps.get(key)!;
@@ -886,7 +1186,11 @@ async function main(): Promise<void> {
     redetect: () => {
       facesFresh = false;
     },
-    webcamFrames: 0,
+    liveFrames: () => liveFrames,
+    // The selected sticker's box on the preview (canvas pixels), as its handles are drawn.
+    handleBox: () => selectedStickerBox(),
+    liveSource: () => live?.source ?? "",
+    limits: () => ({ ...limits }),
   };
 }
 

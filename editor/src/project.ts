@@ -16,6 +16,7 @@ export class Project {
   files: Map<string, Uint8Array>;
   private undoStack: Snapshot[] = [];
   private redoStack: Snapshot[] = [];
+  private lastGroup = ""; // the group of the newest undo step (see edit)
   onChange: () => void = () => {};
 
   constructor(s: Snapshot) {
@@ -27,13 +28,17 @@ export class Project {
     return { manifest: structuredClone(this.manifest), files: new Map(this.files) };
   }
 
-  // Applies `f` to the manifest (and files) as one undoable step.
-  edit(f: (m: Json, files: Map<string, Uint8Array>) => void): void {
-    const before = this.snapshot();
+  // Applies `f` to the manifest (and files) as one undoable step. Edits of one `group` (a drag
+  // on the preview: many small edits) that follow each other make a single step: undo goes back
+  // to before the first.
+  edit(f: (m: Json, files: Map<string, Uint8Array>) => void, group = ""): void {
+    if (!group || group !== this.lastGroup) {
+      this.undoStack.push(this.snapshot());
+      if (this.undoStack.length > HISTORY_LIMIT) this.undoStack.shift();
+      this.redoStack = [];
+    }
+    this.lastGroup = group;
     f(this.manifest, this.files);
-    this.undoStack.push(before);
-    if (this.undoStack.length > HISTORY_LIMIT) this.undoStack.shift();
-    this.redoStack = [];
     this.onChange();
   }
 
@@ -57,6 +62,7 @@ export class Project {
   undo(): void {
     const s = this.undoStack.pop();
     if (!s) return;
+    this.lastGroup = "";
     this.redoStack.push(this.snapshot());
     this.manifest = s.manifest;
     this.files = s.files;
@@ -65,6 +71,7 @@ export class Project {
   redo(): void {
     const s = this.redoStack.pop();
     if (!s) return;
+    this.lastGroup = "";
     this.undoStack.push(this.snapshot());
     this.manifest = s.manifest;
     this.files = s.files;
@@ -111,4 +118,28 @@ export function emptyProject(): Snapshot {
     },
     files: new Map(),
   };
+}
+
+// Width and height of a PNG (IHDR) or baseline/progressive JPEG (SOFn) from its header, or null.
+export function imageSize(d: Uint8Array): [number, number] | null {
+  const v = new DataView(d.buffer, d.byteOffset, d.byteLength);
+  if (d.length >= 24 && d[0] === 0x89 && d[1] === 0x50 && d[2] === 0x4e && d[3] === 0x47)
+    return [v.getUint32(16), v.getUint32(20)];
+  if (d.length >= 4 && d[0] === 0xff && d[1] === 0xd8) {
+    let i = 2;
+    while (i + 9 < d.length) {
+      if (d[i] !== 0xff) return null;
+      const marker = d[i + 1];
+      if (marker === 0xff) {
+        i++; // fill byte
+        continue;
+      }
+      const len = v.getUint16(i + 2);
+      const sof = marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc;
+      if (sof) return [v.getUint16(i + 7), v.getUint16(i + 5)];
+      if (len < 2) return null;
+      i += 2 + len;
+    }
+  }
+  return null;
 }

@@ -433,6 +433,227 @@ test("drag_and_drop_asset_then_use_it", async ({ page }) => {
   assert(await page.evaluate(() => window.__studio.validation().ok), "valid");
 });
 
+// ---- on-canvas handles ----------------------------------------------------------------------------
+// Drags with the mouse (CSS pixels) over the preview, in steps, from (x0, y0) by (dx, dy).
+async function dragOnPreview(page, [x0, y0], [dx, dy]) {
+  await page.mouse.move(x0, y0);
+  await page.mouse.down();
+  for (let k = 1; k <= 5; k++) await page.mouse.move(x0 + (dx * k) / 5, y0 + (dy * k) / 5);
+  await page.mouse.up();
+  await idle(page);
+}
+// Canvas pixels -> page (CSS) coordinates of the preview, and the canvas pixels per CSS pixel.
+async function previewMap(page) {
+  const box = await page.locator("#preview").boundingBox();
+  const cw = await page.$eval("#preview", (c) => c.width);
+  const s = cw / box.width;
+  return { s, at: ([x, y]) => [box.x + x / s, box.y + y / s] };
+}
+const offsetField = (page) => page.inputValue('#inspector [data-field="anchor.offset"] [name="anchor.offset"]');
+const scaleField = (page) => page.inputValue('#inspector [data-field="anchor.scale"] [name="anchor.scale"]');
+
+test("sticker_handles_move_and_scale_one_undo_step_each", async ({ page }) => {
+  await openTemplate(page, "cat_ears");
+  const i = await selectLayer(page, "ears");
+  const m0 = await manifest(page);
+  const a0 = m0.layers[i].anchor;
+  const off0 = a0.offset ?? [0, 0], scale0 = a0.scale ?? 1;
+  const b = await page.evaluate(() => window.__studio.handleBox());
+  assert(b && b.fw > 10, `the sticker's box is known: ${JSON.stringify(b)}`);
+  const { s, at } = await previewMap(page);
+  const depth0 = await page.evaluate(() => window.__studio.undoDepth());
+  const before = await canvas(page);
+
+  // move: drag the box's centre by (40, 25) CSS pixels
+  const [dx, dy] = [40, 25];
+  await dragOnPreview(page, at(b.c), [dx, dy]);
+  let l = (await manifest(page)).layers[i];
+  const want = [off0[0] + ((dx * b.ax[0] + dy * b.ax[1]) * s) / b.fw, off0[1] + ((dx * b.ay[0] + dy * b.ay[1]) * s) / b.fw];
+  assert(Math.abs(l.anchor.offset[0] - want[0]) < 0.01 && Math.abs(l.anchor.offset[1] - want[1]) < 0.01,
+    `offset ${JSON.stringify(l.anchor.offset)} ~ ${JSON.stringify(want)}`);
+  assert(JSON.stringify(l.anchor.landmarks) === JSON.stringify(a0.landmarks), "a drag does not re-anchor");
+  const depth1 = Math.min(depth0 + 1, await page.evaluate(() => window.__studio.historyLimit));
+  assert((await page.evaluate(() => window.__studio.undoDepth())) === depth1, "the drag is one undo step");
+  assert((await offsetField(page)).replace(/\s/g, "") === l.anchor.offset.join(","), `inspector shows the offset (${await offsetField(page)})`);
+  const moved = await canvas(page);
+  assert((await diffPixels(page, moved, before)) > 200, "the preview shows the moved sticker");
+  const b1 = await page.evaluate(() => window.__studio.handleBox());
+  assert(Math.hypot(b1.c[0] - b.c[0] - dx * s, b1.c[1] - b.c[1] - dy * s) < 2, `the box follows the drag (${b1.c} from ${b.c})`);
+  figures.push(`handles: move by (${dx}, ${dy}) CSS px -> offset ${JSON.stringify(off0)} -> ${JSON.stringify(l.anchor.offset)} (face width ${b.fw.toFixed(1)} px)`);
+  await page.click("#undo-btn");
+  await idle(page);
+  l = (await manifest(page)).layers[i];
+  assert(JSON.stringify(l.anchor) === JSON.stringify(a0), `undo restores the anchor: ${JSON.stringify(l.anchor)}`);
+  assert((await diffPixels(page, await canvas(page), before)) === 0, "undo restores the preview");
+
+  // scale: drag the bottom-right corner away from the centre to 1.5x its distance
+  const br = b.corners[3];
+  const d = [(br[0] - b.c[0]) * 0.5 / s, (br[1] - b.c[1]) * 0.5 / s];
+  await dragOnPreview(page, at(br), d);
+  l = (await manifest(page)).layers[i];
+  assert(Math.abs(l.anchor.scale - scale0 * 1.5) < 0.02 * scale0 + 0.01, `scale ${l.anchor.scale} ~ ${scale0 * 1.5}`);
+  assert(JSON.stringify(l.anchor.offset ?? [0, 0]) === JSON.stringify(off0), "scaling keeps the offset");
+  assert(Number(await scaleField(page)) === l.anchor.scale, "inspector shows the scale");
+  assert((await page.evaluate(() => window.__studio.undoDepth())) === depth1, "one undo step again");
+  assert((await diffPixels(page, await canvas(page), before)) > 200, "the preview shows the bigger sticker");
+  figures.push(`handles: corner drag x1.5 -> scale ${scale0} -> ${l.anchor.scale}`);
+  await page.click("#center h2");
+  await page.keyboard.press("Control+z");
+  await idle(page);
+  assert(JSON.stringify((await manifest(page)).layers[i].anchor) === JSON.stringify(a0), "Ctrl+Z restores the scale");
+  await page.keyboard.press("Control+Shift+z");
+  await idle(page);
+  assert((await manifest(page)).layers[i].anchor.scale === l.anchor.scale, "redo brings it back");
+
+  // a press without a move is still a click: it anchors to the nearest landmark
+  const faces = await page.evaluate(() => window.__studio.faces());
+  const k = 152;
+  await page.mouse.click(...at([faces[0][2 * k], faces[0][2 * k + 1]]));
+  await idle(page);
+  assert(JSON.stringify((await manifest(page)).layers[i].anchor.landmarks) === JSON.stringify([k]), "click anchors");
+});
+
+test("mesh3d_handles_move_the_mesh_and_scale_it", async ({ page }) => {
+  // glasses_3d's mesh has no anchor (head centre); anchored to the nose bridge it gets handles:
+  // a guide square, scale face widths wide, around the anchor. On the near-frontal astronaut a
+  // drag moves the rendered glasses the same way, by roughly as much (their changed pixels'
+  // centroid).
+  await page.evaluate(() => window.__studio.snapPhoto("photo"));
+  await openTemplate(page, "glasses_3d");
+  const i = await selectLayer(page, "glasses");
+  await setField(page, "anchor.landmarks", "168");
+  const a0 = (await manifest(page)).layers[i].anchor;
+  const b = await page.evaluate(() => window.__studio.handleBox());
+  assert(b && Math.abs(b.w - b.fw * (a0.scale ?? 1)) < 0.5, `a guide square: ${JSON.stringify(b)}`);
+  const { s, at } = await previewMap(page);
+  const k0 = await canvas(page);
+  const c0 = await page.evaluate(([k]) => window.__studio.diffCentroid(k, "photo", 24), [k0]);
+  const dx = 30;
+  await dragOnPreview(page, at(b.c), [dx, 0]);
+  const l = (await manifest(page)).layers[i];
+  const want = ((dx * b.ax[0]) * s) / b.fw;
+  assert(Math.abs(l.anchor.offset[0] - want) < 0.01, `offset ${JSON.stringify(l.anchor.offset)} ~ [${want}, ...]`);
+  const c1 = await page.evaluate(([k]) => window.__studio.diffCentroid(k, "photo", 24), [await canvas(page)]);
+  figures.push(`mesh3d handles: drag ${dx} CSS px -> offset ${JSON.stringify(l.anchor.offset)}; glasses' centroid moved ${(c1[0] - c0[0]).toFixed(1)}, ${(c1[1] - c0[1]).toFixed(1)} px`);
+  // approximate: the face width is measured on the cheeks, the nose bridge is nearer the camera
+  // (here a 30 px drag moves the glasses ~40 px)
+  assert(c1[0] - c0[0] > 0.5 * dx * s && c1[0] - c0[0] < 1.6 * dx * s && Math.abs(c1[1] - c0[1]) < 0.3 * dx * s,
+    `the glasses follow the drag: centroid ${c0} -> ${c1}`);
+  await page.click("#undo-btn");
+  await idle(page);
+  assert(JSON.stringify((await manifest(page)).layers[i].anchor) === JSON.stringify(a0), "undo restores the anchor");
+  const br = b.corners[3];
+  await dragOnPreview(page, at(br), [(br[0] - b.c[0]) * 0.5 / s, (br[1] - b.c[1]) * 0.5 / s]);
+  const sc = (await manifest(page)).layers[i].anchor.scale;
+  assert(Math.abs(sc - 1.5 * (a0.scale ?? 1)) < 0.03, `scale ${sc}`);
+  assert(await page.evaluate(() => window.__studio.validation().ok), "valid");
+});
+
+// ---- budget limits --------------------------------------------------------------------------------
+async function setLimit(page, id, v) {
+  await page.evaluate(([id, v]) => {
+    document.querySelector("#budget-limits").open = true;
+    const e = document.querySelector(id);
+    e.value = v;
+    e.dispatchEvent(new Event("change", { bubbles: true }));
+  }, [id, String(v)]);
+}
+const budgetWarnings = (page) => page.$$eval("#budget-warnings li", (els) => els.map((e) => e.dataset.budget));
+
+test("budget_limits_warn_and_persist", async ({ page }) => {
+  await openTemplate(page, "cat_ears");
+  const l0 = await page.evaluate(() => window.__studio.limits());
+  assert(JSON.stringify(l0) === JSON.stringify({ package_mb: 5, texture_mb: 64, draw_calls: 30 }), `defaults ${JSON.stringify(l0)}`);
+  assert((await budgetWarnings(page)).length === 0, "cat_ears is within the default limits");
+  await setLimit(page, "#limit-package", 0.01);
+  const t = await page.evaluate(() => window.__studio.timings());
+  const draws = t.layers_drawn + t.passes;
+  assert(draws >= 2, `cat_ears draws ${draws}`);
+  assert(new RegExp(`\\b${draws} draw calls`).test(await page.textContent("#budget")), "draw calls shown");
+  await setLimit(page, "#limit-draws", draws - 1);
+  assert(JSON.stringify(await budgetWarnings(page)) === JSON.stringify(["package", "draws"]), `warnings ${await budgetWarnings(page)}`);
+  assert(await page.isVisible('#budget [data-budget="package"].over'), "the package figure is marked");
+  const text = await page.textContent("#budget-warnings");
+  assert(/package: .* over the limit of 0\.01 MB/.test(text), `warning text: ${text}`);
+  // the limits are kept (localStorage) across a reload
+  await page.reload();
+  await page.waitForFunction(() => window.__studio?.ready);
+  await idle(page);
+  assert((await page.inputValue("#limit-package")) === "0.01", "limit restored after reload");
+  assert((await budgetWarnings(page)).includes("package"), "warning shown after reload");
+  await setLimit(page, "#limit-package", 10);
+  assert(JSON.stringify(await budgetWarnings(page)) === JSON.stringify(["draws"]), `package warning gone: ${await budgetWarnings(page)}`);
+  await setLimit(page, "#limit-textures", 0.001);
+  assert((await budgetWarnings(page)).includes("textures"), "texture warning");
+  await page.click("#limit-defaults");
+  assert((await budgetWarnings(page)).length === 0, "defaults: no warnings");
+});
+
+// ---- video file as the preview source --------------------------------------------------------------
+// A 2 s WebM of the astronaut photo (with a small moving mark so frames differ), recorded in the
+// page from a canvas with MediaRecorder (VP8), so no encoder is needed on the test machine.
+async function recordVideo(page, seconds) {
+  const b64 = await page.evaluate(async (ms) => {
+    const bmp = await createImageBitmap(await (await fetch("gen/images/astronaut.png")).blob());
+    const c = document.createElement("canvas");
+    c.width = bmp.width;
+    c.height = bmp.height;
+    const g = c.getContext("2d");
+    const rec = new MediaRecorder(c.captureStream(30), { mimeType: "video/webm;codecs=vp8", videoBitsPerSecond: 4e6 });
+    const chunks = [];
+    rec.ondataavailable = (e) => chunks.push(e.data);
+    const done = new Promise((r) => (rec.onstop = r));
+    let run = true;
+    const t0 = performance.now();
+    const draw = () => {
+      g.drawImage(bmp, 0, 0);
+      g.fillStyle = "#f00";
+      g.fillRect(4 + ((performance.now() - t0) / 20) % 40, 4, 6, 6);
+      if (run) requestAnimationFrame(draw);
+    };
+    draw();
+    rec.start();
+    await new Promise((r) => setTimeout(r, ms));
+    run = false;
+    rec.stop();
+    await done;
+    const buf = new Uint8Array(await new Blob(chunks).arrayBuffer());
+    let s = "";
+    for (let i = 0; i < buf.length; i += 0x8000) s += String.fromCharCode(...buf.subarray(i, i + 0x8000));
+    return btoa(s);
+  }, seconds * 1000);
+  return Buffer.from(b64, "base64");
+}
+
+test("video_file_preview_runs_landmarker_and_renderer", async ({ page }) => {
+  const webm = await recordVideo(page, 2);
+  assert(webm.length > 1000, `a recording (${webm.length} bytes)`);
+  await openTemplate(page, "lipstick");
+  const n0 = await page.evaluate(() => window.__studio.liveFrames());
+  const calls0 = (await page.evaluate(() => window.__studio.timings())).landmarker_calls ?? 0;
+  try {
+    await page.setInputFiles("#video-input", { name: "astronaut.webm", mimeType: "video/webm", buffer: webm });
+    await page.waitForFunction((n) => window.__studio.liveFrames() >= n + 5, n0, { timeout: 30000 });
+    assert((await page.evaluate(() => window.__studio.liveSource())) === "file", "the video file is the source");
+    const t = await page.evaluate(() => window.__studio.timings());
+    assert(t.faces >= 1, `a face in the video frames (${JSON.stringify(t)})`);
+    assert(t.detect_ms > 0 && t.render_ms > 0 && t.landmarker_calls >= calls0 + 5, `timings updated: ${JSON.stringify(t)}`);
+    // the frame rate appears after the first second of frames
+    await page.waitForFunction(() => / fps$/.test(document.querySelector("#timings").textContent), null, { timeout: 30000 });
+    const text = await page.textContent("#timings");
+    assert(/^faces [1-9]/.test(text), `timings line: ${text}`);
+    assert(/video astronaut\.webm: 512x512/.test(await page.textContent("#status")), "status names the video");
+    figures.push(`video file (WebM VP8, 512x512, VIDEO mode): ${text}`);
+  } finally {
+    await page.click("#photo-btn"); // back to the photo for the flows after this one
+    await page.waitForFunction(() => window.__studio.liveSource() === "", null, { timeout: 10000 });
+    await idle(page);
+  }
+  const n1 = await page.evaluate(() => window.__studio.liveFrames());
+  await page.waitForTimeout(200);
+  assert((await page.evaluate(() => window.__studio.liveFrames())) === n1, "the photo stops the video");
+});
+
 for (const s of SAMPLES) {
   test(`fidelity_${s}_preview_vs_native_psnr`, async ({ page }) => {
     if (!haveNative()) throw new Skip(`no native build at ${NATIVE}`);
@@ -539,15 +760,15 @@ test("webcam_fake_device_runs_landmarker_and_renderer", async () => {
     const s = await openStudio(cam);
     await openTemplate(s.page, "lipstick");
     await s.page.click("#webcam-btn");
-    await s.page.waitForFunction(() => window.__studio.webcamFrames >= 3, null, { timeout: 30000 });
+    await s.page.waitForFunction(() => window.__studio.liveFrames() >= 3, null, { timeout: 30000 });
     const t = await s.page.evaluate(() => window.__studio.timings());
     assert(t.faces >= 1, `a face in the camera frames (${t.faces})`);
     figures.push(`webcam (fake y4m camera, VIDEO mode): landmarker ${t.detect_ms.toFixed(1)} ms, render ${t.render_ms.toFixed(1)} ms, ${await s.page.textContent("#timings")}`);
     // a background layer on the camera: the VIDEO-mode segmenter runs on every frame
     await s.page.click("#home-btn");
     await openTemplate(s.page, "background_beach");
-    const n = await s.page.evaluate(() => window.__studio.webcamFrames);
-    await s.page.waitForFunction((n) => window.__studio.webcamFrames >= n + 3, n, { timeout: 30000 });
+    const n = await s.page.evaluate(() => window.__studio.liveFrames());
+    await s.page.waitForFunction((n) => window.__studio.liveFrames() >= n + 3, n, { timeout: 30000 });
     const t2 = await s.page.evaluate(() => window.__studio.timings());
     assert(t2.mask === 1 && t2.segment_ms > 0, `the camera frames have a person mask: ${JSON.stringify(t2)}`);
     figures.push(`webcam + background_beach: segmenter ${t2.segment_ms.toFixed(1)} ms, ${await s.page.textContent("#timings")}`);
