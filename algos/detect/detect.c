@@ -192,7 +192,8 @@ static ks_status object_detect_run(ks_object_detector *d, const ks_image *image,
                                  .track_id = -1};
         if (tracks && tracks->info.dtype == KS_DTYPE_I32 &&
             tracks->size_bytes >= (i + 1) * sizeof(int32_t)) {
-            items[i].track_id = ((const int32_t *)tracks->data)[i] + d->id_base;
+            int32_t id = ((const int32_t *)tracks->data)[i];
+            items[i].track_id = id > 0 ? id + d->id_base : id; /* ids >= 1; others as given */
             if (items[i].track_id > d->id_max) d->id_max = items[i].track_id;
         }
         text += len + 1;

@@ -219,7 +219,8 @@ static ks_status detect_pass(ks_face_detector *det, const ks_packet *frame, cons
         f->id = -1;
         if (video && ids && ids->info.dtype == KS_DTYPE_I32 &&
             ids->size_bytes >= (i + 1) * sizeof(int32_t)) {
-            f->id = ((const int32_t *)ids->data)[i] + det->id_base;
+            int32_t id = ((const int32_t *)ids->data)[i];
+            f->id = id > 0 ? id + det->id_base : id; /* ids >= 1; others as given */
             if (f->id > det->id_max) det->id_max = f->id;
         }
         for (uint32_t k = 0; k < KS_FACE_KEYPOINT_COUNT; k++) {
