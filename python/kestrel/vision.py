@@ -207,6 +207,19 @@ class _Task:
         self._ts = int(timestamp_us)
         return self._native.detect(_image(image), self._ts)
 
+    def swap_model(self, model_path: "os.PathLike[str] | str") -> None:
+        """Live swap: loads a newer version of the task's models (a ``.ksb`` or ``.ksm``, e.g.
+        a path from a store update) and makes the next :meth:`detect` use it. May be called from
+        another thread while one detects; the task keeps every other option of its creation and
+        its VIDEO tracks (landmarkers). A bad version raises and the task keeps running the
+        current one (docs/delivery.md, "Live swap")."""
+        self._native.swap_model(os.fspath(model_path))
+
+    @property
+    def model_generation(self) -> int:
+        """How many :meth:`swap_model` versions the task has taken (0: its first models)."""
+        return int(self._native.model_generation)
+
     @property
     def closed(self) -> bool:
         return bool(self._native.closed)

@@ -724,6 +724,7 @@ typedef struct TaskObject {
     PyObject_HEAD int kind;
     void *handle;
     int busy;
+    int swapping; /* swap_model calls in progress (GIL released); close() waits for none */
     int64_t last_timestamp_us;
 } TaskObject;
 
@@ -1106,7 +1107,88 @@ done:
     return result;
 }
 
+static ks_status task_swap(int kind, void *h, const ks_task_options *src) {
+    switch (kind) {
+    case TASK_FACE_DETECTOR:
+        return ks_face_detector_swap_model(h, src);
+    case TASK_FACE_LANDMARKER:
+        return ks_face_landmarker_swap_model(h, src);
+    case TASK_POSE_LANDMARKER:
+        return ks_pose_landmarker_swap_model(h, src);
+    case TASK_HAND_LANDMARKER:
+        return ks_hand_landmarker_swap_model(h, src);
+    case TASK_SEGMENTER:
+        return ks_segmenter_swap_model(h, src);
+    case TASK_OBJECT_DETECTOR:
+        return ks_object_detector_swap_model(h, src);
+    default:
+        return ks_image_classifier_swap_model(h, src);
+    }
+}
+
+/* Live swap (vision.h "Live swap"): the C call may run while detect runs on another thread, so
+ * only close() is excluded (it refuses while a swap is in progress). */
+static PyObject *Task_swap_model(TaskObject *self, PyObject *args) {
+    PyObject *path_obj = NULL;
+    if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &path_obj)) return NULL;
+    if (!self->handle) {
+        Py_DECREF(path_obj);
+        return raise_status(KS_STATUS_INVALID_STATE, "swap_model(): the task is closed");
+    }
+    void *h = self->handle;
+    int kind = self->kind;
+    ks_task_options src = {.model_path = PyBytes_AS_STRING(path_obj)};
+    ks_status st = KS_STATUS_OK;
+    self->swapping++;
+    PyThreadState *save = PyEval_SaveThread();
+    st = task_swap(kind, h, &src);
+    PyEval_RestoreThread(save);
+    self->swapping--;
+    Py_DECREF(path_obj);
+    /* Same OS thread as the call: its thread-local message is the swap's. */
+    if (st) return raise_status(st, ks_last_error(NULL));
+    Py_RETURN_NONE;
+}
+
+/* ks_task_stats.model_generation: the swaps the task has taken. */
+static PyObject *Task_get_model_generation(TaskObject *self, void *unused) {
+    if (!self->handle)
+        return raise_status(KS_STATUS_INVALID_STATE, "model_generation: the task is closed");
+    if (self->busy)
+        return raise_status(KS_STATUS_INVALID_STATE,
+                            "model_generation: the task is running on another thread");
+    ks_task_stats ts;
+    ks_status st;
+    switch (self->kind) {
+    case TASK_FACE_DETECTOR:
+        st = ks_face_detector_stats(self->handle, &ts);
+        break;
+    case TASK_FACE_LANDMARKER:
+        st = ks_face_landmarker_stats(self->handle, &ts);
+        break;
+    case TASK_POSE_LANDMARKER:
+        st = ks_pose_landmarker_stats(self->handle, &ts);
+        break;
+    case TASK_HAND_LANDMARKER:
+        st = ks_hand_landmarker_stats(self->handle, &ts);
+        break;
+    case TASK_SEGMENTER:
+        st = ks_segmenter_stats(self->handle, &ts);
+        break;
+    case TASK_OBJECT_DETECTOR:
+        st = ks_object_detector_stats(self->handle, &ts);
+        break;
+    default:
+        st = ks_image_classifier_stats(self->handle, &ts);
+        break;
+    }
+    if (st) return raise_status(st, "model_generation: the task's stats are unavailable");
+    return PyLong_FromUnsignedLongLong((unsigned long long)ts.model_generation);
+}
+
 static PyObject *Task_close(TaskObject *self, PyObject *unused) {
+    if (self->swapping)
+        return raise_status(KS_STATUS_INVALID_STATE, "close(): a swap_model call is in progress");
     if (self->busy)
         return raise_status(KS_STATUS_INVALID_STATE, "close(): the task is running on another "
                                                      "thread");
@@ -1121,10 +1203,13 @@ static PyObject *Task_get_closed(TaskObject *self, void *unused) {
 static PyMethodDef Task_methods[] = {
     {"detect", (PyCFunction)Task_detect, METH_VARARGS, "detect(image, timestamp_us)"},
     {"close", (PyCFunction)Task_close, METH_NOARGS, "destroy the task"},
+    {"swap_model", (PyCFunction)Task_swap_model, METH_VARARGS, "swap_model(path)"},
     {NULL, NULL, 0, NULL}};
 
-static PyGetSetDef Task_getset[] = {{"closed", (getter)Task_get_closed, NULL, NULL, NULL},
-                                    {NULL, NULL, NULL, NULL, NULL}};
+static PyGetSetDef Task_getset[] = {
+    {"closed", (getter)Task_get_closed, NULL, NULL, NULL},
+    {"model_generation", (getter)Task_get_model_generation, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
 
 static PyTypeObject TaskType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kestrel._native.Task",

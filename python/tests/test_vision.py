@@ -141,3 +141,28 @@ def test_video_mode_tracks_and_pil_input():
         rgba = np.dstack([img, np.full(img.shape[:2], 255, np.uint8)])
         c = det.detect(rgba)
         close([f.box.to_list() for f in c], [f.box.to_list() for f in b], 1e-4)
+
+
+def test_swap_model_between_frames(tmp_path):
+    """Live swap: the next detect runs the new bundle; a bad version raises and changes nothing."""
+    bundles = kestrel.vision.models_dir()
+    short, full = f"{bundles}/face_detector_short.ksb", f"{bundles}/face_detector_full.ksb"
+    for p in (short, full):
+        try:
+            open(p, "rb").close()
+        except OSError:
+            pytest.skip(f"{p} is missing")
+    img = load_rgb("images/skimage_astronaut.png")
+    with kestrel.FaceDetector(model_path=short) as a, kestrel.FaceDetector(model_path=full) as b:
+        want_short, want_full = a.detect(img), b.detect(img)
+    with kestrel.FaceDetector(model_path=short) as det:
+        assert [f.box.to_list() for f in det.detect(img)] == [f.box.to_list() for f in want_short]
+        with pytest.raises(kestrel.KestrelError) as e:
+            det.swap_model(tmp_path / "missing.ksb")
+        assert "missing.ksb" in str(e.value) and det.model_generation == 0
+        det.swap_model(full)
+        got = det.detect(img)
+        assert [f.box.to_list() for f in got] == [f.box.to_list() for f in want_full]
+        assert det.model_generation == 1
+    with pytest.raises(kestrel.KestrelError):
+        det.swap_model(full)  # closed
