@@ -245,19 +245,31 @@ KSW_EXPORT int ksw_effect_needs_mask(void) {
     return (info->required_capabilities & (1u << KS_EFFECT_CAP_SEGMENTATION)) ? 1 : 0;
 }
 
+/* A tight RGBA8 frame of 1..8192 px a side as a ks_image; 0 for a bad one. */
+static int rgba_frame(const uint8_t *rgba, int width_px, int height_px, ks_image *out) {
+    if (!rgba || width_px < 1 || height_px < 1 || width_px > 8192 || height_px > 8192) return 0;
+    *out = (ks_image){.format = KS_PIXEL_FORMAT_RGBA,
+                      .width_px = width_px,
+                      .height_px = height_px,
+                      .planes = {rgba},
+                      .stride_bytes = {width_px * 4}};
+    return 1;
+}
+
+/* Drops the mask of the last ksw_segment (the preview then renders without a person mask). */
+KSW_EXPORT void ksw_clear_mask(void) {
+    ks_segmentation_release(g.mask);
+    g.mask = NULL;
+}
+
 /* Segments a tight RGBA8 frame; the mask is kept for ksw_render (which uses it for a frame of
  * the same size while the loaded effect needs a mask). On failure no mask is kept. */
 KSW_EXPORT int ksw_segment(const uint8_t *rgba, int width_px, int height_px, double timestamp_us) {
-    ks_segmentation_release(g.mask);
-    g.mask = NULL;
+    ksw_clear_mask();
     if (!g.seg) return fail(KS_STATUS_INVALID_ARGUMENT, "segment", "no segmenter");
-    if (!rgba || width_px < 1 || height_px < 1 || width_px > 8192 || height_px > 8192)
+    ks_image img;
+    if (!rgba_frame(rgba, width_px, height_px, &img))
         return fail(KS_STATUS_INVALID_ARGUMENT, "segment", "bad frame");
-    ks_image img = {.format = KS_PIXEL_FORMAT_RGBA,
-                    .width_px = width_px,
-                    .height_px = height_px,
-                    .planes = {rgba},
-                    .stride_bytes = {width_px * 4}};
     double t0 = now_ms();
     ks_status st = ks_segment(g.seg, &img, (int64_t)timestamp_us, &g.mask);
     g.segment_ms = now_ms() - t0;
@@ -266,17 +278,10 @@ KSW_EXPORT int ksw_segment(const uint8_t *rgba, int width_px, int height_px, dou
         return fail(st, "segment", ks_last_error(g.seg));
     }
     if (!g.mask->mask_u8) {
-        ks_segmentation_release(g.mask);
-        g.mask = NULL;
+        ksw_clear_mask();
         return fail(KS_STATUS_INTERNAL, "segment", "no u8 mask");
     }
     return KS_STATUS_OK;
-}
-
-/* Drops the mask of the last ksw_segment (the preview then renders without a person mask). */
-KSW_EXPORT void ksw_clear_mask(void) {
-    ks_segmentation_release(g.mask);
-    g.mask = NULL;
 }
 
 /* Runs the face landmarker on a tight RGBA8 frame; the faces are kept for ksw_render.
@@ -286,13 +291,9 @@ KSW_EXPORT int ksw_detect(const uint8_t *rgba, int width_px, int height_px, doub
     g.meshes = NULL;
     g.num_faces = 0;
     if (!g.lm) return -fail(KS_STATUS_INVALID_ARGUMENT, "detect", "no face landmarker");
-    if (!rgba || width_px < 1 || height_px < 1 || width_px > 8192 || height_px > 8192)
+    ks_image img;
+    if (!rgba_frame(rgba, width_px, height_px, &img))
         return -fail(KS_STATUS_INVALID_ARGUMENT, "detect", "bad frame");
-    ks_image img = {.format = KS_PIXEL_FORMAT_RGBA,
-                    .width_px = width_px,
-                    .height_px = height_px,
-                    .planes = {rgba},
-                    .stride_bytes = {width_px * 4}};
     double t0 = now_ms();
     ks_status st = ks_face_landmarker_detect(g.lm, &img, (int64_t)timestamp_us, &g.meshes);
     g.detect_ms = now_ms() - t0;
