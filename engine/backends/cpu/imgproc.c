@@ -238,6 +238,40 @@ static void fetch(const ks__imgproc *p, int32_t x, int32_t y, float rgb[3]) {
     }
 }
 
+static int is_yuv(ks_pixel_format f) {
+    return f == KS_PIXEL_FORMAT_NV21 || f == KS_PIXEL_FORMAT_NV12 || f == KS_PIXEL_FORMAT_I420;
+}
+
+/* The Y, U, V samples of the YUV source pixel at (x, y), clamped to the image (REPLICATE). */
+static void fetch_yuv(const ks__imgproc *p, int32_t x, int32_t y, float yuv[3]) {
+    x = x < 0 ? 0 : (x >= p->width_px ? p->width_px - 1 : x);
+    y = y < 0 ? 0 : (y >= p->height_px ? p->height_px - 1 : y);
+    size_t cx = (size_t)(x >> 1), cy = (size_t)(y >> 1);
+    yuv[0] = p->plane[0][(size_t)y * p->stride_bytes[0] + (size_t)x];
+    if (p->format == KS_PIXEL_FORMAT_I420) {
+        yuv[1] = p->plane[1][cy * p->stride_bytes[1] + cx];
+        yuv[2] = p->plane[2][cy * p->stride_bytes[2] + cx];
+        return;
+    }
+    const uint8_t *px = p->plane[1] + cy * p->stride_bytes[1] + 2 * cx;
+    int nv21 = p->format == KS_PIXEL_FORMAT_NV21;
+    yuv[1] = px[nv21 ? 1 : 0];
+    yuv[2] = px[nv21 ? 0 : 1];
+}
+
+/* The bilinear blend of four taps, in the statement order every fast path repeats. */
+static float lerp2(float p00, float p01, float p10, float p11, float ax, float ay) {
+    float d = p01 - p00;
+    d = d * ax;
+    float top = p00 + d;
+    d = p11 - p10;
+    d = d * ax;
+    float bot = p10 + d;
+    d = bot - top;
+    d = d * ay;
+    return top + d;
+}
+
 /* Clamping keeps float -> int conversion defined; anything more than a pixel or two outside
  * samples border only, whatever its exact position. */
 static float clamp_coord(float v, float hi) {
@@ -271,21 +305,20 @@ void ks__imgproc_span_scalar(const ks__imgproc *p, int32_t y, int32_t x_begin, i
             float ax = u - fu, ay = v - fv;
             int32_t ix = (int32_t)fu, iy = (int32_t)fv;
             float p00[3], p01[3], p10[3], p11[3];
-            fetch(p, ix, iy, p00);
-            fetch(p, ix + 1, iy, p01);
-            fetch(p, ix, iy + 1, p10);
-            fetch(p, ix + 1, iy + 1, p11);
-            for (int c = 0; c < 3; c++) {
-                float d = p01[c] - p00[c];
-                d = d * ax;
-                float top = p00[c] + d;
-                d = p11[c] - p10[c];
-                d = d * ax;
-                float bot = p10[c] + d;
-                d = bot - top;
-                d = d * ay;
-                rgb[c] = top + d;
-            }
+            /* YUV: Y, U and V are blended, then converted once, unless a tap takes a constant
+             * border colour (given in RGB): then each tap is converted and the RGB blended. */
+            int yuv_blend = is_yuv(p->format) &&
+                            (p->border == KS_BORDER_REPLICATE ||
+                             (ix >= 0 && iy >= 0 && ix + 1 < p->width_px && iy + 1 < p->height_px));
+            void (*get)(const ks__imgproc *, int32_t, int32_t, float *) =
+                yuv_blend ? fetch_yuv : fetch;
+            get(p, ix, iy, p00);
+            get(p, ix + 1, iy, p01);
+            get(p, ix, iy + 1, p10);
+            get(p, ix + 1, iy + 1, p11);
+            for (int c = 0; c < 3; c++)
+                rgb[c] = lerp2(p00[c], p01[c], p10[c], p11[c], ax, ay);
+            if (yuv_blend) yuv_to_rgb(p, rgb[0], rgb[1], rgb[2], rgb);
         }
         float val[3];
         if (p->gray_out) {

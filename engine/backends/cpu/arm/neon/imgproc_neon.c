@@ -224,15 +224,10 @@ ALWAYS_INLINE vec_rgb sample4(const neon_ctx *c, const enum sample_kind kind, in
         u1r = byte_f(uv1r, c->u);
         v1r = byte_f(uv1r, c->v);
     }
-    vec_rgb t00 = yuv_to_rgb(c, byte_f(y0, c->byte[0]), u0l, v0l);
-    vec_rgb t01 = yuv_to_rgb(c, byte_f(y0, c->byte[1]), u0r, v0r);
-    vec_rgb t10 = yuv_to_rgb(c, byte_f(y1, c->byte[0]), u1l, v1l);
-    vec_rgb t11 = yuv_to_rgb(c, byte_f(y1, c->byte[1]), u1r, v1r);
-    vec_rgb o;
-    o.r = lerp2(t00.r, t01.r, t10.r, t11.r, ax, ay);
-    o.g = lerp2(t00.g, t01.g, t10.g, t11.g, ax, ay);
-    o.b = lerp2(t00.b, t01.b, t10.b, t11.b, ax, ay);
-    return o;
+    /* blend Y, U, V, then convert once (the reference's rule for taps inside the image) */
+    float32x4_t Y = lerp2(byte_f(y0, c->byte[0]), byte_f(y0, c->byte[1]), byte_f(y1, c->byte[0]),
+                          byte_f(y1, c->byte[1]), ax, ay);
+    return yuv_to_rgb(c, Y, lerp2(u0l, u0r, u1l, u1r, ax, ay), lerp2(v0l, v0r, v1l, v1r, ax, ay));
 }
 
 ALWAYS_INLINE int all_lanes(uint32x4_t mask) {
@@ -267,6 +262,9 @@ __attribute__((noinline)) static vec_rgb sample4_edge(const neon_ctx *c, int32x4
     int32x4_t xc[2] = {clamp_i32(xs[0], w - 1), clamp_i32(xs[1], w - 1)};
     int32x4_t yc[2] = {clamp_i32(ys[0], h - 1), clamp_i32(ys[1], h - 1)};
     vec_rgb t[4];
+    float32x4_t Yt[4], Ut[4], Vt[4]; /* YUV sources: the taps' samples */
+    const int yuv = p->format == KS_PIXEL_FORMAT_NV21 || p->format == KS_PIXEL_FORMAT_NV12 ||
+                    p->format == KS_PIXEL_FORMAT_I420;
     for (int k = 0; k < 4; k++) {
         uint32x4_t x = vreinterpretq_u32_s32(xc[k & 1]), y = vreinterpretq_u32_s32(yc[k >> 1]);
         uint32x4_t row = vmulq_n_u32(y, (uint32_t)c->s0);
@@ -300,10 +298,13 @@ __attribute__((noinline)) static vec_rgb sample4_edge(const neon_ctx *c, int32x4
                 U = byte_f(uv, c->u);
                 V = byte_f(uv, c->v);
             }
-            t[k] = yuv_to_rgb(c, Y, U, V);
+            Yt[k] = Y;
+            Ut[k] = U;
+            Vt[k] = V;
             break;
         }
         }
+        if (yuv) continue;
         if (p->border != KS_BORDER_REPLICATE) {
             /* outside: x or y differs from its clamped value */
             uint32x4_t in =
@@ -312,6 +313,30 @@ __attribute__((noinline)) static vec_rgb sample4_edge(const neon_ctx *c, int32x4
             t[k].g = vbslq_f32(in, t[k].g, vdupq_n_f32(p->border_rgb[1]));
             t[k].b = vbslq_f32(in, t[k].b, vdupq_n_f32(p->border_rgb[2]));
         }
+    }
+    if (yuv) {
+        /* The reference blends Y, U, V and converts once, except in lanes where a tap takes a
+         * constant border colour: there each tap is converted and the RGB blended. */
+        vec_rgb o = yuv_to_rgb(c, lerp2(Yt[0], Yt[1], Yt[2], Yt[3], ax, ay),
+                               lerp2(Ut[0], Ut[1], Ut[2], Ut[3], ax, ay),
+                               lerp2(Vt[0], Vt[1], Vt[2], Vt[3], ax, ay));
+        if (p->border == KS_BORDER_REPLICATE) return o;
+        uint32x4_t inside = vandq_u32(vandq_u32(vceqq_s32(xs[0], xc[0]), vceqq_s32(xs[1], xc[1])),
+                                      vandq_u32(vceqq_s32(ys[0], yc[0]), vceqq_s32(ys[1], yc[1])));
+        if (all_lanes(inside)) return o;
+        for (int k = 0; k < 4; k++) {
+            t[k] = yuv_to_rgb(c, Yt[k], Ut[k], Vt[k]);
+            uint32x4_t in =
+                vandq_u32(vceqq_s32(xs[k & 1], xc[k & 1]), vceqq_s32(ys[k >> 1], yc[k >> 1]));
+            t[k].r = vbslq_f32(in, t[k].r, vdupq_n_f32(p->border_rgb[0]));
+            t[k].g = vbslq_f32(in, t[k].g, vdupq_n_f32(p->border_rgb[1]));
+            t[k].b = vbslq_f32(in, t[k].b, vdupq_n_f32(p->border_rgb[2]));
+        }
+        vec_rgb e = lerp_rgb(t, ax, ay);
+        o.r = vbslq_f32(inside, o.r, e.r);
+        o.g = vbslq_f32(inside, o.g, e.g);
+        o.b = vbslq_f32(inside, o.b, e.b);
+        return o;
     }
     return lerp_rgb(t, ax, ay);
 }

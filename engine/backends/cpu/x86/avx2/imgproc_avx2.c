@@ -77,22 +77,25 @@ static int32_t fast_x_max(const ks__imgproc *p) {
     }
 }
 
+/* The fast sampler is instantiated once per source kind (rows_kind), so each copy keeps only
+ * its format's work; BGR orders and NV21/NV12 differ only in byte shifts. */
+enum sample_kind { KIND_RGBA, KIND_RGB, KIND_GRAY, KIND_NV, KIND_I420 };
+
+/* Every helper of the row loop is forced inline, whatever gcc's inlining budget decides. */
+#define ALWAYS_INLINE __attribute__((always_inline)) static inline
+
 /* Bilinear RGB of 8 points whose 4 taps are all inside the fast region. */
-static vec_rgb sample8(const ks__imgproc *p, __m256i ix, __m256i iy, __m256 ax, __m256 ay) {
+ALWAYS_INLINE vec_rgb sample8(const ks__imgproc *p, const enum sample_kind kind, __m256i ix,
+                              __m256i iy, __m256 ax, __m256 ay) {
     const __m256i one = _mm256_set1_epi32(1);
     __m256i s0 = _mm256_set1_epi32((int32_t)p->stride_bytes[0]);
     __m256i row0 = _mm256_mullo_epi32(iy, s0);
     __m256i row1 = _mm256_add_epi32(row0, s0);
     const uint8_t *base = p->plane[0];
     vec_rgb out;
-    switch (p->format) {
-    case KS_PIXEL_FORMAT_RGBA:
-    case KS_PIXEL_FORMAT_BGRA:
-    case KS_PIXEL_FORMAT_RGB:
-    case KS_PIXEL_FORMAT_BGR: {
-        int four = p->format == KS_PIXEL_FORMAT_RGBA || p->format == KS_PIXEL_FORMAT_BGRA;
+    if (kind == KIND_RGBA || kind == KIND_RGB) {
         int bgr = p->format == KS_PIXEL_FORMAT_BGRA || p->format == KS_PIXEL_FORMAT_BGR;
-        __m256i bpp = _mm256_set1_epi32(four ? 4 : 3);
+        __m256i bpp = _mm256_set1_epi32(kind == KIND_RGBA ? 4 : 3);
         __m256i c0 = _mm256_mullo_epi32(ix, bpp);
         __m256i c1 = _mm256_add_epi32(c0, bpp);
         __m256i v00 = gather(base, _mm256_add_epi32(row0, c0));
@@ -105,15 +108,12 @@ static vec_rgb sample8(const ks__imgproc *p, __m256i ix, __m256i iy, __m256 ax, 
         out.b = lerp2(byte_f(v00, bs), byte_f(v01, bs), byte_f(v10, bs), byte_f(v11, bs), ax, ay);
         return out;
     }
-    case KS_PIXEL_FORMAT_GRAY: {
+    if (kind == KIND_GRAY) {
         __m256i v0 = gather(base, _mm256_add_epi32(row0, ix));
         __m256i v1 = gather(base, _mm256_add_epi32(row1, ix));
         out.r = lerp2(byte_f(v0, 0), byte_f(v0, 8), byte_f(v1, 0), byte_f(v1, 8), ax, ay);
         out.g = out.b = out.r;
         return out;
-    }
-    default:
-        break;
     }
     /* YUV: luma pairs from one gather per row, chroma per tap. */
     __m256i y0 = gather(base, _mm256_add_epi32(row0, ix));
@@ -129,7 +129,7 @@ static vec_rgb sample8(const ks__imgproc *p, __m256i ix, __m256i iy, __m256 ax, 
     __m256 U[4], V[4];
     for (int r = 0; r < 2; r++) {
         __m256i crow = _mm256_mullo_epi32(cy[r], s1);
-        if (p->format == KS_PIXEL_FORMAT_I420) {
+        if (kind == KIND_I420) {
             __m256i s2 = _mm256_set1_epi32((int32_t)p->stride_bytes[2]);
             __m256i crow2 = _mm256_mullo_epi32(cy[r], s2);
             __m256i u = gather(p->plane[1], _mm256_add_epi32(crow, cx0));
@@ -149,13 +149,9 @@ static vec_rgb sample8(const ks__imgproc *p, __m256i ix, __m256i iy, __m256 ax, 
             V[2 * r + 1] = byte_f(uv1, nv21 ? 0 : 8);
         }
     }
-    vec_rgb c[4];
-    for (int t = 0; t < 4; t++)
-        c[t] = yuv_to_rgb(p, Y[t], U[t], V[t]);
-    out.r = lerp2(c[0].r, c[1].r, c[2].r, c[3].r, ax, ay);
-    out.g = lerp2(c[0].g, c[1].g, c[2].g, c[3].g, ax, ay);
-    out.b = lerp2(c[0].b, c[1].b, c[2].b, c[3].b, ax, ay);
-    return out;
+    /* blend Y, U, V, then convert once (the reference's rule for taps inside the image) */
+    return yuv_to_rgb(p, lerp2(Y[0], Y[1], Y[2], Y[3], ax, ay),
+                      lerp2(U[0], U[1], U[2], U[3], ax, ay), lerp2(V[0], V[1], V[2], V[3], ax, ay));
 }
 
 /* 8 single-pixel reads of bpp (1..4) bytes at byte offsets off of a plane, as 32-bit lanes with
@@ -176,14 +172,18 @@ static __m256i clamp_i32(__m256i v, int32_t hi) {
 /* Bilinear RGB of 8 points with taps anywhere: each tap is read at its clamped position (the
  * scalar reference's REPLICATE rule) and, for ZERO/CONSTANT borders, taps outside the image take
  * the border colour before the blend, as the reference's fetch does. */
-static vec_rgb sample8_edge(const ks__imgproc *p, __m256i ix, __m256i iy, __m256 ax, __m256 ay) {
-    const __m256i one = _mm256_set1_epi32(1);
+__attribute__((noinline)) static vec_rgb sample8_edge(const ks__imgproc *p, __m256i ix, __m256i iy,
+                                                      __m256 ax, __m256 ay) {
+    const __m256i one = _mm256_set1_epi32(1), minus1 = _mm256_set1_epi32(-1);
     int32_t w = p->width_px, h = p->height_px;
     __m256i xs[2] = {ix, _mm256_add_epi32(ix, one)}, ys[2] = {iy, _mm256_add_epi32(iy, one)};
     __m256i xc[2] = {clamp_i32(xs[0], w - 1), clamp_i32(xs[1], w - 1)};
     __m256i yc[2] = {clamp_i32(ys[0], h - 1), clamp_i32(ys[1], h - 1)};
     __m256i s0 = _mm256_set1_epi32((int32_t)p->stride_bytes[0]);
     vec_rgb c[4];
+    __m256 Yt[4], Ut[4], Vt[4]; /* YUV sources: the taps' samples */
+    const int yuv = p->format == KS_PIXEL_FORMAT_NV21 || p->format == KS_PIXEL_FORMAT_NV12 ||
+                    p->format == KS_PIXEL_FORMAT_I420;
     for (int t = 0; t < 4; t++) {
         __m256i x = xc[t & 1], y = yc[t >> 1];
         __m256i row = _mm256_mullo_epi32(y, s0);
@@ -224,10 +224,13 @@ static vec_rgb sample8_edge(const ks__imgproc *p, __m256i ix, __m256i iy, __m256
                 U = byte_f(uv, nv21 ? 8 : 0);
                 V = byte_f(uv, nv21 ? 0 : 8);
             }
-            c[t] = yuv_to_rgb(p, Y, U, V);
+            Yt[t] = Y;
+            Ut[t] = U;
+            Vt[t] = V;
             break;
         }
         }
+        if (yuv) continue;
         if (p->border != KS_BORDER_REPLICATE) {
             /* outside: x or y differs from its clamped value */
             __m256 out = _mm256_castsi256_ps(_mm256_or_si256(
@@ -238,6 +241,35 @@ static vec_rgb sample8_edge(const ks__imgproc *p, __m256i ix, __m256i iy, __m256
             c[t].b = _mm256_blendv_ps(c[t].b, _mm256_set1_ps(p->border_rgb[2]), out);
         }
     }
+    if (yuv) {
+        /* The reference blends Y, U, V and converts once, except in lanes where a tap takes a
+         * constant border colour: there each tap is converted and the RGB blended. */
+        vec_rgb o = yuv_to_rgb(p, lerp2(Yt[0], Yt[1], Yt[2], Yt[3], ax, ay),
+                               lerp2(Ut[0], Ut[1], Ut[2], Ut[3], ax, ay),
+                               lerp2(Vt[0], Vt[1], Vt[2], Vt[3], ax, ay));
+        if (p->border == KS_BORDER_REPLICATE) return o;
+        __m256i outside = _mm256_setzero_si256();
+        for (int k = 0; k < 2; k++)
+            outside = _mm256_or_si256(
+                outside,
+                _mm256_or_si256(_mm256_xor_si256(_mm256_cmpeq_epi32(xs[k], xc[k]), minus1),
+                                _mm256_xor_si256(_mm256_cmpeq_epi32(ys[k], yc[k]), minus1)));
+        if (_mm256_testz_si256(outside, outside)) return o;
+        for (int t = 0; t < 4; t++) {
+            c[t] = yuv_to_rgb(p, Yt[t], Ut[t], Vt[t]);
+            __m256 out = _mm256_castsi256_ps(_mm256_or_si256(
+                _mm256_xor_si256(_mm256_cmpeq_epi32(xs[t & 1], xc[t & 1]), minus1),
+                _mm256_xor_si256(_mm256_cmpeq_epi32(ys[t >> 1], yc[t >> 1]), minus1)));
+            c[t].r = _mm256_blendv_ps(c[t].r, _mm256_set1_ps(p->border_rgb[0]), out);
+            c[t].g = _mm256_blendv_ps(c[t].g, _mm256_set1_ps(p->border_rgb[1]), out);
+            c[t].b = _mm256_blendv_ps(c[t].b, _mm256_set1_ps(p->border_rgb[2]), out);
+        }
+        __m256 sel = _mm256_castsi256_ps(outside);
+        o.r = _mm256_blendv_ps(o.r, lerp2(c[0].r, c[1].r, c[2].r, c[3].r, ax, ay), sel);
+        o.g = _mm256_blendv_ps(o.g, lerp2(c[0].g, c[1].g, c[2].g, c[3].g, ax, ay), sel);
+        o.b = _mm256_blendv_ps(o.b, lerp2(c[0].b, c[1].b, c[2].b, c[3].b, ax, ay), sel);
+        return o;
+    }
     vec_rgb o;
     o.r = lerp2(c[0].r, c[1].r, c[2].r, c[3].r, ax, ay);
     o.g = lerp2(c[0].g, c[1].g, c[2].g, c[3].g, ax, ay);
@@ -245,6 +277,37 @@ static vec_rgb sample8_edge(const ks__imgproc *p, __m256i ix, __m256i iy, __m256
     return o;
 }
 
+/* Normalized values of 3 channels (r, g, b order of the output) into 24 interleaved floats
+ * r0 g0 b0 r1 ...: three vectors, each lane taken from one channel by a lane permute and two
+ * blends. */
+ALWAYS_INLINE void store_nhwc3_f32(float *dst, __m256 r, __m256 g, __m256 b) {
+    const __m256i ir0 = _mm256_setr_epi32(0, 0, 0, 1, 0, 0, 2, 0);
+    const __m256i ig0 = _mm256_setr_epi32(0, 0, 0, 0, 1, 0, 0, 2);
+    const __m256i ib0 = _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 0, 0);
+    const __m256i ir1 = _mm256_setr_epi32(0, 3, 0, 0, 4, 0, 0, 5);
+    const __m256i ig1 = _mm256_setr_epi32(0, 0, 3, 0, 0, 4, 0, 0);
+    const __m256i ib1 = _mm256_setr_epi32(2, 0, 0, 3, 0, 0, 4, 0);
+    const __m256i ir2 = _mm256_setr_epi32(0, 0, 6, 0, 0, 7, 0, 0);
+    const __m256i ig2 = _mm256_setr_epi32(5, 0, 0, 6, 0, 0, 7, 0);
+    const __m256i ib2 = _mm256_setr_epi32(0, 5, 0, 0, 6, 0, 0, 7);
+    /* v0: lanes 0, 3, 6 r; 1, 4, 7 g (blend mask 0x92); 2, 5 b (0x24) */
+    __m256 v0 =
+        _mm256_blend_ps(_mm256_permutevar8x32_ps(r, ir0), _mm256_permutevar8x32_ps(g, ig0), 0x92);
+    v0 = _mm256_blend_ps(v0, _mm256_permutevar8x32_ps(b, ib0), 0x24);
+    /* v1: lanes 0, 3, 6 b; 1, 4, 7 r; 2, 5 g */
+    __m256 v1 =
+        _mm256_blend_ps(_mm256_permutevar8x32_ps(b, ib1), _mm256_permutevar8x32_ps(r, ir1), 0x92);
+    v1 = _mm256_blend_ps(v1, _mm256_permutevar8x32_ps(g, ig1), 0x24);
+    /* v2: lanes 0, 3, 6 g; 1, 4, 7 b; 2, 5 r */
+    __m256 v2 =
+        _mm256_blend_ps(_mm256_permutevar8x32_ps(g, ig2), _mm256_permutevar8x32_ps(b, ib2), 0x92);
+    v2 = _mm256_blend_ps(v2, _mm256_permutevar8x32_ps(r, ir2), 0x24);
+    _mm256_storeu_ps(dst, v0);
+    _mm256_storeu_ps(dst + 8, v1);
+    _mm256_storeu_ps(dst + 16, v2);
+}
+
+/* Any output: u8 or f32, NHWC or NCHW, 1 or 3 channels. */
 static void store8(const ks__imgproc *p, int32_t y, int32_t x, const __m256 *val) {
     size_t plane_px = (size_t)p->out_width_px * (size_t)p->out_height_px;
     size_t pix = (size_t)y * (size_t)p->out_width_px + (size_t)x;
@@ -282,16 +345,7 @@ static void store8(const ks__imgproc *p, int32_t y, int32_t x, const __m256 *val
             _mm256_storeu_ps((float *)p->out + (size_t)c * plane_px + pix, o[c]);
         return;
     }
-    /* NHWC, 3 channels: interleave r0 g0 b0 r1 ... through a small buffer. */
-    float tmp[3][8];
-    for (int c = 0; c < 3; c++)
-        _mm256_storeu_ps(tmp[c], o[c]);
-    float *dst = (float *)p->out + pix * 3;
-    for (int k = 0; k < 8; k++) {
-        dst[3 * k] = tmp[0][k];
-        dst[3 * k + 1] = tmp[1][k];
-        dst[3 * k + 2] = tmp[2][k];
-    }
+    store_nhwc3_f32((float *)p->out + pix * 3, o[0], o[1], o[2]);
 }
 
 /* Whether all 4 taps (ix..ix+1, iy..iy+1) of every lane lie outside the image: ix + 1 < 0,
@@ -305,12 +359,16 @@ static int all_outside(__m256i ix, __m256i iy, __m256i w_px, __m256i h_px) {
     return _mm256_movemask_ps(_mm256_castsi256_ps(out)) == 0xff;
 }
 
-void ks__imgproc_rows_avx2(const ks__imgproc *p, int32_t y_begin, int32_t y_end) {
+/* The row loop for one source kind and output form (nhwc3: f32 NHWC RGB or BGR, the models'
+ * usual input, stored with the per-call constants in registers; else store8); always inlined
+ * so that each combination gets its own copy. */
+ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_end,
+                             const enum sample_kind kind, const int nhwc3) {
     const float *m = p->m;
     const __m256 half = _mm256_set1_ps(0.5f), lo = _mm256_set1_ps(-4.0f);
     const __m256 hi_x = _mm256_set1_ps((float)p->width_px + 4.0f);
     const __m256 hi_y = _mm256_set1_ps((float)p->height_px + 4.0f);
-    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256 m0 = _mm256_set1_ps(m[0]), m3 = _mm256_set1_ps(m[3]);
     const __m256i x_lim = _mm256_set1_epi32(fast_x_max(p) + 1);
     const __m256i y_lim = _mm256_set1_epi32(p->height_px - 1);
     const __m256i minus1 = _mm256_set1_epi32(-1);
@@ -318,32 +376,39 @@ void ks__imgproc_rows_avx2(const ks__imgproc *p, int32_t y_begin, int32_t y_end)
     const int constant_border = p->border != KS_BORDER_REPLICATE;
     /* sample8_edge reads 4 bytes ending at a pixel: every plane must span 4 bytes (its rows
      * but the last, then the last row's pixels) */
-    int32_t bpp0 = p->format == KS_PIXEL_FORMAT_RGBA || p->format == KS_PIXEL_FORMAT_BGRA ? 4
-                   : p->format == KS_PIXEL_FORMAT_RGB || p->format == KS_PIXEL_FORMAT_BGR ? 3
-                                                                                          : 1;
+    int32_t bpp0 = kind == KIND_RGBA ? 4 : kind == KIND_RGB ? 3 : 1;
     int32_t cw = (p->width_px + 1) / 2, ch = (p->height_px + 1) / 2;
     int edge_ok = (size_t)(p->height_px - 1) * p->stride_bytes[0] + (size_t)p->width_px * bpp0 >= 4;
-    if (p->format == KS_PIXEL_FORMAT_NV21 || p->format == KS_PIXEL_FORMAT_NV12)
+    if (kind == KIND_NV)
         edge_ok = edge_ok && (size_t)(ch - 1) * p->stride_bytes[1] + 2 * (size_t)cw >= 4;
-    if (p->format == KS_PIXEL_FORMAT_I420)
+    if (kind == KIND_I420)
         edge_ok = edge_ok && (size_t)(ch - 1) * p->stride_bytes[1] + (size_t)cw >= 4 &&
                   (size_t)(ch - 1) * p->stride_bytes[2] + (size_t)cw >= 4;
     const vec_rgb border = {_mm256_set1_ps(p->border_rgb[0]), _mm256_set1_ps(p->border_rgb[1]),
                             _mm256_set1_ps(p->border_rgb[2])};
+    /* nhwc3: the output's channels 0 and 2 are R and B, or B and R */
+    const int bgr = p->bgr;
+    const __m256 mean0 = _mm256_set1_ps(p->mean[0]), mean1 = _mm256_set1_ps(p->mean[1]),
+                 mean2 = _mm256_set1_ps(p->mean[2]);
+    const __m256 scale0 = _mm256_set1_ps(p->scale[0]), scale1 = _mm256_set1_ps(p->scale[1]),
+                 scale2 = _mm256_set1_ps(p->scale[2]);
+    float *const out_f32 = (float *)p->out;
+    const int32_t out_w = p->out_width_px;
     for (int32_t y = y_begin; y < y_end; y++) {
         float dy = (float)y + 0.5f;
         float bx = m[1] * dy;
         bx = bx + m[2];
         float by = m[4] * dy;
         by = by + m[5];
+        const __m256 bxv = _mm256_set1_ps(bx), byv = _mm256_set1_ps(by);
+        /* destination x + 0.5 of the group's lanes: exact in float, so stepping by 8 is too */
+        __m256 dx = _mm256_setr_ps(0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f);
         int32_t x = 0;
-        for (; x + 8 <= p->out_width_px; x += 8) {
-            __m256 dx = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(x), iota));
-            dx = _mm256_add_ps(dx, half);
-            __m256 sx = _mm256_mul_ps(_mm256_set1_ps(m[0]), dx);
-            sx = _mm256_add_ps(sx, _mm256_set1_ps(bx));
-            __m256 sy = _mm256_mul_ps(_mm256_set1_ps(m[3]), dx);
-            sy = _mm256_add_ps(sy, _mm256_set1_ps(by));
+        for (; x + 8 <= out_w; x += 8, dx = _mm256_add_ps(dx, _mm256_set1_ps(8.0f))) {
+            __m256 sx = _mm256_mul_ps(m0, dx);
+            sx = _mm256_add_ps(sx, bxv);
+            __m256 sy = _mm256_mul_ps(m3, dx);
+            sy = _mm256_add_ps(sy, byv);
             __m256 u = _mm256_min_ps(_mm256_max_ps(_mm256_sub_ps(sx, half), lo), hi_x);
             __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_sub_ps(sy, half), lo), hi_y);
             __m256 fu = _mm256_floor_ps(u), fv = _mm256_floor_ps(v);
@@ -355,7 +420,7 @@ void ks__imgproc_rows_avx2(const ks__imgproc *p, int32_t y_begin, int32_t y_end)
             ok = _mm256_and_si256(ok, _mm256_cmpgt_epi32(y_lim, iy));
             vec_rgb rgb;
             if (_mm256_movemask_ps(_mm256_castsi256_ps(ok)) == 0xff) {
-                rgb = sample8(p, ix, iy, ax, ay);
+                rgb = sample8(p, kind, ix, iy, ax, ay);
             } else if (constant_border && all_outside(ix, iy, w_px, h_px)) {
                 /* letterbox padding: the scalar lerp of four equal border taps is exact */
                 rgb = border;
@@ -363,6 +428,14 @@ void ks__imgproc_rows_avx2(const ks__imgproc *p, int32_t y_begin, int32_t y_end)
                 rgb = sample8_edge(p, ix, iy, ax, ay);
             } else {
                 ks__imgproc_span_scalar(p, y, x, x + 8);
+                continue;
+            }
+            if (nhwc3) {
+                __m256 c0 = bgr ? rgb.b : rgb.r, c2 = bgr ? rgb.r : rgb.b;
+                c0 = _mm256_mul_ps(_mm256_sub_ps(c0, mean0), scale0);
+                __m256 c1 = _mm256_mul_ps(_mm256_sub_ps(rgb.g, mean1), scale1);
+                c2 = _mm256_mul_ps(_mm256_sub_ps(c2, mean2), scale2);
+                store_nhwc3_f32(out_f32 + ((size_t)y * (size_t)out_w + (size_t)x) * 3, c0, c1, c2);
                 continue;
             }
             __m256 val[3];
@@ -377,12 +450,48 @@ void ks__imgproc_rows_avx2(const ks__imgproc *p, int32_t y_begin, int32_t y_end)
                     val[0] = _mm256_add_ps(l, t);
                 }
             } else {
-                val[0] = p->bgr ? rgb.b : rgb.r;
+                val[0] = bgr ? rgb.b : rgb.r;
                 val[1] = rgb.g;
-                val[2] = p->bgr ? rgb.r : rgb.b;
+                val[2] = bgr ? rgb.r : rgb.b;
             }
             store8(p, y, x, val);
         }
-        if (x < p->out_width_px) ks__imgproc_span_scalar(p, y, x, p->out_width_px);
+        if (x < out_w) ks__imgproc_span_scalar(p, y, x, out_w);
+    }
+}
+
+#define ROWS_KIND(kind)                                                                            \
+    do {                                                                                           \
+        if (nhwc3)                                                                                 \
+            rows_kind(p, y_begin, y_end, kind, 1);                                                 \
+        else                                                                                       \
+            rows_kind(p, y_begin, y_end, kind, 0);                                                 \
+    } while (0)
+
+void ks__imgproc_rows_avx2(const ks__imgproc *p, int32_t y_begin, int32_t y_end) {
+    const int nhwc3 = !p->out_u8 && !p->nchw && !p->gray_out && p->out_channels == 3;
+    switch (p->format) {
+    case KS_PIXEL_FORMAT_RGBA:
+    case KS_PIXEL_FORMAT_BGRA:
+        ROWS_KIND(KIND_RGBA);
+        break;
+    case KS_PIXEL_FORMAT_RGB:
+    case KS_PIXEL_FORMAT_BGR:
+        ROWS_KIND(KIND_RGB);
+        break;
+    case KS_PIXEL_FORMAT_GRAY:
+        ROWS_KIND(KIND_GRAY);
+        break;
+    case KS_PIXEL_FORMAT_NV21:
+    case KS_PIXEL_FORMAT_NV12:
+        ROWS_KIND(KIND_NV);
+        break;
+    case KS_PIXEL_FORMAT_I420:
+        ROWS_KIND(KIND_I420);
+        break;
+    default: /* not reached: the caller validated the format */
+        for (int32_t y = y_begin; y < y_end; y++)
+            ks__imgproc_span_scalar(p, y, 0, p->out_width_px);
+        break;
     }
 }
