@@ -323,7 +323,9 @@ void ks__mask_resample(ks__resample *r, const float *src, size_t src_stride,
         float *out = dst + (size_t)y * dst_stride;
         for (int32_t x = 0; x < dst_w; x++) {
             float v = top[x] + (bot[x] - top[x]) * wy;
-            out[x] = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : (v == v ? v : 0.0f));
+            /* clamp to [0, 1], NaN -> 0: the forms of maxps / minps (one instruction each) */
+            v = v > 0.0f ? v : 0.0f;
+            out[x] = v < 1.0f ? v : 1.0f;
         }
         if (num_ge_half)
             for (int32_t x = 0; x < dst_w; x++)
