@@ -135,8 +135,7 @@ int main(int argc, char **argv) {
         const char *name;
         ks_image img;
     } formats[] = {
-        {"nv21",
-         {KS_PIXEL_FORMAT_NV21, W, H, {f->nv21, f->nv21 + W * H, NULL}, {W, W, 0}, 0}},
+        {"nv21", {KS_PIXEL_FORMAT_NV21, W, H, {f->nv21, f->nv21 + W * H, NULL}, {W, W, 0}, 0}},
         {"i420",
          {KS_PIXEL_FORMAT_I420,
           W,
@@ -167,9 +166,8 @@ int main(int argc, char **argv) {
     for (int r = 0; r < rounds && !rc; r++)
         for (int c = 0; c < NC && !rc; c++)
             for (int k = 0; k < NF && !rc; k++) {
-                ks_image_to_tensor_desc d = {.border = cases[c].border, .scale = {1 / 255.0f,
-                                                                                  1 / 255.0f,
-                                                                                  1 / 255.0f}};
+                ks_image_to_tensor_desc d = {.border = cases[c].border,
+                                             .scale = {1 / 255.0f, 1 / 255.0f, 1 / 255.0f}};
                 memcpy(d.m, cases[c].m, sizeof(d.m));
                 for (int i = -3; i < runs && !rc; i++) {
                     double t0 = now_s();
@@ -183,15 +181,15 @@ int main(int argc, char **argv) {
                 med[((size_t)c * NF + (size_t)k) * (size_t)rounds + (size_t)r] = sample[runs / 2];
             }
     if (!rc) {
-        printf("| case | format | median ms (median of %d rounds of %d calls) |\n| --- | --- | ---: "
-               "|\n",
-               rounds, runs);
+        printf(
+            "| case | format | median ms (median of %d rounds of %d calls) |\n| --- | --- | ---: "
+            "|\n",
+            rounds, runs);
         for (int c = 0; c < NC; c++)
             for (int k = 0; k < NF; k++) {
                 double *m = med + ((size_t)c * NF + (size_t)k) * (size_t)rounds;
                 qsort(m, (size_t)rounds, sizeof(double), cmp_double);
-                printf("| %s | %s | %.4f |\n", cases[c].name, formats[k].name,
-                       m[rounds / 2] * 1e3);
+                printf("| %s | %s | %.4f |\n", cases[c].name, formats[k].name, m[rounds / 2] * 1e3);
             }
     }
     for (int c = 0; c < NC; c++)
