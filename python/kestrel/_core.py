@@ -137,9 +137,10 @@ class Session:
     ``run({name: array})`` returns ``{output name: array}``. Inputs must have the model's dtype
     and be C-contiguous (they are copied once into the session's memory, with no conversion);
     a new input shape re-plans the session (``ks_session_reshape``) and later runs with that
-    shape plan nothing. Outputs are new NumPy arrays that own their memory. The GIL is released
-    while the model runs. A session is used by one thread at a time: a second thread gets
-    :class:`InvalidStateError`.
+    shape plan nothing. Outputs are new NumPy arrays that own their memory, or, with
+    ``run(feeds, copy=False)``, read-only views of the session's own output tensors (no copy;
+    see :meth:`run`). The GIL is released while the model runs. A session is used by one thread
+    at a time: a second thread gets :class:`InvalidStateError`.
     """
 
     def __init__(self, model: Model, threads: int = 1,
@@ -180,15 +181,24 @@ class Session:
             return [feeds]
         return list(feeds)
 
-    def run(self, feeds: ArrayFeeds) -> Dict[str, np.ndarray]:
+    def run(self, feeds: ArrayFeeds, copy: bool = True) -> Dict[str, np.ndarray]:
         """Runs the model once. ``feeds``: ``{input name: array}`` (or, for a one-input model,
-        the array itself, or a list in input order). Returns ``{output name: array}``."""
-        raw = self._native.run(self._ordered(feeds))
+        the array itself, or a list in input order). Returns ``{output name: array}``.
+
+        ``copy=False`` returns read-only arrays that view the session's output tensors instead
+        of copies (nothing is allocated or copied per output). They stay valid memory as long as
+        they live, but they show the session's latest outputs: the next ``run`` with the same
+        input shapes writes into them. A ``run`` that would re-plan the memory (other input
+        shapes, outputs switched on or off) raises :class:`InvalidStateError` while such arrays
+        live, and ``close()`` takes effect at once for the caller but frees the memory only when
+        the last of them is gone. Copy what you keep (``x.copy()``)."""
+        ordered = self._ordered(feeds)
+        raw = self._native.run(ordered) if copy else self._native.run_views(ordered)
         out: Dict[str, np.ndarray] = {}
         ndarray, dtypes = np.ndarray, self._out_dtypes
         for name, r in zip(self._out_names, raw):
             if r is not None:
-                # a view of the bytearray, which it keeps alive (no copy)
+                # a view of the bytearray (or the session's memory), which it keeps alive
                 out[name] = ndarray(r[2], dtypes.get(r[1]) or np.dtype(r[1]), r[0])
         return out
 

@@ -345,6 +345,8 @@ typedef struct SessionObject {
     int planned; /* a reshape succeeded for `shapes` */
     int busy;    /* a thread is inside run/reshape with the GIL released */
     ks_tensor_shape *shapes;
+    Py_ssize_t n_views; /* live OutputView objects: arrays of run_views() */
+    int close_pending;  /* close() while views lived: the last view's release destroys */
 } SessionObject;
 
 static PyTypeObject SessionType;
@@ -432,7 +434,7 @@ static PyObject *Session_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 }
 
 static int session_check(SessionObject *self) {
-    if (!self->session) {
+    if (!self->session || self->close_pending) {
         raise_status(KS_STATUS_INVALID_STATE, "the session is closed");
         return -1;
     }
@@ -452,8 +454,65 @@ static int same_shape(const ks_tensor_shape *a, const ks_tensor_shape *b) {
     return 1;
 }
 
-/* Session.run(inputs: sequence in model input order) -> [(bytearray, dtype, shape) | None] */
-static PyObject *Session_run(SessionObject *self, PyObject *arg) {
+/* A read-only buffer over one output tensor of a session (run_views): no copy. It holds the
+ * session, whose memory it views: the session's close() is deferred until the last view goes,
+ * and a run that would re-plan the memory (new input shapes) is refused while views live. A run
+ * with the same shapes writes the new outputs into the same memory, so the views show them. */
+typedef struct OutputViewObject {
+    PyObject_HEAD SessionObject *session; /* strong reference */
+    void *data;
+    Py_ssize_t len;
+} OutputViewObject;
+
+static int OutputView_getbuffer(OutputViewObject *self, Py_buffer *view, int flags) {
+    if (flags & PyBUF_WRITABLE) {
+        PyErr_SetString(PyExc_BufferError,
+                        "arrays from run(copy=False) view the session's memory and are "
+                        "read-only; copy one (x.copy()) to modify it");
+        view->obj = NULL;
+        return -1;
+    }
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->data, self->len, 1, flags);
+}
+
+static PyBufferProcs OutputView_as_buffer = {(getbufferproc)OutputView_getbuffer, NULL};
+
+static void OutputView_dealloc(OutputViewObject *self) {
+    SessionObject *s = self->session;
+    if (s) {
+        s->n_views--;
+        if (s->n_views == 0 && s->close_pending) {
+            s->close_pending = 0;
+            session_release(s);
+        }
+        Py_DECREF(s);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject OutputViewType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kestrel._native.OutputView",
+    .tp_basicsize = sizeof(OutputViewObject),
+    .tp_dealloc = (destructor)OutputView_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Read-only memory of one session output (kestrel.Session.run(copy=False)).",
+    .tp_as_buffer = &OutputView_as_buffer,
+};
+
+static PyObject *output_view_new(SessionObject *session, void *data, size_t len) {
+    OutputViewObject *v = PyObject_New(OutputViewObject, &OutputViewType);
+    if (!v) return NULL;
+    v->session = session;
+    Py_INCREF(session);
+    session->n_views++;
+    v->data = data;
+    v->len = (Py_ssize_t)len;
+    return (PyObject *)v;
+}
+
+/* Session.run(inputs: sequence in model input order) -> [(bytearray, dtype, shape) | None];
+ * with views, OutputView objects instead of bytearrays (no copy). */
+static PyObject *session_run_impl(SessionObject *self, PyObject *arg, int views_out) {
     if (session_check(self)) return NULL;
     /* Busy from here on: getting a buffer may run Python code (and so let another thread in). */
     self->busy = 1;
@@ -519,6 +578,14 @@ static PyObject *Session_run(SessionObject *self, PyObject *arg) {
             new_shapes[i].dims[d] = v->shape[d];
         if (!same_shape(&new_shapes[i], &self->shapes[i])) need_reshape = 1;
     }
+    if (need_reshape && self->n_views > 0) {
+        raise_fmt(KS_STATUS_INVALID_STATE,
+                  "run(): these inputs re-plan the session's memory (new shapes, or outputs "
+                  "switched on or off), while %zd array(s) from run(copy=False) still view it; "
+                  "delete them (or keep copies) first",
+                  self->n_views);
+        goto done;
+    }
     ks_status st = KS_STATUS_OK;
     int stage = 0; /* 1: reshape failed, 2: input view failed, 3: size mismatch, 4: run */
     uint32_t bad = 0;
@@ -574,7 +641,9 @@ static PyObject *Session_run(SessionObject *self, PyObject *arg) {
             PyList_SET_ITEM(result, o, Py_None);
             continue;
         }
-        PyObject *data = PyByteArray_FromStringAndSize(t.data, (Py_ssize_t)t.size_bytes);
+        PyObject *data = views_out
+                             ? output_view_new(self, t.data, t.size_bytes)
+                             : PyByteArray_FromStringAndSize(t.data, (Py_ssize_t)t.size_bytes);
         PyObject *shape = data ? shape_tuple(&t.info.shape) : NULL;
         PyObject *item =
             shape ? Py_BuildValue("(NsN)", data, dtype_numpy_name(t.info.dtype), shape) : NULL;
@@ -594,6 +663,14 @@ done:
     return result;
 }
 
+static PyObject *Session_run(SessionObject *self, PyObject *arg) {
+    return session_run_impl(self, arg, 0);
+}
+
+static PyObject *Session_run_views(SessionObject *self, PyObject *arg) {
+    return session_run_impl(self, arg, 1);
+}
+
 static PyObject *Session_set_output_needed(SessionObject *self, PyObject *args) {
     unsigned int index;
     int needed;
@@ -609,12 +686,15 @@ static PyObject *Session_close(SessionObject *self, PyObject *unused) {
     if (self->busy)
         return raise_status(KS_STATUS_INVALID_STATE,
                             "close(): the session is running on another thread");
-    session_release(self);
+    if (self->n_views > 0)
+        self->close_pending = 1; /* closed now; destroyed when the last view goes */
+    else
+        session_release(self);
     Py_RETURN_NONE;
 }
 
 static PyObject *Session_get_closed(SessionObject *self, void *unused) {
-    return PyBool_FromLong(self->session == NULL);
+    return PyBool_FromLong(self->session == NULL || self->close_pending);
 }
 
 static PyObject *Session_get_backend(SessionObject *self, void *unused) {
@@ -684,6 +764,8 @@ static PyObject *Session_profile(SessionObject *self, PyObject *unused) {
 
 static PyMethodDef Session_methods[] = {
     {"run", (PyCFunction)Session_run, METH_O, "run(inputs) -> [(bytearray, dtype, shape)]"},
+    {"run_views", (PyCFunction)Session_run_views, METH_O,
+     "run_views(inputs) -> [(OutputView, dtype, shape)]: the outputs without a copy"},
     {"set_output_needed", (PyCFunction)Session_set_output_needed, METH_VARARGS, NULL},
     {"profile", (PyCFunction)Session_profile, METH_NOARGS, "one profiled run"},
     {"close", (PyCFunction)Session_close, METH_NOARGS, "destroy the session"},
@@ -1648,7 +1730,7 @@ PyMODINIT_FUNC PyInit__native(void);
 
 PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&ModelType) < 0 || PyType_Ready(&SessionType) < 0 ||
-        PyType_Ready(&TaskType) < 0)
+        PyType_Ready(&OutputViewType) < 0 || PyType_Ready(&TaskType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&native_module);
     if (!m) return NULL;

@@ -35,6 +35,39 @@ def test_no_growth_over_10000_runs(tiny_model):
     assert grown < 1024, f"RSS grew by {grown} KiB over 10,000 runs"
 
 
+def test_no_growth_over_10000_runs_without_copy(tiny_model):
+    """run(copy=False): the views release their hold on the session (no leaked session, view
+    or reference), also when close() comes while one lives."""
+    _, ksm = tiny_model
+    x = None
+    with kestrel.Model.load(ksm) as model:
+        rng = np.random.default_rng(0)
+        x = {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in model.inputs}
+        with kestrel.Session(model) as s:
+            for _ in range(500):
+                s.run(x, copy=False)
+            before = rss_kib()
+            for _ in range(10_000):
+                out = s.run(x, copy=False)
+            grown = rss_kib() - before
+            assert set(out) == {"y", "z"}
+        del out  # the session was closed with views alive: destroyed here
+        for _ in range(200):  # sessions closed under a live view, then released
+            s = kestrel.Session(model)
+            keep = s.run(x, copy=False)
+            s.close()
+            del keep
+        before2 = rss_kib()
+        for _ in range(2_000):
+            s = kestrel.Session(model)
+            keep = s.run(x, copy=False)
+            s.close()
+            del keep
+        grown2 = rss_kib() - before2
+    assert grown < 1024, f"RSS grew by {grown} KiB over 10,000 runs with copy=False"
+    assert grown2 < 2048, f"RSS grew by {grown2} KiB over 2,000 close-under-view cycles"
+
+
 def test_no_growth_over_10000_failing_runs(tiny_model):
     """The error paths (wrong dtype, wrong shape) release what they hold too."""
     _, ksm = tiny_model

@@ -97,6 +97,46 @@ def test_outputs_are_independent_of_later_runs(blazeface):
             np.testing.assert_array_equal(r1[k], r3[k])
 
 
+def test_views_without_copy(blazeface):
+    """run(copy=False): read-only arrays over the session's outputs, equal to the copies; the
+    next same-shape run writes into them; close() waits for them; a re-plan is refused."""
+    with kestrel.Model.load(blazeface) as model:
+        s = kestrel.Session(model)
+        name = model.inputs[0].name
+        x0 = np.zeros(model.inputs[0].shape, np.float32)
+        x1 = np.ones(model.inputs[0].shape, np.float32)
+        want0, want1 = s.run({name: x0}), s.run({name: x1})
+        v = s.run({name: x0}, copy=False)
+        assert set(v) == set(want0)
+        for k, a in v.items():
+            np.testing.assert_array_equal(a, want0[k])
+            assert not a.flags["WRITEABLE"] and not a.flags["OWNDATA"]
+            with pytest.raises(ValueError):
+                a[...] = 0  # read-only
+            with pytest.raises(ValueError):
+                a.setflags(write=True)
+        # the same memory: a second run of the same shape shows its outputs in the views
+        v2 = s.run({name: x1}, copy=False)
+        for k in v:
+            np.testing.assert_array_equal(v[k], want1[k])
+            assert v[k].__array_interface__["data"][0] == v2[k].__array_interface__["data"][0]
+        del v2
+        # switching an output off re-plans the memory: refused while views live
+        s._native.set_output_needed(0, False)
+        with pytest.raises(kestrel.InvalidStateError, match="copy=False"):
+            s.run({name: x0})
+        s._native.set_output_needed(0, True)
+        # close() closes at once for the caller; the views' memory stays valid until they go
+        s.close()
+        assert s.closed
+        with pytest.raises(kestrel.InvalidStateError, match="closed"):
+            s.run({name: x0})
+        for k in v:
+            np.testing.assert_array_equal(v[k], want1[k])
+        del v, k  # the last view: the session is destroyed now
+        assert s.closed
+
+
 def test_session_options_and_metadata(blazeface):
     with kestrel.Model.load(blazeface) as model:
         assert "face_detection_short_range" in (model.metadata("source") or "")
