@@ -45,6 +45,9 @@ static const layer k_layers[] = {
     {"dw5x5 s1 64x64x24", KS_OP_CONV2D, 64, 64, 24, 24, 5, 5, 1, KS_PAD_SAME_UPPER, 0, 0},
     {"dw5x5 s2 128x128x16", KS_OP_CONV2D, 128, 128, 16, 16, 5, 5, 2, KS_PAD_SAME_UPPER, 0, 7},
     {"maxpool2x2 s2 112x112x64", KS_OP_POOL2D, 112, 112, 64, 64, 2, 2, 2, KS_PAD_VALID, 0, 0},
+    /* YuNet-s 640's first downsampling (few channels on a large map) */
+    {"maxpool2x2 s2 320x320x16", KS_OP_POOL2D, 320, 320, 16, 16, 2, 2, 2, KS_PAD_VALID, 0, 0},
+    {"maxpool3x3 s2 160x160x32", KS_OP_POOL2D, 160, 160, 32, 32, 3, 3, 2, KS_PAD_SAME_UPPER, 0, 0},
     {"avgpool3x3 s1 28x28x192", KS_OP_POOL2D, 28, 28, 192, 192, 3, 3, 1, KS_PAD_SAME_UPPER, 1, 0},
     {"globalavg 7x7x1280", KS_OP_POOL2D, 7, 7, 1280, 1280, 0, 0, 1, KS_PAD_VALID, 1, 0},
     {"avgpool 64x64x16 (selfie)", KS_OP_POOL2D, 64, 64, 16, 16, 64, 64, 1, KS_PAD_VALID, 1, 0},

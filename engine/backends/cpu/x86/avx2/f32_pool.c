@@ -74,7 +74,16 @@ static void pool_ukernel(size_t num_px, size_t channels, const float *const *in,
                          size_t out_stride, const ks__f32_act *act) {
     __m256 lo = _mm256_set1_ps(act->lo), hi = _mm256_set1_ps(act->hi);
     for (size_t px = 0; px < num_px; px++) {
-        if (kind == 0)
+        /* whole 2x2 and 3x3 max windows (the stride-2 downsampling of detector backbones):
+         * constant window loops, which the compiler unrolls; the same operations in the same
+         * order as the general call */
+        if (kind == 0 && rows[px] == 2 && cols[px] == 2)
+            pool_px(0, channels, in[px], 2, 2, px_stride, row_stride, 1.0f, out + px * out_stride,
+                    lo, hi, act);
+        else if (kind == 0 && rows[px] == 3 && cols[px] == 3)
+            pool_px(0, channels, in[px], 3, 3, px_stride, row_stride, 1.0f, out + px * out_stride,
+                    lo, hi, act);
+        else if (kind == 0)
             pool_px(0, channels, in[px], rows[px], cols[px], px_stride, row_stride, 1.0f,
                     out + px * out_stride, lo, hi, act);
         else
