@@ -38,6 +38,11 @@ if [[ ${#MODELS[@]} -eq 0 ]]; then
     echo "check: no models (build the ks_bundles target of build/release)" >&2
     exit 1
 fi
+IMGPROC="${WASM%kestrel_engine_check.js}kestrel_imgproc_check.js"
+if [[ -f "$IMGPROC" ]]; then
+    echo "== wasm SIMD128 image sampler against the scalar reference"
+    node "$IMGPROC"
+fi
 DUMP="$(mktemp -d)"
 trap 'rm -rf "$DUMP"' EXIT
 "$NATIVE" --scalar --dump "$DUMP" "${MODELS[@]}" >/dev/null

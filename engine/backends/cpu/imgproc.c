@@ -1,5 +1,6 @@
 /* Image to tensor in one pass: validation, orientation folded into the affine, and the scalar
- * reference sampler. SIMD fast paths (x86/avx2/imgproc_avx2.c, arm/neon/imgproc_neon.c)
+ * reference sampler. SIMD fast paths (x86/avx2/imgproc_avx2.c, arm/neon/imgproc_neon.c,
+ * wasm/simd128/imgproc_simd128.c)
  * reproduce the scalar arithmetic exactly; see imgproc_impl.h for that contract.
  *
  * Why orientation is folded into the matrix: rotations by multiples of 90 degrees and mirroring
@@ -635,6 +636,11 @@ ks_status ks__image_to_tensor_isa(const ks_image *src, const ks_image_to_tensor_
 #elif defined(__aarch64__)
     if ((isa & KS_ISA_NEON) && p.interp == KS_INTERP_BILINEAR && p.offsets_fit_i32) {
         ks__imgproc_rows_neon(&p, 0, p.out_height_px);
+        return KS_STATUS_OK;
+    }
+#elif defined(__wasm_simd128__)
+    if ((isa & KS_ISA_WASM_SIMD128) && p.interp == KS_INTERP_BILINEAR && p.offsets_fit_i32) {
+        ks__imgproc_rows_simd128(&p, 0, p.out_height_px);
         return KS_STATUS_OK;
     }
 #else

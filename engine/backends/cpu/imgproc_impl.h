@@ -54,5 +54,9 @@ void ks__imgproc_rows_avx2(const ks__imgproc *p, int32_t y_begin, int32_t y_end)
 /* The same contract, 4 pixels per step (arm/neon/imgproc_neon.c). */
 void ks__imgproc_rows_neon(const ks__imgproc *p, int32_t y_begin, int32_t y_end);
 #endif
+#if defined(__wasm_simd128__)
+/* The same contract, 4 pixels per step (wasm/simd128/imgproc_simd128.c). */
+void ks__imgproc_rows_simd128(const ks__imgproc *p, int32_t y_begin, int32_t y_end);
+#endif
 
 #endif /* KESTREL_IMGPROC_IMPL_H */
