@@ -237,7 +237,7 @@ static ks_status prepare(run_state *s, const char **meta_pp_out) {
     if ((st = ks__quant_load_graph(&s->src, &s->fm, err, sizeof(err))))
         return ks__quant_fail_engine(c, st, "%s: cannot prepare the fp32 reference: %s %s",
                                      o->in_path, err, ks_last_error(NULL));
-    if ((st = ks__quant_input_shape(c, s->fm)) || (st = ks__quant_list_images(c)) ||
+    if ((st = ks__quant_list_images(c)) || (st = ks__quant_input_shape(c, s->fm)) ||
         (st = ks__quant_open_session(c, s->fm, &c->fs)))
         return st;
     for (uint32_t k = 0; k < o->num_outputs; k++) {

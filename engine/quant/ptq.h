@@ -83,7 +83,8 @@ typedef void (*ks__quant_progress_fn)(void *user, const char *what, int done, in
 typedef struct ks__quant_options {
     const char *in_path;         /* float .ksm (IN) */
     const char *out_path;        /* quantized .ksm written (OUT) */
-    const char *calib_dir;       /* folder of calibration images: JPEG, PNG, BMP [--calibration] */
+    const char *calib_dir;       /* folder of calibration images (JPEG, PNG, BMP) or of .npy float32
+                                  * input tensors [--calibration] */
     const char *preprocess_spec; /* "mean=M[:M:M],scale=S[:S:S],layout=nhwc|nchw,size=WxH,
                                     color=rgb|bgr"; NULL: the model's 'preprocess' metadata, else
                                     mean=0,scale=1/255 [--preprocess] */

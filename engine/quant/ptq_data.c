@@ -10,6 +10,7 @@
 
 #include "image_io.h"
 #include "kestrel/imgproc.h"
+#include "npy.h"
 #include "ptq_internal.h"
 
 /* ---- the preprocess spec ------------------------------------------------------------------ */
@@ -97,6 +98,43 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* "1x128x128x3" (dynamic dimensions as "?") */
+static void shape_text(const ks_tensor_shape *sh, char *out, size_t cap) {
+    size_t len = 0;
+    out[0] = '\0';
+    for (int32_t d = 0; d < sh->rank && len + 1 < cap; d++) {
+        int w = sh->dims[d] < 0 ? snprintf(out + len, cap - len, "%s?", d ? "x" : "")
+                                : snprintf(out + len, cap - len, "%s%lld", d ? "x" : "",
+                                           (long long)sh->dims[d]);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+    if (sh->rank == 0) snprintf(out, cap, "scalar");
+}
+
+static int is_npy(const char *path) {
+    size_t n = strlen(path);
+    return n > 4 && (strcmp(path + n - 4, ".npy") == 0 || strcmp(path + n - 4, ".NPY") == 0);
+}
+
+/* Whether the .npy file holds a float32 tensor (anything else: a warning and a skip). */
+static int npy_usable(const ks__quant_ctx *c, const char *path) {
+    ks_npy t;
+    char err[512];
+    if (ks_npy_read(path, &t, err, sizeof(err))) {
+        ks__quant_log(c, KS_LOG_WARN, "skipping '%s': %s", path, err);
+        return 0;
+    }
+    int ok = t.dtype == KS_DTYPE_F32 && t.size_bytes > 0;
+    if (!ok)
+        ks__quant_log(c, KS_LOG_WARN,
+                      "skipping '%s': a %s tensor (calibration tensors are float32, the model "
+                      "input after preprocessing)",
+                      path, ks_dtype_string(t.dtype));
+    ks_npy_free(&t);
+    return ok;
+}
+
 void ks__quant_free_images(ks__quant_ctx *c) {
     for (int i = 0; i < c->num_images; i++)
         free(c->images[i]);
@@ -144,7 +182,28 @@ ks_status ks__quant_list_images(ks__quant_ctx *c) {
     qsort(names, (size_t)n, sizeof(char *), cmp_str);
     c->images = calloc((size_t)n, sizeof(char *));
     if (!c->images) goto done;
+    int num_npy = 0;
+    for (int i = 0; i < n; i++)
+        num_npy += is_npy(names[i]);
+    c->npy = num_npy > 0;
+    if (num_npy > 0 && num_npy < n) {
+        st = ks__fail(c->err, c->err_cap, KS_STATUS_INVALID_ARGUMENT,
+                      "calibration folder '%s' mixes %d .npy tensor%s with %d other file%s; use "
+                      "images (preprocessed by --preprocess) or .npy input tensors, not both",
+                      dir, num_npy, num_npy == 1 ? "" : "s", n - num_npy,
+                      n - num_npy == 1 ? "" : "s");
+        goto done;
+    }
     for (int i = 0; i < n && c->num_images < c->o->max_images; i++) {
+        if (c->npy) {
+            if (!npy_usable(c, names[i])) {
+                skipped++;
+                continue;
+            }
+            c->images[c->num_images++] = names[i];
+            names[i] = NULL;
+            continue;
+        }
         ks_image_buf img;
         char err[512];
         if (ks_image_load(names[i], 0, &img, err, sizeof(err))) {
@@ -164,8 +223,10 @@ ks_status ks__quant_list_images(ks__quant_ctx *c) {
     }
     if (c->num_images == 0) {
         st = ks__fail(c->err, c->err_cap, KS_STATUS_IO_ERROR,
-                      "no decodable images in calibration folder '%s' (%d file%s skipped; "
-                      "JPEG, PNG and BMP are read)",
+                      c->npy ? "no usable .npy tensors in calibration folder '%s' (%d file%s "
+                               "skipped; float32 tensors of the model input are read)"
+                             : "no decodable images in calibration folder '%s' (%d file%s "
+                               "skipped; JPEG, PNG and BMP are read)",
                       dir, skipped, skipped == 1 ? "" : "s");
         goto done;
     }
@@ -182,7 +243,46 @@ done:
 
 /* ---- model input -------------------------------------------------------------------------- */
 
+/* .npy calibration: the model's one float input, its dynamic dimensions from the first tensor,
+ * whose other dimensions must match. */
+static ks_status npy_input_shape(ks__quant_ctx *c, const ks_model *m) {
+    ks_tensor_info info;
+    if (ks_model_num_inputs(m) != 1)
+        return ks__fail(c->err, c->err_cap, KS_STATUS_UNSUPPORTED,
+                        "the model has %u inputs; calibration needs exactly one input",
+                        ks_model_num_inputs(m));
+    ks_model_input_info(m, 0, &info);
+    if (info.dtype != KS_DTYPE_F32)
+        return ks__fail(c->err, c->err_cap, KS_STATUS_UNSUPPORTED,
+                        "input '%s' is %s; ks-quant needs a float model", info.name,
+                        ks_dtype_string(info.dtype));
+    if (c->o->crops > 0)
+        return ks__fail(c->err, c->err_cap, KS_STATUS_INVALID_ARGUMENT,
+                        "--calibration-crops crops images; this calibration set is .npy tensors");
+    ks_npy t;
+    char err[512];
+    if (ks_npy_read(c->images[0], &t, err, sizeof(err)))
+        return ks__fail(c->err, c->err_cap, KS_STATUS_IO_ERROR, "%s", err);
+    ks_status st = KS_STATUS_OK;
+    int same = t.shape.rank == info.shape.rank;
+    for (int32_t d = 0; same && d < info.shape.rank; d++)
+        same = info.shape.dims[d] < 0 || info.shape.dims[d] == t.shape.dims[d];
+    if (!same) {
+        char want[128], got[128];
+        shape_text(&info.shape, want, sizeof(want));
+        shape_text(&t.shape, got, sizeof(got));
+        st = ks__fail(c->err, c->err_cap, KS_STATUS_INVALID_SHAPE,
+                      "%s holds a tensor of shape %s; input '%s' is %s", c->images[0], got,
+                      info.name, want);
+    } else {
+        c->shape = t.shape;
+    }
+    ks_npy_free(&t);
+    return st;
+}
+
 ks_status ks__quant_input_shape(ks__quant_ctx *c, const ks_model *m) {
+    if (c->npy) return npy_input_shape(c, m);
     ks__quant_pp *pp = &c->pp;
     ks_tensor_shape *shape = &c->shape;
     ks_tensor_info info;
@@ -261,7 +361,34 @@ static void crop_view(ks_image *img, int k) {
     img->height_px = side;
 }
 
+/* A .npy calibration tensor into s's input 0: float32 of exactly c->shape. */
+static ks_status fill_npy(const ks__quant_ctx *c, ks_session *s, const char *path) {
+    ks_npy a;
+    char err[512];
+    ks_tensor t;
+    ks_status st = ks_npy_read(path, &a, err, sizeof(err));
+    if (st) return ks__fail(c->err, c->err_cap, KS_STATUS_IO_ERROR, "%s", err);
+    int same = a.dtype == KS_DTYPE_F32 && a.shape.rank == c->shape.rank;
+    for (int32_t d = 0; same && d < a.shape.rank; d++)
+        same = a.shape.dims[d] == c->shape.dims[d];
+    ks_session_input(s, 0, &t);
+    if (!same || a.size_bytes != t.size_bytes) {
+        char want[128], got[128];
+        shape_text(&c->shape, want, sizeof(want));
+        shape_text(&a.shape, got, sizeof(got));
+        st = ks__fail(c->err, c->err_cap, KS_STATUS_INVALID_SHAPE,
+                      "%s holds a %s tensor of shape %s; the calibration tensors are float32 %s "
+                      "(the first one's shape)",
+                      path, ks_dtype_string(a.dtype), got, want);
+    } else {
+        memcpy(t.data, a.data, t.size_bytes);
+    }
+    ks_npy_free(&a);
+    return st;
+}
+
 ks_status ks__quant_fill_input(const ks__quant_ctx *c, ks_session *s, const char *path, int crop) {
+    if (c->npy) return fill_npy(c, s, path);
     const ks__quant_pp *pp = &c->pp;
     ks_image_buf img;
     char err[512];

@@ -39,6 +39,7 @@ typedef struct ks__quant_ctx {
     ks_tensor_shape shape; /* the model input, dynamic dims decided */
     char **images;         /* calibration image paths, sorted, all decodable */
     int num_images;
+    int npy;        /* the calibration files are .npy input tensors (preprocessed), not images */
     ks_session *fs; /* the fp32 reference (the split graph), every tensor kept */
 } ks__quant_ctx;
 
@@ -54,12 +55,15 @@ ks_status ks__quant_oom(const ks__quant_ctx *c, const char *what);
 
 /* ---- ptq_data.c */
 ks_status ks__quant_parse_preprocess(const char *spec, ks__quant_pp *pp, char *err, size_t err_cap);
-/* Lists options.calib_dir and keeps the files that decode (warning about the others). */
+/* Lists options.calib_dir and keeps the files that decode (warning about the others): images,
+ * or .npy float32 tensors of the model's input (then c->npy; a folder holds one kind). */
 ks_status ks__quant_list_images(ks__quant_ctx *c);
 void ks__quant_free_images(ks__quant_ctx *c);
-/* Checks the model's one image input and decides c->shape (and pp's layout and color). */
+/* Checks the model's one image input and decides c->shape (and pp's layout and color); with
+ * .npy calibration, the input's shape with dynamic dimensions taken from the first tensor. */
 ks_status ks__quant_input_shape(ks__quant_ctx *c, const ks_model *m);
-/* Decodes the image, narrows it to crop (0: whole), preprocesses it into s's input 0. */
+/* Decodes the image, narrows it to crop (0: whole), preprocesses it into s's input 0; an .npy
+ * tensor is copied as it is (its shape must be c->shape). */
 ks_status ks__quant_fill_input(const ks__quant_ctx *c, ks_session *s, const char *path, int crop);
 /* The k-th of n evaluation images, spread evenly over the calibration set. */
 const char *ks__quant_eval_image(const ks__quant_ctx *c, int k, int n);

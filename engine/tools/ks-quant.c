@@ -17,7 +17,9 @@ static void usage(void) {
     fprintf(stderr,
             "usage: ks-quant IN.ksm OUT.ksm --calibration DIR [options]\n"
             "  Post-training int8 quantization of a float model.\n"
-            "  --calibration DIR            folder of calibration images (JPEG, PNG, BMP)\n"
+            "  --calibration DIR            folder of calibration images (JPEG, PNG, BMP),\n"
+            "                               or of .npy float32 tensors of the model input\n"
+            "                               (already preprocessed; --preprocess ignored)\n"
             "  --preprocess SPEC            mean=M[:M:M],scale=S[:S:S],layout=nhwc|nchw,\n"
             "                               size=WxH,color=rgb|bgr (default: the model's\n"
             "                               'preprocess' metadata, else mean=0,scale=1/255)\n"

@@ -83,10 +83,24 @@ def _write_bmp(path: str, image: np.ndarray) -> None:
         f.write(header + info + body.tobytes())
 
 
+def _write_tensor(path: str, tensor: Any) -> None:
+    """A preprocessed model input as .npy (float32; ks-quant copies it into the input as is)."""
+    a = np.asarray(tensor)
+    if a.dtype != np.float32:
+        raise InvalidArgumentError(
+            f"calibration tensors are float32 model inputs, got {a.dtype} (convert with "
+            f"x.astype(numpy.float32))")
+    np.save(path, np.ascontiguousarray(a))
+
+
 def quantize(model: "os.PathLike[str] | str", output: "os.PathLike[str] | str", *,
              calibration: Union[str, "os.PathLike[str]", Iterable[Any]],
              progress: Progress = None, **options: Any) -> QuantReport:
-    """Quantizes a float .ksm into ``output`` with ks-quant; ``options`` are its flags in
+    """Quantizes a float .ksm into ``output`` with ks-quant. ``calibration``: a folder (of images,
+    or of ``.npy`` float32 input tensors), or an iterable of image paths, HxWx3 uint8 images
+    (preprocessed by ks-quant, ``preprocess="mean=...,scale=..."``) or float32 arrays that are
+    the model input itself (already preprocessed, the input's shape; images and tensors do not
+    mix). ``options`` are ks-quant's flags in
     snake_case (``method="mse"``, ``skip=["conv_3"]``, ``speed_check=False``, ``bench=20``,
     ...). ``progress``: a bar per stage (calibration, each search, the checks; see
     :func:`kestrel._tools.progress_callback`: by default on a terminal with tqdm), ``False`` for
@@ -108,6 +122,8 @@ def quantize(model: "os.PathLike[str] | str", output: "os.PathLike[str] | str", 
                 if isinstance(item, (str, os.PathLike)):
                     src = os.fspath(item)
                     shutil.copyfile(src, os.path.join(calib_dir, f"{i:05d}_{os.path.basename(src)}"))
+                elif np.asarray(item).dtype.kind == "f":
+                    _write_tensor(os.path.join(calib_dir, f"{i:05d}.npy"), item)
                 else:
                     _write_bmp(os.path.join(calib_dir, f"{i:05d}.bmp"), item)
                 n += 1

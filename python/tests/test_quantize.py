@@ -50,3 +50,33 @@ def test_quantize_blazeface(blazeface, tmp_path):
         kestrel.quantize(blazeface, out, calibration=images, colour="blue")
     with pytest.raises(kestrel.InvalidArgumentError, match="HxWx3"):
         kestrel.quantize(blazeface, out, calibration=[np.zeros((4, 4), np.uint8)])
+
+
+def test_quantize_with_preprocessed_tensors(blazeface, tmp_path):
+    """Calibration by float32 model inputs (preprocessed in Python, as an algorithm engineer
+    has them): the same photos normalized to [-1, 1] give an int8 model close to fp32; a tensor
+    of another shape, another dtype, or a mix with images is refused with a message."""
+    Image = pytest.importorskip("PIL.Image")
+    names = ("images/skimage_astronaut.png", "images/coral_grace_hopper.bmp",
+             "images/coral_squat.bmp")
+    tensors = [(np.asarray(Image.fromarray(load_rgb(p)).resize((128, 128)), np.float32)[None]
+                - 127.5) / 127.5 for p in names]
+    out = tmp_path / "bf_int8_tensors.ksm"
+    rep = kestrel.quantize(blazeface, out, calibration=tensors, eval_images=2,
+                           speed_check=False, progress=False)
+    assert rep.int8_layers >= 1 and os.path.getsize(out) == rep.int8_bytes
+    assert all(c > 0.99 for c in rep.outputs.values()), rep.outputs
+    with kestrel.Model.load(out) as m, kestrel.Session(m) as s:
+        got = s.run(tensors[0])["classificators"]
+    with kestrel.Model.load(blazeface) as m, kestrel.Session(m) as s:
+        want = s.run(tensors[0])["classificators"]
+    assert np.corrcoef(want.ravel(), got.ravel())[0, 1] > 0.95
+    with pytest.raises(kestrel.ToolError, match="shape 1x64x64x3"):
+        kestrel.quantize(blazeface, out, calibration=tensors + [np.zeros((1, 64, 64, 3),
+                                                                          np.float32)],
+                         speed_check=False, progress=False)
+    with pytest.raises(kestrel.InvalidArgumentError, match="float32"):
+        kestrel.quantize(blazeface, out, calibration=[tensors[0].astype(np.float64)])
+    with pytest.raises(kestrel.ToolError, match="mixes"):
+        kestrel.quantize(blazeface, out, calibration=[tensors[0], load_rgb(names[0])],
+                         progress=False)
