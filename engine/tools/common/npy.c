@@ -1,6 +1,7 @@
 /* .npy reading and writing (format: numpy.lib.format, versions 1.0 to 3.0). */
 #include "npy.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,8 +116,15 @@ ks_status ks_npy_read(const char *path, ks_npy *out, char *err, size_t err_cap) 
         p = end;
     }
     int64_t n = ks__numel(out->shape.rank, out->shape.dims);
-    if (n < 0) goto bad_header;
+    if (n < 0 || (uint64_t)n > (uint64_t)INT64_MAX / 8) goto bad_header;
     out->size_bytes = (size_t)n * ks_dtype_size(out->dtype);
+    /* the header's claim against the bytes the file has, before allocating for it */
+    long here = ftell(f);
+    if (here < 0 || fseek(f, 0, SEEK_END) != 0) goto trunc;
+    long end = ftell(f);
+    if (end < here || (uint64_t)(end - here) < (uint64_t)out->size_bytes ||
+        fseek(f, here, SEEK_SET) != 0)
+        goto trunc;
     out->data = malloc(out->size_bytes ? out->size_bytes : 1);
     if (!out->data) {
         st = KS_STATUS_OUT_OF_MEMORY;
