@@ -243,19 +243,27 @@ done:
 
 /* ---- model input -------------------------------------------------------------------------- */
 
+/* The model's input, which calibration needs to be one and float ("kind": " image" or ""). */
+static ks_status one_float_input(ks__quant_ctx *c, const ks_model *m, const char *kind,
+                                 ks_tensor_info *info) {
+    if (ks_model_num_inputs(m) != 1)
+        return ks__fail(c->err, c->err_cap, KS_STATUS_UNSUPPORTED,
+                        "the model has %u inputs; calibration needs exactly one%s input",
+                        ks_model_num_inputs(m), kind);
+    ks_model_input_info(m, 0, info);
+    if (info->dtype != KS_DTYPE_F32)
+        return ks__fail(c->err, c->err_cap, KS_STATUS_UNSUPPORTED,
+                        "input '%s' is %s; ks-quant needs a float model", info->name,
+                        ks_dtype_string(info->dtype));
+    return KS_STATUS_OK;
+}
+
 /* .npy calibration: the model's one float input, its dynamic dimensions from the first tensor,
  * whose other dimensions must match. */
 static ks_status npy_input_shape(ks__quant_ctx *c, const ks_model *m) {
     ks_tensor_info info;
-    if (ks_model_num_inputs(m) != 1)
-        return ks__fail(c->err, c->err_cap, KS_STATUS_UNSUPPORTED,
-                        "the model has %u inputs; calibration needs exactly one input",
-                        ks_model_num_inputs(m));
-    ks_model_input_info(m, 0, &info);
-    if (info.dtype != KS_DTYPE_F32)
-        return ks__fail(c->err, c->err_cap, KS_STATUS_UNSUPPORTED,
-                        "input '%s' is %s; ks-quant needs a float model", info.name,
-                        ks_dtype_string(info.dtype));
+    ks_status st = one_float_input(c, m, "", &info);
+    if (st) return st;
     if (c->o->crops > 0)
         return ks__fail(c->err, c->err_cap, KS_STATUS_INVALID_ARGUMENT,
                         "--calibration-crops crops images; this calibration set is .npy tensors");
@@ -263,7 +271,6 @@ static ks_status npy_input_shape(ks__quant_ctx *c, const ks_model *m) {
     char err[512];
     if (ks_npy_read(c->images[0], &t, err, sizeof(err)))
         return ks__fail(c->err, c->err_cap, KS_STATUS_IO_ERROR, "%s", err);
-    ks_status st = KS_STATUS_OK;
     int same = t.shape.rank == info.shape.rank;
     for (int32_t d = 0; same && d < info.shape.rank; d++)
         same = info.shape.dims[d] < 0 || info.shape.dims[d] == t.shape.dims[d];
@@ -286,16 +293,8 @@ ks_status ks__quant_input_shape(ks__quant_ctx *c, const ks_model *m) {
     ks__quant_pp *pp = &c->pp;
     ks_tensor_shape *shape = &c->shape;
     ks_tensor_info info;
-    if (ks_model_num_inputs(m) != 1)
-        return ks__fail(c->err, c->err_cap, KS_STATUS_UNSUPPORTED,
-                        "the model has %u inputs; calibration from images needs exactly one "
-                        "image input",
-                        ks_model_num_inputs(m));
-    ks_model_input_info(m, 0, &info);
-    if (info.dtype != KS_DTYPE_F32)
-        return ks__fail(c->err, c->err_cap, KS_STATUS_UNSUPPORTED,
-                        "input '%s' is %s; ks-quant needs a float model", info.name,
-                        ks_dtype_string(info.dtype));
+    ks_status st = one_float_input(c, m, " image", &info);
+    if (st) return st;
     *shape = info.shape;
     if (shape->rank != 4)
         return ks__fail(c->err, c->err_cap, KS_STATUS_UNSUPPORTED,
