@@ -37,6 +37,10 @@ typedef struct ks__partition_times {
      * next run. The node times add up to compute_ns. */
     const uint64_t *node_ns;
     const char *const *node_kernel;
+    /* Optional (0 / NULL: not counted): the device dispatches (kernel launches) of one run of
+     * the partition, and per node of it (node_ns's order). */
+    uint32_t dispatches;
+    const uint32_t *node_dispatches;
 } ks__partition_times;
 
 typedef struct ks__backend {

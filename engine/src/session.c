@@ -805,8 +805,8 @@ static uint64_t node_flops(const ks_session *s, const ks__node *n) {
     return (uint64_t)out;
 }
 
-static void profile_entry(ks_session *s, uint32_t node, const char *op, const char *name,
-                          uint64_t ns, uint64_t flops, const char *kernel) {
+static void profile_entry_n(ks_session *s, uint32_t node, const char *op, const char *name,
+                            uint64_t ns, uint64_t flops, const char *kernel, uint32_t dispatches) {
     ks_op_profile p;
     p.node_index = node;
     p.op_name = op;
@@ -814,7 +814,13 @@ static void profile_entry(ks_session *s, uint32_t node, const char *op, const ch
     p.elapsed_ns = ns;
     p.flops = flops;
     p.kernel_name = kernel;
+    p.dispatches = dispatches;
     s->prof(s->prof_user, &p);
+}
+
+static void profile_entry(ks_session *s, uint32_t node, const char *op, const char *name,
+                          uint64_t ns, uint64_t flops, const char *kernel) {
+    profile_entry_n(s, node, op, name, ns, flops, kernel, 0);
 }
 
 /* Device partitions: submit queues one; wait_all is the completion point of every queued one
@@ -872,12 +878,13 @@ static ks_status device_wait_all(ks_session *s) {
             /* one row per node, as on the host, with the device's kernel names */
             for (uint32_t k = 0; k < part->num_nodes; k++) {
                 const ks__node *n = &s->g->nodes[part->nodes[k]];
-                profile_entry(s, part->nodes[k], ks__op_get_info(n->op)->name, n->name,
-                              tm.node_ns[k], node_flops(s, n), tm.node_kernel[k]);
+                profile_entry_n(s, part->nodes[k], ks__op_get_info(n->op)->name, n->name,
+                                tm.node_ns[k], node_flops(s, n), tm.node_kernel[k],
+                                tm.node_dispatches ? tm.node_dispatches[k] : 0);
             }
         } else {
-            profile_entry(s, part->nodes[0], "partition", s->part_names[p], tm.compute_ns, flops,
-                          s->device->name);
+            profile_entry_n(s, part->nodes[0], "partition", s->part_names[p], tm.compute_ns, flops,
+                            s->device->name, tm.dispatches);
         }
         profile_entry(s, part->nodes[0], "download", s->part_names[p], tm.download_ns, 0,
                       s->device->name);

@@ -225,6 +225,7 @@ int main(int argc, char **argv) {
     double *times_ms = NULL;
     ks__bench_profile ps = {0};
     ks__bench_group *groups = NULL;
+    ks__bench_device dev = {0};
     char err[1024], isa[128];
     ks__bench_summary sum = {.model_path = opt.model_path,
                              .isa = isa,
@@ -315,6 +316,8 @@ int main(int argc, char **argv) {
         if (ks__bench_profile_runs(s, opt.runs, &ps, err, sizeof(err))) goto fail;
         if ((sum.num_groups = ks__bench_profile_groups(&ps, &groups)) < 0) goto oom;
         sum.groups = groups;
+        if (ks__bench_profile_device(&ps, &dev) < 0) goto oom;
+        sum.device = &dev;
     }
 
     ks__isa_string(ks__cpu_isa(), isa, sizeof(isa));
@@ -335,6 +338,12 @@ int main(int argc, char **argv) {
     printf("latency  min %.3f ms  median %.3f ms  mean %.3f ms  max %.3f ms\n", sum.latency.min_ms,
            sum.latency.median_ms, sum.latency.mean_ms, sum.latency.max_ms);
     if (opt.profile) ks__bench_print_groups(stdout, groups, sum.num_groups);
+    if (opt.profile && dev.partitions)
+        printf("\ndevice   %u partition%s, %u dispatches per run; medians over the profiled runs:\n"
+               "         kernels %.3f ms, outside them %.3f ms (upload %.3f, submit %.3f, "
+               "download %.3f ms, the rest host nodes and waiting)\n",
+               dev.partitions, dev.partitions == 1 ? "" : "s", dev.dispatches, dev.kernels_ms,
+               dev.outside_ms, dev.upload_ms, dev.submit_ms, dev.download_ms);
     if (opt.profile_nodes && ks__bench_print_nodes(stdout, &ps) < 0) goto oom;
     if (opt.json) ks__bench_print_json(stdout, &sum);
     rc = 0;

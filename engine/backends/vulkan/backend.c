@@ -1881,6 +1881,7 @@ typedef struct vk_prog {
     uint64_t *ts;             /* 4 + num_steps timestamps read back */
     uint64_t *node_ns;        /* per node: its dispatches' device time (profiling) */
     const char **node_kernel; /* per node: k_kernels[].prof_name of its first dispatch */
+    uint32_t *node_steps;     /* per node: its dispatches (casts included) */
     host_copy *copies;        /* num_in inputs, then num_out outputs */
     uint32_t num_in, num_out;
     uint64_t in_bytes, out_bytes;
@@ -1910,6 +1911,7 @@ static void vk_release(void *dev_, void *prog_) {
     ks__free(&d->alloc, p->ts);
     ks__free(&d->alloc, p->node_ns);
     ks__free(&d->alloc, p->node_kernel);
+    ks__free(&d->alloc, p->node_steps);
     ks__free(&d->alloc, p);
 }
 
@@ -2503,6 +2505,9 @@ static ks_status record(build *b, bool timed) {
     if ((r = vk->vkBeginCommandBuffer(*slot, &bi))) goto error;
     VkCommandBuffer cmd = *slot;
     p->num_steps = b->num_steps;
+    memset(p->node_steps, 0, p->num_nodes * sizeof(*p->node_steps));
+    for (uint32_t k = 0; k < b->num_steps; k++)
+        p->node_steps[p->step_node[k]]++;
     if (p->qpool) {
         vk->vkCmdResetQueryPool(cmd, p->qpool, 0, 4 + b->num_steps);
         vk->vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, p->qpool, 0);
@@ -2671,7 +2676,8 @@ static ks_status compile_into(build *b) {
             p->ts = ks__calloc(&d->alloc, total + 4, sizeof(*p->ts));
             p->node_ns = ks__calloc(&d->alloc, nn + 1, sizeof(*p->node_ns));
             p->node_kernel = ks__calloc(&d->alloc, nn + 1, sizeof(*p->node_kernel));
-            if (!p->step_node || !p->ts || !p->node_ns || !p->node_kernel)
+            p->node_steps = ks__calloc(&d->alloc, nn + 1, sizeof(*p->node_steps));
+            if (!p->step_node || !p->ts || !p->node_ns || !p->node_kernel || !p->node_steps)
                 return ks__fail(err, cap, KS_STATUS_OUT_OF_MEMORY,
                                 "Vulkan: out of memory compiling");
             for (uint32_t i = 0; i < nn; i++)
@@ -2863,6 +2869,8 @@ static ks_status vk_wait(void *dev_, void *prog_, ks__partition_times *times, ch
     if (!times) return KS_STATUS_OK;
     times->upload_bytes = p->in_bytes;
     times->download_bytes = p->out_bytes;
+    times->dispatches = p->num_steps;
+    times->node_dispatches = p->node_steps;
     uint64_t *ts = p->ts;
     uint32_t nq = p->timed ? 4 + p->num_steps : 4; /* the others are not written: no wait on them */
     if (p->qpool && d->vk.vkGetQueryPoolResults(

@@ -205,6 +205,9 @@ typedef struct ks_op_profile {
     uint64_t elapsed_ns;
     uint64_t flops;          /* estimated multiply-adds x2; 0 where not meaningful */
     const char *kernel_name; /* the kernel variant chosen at reshape, e.g. "ref" */
+    /* Device rows (a GPU partition's nodes, or its "partition" row): the kernel dispatches the
+     * row covers in this run; 0 for host rows and where the device does not count them. */
+    uint32_t dispatches;
 } ks_op_profile;
 typedef void (*ks_profile_fn)(void *user, const ks_op_profile *profile);
 /* Installs (or with fn == NULL removes) the profiling callback. */

@@ -149,22 +149,39 @@ typedef struct prof_log {
     uint64_t upload_ns, compute_ns, download_ns; /* summed over partitions and runs */
     const char *host_ops[16];                    /* the ops that ran on the host, each once */
     int num_host_ops;
+    /* ks_op_profile.dispatches: summed over device rows; rows that broke its rules (a host row
+     * or a view with dispatches, a device node or partition row without), the first one named */
+    uint64_t dispatches;
+    int bad_dispatch_rows;
+    char bad_dispatch[96];
 } prof_log;
+
+static void bad_dispatch_row(prof_log *l, const ks_op_profile *p) {
+    if (!l->bad_dispatch_rows++)
+        snprintf(l->bad_dispatch, sizeof(l->bad_dispatch), "%s '%s' (%s): %u dispatches",
+                 p->op_name, p->node_name ? p->node_name : "", p->kernel_name, p->dispatches);
+}
 
 static void on_prof(void *user, const ks_op_profile *p) {
     prof_log *l = user;
+    l->dispatches += p->dispatches;
     if (strcmp(p->kernel_name, "vulkan") == 0) {
+        bool part = strcmp(p->op_name, "partition") == 0;
+        if (part != (p->dispatches > 0)) bad_dispatch_row(l, p);
         if (strcmp(p->op_name, "submit") == 0) l->submits++;
         if (strcmp(p->op_name, "upload") == 0) l->upload_ns += p->elapsed_ns;
-        if (strcmp(p->op_name, "partition") == 0) l->compute_ns += p->elapsed_ns;
+        if (part) l->compute_ns += p->elapsed_ns;
         if (strcmp(p->op_name, "download") == 0) l->download_ns += p->elapsed_ns;
         return;
     }
     if (strncmp(p->kernel_name, "vk_", 3) == 0) { /* a device node's own row (timestamps) */
+        if ((strcmp(p->kernel_name, "vk_view") == 0) != (p->dispatches == 0))
+            bad_dispatch_row(l, p);
         l->compute_ns += p->elapsed_ns;
         l->device_nodes++;
         return;
     }
+    if (p->dispatches) bad_dispatch_row(l, p);
     l->host_nodes++;
     for (int i = 0; i < l->num_host_ops; i++)
         if (strcmp(l->host_ops[i], p->op_name) == 0) return;
@@ -321,6 +338,10 @@ static double compare_runs(const char *what, const ks_model *m, const range *r, 
     }
     if (g_allocs != allocs_after_first)
         fail_msg("%s: runs allocated %zu times", what, g_allocs - allocs_after_first);
+    if (log.bad_dispatch_rows)
+        fail_msg("%s: %d profile row(s) with a wrong dispatch count, the first %s", what,
+                 log.bad_dispatch_rows, log.bad_dispatch);
+    if (log.submits && !log.dispatches) fail_msg("%s: device partitions without dispatches", what);
     if (expect_parts >= 0 && log.submits != runs * expect_parts)
         fail_msg("%s: %d partitions per run, expected %d", what, log.submits / runs, expect_parts);
     char ops[256] = "";

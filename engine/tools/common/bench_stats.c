@@ -110,6 +110,7 @@ static void on_profile(void *user, const ks_op_profile *p) {
         np->node_name = p->node_name;
         np->kernel_name = p->kernel_name ? p->kernel_name : p->op_name;
         np->flops = p->flops;
+        np->dispatches = p->dispatches;
         if (p->node_index >= ps->num_nodes) ps->num_nodes = p->node_index + 1;
     }
     if (ps->current_run >= 0) np->samples_ns[ps->current_run] += p->elapsed_ns;
@@ -119,11 +120,15 @@ ks_status ks__bench_profile_runs(ks_session *s, int runs, ks__bench_profile *p, 
                                  size_t err_cap) {
     p->runs = runs;
     p->current_run = -1;
+    if (!(p->wall_ms = calloc((size_t)(runs > 0 ? runs : 1), sizeof(double))))
+        return ks__fail(err, err_cap, KS_STATUS_OUT_OF_MEMORY, "out of memory while profiling");
     ks_session_set_profiler(s, on_profile, p);
     ks_status st = KS_STATUS_OK;
     for (int r = -1; r < runs && !p->failed && !st; r++) {
         p->current_run = r;
+        double t0 = ks__bench_now_ms();
         st = ks_session_run(s);
+        if (r >= 0) p->wall_ms[r] = ks__bench_now_ms() - t0;
     }
     ks_session_set_profiler(s, NULL, NULL);
     if (st) return run_failed(s, st, err, err_cap);
@@ -139,6 +144,7 @@ void ks__bench_profile_free(ks__bench_profile *p) {
     for (uint32_t i = 0; i < p->num_extra; i++)
         free(p->extra[i].samples_ns);
     free(p->extra);
+    free(p->wall_ms);
     memset(p, 0, sizeof(*p));
 }
 
@@ -292,6 +298,40 @@ void ks__bench_json_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+int ks__bench_profile_device(const ks__bench_profile *ps, ks__bench_device *out) {
+    memset(out, 0, sizeof(*out));
+    static const char *const k_rows[3] = {"upload", "submit", "download"};
+    double *per_run[5];
+    for (int k = 0; k < 5; k++)
+        per_run[k] = calloc((size_t)(ps->runs > 0 ? ps->runs : 1), sizeof(double));
+    int ok = per_run[0] && per_run[1] && per_run[2] && per_run[3] && per_run[4];
+    for (uint32_t i = 0; ok && i < num_rows_of(ps); i++) {
+        const ks__bench_node *np = row_of(ps, i);
+        if (!np->seen) continue;
+        int k = 0; /* 0: a kernel row of the device; 1..3: k_rows */
+        while (k < 3 && strcmp(np->op_name, k_rows[k]) != 0)
+            k++;
+        k = k < 3 ? k + 1 : 0;
+        if (k == 2) out->partitions++;
+        if (k == 0 && !np->dispatches && strcmp(np->op_name, "partition") != 0) continue;
+        out->dispatches += np->dispatches;
+        for (int r = 0; r < ps->runs; r++)
+            per_run[k][r] += (double)np->samples_ns[r] * 1e-6;
+    }
+    if (ok && out->partitions && ps->runs > 0) {
+        for (int r = 0; r < ps->runs; r++)
+            per_run[4][r] = ps->wall_ms ? ps->wall_ms[r] - per_run[0][r] : 0.0;
+        out->outside_ms = ks__bench_median(per_run[4], ps->runs);
+        out->kernels_ms = ks__bench_median(per_run[0], ps->runs);
+        out->upload_ms = ks__bench_median(per_run[1], ps->runs);
+        out->submit_ms = ks__bench_median(per_run[2], ps->runs);
+        out->download_ms = ks__bench_median(per_run[3], ps->runs);
+    }
+    for (int k = 0; k < 5; k++)
+        free(per_run[k]);
+    return ok ? 0 : -1;
+}
+
 void ks__bench_print_json(FILE *f, const ks__bench_summary *s) {
     fprintf(f, "{\"model\":");
     ks__bench_json_string(f, s->model_path);
@@ -323,5 +363,13 @@ void ks__bench_print_json(FILE *f, const ks__bench_summary *s) {
         }
         fprintf(f, "]");
     }
+    if (s->device && s->device->partitions)
+        fprintf(f,
+                ",\"device\":{\"partitions\":%u,\"dispatches\":%u,\"kernels_ms\":%.4f,"
+                "\"upload_ms\":%.4f,\"submit_ms\":%.4f,\"download_ms\":%.4f,"
+                "\"outside_ms\":%.4f}",
+                s->device->partitions, s->device->dispatches, s->device->kernels_ms,
+                s->device->upload_ms, s->device->submit_ms, s->device->download_ms,
+                s->device->outside_ms);
     fprintf(f, "}\n");
 }

@@ -41,6 +41,7 @@ typedef struct ks__bench_node {
     uint32_t node_index;
     const char *op_name, *node_name, *kernel_name; /* the session's strings */
     uint64_t flops;
+    uint32_t dispatches;  /* device rows: kernel dispatches per run (ks_op_profile) */
     uint64_t *samples_ns; /* [runs], per timed profile run */
 } ks__bench_node;
 
@@ -52,6 +53,7 @@ typedef struct ks__bench_profile {
     ks__bench_node *extra;
     uint32_t num_extra, cap_extra;
     int runs;
+    double *wall_ms; /* [runs]: each profiled run's ks_session_run, timed around the call */
     int current_run; /* -1 during the sizing run */
     int failed;      /* out of memory while growing the table */
 } ks__bench_profile;
@@ -79,6 +81,20 @@ int ks__bench_profile_groups(const ks__bench_profile *p, ks__bench_group **group
 void ks__bench_print_groups(FILE *f, const ks__bench_group *groups, int num_groups);
 int ks__bench_print_nodes(FILE *f, const ks__bench_profile *p);
 
+/* What the device partitions of a profile add up to (all zero when the session ran on the host
+ * only): kernel dispatches per run, and the medians over the profiled runs of the time in the
+ * device's kernels (per-node device rows, or "partition" rows where the device has no
+ * per-dispatch timestamps), of the partitions' "upload", "submit" and "download" rows, and of
+ * everything outside the device's kernels (host nodes, transfers, submission and waiting). */
+typedef struct ks__bench_device {
+    uint32_t partitions, dispatches;
+    double kernels_ms, upload_ms, submit_ms, download_ms;
+    double outside_ms; /* median over the profiled runs of the run's wall time minus kernels_ms */
+} ks__bench_device;
+
+/* Fills *out; returns 0, or -1 when out of memory. */
+int ks__bench_profile_device(const ks__bench_profile *p, ks__bench_device *out);
+
 /* s as a JSON string literal (NULL: ""). */
 void ks__bench_json_string(FILE *f, const char *s);
 
@@ -93,6 +109,7 @@ typedef struct ks__bench_summary {
     int profiled; /* groups[num_groups] hold the profile */
     const ks__bench_group *groups;
     int num_groups;
+    const ks__bench_device *device; /* NULL, or a profile's device partitions (printed when any) */
 } ks__bench_summary;
 
 /* One JSON object on one line. */
