@@ -5,6 +5,11 @@ import { Kestrel, Validation } from "./kestrel";
 import { Project, Snapshot, emptyProject, packKfx, unpackKfx, imageSize, HISTORY_LIMIT } from "./project";
 import { LAYER_FIELDS, LAYER_KINDS, Field, getPath, setPath, newLayer } from "./schema";
 import { StickerBox, stickerBox, movedOffset, draggedScale, insideBox } from "./handles";
+import {
+  ACTIONS, BINDINGS, FLOAT_LIMIT, PARAM_TYPES, ParamType, animatedLayers, deleteParam, deleteState, describeRefs,
+  floatRange, frameAssetName, frameTimeUs, nameProblem, naturalCompare, newParam, paramRefs, params, renameParam,
+  renameState, spriteFrameAt, stateRefs, states, uniqueIn,
+} from "./refs";
 
 const BASE = new URL(".", document.baseURI).href;
 const SAMPLES = ["cat_ears", "glasses_3d", "lipstick", "face_paint", "vintage_lut", "background_beach"];
@@ -133,10 +138,19 @@ function renderStill(readback = false): Uint8Array | undefined {
   if (!frameSource || !validation.ok) return undefined;
   const { rgba, w, h } = frameSource;
   const segment = !maskFresh && segmenterMode === "image" && ks.needsMask();
-  const r = ks.frame(rgba, w, h, 0, !facesFresh, readback, segment);
+  let r = ks.frame(rgba, w, h, 0, !facesFresh, readback, segment);
   if (!facesFresh) {
     lastFaces = ks.faces().map((f) => f.landmarks);
     facesFresh = true;
+  }
+  // The timeline's frame (scrubbed or playing): the same faces and mask, the renderer started
+  // over at time 0 and drawn at the frame's time, so every sprite shows where it is then.
+  const tUs = previewTimeUs();
+  if (tUs !== null) {
+    ks.reset();
+    ks.frame(rgba, w, h, 0, false, false, false);
+    const r2 = ks.frame(rgba, w, h, tUs, false, readback, false);
+    r = { ...r2, maskError: r.maskError };
   }
   if (segment) {
     maskFresh = true; // a failed run is not retried for this photo: its message stays shown
@@ -364,6 +378,7 @@ async function startVideoFile(file: Blob, label: string): Promise<void> {
 // timestamp in microseconds, or null when there is no new frame yet.
 async function startLive(video: HTMLVideoElement, stop: () => void, source: "camera" | "file", stamp: () => number | null): Promise<void> {
   stopLive();
+  clearScrub();
   live = { video, stop, source };
   await ensureModels("video");
   ks.reset();
@@ -621,6 +636,7 @@ function removeLayer(i: number): void {
 }
 
 function select(i: number, rerenderList = true): void {
+  if (i !== selected) clearScrub();
   selected = i;
   if (rerenderList) renderLayerList();
   else for (const li of document.querySelectorAll("#layers li")) li.classList.toggle("selected", (li as HTMLElement).dataset.index === String(i));
@@ -701,6 +717,19 @@ function fieldControl(layer: any, i: number, f: Field): HTMLElement {
       input = x;
       break;
     }
+    case "param": {
+      // the parameters of the type this key binds (docs/effects-format.md 4.3), by name
+      const x = document.createElement("select");
+      x.add(new Option("(none)", ""));
+      const pt = f.type.ptype;
+      for (const p of params(project.manifest)) if (p?.type === pt) x.add(new Option(`${p.name} (${pt})`, p.name));
+      if (value && ![...x.options].some((o) => o.value === value)) x.add(new Option(`${value} (missing)`, String(value)));
+      x.value = String(value ?? "");
+      x.title = `a ${pt} parameter (add one under Parameters)`;
+      x.addEventListener("change", () => set(x.value || undefined));
+      input = x;
+      break;
+    }
     case "landmarks": {
       const x = document.createElement("input");
       x.value = Array.isArray(value) ? value.join(", ") : "";
@@ -739,7 +768,10 @@ function renderInspector(): void {
   const h = document.createElement("p");
   h.innerHTML = `<b>${l.kind}</b> layer`;
   box.append(h);
-  for (const f of LAYER_FIELDS[l.kind] ?? []) box.append(fieldControl(l, selected, f));
+  for (const f of LAYER_FIELDS[l.kind] ?? []) {
+    box.append(fieldControl(l, selected, f));
+    if (f.path === "sprite.loop") box.append(timeline(l, selected));
+  }
   if (l.kind === "sticker") {
     const p = document.createElement("p");
     p.className = "hint";
@@ -802,11 +834,514 @@ function renderTriggers(): void {
     b.dataset.state = s.name;
     b.textContent = `enter “${s.name}”`;
     b.addEventListener("click", () => {
+      if (scrub || playing) {
+        clearScrub(); // the state applies at the effect's start, not at a timeline frame
+        renderStill();
+      }
       ks.enterState(s.name);
       renderStill();
     });
     sim.append(b);
   }
+}
+
+// ---- parameters and states (docs/effects-format.md 4.3, 4.5) ------------------------------------
+// A refused edit changes nothing: the status line says why and the panels show the kept values.
+function refuse(msg: string): void {
+  renderAll();
+  status(msg, true);
+}
+function button(text: string, cls: string, title: string, onClick: () => void): HTMLButtonElement {
+  const b = document.createElement("button");
+  b.textContent = text;
+  b.className = cls;
+  b.title = title;
+  b.addEventListener("click", onClick);
+  return b;
+}
+// "#RRGGBBAA" and [r, g, b, a] keep their alpha when the colour picker (RGB only) changes.
+function alphaSuffix(c: unknown): string {
+  if (typeof c === "string" && /^#[0-9a-fA-F]{8}$/.test(c)) return c.slice(7).toUpperCase();
+  if (Array.isArray(c) && c.length === 4) return Math.round(Math.min(1, Math.max(0, Number(c[3]))) * 255).toString(16).padStart(2, "0").toUpperCase();
+  return "";
+}
+
+function renderParams(): void {
+  const ul = $("#params");
+  ul.innerHTML = "";
+  params(project.manifest).forEach((p: any, i: number) => {
+    const li = document.createElement("li");
+    li.className = "param";
+    li.dataset.index = String(i);
+    li.dataset.name = String(p?.name ?? "");
+    const name = document.createElement("input");
+    name.className = "pname";
+    name.value = String(p?.name ?? "");
+    name.title = "name (layers bind it by name; a rename updates them)";
+    name.addEventListener("change", () => renameParamUI(i, name.value));
+    const type = document.createElement("select");
+    type.className = "ptype";
+    for (const t of PARAM_TYPES) type.add(new Option(t, t));
+    type.value = String(p?.type ?? "");
+    type.addEventListener("change", () => changeParamType(i, type.value as ParamType));
+    const row = document.createElement("div");
+    row.className = "row";
+    row.append(name, type, button("✕", "pdel", "remove this parameter", () => removeParam(i)));
+    li.append(row, paramDefault(p, i));
+    const refs = paramRefs(project.manifest, p?.name);
+    if (refs.length) {
+      const h = document.createElement("div");
+      h.className = "hint";
+      h.textContent = `bound by ${describeRefs(refs)}`;
+      li.append(h);
+    }
+    ul.append(li);
+  });
+}
+
+// The typed default of parameter i: a colour picker, min/max and a slider, options and a menu,
+// an image asset.
+function paramDefault(p: any, i: number): HTMLElement {
+  const row = document.createElement("div");
+  row.className = "row";
+  const setP = (f: (q: any) => void) => project.edit((m) => f(m.parameters[i]));
+  const input = (cls: string, type = "text") => {
+    const x = document.createElement("input");
+    x.className = cls;
+    x.type = type;
+    return x;
+  };
+  switch (p?.type) {
+    case "color": {
+      const x = input("pdefault", "color");
+      x.value = colorToHex(p.default);
+      x.addEventListener("change", () => setP((q) => (q.default = x.value.toUpperCase() + alphaSuffix(q.default))));
+      row.append("default ", x);
+      break;
+    }
+    case "float": {
+      const [lo, hi] = floatRange(p);
+      const def = typeof p.default === "number" ? p.default : lo;
+      const mn = input("pmin", "number"), mx = input("pmax", "number");
+      mn.value = String(lo);
+      mx.value = String(hi);
+      const onRange = () => {
+        const a = Number(mn.value), b = Number(mx.value);
+        if (!Number.isFinite(a) || !Number.isFinite(b) || Math.abs(a) > FLOAT_LIMIT || Math.abs(b) > FLOAT_LIMIT)
+          return refuse(`parameter “${p.name}”: min and max are numbers in [-${FLOAT_LIMIT}, ${FLOAT_LIMIT}]`);
+        if (!(a < b)) return refuse(`parameter “${p.name}”: min (${a}) must be below max (${b})`);
+        setP((q) => {
+          q.min = a;
+          q.max = b;
+          q.default = Math.min(b, Math.max(a, typeof q.default === "number" ? q.default : a));
+        });
+      };
+      mn.addEventListener("change", onRange);
+      mx.addEventListener("change", onRange);
+      const sl = input("pdefault", "range"), nv = input("pvalue", "number");
+      for (const x of [sl, nv]) {
+        x.min = String(lo);
+        x.max = String(hi);
+        x.step = String((hi - lo) / 100);
+        x.value = String(def);
+        x.addEventListener("change", () => {
+          const v = Number(x.value);
+          if (!Number.isFinite(v) || v < lo || v > hi) return refuse(`parameter “${p.name}”: the default is a number in [${lo}, ${hi}]`);
+          setP((q) => (q.default = v));
+        });
+      }
+      row.append("min ", mn, " max ", mx, " default ", sl, nv);
+      break;
+    }
+    case "enum": {
+      const opts: string[] = Array.isArray(p.options) ? p.options.map(String) : [];
+      const o = input("poptions");
+      o.value = opts.join(", ");
+      o.title = "options, comma-separated (1 to 32)";
+      o.addEventListener("change", () => {
+        const list = o.value.split(",").map((s) => s.trim()).filter(Boolean);
+        if (!list.length || list.length > 32) return refuse(`parameter “${p.name}”: an enum has 1 to 32 options`);
+        if (new Set(list).size !== list.length) return refuse(`parameter “${p.name}”: options must differ`);
+        setP((q) => {
+          q.options = list;
+          if (!list.includes(q.default)) q.default = list[0];
+        });
+      });
+      const d = document.createElement("select");
+      d.className = "pdefault";
+      for (const v of opts) d.add(new Option(v, v));
+      d.value = String(p.default ?? opts[0] ?? "");
+      d.addEventListener("change", () => setP((q) => (q.default = d.value)));
+      row.append("options ", o, " default ", d);
+      break;
+    }
+    case "image": {
+      const d = document.createElement("select");
+      d.className = "pdefault";
+      d.add(new Option("(none)", ""));
+      for (const n of [...project.files.keys()].filter((n) => /\.(png|jpe?g)$/i.test(n)).sort()) d.add(new Option(n, n));
+      if (p.default && ![...d.options].some((x) => x.value === p.default)) d.add(new Option(`${p.default} (missing)`, String(p.default)));
+      d.value = String(p.default ?? "");
+      d.addEventListener("change", () => setP((q) => (d.value ? (q.default = d.value) : delete q.default)));
+      row.append("default ", d);
+      break;
+    }
+  }
+  return row;
+}
+
+function renameParamUI(i: number, name: string): void {
+  const list = params(project.manifest);
+  const old = list[i]?.name;
+  if (name === old) return;
+  const problem = nameProblem(list, name, "parameter", i);
+  if (problem) return refuse(`parameter not renamed: ${problem}`);
+  const n = paramRefs(project.manifest, old).length;
+  project.edit((m) => renameParam(m, old, name));
+  status(`renamed parameter “${old}” to “${name}”${n ? `; ${n} binding(s) follow` : ""}`);
+}
+
+function changeParamType(i: number, type: ParamType): void {
+  const p = params(project.manifest)[i];
+  if (!p || p.type === type) return;
+  const bad = paramRefs(project.manifest, p.name).filter((r) => BINDINGS[r.key] !== type);
+  if (bad.length) return refuse(`parameter “${p.name}” stays ${p.type}: it is bound by ${describeRefs(bad)}, which needs a ${BINDINGS[bad[0].key]} parameter; unbind it first`);
+  project.edit((m) => (m.parameters[i] = newParam(type, p.name)));
+}
+
+function removeParam(i: number): void {
+  const p = params(project.manifest)[i];
+  if (!p) return;
+  const refs = paramRefs(project.manifest, p.name);
+  if (refs.length && !confirm(`Parameter “${p.name}” is bound by ${describeRefs(refs)}.\nRemove it and these bindings? (The layers keep their own values.)`)) {
+    status(`kept parameter “${p.name}”: it is bound by ${describeRefs(refs)}`, true);
+    return;
+  }
+  project.edit((m) => deleteParam(m, p.name));
+  status(`removed parameter “${p.name}”${refs.length ? ` and ${refs.length} binding(s)` : ""}`);
+}
+
+function renderStates(): void {
+  const m = project.manifest;
+  const list = states(m);
+  const sel = $<HTMLSelectElement>("#initial-state");
+  sel.innerHTML = "";
+  sel.add(new Option("(none)", ""));
+  for (const s of list) sel.add(new Option(String(s?.name), String(s?.name)));
+  if (m.initial_state != null && !list.some((s) => s?.name === m.initial_state)) sel.add(new Option(`${m.initial_state} (missing)`, String(m.initial_state)));
+  sel.value = String(m.initial_state ?? "");
+  const ul = $("#states");
+  ul.innerHTML = "";
+  const layerNames: string[] = layers().map((l) => String(l?.name));
+  const animated = animatedLayers(m);
+  list.forEach((s: any, i: number) => {
+    const li = document.createElement("li");
+    li.className = "state";
+    li.dataset.index = String(i);
+    li.dataset.name = String(s?.name ?? "");
+    const name = document.createElement("input");
+    name.className = "sname";
+    name.value = String(s?.name ?? "");
+    name.title = "name (triggers and the initial state follow a rename)";
+    name.addEventListener("change", () => renameStateUI(i, name.value));
+    const row = document.createElement("div");
+    row.className = "row";
+    row.append(name, button("+ action", "add-action", "add an action to this state", () => addAction(i)), button("✕", "sdel", "remove this state", () => removeState(i)));
+    const ol = document.createElement("ol");
+    ol.className = "actions";
+    (Array.isArray(s?.actions) ? s.actions : []).forEach((a: any, j: number) => {
+      const ai = document.createElement("li");
+      ai.className = "action";
+      ai.dataset.index = String(j);
+      const act = document.createElement("select");
+      act.className = "aaction";
+      for (const k of ACTIONS) act.add(new Option(k, k));
+      act.value = String(a?.action ?? "");
+      act.addEventListener("change", () => setAction(i, j, act.value, a?.layer));
+      const lay = document.createElement("select");
+      lay.className = "alayer";
+      for (const n of a?.action === "start_animation" ? animated : layerNames) lay.add(new Option(n, n));
+      if (a?.layer != null && ![...lay.options].some((o) => o.value === a.layer)) lay.add(new Option(`${a.layer} (not usable)`, String(a.layer)));
+      lay.value = String(a?.layer ?? "");
+      lay.addEventListener("change", () => setAction(i, j, a?.action, lay.value));
+      ai.append(act, lay, button("✕", "adel", "remove this action", () => project.edit((mm) => mm.states[i].actions.splice(j, 1))));
+      ol.append(ai);
+    });
+    li.append(row, ol);
+    ul.append(li);
+  });
+}
+
+function addAction(i: number): void {
+  const first = layers()[0]?.name;
+  if (first == null) return refuse("add a layer first: actions show, hide or animate a layer");
+  project.edit((m) => (m.states[i].actions ??= []).push({ action: "show_layer", layer: first }));
+}
+function setAction(i: number, j: number, action: string, layer: string): void {
+  if (action === "start_animation" && !animatedLayers(project.manifest).includes(layer)) {
+    const a = animatedLayers(project.manifest)[0];
+    if (a == null) return refuse("start_animation needs a layer whose sprite has two or more frames; there is none");
+    layer = a;
+  }
+  project.edit((m) => (m.states[i].actions[j] = { ...m.states[i].actions[j], action, layer }));
+}
+
+function renameStateUI(i: number, name: string): void {
+  const list = states(project.manifest);
+  const old = list[i]?.name;
+  if (name === old) return;
+  const problem = nameProblem(list, name, "state", i);
+  if (problem) return refuse(`state not renamed: ${problem}`);
+  const r = stateRefs(project.manifest, old);
+  project.edit((m) => renameState(m, old, name));
+  const follow = r.triggers.length + (r.initial ? 1 : 0);
+  status(`renamed state “${old}” to “${name}”${follow ? `; ${r.triggers.length} trigger(s)${r.initial ? " and the initial state" : ""} follow` : ""}`);
+}
+
+function removeState(i: number): void {
+  const s = states(project.manifest)[i];
+  if (!s) return;
+  const r = stateRefs(project.manifest, s.name);
+  const what = [r.triggers.length ? `the target of ${r.triggers.length} trigger(s)` : "", r.initial ? "the initial state" : ""].filter(Boolean).join(" and ");
+  if (what && !confirm(`State “${s.name}” is ${what}.\nRemove it${r.triggers.length ? " and those triggers" : ""}${r.initial ? " (no initial state then)" : ""}?`)) {
+    status(`kept state “${s.name}”: it is ${what}`, true);
+    return;
+  }
+  project.edit((m) => deleteState(m, s.name));
+  status(`removed state “${s.name}”${r.triggers.length ? ` and ${r.triggers.length} trigger(s)` : ""}`);
+}
+
+// ---- sprite timeline ----------------------------------------------------------------------------
+// The selected sticker's frames as thumbnails (reorder by dragging or with the arrows, delete),
+// frame-sequence import (several PNG/JPEG files: the frames in name order), and a scrubber and
+// play/pause that show a frame in the preview: the renderer picks the sprite frame from the
+// frame's timestamp (ks__ar_sprite_frame), so a still photo rendered at the frame's time shows it.
+let scrub: { layer: number; frame: number } | null = null;
+let playing: { layer: number; t0: number } | null = null;
+const thumbUrls = new WeakMap<Uint8Array, string>();
+function thumbUrl(d: Uint8Array, name: string): string {
+  let u = thumbUrls.get(d);
+  if (!u) {
+    const type = /\.png$/i.test(name) ? "image/png" : "image/jpeg";
+    u = URL.createObjectURL(new Blob([d as Uint8Array<ArrayBuffer>], { type }));
+    thumbUrls.set(d, u);
+  }
+  return u;
+}
+
+// The time (us after the animation starts) the preview renders at, or null for the effect's start.
+function previewTimeUs(): number | null {
+  if (playing) return (performance.now() - playing.t0) * 1000;
+  const l = scrub ? layers()[scrub.layer] : null;
+  const n = l?.sprite?.frames?.length ?? 0;
+  if (!scrub || !n) return null;
+  return frameTimeUs(l.sprite, Math.min(scrub.frame, n - 1));
+}
+function currentFrame(): number {
+  const li = playing?.layer ?? scrub?.layer ?? selected;
+  const l = layers()[li];
+  const t = previewTimeUs();
+  return l?.sprite && t !== null ? spriteFrameAt(l.sprite, t) : 0;
+}
+function stopPlay(): void {
+  playing = null;
+  const b = document.querySelector<HTMLButtonElement>("#play-btn");
+  if (b) b.textContent = "▶ play";
+}
+function clearScrub(): void {
+  scrub = null;
+  stopPlay();
+}
+function showFrame(k: number): void {
+  for (const t of document.querySelectorAll<HTMLElement>("#frames .thumb")) t.classList.toggle("current", t.dataset.index === String(k));
+  const s = document.querySelector<HTMLInputElement>("#scrub");
+  if (s) s.value = String(k);
+  const lab = document.querySelector("#frame-label");
+  const n = layers()[selected]?.sprite?.frames?.length ?? 0;
+  if (lab) lab.textContent = `frame ${k + 1} / ${n}`;
+}
+function scrubTo(k: number): void {
+  stopPlay();
+  scrub = { layer: selected, frame: k };
+  renderStill();
+  showFrame(k);
+}
+function togglePlay(): void {
+  if (playing) {
+    const k = currentFrame();
+    stopPlay();
+    scrub = { layer: selected, frame: k }; // hold the frame it paused on
+    renderStill();
+    showFrame(k);
+    return;
+  }
+  const l = layers()[selected];
+  if (!frameSource || live) return status("play works on a photo (a camera or video already animates)", true);
+  if ((l?.sprite?.frames?.length ?? 0) < 2) return status("play needs two or more frames", true);
+  playing = { layer: selected, t0: performance.now() };
+  $<HTMLButtonElement>("#play-btn").textContent = "❚❚ pause";
+  const tick = () => {
+    if (!playing) return;
+    if (live || selected !== playing.layer) return stopPlay();
+    renderStill();
+    showFrame(currentFrame());
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+}
+
+function timeline(l: any, li: number): HTMLElement {
+  const box = document.createElement("div");
+  box.id = "timeline";
+  const frames: string[] = Array.isArray(l.sprite?.frames) ? l.sprite.frames : [];
+  const n = frames.length;
+  const head = document.createElement("div");
+  head.className = "row";
+  const imp = document.createElement("label");
+  imp.className = "btn";
+  imp.textContent = "Import frames…";
+  const fi = document.createElement("input");
+  fi.type = "file";
+  fi.id = "frames-input";
+  fi.multiple = true;
+  fi.accept = "image/png,image/jpeg,.png,.jpg,.jpeg";
+  fi.hidden = true;
+  fi.addEventListener("change", async () => {
+    if (fi.files?.length) await importFrames([...fi.files], li);
+    fi.value = "";
+  });
+  imp.append(fi);
+  const play = button(playing ? "❚❚ pause" : "▶ play", "", "play the animation in the preview (photo)", () => togglePlay());
+  play.id = "play-btn";
+  play.disabled = n < 2;
+  const lab = document.createElement("span");
+  lab.id = "frame-label";
+  const fps = typeof l.sprite?.fps === "number" ? l.sprite.fps : 30;
+  const dur = document.createElement("span");
+  dur.className = "hint";
+  dur.textContent = `${(n / fps).toFixed(2)} s at ${fps} fps, ${l.sprite?.loop === false ? "holds the last frame" : "loops"}`;
+  head.append(imp, play, lab, dur);
+  const strip = document.createElement("div");
+  strip.id = "frames";
+  frames.forEach((f, k) => {
+    const t = document.createElement("div");
+    t.className = "thumb";
+    t.dataset.index = String(k);
+    t.draggable = true;
+    t.title = f;
+    const d = project.files.get(f);
+    const img = document.createElement("img");
+    img.alt = f;
+    if (d) img.src = thumbUrl(d, f);
+    const cap = document.createElement("div");
+    cap.textContent = `${k + 1}${d ? "" : " (missing)"}`;
+    const bt = document.createElement("div");
+    bt.append(
+      button("◀", "fleft", "move earlier", () => k > 0 && moveFrame(li, k, k - 1)),
+      button("▶", "fright", "move later", () => k < n - 1 && moveFrame(li, k, k + 1)),
+      button("✕", "fdel", "delete this frame", () => deleteFrame(li, k)),
+    );
+    t.append(img, cap, bt);
+    t.addEventListener("click", (e) => {
+      if (!(e.target as HTMLElement).closest("button")) scrubTo(k);
+    });
+    t.addEventListener("dragstart", (e) => e.dataTransfer?.setData("text/x-kestrel-frame", String(k)));
+    t.addEventListener("dragover", (e) => e.preventDefault());
+    t.addEventListener("drop", (e) => {
+      const from = e.dataTransfer?.getData("text/x-kestrel-frame");
+      if (from === undefined || from === "") return; // files: the timeline's drop below
+      e.preventDefault();
+      e.stopPropagation();
+      if (Number(from) !== k) moveFrame(li, Number(from), k);
+    });
+    strip.append(t);
+  });
+  const sc = document.createElement("input");
+  sc.type = "range";
+  sc.id = "scrub";
+  sc.min = "0";
+  sc.max = String(Math.max(0, n - 1));
+  sc.step = "1";
+  sc.disabled = n < 2;
+  sc.title = "show this frame in the preview";
+  sc.addEventListener("input", () => scrubTo(Number(sc.value)));
+  const hint = document.createElement("p");
+  hint.className = "hint";
+  hint.textContent = "Drop or import several PNG/JPEG files to make them the frames (in name order).";
+  box.append(head, strip, sc, hint);
+  // files dropped on the timeline become the frames (not plain assets, as elsewhere on the page)
+  box.addEventListener("dragover", (e) => {
+    e.preventDefault();
+    box.classList.add("dragover");
+  });
+  box.addEventListener("dragleave", () => box.classList.remove("dragover"));
+  box.addEventListener("drop", async (e) => {
+    box.classList.remove("dragover");
+    const fl = e.dataTransfer?.files;
+    if (!fl || !fl.length) return;
+    e.preventDefault();
+    e.stopPropagation();
+    await importFrames([...fl], li);
+  });
+  queueMicrotask(() => showFrame(scrub?.layer === li || playing?.layer === li ? currentFrame() : 0));
+  return box;
+}
+
+async function importFrames(files: File[], li: number): Promise<void> {
+  const imgs = files.filter((f) => /\.(png|jpe?g)$/i.test(f.name) || /^image\/(png|jpeg)$/.test(f.type));
+  if (!imgs.length) return refuse("frames: no PNG or JPEG file among those");
+  if (imgs.length > 256) return refuse(`frames: ${imgs.length} files, a sprite has at most 256 frames`);
+  imgs.sort((a, b) => naturalCompare(a.name, b.name));
+  const read = await Promise.all(imgs.map(async (f) => [f.name, new Uint8Array(await f.arrayBuffer())] as const));
+  const l = layers()[li];
+  if (!l) return;
+  const dir = String(l.name ?? "frames");
+  clearScrub();
+  project.edit((m, fs) => {
+    const names: string[] = [];
+    for (const [n, d] of read) {
+      const name = frameAssetName(dir, n, fs, d);
+      fs.set(name, d);
+      names.push(name);
+    }
+    m.layers[li].sprite = { ...(m.layers[li].sprite ?? {}), frames: names };
+  });
+  status(`${read.length} frame(s) imported into “${dir}”, in name order`);
+}
+
+function moveFrame(li: number, from: number, to: number): void {
+  project.edit((m) => {
+    const f = m.layers[li].sprite.frames;
+    const [x] = f.splice(from, 1);
+    f.splice(to, 0, x);
+  });
+  if (scrub?.layer === li && scrub.frame === from) scrub.frame = to;
+}
+
+// True when some string of the manifest names `file`.
+function referenced(v: any, file: string): boolean {
+  if (v === file) return true;
+  if (v && typeof v === "object") return Object.values(v).some((x) => referenced(x, file));
+  return false;
+}
+
+function deleteFrame(li: number, k: number): void {
+  const l = layers()[li];
+  const frames: string[] = l?.sprite?.frames ?? [];
+  if (frames.length <= 1) return refuse("a sprite needs at least one frame: import or pick another before deleting this one");
+  // start_animation needs two or more frames: down to one, the actions that animate it go too
+  const anims = states(project.manifest).flatMap((s) => (s.actions ?? []).filter((a: any) => a.action === "start_animation" && a.layer === l.name).map(() => s.name));
+  if (frames.length === 2 && anims.length && !confirm(`With one frame left “${l.name}” is no longer animated, and ${anims.length} start_animation action(s) (state ${[...new Set(anims)].join(", ")}) need an animation.\nDelete the frame and those actions?`)) {
+    status(`kept the frame: “${l.name}” is animated by state ${[...new Set(anims)].join(", ")}`, true);
+    return;
+  }
+  project.edit((m, fs) => {
+    const [gone] = m.layers[li].sprite.frames.splice(k, 1);
+    if (frames.length === 2)
+      for (const s of states(m)) s.actions = (s.actions ?? []).filter((a: any) => !(a.action === "start_animation" && a.layer === l.name));
+    if (!referenced(m, gone)) fs.delete(gone); // the file goes with its last use (undo brings it back)
+  });
+  if (scrub?.layer === li) scrub.frame = Math.min(scrub.frame > k ? scrub.frame - 1 : scrub.frame, frames.length - 2);
 }
 
 function renderAll(): void {
@@ -815,6 +1350,8 @@ function renderAll(): void {
   renderLayerList();
   renderInspector();
   renderAssets();
+  renderParams();
+  renderStates();
   renderTriggers();
   drawOverlay();
   $<HTMLButtonElement>("#undo-btn").disabled = !project.canUndo();
@@ -848,6 +1385,7 @@ function showStudio(): void {
 let opens = 0; // projects opened so far (tests wait for an open to finish with it)
 function openSnapshot(s: Snapshot, asNewHistory: boolean): void {
   opens++;
+  clearScrub();
   if (asNewHistory) {
     project = new Project(s);
     project.onChange = changed;
@@ -963,6 +1501,26 @@ function wire(): void {
       project.edit((m) => (m[el.dataset.mfield!] = el.type === "number" ? Number(el.value) : el.value)),
     );
   }
+  for (const t of PARAM_TYPES) $<HTMLSelectElement>("#add-param-type").add(new Option(t, t));
+  $("#add-param").addEventListener("click", () => {
+    const type = $<HTMLSelectElement>("#add-param-type").value as ParamType;
+    project.edit((m) => {
+      const list = params(m);
+      list.push(newParam(type, uniqueIn(list, `${type}_param`)));
+      m.parameters = list;
+    });
+  });
+  $("#add-state").addEventListener("click", () =>
+    project.edit((m) => {
+      const list = states(m);
+      list.push({ name: uniqueIn(list, "state"), actions: [] });
+      m.states = list;
+    }),
+  );
+  $<HTMLSelectElement>("#initial-state").addEventListener("change", (e) => {
+    const v = (e.target as HTMLSelectElement).value;
+    project.edit((m) => (v ? (m.initial_state = v) : delete m.initial_state));
+  });
   $("#add-trigger").addEventListener("click", () =>
     project.edit((m) => {
       if (!Array.isArray(m.states) || !m.states.length) {
@@ -1191,6 +1749,8 @@ async function main(): Promise<void> {
     handleBox: () => selectedStickerBox(),
     liveSource: () => live?.source ?? "",
     limits: () => ({ ...limits }),
+    // The timeline: the frame of the selected sprite the preview shows, and whether it plays.
+    previewFrame: () => ({ frame: currentFrame(), playing: !!playing, scrubbing: !!scrub }),
   };
 }
 

@@ -11,7 +11,8 @@ export type FieldType =
   | { t: "asset"; accept: RegExp }
   | { t: "assets"; accept: RegExp } // a list (sprite frames)
   | { t: "landmarks" } // list of landmark indices 0..477
-  | { t: "offset" }; // [x, y], face widths
+  | { t: "offset" } // [x, y], face widths
+  | { t: "param"; ptype: "color" | "float" | "image" }; // a parameter of that type, by name
 
 export interface Field {
   path: string; // dotted path inside the layer ("anchor.scale")
@@ -42,15 +43,15 @@ export const LAYER_FIELDS: Record<string, Field[]> = {
   sticker: [...anchor, ...sprite, ...common],
   face_texture: [
     { path: "texture", label: "UV texture", type: { t: "asset", accept: IMG } },
-    { path: "texture_param", label: "texture parameter", type: { t: "text" } },
+    { path: "texture_param", label: "texture parameter", type: { t: "param", ptype: "image" } },
     ...common,
   ],
   makeup: [
     { path: "region", label: "region", type: { t: "enum", options: ["lips", "eyeshadow", "eyeliner", "blush", "eyebrows", "foundation"] } },
     { path: "color", label: "colour", type: { t: "color" } },
-    { path: "color_param", label: "colour parameter", type: { t: "text" } },
+    { path: "color_param", label: "colour parameter", type: { t: "param", ptype: "color" } },
     { path: "intensity", label: "intensity", type: { t: "unit" }, def: 1 },
-    { path: "intensity_param", label: "intensity parameter", type: { t: "text" } },
+    { path: "intensity_param", label: "intensity parameter", type: { t: "param", ptype: "float" } },
     { path: "texture", label: "coverage mask (face UV)", type: { t: "asset", accept: IMG } },
     ...common,
   ],
@@ -60,19 +61,19 @@ export const LAYER_FIELDS: Record<string, Field[]> = {
     { path: "face_slim", label: "face slim", type: { t: "unit" }, def: 0 },
     { path: "eye_enlarge", label: "eye enlarge", type: { t: "unit" }, def: 0 },
     { path: "intensity", label: "intensity", type: { t: "unit" }, def: 1 },
-    { path: "intensity_param", label: "intensity parameter", type: { t: "text" } },
+    { path: "intensity_param", label: "intensity parameter", type: { t: "param", ptype: "float" } },
     ...common,
   ],
   lut: [
     { path: "lut", label: "LUT (512x512 PNG)", type: { t: "asset", accept: IMG } },
     { path: "intensity", label: "intensity", type: { t: "unit" }, def: 1 },
-    { path: "intensity_param", label: "intensity parameter", type: { t: "text" } },
+    { path: "intensity_param", label: "intensity parameter", type: { t: "param", ptype: "float" } },
     ...common,
   ],
   background: [
     { path: "mode", label: "mode", type: { t: "enum", options: ["replace", "blur"] }, def: "replace" },
     { path: "texture", label: "background image", type: { t: "asset", accept: IMG } },
-    { path: "texture_param", label: "texture parameter", type: { t: "text" } },
+    { path: "texture_param", label: "texture parameter", type: { t: "param", ptype: "image" } },
     { path: "blur_radius", label: "blur radius (frame heights)", type: { t: "number", min: 0.001, max: 0.25, step: 0.001 }, def: 0.02 },
     ...common,
   ],

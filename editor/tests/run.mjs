@@ -433,6 +433,258 @@ test("drag_and_drop_asset_then_use_it", async ({ page }) => {
   assert(await page.evaluate(() => window.__studio.validation().ok), "valid");
 });
 
+// ---- parameters, states, sprite timeline ------------------------------------------------------------
+// A PNG of one colour (RGBA8), for frame sequences.
+function solidPng(w, h, [r, g, b, a = 255]) {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(w, 0);
+  ihdr.writeUInt32BE(h, 4);
+  ihdr[8] = 8;
+  ihdr[9] = 6;
+  const row = Buffer.alloc(1 + 4 * w);
+  for (let x = 0; x < w; x++) row.set([r, g, b, a], 1 + 4 * x);
+  const raw = Buffer.concat(Array.from({ length: h }, () => row));
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk("IHDR", ihdr), pngChunk("IDAT", zlib.deflateSync(raw)), pngChunk("IEND", Buffer.alloc(0))]);
+}
+// Sets an input/select of the Parameters or States panel and fires its change event.
+async function setPanel(page, sel, value) {
+  await page.locator(sel).evaluate((e, v) => {
+    e.value = v;
+    e.dispatchEvent(new Event("change", { bubbles: true }));
+  }, String(value));
+  await idle(page);
+}
+const statusText = (page) => page.textContent("#status");
+// Exports, validates with the native ks-effect and returns the exported manifest.
+async function exportValidated(page) {
+  const out = await exportDownload(page);
+  execFileSync(KS_EFFECT, ["validate", out], { stdio: "pipe" });
+  return { out, m: JSON.parse(strFromU8(unzipSync(fs.readFileSync(out))["manifest.json"])) };
+}
+
+test("parameter_bound_to_makeup_colour_follows_rename", async ({ page }) => {
+  if (!haveNative()) throw new Skip(`no native build at ${NATIVE}`);
+  await page.click("#new-empty");
+  await page.selectOption("#add-kind", "makeup");
+  await page.click("#add-layer");
+  await idle(page);
+  await page.selectOption("#add-param-type", "color");
+  await page.click("#add-param");
+  await idle(page);
+  let m = await manifest(page);
+  assert(m.parameters?.length === 1 && m.parameters[0].type === "color" && m.parameters[0].name === "color_param", `a colour parameter: ${JSON.stringify(m.parameters)}`);
+  await setPanel(page, '#params li.param[data-index="0"] input.pdefault', "#20c040");
+  assert((await manifest(page)).parameters[0].default === "#20C040", "default colour set by the picker");
+  await selectLayer(page, "makeup");
+  const before = await canvas(page);
+  await setField(page, "color_param", "color_param");
+  m = await manifest(page);
+  assert(m.layers[0].color_param === "color_param", `bound: ${JSON.stringify(m.layers[0])}`);
+  const d = await diffPixels(page, await canvas(page), before);
+  assert(d > 50, `the bound parameter's default colours the lips (${d} pixels)`);
+  // a float parameter for the intensity; a duplicate name and a type change that breaks a binding are refused
+  await page.selectOption("#add-param-type", "float");
+  await page.click("#add-param");
+  await idle(page);
+  await setPanel(page, '#params li.param[data-index="1"] input.pmax', "2");
+  await setPanel(page, '#params li.param[data-index="1"] input.pvalue', "1.5");
+  m = await manifest(page);
+  assert(m.parameters[1].max === 2 && m.parameters[1].default === 1.5, `float range and default: ${JSON.stringify(m.parameters[1])}`);
+  await setPanel(page, '#params li.param[data-index="1"] input.pmin', "3");
+  assert(/min \(3\) must be below max/.test(await statusText(page)), `min >= max refused: ${await statusText(page)}`);
+  await setPanel(page, '#params li.param[data-index="1"] input.pmax', "1");
+  await setPanel(page, '#params li.param[data-index="1"] input.pname', "color_param");
+  assert(/not renamed: .*already the name/.test(await statusText(page)), `duplicate refused: ${await statusText(page)}`);
+  await setPanel(page, '#params li.param[data-index="0"] select.ptype', "float");
+  assert(/stays color: it is bound by layer “makeup” \(color_param\)/.test(await statusText(page)), `type change refused: ${await statusText(page)}`);
+  assert(JSON.stringify((await manifest(page)).parameters.map((p) => [p.name, p.type])) === JSON.stringify([["color_param", "color"], ["float_param", "float"]]), "refusals changed nothing");
+  await setField(page, "intensity_param", "float_param");
+  // rename: the binding follows, in the inspector too
+  const depth = await page.evaluate(() => window.__studio.undoDepth());
+  await page.fill('#params li.param[data-index="0"] input.pname', "lip_shade");
+  await page.press('#params li.param[data-index="0"] input.pname', "Enter");
+  await idle(page);
+  m = await manifest(page);
+  assert(m.parameters[0].name === "lip_shade" && m.layers[0].color_param === "lip_shade", `rename followed: ${JSON.stringify([m.parameters[0], m.layers[0]])}`);
+  assert((await page.evaluate(() => window.__studio.undoDepth())) === depth + 1, "a rename is one undo step");
+  assert((await page.inputValue('#inspector [name="color_param"]')) === "lip_shade", "the inspector shows the new name");
+  assert(await page.evaluate(() => window.__studio.validation().ok), `valid: ${JSON.stringify(await page.evaluate(() => window.__studio.validation()))}`);
+  const { m: me } = await exportValidated(page);
+  assert(me.layers[0].color_param === "lip_shade" && me.layers[0].intensity_param === "float_param" && me.parameters[0].name === "lip_shade", `exported bindings: ${JSON.stringify(me)}`);
+});
+
+test("states_actions_initial_state_rename_undo_redo", async ({ page }) => {
+  if (!haveNative()) throw new Skip(`no native build at ${NATIVE}`);
+  await openTemplate(page, "cat_ears");
+  const n0 = (await manifest(page)).states.length;
+  await page.click("#add-state");
+  await page.click("#add-state");
+  await idle(page);
+  let m = await manifest(page);
+  assert(m.states.length === n0 + 2 && m.states[n0].name === "state" && m.states[n0 + 1].name === "state_2", `two states: ${JSON.stringify(m.states)}`);
+  // state: hide the ears; state_2: show them and restart their animation
+  const st = (i) => `#states li.state[data-index="${i}"]`;
+  await page.click(`${st(n0)} .add-action`);
+  await idle(page);
+  await setPanel(page, `${st(n0)} li.action[data-index="0"] select.aaction`, "hide_layer");
+  await setPanel(page, `${st(n0)} li.action[data-index="0"] select.alayer`, "ears");
+  await page.click(`${st(n0 + 1)} .add-action`);
+  await page.click(`${st(n0 + 1)} .add-action`);
+  await idle(page);
+  await setPanel(page, `${st(n0 + 1)} li.action[data-index="0"] select.alayer`, "ears");
+  await setPanel(page, `${st(n0 + 1)} li.action[data-index="1"] select.aaction`, "start_animation");
+  m = await manifest(page);
+  assert(JSON.stringify(m.states[n0].actions) === JSON.stringify([{ action: "hide_layer", layer: "ears" }]), `state actions: ${JSON.stringify(m.states[n0])}`);
+  assert(JSON.stringify(m.states[n0 + 1].actions) === JSON.stringify([{ action: "show_layer", layer: "ears" }, { action: "start_animation", layer: "ears" }]), `state_2 actions: ${JSON.stringify(m.states[n0 + 1])}`);
+  // start_animation offers only animated layers (whiskers has one frame)
+  const opts = await page.$$eval(`${st(n0 + 1)} li.action[data-index="1"] select.alayer option`, (os) => os.map((o) => o.value));
+  assert(JSON.stringify(opts) === JSON.stringify(["ears"]), `animated layers only: ${opts}`);
+  // initial_state: the ears hidden from the start
+  const before = await canvas(page);
+  await setPanel(page, "#initial-state", "state");
+  assert((await manifest(page)).initial_state === "state", "initial state set");
+  assert((await diffPixels(page, await canvas(page), before)) > 200, "the preview starts in it (no ears)");
+  // a trigger to state_2, then rename it: the trigger follows; undo and redo
+  await page.click("#add-trigger");
+  await idle(page);
+  m = await manifest(page);
+  const ti = m.triggers.length - 1;
+  assert(m.triggers[ti].state === "state_2", `trigger targets state_2: ${JSON.stringify(m.triggers[ti])}`);
+  await setPanel(page, `${st(n0 + 1)} input.sname`, "meow");
+  assert(/not renamed: .*already the name/.test(await statusText(page)), "a duplicate state name is refused");
+  await setPanel(page, `${st(n0 + 1)} input.sname`, "wink");
+  await setPanel(page, `${st(n0)} input.sname`, "calm");
+  m = await manifest(page);
+  assert(m.states[n0 + 1].name === "wink" && m.triggers[ti].state === "wink", `trigger follows: ${JSON.stringify(m.triggers)}`);
+  assert(m.states[n0].name === "calm" && m.initial_state === "calm", `initial state follows: ${m.initial_state}`);
+  assert((await page.$eval(`#triggers li:nth-child(${ti + 1}) select:last-of-type`, (s) => s.value)) === "wink", "the trigger list shows it");
+  await page.click("#undo-btn");
+  await page.click("#undo-btn");
+  await idle(page);
+  m = await manifest(page);
+  assert(m.states[n0 + 1].name === "state_2" && m.triggers[ti].state === "state_2" && m.initial_state === "state", `undo x2: ${JSON.stringify([m.states.map((s) => s.name), m.triggers[ti], m.initial_state])}`);
+  await page.click("#redo-btn");
+  await page.click("#redo-btn");
+  await idle(page);
+  m = await manifest(page);
+  assert(m.triggers[ti].state === "wink" && m.initial_state === "calm", "redo x2");
+  assert(await page.evaluate(() => window.__studio.validation().ok), "valid");
+  const { m: me } = await exportValidated(page);
+  assert(me.initial_state === "calm" && me.triggers[ti].state === "wink" && me.states.some((s) => s.name === "wink"), `exported: ${JSON.stringify([me.initial_state, me.triggers])}`);
+});
+
+test("deleting_a_referenced_parameter_or_state_asks_then_cleans_up", async ({ page }) => {
+  if (!haveNative()) throw new Skip(`no native build at ${NATIVE}`);
+  await openTemplate(page, "lipstick");
+  const m0 = await manifest(page);
+  const pi = m0.parameters.findIndex((p) => p.name === "ruby");
+  // dismissed: nothing changes
+  page.once("dialog", (d) => d.dismiss());
+  await page.click(`#params li.param[data-index="${pi}"] .pdel`);
+  await idle(page);
+  assert(JSON.stringify(await manifest(page)) === JSON.stringify(m0), "a dismissed delete changes nothing");
+  assert(/kept parameter “ruby”: it is bound by layer “lips_ruby” \(intensity_param\)/.test(await statusText(page)), `says why: ${await statusText(page)}`);
+  // accepted: the parameter and its binding go (the layer keeps its own intensity)
+  let msg = "";
+  page.once("dialog", (d) => ((msg = d.message()), d.accept()));
+  await page.click(`#params li.param[data-index="${pi}"] .pdel`);
+  await idle(page);
+  let m = await manifest(page);
+  assert(/bound by layer “lips_ruby”/.test(msg), `the dialog names the binding: ${msg}`);
+  assert(!m.parameters.some((p) => p.name === "ruby") && !("intensity_param" in m.layers[0]), `removed with its binding: ${JSON.stringify(m.layers[0])}`);
+  // an unbound parameter goes without a question
+  await page.selectOption("#add-param-type", "enum");
+  await page.click("#add-param");
+  await idle(page);
+  page.once("dialog", (d) => { msg = "asked"; d.dismiss(); });
+  msg = "";
+  const n = (await manifest(page)).parameters.length;
+  await page.click(`#params li.param[data-index="${n - 1}"] .pdel`);
+  await idle(page);
+  assert(msg === "" && (await manifest(page)).parameters.length === n - 1, "unbound: removed without a dialog");
+  page.removeAllListeners("dialog");
+  // a state that a trigger enters and that is the initial state
+  await page.click("#add-trigger"); // creates idle/active and a trigger to active
+  await idle(page);
+  await setPanel(page, "#initial-state", "active");
+  m = await manifest(page);
+  const ai = m.states.findIndex((s) => s.name === "active");
+  page.once("dialog", (d) => d.dismiss());
+  await page.click(`#states li.state[data-index="${ai}"] .sdel`);
+  await idle(page);
+  assert(JSON.stringify(await manifest(page)) === JSON.stringify(m), "dismissed: the state stays");
+  assert(/kept state “active”: it is the target of 1 trigger\(s\) and the initial state/.test(await statusText(page)), `says why: ${await statusText(page)}`);
+  page.once("dialog", (d) => d.accept());
+  await page.click(`#states li.state[data-index="${ai}"] .sdel`);
+  await idle(page);
+  m = await manifest(page);
+  assert(!m.states.some((s) => s.name === "active") && m.triggers.length === 0 && !("initial_state" in m), `state, trigger and initial state removed: ${JSON.stringify(m)}`);
+  assert(await page.evaluate(() => window.__studio.validation().ok), "valid");
+  const { m: me } = await exportValidated(page);
+  assert(!me.parameters.some((p) => p.name === "ruby") && me.states.length === 1, "exported without them");
+});
+
+test("sprite_timeline_import_reorder_delete_scrub_export", async ({ page }) => {
+  if (!haveNative()) throw new Skip(`no native build at ${NATIVE}`);
+  await page.click("#new-empty");
+  await page.selectOption("#add-kind", "sticker");
+  await page.click("#add-layer");
+  await idle(page);
+  const RED = [230, 30, 30], GREEN = [30, 200, 60], BLUE = [40, 60, 230];
+  // picked in another order: the frames come in name order (walk_2 before walk_10)
+  await page.setInputFiles("#frames-input", [
+    { name: "walk_10.png", mimeType: "image/png", buffer: solidPng(48, 48, BLUE) },
+    { name: "walk_1.png", mimeType: "image/png", buffer: solidPng(48, 48, RED) },
+    { name: "walk_2.png", mimeType: "image/png", buffer: solidPng(48, 48, GREEN) },
+  ]);
+  await page.waitForFunction(() => window.__studio.manifest().layers[0].sprite.frames.length === 3);
+  await idle(page);
+  let l = (await manifest(page)).layers[0];
+  assert(JSON.stringify(l.sprite.frames) === JSON.stringify(["sticker/walk_1.png", "sticker/walk_2.png", "sticker/walk_10.png"]), `name order: ${l.sprite.frames}`);
+  assert((await page.$$("#frames .thumb img")).length === 3, "three thumbnails");
+  assert(await page.evaluate(() => window.__studio.validation().ok), "valid with the frames");
+  // reorder with a button, then a drag: [1, 2, 10] -> [2, 1, 10] -> [2, 10, 1]; delete walk_10
+  await page.click('#frames .thumb[data-index="0"] .fright');
+  await idle(page);
+  await page.dragAndDrop('#frames .thumb[data-index="2"]', '#frames .thumb[data-index="1"]'); // a drag onto frame 2
+  await idle(page);
+  l = (await manifest(page)).layers[0];
+  assert(JSON.stringify(l.sprite.frames) === JSON.stringify(["sticker/walk_2.png", "sticker/walk_10.png", "sticker/walk_1.png"]), `reordered: ${l.sprite.frames}`);
+  await page.click('#frames .thumb[data-index="1"] .fdel');
+  await idle(page);
+  l = (await manifest(page)).layers[0];
+  assert(JSON.stringify(l.sprite.frames) === JSON.stringify(["sticker/walk_2.png", "sticker/walk_1.png"]), `deleted: ${l.sprite.frames}`);
+  assert(!(await page.evaluate(() => window.__studio.files())).includes("sticker/walk_10.png"), "the unused frame file goes too");
+  await setField(page, "sprite.fps", "4");
+  await setField(page, "sprite.loop", false);
+  // the scrubber shows frame 2 (red) in the preview, frame 1 (green) again on its thumbnail
+  const f0 = await canvas(page);
+  await page.locator("#scrub").evaluate((e) => { e.value = "1"; e.dispatchEvent(new Event("input", { bubbles: true })); });
+  const pf = await page.evaluate(() => window.__studio.previewFrame());
+  assert(pf.frame === 1 && pf.scrubbing, `scrubbed to frame 2: ${JSON.stringify(pf)}`);
+  assert(await page.isVisible('#frames .thumb.current[data-index="1"]'), "its thumbnail is marked");
+  const f1 = await canvas(page);
+  const d01 = await diffPixels(page, f0, f1);
+  assert(d01 > 100, `frame 2 differs from frame 1 in the preview (${d01} pixels)`);
+  // play and pause
+  await page.click("#play-btn");
+  await page.waitForTimeout(400);
+  const pp = await page.evaluate(() => window.__studio.previewFrame());
+  assert(pp.playing && pp.frame === 1, `playing, at 4 fps past the first frame and held on the last (no loop): ${JSON.stringify(pp)}`);
+  await page.click("#play-btn");
+  assert(!(await page.evaluate(() => window.__studio.previewFrame())).playing, "paused");
+  await page.click('#frames .thumb[data-index="0"] img');
+  assert((await diffPixels(page, await canvas(page), f0)) === 0, "frame 1 again, as before scrubbing");
+  const { out, m: me } = await exportValidated(page);
+  const s = me.layers[0].sprite;
+  assert(JSON.stringify(s) === JSON.stringify({ frames: ["sticker/walk_2.png", "sticker/walk_1.png"], fps: 4, loop: false }), `exported sprite: ${JSON.stringify(s)}`);
+  const native = path.join(TMP, "timeline.png");
+  nativeRender(out, native);
+  const db = await psnrVsPng(page, native);
+  figures.push(`sprite timeline (2 frames, frame 1 shown): preview vs native ks-ar ${db.toFixed(2)} dB`);
+  assert(db >= PSNR_MIN, `timeline sticker: ${db.toFixed(2)} dB >= ${PSNR_MIN}`);
+});
+
 // ---- on-canvas handles ----------------------------------------------------------------------------
 // Drags with the mouse (CSS pixels) over the preview, in steps, from (x0, y0) by (dx, dy).
 async function dragOnPreview(page, [x0, y0], [dx, dy]) {
