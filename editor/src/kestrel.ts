@@ -132,10 +132,16 @@ export class Kestrel {
   }
 
   // Writes the selfie segmenter bundle and creates the segmenter (the person mask of background
-  // layers), as ks-ar does.
-  async createSegmenter(base: string, video: boolean): Promise<void> {
-    await this.writeModel(base, "selfie_segmenter.ksb");
-    const st = this.m.ccall("ksw_segmenter_create", "number", ["string", "number"], ["/models", video ? 1 : 0]);
+  // layers), as ks-ar does: the general model (256x256) or the landscape one (144x256, faster for
+  // 16:9 video).
+  async createSegmenter(base: string, video: boolean, landscape = false): Promise<void> {
+    await this.writeModel(base, landscape ? "selfie_segmenter_landscape.ksb" : "selfie_segmenter.ksb");
+    const st = this.m.ccall(
+      "ksw_segmenter_create",
+      "number",
+      ["string", "number", "number"],
+      ["/models", video ? 1 : 0, landscape ? 1 : 0],
+    );
     if (st !== 0) throw new Error(this.lastError());
   }
 

@@ -20,8 +20,16 @@ let project = new Project(emptyProject());
 let selected = -1;
 let validation: Validation = { ok: false, messages: [] };
 let frameSource: { rgba: Uint8ClampedArray; w: number; h: number } | null = null;
-// The live source (camera or video file) while one plays; null for a photo.
-let live: { video: HTMLVideoElement; stop: () => void; source: "camera" | "file" } | null = null;
+// The live source (camera or video file) while one plays; null for a photo. `refresh` makes the
+// frame on show go through the landmarker, segmenter and renderer again (a paused video after
+// an edit); a video file has its controls' state in `file`.
+let live: {
+  video: HTMLVideoElement;
+  stop: () => void;
+  source: "camera" | "file";
+  refresh: () => void;
+  file?: VideoFile;
+} | null = null;
 let liveFrames = 0; // frames of live sources processed so far (tests wait on it)
 let landmarkerMode: "image" | "video" | "" = "";
 let landmarkerFaces = 0;
@@ -35,6 +43,10 @@ let facesFresh = false;
 // renders without a mask (background layers draw nothing) and the rest works as before.
 let segmenterMode: "image" | "video" | "" = "";
 let segmenterError = "";
+// Which segmenter model the preview runs (a preview setting, not part of the package): the
+// general one (256x256) or the landscape one (144x256, faster for 16:9 video).
+type SegmenterModel = "general" | "landscape";
+let segmenterModel: SegmenterModel = "general";
 // The photo's mask is made once too (when the photo or the segmenter changes), and only while
 // the effect needs one.
 let maskFresh = false;
@@ -92,7 +104,7 @@ async function ensureLandmarker(mode: "image" | "video"): Promise<void> {
 async function ensureSegmenter(mode: "image" | "video"): Promise<void> {
   if (segmenterError || segmenterMode === mode) return;
   try {
-    await ks.createSegmenter(BASE, mode === "video");
+    await ks.createSegmenter(BASE, mode === "video", segmenterModel === "landscape");
     segmenterMode = mode;
   } catch (e) {
     segmenterMode = "";
@@ -105,6 +117,28 @@ async function ensureSegmenter(mode: "image" | "video"): Promise<void> {
 async function ensureModels(mode: "image" | "video"): Promise<void> {
   await ensureLandmarker(mode);
   await ensureSegmenter(mode);
+}
+
+// Another segmenter model: made at once (its bundle fetched once), the photo's mask made again,
+// a paused video's frame processed again (a playing one gets it on its next frame).
+async function setSegmenterModel(m: SegmenterModel): Promise<void> {
+  segmenterModel = m;
+  segmenterMode = "";
+  segmenterError = "";
+  maskFresh = false;
+  ks.clearMask();
+  await ensureSegmenter(live ? "video" : "image");
+  if (!segmenterError) status(`person mask: the ${m} segmenter`);
+  if (live) live.refresh();
+  else if (frameSource && validation.ok) renderStill();
+}
+
+// A seek in a video file: the landmarker and the segmenter start over (VIDEO mode, new task
+// states: the SDK's tasks have no reset call), so no tracking or mask smoothing crosses it.
+async function restartTrackers(): Promise<void> {
+  landmarkerMode = "";
+  segmenterMode = "";
+  await ensureModels("video");
 }
 
 async function loadPhoto(blob: Blob): Promise<void> {
@@ -131,6 +165,7 @@ function stopLive(): void {
   if (!live) return;
   live.stop();
   live = null;
+  $("#video-controls").hidden = true;
 }
 
 // Renders the current frame source once (photo) with the loaded effect.
@@ -331,12 +366,56 @@ async function startWebcam(): Promise<void> {
   video.srcObject = stream;
   video.muted = true;
   await video.play();
-  await startLive(video, () => stream.getTracks().forEach((t) => t.stop()), "camera", () => performance.now() * 1000);
+  await startLive(video, () => stream.getTracks().forEach((t) => t.stop()), "camera", {
+    stamp: () => performance.now() * 1000,
+    refresh: () => {},
+  });
+}
+
+// A video file's state behind its controls (docs/editor.md "Preview"): play/pause, the seek bar
+// and one-frame steps.
+interface VideoFile {
+  // One frame, in seconds: the shortest gap between presented frames' media times
+  // (requestVideoFrameCallback, divided by the frames presented in between) while it plays;
+  // 1/30 s until then, or in a browser without requestVideoFrameCallback (measured false).
+  frameDur: number;
+  measured: boolean;
+  duration: number; // s; 0 while unknown
+  userPaused: boolean; // paused by the controls (an end of the file then does not loop)
+  resets: number; // landmarker/segmenter restarts so far (one per seek)
+  processed: number; // media time (s) of the last frame processed, -1 before the first
+}
+const DEFAULT_FRAME_S = 1 / 30;
+
+function once(el: EventTarget, ev: string, timeoutMs: number): Promise<void> {
+  return new Promise((res) => {
+    const t = setTimeout(res, timeoutMs);
+    el.addEventListener(ev, () => (clearTimeout(t), res()), { once: true });
+  });
+}
+
+// A recording (MediaRecorder's WebM) has no duration in its header; Chromium finds it when asked
+// to seek past the end. Returns the duration in seconds, 0 when still unknown.
+async function probeDuration(video: HTMLVideoElement): Promise<number> {
+  if (Number.isFinite(video.duration)) return video.duration;
+  video.pause();
+  let seeked = once(video, "seeked", 3000);
+  video.currentTime = 1e101;
+  await seeked;
+  seeked = once(video, "seeked", 3000);
+  video.currentTime = 0;
+  await seeked;
+  await video.play().catch(() => {});
+  return Number.isFinite(video.duration) ? video.duration : 0;
 }
 
 // A local video file as the preview source: played (muted, looping) and each new frame run
 // through the same VIDEO-mode path as the camera, timestamps from the video's currentTime (kept
-// increasing across loops, as VIDEO mode requires).
+// increasing across loops and seeks, as VIDEO mode requires). Paused, the frame on show is
+// processed once (and again after an edit). Every seek (the seek bar, a step, the loop back to
+// the start) is a discontinuity: the SDK's tasks export no reset, so the landmarker and the
+// segmenter are made afresh (VIDEO mode, a new task state), and the frame after the seek is
+// searched from scratch, without the tracking and the mask smoothing of the frames before it.
 async function startVideoFile(file: Blob, label: string): Promise<void> {
   const url = URL.createObjectURL(file);
   const video = document.createElement("video");
@@ -344,8 +423,13 @@ async function startVideoFile(file: Blob, label: string): Promise<void> {
   video.loop = true;
   video.playsInline = true;
   video.src = url;
+  const vf: VideoFile = {
+    frameDur: DEFAULT_FRAME_S, measured: false, duration: 0, userPaused: false, resets: 0, processed: -1,
+  };
+  let stopped = false;
   // a file without a known duration (a recording) does not loop by itself
   video.addEventListener("ended", () => {
+    if (stopped || vf.userPaused) return;
     video.currentTime = 0;
     video.play().catch(() => {});
   });
@@ -355,31 +439,131 @@ async function startVideoFile(file: Blob, label: string): Promise<void> {
     URL.revokeObjectURL(url);
     throw new Error(`${label}: not a video this browser plays (${e instanceof Error ? e.message : e})`);
   }
-  let lastMedia = -1, base = 0;
+  vf.duration = await probeDuration(video);
+  video.addEventListener("durationchange", () => {
+    if (Number.isFinite(video.duration)) vf.duration = video.duration;
+  });
+  let discontinuity = false;
+  video.addEventListener("seeking", () => (discontinuity = true));
+  for (const ev of ["seeked", "play", "pause"]) video.addEventListener(ev, () => !stopped && showVideoTime());
+  // the frame duration, from the media times of consecutive presented frames
+  type FrameMeta = { mediaTime: number; presentedFrames: number };
+  const v = video as HTMLVideoElement & { requestVideoFrameCallback?: (cb: (now: number, m: FrameMeta) => void) => number };
+  if (v.requestVideoFrameCallback) {
+    let prev: FrameMeta | null = null;
+    const onFrame = (_now: number, m: FrameMeta) => {
+      if (stopped) return;
+      // a busy page skips callbacks: the frames presented in between share the gap
+      const k = prev ? m.presentedFrames - prev.presentedFrames : 0;
+      if (prev && k >= 1 && k <= 8) {
+        const d = (m.mediaTime - prev.mediaTime) / k;
+        if (d >= 1 / 240 && d <= 1 / 4 && (!vf.measured || d < vf.frameDur - 1e-6)) {
+          vf.frameDur = d;
+          vf.measured = true;
+        }
+      }
+      prev = { mediaTime: m.mediaTime, presentedFrames: m.presentedFrames };
+      v.requestVideoFrameCallback!(onFrame);
+    };
+    v.requestVideoFrameCallback(onFrame);
+  }
+  let lastMedia = -1, base = 0, lastStamp = -1, force = false;
   const stamp = () => {
+    if (video.seeking) return null; // the frame on show is not the sought one yet
     const t = video.currentTime;
-    if (t === lastMedia) return null; // no new frame since the last one
-    if (t < lastMedia) base += lastMedia - t + 1 / 30; // looped: the clock goes on
+    if (t === lastMedia && !force) return null; // no new frame since the last one
+    force = false;
+    if (t < lastMedia) base += lastMedia - t + DEFAULT_FRAME_S; // looped or sought back: the clock goes on
     lastMedia = t;
-    return Math.round((base + t) * 1e6);
+    vf.processed = t;
+    if (vf.duration < t) vf.duration = t; // no duration known: the bar spans what has played
+    const us = Math.max(Math.round((base + t) * 1e6), lastStamp + 1);
+    lastStamp = us;
+    return us;
   };
   const stop = () => {
+    stopped = true;
     video.pause();
     video.removeAttribute("src");
     video.load();
     URL.revokeObjectURL(url);
   };
-  await startLive(video, stop, "file", stamp);
+  await startLive(video, stop, "file", {
+    stamp,
+    refresh: () => (force = true),
+    file: vf,
+    discontinuity: () => {
+      const d = discontinuity;
+      discontinuity = false;
+      return d;
+    },
+  });
+  $("#video-controls").hidden = false;
+  showVideoTime();
   status(`video ${label}: ${video.videoWidth}x${video.videoHeight}`);
+}
+
+// ---- video file controls ----------------------------------------------------------------------
+let seekHeld = false; // the seek bar is being dragged: the time does not move its thumb
+function videoCtl(): { video: HTMLVideoElement; vf: VideoFile } | null {
+  return live?.file ? { video: live.video, vf: live.file } : null;
+}
+function showVideoTime(): void {
+  const c = videoCtl();
+  if (!c) return;
+  const { video, vf } = c;
+  $("#video-time").textContent = `${video.currentTime.toFixed(3)} / ${vf.duration.toFixed(3)} s`;
+  const bar = $<HTMLInputElement>("#video-seek");
+  bar.max = String(vf.duration || 1);
+  if (!seekHeld) bar.value = String(video.currentTime);
+  $("#video-play").textContent = video.paused ? "Play" : "Pause";
+  const step = `${(vf.frameDur * 1000).toFixed(1)} ms${vf.measured ? "" : " (1/30 s: no frame times from the browser yet)"}`;
+  $("#video-back").title = `One frame back: ${step}`;
+  $("#video-fwd").title = `One frame forward: ${step}`;
+}
+// Seeks to t seconds, kept inside the file (half a frame short of its end, so that a paused
+// file does not end and loop).
+function videoSeek(t: number): void {
+  const c = videoCtl();
+  if (!c) return;
+  const end = c.vf.duration > 0 ? Math.max(0, c.vf.duration - c.vf.frameDur / 2) : Infinity;
+  c.video.currentTime = Math.max(0, Math.min(t, end));
+  showVideoTime();
+}
+function videoStep(dir: 1 | -1): void {
+  const c = videoCtl();
+  if (!c) return;
+  c.vf.userPaused = true;
+  c.video.pause();
+  videoSeek(c.video.currentTime + dir * c.vf.frameDur);
+}
+function videoPlayPause(): void {
+  const c = videoCtl();
+  if (!c) return;
+  if (c.video.paused) {
+    c.vf.userPaused = false;
+    c.video.play().catch((e) => status(`video: ${e}`, true));
+  } else {
+    c.vf.userPaused = true;
+    c.video.pause();
+  }
+  showVideoTime();
 }
 
 // Runs the landmarker (VIDEO mode), the segmenter when the effect needs a mask, and the renderer
 // on every new frame of `video` until another source replaces it. `stamp` gives the frame's
-// timestamp in microseconds, or null when there is no new frame yet.
-async function startLive(video: HTMLVideoElement, stop: () => void, source: "camera" | "file", stamp: () => number | null): Promise<void> {
+// timestamp in microseconds, or null when there is no new frame yet; `discontinuity` says that
+// the source jumped (a seek) since it was last asked: the trackers start over first.
+interface LiveOptions {
+  stamp: () => number | null;
+  refresh: () => void;
+  file?: VideoFile;
+  discontinuity?: () => boolean;
+}
+async function startLive(video: HTMLVideoElement, stop: () => void, source: "camera" | "file", o: LiveOptions): Promise<void> {
   stopLive();
   clearScrub();
-  live = { video, stop, source };
+  live = { video, stop, source, refresh: o.refresh, file: o.file };
   await ensureModels("video");
   ks.reset();
   const c = document.createElement("canvas");
@@ -389,8 +573,16 @@ async function startLive(video: HTMLVideoElement, stop: () => void, source: "cam
   let fps = 0;
   const tick = () => {
     if (!live || live.video !== video) return;
+    if (o.discontinuity?.()) {
+      if (o.file) o.file.resets++;
+      restartTrackers()
+        .catch((e) => status(String(e instanceof Error ? e.message : e), true))
+        .then(() => requestAnimationFrame(tick));
+      return;
+    }
+    if (o.file) showVideoTime();
     const w = video.videoWidth, h = video.videoHeight;
-    const ts = w && h && validation.ok ? stamp() : null;
+    const ts = w && h && validation.ok ? o.stamp() : null;
     if (ts !== null) {
       if (c.width !== w || c.height !== h) {
         c.width = w;
@@ -509,11 +701,24 @@ function showBudget(pkgBytes = lastPkgBytes): void {
   // draw calls: the last preview frame's layer draws (one per layer and face) and passes
   const t = ks && validation.ok ? ks.timings() : null;
   const draws = t ? t.layers_drawn + t.passes : 0;
+  const atMax = t ? drawsAtMaxFaces(t, layers) : null;
   const MB = 1048576;
+  const faces = (n: number) => `${n} face${n === 1 ? "" : "s"}`;
+  // the limit is checked on the larger figure (the effect at its max faces, when known)
+  const worst = Math.max(draws, atMax?.draws ?? draws);
   const figs: [string, string, number, number, string][] = [
     ["package", `package ${(pkgBytes / 1024).toFixed(0)} KB`, pkgBytes / MB, limits.package_mb, "MB"],
     ["textures", `textures ${(texBytes / MB).toFixed(1)} MB (RGBA8)`, texBytes / MB, limits.texture_mb, "MB"],
-    ["draws", `${t ? draws : "–"} draw calls`, draws, limits.draw_calls, "per frame"],
+    ["draws", `${t ? draws : "–"} draw calls on this preview${t ? ` (${faces(Math.min(t.faces, atMax?.maxFaces ?? t.faces))})` : ""}`, worst, limits.draw_calls, "per frame"],
+    [
+      "draws-max",
+      atMax?.draws != null
+        ? `${atMax.draws} at max faces (${atMax.maxFaces})`
+        : `– at max faces (${atMax?.maxFaces ?? "?"}: needs a face in the preview)`,
+      0,
+      Infinity,
+      "",
+    ],
   ];
   const box = $("#budget");
   box.innerHTML = "";
@@ -523,6 +728,8 @@ function showBudget(pkgBytes = lastPkgBytes): void {
     const sp = document.createElement("span");
     sp.dataset.budget = key;
     sp.textContent = text;
+    if (key === "draws") sp.dataset.value = String(t ? draws : "");
+    if (key === "draws-max") sp.dataset.value = String(atMax?.draws ?? "");
     const over = value > limit;
     sp.classList.toggle("over", over);
     box.append(sp, " · ");
@@ -530,11 +737,30 @@ function showBudget(pkgBytes = lastPkgBytes): void {
       const li = document.createElement("li");
       li.dataset.budget = key;
       const v = unit === "MB" ? `${value.toFixed(2)} MB` : `${value}`;
-      li.textContent = `${key}: ${v} is over the limit of ${limit} ${unit}`;
+      const where = key === "draws" && atMax && value > draws ? ` (at max faces, ${atMax.maxFaces})` : "";
+      li.textContent = `${key}: ${v}${where} is over the limit of ${limit} ${unit}`;
       warn.append(li);
     }
   }
   box.append(`${layers.length} layers · ${layers.filter((l) => l.visible !== false).length} visible`);
+}
+
+// Draw calls of the last preview frame counted again for the effect's max_faces (format 1.1's
+// `max_faces`, 1-8, default 1), as ks_ar_stats would count them on a frame with that many faces.
+// The renderer draws a per-face layer (sticker, makeup, face_texture, beauty, mesh3d) once per
+// face and a frame-wide one (lut, background) once; its full-frame passes are per layer, not per
+// face (ar_render/src/gles3: each layer's draw loops over the faces inside one pass). So: the
+// frame-wide layers' draws and the passes as they are, the per-face draws scaled from the
+// preview's faces to max_faces. Null draws when the preview frame had no face (its per-face
+// layers and their passes were not drawn: nothing to scale).
+const FRAME_WIDE_KINDS = new Set(["lut", "background"]);
+function drawsAtMaxFaces(t: { layers_drawn: number; passes: number; faces: number }, ls: any[]) {
+  const maxFaces = Math.min(8, Math.max(1, Math.round(Number(project.manifest.max_faces ?? 1)) || 1));
+  const shown = Math.min(t.faces, maxFaces); // the renderer takes the first max_faces faces
+  if (shown < 1) return { maxFaces, draws: null };
+  const frameWide = ls.filter((l) => FRAME_WIDE_KINDS.has(l?.kind) && l.visible !== false).length;
+  const perFace = Math.max(0, t.layers_drawn - frameWide) / shown;
+  return { maxFaces, draws: Math.round(t.layers_drawn - perFace * shown + perFace * maxFaces) + t.passes };
 }
 
 // The validator's path "layers[2].anchor.scale" marks that layer's field in the inspector.
@@ -1372,7 +1598,7 @@ function changed(): void {
     if (frameSource && !live) {
       await ensureModels("image");
       renderStill();
-    }
+    } else if (live) live.refresh(); // a paused video shows the edit on its frame
     await autosave(project.snapshot());
   }).catch((e) => status(String(e), true));
 }
@@ -1551,6 +1777,21 @@ function wire(): void {
     (e.target as HTMLInputElement).value = "";
   });
   $("#show-landmarks").addEventListener("change", () => drawOverlay());
+  $<HTMLSelectElement>("#segmenter-model").addEventListener("change", (e) => {
+    const m = (e.target as HTMLSelectElement).value as SegmenterModel;
+    pending = pending.then(() => setSegmenterModel(m)).catch((err) => status(String(err), true));
+  });
+  $("#video-play").addEventListener("click", videoPlayPause);
+  $("#video-back").addEventListener("click", () => videoStep(-1));
+  $("#video-fwd").addEventListener("click", () => videoStep(1));
+  const bar = $<HTMLInputElement>("#video-seek");
+  bar.addEventListener("pointerdown", () => (seekHeld = true));
+  bar.addEventListener("pointerup", () => (seekHeld = false));
+  bar.addEventListener("input", () => videoSeek(Number(bar.value)));
+  bar.addEventListener("change", () => {
+    seekHeld = false;
+    videoSeek(Number(bar.value));
+  });
   // Anchor by clicking: the nearest landmark of the first face becomes the sticker's anchor.
   wireHandles();
   showLimits();
@@ -1748,6 +1989,22 @@ async function main(): Promise<void> {
     // The selected sticker's box on the preview (canvas pixels), as its handles are drawn.
     handleBox: () => selectedStickerBox(),
     liveSource: () => live?.source ?? "",
+    // The video file's controls: time and duration (s), paused, the frame step, seeks so far.
+    video: () => {
+      const c = videoCtl();
+      if (!c) return null;
+      const { video, vf } = c;
+      return {
+        time: video.currentTime, paused: video.paused, seeking: video.seeking, duration: vf.duration,
+        frameDur: vf.frameDur, measured: vf.measured, resets: vf.resets, processed: vf.processed,
+      };
+    },
+    segmenterModel: () => segmenterModel,
+    // Keeps the preview canvas as it is now (a live source's last frame) under `key`.
+    snapShown: (key: string) => {
+      snaps.set(key, readCanvasPixels());
+      return true;
+    },
     limits: () => ({ ...limits }),
     // The timeline: the frame of the selected sprite the preview shows, and whether it plays.
     previewFrame: () => ({ frame: currentFrame(), playing: !!playing, scrubbing: !!scrub }),

@@ -72,6 +72,11 @@ async function openStudio(b = browser) {
   return { ctx, page };
 }
 const idle = (page) => page.evaluate(() => window.__studio.idle());
+// A screenshot for docs/images (--screenshots): the page from its top; `clip` a region of it.
+async function shot(page, file, clip) {
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: file, ...(clip ? { clip } : {}) });
+}
 const manifest = (page) => page.evaluate(() => window.__studio.manifest());
 async function openTemplate(page, name) {
   // Wait for this open to finish, not just for a manifest with that id: the flow before may
@@ -184,7 +189,7 @@ test("start_page_lists_the_six_templates", async ({ page }) => {
   assert(await page.isVisible("#start"), "start page shown on first visit");
   const names = await page.$$eval(".template", (els) => els.map((e) => e.dataset.name));
   assert(JSON.stringify(names.sort()) === JSON.stringify([...SAMPLES].sort()), `templates: ${names}`);
-  if (SHOTS) await page.screenshot({ path: path.join(SHOTS, "editor-start.png") });
+  if (SHOTS) await shot(page, path.join(SHOTS, "editor-start.png"));
 });
 
 test("open_each_template_validates_and_previews", async ({ page }) => {
@@ -362,7 +367,7 @@ test("export_refused_when_invalid_shows_field_message", async ({ page }) => {
   await page.waitForTimeout(300);
   assert(!downloaded, "no download of an invalid package");
   assert(/export refused/.test(await page.textContent("#status")), "status says refused");
-  if (SHOTS) await page.screenshot({ path: path.join(SHOTS, "editor-validation.png") });
+  if (SHOTS) await shot(page, path.join(SHOTS, "editor-validation.png"));
 });
 
 test("round_trip_each_sample_manifest_and_native_render", async ({ page }) => {
@@ -409,7 +414,7 @@ test("trigger_simulation_enters_state", async ({ page }) => {
   assert((await manifest(page)).triggers.length === 2, "two trigger rules listed");
   await page.click("#add-trigger");
   assert((await manifest(page)).triggers.length === 3, "trigger added");
-  if (SHOTS) await page.screenshot({ path: path.join(SHOTS, "editor-studio.png") });
+  if (SHOTS) await shot(page, path.join(SHOTS, "editor-studio.png"));
 });
 
 test("drag_and_drop_asset_then_use_it", async ({ page }) => {
@@ -841,10 +846,47 @@ test("budget_limits_warn_and_persist", async ({ page }) => {
   assert((await budgetWarnings(page)).length === 0, "defaults: no warnings");
 });
 
+test("budget_draw_calls_at_max_faces", async ({ page }) => {
+  // cat_ears (stickers: drawn once per face, max_faces 4) on the one-face photo: more draw calls
+  // at max faces; with max faces 1 both figures agree; vintage_lut (frame-wide) does not scale.
+  await openTemplate(page, "cat_ears");
+  const figs = () => page.evaluate(() => {
+    const v = (k) => document.querySelector(`#budget [data-budget="${k}"]`);
+    return { draws: Number(v("draws").dataset.value), max: Number(v("draws-max").dataset.value), text: document.querySelector("#budget").textContent };
+  });
+  const t = await page.evaluate(() => window.__studio.timings());
+  assert(t.faces === 1, `one face on the photo (${t.faces})`);
+  let f = await figs();
+  const perFace = t.layers_drawn; // cat_ears has no frame-wide layer
+  assert(f.draws === t.layers_drawn + t.passes, `preview draws ${JSON.stringify(f)}`);
+  assert(f.max === perFace * 4 + t.passes && f.max > f.draws, `at max faces (4): ${JSON.stringify(f)}`);
+  assert(new RegExp(`${f.draws} draw calls on this preview \\(1 face\\).*${f.max} at max faces \\(4\\)`).test(f.text), `budget text: ${f.text}`);
+  // the draw limit is checked at max faces
+  await setLimit(page, "#limit-draws", f.max - 1);
+  assert((await budgetWarnings(page)).includes("draws"), "over the limit at max faces");
+  assert(/at max faces, 4/.test(await page.textContent("#budget-warnings")), "the warning says where");
+  await page.click("#limit-defaults");
+  await page.evaluate(() => {
+    const e = document.querySelector("#effect-max-faces");
+    e.value = "1";
+    e.dispatchEvent(new Event("change", { bubbles: true }));
+  });
+  await idle(page);
+  f = await figs();
+  assert(f.max === f.draws, `max faces 1: same figures ${JSON.stringify(f)}`);
+  await page.click("#home-btn");
+  await openTemplate(page, "vintage_lut");
+  f = await figs();
+  assert(f.max === f.draws, `a frame-wide layer draws once whatever the faces: ${JSON.stringify(f)}`);
+  figures.push(`budget: cat_ears ${perFace * 4 + t.passes} draw calls at max faces (4) against ${t.layers_drawn + t.passes} on the one-face photo`);
+});
+
 // ---- video file as the preview source --------------------------------------------------------------
 // A 2 s WebM of the astronaut photo (with a small moving mark so frames differ), recorded in the
 // page from a canvas with MediaRecorder (VP8), so no encoder is needed on the test machine.
+const recordings = new Map(); // seconds -> WebM bytes: one recording serves every video flow
 async function recordVideo(page, seconds) {
+  if (recordings.has(seconds)) return recordings.get(seconds);
   const b64 = await page.evaluate(async (ms) => {
     const bmp = await createImageBitmap(await (await fetch("gen/images/astronaut.png")).blob());
     const c = document.createElement("canvas");
@@ -874,7 +916,8 @@ async function recordVideo(page, seconds) {
     for (let i = 0; i < buf.length; i += 0x8000) s += String.fromCharCode(...buf.subarray(i, i + 0x8000));
     return btoa(s);
   }, seconds * 1000);
-  return Buffer.from(b64, "base64");
+  recordings.set(seconds, Buffer.from(b64, "base64"));
+  return recordings.get(seconds);
 }
 
 test("video_file_preview_runs_landmarker_and_renderer", async ({ page }) => {
@@ -904,6 +947,99 @@ test("video_file_preview_runs_landmarker_and_renderer", async ({ page }) => {
   const n1 = await page.evaluate(() => window.__studio.liveFrames());
   await page.waitForTimeout(200);
   assert((await page.evaluate(() => window.__studio.liveFrames())) === n1, "the photo stops the video");
+});
+
+// The video file's controls: pause, seek, one frame forward and back. Each jump is a seek: the
+// trackers start over and the shown frame goes through the landmarker and renderer.
+const videoState = (page) => page.evaluate(() => window.__studio.video());
+async function videoSettled(page, resets) {
+  // the frame on show is processed (not seeking, processed at the current time) after `resets` seeks
+  await page.waitForFunction((r) => {
+    const v = window.__studio.video();
+    return v && !v.seeking && v.processed === v.time && v.resets >= r;
+  }, resets, { timeout: 30000 });
+  return videoState(page);
+}
+async function snapShown(page) {
+  const key = `s${++snapId}`;
+  await page.evaluate((k) => window.__studio.snapShown(k), key);
+  return key;
+}
+const videoTimeText = (page) => page.textContent("#video-time");
+
+test("video_file_pause_seek_step_runs_on_the_shown_frame", async ({ page }) => {
+  const webm = await recordVideo(page, 2);
+  await openTemplate(page, "lipstick");
+  const n0 = await page.evaluate(() => window.__studio.liveFrames());
+  try {
+    await page.setInputFiles("#video-input", { name: "astronaut.webm", mimeType: "video/webm", buffer: webm });
+    await page.waitForFunction((n) => window.__studio.liveFrames() >= n + 8, n0, { timeout: 30000 });
+    assert(await page.isVisible("#video-controls"), "the video controls are shown");
+    // the frame step is measured from the presented frames while it plays
+    await page.waitForFunction(() => window.__studio.video()?.measured, null, { timeout: 15000 });
+    const v0 = await videoState(page);
+    assert(v0.duration > 1.5 && v0.duration < 2.6, `duration ${v0.duration} (a 2 s recording)`);
+    assert(v0.measured && v0.frameDur > 0.02 && v0.frameDur < 0.07, `frame step measured near 1/30 s: ${JSON.stringify(v0)}`);
+    // pause: the frame on show is processed once, then nothing moves
+    await page.click("#video-play");
+    const vp = await videoSettled(page, 0);
+    assert(vp.paused && (await page.textContent("#video-play")) === "Play", "paused, the button offers Play");
+    const paused = await snapShown(page);
+    const framesPaused = await page.evaluate(() => window.__studio.liveFrames());
+    await page.waitForTimeout(300);
+    const v1 = await videoState(page);
+    assert(v1.time === vp.time && (await page.evaluate(() => window.__studio.liveFrames())) === framesPaused, "paused: no new frames");
+    assert(new RegExp(`^${vp.time.toFixed(3)} / ${v0.duration.toFixed(3)} s$`).test(await videoTimeText(page)), `time shown: ${await videoTimeText(page)}`);
+    // seek with the bar to a time away from the paused one
+    const target = vp.time < 1 ? 1.5 : 0.5;
+    await page.evaluate((t) => {
+      const bar = document.querySelector("#video-seek");
+      bar.value = String(t);
+      bar.dispatchEvent(new Event("input", { bubbles: true }));
+      bar.dispatchEvent(new Event("change", { bubbles: true }));
+    }, target);
+    const vs = await videoSettled(page, vp.resets + 1);
+    assert(Math.abs(vs.time - target) < 0.002 && vs.paused, `sought to ${target}: ${JSON.stringify(vs)}`);
+    assert((await videoTimeText(page)).startsWith(vs.time.toFixed(3)), `time shown after the seek: ${await videoTimeText(page)}`);
+    const sought = await snapShown(page);
+    assert((await diffPixels(page, sought, paused)) > 0, "the sought frame differs from the paused one");
+    let faces = await page.evaluate(() => window.__studio.faces());
+    assert(faces.length >= 1 && (await page.evaluate(() => window.__studio.timings())).faces >= 1, "landmarks on the sought frame");
+    // one frame forward, then back
+    await page.click("#video-fwd");
+    const vf = await videoSettled(page, vs.resets + 1);
+    assert(Math.abs(vf.time - (vs.time + vs.frameDur)) < 0.002 && vf.paused, `one frame forward: ${vs.time} -> ${vf.time} (step ${vs.frameDur})`);
+    assert((await videoTimeText(page)).startsWith(vf.time.toFixed(3)), `time shown after the step: ${await videoTimeText(page)}`);
+    const fwd = await snapShown(page);
+    const dFwd = await diffPixels(page, fwd, sought);
+    assert(dFwd > 0, "the next frame differs");
+    faces = await page.evaluate(() => window.__studio.faces());
+    assert(faces.length >= 1, "landmarks on the stepped frame");
+    await page.click("#video-back");
+    const vb = await videoSettled(page, vf.resets + 1);
+    assert(Math.abs(vb.time - vs.time) < 0.002, `one frame back: ${vf.time} -> ${vb.time}`);
+    const back = await snapShown(page);
+    const dBack = await diffPixels(page, back, sought);
+    assert(dBack < dFwd, `back on the sought frame: ${dBack} pixels differ from it (the next frame: ${dFwd})`);
+    assert((await page.evaluate(() => window.__studio.faces())).length >= 1, "landmarks after the step back");
+    if (SHOTS) {
+      await page.check("#show-landmarks");
+      await page.evaluate(() => window.scrollTo(0, 0));
+      const [a, b] = [await page.locator("#center .row").first().boundingBox(), await page.locator("#video-controls").boundingBox()];
+      await shot(page, path.join(SHOTS, "editor-video.png"), { x: a.x - 4, y: a.y - 4, width: Math.max(a.width, b.width) + 8, height: b.y + b.height - a.y + 8 });
+      await page.uncheck("#show-landmarks");
+    }
+    // play again: frames flow
+    await page.click("#video-play");
+    const n1 = await page.evaluate(() => window.__studio.liveFrames());
+    await page.waitForFunction((n) => window.__studio.liveFrames() >= n + 3, n1, { timeout: 30000 });
+    figures.push(`video controls: duration ${v0.duration.toFixed(3)} s, frame step ${(v0.frameDur * 1000).toFixed(1)} ms (measured), a step changed ${dFwd} pixels, back ${dBack}`);
+  } finally {
+    await page.click("#photo-btn");
+    await page.waitForFunction(() => window.__studio.liveSource() === "", null, { timeout: 10000 });
+    await idle(page);
+  }
+  assert(!(await page.isVisible("#video-controls")), "the photo hides the video controls");
 });
 
 for (const s of SAMPLES) {
@@ -949,6 +1085,46 @@ test("background_layer_uses_the_person_mask", async ({ page }) => {
   await openTemplate(page, "lipstick");
   const t2 = await page.evaluate(() => window.__studio.timings());
   assert(t2.mask === 0 && t2.segmenter_calls === t.segmenter_calls, `no mask for lipstick: ${JSON.stringify(t2)}`);
+});
+
+test("landscape_segmenter_masks_the_person", async ({ page }) => {
+  // The landscape model (144x256) as the preview's segmenter: background_beach still replaces the
+  // background and keeps the face. A missing bundle (404) is said in the status line first.
+  await page.evaluate(() => window.__studio.snapPhoto("photo"));
+  await openTemplate(page, "background_beach");
+  const general = await canvas(page);
+  try {
+    await page.route("**/gen/models/selfie_segmenter_landscape.ksb", (route) => route.fulfill({ status: 404, body: "" }));
+    await page.selectOption("#segmenter-model", "landscape");
+    await idle(page);
+    const st = await page.textContent("#status");
+    assert(/selfie_segmenter_landscape\.ksb: HTTP 404/.test(st) && /no person mask/.test(st), `404 in the status line: ${st}`);
+    assert((await diffPixels(page, await canvas(page), "photo")) === 0, "no mask: the background layer draws nothing");
+    await page.unroute("**/gen/models/selfie_segmenter_landscape.ksb");
+    await page.selectOption("#segmenter-model", "general");
+    await idle(page);
+    await page.selectOption("#segmenter-model", "landscape");
+    await idle(page);
+    assert((await page.evaluate(() => window.__studio.segmenterModel())) === "landscape", "landscape selected");
+    assert(/landscape segmenter/.test(await page.textContent("#status")), `status: ${await page.textContent("#status")}`);
+    const t = await page.evaluate(() => window.__studio.timings());
+    // a new segmenter: its own call count
+    assert(t.mask === 1 && t.segmenter_calls >= 1 && t.segment_ms > 0, `the render had the landscape mask: ${JSON.stringify(t)}`);
+    const land = await canvas(page);
+    const box = await faceBox(page, 0.2);
+    const r = await page.evaluate(([k, b]) => window.__studio.diffBox(k, "photo", b, 24), [land, box]);
+    assert(r.inside <= 0.02 * r.insideTotal, `the face stays the photo's (${r.inside}/${r.insideTotal} changed)`);
+    assert(r.outside >= 0.3 * r.outsideTotal, `the background is replaced (${r.outside}/${r.outsideTotal} changed)`);
+    const d = await page.evaluate(([a, b]) => window.__studio.diffBox(a, b, [0, 0, 0, 0], 24), [land, general]);
+    figures.push(`background_beach with the landscape segmenter: ${(100 * r.outside / r.outsideTotal).toFixed(1)}% outside the face changed, ${(100 * r.inside / r.insideTotal).toFixed(1)}% inside; ${(100 * d.outside / d.outsideTotal).toFixed(1)}% of the pixels differ from the general model's render; segmenter ${t.segment_ms.toFixed(1)} ms (IMAGE mode, 512x512)`);
+    // the choice is the preview's, not the package's
+    assert(!JSON.stringify(await manifest(page)).includes("landscape"), "not in the manifest");
+  } finally {
+    await page.unroute("**/gen/models/selfie_segmenter_landscape.ksb").catch(() => {});
+    await page.selectOption("#segmenter-model", "general");
+    await idle(page);
+  }
+  assert((await page.evaluate(() => window.__studio.timings())).mask === 1, "general model again");
 });
 
 test("segmenter_missing_keeps_the_rest_working", async () => {

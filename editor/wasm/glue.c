@@ -220,18 +220,20 @@ KSW_EXPORT int ksw_landmarker_create(const char *models_dir, int video, int max_
     return KS_STATUS_OK;
 }
 
-/* Creates the selfie segmenter (general model, selfie_segmenter.ksb) from models_dir, with the
- * desc `ks-ar` uses (ar_render/tools/ks-ar.c): u8 mask at the image's size, one thread.
- * video != 0: VIDEO mode (the mask is smoothed over time). The kept mask is dropped. */
-KSW_EXPORT int ksw_segmenter_create(const char *models_dir, int video) {
+/* Creates the selfie segmenter (general model, selfie_segmenter.ksb, or with landscape != 0 the
+ * landscape one, selfie_segmenter_landscape.ksb) from models_dir, with the desc `ks-ar` uses
+ * (ar_render/tools/ks-ar.c): u8 mask at the image's size, one thread. video != 0: VIDEO mode
+ * (the mask is smoothed over time). The kept mask is dropped. */
+KSW_EXPORT int ksw_segmenter_create(const char *models_dir, int video, int landscape) {
     ks_segmentation_release(g.mask);
     g.mask = NULL;
     ks_segmenter_destroy(g.seg);
     g.seg = NULL;
     ks_status st = ks_set_models_dir(models_dir);
     if (st) return fail(st, "models dir", models_dir);
-    ks_segmenter_desc d = {
-        .task = {.mode = video ? KS_MODE_VIDEO : KS_MODE_IMAGE, .num_threads = 1}, .output_u8 = 1};
+    ks_segmenter_desc d = {.task = {.mode = video ? KS_MODE_VIDEO : KS_MODE_IMAGE, .num_threads = 1},
+                           .model = landscape ? KS_SEGMENTER_LANDSCAPE : KS_SEGMENTER_GENERAL,
+                           .output_u8 = 1};
     st = ks_segmenter_create(&d, &g.seg);
     if (st) return fail(st, "segmenter", ks_last_error(NULL));
     return KS_STATUS_OK;

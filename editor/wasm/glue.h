@@ -27,9 +27,10 @@ int ksw_landmarker_create(const char *models_dir, int video, int max_faces, int 
 /* Faces of a tight RGBA8 frame, kept for ksw_render: returns their count, or -status. */
 int ksw_detect(const uint8_t *rgba, int width_px, int height_px, double timestamp_us);
 void ksw_clear_faces(void);
-/* Selfie segmenter (selfie_segmenter.ksb in models_dir), as ks-ar makes it: u8 mask at the
- * image's size. video != 0: VIDEO mode (mask smoothing; timestamps must increase). */
-int ksw_segmenter_create(const char *models_dir, int video);
+/* Selfie segmenter (landscape == 0: the general model, selfie_segmenter.ksb; else the landscape
+ * one, selfie_segmenter_landscape.ksb; in models_dir), as ks-ar makes it: u8 mask at the image's
+ * size. video != 0: VIDEO mode (mask smoothing; timestamps must increase). */
+int ksw_segmenter_create(const char *models_dir, int video, int landscape);
 /* 1 when the loaded effect requires "segmentation" (background layers), else 0. */
 int ksw_effect_needs_mask(void);
 /* Person mask of a tight RGBA8 frame, kept for ksw_render (used there for a frame of the same
