@@ -231,9 +231,10 @@ KSW_EXPORT int ksw_segmenter_create(const char *models_dir, int video, int lands
     g.seg = NULL;
     ks_status st = ks_set_models_dir(models_dir);
     if (st) return fail(st, "models dir", models_dir);
-    ks_segmenter_desc d = {.task = {.mode = video ? KS_MODE_VIDEO : KS_MODE_IMAGE, .num_threads = 1},
-                           .model = landscape ? KS_SEGMENTER_LANDSCAPE : KS_SEGMENTER_GENERAL,
-                           .output_u8 = 1};
+    ks_segmenter_desc d = {
+        .task = {.mode = video ? KS_MODE_VIDEO : KS_MODE_IMAGE, .num_threads = 1},
+        .model = landscape ? KS_SEGMENTER_LANDSCAPE : KS_SEGMENTER_GENERAL,
+        .output_u8 = 1};
     st = ks_segmenter_create(&d, &g.seg);
     if (st) return fail(st, "segmenter", ks_last_error(NULL));
     return KS_STATUS_OK;
