@@ -76,7 +76,8 @@ ks_status ks__arm_gemm_plan(ks__kernel_ctx *ctx, const ks__arm_gemm_config *cfg,
 ks_status ks__arm_gemm_pack(ks__kernel_ctx *ctx, const ks__arm_gemm_config *cfg);
 ks_status ks__arm_gemm_run(ks__kernel_ctx *ctx, const ks__arm_gemm_config *cfg);
 
-/* ---- depthwise CONV2D ----
+/* ---- depthwise CONV2D (the WebAssembly SIMD128 kernel, wasm/simd128/f32_dwconv.c; NEON runs
+ * x86/avx2/f32_dwconv.c on dwconv.c's driver: arm/neon/f32_dwconv.c) ----
  * Packed: bias[cp], then per tap (ky-major) weights[cp], then a zero vector of cp floats, where
  * cp = channels rounded up to 4 (padding is zero). The microkernel computes num_px output pixels
  * (all channels) into out (pixel stride `channels`); taps[px * num_taps + t] points at channel 0

@@ -300,7 +300,7 @@ static void test_conv_dw(void **state) {
             }
             cc.f16_weights = count % 5 == 2;
             cc.no_bias = count % 4 == 3;
-            run_conv_case("ks_f32_dwconv__neon_c8", &cc, k_acts[count % NUM_ACTS]);
+            run_conv_case("ks_f32_dwconv__neon_c4", &cc, k_acts[count % NUM_ACTS]);
         }
     }
 }
@@ -320,7 +320,7 @@ static void test_refusals(void **state) {
     ks__rt_tensor *in[2] = {&tx.t, &tw.t}, *out = &ty.t;
     ks__kernel_ctx ctx = make_ctx(&node, in, 2, &out);
     assert_true(find_impl("ks_f32_conv__neon_8x8")->cost(&ctx) < 0);
-    assert_true(find_impl("ks_f32_dwconv__neon_c8")->cost(&ctx) < 0);
+    assert_true(find_impl("ks_f32_dwconv__neon_c4")->cost(&ctx) < 0);
     node.ip[9] = 1;
     wd[3] = 4;
     mk(&tw, KS_DTYPE_F32, w, 4, wd);

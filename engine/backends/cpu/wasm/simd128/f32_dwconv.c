@@ -1,9 +1,11 @@
-/* WebAssembly SIMD128 fp32 depthwise CONV2D (driver: arm_common.c, shared with NEON; the
- * structure of arm/neon/f32_dwconv.c): vectorized over channels (NHWC), 8 channels per step then
- * 4, then a 1..3 channel tail through a small buffer (inputs are not padded; the packed weights
- * and the zero vector are). 3x3 and 5x5 get their own inlined copies so the tap loop is fully
- * unrolled; any stride/dilation/padding works because taps come from the driver's per-pixel
- * pointer table. Multiply and add (no FMA in baseline SIMD128); the bias after the taps. */
+/* WebAssembly SIMD128 fp32 depthwise CONV2D (driver: arm_common.c; NEON had the same structure
+ * until it moved to the row schedule of x86/avx2/f32_dwconv.c, which under V8 ran this model's
+ * depthwise layers no faster than this kernel: docs/kernels.md): vectorized over channels (NHWC),
+ * 8 channels per step then 4, then a 1..3 channel tail through a small buffer (inputs are not
+ * padded; the packed weights and the zero vector are). 3x3 and 5x5 get their own inlined copies
+ * so the tap loop is fully unrolled; any stride/dilation/padding works because taps come from
+ * the driver's per-pixel pointer table. Multiply and add (no FMA in baseline SIMD128); the bias
+ * after the taps. */
 #include <string.h>
 
 #include "wasm_util.h"

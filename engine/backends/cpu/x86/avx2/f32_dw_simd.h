@@ -1,12 +1,16 @@
 /* fp32 helpers shared by the depthwise / pool / transpose-conv / small-channel conv microkernels
- * of x86/avx2 and x86/avx512 (x86/avx512/f32_dw_simd.h includes this file). The including
- * directory's compile flags select the branch: AVX-512 (16 lanes, __mmask16 channel-tail masks,
- * ks_avx512_*) or AVX2 + FMA (8 lanes, maskload/maskstore masks, ks_avx2_*); vf is f32_vsimd.h's
- * vector of that width. Not a published API. */
+ * of x86/avx2 and x86/avx512 (x86/avx512/f32_dw_simd.h includes this file), and by the
+ * depthwise microkernels' AArch64 NEON build (arm/neon/f32_dwconv.c). The including directory's
+ * compile flags select the branch: AVX-512 (16 lanes, __mmask16 channel-tail masks,
+ * ks_avx512_*), AVX2 + FMA (8 lanes, maskload/maskstore masks, ks_avx2_*) or a 4-lane vector
+ * (NEON; SIMD128 too, though nothing uses it there yet: the tail mask is a lane count,
+ * ks_v4_*); vf is f32_vsimd.h's vector of that width. Not a published API. */
 #ifndef KESTREL_X86_F32_DW_SIMD_H
 #define KESTREL_X86_F32_DW_SIMD_H
 
+#if !defined(__aarch64__) && !defined(__wasm_simd128__)
 #include <immintrin.h>
+#endif
 #include <math.h>
 
 #include "../../dwconv.h"
@@ -57,6 +61,30 @@ KS_INLINE vf ks_dw_load_a(const float *p) {
 }
 KS_INLINE vf ks_dw_mul_neg(vf v, vf s) {
     return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, s);
+}
+
+#elif defined(__aarch64__) || defined(__wasm_simd128__)
+#define KS_DW_SYM(base) ks_v4_##base
+typedef size_t ks_dw_mask; /* lanes of the block: 1..4 */
+
+KS_INLINE ks_dw_mask ks_v4_mask(size_t n) {
+    return n >= 4 ? 4 : n;
+}
+/* v_loadn / v_storen touch only the first m floats (nothing past the channels) */
+KS_INLINE vf ks_dw_loadm(ks_dw_mask m, const float *p) {
+    return v_loadn(p, m);
+}
+KS_INLINE void ks_dw_storem(ks_dw_mask m, float *p, vf v) {
+    v_storen(p, v, m);
+}
+KS_INLINE vf ks_dw_load_a(const float *p) {
+    return v_load(p);
+}
+KS_INLINE vf ks_dw_mul_neg(vf v, vf s) {
+    return v_sel(v_lt(v, v_zero()), v_mul(v, s), v);
+}
+KS_INLINE vf ks_v4_silu(vf x) {
+    return v_mul(x, v_sigmoid(x));
 }
 
 #else /* AVX2 + FMA */

@@ -1,6 +1,6 @@
-/* Depthwise fp32 convolution: one channel block per vector (AVX2 + FMA: 8 channels, AVX-512: 16).
- * x86/avx512/f32_dwconv.c includes this file; f32_dw_simd.h holds the per-ISA loads, stores and
- * masks.
+/* Depthwise fp32 convolution: one channel block per vector (AVX2 + FMA: 8 channels, AVX-512: 16,
+ * AArch64 NEON: 4). x86/avx512/f32_dwconv.c and arm/neon/f32_dwconv.c include this file;
+ * f32_dw_simd.h holds the per-ISA loads, stores and masks, f32_vsimd.h the vector arithmetic.
  *
  * Two schedules (the driver, dwconv.c, picks per output pixel):
  *   - indirect: per-tap input pointers, 4 output pixels per step; any window, stride, dilation,
@@ -23,12 +23,18 @@
 /* DW_WREG_TAPS: most taps held in registers; DW_NPX_MAX: most pixels of a row tile, and
  * DW_ROW_NPX3 the pixels of the 3x3 row tiles; DW_ROW_SPAN: most input vectors of a tile's
  * window row ((NPX - 1) * SW + KW). All literals: they are unroll counts. */
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__aarch64__)
+/* 32 vector registers (AVX-512 zmm, AArch64 v0-v31) */
 #define DW_WREG_TAPS 25
 #define DW_NPX_MAX 8
 #define DW_ROW_NPX3 8
 #define DW_ROW_SPAN 24
-#else
+#elif defined(__wasm_simd128__) && defined(KS_DW_WASM_TRY)
+#define DW_WREG_TAPS 1
+#define DW_NPX_MAX 4
+#define DW_ROW_NPX3 4
+#define DW_ROW_SPAN 16
+#else /* 16 ymm registers */
 #define DW_WREG_TAPS 9
 #define DW_NPX_MAX 4
 #define DW_ROW_NPX3 4
@@ -143,7 +149,7 @@ static void dw_generic(size_t num_px, size_t channels, size_t num_taps, const fl
 static void dw_3x3(size_t num_px, size_t channels, size_t num_taps, const float *const *taps,
                    const float *packed, float *out, const float *res, const ks__f32_act *act) {
     (void)num_taps;
-    dw_all(num_px, channels, 9, 1, taps, packed, out, res, act);
+    dw_all(num_px, channels, 9, DW_WREG_TAPS >= 9, taps, packed, out, res, act);
 }
 
 static void dw_5x5(size_t num_px, size_t channels, size_t num_taps, const float *const *taps,
@@ -232,10 +238,10 @@ KS_INLINE void row_all(int KH, int KW, int SW, int NPX, size_t num_px, size_t ch
     const size_t block = KS__F32_DW_BLOCK_FLOATS(LANES, KH * KW);
     if (channels == 16) {
         /* the common small-channel case with constant addresses */
-        row_block(0, KH, KW, SW, NPX, num_px, 16, 0, rows, packed, out, res, lo, hi, act);
-        if (LANES == 8)
-            row_block(0, KH, KW, SW, NPX, num_px, 16, 8, rows, packed + block, out, res, lo, hi,
-                      act);
+        KS_DW_UNROLL(4)
+        for (size_t c0 = 0; c0 < 16; c0 += LANES)
+            row_block(0, KH, KW, SW, NPX, num_px, 16, c0, rows, packed + c0 / LANES * block, out,
+                      res, lo, hi, act);
         return;
     }
     size_t c0 = 0;
@@ -280,6 +286,10 @@ static ks_status run(ks__kernel_ctx *ctx) {
 #if defined(__AVX512F__)
 const ks__impl ks_f32_dwconv__avx512_c16 = {
     "ks_f32_dwconv__avx512_c16", KS_OP_CONV2D, KS_ISA_AVX512, cost, plan, pack, run,
+};
+#elif defined(__aarch64__)
+const ks__impl ks_f32_dwconv__neon_c4 = {
+    "ks_f32_dwconv__neon_c4", KS_OP_CONV2D, KS_ISA_NEON, cost, plan, pack, run,
 };
 #else
 const ks__impl ks_f32_dwconv__avx2_c8 = {
