@@ -171,7 +171,8 @@ static int check_node(const ks__node *node, tens *ins, uint32_t nin, uint32_t no
 }
 
 static void expect_fast(int accepted, const char *what) {
-    if ((ks__cpu_isa() & KS_ISA_AVX2) && accepted == 0) fail_msg("%s: no perf variant", what);
+    if ((ks__cpu_isa() & (KS_ISA_AVX2 | KS_ISA_NEON)) && accepted == 0)
+        fail_msg("%s: no perf variant", what);
 }
 
 /* ---- TRANSPOSE ---- */

@@ -1,4 +1,6 @@
-/* TRANSPOSE and SPLIT of 4-byte elements (F32, I32) as strided gathers (perf.h), AVX2.
+/* TRANSPOSE and SPLIT of 4-byte elements (F32, I32) as strided gathers (perf.h), AVX2; and
+ * AArch64 NEON (arm/neon/f32_perf_copy.c includes this file: 4x4 register transposes instead of
+ * 8x8, the rest the same).
  *
  * Bitwise equal to the reference. After collapsing, a gather is one of three shapes:
  *  - rows: the innermost output axis is contiguous in the input (split, or a transpose that keeps
@@ -10,7 +12,11 @@
  * Work is split into tasks of a few thousand elements over the outer axes and, for transposes,
  * blocks of the input-contiguous axis; each task writes disjoint output.
  */
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#else
 #include <immintrin.h>
+#endif
 #include <string.h>
 
 #include "../../perf.h"
@@ -47,6 +53,25 @@ static void outer_offsets(const gather_job *j, int64_t o, int64_t *in_off, int64
     *out_off = b;
 }
 
+#if defined(__aarch64__)
+#define TB 4 /* the register transpose's block */
+
+/* dst[c * ldd + r] = src[r * lds + c] for a 4x4 block */
+static inline void transpose_blk(const uint32_t *src, int64_t lds, uint32_t *dst, int64_t ldd) {
+    uint32x4_t r0 = vld1q_u32(src), r1 = vld1q_u32(src + lds);
+    uint32x4_t r2 = vld1q_u32(src + 2 * lds), r3 = vld1q_u32(src + 3 * lds);
+    uint32x4_t t0 = vtrn1q_u32(r0, r1), t1 = vtrn2q_u32(r0, r1);
+    uint32x4_t t2 = vtrn1q_u32(r2, r3), t3 = vtrn2q_u32(r2, r3);
+    uint64x2_t a0 = vreinterpretq_u64_u32(t0), a1 = vreinterpretq_u64_u32(t1);
+    uint64x2_t a2 = vreinterpretq_u64_u32(t2), a3 = vreinterpretq_u64_u32(t3);
+    vst1q_u32(dst, vreinterpretq_u32_u64(vtrn1q_u64(a0, a2)));
+    vst1q_u32(dst + ldd, vreinterpretq_u32_u64(vtrn1q_u64(a1, a3)));
+    vst1q_u32(dst + 2 * ldd, vreinterpretq_u32_u64(vtrn2q_u64(a0, a2)));
+    vst1q_u32(dst + 3 * ldd, vreinterpretq_u32_u64(vtrn2q_u64(a1, a3)));
+}
+#else
+#define TB 8
+
 /* dst[c * ldd + r] = src[r * lds + c] for an 8x8 block */
 static inline void transpose8x8(const uint32_t *src, int64_t lds, uint32_t *dst, int64_t ldd) {
     __m256 r0 = _mm256_loadu_ps((const float *)(src + 0 * lds));
@@ -74,17 +99,21 @@ static inline void transpose8x8(const uint32_t *src, int64_t lds, uint32_t *dst,
     _mm256_storeu_ps((float *)(dst + 6 * ldd), _mm256_permute2f128_ps(u2, u6, 0x31));
     _mm256_storeu_ps((float *)(dst + 7 * ldd), _mm256_permute2f128_ps(u3, u7, 0x31));
 }
+static inline void transpose_blk(const uint32_t *src, int64_t lds, uint32_t *dst, int64_t ldd) {
+    transpose8x8(src, lds, dst, ldd);
+}
+#endif
 
 /* y[c * ldy + r] = x[r * ldx + c] for r < rows (output-contiguous), c < cols */
 static void transpose_2d(const uint32_t *x, int64_t ldx, uint32_t *y, int64_t ldy, int64_t rows,
                          int64_t cols) {
     int64_t r = 0;
-    for (; r + 8 <= rows; r += 8) {
+    for (; r + TB <= rows; r += TB) {
         int64_t c = 0;
-        for (; c + 8 <= cols; c += 8)
-            transpose8x8(x + r * ldx + c, ldx, y + c * ldy + r, ldy);
+        for (; c + TB <= cols; c += TB)
+            transpose_blk(x + r * ldx + c, ldx, y + c * ldy + r, ldy);
         for (; c < cols; c++)
-            for (int64_t k = 0; k < 8; k++)
+            for (int64_t k = 0; k < TB; k++)
                 y[c * ldy + r + k] = x[(r + k) * ldx + c];
     }
     if (r == rows) return;
@@ -212,6 +241,15 @@ static ks_status transpose_run(ks__kernel_ctx *ctx) {
     return KS_STATUS_OK;
 }
 
+#if defined(__aarch64__)
+const ks__impl ks_x32_transpose__neon = {"ks_x32_transpose__neon",
+                                         KS_OP_TRANSPOSE,
+                                         KS_ISA_NEON,
+                                         transpose_cost,
+                                         perf_noplan,
+                                         NULL,
+                                         transpose_run};
+#else
 const ks__impl ks_x32_transpose__avx2 = {"ks_x32_transpose__avx2",
                                          KS_OP_TRANSPOSE,
                                          KS_ISA_AVX2,
@@ -219,6 +257,7 @@ const ks__impl ks_x32_transpose__avx2 = {"ks_x32_transpose__avx2",
                                          perf_noplan,
                                          NULL,
                                          transpose_run};
+#endif
 
 /* ---- SPLIT ---- */
 
@@ -242,5 +281,10 @@ static ks_status split_run(ks__kernel_ctx *ctx) {
     return KS_STATUS_OK;
 }
 
+#if defined(__aarch64__)
+const ks__impl ks_x32_split__neon = {"ks_x32_split__neon", KS_OP_SPLIT, KS_ISA_NEON, split_cost,
+                                     perf_noplan,          NULL,        split_run};
+#else
 const ks__impl ks_x32_split__avx2 = {"ks_x32_split__avx2", KS_OP_SPLIT, KS_ISA_AVX2, split_cost,
                                      perf_noplan,          NULL,        split_run};
+#endif
