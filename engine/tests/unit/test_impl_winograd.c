@@ -234,7 +234,7 @@ static int check_case(const conv_case *c) {
 }
 
 static int has_fast(void) {
-    return (ks__cpu_isa() & (KS_ISA_AVX2 | KS_ISA_AVX512)) != 0;
+    return (ks__cpu_isa() & (KS_ISA_AVX2 | KS_ISA_AVX512 | KS_ISA_NEON)) != 0;
 }
 
 static void test_shapes(void **state) {
