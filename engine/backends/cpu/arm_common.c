@@ -365,7 +365,7 @@ static void gemm_range(void *arg, size_t begin, size_t end, uint32_t thread) {
         for (size_t pan = pan0; pan < pan1; pan++) {
             size_t c0 = pan * nr, nc = g->oc - c0 < nr ? g->oc - c0 : nr;
             float *c = j->y + p0 * g->oc + c0;
-            if (j->cfg->fused) {
+            if (j->cfg->fused && (g->has_res || g->slope)) {
                 ks__arm_act act = j->act;
                 act.res = g->has_res ? j->res + p0 * g->oc + c0 : NULL;
                 act.res_stride = g->oc;
