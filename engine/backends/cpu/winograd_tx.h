@@ -230,4 +230,25 @@ static void wino_otx6(const float *m, size_t ps, int64_t c, const float *bias, f
     wino_otx_body(8, 6, wino_at6, m, ps, c, bias, y, res, oh, ow, oy0, ox0, ep);
 }
 
+/* The ks__impl `ks_f32_conv3x3__<TAG>_wino<M>` of an ISA file (its microkernel GEMM, ARCH_MR x
+ * ARCH_NR; VLC the floats per vector of the transform cost; MACS its peak MACs per cycle, both in
+ * the unit of the ISA's GEMM cost) on the portable driver. */
+#define WTX_VARIANT(TAG, ISA, M, VLC, MACS, GEMM)                                                  \
+    static const ks__wino_arch k_arch##M = {M,    ARCH_MR, ARCH_NR,     VLC,                       \
+                                            MACS, GEMM,    wino_itx##M, wino_otx##M};              \
+    static double cost##M(const ks__kernel_ctx *ctx) {                                             \
+        return ks__wino_cost(ctx, &k_arch##M);                                                     \
+    }                                                                                              \
+    static ks_status plan##M(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {                      \
+        return ks__wino_plan(ctx, &k_arch##M, packed_bytes_out);                                   \
+    }                                                                                              \
+    static ks_status pack##M(ks__kernel_ctx *ctx) {                                                \
+        return ks__wino_pack(ctx, &k_arch##M);                                                     \
+    }                                                                                              \
+    static ks_status run##M(ks__kernel_ctx *ctx) {                                                 \
+        return ks__wino_run(ctx, &k_arch##M);                                                      \
+    }                                                                                              \
+    const ks__impl ks_f32_conv3x3__##TAG##_wino##M = {                                             \
+        "ks_f32_conv3x3__" #TAG "_wino" #M, KS_OP_CONV2D, ISA, cost##M, plan##M, pack##M, run##M};
+
 #endif /* KESTREL_CPU_WINOGRAD_TX_H */

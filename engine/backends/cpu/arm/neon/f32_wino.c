@@ -119,28 +119,7 @@ static void ks_f32_wgemm__neon_8x8(size_t mr, size_t nc, size_t kc, const float 
     }
 }
 
-#define WINO_VARIANT(M)                                                                            \
-    static const ks__wino_arch k_arch##M = {                                                       \
-        M, ARCH_MR, ARCH_NR, 32, 64.0, ks_f32_wgemm__neon_8x8, wino_itx##M, wino_otx##M};          \
-    static double cost##M(const ks__kernel_ctx *ctx) {                                             \
-        return ks__wino_cost(ctx, &k_arch##M);                                                     \
-    }                                                                                              \
-    static ks_status plan##M(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {                      \
-        return ks__wino_plan(ctx, &k_arch##M, packed_bytes_out);                                   \
-    }                                                                                              \
-    static ks_status pack##M(ks__kernel_ctx *ctx) {                                                \
-        return ks__wino_pack(ctx, &k_arch##M);                                                     \
-    }                                                                                              \
-    static ks_status run##M(ks__kernel_ctx *ctx) {                                                 \
-        return ks__wino_run(ctx, &k_arch##M);                                                      \
-    }                                                                                              \
-    const ks__impl ks_f32_conv3x3__neon_wino##M = {"ks_f32_conv3x3__neon_wino" #M,                 \
-                                                   KS_OP_CONV2D,                                   \
-                                                   KS_ISA_NEON,                                    \
-                                                   cost##M,                                        \
-                                                   plan##M,                                        \
-                                                   pack##M,                                        \
-                                                   run##M};
+#define WINO_VARIANT(M) WTX_VARIANT(neon, KS_ISA_NEON, M, 32, 64.0, ks_f32_wgemm__neon_8x8)
 
 WINO_VARIANT(2)
 WINO_VARIANT(4)

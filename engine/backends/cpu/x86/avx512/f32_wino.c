@@ -86,28 +86,7 @@ static void ks_f32_wgemm__avx512_8x32(size_t mr, size_t nc, size_t kc, const flo
     }
 }
 
-#define WINO_VARIANT(M)                                                                            \
-    static const ks__wino_arch k_arch##M = {                                                       \
-        M, ARCH_MR, ARCH_NR, VL, 32.0, ks_f32_wgemm__avx512_8x32, wino_itx##M, wino_otx##M};       \
-    static double cost##M(const ks__kernel_ctx *ctx) {                                             \
-        return ks__wino_cost(ctx, &k_arch##M);                                                     \
-    }                                                                                              \
-    static ks_status plan##M(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {                      \
-        return ks__wino_plan(ctx, &k_arch##M, packed_bytes_out);                                   \
-    }                                                                                              \
-    static ks_status pack##M(ks__kernel_ctx *ctx) {                                                \
-        return ks__wino_pack(ctx, &k_arch##M);                                                     \
-    }                                                                                              \
-    static ks_status run##M(ks__kernel_ctx *ctx) {                                                 \
-        return ks__wino_run(ctx, &k_arch##M);                                                      \
-    }                                                                                              \
-    const ks__impl ks_f32_conv3x3__avx512_wino##M = {"ks_f32_conv3x3__avx512_wino" #M,             \
-                                                     KS_OP_CONV2D,                                 \
-                                                     KS_ISA_AVX512,                                \
-                                                     cost##M,                                      \
-                                                     plan##M,                                      \
-                                                     pack##M,                                      \
-                                                     run##M};
+#define WINO_VARIANT(M) WTX_VARIANT(avx512, KS_ISA_AVX512, M, VL, 32.0, ks_f32_wgemm__avx512_8x32)
 
 /* Zen 4/5 and Ice Lake+ server cores issue two 512-bit FMAs per cycle (as f32_gemm_avx512.c). */
 WINO_VARIANT(2)
