@@ -1092,19 +1092,28 @@ function alphaSuffix(c: unknown): string {
   return "";
 }
 
+/* One row of the Parameters or States panel: the <li> (class, index and name in its dataset) and
+ * its name field, which calls onRename with the new text. */
+function namedItem(cls: string, index: number, value: unknown, inputCls: string, title: string,
+  onRename: (v: string) => void): [HTMLLIElement, HTMLInputElement] {
+  const li = document.createElement("li");
+  li.className = cls;
+  li.dataset.index = String(index);
+  li.dataset.name = String(value ?? "");
+  const name = document.createElement("input");
+  name.className = inputCls;
+  name.value = String(value ?? "");
+  name.title = title;
+  name.addEventListener("change", () => onRename(name.value));
+  return [li, name];
+}
+
 function renderParams(): void {
   const ul = $("#params");
   ul.innerHTML = "";
   params(project.manifest).forEach((p: any, i: number) => {
-    const li = document.createElement("li");
-    li.className = "param";
-    li.dataset.index = String(i);
-    li.dataset.name = String(p?.name ?? "");
-    const name = document.createElement("input");
-    name.className = "pname";
-    name.value = String(p?.name ?? "");
-    name.title = "name (layers bind it by name; a rename updates them)";
-    name.addEventListener("change", () => renameParamUI(i, name.value));
+    const [li, name] = namedItem("param", i, p?.name, "pname",
+      "name (layers bind it by name; a rename updates them)", (v) => renameParamUI(i, v));
     const type = document.createElement("select");
     type.className = "ptype";
     for (const t of PARAM_TYPES) type.add(new Option(t, t));
@@ -1261,15 +1270,8 @@ function renderStates(): void {
   const layerNames: string[] = layers().map((l) => String(l?.name));
   const animated = animatedLayers(m);
   list.forEach((s: any, i: number) => {
-    const li = document.createElement("li");
-    li.className = "state";
-    li.dataset.index = String(i);
-    li.dataset.name = String(s?.name ?? "");
-    const name = document.createElement("input");
-    name.className = "sname";
-    name.value = String(s?.name ?? "");
-    name.title = "name (triggers and the initial state follow a rename)";
-    name.addEventListener("change", () => renameStateUI(i, name.value));
+    const [li, name] = namedItem("state", i, s?.name, "sname",
+      "name (triggers and the initial state follow a rename)", (v) => renameStateUI(i, v));
     const row = document.createElement("div");
     row.className = "row";
     row.append(name, button("+ action", "add-action", "add an action to this state", () => addAction(i)), button("✕", "sdel", "remove this state", () => removeState(i)));

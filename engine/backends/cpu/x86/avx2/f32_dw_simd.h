@@ -2,13 +2,13 @@
  * of x86/avx2 and x86/avx512 (x86/avx512/f32_dw_simd.h includes this file), and by the
  * depthwise microkernels' AArch64 NEON build (arm/neon/f32_dwconv.c). The including directory's
  * compile flags select the branch: AVX-512 (16 lanes, __mmask16 channel-tail masks,
- * ks_avx512_*), AVX2 + FMA (8 lanes, maskload/maskstore masks, ks_avx2_*) or a 4-lane vector
- * (NEON; SIMD128 too, though nothing uses it there yet: the tail mask is a lane count,
- * ks_v4_*); vf is f32_vsimd.h's vector of that width. Not a published API. */
+ * ks_avx512_*), AVX2 + FMA (8 lanes, maskload/maskstore masks, ks_avx2_*) or NEON's 4 lanes
+ * (the tail mask is a lane count, ks_v4_*); vf is f32_vsimd.h's vector of that width. Not a
+ * published API. */
 #ifndef KESTREL_X86_F32_DW_SIMD_H
 #define KESTREL_X86_F32_DW_SIMD_H
 
-#if !defined(__aarch64__) && !defined(__wasm_simd128__)
+#if !defined(__aarch64__)
 #include <immintrin.h>
 #endif
 #include <math.h>
@@ -63,7 +63,7 @@ KS_INLINE vf ks_dw_mul_neg(vf v, vf s) {
     return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, s);
 }
 
-#elif defined(__aarch64__) || defined(__wasm_simd128__)
+#elif defined(__aarch64__)
 #define KS_DW_SYM(base) ks_v4_##base
 typedef size_t ks_dw_mask; /* lanes of the block: 1..4 */
 
