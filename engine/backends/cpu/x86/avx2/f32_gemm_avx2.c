@@ -196,11 +196,11 @@ KS_INLINE void tile_6x16(const int32_t ACT, size_t kc, size_t ks, const float *c
     do {                                                                                           \
         __m256 x0 = _mm256_add_ps(v0, bias0), x1 = _mm256_add_ps(v1, bias1);                       \
         if (res) {                                                                                 \
-            x0 = _mm256_add_ps(x0, _mm256_loadu_ps(res + (r) * rs));                               \
-            x1 = _mm256_add_ps(x1, _mm256_loadu_ps(res + (r) * rs + 8));                           \
+            x0 = _mm256_add_ps(x0, _mm256_loadu_ps(res + (r)*rs));                                 \
+            x1 = _mm256_add_ps(x1, _mm256_loadu_ps(res + (r)*rs + 8));                             \
         }                                                                                          \
-        _mm256_storeu_ps(c + (r) * cs, act_of(x0, s0, ACT, alpha));                                \
-        _mm256_storeu_ps(c + (r) * cs + 8, act_of(x1, s1, ACT, alpha));                            \
+        _mm256_storeu_ps(c + (r)*cs, act_of(x0, s0, ACT, alpha));                                  \
+        _mm256_storeu_ps(c + (r)*cs + 8, act_of(x1, s1, ACT, alpha));                              \
     } while (0)
     KS_ROW(0, c00, c01);
     KS_ROW(1, c10, c11);
