@@ -17,6 +17,7 @@
 #define DW_ROW_MIN_PX 8     /* shortest interior run worth the row kernel (dw_interior) */
 #define DW_SPAN_BYTES 16384 /* the row kernel's working set per call: half of a 32 KB L1 */
 #define DW_SPAN_MIN_PX 8    /* and its shortest span (a multiple of every row tile) */
+#define DW_SPAN_MIN_C 64    /* fewer channels: whole rows (dw_span) */
 #define DW_MAX_TAPS 1024    /* larger windows are left to the reference kernel */
 #define POOL_TILE_PX 64
 #define DECONV_MAX_TAPS 64 /* per phase; the tap pointers live on the stack */
@@ -174,9 +175,12 @@ static void dw_interior(const dw_geom *g, int64_t *lo, int64_t *hi) {
  * its pixels, so a call's window rows and output (KH input spans and one output span) are read
  * and written once per block: spans that fit DW_SPAN_BYTES keep them in L1 across the blocks, and
  * the walk through memory stays sequential, pixel after pixel. Whole rows did not fit with many
- * channels: 56x56x128 3x3 0.28 -> 0.17 ms, 160x160x64 ~1.1 -> ~0.92 ms, 320x320x16 0.77 ->
- * 0.70 ms (Zen 3, medians of paired rounds); 96x96x32 5x5 (a 60 KB window, L2) did not move. */
+ * channels: 56x56x128 3x3 0.28 -> 0.17 ms (Zen 3, medians of paired rounds); 160x160x64 and
+ * 320x320x16 moved within the noise, 96x96x32 5x5 (a 60 KB window, L2) did not move. */
 static size_t dw_span(const dw_geom *g) {
+    /* below 64 channels whole rows: no gain measured there, and each span costs another call
+     * (+0.5-1 % instructions on NEON's few-channel models, bench/arm/count-kestrel) */
+    if (g->c < DW_SPAN_MIN_C) return (size_t)g->ow;
     size_t px_bytes = (size_t)g->c * sizeof(float) * (size_t)(g->kh * g->sw + 1);
     size_t span = DW_SPAN_BYTES / (px_bytes ? px_bytes : 1);
     span = span < DW_SPAN_MIN_PX ? DW_SPAN_MIN_PX : span / DW_SPAN_MIN_PX * DW_SPAN_MIN_PX;
