@@ -482,6 +482,8 @@ static void test_pad(void **state) {
         pad_case(4, d4, p4, c % 3 == 0, "pad hw");
         int32_t p4c[8] = {0, 1, 0, 0, 1, 0, (int32_t)(c % 5), 3};
         pad_case(4, d4, p4c, false, "pad c");
+        int32_t p4ch[8] = {0, 0, 0, 0, 0, 0, (int32_t)(c % 3), (int32_t)(c % 7)};
+        pad_case(4, d4, p4ch, c % 2 == 1, "pad channels only");
         int32_t crop[8] = {0, 0, -1, 1, 1, -2, (int32_t)(-(c / 2)), 1};
         pad_case(4, d4, crop, true, "pad crop");
         int64_t d1[1] = {c};
@@ -491,6 +493,8 @@ static void test_pad(void **state) {
     int64_t big[4] = {1, 112, 112, 24};
     int32_t pb[8] = {0, 0, 1, 1, 1, 1, 0, 0};
     pad_case(4, big, pb, false, "pad big");
+    int32_t pbc[8] = {0, 0, 0, 0, 0, 0, 0, 4}; /* BlazeFace's 24 -> 28 channels */
+    pad_case(4, big, pbc, false, "pad big channels");
 }
 
 /* Every variant of these families that this CPU supports ran at least once. */

@@ -113,13 +113,40 @@ static void vpad_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     const int64_t lo = b > 0 ? (b < ow ? b : ow) : 0;
     int64_t hi = b + iw < ow ? b + iw : ow;
     if (hi < lo) hi = lo;
+    bool rows_only = hi > lo; /* every row inside: only the last dimension is padded */
+    for (int32_t d = 0; d < last && rows_only; d++)
+        rows_only = j->g.before[d] == 0 && j->g.in_dims[d] == j->g.out_dims[d];
+    if (rows_only) { /* a channel pad (BlazeFace's 24 -> 28 channels before a residual) */
+        for (size_t it = begin; it < end; it++) {
+            float *dst = j->y + (int64_t)it * ow;
+            fill_floats(dst, j->g.fill, (size_t)lo);
+            copy_floats(dst + lo, j->x + (int64_t)it * iw + (lo - b), (size_t)(hi - lo));
+            fill_floats(dst + hi, j->g.fill, (size_t)(ow - hi));
+        }
+        return;
+    }
+    /* the output index of row `begin` (one division per dimension), then stepped like an
+     * odometer: a division per row and dimension was ~60 % of the op's instructions with the
+     * short rows of a channel pad (BlazeFace's 24 -> 28 channels at 64x64) */
+    int64_t idx[KS_MAX_RANK] = {0};
+    {
+        int64_t row = (int64_t)begin;
+        for (int32_t d = last - 1; d >= 0; d--) {
+            idx[d] = row % j->g.out_dims[d];
+            row /= j->g.out_dims[d];
+        }
+    }
     for (size_t it = begin; it < end; it++) {
+        if (it > begin)
+            for (int32_t d = last - 1; d >= 0; d--) {
+                if (++idx[d] < j->g.out_dims[d]) break;
+                idx[d] = 0;
+            }
         float *dst = j->y + (int64_t)it * ow;
-        int64_t row = (int64_t)it, src = 0;
+        int64_t src = 0;
         bool inside = true;
         for (int32_t d = last - 1; d >= 0 && inside; d--) {
-            int64_t k = row % j->g.out_dims[d] - j->g.before[d];
-            row /= j->g.out_dims[d];
+            int64_t k = idx[d] - j->g.before[d];
             inside = k >= 0 && k < j->g.in_dims[d];
             src += k * j->in_stride[d];
         }
