@@ -130,12 +130,12 @@ static void ks_f32_gemm__neon_8x8(size_t mr, size_t nc, size_t kc, size_t ks, co
         return;
             KIND(CLAMP_NONE, 0, 0)
             KIND(CLAMP_NONE, 0, 1)
-            KIND(CLAMP_NONE, 1, 0) KIND(CLAMP_NONE, 1, 1) KIND(CLAMP_RELU, 0, 0)
-                KIND(CLAMP_RELU, 0, 1) KIND(CLAMP_RELU, 1, 0) KIND(CLAMP_RELU, 1, 1)
-                    KIND(CLAMP_RANGE, 0, 0) KIND(CLAMP_RANGE, 0, 1) KIND(CLAMP_RANGE, 1, 0)
-                        KIND(CLAMP_RANGE, 1, 1)
+            KIND(CLAMP_NONE, 1, 0)
+            KIND(CLAMP_NONE, 1, 1) KIND(CLAMP_RELU, 0, 0) KIND(CLAMP_RELU, 0, 1)
+                KIND(CLAMP_RELU, 1, 0) KIND(CLAMP_RELU, 1, 1) KIND(CLAMP_RANGE, 0, 0)
+                    KIND(CLAMP_RANGE, 0, 1) KIND(CLAMP_RANGE, 1, 0) KIND(CLAMP_RANGE, 1, 1)
 #undef KIND
-                            default : break;
+                        default : break;
         }
     }
     /* conv + bias, + the residual row, then the clamp and post, then PRELU's slope (the config's
