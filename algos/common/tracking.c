@@ -239,25 +239,71 @@ void ks__tracker_update(ks__tracker *t, ks__detection *dets, size_t n) {
 
 /* ---- mask smoothing --------------------------------------------------------------------- */
 
-static float binary_entropy_bits(float p) {
-    if (p <= 0.0f || p >= 1.0f) return 0.0f;
-    return -(p * log2f(p) + (1.0f - p) * log2f(1.0f - p));
+/* Four lanes at a time in GCC/Clang vector extensions (SSE2, NEON, WebAssembly SIMD or scalar
+ * code, whatever the target has), with log2 by a polynomial instead of libm's log2f: two log2f per
+ * mask pixel took 0.64 ms of the selfie segmenter's VIDEO-mode call on a 256x256 mask (Zen 3),
+ * this 0.18-0.30 ms. The entropy differs from the log2f form by < 2e-7. */
+typedef float ks_v4f __attribute__((vector_size(16)));
+typedef int32_t ks_v4i __attribute__((vector_size(16)));
+typedef uint32_t ks_v4u __attribute__((vector_size(16)));
+#define KS_V4_SEL(m, a, b) ((ks_v4f)(((ks_v4i)(a) & (m)) | ((ks_v4i)(b) & ~(m))))
+
+/* log2(x) of normal x > 0: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), log2(m) = z * P(z) with
+ * z = m - 1 and P the degree-7 least-squares fit (|error| < 1.5e-7 over that range). */
+static inline ks_v4f log2_v4(ks_v4f x) {
+    ks_v4u b = (ks_v4u)x;
+    ks_v4i e = (ks_v4i)(b >> 23) - 127;
+    ks_v4f m = (ks_v4f)((b & 0x007fffffu) | 0x3f800000u);
+    ks_v4i big = m > 1.41421356f;
+    m = KS_V4_SEL(big, m * 0.5f, m);
+    e = e - big; /* big is -1 where true */
+    ks_v4f z = m - 1.0f;
+    ks_v4f s = z * -1.407480754e-01f + 2.326024081e-01f;
+    s = s * z - 2.499610838e-01f;
+    s = s * z + 2.872763164e-01f;
+    s = s * z - 3.601469501e-01f;
+    s = s * z + 4.809181333e-01f;
+    s = s * z - 7.213554130e-01f;
+    s = s * z + 1.442694958e+00f;
+    return __builtin_convertvector(e, ks_v4f) + s * z;
+}
+
+/* p + (q - p) * u * ratio with u = 1 - (1 - H(p))^2, H the binary entropy in bits of p clamped to
+ * [0, 1]. The clamp's ends (and a NaN p, whose output stays NaN) give H = 0 through the 1e-30
+ * floor: H is then ~1e-28, and 1 - H rounds to 1. */
+static inline ks_v4f smooth_v4(ks_v4f p, ks_v4f q, float ratio) {
+    const ks_v4f zero = {0.0f, 0.0f, 0.0f, 0.0f}, one = zero + 1.0f, tiny = zero + 1e-30f;
+    ks_v4f pc = KS_V4_SEL(p > 0.0f, p, zero);
+    pc = KS_V4_SEL(pc < 1.0f, pc, one);
+    ks_v4f a = KS_V4_SEL(pc > 1e-30f, pc, tiny), c = 1.0f - pc;
+    c = KS_V4_SEL(c > 1e-30f, c, tiny);
+    ks_v4f h = -(a * log2_v4(a) + c * log2_v4(c));
+    ks_v4f certainty = 1.0f - h;
+    ks_v4f u = 1.0f - certainty * certainty;
+    return p + (q - p) * (u * ratio);
 }
 
 void ks__mask_smooth(const float *cur, const float *prev, float *out, size_t n,
                      float combine_with_previous_ratio) {
-    for (size_t i = 0; i < n; i++) {
-        float p = cur[i];
-        if (!prev) {
-            out[i] = p;
-            continue;
-        }
-        float pc = p < 0.0f ? 0.0f : (p > 1.0f ? 1.0f : p);
-        if (pc != pc) pc = 0.5f; /* NaN: maximally uncertain */
-        float certainty = 1.0f - binary_entropy_bits(pc);
-        float u = 1.0f - certainty * certainty;
-        float q = prev[i];
-        out[i] = p + (q - p) * (u * combine_with_previous_ratio);
+    if (!prev) {
+        if (out != cur) memmove(out, cur, n * sizeof(float));
+        return;
+    }
+    /* out may be prev (in place): each group is loaded before it is stored */
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        ks_v4f p, q;
+        memcpy(&p, cur + i, sizeof(p));
+        memcpy(&q, prev + i, sizeof(q));
+        p = smooth_v4(p, q, combine_with_previous_ratio);
+        memcpy(out + i, &p, sizeof(p));
+    }
+    if (i < n) {
+        ks_v4f p = {0.0f, 0.0f, 0.0f, 0.0f}, q = p;
+        memcpy(&p, cur + i, (n - i) * sizeof(float));
+        memcpy(&q, prev + i, (n - i) * sizeof(float));
+        p = smooth_v4(p, q, combine_with_previous_ratio);
+        memcpy(out + i, &p, (n - i) * sizeof(float));
     }
 }
 
