@@ -406,6 +406,8 @@ static void test_conv_acts_and_residual(void **state) {
                            .bias = 1,
                            .residual = residual};
             run_conv_case(&c);
+            c.oc = 24; /* a last panel of exactly 8 columns (AVX2: the 6 x 8 full tile) */
+            run_conv_case(&c);
         }
     }
     conv_case g = {.n = 1,
