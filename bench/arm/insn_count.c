@@ -1,10 +1,12 @@
 /* A QEMU TCG plugin (host shared library) that counts the guest instructions a user-mode run
  * executes, and optionally records the program counters executed inside one address range.
  *
- *   qemu-aarch64 -plugin ./libinsn_count.so,out=FILE[,lo=ADDR,hi=ADDR,skip=N,limit=M] PROGRAM
+ *   qemu-aarch64 -plugin ./libinsn_count.so,out=FILE[,lo=ADDR,hi=ADDR,skip=N,limit=M,hist=1]
+ * PROGRAM
  *
  * FILE receives "insns <total>" and, with lo/hi, "pc <hex>" lines: the PCs of the instructions
- * executed in [lo, hi), after the first `skip` of them, at most `limit` (default 4096).
+ * executed in [lo, hi), after the first `skip` of them, at most `limit` (default 4096). With
+ * hist=1, "pcn <hex> <count>" lines instead: how often each instruction of [lo, hi) ran.
  *
  * Counting is exact per executed translation block: at translation time each block gets an
  * inline add of its instruction count, executed every time the block runs (no helper call, so
@@ -52,12 +54,18 @@ static uint64_t g_skip;     /* in-range instructions still to skip */
 static uint64_t g_limit = 4096;
 static uint64_t *g_pcs;
 static uint64_t g_num_pcs;
+static int g_hist;         /* hist=1: a count per instruction slot of [lo, hi) instead of a trace */
+static uint64_t *g_counts; /* hist: (hi - lo) / 4 counters */
 static char g_out[4096];
 
 static void on_insn(unsigned int vcpu, void *udata) {
     (void)vcpu;
     if (g_skip) {
         g_skip--;
+        return;
+    }
+    if (g_hist) {
+        g_counts[((uint64_t)(uintptr_t)udata - g_lo) >> 2]++;
         return;
     }
     if (g_num_pcs < g_limit) g_pcs[g_num_pcs++] = (uint64_t)(uintptr_t)udata;
@@ -89,6 +97,9 @@ static void at_exit_cb(qemu_plugin_id_t id, void *userdata) {
     fprintf(f, "insns %" PRIu64 "\n", g_insns);
     for (uint64_t i = 0; i < g_num_pcs; i++)
         fprintf(f, "pc %" PRIx64 "\n", g_pcs[i]);
+    if (g_hist)
+        for (uint64_t i = 0; i < (g_hi - g_lo) >> 2; i++)
+            if (g_counts[i]) fprintf(f, "pcn %" PRIx64 " %" PRIu64 "\n", g_lo + i * 4, g_counts[i]);
     fclose(f);
 }
 
@@ -113,6 +124,8 @@ static int parse_arg(const char *a) {
         g_skip = x;
     else if (klen == 5 && !strncmp(a, "limit", 5))
         g_limit = x;
+    else if (klen == 4 && !strncmp(a, "hist", 4))
+        g_hist = x != 0;
     else
         return -1;
     return 0;
@@ -123,7 +136,7 @@ EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int
     (void)info;
     for (int i = 0; i < argc; i++) {
         if (parse_arg(argv[i])) {
-            fprintf(stderr, "insn_count: bad argument '%s' (out=FILE lo= hi= skip= limit=)\n",
+            fprintf(stderr, "insn_count: bad argument '%s' (out=FILE lo= hi= skip= limit= hist=)\n",
                     argv[i]);
             return -1;
         }
@@ -132,7 +145,10 @@ EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int
         fprintf(stderr, "insn_count: need lo <= hi and limit <= 2^26\n");
         return -1;
     }
-    if (g_lo != g_hi) {
+    if (g_lo != g_hi && g_hist) {
+        g_counts = calloc((size_t)((g_hi - g_lo) >> 2) + 1, sizeof(*g_counts));
+        if (!g_counts) return -1;
+    } else if (g_lo != g_hi) {
         g_pcs = calloc((size_t)g_limit, sizeof(*g_pcs));
         if (!g_pcs) return -1;
     }

@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Instructions per function of one inference, from two PC traces of insn_count.c.
 
+With the plugin's hist=1 the files hold a count per instruction ("pcn <hex> <count>") instead of
+a trace, so no skip or limit is needed and a whole large model fits (YOLOX-nano: 400 M per
+inference).
+
   kernel_hist.py TRACE_A TRACE_B BINARY [--base 0x5500000000] [--calls N] [--top K]
 
 TRACE_A and TRACE_B are insn_count.c outputs ("pc <hex>" lines) of the same program over the
@@ -41,6 +45,9 @@ def per_function(trace, syms, base):
         for line in fh:
             if line.startswith("pc "):
                 pcs[line[3:-1]] += 1
+            elif line.startswith("pcn "):  # insn_count.c hist=1: "pcn <hex> <count>"
+                f = line.split()
+                pcs[f[1]] += int(f[2])
     starts = [s[0] for s in syms]
     hist = collections.Counter()
     for pc, n in pcs.items():
