@@ -101,7 +101,8 @@ static void ks_f32_gemm__neon_8x8(size_t mr, size_t nc, size_t kc, size_t ks, co
 // clang-format off
 #define STEP(l)                                                                                    \
     {                                                                                              \
-        const float32x4_t w0 = vld1q_f32(w), w1 = vld1q_f32(w + 4);                                \
+        const float32x4x2_t wv = vld1q_f32_x2(w);                                                  \
+        const float32x4_t w0 = wv.val[0], w1 = wv.val[1];                                          \
         w += NR;                                                                                   \
         FMA_LANE(0, l) FMA_LANE(1, l) FMA_LANE(2, l) FMA_LANE(3, l)                                \
         FMA_LANE(4, l) FMA_LANE(5, l) FMA_LANE(6, l) FMA_LANE(7, l)                                \
@@ -112,7 +113,8 @@ static void ks_f32_gemm__neon_8x8(size_t mr, size_t nc, size_t kc, size_t ks, co
 #undef FMA_LANE
         }
         for (; k > 0; k--) {
-            const float32x4_t w0 = vld1q_f32(w), w1 = vld1q_f32(w + 4);
+            const float32x4x2_t wv = vld1q_f32_x2(w);
+            const float32x4_t w0 = wv.val[0], w1 = wv.val[1];
             w += NR;
 #define FMA1(r)                                                                                    \
     {                                                                                              \
