@@ -350,22 +350,42 @@ static void gemm_range(void *arg, size_t begin, size_t end, uint32_t thread) {
                  * per-tap form was 6 % of BlazeFace's instructions, its 5x5 stem 200 taps per
                  * tile) */
                 size_t ox = p0 % g->ow, oy = (p0 / g->ow) % g->oh, n = p0 / (g->ow * g->oh);
-                for (size_t r = 0; r < mr; r++) {
-                    if (r > 0 && ++ox == g->ow) {
-                        ox = 0;
-                        if (++oy == g->oh) oy = 0, n++;
-                    }
+                /* a tile inside one output row whose every tap is inside the image: the pointers
+                 * of a tap are an arithmetic series over the tile's pixels (2 instructions per
+                 * pointer instead of ~13: BlazePose lite built 737 K per inference) */
+                const size_t y0 = oy * g->sh, x0 = ox * g->sw;
+                if (mr == mr_max && ox + mr <= g->ow && y0 >= g->pt &&
+                    y0 - g->pt + (g->kh - 1) * g->dh < g->ih && x0 >= g->pl &&
+                    x0 - g->pl + (mr - 1) * g->sw + (g->kw - 1) * g->dw < g->iw) {
                     const float *img = j->x + n * g->ih * g->iw * g->ic;
+                    const size_t step = g->sw * g->ic;
                     for (size_t ky = 0; ky < g->kh; ky++) {
-                        /* unsigned wrap-around turns a negative coordinate into a huge one */
-                        size_t iy = oy * g->sh + ky * g->dh - g->pt;
-                        int row_ok = oy * g->sh + ky * g->dh >= g->pt && iy < g->ih;
-                        const float *xrow = row_ok ? img + iy * g->iw * g->ic : img;
-                        const float **at = a + ky * g->kw * mr_max + r;
-                        for (size_t kx = 0; kx < g->kw; kx++, at += mr_max) {
-                            size_t ix = ox * g->sw + kx * g->dw - g->pl;
-                            int ok = row_ok && ox * g->sw + kx * g->dw >= g->pl && ix < g->iw;
-                            *at = ok ? xrow + ix * g->ic : j->zero;
+                        const float *row = img + (y0 - g->pt + ky * g->dh) * g->iw * g->ic;
+                        for (size_t kx = 0; kx < g->kw; kx++) {
+                            const float *px = row + (x0 - g->pl + kx * g->dw) * g->ic;
+                            const float **at = a + (ky * g->kw + kx) * mr_max;
+                            for (size_t r = 0; r < mr_max; r++, px += step)
+                                at[r] = px;
+                        }
+                    }
+                } else {
+                    for (size_t r = 0; r < mr; r++) {
+                        if (r > 0 && ++ox == g->ow) {
+                            ox = 0;
+                            if (++oy == g->oh) oy = 0, n++;
+                        }
+                        const float *img = j->x + n * g->ih * g->iw * g->ic;
+                        for (size_t ky = 0; ky < g->kh; ky++) {
+                            /* unsigned wrap-around turns a negative coordinate into a huge one */
+                            size_t iy = oy * g->sh + ky * g->dh - g->pt;
+                            int row_ok = oy * g->sh + ky * g->dh >= g->pt && iy < g->ih;
+                            const float *xrow = row_ok ? img + iy * g->iw * g->ic : img;
+                            const float **at = a + ky * g->kw * mr_max + r;
+                            for (size_t kx = 0; kx < g->kw; kx++, at += mr_max) {
+                                size_t ix = ox * g->sw + kx * g->dw - g->pl;
+                                int ok = row_ok && ox * g->sw + kx * g->dw >= g->pl && ix < g->iw;
+                                *at = ok ? xrow + ix * g->ic : j->zero;
+                            }
                         }
                     }
                 }

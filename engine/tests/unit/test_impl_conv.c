@@ -386,6 +386,37 @@ static void test_conv_general(void **state) {
         run_conv_case(&cases[i]);
 }
 
+/* Rows wide enough for tiles whose every tap is inside the image (the NEON driver's arithmetic
+ * tap pointers) beside tiles at the borders and across row ends, for strides, dilations and
+ * windows of 3x3 to 5x5 (outputs 13..22 wide, two images). */
+static void test_conv_wide_rows(void **state) {
+    (void)state;
+    static const int32_t k_geo[][5] = {
+        /* kh = kw, stride, dilation, pad, ic */
+        {3, 1, 1, 1, 5}, {3, 2, 1, 1, 3}, {5, 2, 1, 2, 3}, {3, 1, 2, 2, 7}, {5, 1, 1, 0, 4},
+    };
+    for (size_t i = 0; i < sizeof(k_geo) / sizeof(k_geo[0]); i++) {
+        conv_case c = {.n = 2,
+                       .ih = 11,
+                       .iw = 27 + (int64_t)i * 5,
+                       .ic = k_geo[i][4],
+                       .oc = 19,
+                       .kh = k_geo[i][0],
+                       .kw = k_geo[i][0],
+                       .sh = k_geo[i][1],
+                       .sw = k_geo[i][1],
+                       .dh = k_geo[i][2],
+                       .dw = k_geo[i][2],
+                       .pt = k_geo[i][3],
+                       .pl = k_geo[i][3],
+                       .pb = k_geo[i][3],
+                       .pr = k_geo[i][3],
+                       .act = KS_ACT_RELU,
+                       .bias = 1};
+        run_conv_case(&c);
+    }
+}
+
 static void test_conv_acts_and_residual(void **state) {
     (void)state;
     for (int32_t act = 0; act < KS_ACT_COUNT; act++) {
@@ -616,6 +647,7 @@ int main(void) {
         cmocka_unit_test(test_conv_1x1_tails),
         cmocka_unit_test(test_conv_general),
         cmocka_unit_test(test_conv_acts_and_residual),
+        cmocka_unit_test(test_conv_wide_rows),
         cmocka_unit_test(test_conv_refused),
         cmocka_unit_test(test_fc),
         cmocka_unit_test(test_matmul),
