@@ -10,8 +10,6 @@
  */
 #include "f32_vsimd.h"
 
-typedef void (*vbin_fn)(float *y, const float *a, int64_t sa, const float *b, int64_t sb, size_t n);
-
 /* One loop per op and operand pattern (sa, sb are 0 for a splat, 1 for a run). */
 #define V_BIN_BODY(EXPR)                                                                           \
     for (; i + V_N <= n; i += V_N) {                                                               \
@@ -23,26 +21,12 @@ typedef void (*vbin_fn)(float *y, const float *a, int64_t sa, const float *b, in
         v_storen(y + i, EXPR, n - i);                                                              \
     }
 
-#define V_BIN_DEF(NAME, EXPR)                                                                      \
-    static void NAME(float *y, const float *a, int64_t sa, const float *b, int64_t sb, size_t n) { \
-        const vf a0 = v_set1(a[0]), b0 = v_set1(b[0]);                                             \
-        size_t i = 0;                                                                              \
-        if (sa && sb) {                                                                            \
-            V_BIN_BODY(EXPR)                                                                       \
-        } else if (sa) {                                                                           \
-            V_BIN_BODY(EXPR)                                                                       \
-        } else if (sb) {                                                                           \
-            V_BIN_BODY(EXPR)                                                                       \
-        } else {                                                                                   \
-            V_BIN_BODY(EXPR)                                                                       \
-        }                                                                                          \
-    }
-
-/* The same loops over `rows` rows of n elements, the operands' rows ra and rb floats apart (0: the
- * same row for every output row). Why: a per-channel operand (a squeeze-excitation scale,
- * [1,H,W,C] x [1,1,1,C]) makes rows of C = 16..128 floats, and the per-row work item (index
- * division, row offsets, an indirect call, the activation call) cost 3x the arithmetic: selfie
- * segmentation's 128x128x16 multiply took 0.19 ms against 0.06 ms for an add of that size. */
+/* The loops over `rows` rows of n elements, the operands' rows ra and rb floats apart (0: the
+ * same row for every output row; a single run is one row). Why rows: a per-channel operand (a
+ * squeeze-excitation scale, [1,H,W,C] x [1,1,1,C]) makes rows of C = 16..128 floats, and the
+ * per-row work item (index division, row offsets, an indirect call, the activation call) cost 3x
+ * the arithmetic: selfie segmentation's 128x128x16 multiply took 0.19 ms against 0.06 ms for an add
+ * of that size. */
 #define V_BIN_ROWS_DEF(NAME, EXPR)                                                                 \
     static void NAME##_rows(float *y, const float *a, int64_t sa, int64_t ra, const float *b,      \
                             int64_t sb, int64_t rb, size_t n, size_t rows) {                       \
@@ -66,13 +50,6 @@ typedef void (*vbin_rows_fn)(float *y, const float *a, int64_t sa, int64_t ra, c
 
 /* MAXIMUM/MINIMUM propagate a NaN from either side: the instruction already returns b when
  * either is NaN, so only a NaN in a needs patching. */
-V_BIN_DEF(vbin_add, v_add(va, vb))
-V_BIN_DEF(vbin_sub, v_sub(va, vb))
-V_BIN_DEF(vbin_mul, v_mul(va, vb))
-V_BIN_DEF(vbin_div, v_div(va, vb))
-V_BIN_DEF(vbin_max, v_sel(v_isnan(va), va, v_max(va, vb)))
-V_BIN_DEF(vbin_min, v_sel(v_isnan(va), va, v_min(va, vb)))
-V_BIN_DEF(vbin_prelu, v_sel(v_ge(va, v_zero()), va, v_mul(va, vb)))
 V_BIN_ROWS_DEF(vbin_add, v_add(va, vb))
 V_BIN_ROWS_DEF(vbin_sub, v_sub(va, vb))
 V_BIN_ROWS_DEF(vbin_mul, v_mul(va, vb))
@@ -80,27 +57,6 @@ V_BIN_ROWS_DEF(vbin_div, v_div(va, vb))
 V_BIN_ROWS_DEF(vbin_max, v_sel(v_isnan(va), va, v_max(va, vb)))
 V_BIN_ROWS_DEF(vbin_min, v_sel(v_isnan(va), va, v_min(va, vb)))
 V_BIN_ROWS_DEF(vbin_prelu, v_sel(v_ge(va, v_zero()), va, v_mul(va, vb)))
-
-static vbin_fn vbin_for_op(uint32_t op) {
-    switch (op) {
-    case KS_OP_ADD:
-        return vbin_add;
-    case KS_OP_SUB:
-        return vbin_sub;
-    case KS_OP_MUL:
-        return vbin_mul;
-    case KS_OP_DIV:
-        return vbin_div;
-    case KS_OP_MAXIMUM:
-        return vbin_max;
-    case KS_OP_MINIMUM:
-        return vbin_min;
-    case KS_OP_PRELU:
-        return vbin_prelu;
-    default:
-        return NULL;
-    }
-}
 
 static vbin_rows_fn vbin_rows_for_op(uint32_t op) {
     switch (op) {
@@ -125,7 +81,6 @@ static vbin_rows_fn vbin_rows_for_op(uint32_t op) {
 
 typedef struct vbin_job {
     ks__vbin_geom g;
-    vbin_fn fn;
     vbin_rows_fn rows_fn;
     const float *a, *b;
     float *y;
@@ -154,7 +109,7 @@ static void vbin_range(void *arg, size_t begin, size_t end, uint32_t thread) {
         ks__vbin_row_offsets(&j->g, row, &oa, &ob);
         int64_t c0 = blk * V_BLOCK, c1 = c0 + V_BLOCK < j->len ? c0 + V_BLOCK : j->len;
         float *y = j->y + row * j->len + c0;
-        j->fn(y, j->a + oa + c0 * sa, sa, j->b + ob + c0 * sb, sb, (size_t)(c1 - c0));
+        j->rows_fn(y, j->a + oa + c0 * sa, sa, 0, j->b + ob + c0 * sb, sb, 0, (size_t)(c1 - c0), 1);
         if (j->act != KS_ACT_NONE) v_act_inplace(y, (size_t)(c1 - c0), j->act, j->alpha);
     }
 }
@@ -163,7 +118,7 @@ static ks_status vbin_run(ks__kernel_ctx *ctx) {
     vbin_job j;
     const bool prelu = ctx->node->op == KS_OP_PRELU;
     if (!ks__vbin_geom_make(ctx->in[0], ctx->in[1], ctx->out[0], &j.g) ||
-        !(j.fn = vbin_for_op(ctx->node->op)) || !(j.rows_fn = vbin_rows_for_op(ctx->node->op)))
+        !(j.rows_fn = vbin_rows_for_op(ctx->node->op)))
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "shapes changed after planning");
     if (j.g.numel == 0) return KS_STATUS_OK;
     j.a = (const float *)ctx->in[0]->data;
