@@ -152,10 +152,11 @@ static void ks_f32_gemm__neon_8x8(size_t mr, size_t nc, size_t kc, size_t ks, co
                 KIND(CLAMP_RELU, 1, 0) KIND(CLAMP_RELU, 1, 1)
                 KIND(CLAMP_RANGE, 0, 0) KIND(CLAMP_RANGE, 0, 1)
                 KIND(CLAMP_RANGE, 1, 0) KIND(CLAMP_RANGE, 1, 1)
+            default:
+                break;
                 // clang-format on
-#undef KIND
-                                default : break;
             }
+#undef KIND
         } else if (clamp == CLAMP_NONE && !slope) {
             switch (va.post * 2 + res) {
 #define POSTK(p, r)                                                                                \
@@ -166,10 +167,11 @@ static void ks_f32_gemm__neon_8x8(size_t mr, size_t nc, size_t kc, size_t ks, co
                 POSTK(KS_ACT_SILU, 0) POSTK(KS_ACT_SILU, 1)
                 POSTK(KS_ACT_HARD_SWISH, 0) POSTK(KS_ACT_HARD_SWISH, 1)
                 POSTK(KS_ACT_LEAKY_RELU, 0) POSTK(KS_ACT_LEAKY_RELU, 1)
+            default:
+                break;
                 // clang-format on
-#undef POSTK
-                        default : break;
             }
+#undef POSTK
         }
     }
     /* conv + bias, + the residual row, then the clamp and post, then PRELU's slope (the config's
