@@ -5,6 +5,7 @@
  *   3. fusions: BatchNorm-style MUL/ADD into conv/fc weights, zero PAD into conv/avg-pool pads,
  *      space-to-depth written as four strided slice pairs + CONCAT (YOLOX "Focus") into one
  *      6-D TRANSPOSE between free reshapes,
+ *      a 1x1 conv after an upsampling RESIZE moved before it (conv_before_resize),
  *      a residual ADD into the conv producing one operand, a following activation (and the
  *      MUL(x, SIGMOID(x)) SiLU pair, and a per-channel PRELU) into the producer's fused act,
  *   4. dead-code removal, topological re-ordering and tensor id compaction.
@@ -1040,6 +1041,76 @@ static ks_status fuse_residual_add(pass_ctx *p, uint32_t *changes) {
     return KS_STATUS_OK;
 }
 
+/* CONV2D 1x1 (stride 1, no padding, one group, no activation or residual) reading the output of a
+ * spatial RESIZE that nothing else reads -> the conv first, at the input's resolution, then the
+ * resize on its output. Every resize output pixel is a weighted sum of input pixels of the same
+ * channel whose weights sum to 1 (nearest: one weight 1; bilinear: (1 - a) and a per axis), and a
+ * 1x1 conv is an affine map per pixel, so conv(resize(x)) = resize(conv(x)) up to rounding. The
+ * decoders of segmentation models upsample by 2 and then mix channels: the conv then costs a
+ * quarter, and the resize moves Co instead of Ci channels. Done only when the estimated work
+ * (multiply-adds of the conv, 4 per resized value) drops. */
+static int dims_known_def(const ks__tensor *t) {
+    for (int32_t i = 0; i < t->rank; i++)
+        if (t->dims[i] < 1) return 0;
+    return 1;
+}
+
+static ks_status conv_before_resize(pass_ctx *p, uint32_t *changes) {
+    ks__graph *g = p->g;
+    *changes = 0;
+    for (uint32_t n = 0; n < g->num_nodes; n++) {
+        ks__node *rs = &g->nodes[n];
+        if (rs->op != KS_OP_RESIZE || rs->num_outputs != 1 || rs->num_inputs < 1) continue;
+        int32_t x = rs->inputs[0], r = rs->outputs[0];
+        if (!is_float_plain(g, x) || !is_float_plain(g, r) || !single_internal_use(p, r)) continue;
+        if (rs->ip[0] != 0 && rs->ip[0] != 1) continue; /* nearest or bilinear */
+        const ks__tensor *tx = &g->tensors[x], *tr = &g->tensors[r];
+        if (tx->rank != 4 || tr->rank != 4 || !dims_known_def(tx) || !dims_known_def(tr)) continue;
+        int32_t ci = sole_consumer(p, r);
+        if (ci < 0) continue;
+        ks__node *cv = &g->nodes[ci];
+        if (cv->op != KS_OP_CONV2D || cv->num_outputs != 1 || cv->num_inputs < 2 ||
+            cv->num_inputs > 3 || cv->inputs[0] != r || cv->ip[10] != KS_ACT_NONE ||
+            cv->ip[9] > 1 || cv->ip[0] > 1 || cv->ip[1] > 1)
+            continue;
+        if (cv->ip[8] == KS_PAD_EXPLICIT &&
+            (cv->ip[4] || cv->ip[5] || cv->ip[6] || cv->ip[7]))
+            continue;
+        int32_t w = cv->inputs[1], y = cv->outputs[0];
+        if (!is_float_plain(g, w) || !is_const_t(g, w) || !is_float_plain(g, y)) continue;
+        if (cv->num_inputs > 2 && cv->inputs[2] >= 0 && !is_float_plain(g, cv->inputs[2]))
+            continue;
+        const ks__tensor *tw = &g->tensors[w], *ty = &g->tensors[y];
+        if (tw->rank != 4 || tw->dims[1] != 1 || tw->dims[2] != 1 || tw->dims[3] != tr->dims[3] ||
+            ty->rank != 4 || !dims_known_def(ty) || ty->dims[1] != tr->dims[1] ||
+            ty->dims[2] != tr->dims[2] || ty->dims[3] != tw->dims[0])
+            continue;
+        double in_px = (double)tx->dims[0] * (double)tx->dims[1] * (double)tx->dims[2];
+        double out_px = (double)tr->dims[0] * (double)tr->dims[1] * (double)tr->dims[2];
+        double cin = (double)tw->dims[3], cout = (double)tw->dims[0];
+        double before = out_px * cin * cout + 4.0 * out_px * cin;
+        double after = in_px * cin * cout + 4.0 * out_px * cout;
+        if (!(after < before)) continue;
+        int64_t dims[4] = {tx->dims[0], tx->dims[1], tx->dims[2], tw->dims[0]};
+        int32_t mid;
+        ks_status st = add_tensor_like(p, y, "/low_res", 4, dims, &mid);
+        if (st) return st;
+        rs = &g->nodes[n];
+        cv = &g->nodes[ci];
+        cv->inputs[0] = x;
+        cv->outputs[0] = mid;
+        rs->inputs[0] = mid;
+        rs->outputs[0] = y;
+        /* r has no reader left; compact() (run right after this pass) drops it, re-orders the
+         * conv before the resize and sizes the analysis arrays for mid */
+        p->producer[y] = (int32_t)n;
+        p->producer[r] = -1;
+        p->uses[r] = 0;
+        (*changes)++;
+    }
+    return KS_STATUS_OK;
+}
+
 /* Per-output-channel view of a constant c for y[..., C]: 1 if c broadcasts only along the last
  * axis (all other dims 1) with C or 1 values, and does not grow y's rank. */
 static int per_channel(const ks__graph *g, int32_t c, int32_t y, int64_t ch) {
@@ -1483,6 +1554,10 @@ ks_status ks__graph_optimize(ks__graph *g, char *err, size_t err_cap) {
         changes += fold_pads(&p);
         st = fold_affine(&p, &c);
         changes += c;
+        if (st) break;
+        st = conv_before_resize(&p, &c);
+        changes += c;
+        if (!st && c) st = compact(&p);
         if (st) break;
         st = fuse_residual_add(&p, &c);
         changes += c;

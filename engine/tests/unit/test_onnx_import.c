@@ -540,6 +540,65 @@ static void test_optimize_conv_chain(void **state) {
     ks__graph_free(&g);
 }
 
+/* x [1,4,5,6] -> RESIZE (mode, half-pixel) to [1,8,10,6] -> conv 1x1 6->3 (+bias, act) -> y; with
+ * `second_reader` the resize output is also a graph output. */
+static void build_resize_conv(ks__graph *g, int mode, int act, int second_reader) {
+    static const int32_t conv_ip[11] = {1, 1, 1, 1, 0, 0, 0, 0, 3, 1, 0};
+    int32_t x = add_t(g, "x", 4, 1, 4, 5, 6), r = add_t(g, "r", 4, 1, 8, 10, 6);
+    int32_t w = add_c(g, "w", 4, 3, 1, 1, 6, 0.05f), b = add_c(g, "b", 1, 3, 0, 0, 0, 0.3f);
+    int32_t y = add_t(g, "y", 4, 1, 8, 10, 3);
+    int32_t rip[5] = {mode, KS_RESIZE_HALF_PIXEL, 0, 8, 10};
+    add_n(g, KS_OP_RESIZE, x, -1, r, rip, 5);
+    int32_t ins[3] = {r, w, b};
+    uint32_t idx;
+    assert_int_equal(ks__graph_add_node(g, KS_OP_CONV2D, "conv", 3, ins, 1, &y, &idx), 0);
+    memcpy(g->nodes[idx].ip, conv_ip, sizeof(conv_ip));
+    g->nodes[idx].ip[10] = act;
+    int32_t outs[2] = {y, r};
+    assert_int_equal(ks__graph_set_io(g, 1, &x, second_reader ? 2 : 1, outs), 0);
+}
+
+/* conv_before_resize: the 1x1 conv runs at the input's resolution, before the resize, with the
+ * same result up to rounding; not when the conv has an activation or the resize output has
+ * another reader. */
+static void test_optimize_conv_before_resize(void **state) {
+    (void)state;
+    const ks__kernel_table *kt = ks__ref_kernels();
+    if (!kt->k[KS_OP_CONV2D].run || !kt->k[KS_OP_RESIZE].run) skip();
+    float in[120];
+    for (int i = 0; i < 120; i++)
+        in[i] = (float)((i * 13) % 17) * 0.1f - 0.8f;
+    char err[512] = "";
+    for (int c = 0; c < 4; c++) {
+        int mode = c == 1 ? 0 : 1, act = c == 2 ? KS_ACT_RELU : KS_ACT_NONE, second = c == 3;
+        ks__graph g;
+        ks__graph_init(&g, NULL);
+        build_resize_conv(&g, mode, act, second);
+        assert_int_equal(ks__graph_validate(&g, err, sizeof(err)), KS_STATUS_OK);
+        int64_t n0, n1;
+        float *ref = run_graph(&g, in, &n0);
+        assert_int_equal(ks__graph_optimize(&g, err, sizeof(err)), KS_STATUS_OK);
+        assert_int_equal(g.num_nodes, 2);
+        int swapped = g.nodes[0].op == KS_OP_CONV2D;
+        assert_int_equal(swapped, c < 2);
+        if (swapped) {
+            const ks__tensor *mid = &g.tensors[g.nodes[0].outputs[0]];
+            assert_int_equal(mid->dims[1], 4);
+            assert_int_equal(mid->dims[2], 5);
+            assert_int_equal(mid->dims[3], 3);
+            assert_int_equal(g.nodes[1].op, KS_OP_RESIZE);
+        }
+        assert_string_equal(g.tensors[g.outputs[0]].name, "y");
+        float *opt = run_graph(&g, in, &n1);
+        assert_int_equal(n0, n1);
+        for (int64_t i = 0; i < n0; i++)
+            assert_float_equal(ref[i], opt[i], 1e-5f);
+        free(ref);
+        free(opt);
+        ks__graph_free(&g);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest base[] = {
         cmocka_unit_test(test_tiny_model),
@@ -547,6 +606,7 @@ int main(void) {
         cmocka_unit_test(test_truncation_and_bitflips),
         cmocka_unit_test(test_bad_varints_and_lengths),
         cmocka_unit_test(test_optimize_conv_chain),
+        cmocka_unit_test(test_optimize_conv_before_resize),
     };
     int fails = cmocka_run_group_tests_name("onnx_import", base, NULL, NULL);
     FILE *f = fopen(KS_SHARED_DATA "/MANIFEST.tsv", "rb");
