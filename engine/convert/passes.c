@@ -1073,13 +1073,11 @@ static ks_status conv_before_resize(pass_ctx *p, uint32_t *changes) {
             cv->num_inputs > 3 || cv->inputs[0] != r || cv->ip[10] != KS_ACT_NONE ||
             cv->ip[9] > 1 || cv->ip[0] > 1 || cv->ip[1] > 1)
             continue;
-        if (cv->ip[8] == KS_PAD_EXPLICIT &&
-            (cv->ip[4] || cv->ip[5] || cv->ip[6] || cv->ip[7]))
+        if (cv->ip[8] == KS_PAD_EXPLICIT && (cv->ip[4] || cv->ip[5] || cv->ip[6] || cv->ip[7]))
             continue;
         int32_t w = cv->inputs[1], y = cv->outputs[0];
         if (!is_float_plain(g, w) || !is_const_t(g, w) || !is_float_plain(g, y)) continue;
-        if (cv->num_inputs > 2 && cv->inputs[2] >= 0 && !is_float_plain(g, cv->inputs[2]))
-            continue;
+        if (cv->num_inputs > 2 && cv->inputs[2] >= 0 && !is_float_plain(g, cv->inputs[2])) continue;
         const ks__tensor *tw = &g->tensors[w], *ty = &g->tensors[y];
         if (tw->rank != 4 || tw->dims[1] != 1 || tw->dims[2] != 1 || tw->dims[3] != tr->dims[3] ||
             ty->rank != 4 || !dims_known_def(ty) || ty->dims[1] != tr->dims[1] ||
