@@ -175,6 +175,25 @@ static void test_mask_smooth(void **state) {
     /* In place over prev. */
     ks__mask_smooth(cur, prev, prev, 3, 0.0f);
     assert_near(prev[0], 0.5f, 0);
+    /* A sweep of p (a length that leaves a tail for 4 and 8 lanes), in place over prev, against
+     * the libm form of MediaPipe's blend, whichever vector width this CPU runs. */
+    enum { N = 1003 };
+    static float p[N], q[N];
+    for (int i = 0; i < N; i++) {
+        p[i] = i == 0 ? -0.25f : i == 1 ? 1.5f : (float)(i - 2) / (float)(N - 3);
+        q[i] = (float)((i * 37) % 101) / 100.0f;
+    }
+    float want[N];
+    for (int i = 0; i < N; i++) {
+        double pc = p[i] < 0 ? 0 : p[i] > 1 ? 1 : p[i];
+        double h = 0;
+        if (pc > 0 && pc < 1) h = -(pc * log2(pc) + (1 - pc) * log2(1 - pc));
+        double u = 1 - (1 - h) * (1 - h);
+        want[i] = (float)(p[i] + (q[i] - p[i]) * u * 0.9);
+    }
+    ks__mask_smooth(p, q, q, N, 0.9f);
+    for (int i = 0; i < N; i++)
+        assert_near(q[i], want[i], 2e-6f);
 }
 
 int main(void) {
