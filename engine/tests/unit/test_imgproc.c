@@ -833,30 +833,49 @@ static void test_simd_grid(void **state) {
     assert_int_equal(checked, (int)NUM_FORMATS * NUM_SRC * 4 * 2 * 3 * NUM_OUT);
 
     /* A whole camera frame, as a selfie pipeline converts it: NV21 640x480 rotated 90 (and 270
-     * mirrored) into 256x256 f32 [-1, 1], long rows and full-size strides. */
+     * mirrored) into 256x256 f32 [-1, 1], long rows and full-size strides; then upright (the
+     * axis-aligned path: rotation 0 or 180, mirrored or not) as the whole frame, as a 2.5x
+     * stretch, a 4x one and a crop reaching past the right and bottom edges, from NV21 and NV12
+     * with a guard page after each plane. */
     test_image cam;
     make_image(&cam, KS_PIXEL_FORMAT_NV21, 640, 480, 0);
+    guarded_image gcam;
+    make_guarded(&cam.img, &gcam);
     size_t bytes = (size_t)256 * 256 * 3 * sizeof(float);
     float *a = malloc(bytes), *b = malloc(bytes);
     assert_non_null(a);
     assert_non_null(b);
     ks_tensor ta = make_tensor(a, bytes, KS_DTYPE_F32, 1, 256, 256, 3), tb = ta;
     tb.data = b;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 14; k++) {
         ks_image_to_tensor_desc d;
         memset(&d, 0, sizeof(d));
-        d.rotation = k ? KS_ROTATION_270 : KS_ROTATION_90;
-        d.mirror = k;
+        if (k < 2) {
+            d.rotation = k ? KS_ROTATION_270 : KS_ROTATION_90;
+            d.mirror = k;
+        } else {
+            d.rotation = k & 2 ? KS_ROTATION_180 : KS_ROTATION_0;
+            d.mirror = k & 1;
+            int crop = (k - 2) / 4; /* 0 whole frame (default map), 1 4x, 2 past the edges */
+            if (crop == 1) {
+                d.m[0] = 4.0f, d.m[2] = 3.0f, d.m[4] = 1.5f, d.m[5] = 7.0f;
+            } else if (crop == 2) {
+                d.m[0] = 1.3f, d.m[2] = 420.5f, d.m[4] = 0.9f, d.m[5] = 300.0f;
+            }
+        }
         for (int c = 0; c < 3; c++) {
             d.mean[c] = 127.5f;
             d.scale[c] = 1.0f / 127.5f;
         }
-        assert_int_equal(ks__image_to_tensor_isa(&cam.img, &d, &ta, 0), KS_STATUS_OK);
-        assert_int_equal(ks__image_to_tensor_isa(&cam.img, &d, &tb, isa), KS_STATUS_OK);
-        assert_memory_equal(a, b, bytes);
+        ks_image img = k & 1 ? gcam.img : cam.img;
+        if (k >= 8) img.format = KS_PIXEL_FORMAT_NV12;
+        assert_int_equal(ks__image_to_tensor_isa(&img, &d, &ta, 0), KS_STATUS_OK);
+        assert_int_equal(ks__image_to_tensor_isa(&img, &d, &tb, isa), KS_STATUS_OK);
+        if (memcmp(a, b, bytes) != 0) fail_msg("camera frame case %d: SIMD differs from scalar", k);
     }
     free(a);
     free(b);
+    free_guarded(&gcam);
     free_image(&cam);
 }
 

@@ -359,21 +359,28 @@ static int all_outside(__m256i ix, __m256i iy, __m256i w_px, __m256i h_px) {
     return _mm256_movemask_ps(_mm256_castsi256_ps(out)) == 0xff;
 }
 
-/* The row loop for one source kind and output form (nhwc3: f32 NHWC RGB or BGR, the models'
- * usual input, stored with the per-call constants in registers; else store8); always inlined
- * so that each combination gets its own copy. */
-ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_end,
-                             const enum sample_kind kind, const int nhwc3) {
-    const float *m = p->m;
-    const __m256 half = _mm256_set1_ps(0.5f), lo = _mm256_set1_ps(-4.0f);
-    const __m256 hi_x = _mm256_set1_ps((float)p->width_px + 4.0f);
-    const __m256 hi_y = _mm256_set1_ps((float)p->height_px + 4.0f);
-    const __m256 m0 = _mm256_set1_ps(m[0]), m3 = _mm256_set1_ps(m[3]);
-    const __m256i x_lim = _mm256_set1_epi32(fast_x_max(p) + 1);
-    const __m256i y_lim = _mm256_set1_epi32(p->height_px - 1);
-    const __m256i minus1 = _mm256_set1_epi32(-1);
-    const __m256i w_px = _mm256_set1_epi32(p->width_px), h_px = _mm256_set1_epi32(p->height_px);
-    const int constant_border = p->border != KS_BORDER_REPLICATE;
+/* Per-call constants of the row loops, set once (call_init) and kept in registers. */
+typedef struct call_consts {
+    __m256 half, lo, hi_x, hi_y, m0, m3;
+    __m256i x_lim, y_lim, minus1, w_px, h_px;
+    int constant_border, edge_ok, bgr;
+    vec_rgb border;
+    __m256 mean0, mean1, mean2, scale0, scale1, scale2;
+} call_consts;
+
+ALWAYS_INLINE void call_init(const ks__imgproc *p, const enum sample_kind kind, call_consts *k) {
+    k->half = _mm256_set1_ps(0.5f);
+    k->lo = _mm256_set1_ps(-4.0f);
+    k->hi_x = _mm256_set1_ps((float)p->width_px + 4.0f);
+    k->hi_y = _mm256_set1_ps((float)p->height_px + 4.0f);
+    k->m0 = _mm256_set1_ps(p->m[0]);
+    k->m3 = _mm256_set1_ps(p->m[3]);
+    k->x_lim = _mm256_set1_epi32(fast_x_max(p) + 1);
+    k->y_lim = _mm256_set1_epi32(p->height_px - 1);
+    k->minus1 = _mm256_set1_epi32(-1);
+    k->w_px = _mm256_set1_epi32(p->width_px);
+    k->h_px = _mm256_set1_epi32(p->height_px);
+    k->constant_border = p->border != KS_BORDER_REPLICATE;
     /* sample8_edge reads 4 bytes ending at a pixel: every plane must span 4 bytes (its rows
      * but the last, then the last row's pixels) */
     int32_t bpp0 = kind == KIND_RGBA ? 4 : kind == KIND_RGB ? 3 : 1;
@@ -384,15 +391,94 @@ ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_en
     if (kind == KIND_I420)
         edge_ok = edge_ok && (size_t)(ch - 1) * p->stride_bytes[1] + (size_t)cw >= 4 &&
                   (size_t)(ch - 1) * p->stride_bytes[2] + (size_t)cw >= 4;
-    const vec_rgb border = {_mm256_set1_ps(p->border_rgb[0]), _mm256_set1_ps(p->border_rgb[1]),
-                            _mm256_set1_ps(p->border_rgb[2])};
+    k->edge_ok = edge_ok;
+    k->border.r = _mm256_set1_ps(p->border_rgb[0]);
+    k->border.g = _mm256_set1_ps(p->border_rgb[1]);
+    k->border.b = _mm256_set1_ps(p->border_rgb[2]);
     /* nhwc3: the output's channels 0 and 2 are R and B, or B and R */
-    const int bgr = p->bgr;
-    const __m256 mean0 = _mm256_set1_ps(p->mean[0]), mean1 = _mm256_set1_ps(p->mean[1]),
-                 mean2 = _mm256_set1_ps(p->mean[2]);
-    const __m256 scale0 = _mm256_set1_ps(p->scale[0]), scale1 = _mm256_set1_ps(p->scale[1]),
-                 scale2 = _mm256_set1_ps(p->scale[2]);
-    float *const out_f32 = (float *)p->out;
+    k->bgr = p->bgr;
+    k->mean0 = _mm256_set1_ps(p->mean[0]);
+    k->mean1 = _mm256_set1_ps(p->mean[1]);
+    k->mean2 = _mm256_set1_ps(p->mean[2]);
+    k->scale0 = _mm256_set1_ps(p->scale[0]);
+    k->scale1 = _mm256_set1_ps(p->scale[1]);
+    k->scale2 = _mm256_set1_ps(p->scale[2]);
+}
+
+/* Normalizes and stores 8 pixels at (x, y) (nhwc3: f32 NHWC RGB or BGR with the constants in
+ * registers; else store8). */
+ALWAYS_INLINE void emit8(const ks__imgproc *p, const call_consts *k, const int nhwc3, int32_t y,
+                         int32_t x, vec_rgb rgb) {
+    if (nhwc3) {
+        __m256 c0 = k->bgr ? rgb.b : rgb.r, c2 = k->bgr ? rgb.r : rgb.b;
+        c0 = _mm256_mul_ps(_mm256_sub_ps(c0, k->mean0), k->scale0);
+        __m256 c1 = _mm256_mul_ps(_mm256_sub_ps(rgb.g, k->mean1), k->scale1);
+        c2 = _mm256_mul_ps(_mm256_sub_ps(c2, k->mean2), k->scale2);
+        store_nhwc3_f32((float *)p->out + ((size_t)y * (size_t)p->out_width_px + (size_t)x) * 3, c0,
+                        c1, c2);
+        return;
+    }
+    __m256 val[3];
+    if (p->gray_out) {
+        if (p->gray_src) {
+            val[0] = rgb.r;
+        } else {
+            __m256 l = _mm256_mul_ps(_mm256_set1_ps(0.299f), rgb.r);
+            __m256 t = _mm256_mul_ps(_mm256_set1_ps(0.587f), rgb.g);
+            l = _mm256_add_ps(l, t);
+            t = _mm256_mul_ps(_mm256_set1_ps(0.114f), rgb.b);
+            val[0] = _mm256_add_ps(l, t);
+        }
+    } else {
+        val[0] = k->bgr ? rgb.b : rgb.r;
+        val[1] = rgb.g;
+        val[2] = k->bgr ? rgb.r : rgb.b;
+    }
+    store8(p, y, x, val);
+}
+
+/* Source columns of 8 destination points: u clamped to [-4, w + 4], its floor ix and fraction
+ * ax (and the same for rows). */
+ALWAYS_INLINE void taps(const call_consts *k, __m256 s, __m256 lo_v, __m256 hi, __m256i *i_out,
+                        __m256 *a_out) {
+    __m256 u = _mm256_min_ps(_mm256_max_ps(_mm256_sub_ps(s, k->half), lo_v), hi);
+    __m256 fu = _mm256_floor_ps(u);
+    *a_out = _mm256_sub_ps(u, fu);
+    *i_out = _mm256_cvttps_epi32(fu);
+}
+
+/* One group of 8 destination pixels at (x, y) from their taps, any map: the gather sampler where
+ * every tap is inside, the border colour where every tap is outside (constant border), else the
+ * clamping sampler or the scalar reference. */
+ALWAYS_INLINE void group8(const ks__imgproc *p, const call_consts *k, const enum sample_kind kind,
+                          const int nhwc3, int32_t y, int32_t x, __m256i ix, __m256i iy, __m256 ax,
+                          __m256 ay) {
+    __m256i ok =
+        _mm256_and_si256(_mm256_cmpgt_epi32(ix, k->minus1), _mm256_cmpgt_epi32(k->x_lim, ix));
+    ok = _mm256_and_si256(ok, _mm256_cmpgt_epi32(iy, k->minus1));
+    ok = _mm256_and_si256(ok, _mm256_cmpgt_epi32(k->y_lim, iy));
+    vec_rgb rgb;
+    if (_mm256_movemask_ps(_mm256_castsi256_ps(ok)) == 0xff) {
+        rgb = sample8(p, kind, ix, iy, ax, ay);
+    } else if (k->constant_border && all_outside(ix, iy, k->w_px, k->h_px)) {
+        /* letterbox padding: the scalar lerp of four equal border taps is exact */
+        rgb = k->border;
+    } else if (k->edge_ok) {
+        rgb = sample8_edge(p, ix, iy, ax, ay);
+    } else {
+        ks__imgproc_span_scalar(p, y, x, x + 8);
+        return;
+    }
+    emit8(p, k, nhwc3, y, x, rgb);
+}
+
+/* The row loop for one source kind and output form (nhwc3 or store8); always inlined so that
+ * each combination gets its own copy. */
+ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_end,
+                             const enum sample_kind kind, const int nhwc3) {
+    const float *m = p->m;
+    call_consts k;
+    call_init(p, kind, &k);
     const int32_t out_w = p->out_width_px;
     for (int32_t y = y_begin; y < y_end; y++) {
         float dy = (float)y + 0.5f;
@@ -405,59 +491,164 @@ ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_en
         __m256 dx = _mm256_setr_ps(0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f);
         int32_t x = 0;
         for (; x + 8 <= out_w; x += 8, dx = _mm256_add_ps(dx, _mm256_set1_ps(8.0f))) {
-            __m256 sx = _mm256_mul_ps(m0, dx);
+            __m256 sx = _mm256_mul_ps(k.m0, dx);
             sx = _mm256_add_ps(sx, bxv);
-            __m256 sy = _mm256_mul_ps(m3, dx);
+            __m256 sy = _mm256_mul_ps(k.m3, dx);
             sy = _mm256_add_ps(sy, byv);
-            __m256 u = _mm256_min_ps(_mm256_max_ps(_mm256_sub_ps(sx, half), lo), hi_x);
-            __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_sub_ps(sy, half), lo), hi_y);
-            __m256 fu = _mm256_floor_ps(u), fv = _mm256_floor_ps(v);
-            __m256 ax = _mm256_sub_ps(u, fu), ay = _mm256_sub_ps(v, fv);
-            __m256i ix = _mm256_cvttps_epi32(fu), iy = _mm256_cvttps_epi32(fv);
-            __m256i ok =
-                _mm256_and_si256(_mm256_cmpgt_epi32(ix, minus1), _mm256_cmpgt_epi32(x_lim, ix));
-            ok = _mm256_and_si256(ok, _mm256_cmpgt_epi32(iy, minus1));
-            ok = _mm256_and_si256(ok, _mm256_cmpgt_epi32(y_lim, iy));
-            vec_rgb rgb;
-            if (_mm256_movemask_ps(_mm256_castsi256_ps(ok)) == 0xff) {
-                rgb = sample8(p, kind, ix, iy, ax, ay);
-            } else if (constant_border && all_outside(ix, iy, w_px, h_px)) {
-                /* letterbox padding: the scalar lerp of four equal border taps is exact */
-                rgb = border;
-            } else if (edge_ok) {
-                rgb = sample8_edge(p, ix, iy, ax, ay);
-            } else {
-                ks__imgproc_span_scalar(p, y, x, x + 8);
-                continue;
-            }
-            if (nhwc3) {
-                __m256 c0 = bgr ? rgb.b : rgb.r, c2 = bgr ? rgb.r : rgb.b;
-                c0 = _mm256_mul_ps(_mm256_sub_ps(c0, mean0), scale0);
-                __m256 c1 = _mm256_mul_ps(_mm256_sub_ps(rgb.g, mean1), scale1);
-                c2 = _mm256_mul_ps(_mm256_sub_ps(c2, mean2), scale2);
-                store_nhwc3_f32(out_f32 + ((size_t)y * (size_t)out_w + (size_t)x) * 3, c0, c1, c2);
-                continue;
-            }
-            __m256 val[3];
-            if (p->gray_out) {
-                if (p->gray_src) {
-                    val[0] = rgb.r;
-                } else {
-                    __m256 l = _mm256_mul_ps(_mm256_set1_ps(0.299f), rgb.r);
-                    __m256 t = _mm256_mul_ps(_mm256_set1_ps(0.587f), rgb.g);
-                    l = _mm256_add_ps(l, t);
-                    t = _mm256_mul_ps(_mm256_set1_ps(0.114f), rgb.b);
-                    val[0] = _mm256_add_ps(l, t);
-                }
-            } else {
-                val[0] = bgr ? rgb.b : rgb.r;
-                val[1] = rgb.g;
-                val[2] = bgr ? rgb.r : rgb.b;
-            }
-            store8(p, y, x, val);
+            __m256i ix, iy;
+            __m256 ax, ay;
+            taps(&k, sx, k.lo, k.hi_x, &ix, &ax);
+            taps(&k, sy, k.lo, k.hi_y, &iy, &ay);
+            group8(p, &k, kind, nhwc3, y, x, ix, iy, ax, ay);
         }
         if (x < out_w) ks__imgproc_span_scalar(p, y, x, out_w);
     }
+}
+
+/* ---- axis-aligned maps of NV21 / NV12 sources (no rotation by 90 degrees: the crops of
+ * detectors and the segmenter's stretch) ----
+ *
+ * Then every destination column has the same source columns in every row, and every row the
+ * same source rows: the columns' taps (ix, ax) are computed once per call, in chunks of
+ * AXIS_GROUPS groups of 8, the rows' per row. Where the 4 pixels of each half of a group take
+ * their luma pairs from 16 bytes of a row (the downscales up to ~4x that models use), and their
+ * chroma pairs from 16 bytes of an interleaved chroma row, those bytes are loaded once per half
+ * and distributed by a byte shuffle computed per group, instead of 4 gathers per group. Other
+ * groups, and rows whose taps leave the image, take group8's path. The arithmetic is
+ * sample8's, statement by statement: the same bits. */
+#define AXIS_GROUPS 32
+
+typedef struct axis_group {
+    __m256i ymask; /* lane: luma bytes (ix, ix + 1) -> bits 0..15 */
+    __m256i cmask; /* lane: chroma pairs at cx0, cx1 -> bits 0..31 */
+    __m256i ix;
+    __m256 ax;
+    int32_t ybase[2], cbase[2]; /* per half: byte offsets of the 16-byte loads in a row */
+    int shuffled;
+} axis_group;
+
+/* Builds the shuffle of one half (lanes h*4 .. h*4+3) of a group, or returns 0 if its bytes
+ * do not fit a 16-byte load inside the row. */
+static int axis_half(const int32_t *ix, int32_t h, int32_t w, int32_t chroma_row_bytes,
+                     uint8_t *ymask, uint8_t *cmask, int32_t *ybase, int32_t *cbase) {
+    int32_t lo = ix[4 * h], hi = ix[4 * h];
+    for (int32_t l = 4 * h; l < 4 * h + 4; l++) {
+        lo = ix[l] < lo ? ix[l] : lo;
+        hi = ix[l] > hi ? ix[l] : hi;
+    }
+    int32_t cb = 2 * (lo >> 1), chi = 2 * ((hi + 1) >> 1) + 1;
+    if (lo < 0 || hi + 1 - lo > 15 || lo + 16 > w || chi - cb > 15 || cb + 16 > chroma_row_bytes)
+        return 0;
+    *ybase = lo;
+    *cbase = cb;
+    for (int32_t l = 4 * h; l < 4 * h + 4; l++) {
+        /* byte offsets within the 128-bit half of the vector (l & 3 selects the lane) */
+        uint8_t *ym = ymask + 4 * l, *cm = cmask + 4 * l;
+        int32_t c0 = 2 * (ix[l] >> 1) - cb, c1 = 2 * ((ix[l] + 1) >> 1) - cb;
+        ym[0] = (uint8_t)(ix[l] - lo);
+        ym[1] = (uint8_t)(ix[l] - lo + 1);
+        ym[2] = ym[3] = 0x80;
+        cm[0] = (uint8_t)c0;
+        cm[1] = (uint8_t)(c0 + 1);
+        cm[2] = (uint8_t)c1;
+        cm[3] = (uint8_t)(c1 + 1);
+    }
+    return 1;
+}
+
+static __m256i load_halves(const uint8_t *row, const int32_t *base) {
+    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(row + base[0]));
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(row + base[1]));
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1);
+}
+
+ALWAYS_INLINE void rows_axis_nv(const ks__imgproc *p, int32_t y_begin, int32_t y_end,
+                                const int nhwc3) {
+    const float *m = p->m;
+    call_consts k;
+    call_init(p, KIND_NV, &k);
+    const int32_t out_w = p->out_width_px, groups = out_w / 8;
+    const int32_t w = p->width_px, chroma_row_bytes = 2 * ((w + 1) / 2);
+    const int nv21 = p->format == KS_PIXEL_FORMAT_NV21;
+    const __m256i ff = _mm256_set1_epi32(0xff);
+    const size_t s0 = p->stride_bytes[0], s1 = p->stride_bytes[1];
+    /* the row loop's bx of every row: m[1] == 0, so m[1] * dy is 0 */
+    float bx = m[1] * 0.5f;
+    bx = bx + m[2];
+    const __m256 bxv = _mm256_set1_ps(bx);
+    const int32_t x_max = fast_x_max(p);
+    axis_group tab[AXIS_GROUPS];
+    for (int32_t g0 = 0; g0 < groups; g0 += AXIS_GROUPS) {
+        const int32_t ng = groups - g0 < AXIS_GROUPS ? groups - g0 : AXIS_GROUPS;
+        for (int32_t g = 0; g < ng; g++) {
+            axis_group *t = &tab[g];
+            float x0 = (float)(8 * (g0 + g));
+            __m256 dx = _mm256_add_ps(
+                _mm256_setr_ps(0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f), _mm256_set1_ps(x0));
+            __m256 sx = _mm256_mul_ps(k.m0, dx);
+            sx = _mm256_add_ps(sx, bxv);
+            taps(&k, sx, k.lo, k.hi_x, &t->ix, &t->ax);
+            int32_t ix[8];
+            _mm256_storeu_si256((__m256i *)(void *)ix, t->ix);
+            uint8_t ym[32], cm[32];
+            int inside = 1;
+            for (int l = 0; l < 8; l++)
+                inside = inside && ix[l] >= 0 && ix[l] <= x_max;
+            t->shuffled =
+                inside &&
+                axis_half(ix, 0, w, chroma_row_bytes, ym, cm, &t->ybase[0], &t->cbase[0]) &&
+                axis_half(ix, 1, w, chroma_row_bytes, ym, cm, &t->ybase[1], &t->cbase[1]);
+            if (t->shuffled) {
+                t->ymask = _mm256_loadu_si256((const __m256i *)(const void *)ym);
+                t->cmask = _mm256_loadu_si256((const __m256i *)(const void *)cm);
+            }
+        }
+        for (int32_t y = y_begin; y < y_end; y++) {
+            float dy = (float)y + 0.5f;
+            float by = m[4] * dy;
+            by = by + m[5];
+            /* sy = m[3] * dx + by with m[3] == 0 */
+            __m256 sy =
+                _mm256_add_ps(_mm256_mul_ps(k.m3, _mm256_set1_ps(0.5f)), _mm256_set1_ps(by));
+            __m256i iy;
+            __m256 ay;
+            taps(&k, sy, k.lo, k.hi_y, &iy, &ay);
+            int32_t iy0 = _mm256_cvtsi256_si32(iy);
+            int row_in = iy0 >= 0 && iy0 < p->height_px - 1;
+            const uint8_t *yr0 = p->plane[0] + (size_t)(row_in ? iy0 : 0) * s0, *yr1 = yr0 + s0;
+            const uint8_t *cr0 = p->plane[1] + (size_t)(row_in ? iy0 >> 1 : 0) * s1;
+            const uint8_t *cr1 = p->plane[1] + (size_t)(row_in ? (iy0 + 1) >> 1 : 0) * s1;
+            for (int32_t g = 0; g < ng; g++) {
+                const axis_group *t = &tab[g];
+                const int32_t x = 8 * (g0 + g);
+                if (!row_in || !t->shuffled) {
+                    group8(p, &k, KIND_NV, nhwc3, y, x, t->ix, iy, t->ax, ay);
+                    continue;
+                }
+                __m256i l0 = _mm256_shuffle_epi8(load_halves(yr0, t->ybase), t->ymask);
+                __m256i l1 = _mm256_shuffle_epi8(load_halves(yr1, t->ybase), t->ymask);
+                __m256 Y[4] = {_mm256_cvtepi32_ps(_mm256_and_si256(l0, ff)),
+                               _mm256_cvtepi32_ps(_mm256_srli_epi32(l0, 8)),
+                               _mm256_cvtepi32_ps(_mm256_and_si256(l1, ff)),
+                               _mm256_cvtepi32_ps(_mm256_srli_epi32(l1, 8))};
+                __m256i c0 = _mm256_shuffle_epi8(load_halves(cr0, t->cbase), t->cmask);
+                __m256i c1 = _mm256_shuffle_epi8(load_halves(cr1, t->cbase), t->cmask);
+                /* lane bytes: pair at cx0 (NV21: V, U), pair at cx1 */
+                const int u_lo = nv21 ? 8 : 0, v_lo = nv21 ? 0 : 8;
+                __m256 U[4] = {byte_f(c0, u_lo), byte_f(c0, u_lo + 16), byte_f(c1, u_lo),
+                               byte_f(c1, u_lo + 16)};
+                __m256 V[4] = {byte_f(c0, v_lo), byte_f(c0, v_lo + 16), byte_f(c1, v_lo),
+                               byte_f(c1, v_lo + 16)};
+                vec_rgb rgb = yuv_to_rgb(p, lerp2(Y[0], Y[1], Y[2], Y[3], t->ax, ay),
+                                         lerp2(U[0], U[1], U[2], U[3], t->ax, ay),
+                                         lerp2(V[0], V[1], V[2], V[3], t->ax, ay));
+                emit8(p, &k, nhwc3, y, x, rgb);
+            }
+        }
+    }
+    if (groups * 8 < out_w)
+        for (int32_t y = y_begin; y < y_end; y++)
+            ks__imgproc_span_scalar(p, y, groups * 8, out_w);
 }
 
 #define ROWS_KIND(kind)                                                                            \
@@ -484,7 +675,14 @@ void ks__imgproc_rows_avx2(const ks__imgproc *p, int32_t y_begin, int32_t y_end)
         break;
     case KS_PIXEL_FORMAT_NV21:
     case KS_PIXEL_FORMAT_NV12:
-        ROWS_KIND(KIND_NV);
+        if (p->m[1] == 0.0f && p->m[3] == 0.0f) {
+            if (nhwc3)
+                rows_axis_nv(p, y_begin, y_end, 1);
+            else
+                rows_axis_nv(p, y_begin, y_end, 0);
+        } else {
+            ROWS_KIND(KIND_NV);
+        }
         break;
     case KS_PIXEL_FORMAT_I420:
         ROWS_KIND(KIND_I420);
