@@ -358,6 +358,34 @@ bool ks__resample_reserve(ks__resample *r, const ks_allocator *alloc, size_t n) 
     return true;
 }
 
+void ks__resample_columns(ks__resample *r, int32_t sw, int32_t dw) {
+    float sx = (float)sw / (float)dw;
+    for (int32_t x = 0; x < dw; x++) {
+        float fx = ((float)x + 0.5f) * sx - 0.5f;
+        if (fx < 0.0f) fx = 0.0f;
+        int32_t x0 = (int32_t)fx;
+        if (x0 > sw - 1) x0 = sw - 1;
+        float wx = fx - (float)x0;
+        r->col0[x] = x0;
+        r->col1[x] = x0 + 1 < sw ? x0 + 1 : sw - 1;
+        r->colw[x] = wx > 1.0f ? 1.0f : wx;
+    }
+    r->src_w = sw;
+}
+
+void ks__resample_row_tap(const void *ctx, int32_t y, int32_t *y0_out, int32_t *y1_out,
+                          float *wy_out) {
+    const ks__resample_rows *r = ctx;
+    float fy = ((float)y + 0.5f) * r->sy - 0.5f;
+    if (fy < 0.0f) fy = 0.0f;
+    int32_t y0 = (int32_t)fy;
+    if (y0 > r->sh - 1) y0 = r->sh - 1;
+    float wy = fy - (float)y0;
+    *y0_out = y0;
+    *y1_out = y0 + 1 < r->sh ? y0 + 1 : r->sh - 1;
+    *wy_out = wy > 1.0f ? 1.0f : wy;
+}
+
 static void resample_row(const ks__resample *r, const float *row, float *out, int32_t dst_w) {
     for (int32_t x = 0; x < dst_w; x++) {
         float p0 = row[r->col0[x]];
@@ -365,9 +393,78 @@ static void resample_row(const ks__resample *r, const float *row, float *out, in
     }
 }
 
+#if defined(KS_SMOOTH_V8)
+#include <immintrin.h>
+
+/* resample_row in AVX2: each group of 8 outputs whose taps lie within 8 consecutive source
+ * values (upsampling: 3 or 4 of them) loads those once and spreads them with two lane permutes;
+ * other groups gather. The same expressions as resample_row (no FMA: this function is not
+ * compiled for it), so the same bits. */
+__attribute__((target("avx2"))) static void
+resample_row_avx2(const ks__resample *r, const float *row, float *out, int32_t dst_w) {
+    int32_t x = 0;
+    for (; x + 8 <= dst_w; x += 8) {
+        __m256i i0 = _mm256_loadu_si256((const __m256i *)(const void *)(r->col0 + x));
+        __m256i i1 = _mm256_loadu_si256((const __m256i *)(const void *)(r->col1 + x));
+        int32_t base = r->col0[x];
+        __m256i b = _mm256_set1_epi32(base), seven = _mm256_set1_epi32(7);
+        __m256i d0 = _mm256_sub_epi32(i0, b), d1 = _mm256_sub_epi32(i1, b);
+        /* every tap in [base, base + 7]: unsigned d <= 7 (min_epu32(d, 7) == d) */
+        __m256i in = _mm256_and_si256(_mm256_cmpeq_epi32(_mm256_min_epu32(d0, seven), d0),
+                                      _mm256_cmpeq_epi32(_mm256_min_epu32(d1, seven), d1));
+        __m256 p0, p1;
+        if (base >= 0 && base + 8 <= r->src_w &&
+            _mm256_movemask_ps(_mm256_castsi256_ps(in)) == 0xff) {
+            __m256 win = _mm256_loadu_ps(row + base);
+            p0 = _mm256_permutevar8x32_ps(win, d0);
+            p1 = _mm256_permutevar8x32_ps(win, d1);
+        } else {
+            p0 = _mm256_i32gather_ps(row, i0, 4);
+            p1 = _mm256_i32gather_ps(row, i1, 4);
+        }
+        __m256 d = _mm256_mul_ps(_mm256_sub_ps(p1, p0), _mm256_loadu_ps(r->colw + x));
+        _mm256_storeu_ps(out + x, _mm256_add_ps(p0, d));
+    }
+    for (; x < dst_w; x++) {
+        float p0 = row[r->col0[x]];
+        out[x] = p0 + (row[r->col1[x]] - p0) * r->colw[x];
+    }
+}
+
+/* The vertical blend of one output row, clamped to [0, 1] (NaN -> 0), counting outputs >= 0.5:
+ * the generic loop's expressions in 8 lanes. */
+__attribute__((target("avx2,popcnt"))) static size_t
+blend_row_avx2(const float *top, const float *bot, float wy, float *out, int32_t n) {
+    const __m256 w = _mm256_set1_ps(wy), zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+    const __m256 half = _mm256_set1_ps(0.5f);
+    size_t count = 0;
+    int32_t x = 0;
+    for (; x + 8 <= n; x += 8) {
+        __m256 t = _mm256_loadu_ps(top + x);
+        __m256 v = _mm256_add_ps(t, _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(bot + x), t), w));
+        v = _mm256_max_ps(v, zero); /* v > 0 ? v : 0, NaN -> 0 */
+        v = _mm256_min_ps(v, one);
+        _mm256_storeu_ps(out + x, v);
+        count += (size_t)__builtin_popcount(
+            (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v, half, _CMP_GE_OQ)));
+    }
+    for (; x < n; x++) {
+        float v = top[x] + (bot[x] - top[x]) * wy;
+        v = v > 0.0f ? v : 0.0f;
+        out[x] = v < 1.0f ? v : 1.0f;
+        count += out[x] >= 0.5f;
+    }
+    return count;
+}
+#endif
+
 void ks__mask_resample(ks__resample *r, const float *src, size_t src_stride,
                        ks__resample_row_fn row_tap, const void *row_ctx, float *dst, int32_t dst_w,
                        int32_t dst_h, size_t dst_stride, size_t *num_ge_half) {
+    void (*hrow)(const ks__resample *, const float *, float *, int32_t) = resample_row;
+#if defined(KS_SMOOTH_V8)
+    if (ks__cpu_isa() & KS_ISA_AVX2) hrow = resample_row_avx2;
+#endif
     int32_t have[2] = {-1, -1}; /* source row held by hrow[0], hrow[1] */
     size_t count = 0;
     for (int32_t y = 0; y < dst_h; y++) {
@@ -381,16 +478,22 @@ void ks__mask_resample(ks__resample *r, const float *src, size_t src_stride,
                 r->hrow[1] = t;
                 have[1] = -1;
             } else {
-                resample_row(r, src + (size_t)y0 * src_stride, r->hrow[0], dst_w);
+                hrow(r, src + (size_t)y0 * src_stride, r->hrow[0], dst_w);
             }
             have[0] = y0;
         }
         if (have[1] != y1) {
-            resample_row(r, src + (size_t)y1 * src_stride, r->hrow[1], dst_w);
+            hrow(r, src + (size_t)y1 * src_stride, r->hrow[1], dst_w);
             have[1] = y1;
         }
         const float *top = r->hrow[0], *bot = r->hrow[1];
         float *out = dst + (size_t)y * dst_stride;
+#if defined(KS_SMOOTH_V8)
+        if (hrow == resample_row_avx2) {
+            count += blend_row_avx2(top, bot, wy, out, dst_w);
+            continue;
+        }
+#endif
         for (int32_t x = 0; x < dst_w; x++) {
             float v = top[x] + (bot[x] - top[x]) * wy;
             /* clamp to [0, 1], NaN -> 0: the forms of maxps / minps (one instruction each) */

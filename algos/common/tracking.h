@@ -129,7 +129,8 @@ typedef struct ks__resample {
     int32_t *col0, *col1;
     float *colw;
     float *hrow[2];
-    size_t cap; /* entries of each array */
+    size_t cap;    /* entries of each array */
+    int32_t src_w; /* source values per row the taps read (0: unknown) */
 } ks__resample;
 
 /* Grows every array to at least n entries (contents undefined after a growth); false when out
@@ -140,6 +141,17 @@ void ks__resample_free(ks__resample *r, const ks_allocator *alloc);
 /* Output row y's source rows y0, y1 and the weight of y1. */
 typedef void (*ks__resample_row_fn)(const void *ctx, int32_t y, int32_t *y0, int32_t *y1,
                                     float *wy);
+
+/* Fills r's column taps (r holds at least dw entries) for sw source columns to dw outputs with
+ * pixel-centre alignment and edge clamping (OpenCV INTER_LINEAR): the segmenter's upsampling. */
+void ks__resample_columns(ks__resample *r, int32_t sw, int32_t dw);
+
+/* The rows of that rule: ctx is a ks__resample_rows (sh source rows, sy = sh / dh). */
+typedef struct ks__resample_rows {
+    int32_t sh;
+    float sy;
+} ks__resample_rows;
+void ks__resample_row_tap(const void *ctx, int32_t y, int32_t *y0, int32_t *y1, float *wy);
 
 /* Resamples a float plane (rows src_stride floats apart) into dst_w x dst_h floats at dst (rows
  * dst_stride apart) through r's column taps and row_tap's rows, clamped to [0, 1] (NaN -> 0).

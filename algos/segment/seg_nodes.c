@@ -66,44 +66,15 @@ static void seg_mask_reset(void *state) {
     s->prev_w = s->prev_h = 0; /* buffers stay; the next frame starts fresh */
 }
 
-/* The per-column taps of the upsampling, with pixel-centre alignment and edge clamping (OpenCV
- * INTER_LINEAR); false when out of memory. */
+/* The per-column taps of the upsampling (ks__resample_columns); false when out of memory. */
 static bool resize_tables(seg_mask_state *s, int32_t sw, int32_t dw) {
     if (s->tab_sw == sw && s->tab_dw == dw) return true;
     s->tab_sw = s->tab_dw = 0;
     if (!ks__resample_reserve(&s->rs, s->alloc, (size_t)dw)) return false;
-    float sx = (float)sw / (float)dw;
-    for (int32_t x = 0; x < dw; x++) {
-        float fx = ((float)x + 0.5f) * sx - 0.5f;
-        if (fx < 0.0f) fx = 0.0f;
-        int32_t x0 = (int32_t)fx;
-        if (x0 > sw - 1) x0 = sw - 1;
-        float wx = fx - (float)x0;
-        s->rs.col0[x] = x0;
-        s->rs.col1[x] = x0 + 1 < sw ? x0 + 1 : sw - 1;
-        s->rs.colw[x] = wx > 1.0f ? 1.0f : wx;
-    }
+    ks__resample_columns(&s->rs, sw, dw);
     s->tab_sw = sw;
     s->tab_dw = dw;
     return true;
-}
-
-typedef struct row_scale {
-    int32_t sh;
-    float sy; /* sh / dh */
-} row_scale;
-
-/* The rows of output row y, by the same rule as the columns. */
-static void row_tap(const void *ctx, int32_t y, int32_t *y0_out, int32_t *y1_out, float *wy_out) {
-    const row_scale *r = ctx;
-    float fy = ((float)y + 0.5f) * r->sy - 0.5f;
-    if (fy < 0.0f) fy = 0.0f;
-    int32_t y0 = (int32_t)fy;
-    if (y0 > r->sh - 1) y0 = r->sh - 1;
-    float wy = fy - (float)y0;
-    *y0_out = y0;
-    *y1_out = y0 + 1 < r->sh ? y0 + 1 : r->sh - 1;
-    *wy_out = wy > 1.0f ? 1.0f : wy;
 }
 
 static ks_status seg_mask_process(void *state, ks_node_ctx *ctx) {
@@ -179,9 +150,9 @@ static ks_status seg_mask_process(void *state, ks_node_ctx *ctx) {
         return ks_node_fail(ctx, KS_STATUS_OUT_OF_MEMORY, "upsampling tables");
     }
     /* The model's sigmoid already bounds values; the resize clamps what rounding may push out. */
-    row_scale rows = {(int32_t)h, (float)h / (float)img->height_px};
-    ks__mask_resample(&s->rs, src, (size_t)w, row_tap, &rows, dst, img->width_px, img->height_px,
-                      (size_t)img->width_px, NULL);
+    ks__resample_rows rows = {(int32_t)h, (float)h / (float)img->height_px};
+    ks__mask_resample(&s->rs, src, (size_t)w, ks__resample_row_tap, &rows, dst, img->width_px,
+                      img->height_px, (size_t)img->width_px, NULL);
     return ks_node_output(ctx, 0, out);
 }
 

@@ -1,6 +1,11 @@
 /* ks_segmenter: selfie segmentation through the bundle's pipeline graph (image_to_tensor ->
  * infer -> seg_mask). The caller's image enters the graph as an upright view (no copy), so the
- * graph, the mask and every coordinate are in upright pixels. */
+ * graph, the mask and every coordinate are in upright pixels. The graph emits the mask at the
+ * model's resolution (its seg_mask node's size "model"); ks_segment upsamples it to the image
+ * straight into the result, counting person pixels in the same pass (the graph's own upsampling
+ * wrote a zeroed 1.2 MB packet per 640x480 frame that a second pass then counted), and
+ * ks_segment_into resamples it into the caller's buffer. A bundle graph that upsamples itself
+ * still works: its image-size mask is taken as it is. */
 #include "kestrel/segment.h"
 
 #include <math.h>
@@ -25,7 +30,8 @@ struct ks_segmenter {
         ks_pipeline *pipeline;
         int32_t out_mask;
     } m;
-    ks__resample rs; /* ks_segment_into: taps and scratch, grown to the widest output */
+    ks__resample rs;        /* the upsampling's taps and scratch, grown to the widest output */
+    int32_t tab_sw, tab_dw; /* the ks__resample_columns held by rs (0: none; ks_segment_into's) */
 };
 
 typedef struct seg_result {
@@ -90,8 +96,7 @@ ks_status ks_segmenter_create(const ks_segmenter_desc *desc, ks_segmenter **out)
     snprintf(ratio_text, sizeof(ratio_text), "%.6g", (double)ratio);
     /* A bundle graph without the mask_size parameter ignores it and upsamples; the results say
      * what size they are either way. */
-    ks_side_param side[] = {{"smoothing", ratio_text},
-                            {"mask_size", d.mask_size == KS_MASK_SIZE_MODEL ? "model" : "image"}};
+    ks_side_param side[] = {{"smoothing", ratio_text}, {"mask_size", "model"}};
     st = ks__task_open(&d.task, k_default_bundles[d.model], NULL, side, 2, &s->m.bundle,
                        &s->m.pipeline, err, sizeof(err));
     if (st) goto error;
@@ -166,18 +171,33 @@ static ks_status segment_run(ks_segmenter *s, const ks_image *image, int64_t tim
         st = KS_STATUS_INTERNAL;
         goto done;
     }
-    size_t num_px = (size_t)mask->width_px * (size_t)mask->height_px;
+    /* upsample here: a mask smaller than the image when the caller asked for the image's size */
+    bool upsample = s->desc.mask_size == KS_MASK_SIZE_IMAGE &&
+                    (mask->width_px != width || mask->height_px != height);
+    int32_t out_w = upsample ? width : mask->width_px, out_h = upsample ? height : mask->height_px;
+    size_t num_px = (size_t)out_w * (size_t)out_h;
     size_t row_bytes = (size_t)mask->width_px * sizeof(float);
     size_t row_stride = mask->stride_bytes ? mask->stride_bytes : row_bytes;
     /* A tight mask is handed over by reference (the packet outlives the segmenter if need be:
      * it comes from the pipeline's pool); only a strided one is copied. */
-    bool by_ref = row_stride == row_bytes;
+    bool by_ref = !upsample && row_stride == row_bytes;
+    if (upsample && (s->tab_sw != mask->width_px || s->tab_dw != width)) {
+        s->tab_sw = s->tab_dw = 0;
+        if (!ks__resample_reserve(&s->rs, alloc, (size_t)width)) {
+            ks__object_error(&s->obj, "ks_segment: out of memory");
+            st = KS_STATUS_OUT_OF_MEMORY;
+            goto done;
+        }
+        ks__resample_columns(&s->rs, mask->width_px, width);
+        s->tab_sw = mask->width_px;
+        s->tab_dw = width;
+    }
     size_t bytes = sizeof(seg_result) + (by_ref ? 0 : num_px * sizeof(float)) +
                    (s->desc.output_u8 ? num_px : 0);
     seg_result *r = ks__alloc(alloc, bytes);
     if (!r) {
-        ks__object_error(&s->obj, "ks_segment: out of memory for a %d x %d mask",
-                         (int)mask->width_px, (int)mask->height_px);
+        ks__object_error(&s->obj, "ks_segment: out of memory for a %d x %d mask", (int)out_w,
+                         (int)out_h);
         st = KS_STATUS_OUT_OF_MEMORY;
         goto done;
     }
@@ -185,7 +205,17 @@ static ks_status segment_run(ks_segmenter *s, const ks_image *image, int64_t tim
     r->mask_packet = NULL;
     const float *m;
     uint8_t *tail = (uint8_t *)(r + 1);
-    if (by_ref) {
+    size_t num_person = 0;
+    if (upsample) {
+        uint64_t t0 = ks__task_now_ns();
+        float *up = (float *)tail;
+        tail += num_px * sizeof(float);
+        ks__resample_rows rows = {mask->height_px, (float)mask->height_px / (float)height};
+        ks__mask_resample(&s->rs, mask->data, row_stride / sizeof(float), ks__resample_row_tap,
+                          &rows, up, width, height, (size_t)width, &num_person);
+        m = up;
+        ks__task_clock_post(&s->clock, t0);
+    } else if (by_ref) {
         r->mask_packet = ks_packet_retain(outs[s->m.out_mask]);
         m = mask->data;
     } else {
@@ -196,17 +226,17 @@ static ks_status segment_run(ks_segmenter *s, const ks_image *image, int64_t tim
                    (const uint8_t *)mask->data + (size_t)y * row_stride, row_bytes);
         m = copy;
     }
-    size_t num_person = 0;
-    for (size_t i = 0; i < num_px; i++)
-        num_person += m[i] >= 0.5f;
+    if (!upsample)
+        for (size_t i = 0; i < num_px; i++)
+            num_person += m[i] >= 0.5f;
     uint8_t *u8 = NULL;
     if (s->desc.output_u8) {
         u8 = tail;
         for (size_t i = 0; i < num_px; i++)
             u8[i] = (uint8_t)(m[i] * 255.0f + 0.5f);
     }
-    r->pub = (ks_segmentation){.width_px = mask->width_px,
-                               .height_px = mask->height_px,
+    r->pub = (ks_segmentation){.width_px = out_w,
+                               .height_px = out_h,
                                .mask = m,
                                .mask_u8 = u8,
                                .person_fraction = num_px ? (float)num_person / (float)num_px : 0,
@@ -306,8 +336,10 @@ static ks_status segment_into_run(ks_segmenter *s, const ks_image *image, int64_
     if (region && region->w > 0.0f) r = *region;
     int32_t mw = mask->width_px, mh = mask->height_px;
     size_t mstride = mask->stride_bytes ? mask->stride_bytes / sizeof(float) : (size_t)mw;
+    s->tab_sw = s->tab_dw = 0; /* rs gets this call's taps */
     for (int32_t x = 0; x < width_px; x++)
         axis_tap(x, width_px, r.x, r.w, mw, iw, &s->rs.col0[x], &s->rs.col1[x], &s->rs.colw[x]);
+    s->rs.src_w = mw;
     axis_map rows = {height_px, r.y, r.h, mh, ih};
     size_t stride = stride_floats ? (size_t)stride_floats : (size_t)width_px;
     size_t num_person = 0;

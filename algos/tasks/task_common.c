@@ -666,6 +666,10 @@ void ks__task_clock_add(ks__task_clock *clock, uint64_t start_ns) {
     clock->total_ns += ks__task_now_ns() - start_ns;
 }
 
+void ks__task_clock_post(ks__task_clock *clock, uint64_t start_ns) {
+    clock->post_ns += ks__task_now_ns() - start_ns;
+}
+
 /* Room for the models between the preprocess stage and the postprocess and other stages. */
 #define KS__TASK_MAX_MODELS (KS_TASK_MAX_STAGES - 3)
 
@@ -731,12 +735,14 @@ ks_status ks__task_stats(const ks_pipeline *pipeline, const ks__task_clock *cloc
         out->stages[out->num_stages++] = s.models[k];
         out->inference_ms += s.models[k].total_ms;
     }
+    s.post.total_ms += (double)clock->post_ns * 1e-6;
+    if (clock->post_ns && !s.post.num_runs) s.post.num_runs = clock->num_calls;
     out->stages[out->num_stages++] = s.post;
     ks_task_stage *other = &out->stages[out->num_stages++];
     snprintf(other->name, sizeof(other->name), "other");
     other->kind = KS_TASK_STAGE_OTHER;
     other->num_runs = clock->num_calls;
-    double rest = out->total_ms - (double)s.nodes_us * 1e-3;
+    double rest = out->total_ms - (double)s.nodes_us * 1e-3 - (double)clock->post_ns * 1e-6;
     other->total_ms = rest > 0.0 ? rest : 0.0;
     return KS_STATUS_OK;
 }

@@ -104,14 +104,20 @@ ks_status ks__cfg_numbers(const cJSON *obj, const char *key, float *values, uint
 typedef struct ks__task_clock {
     uint64_t num_calls;
     uint64_t total_ns;
+    uint64_t post_ns;          /* postprocessing the task does itself, outside its graph's nodes */
     uint64_t model_generation; /* live swaps taken (ks_task_stats.model_generation) */
 } ks__task_clock;
 
 uint64_t ks__task_now_ns(void);
 void ks__task_clock_add(ks__task_clock *clock, uint64_t start_ns);
+/* Counts the time since start_ns as postprocessing done by the task outside its graph (for
+ * example the segmenter's mask upsampling): part of the call's total, reported in the
+ * postprocess stage instead of "other". */
+void ks__task_clock_post(ks__task_clock *clock, uint64_t start_ns);
 /* Groups the node times of `pipeline` (foreach subgraphs included) into stages: image_to_tensor
- * and model_input nodes are preprocessing, each infer node name a model, other nodes
- * postprocessing, and the clock's time outside every node "other". */
+ * and model_input nodes are preprocessing, each infer node name a model, other nodes (and the
+ * clock's ks__task_clock_post time) postprocessing, and the clock's time outside all of these
+ * "other". */
 ks_status ks__task_stats(const ks_pipeline *pipeline, const ks__task_clock *clock,
                          ks_task_stats *out);
 
