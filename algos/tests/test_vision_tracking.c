@@ -196,6 +196,59 @@ static void test_mask_smooth(void **state) {
         assert_near(q[i], want[i], 2e-6f);
 }
 
+/* ks__mask_resample against the per-pixel expression (top, bottom, blend, clamp) on an upsampling
+ * (the window-permute path where the CPU has AVX2), a downsampling and scattered taps (gathers),
+ * bit for bit, with the count of outputs >= 0.5. */
+static void test_mask_resample(void **state) {
+    (void)state;
+    enum { SW = 37, SH = 9 };
+    static float src[SH * SW];
+    for (int i = 0; i < SH * SW; i++)
+        src[i] = (float)((i * 53) % 97) / 80.0f - 0.1f; /* some outside [0, 1] */
+    src[5] = NAN;
+    const int32_t widths[3] = {93, 20, 61};
+    for (int c = 0; c < 3; c++) {
+        int32_t dw = widths[c], dh = 7;
+        ks__resample r = {0};
+        assert_true(ks__resample_reserve(&r, NULL, (size_t)dw));
+        if (c < 2) {
+            ks__resample_columns(&r, SW, dw);
+        } else {
+            for (int32_t x = 0; x < dw; x++) {
+                r.col0[x] = (x * 13) % SW;
+                r.col1[x] = (x * 7 + 3) % SW;
+                r.colw[x] = (float)(x % 5) / 5.0f;
+            }
+            r.src_w = SW;
+        }
+        ks__resample_rows rows = {SH, (float)SH / (float)dh};
+        float out[7 * 93];
+        size_t count = 0;
+        ks__mask_resample(&r, src, SW, ks__resample_row_tap, &rows, out, dw, dh, (size_t)dw,
+                          &count);
+        size_t want_count = 0;
+        for (int32_t y = 0; y < dh; y++) {
+            int32_t y0, y1;
+            float wy;
+            ks__resample_row_tap(&rows, y, &y0, &y1, &wy);
+            for (int32_t x = 0; x < dw; x++) {
+                float a = src[y0 * SW + r.col0[x]], b = src[y1 * SW + r.col0[x]];
+                float t = a + (src[y0 * SW + r.col1[x]] - a) * r.colw[x];
+                float u = b + (src[y1 * SW + r.col1[x]] - b) * r.colw[x];
+                float v = t + (u - t) * wy;
+                v = v > 0.0f ? v : 0.0f;
+                v = v < 1.0f ? v : 1.0f;
+                if (memcmp(&v, &out[y * dw + x], sizeof(v)) != 0)
+                    fail_msg("case %d (%d, %d): %.9g, want %.9g", c, (int)x, (int)y,
+                             (double)out[y * dw + x], (double)v);
+                want_count += v >= 0.5f;
+            }
+        }
+        assert_int_equal(count, want_count);
+        ks__resample_free(&r, NULL);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_euro_static_jitter),
@@ -203,6 +256,7 @@ int main(void) {
         cmocka_unit_test(test_landmark_smoother),
         cmocka_unit_test(test_tracker),
         cmocka_unit_test(test_mask_smooth),
+        cmocka_unit_test(test_mask_resample),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
