@@ -89,9 +89,9 @@ KS_API void ks_segmentation_release(ks_segmentation *segmentation);
  * probabilities of the upright image's region `region` (upright pixels; NULL or w <= 0: the whole
  * image), bilinearly resampled to width_px x height_px floats at dst, rows stride_floats apart
  * (0: width_px). Sizes 1..4096. The region may extend past the image (edge values repeat).
- * *person_fraction_out (may be NULL) gets the fraction of the written pixels >= 0.5. Create the
- * segmenter with mask_size KS_MASK_SIZE_MODEL so the graph skips its own upsampling. Timestamps
- * and smoothing as ks_segment. */
+ * *person_fraction_out (may be NULL) gets the fraction of the written pixels >= 0.5. It resamples
+ * the model's output directly, whatever the segmenter's mask_size. Timestamps and smoothing as
+ * ks_segment. */
 KS_API ks_status ks_segment_into(ks_segmenter *segmenter, const ks_image *image,
                                  int64_t timestamp_us, const ks_box *region, float *dst,
                                  int32_t width_px, int32_t height_px, int32_t stride_floats,
