@@ -184,10 +184,11 @@ enum { V_F32, V_F16_STORAGE, V_F16, V_COUNT };
 
 typedef struct kernel_info {
     const char *name;
-    const char *prof_name; /* the profiler's kernel name: "vk_<shader>" */
-    const uint32_t *spv[V_COUNT];
-    size_t spv_bytes[V_COUNT];
-    uint32_t num_bindings; /* operands, the output last */
+    const char *prof_name;       /* the profiler's kernel name: "vk_<shader>" */
+    const uint8_t *spv[V_COUNT]; /* SPIR-V words as LEB128 (vk_shaders.h) */
+    size_t spv_packed[V_COUNT];  /* bytes of spv */
+    size_t spv_words[V_COUNT];   /* words they unpack to */
+    uint32_t num_bindings;       /* operands, the output last */
     uint32_t pc_bytes;
 } kernel_info;
 
@@ -197,7 +198,8 @@ typedef struct kernel_info {
             {ks__vk_spv_##n, ks__vk_spv_##n##_f16s, ks__vk_spv_##n##_f16 },                        \
              {sizeof(ks__vk_spv_##n), sizeof(ks__vk_spv_##n##_f16s),                               \
               sizeof(ks__vk_spv_##n##_f16) },                                                      \
-              b, sizeof(pc)                                                                        \
+              {ks__vk_spv_##n##_words, ks__vk_spv_##n##_f16s_words, ks__vk_spv_##n##_f16_words },  \
+               b, sizeof(pc)                                                                       \
     }
 static const kernel_info k_kernels[K_COUNT] = {
     [K_BINARY] = KERNEL(binary, 3, pc_binary),
@@ -976,6 +978,27 @@ static ks_status vk_identity(char *buf, size_t cap, char *err, size_t err_cap) {
 }
 
 /* The pipeline of a shader family in variant v, made on first use. */
+/* Unpacks n bytes of LEB128 (cmake/vulkan.cmake) into exactly `words` 32-bit words; false when
+ * they hold another count, a group past 32 bits or a truncated word. */
+static bool spv_unpack(const uint8_t *in, size_t n, uint32_t *out, size_t words) {
+    size_t i = 0, w = 0;
+    while (i < n) {
+        uint32_t v = 0;
+        unsigned shift = 0;
+        for (;;) {
+            if (i >= n || shift > 28) return false;
+            uint8_t b = in[i++];
+            if (shift == 28 && (b & 0x70)) return false; /* bits past 32 */
+            v |= (uint32_t)(b & 0x7f) << shift;
+            if (!(b & 0x80)) break;
+            shift += 7;
+        }
+        if (w >= words) return false;
+        out[w++] = v;
+    }
+    return w == words;
+}
+
 static ks_status ensure_pipe(vk_dev *d, int kind, int v, char *err, size_t cap) {
     vk_pipe *p = &d->pipes[kind];
     const kernel_info *ki = &k_kernels[kind];
@@ -1018,14 +1041,27 @@ static ks_status ensure_pipe(vk_dev *d, int kind, int v, char *err, size_t cap) 
             goto error;
         }
     }
+    size_t words = ki->spv_words[v];
+    uint32_t *code = ks__alloc(&d->alloc, words * sizeof(uint32_t));
+    if (!code)
+        return ks__fail(err, cap, KS_STATUS_OUT_OF_MEMORY,
+                        "Vulkan: out of memory unpacking the %s shader", ki->name);
+    if (!spv_unpack(ki->spv[v], ki->spv_packed[v], code, words)) {
+        ks__free(&d->alloc, code);
+        return ks__fail(err, cap, KS_STATUS_INTERNAL,
+                        "Vulkan: the embedded %s shader does not unpack to %zu words", ki->name,
+                        words);
+    }
     VkShaderModuleCreateInfo smi = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-        .codeSize = ki->spv_bytes[v],
-        .pCode = ki->spv[v],
+        .codeSize = words * sizeof(uint32_t),
+        .pCode = code,
     };
     VkShaderModule sm = VK_NULL_HANDLE;
     step = "vkCreateShaderModule";
-    if ((r = vk->vkCreateShaderModule(d->device, &smi, NULL, &sm))) goto error;
+    r = vk->vkCreateShaderModule(d->device, &smi, NULL, &sm);
+    ks__free(&d->alloc, code);
+    if (r) goto error;
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage =
