@@ -26,7 +26,8 @@ typedef struct smallc_problem {
 
 typedef struct smallc_blocks {
     uint32_t num;               /* channel blocks */
-    uint32_t nv_last;           /* vectors of the last block (the others have max_nv) */
+    uint32_t nv_full;           /* vectors of every block but the last (<= arch->max_nv) */
+    uint32_t nv_last;           /* vectors of the last block */
     uint32_t px;                /* tile pixels (of the widest block) */
     int64_t window_floats;      /* one kernel row's input window of a tile */
     int64_t bias_floats;        /* packed bias area */
@@ -83,12 +84,14 @@ static int64_t round_up(int64_t v, int64_t a) {
     return (v + a - 1) / a * a;
 }
 
-static bool make_blocks(const smallc_problem *p, const ks__smallc_arch *arch, smallc_blocks *b) {
-    const int64_t lanes = arch->lanes, bw = (int64_t)arch->max_nv * lanes;
+static bool make_blocks_of(const smallc_problem *p, const ks__smallc_arch *arch, uint32_t nv_full,
+                           smallc_blocks *b) {
+    const int64_t lanes = arch->lanes, bw = (int64_t)nv_full * lanes;
     b->num = (uint32_t)((p->oc + bw - 1) / bw);
+    b->nv_full = nv_full;
     int64_t rest = p->oc - (int64_t)(b->num - 1) * bw;
     b->nv_last = (uint32_t)((rest + lanes - 1) / lanes);
-    uint32_t nv_first = b->num > 1 ? arch->max_nv : b->nv_last;
+    uint32_t nv_first = b->num > 1 ? nv_full : b->nv_last;
     b->core[0] = arch->core(p->sw * p->ic, nv_first);
     b->core[1] = arch->core(p->sw * p->ic, b->nv_last);
     if (!b->core[0] || !b->core[1]) return false;
@@ -98,6 +101,31 @@ static bool make_blocks(const smallc_problem *p, const ks__smallc_arch *arch, sm
     b->bias_floats = round_up(p->oc, 16);
     b->block_floats = p->kh * p->span * bw;
     return true;
+}
+
+static double block_cycles(const smallc_problem *p, const ks__smallc_arch *arch, uint32_t nv,
+                           uint32_t px);
+
+/* Cycles of one output row with these blocks. */
+static double row_cycles(const smallc_problem *p, const ks__smallc_arch *arch,
+                         const smallc_blocks *b) {
+    return (double)(b->num - 1) * block_cycles(p, arch, b->nv_full, arch->px[b->nv_full - 1]) +
+           block_cycles(p, arch, b->nv_last, arch->px[b->nv_last - 1]);
+}
+
+/* The block width (1 to arch->max_nv vectors, at least 2 where the arch has 2) whose row costs
+ * least: AVX2's 4 x 3-vector tile serves 24 channels in one block instead of 16 + 8. */
+static bool make_blocks(const smallc_problem *p, const ks__smallc_arch *arch, smallc_blocks *b) {
+    bool found = false;
+    double best = 0.0;
+    const uint32_t lo = arch->max_nv >= 2 ? 2 : 1;
+    for (uint32_t nv = arch->max_nv; nv >= lo; nv--) {
+        smallc_blocks c;
+        if (!make_blocks_of(p, arch, nv, &c)) continue;
+        double cyc = row_cycles(p, arch, &c);
+        if (!found || cyc < best) *b = c, best = cyc, found = true;
+    }
+    return found;
 }
 
 /* ---- cost ----
@@ -137,10 +165,7 @@ double ks__smallc_cost(const ks__kernel_ctx *ctx, const ks__smallc_arch *arch) {
     smallc_problem p;
     smallc_blocks b;
     if (!describe(ctx, &p) || !make_blocks(&p, arch, &b)) return -1.0;
-    double row =
-        (double)(b.num - 1) * block_cycles(&p, arch, arch->max_nv, arch->px[arch->max_nv - 1]) +
-        block_cycles(&p, arch, b.nv_last, arch->px[b.nv_last - 1]);
-    return row * (double)(p.n * p.oh);
+    return row_cycles(&p, arch, &b) * (double)(p.n * p.oh);
 }
 
 ks_status ks__smallc_plan(ks__kernel_ctx *ctx, const ks__smallc_arch *arch,
@@ -177,8 +202,8 @@ ks_status ks__smallc_pack(ks__kernel_ctx *ctx, const ks__smallc_arch *arch) {
         dst[c] = weight_at(p.bias, c, c);
     const int64_t lanes = arch->lanes, taps = p.kh * p.span;
     for (uint32_t bi = 0; bi < b.num; bi++) {
-        const int64_t nvl = (int64_t)(bi + 1 < b.num ? arch->max_nv : b.nv_last) * lanes;
-        const int64_t c0 = (int64_t)bi * (int64_t)arch->max_nv * lanes;
+        const int64_t nvl = (int64_t)(bi + 1 < b.num ? b.nv_full : b.nv_last) * lanes;
+        const int64_t c0 = (int64_t)bi * (int64_t)b.nv_full * lanes;
         float *wb = dst + b.bias_floats + (int64_t)bi * b.block_floats;
         for (int64_t c = 0; c < nvl && c0 + c < p.oc; c++)
             for (int64_t k = 0; k < taps; k++)
@@ -235,9 +260,9 @@ static void smallc_rows(void *arg, size_t begin, size_t end, uint32_t thread) {
         const float *rrow = j->res ? j->res + (int64_t)row * p->ow * p->oc : NULL;
         for (uint32_t bi = 0; bi < b->num; bi++) {
             const int last = bi + 1 == b->num;
-            const uint32_t nv = last ? b->nv_last : j->arch->max_nv;
+            const uint32_t nv = last ? b->nv_last : b->nv_full;
             const uint32_t px = j->arch->px[nv - 1];
-            const int64_t c0 = (int64_t)bi * (int64_t)j->arch->max_nv * lanes;
+            const int64_t c0 = (int64_t)bi * (int64_t)b->nv_full * lanes;
             const int64_t nc = p->oc - c0 < (int64_t)nv * lanes ? p->oc - c0 : (int64_t)nv * lanes;
             const float *wb = j->packed + b->bias_floats + (int64_t)bi * b->block_floats;
             for (size_t t = 0; t < nrows; t++)

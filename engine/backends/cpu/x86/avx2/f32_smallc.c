@@ -77,6 +77,7 @@ KS_INLINE void core_store(const uint32_t NV, const uint32_t P, const vf *acc, co
 #else /* AVX2 + FMA */
 #define PX_NV1 12
 #define PX_NV2 6
+#define PX_NV3 4 /* 24 channels (BlazeFace's stem) in one block: 12 FMAs per 7 loads */
 #define SPLIT_FULL 1 /* vmaskmovps is slow: full blocks use plain loads and stores */
 
 KS_INLINE void store_a(float *p, vf v) {
@@ -120,7 +121,7 @@ KS_INLINE void core_body(const int64_t SX, const uint32_t NV, const uint32_t P, 
     for (size_t t = 0; t < num_rows; t++) {
         const float *xp = x[t], *wp = w[t];
         for (size_t j = 0; j < span; j++, wp += NV * LANES) {
-            vf wv[2];
+            vf wv[3];
             KS_UNROLL for (uint32_t v = 0; v < NV; v++) wv[v] = ks_dw_load_a(wp + v * LANES);
             KS_UNROLL for (uint32_t p = 0; p < P; p++) {
                 const vf xv = bcast(xp + (int64_t)p * SX + (int64_t)j);
@@ -133,8 +134,8 @@ KS_INLINE void core_body(const int64_t SX, const uint32_t NV, const uint32_t P, 
         KS_UNROLL for (uint32_t i = 0; i < P * NV; i++) store_a(out + i * LANES, acc[i]);
         return;
     }
-    ks_dw_mask m[2];
-    vf bias[2], slope[2];
+    ks_dw_mask m[3];
+    vf bias[3], slope[3];
     KS_UNROLL for (uint32_t v = 0; v < NV; v++) {
         const size_t c = v * LANES, left = st->num_ch > c ? st->num_ch - c : 0;
         m[v] = ks_dw_mask_of(left >= LANES ? LANES : left);
@@ -180,7 +181,19 @@ KS_INLINE void core_body(const int64_t SX, const uint32_t NV, const uint32_t P, 
     KS_CORE_ATTR static void core2_##sx(size_t nr, const float *const *x, const float *const *w,   \
                                         size_t span, float *out, const ks__smallc_store *st) {     \
         core_body(sx, 2, PX_NV2, nr, x, w, span, out, st);                                         \
+    }                                                                                              \
+    DEFINE_CORE3(sx)
+#if defined(PX_NV3)
+#define DEFINE_CORE3(sx)                                                                           \
+    KS_CORE_ATTR static void core3_##sx(size_t nr, const float *const *x, const float *const *w,   \
+                                        size_t span, float *out, const ks__smallc_store *st) {     \
+        core_body(sx, 3, PX_NV3, nr, x, w, span, out, st);                                         \
     }
+#define CORE3(sx) core3_##sx
+#else
+#define DEFINE_CORE3(sx)
+#define CORE3(sx) NULL
+#endif
 SX_LIST(DEFINE_CORES)
 #undef DEFINE_CORES
 
@@ -188,7 +201,7 @@ static ks__smallc_core_fn core_for(int64_t sx, uint32_t nv) {
     switch (sx) {
 #define CASE(sx)                                                                                   \
     case sx:                                                                                       \
-        return nv == 1 ? core1_##sx : nv == 2 ? core2_##sx : NULL;
+        return nv == 1 ? core1_##sx : nv == 2 ? core2_##sx : nv == 3 ? CORE3(sx) : NULL;
         SX_LIST(CASE)
 #undef CASE
     default:
@@ -301,8 +314,13 @@ static void epilogue(const float *acc, size_t nv, size_t num_px, size_t num_ch,
 
 /* Two vector FMAs per cycle (AVX2 cores; Zen 4/5 and Ice Lake+ server cores at 512 bits). */
 static const ks__smallc_arch k_arch = {.lanes = LANES,
+#if defined(PX_NV3)
+                                       .max_nv = 3,
+                                       .px = {PX_NV1, PX_NV2, PX_NV3},
+#else
                                        .max_nv = 2,
                                        .px = {PX_NV1, PX_NV2},
+#endif
                                        .fma_per_cycle = 2.0,
                                        .core = core_for,
                                        .epilogue = epilogue};
