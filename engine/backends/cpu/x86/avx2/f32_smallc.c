@@ -77,7 +77,7 @@ KS_INLINE void core_store(const uint32_t NV, const uint32_t P, const vf *acc, co
 #else /* AVX2 + FMA */
 #define PX_NV1 12
 #define PX_NV2 6
-#define PX_NV3 4 /* 24 channels (BlazeFace's stem) in one block: 12 FMAs per 7 loads */
+#define PX_NV3 4     /* 24 channels (BlazeFace's stem) in one block: 12 FMAs per 7 loads */
 #define SPLIT_FULL 1 /* vmaskmovps is slow: full blocks use plain loads and stores */
 
 KS_INLINE void store_a(float *p, vf v) {
