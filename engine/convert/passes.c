@@ -560,6 +560,85 @@ static ks_status sink_transposes(pass_ctx *p, uint32_t *changes) {
     return KS_STATUS_OK;
 }
 
+/* The NHWC twins of ShuffleNet's channel shuffle, which ONNX exports in NCHW: RESHAPE
+ * [N,C,H,W] -> [N,g,C/g,H,W], TRANSPOSE (0,2,1,3,4), RESHAPE to [N,C,H,W], then SPLIT on the
+ * channels. A rank-5 tensor [N,A,B,H,W] has the twin [N,H,W,A,B]; on twins the shuffle is one
+ * transpose of the last two axes and the split runs on axis 3, so the four NCHW <-> NHWC
+ * transposes around each shuffle go away. Sets twin[] of nd's outputs when it applies; nd is a
+ * copy of the node. */
+static ks_status shuffle_twin(pass_ctx *p, const ks__node *nd, int32_t *twin, uint32_t nt0) {
+    ks__graph *g = p->g;
+    if (nd->num_inputs < 1 || nd->inputs[0] < 0 || (uint32_t)nd->inputs[0] >= nt0)
+        return KS_STATUS_OK;
+    int32_t x = nd->inputs[0];
+    if (twin[x] < 0) return KS_STATUS_OK;
+    const ks__tensor *xt = &g->tensors[x];
+    for (int32_t i = 0; i < xt->rank; i++)
+        if (xt->dims[i] <= 0 || xt->dims[i] > INT32_MAX) return KS_STATUS_OK;
+    int64_t od[5];
+    int32_t rank = 0;
+    int32_t ip[KS_NODE_MAX_IPARAMS];
+    memset(ip, 0, sizeof(ip));
+    if (nd->op == KS_OP_SPLIT) {
+        int32_t axis = nd->ip[0] < 0 ? nd->ip[0] + xt->rank : nd->ip[0];
+        if (xt->rank != 4 || axis != 1 || nd->num_outputs > 64) return KS_STATUS_OK;
+        int32_t outs[64], ins[2] = {twin[x], nd->num_inputs > 1 ? nd->inputs[1] : -1};
+        for (uint32_t k = 0; k < nd->num_outputs; k++) {
+            const ks__tensor *yt = &g->tensors[nd->outputs[k]];
+            if (yt->rank != 4 || (uint32_t)nd->outputs[k] >= nt0) return KS_STATUS_OK;
+            int64_t d[4] = {yt->dims[0], yt->dims[2], yt->dims[3], yt->dims[1]};
+            ks_status st = add_tensor_like(p, nd->outputs[k], "/nhwc", 4, d, &outs[k]);
+            if (st) return st;
+        }
+        uint32_t idx;
+        if (ks__graph_add_node(g, KS_OP_SPLIT, nd->name, nd->num_inputs > 1 ? 2 : 1, ins,
+                               nd->num_outputs, outs, &idx))
+            return oom(p);
+        g->nodes[idx].ip[0] = 3;
+        for (uint32_t k = 0; k < nd->num_outputs; k++)
+            twin[nd->outputs[k]] = outs[k];
+        return KS_STATUS_OK;
+    }
+    if (nd->num_outputs != 1 || (uint32_t)nd->outputs[0] >= nt0) return KS_STATUS_OK;
+    int32_t y = nd->outputs[0];
+    const ks__tensor *yt = &g->tensors[y];
+    const int64_t *xd = xt->dims, *yd = yt->dims;
+    if (nd->op == KS_OP_RESHAPE) {
+        if (nd->num_inputs > 1 && !is_const_t(g, nd->inputs[1])) return KS_STATUS_OK;
+        if (xt->rank == 4 && yt->rank == 5 && yd[0] == xd[0] && yd[1] * yd[2] == xd[1] &&
+            yd[3] == xd[2] && yd[4] == xd[3]) {
+            rank = 5;
+            od[0] = xd[0], od[1] = xd[2], od[2] = xd[3], od[3] = yd[1], od[4] = yd[2];
+        } else if (xt->rank == 5 && yt->rank == 4 && yd[0] == xd[0] && yd[1] == xd[1] * xd[2] &&
+                   yd[2] == xd[3] && yd[3] == xd[4]) {
+            rank = 4;
+            od[0] = xd[0], od[1] = xd[3], od[2] = xd[4], od[3] = yd[1];
+        } else {
+            return KS_STATUS_OK;
+        }
+        ip[0] = rank;
+        for (int32_t i = 0; i < rank; i++)
+            ip[1 + i] = (int32_t)od[i];
+    } else if (nd->op == KS_OP_TRANSPOSE && xt->rank == 5 && yt->rank == 5) {
+        static const int32_t swap12[5] = {0, 2, 1, 3, 4};
+        if (!perm_is(nd, swap12, 5)) return KS_STATUS_OK;
+        rank = 5;
+        od[0] = xd[0], od[1] = xd[3], od[2] = xd[4], od[3] = xd[2], od[4] = xd[1];
+        static const int32_t swap34[6] = {5, 0, 1, 2, 4, 3};
+        memcpy(ip, swap34, sizeof(swap34));
+    } else {
+        return KS_STATUS_OK;
+    }
+    int32_t u, in = twin[x];
+    ks_status st = add_tensor_like(p, y, "/nhwc", rank, od, &u);
+    if (st) return st;
+    uint32_t idx;
+    if (ks__graph_add_node(g, nd->op, nd->name, 1, &in, 1, &u, &idx)) return oom(p);
+    memcpy(g->nodes[idx].ip, ip, sizeof(ip));
+    twin[y] = u;
+    return KS_STATUS_OK;
+}
+
 /* Layout cleanup. Every NCHW 4-D tensor x that is an NHWC->NCHW transpose of w, or an
  * elementwise / concat / zero-pad function of such tensors and constants, has an "NHWC twin":
  * the same values already in NHWC, computed without transposes. Each TRANSPOSE(0,2,3,1) of a
@@ -576,6 +655,12 @@ static ks_status nhwc_twins(pass_ctx *p, uint32_t *changes) {
     *changes = 0;
     for (uint32_t n = 0; n < nn0; n++) {
         ks__node nd = g->nodes[n]; /* copy: adding nodes may move the array */
+        if (nd.op == KS_OP_RESHAPE || nd.op == KS_OP_SPLIT ||
+            (nd.op == KS_OP_TRANSPOSE && nd.ip[0] == 5)) {
+            st = shuffle_twin(p, &nd, twin, nt0);
+            if (st) goto done;
+            continue;
+        }
         if (nd.op == 0 || nd.num_outputs != 1) continue;
         int32_t y = nd.outputs[0];
         if (nd.op == KS_OP_TRANSPOSE && nd.num_inputs == 1 && perm_is(&nd, k_to_nchw, 4)) {

@@ -599,6 +599,100 @@ static void test_optimize_conv_before_resize(void **state) {
     }
 }
 
+static int32_t add_t5(ks__graph *g, const char *name, const int64_t *d) {
+    int32_t id;
+    assert_int_equal(ks__graph_add_tensor(g, name, KS_DTYPE_F32, 5, d, &id), KS_STATUS_OK);
+    return id;
+}
+
+/* ShuffleNet's channel shuffle as ONNX exports it, between NHWC convs: NCHW transpose, RESHAPE
+ * [1,2,4,H,W], TRANSPOSE (0,2,1,3,4), RESHAPE, SPLIT on channels, one half through a conv, CONCAT
+ * on channels, a last conv. After optimize the shuffle runs on NHWC twins: besides the graph
+ * input's and output's transposes, one rank-5 transpose is left (the shuffle itself). */
+static void build_shuffle(ks__graph *g) {
+    static const int32_t to_nhwc[5] = {4, 0, 2, 3, 1}, to_nchw[5] = {4, 0, 3, 1, 2};
+    static const int32_t conv_ip[11] = {1, 1, 1, 1, 0, 0, 0, 0, 3, 1, 0};
+    static const int32_t r5[6] = {5, 1, 2, 4, 4, 5}, r4[5] = {4, 1, 8, 4, 5};
+    static const int32_t swap12[6] = {5, 0, 2, 1, 3, 4}, axis1[1] = {1};
+    int32_t x = add_t(g, "x", 4, 1, 8, 4, 5), xh = add_t(g, "xh", 4, 1, 4, 5, 8);
+    int32_t w1 = add_c(g, "w1", 4, 8, 1, 1, 8, 0.02f), w2 = add_c(g, "w2", 4, 4, 1, 1, 4, 0.07f);
+    int32_t c1 = add_t(g, "c1", 4, 1, 4, 5, 8), c1n = add_t(g, "c1n", 4, 1, 8, 4, 5);
+    int32_t s5 = add_t5(g, "s5", (int64_t[]){1, 2, 4, 4, 5});
+    int32_t t5 = add_t5(g, "t5", (int64_t[]){1, 4, 2, 4, 5});
+    int32_t sh = add_t(g, "sh", 4, 1, 8, 4, 5), a = add_t(g, "a", 4, 1, 4, 4, 5);
+    int32_t b = add_t(g, "b", 4, 1, 4, 4, 5), bh = add_t(g, "bh", 4, 1, 4, 5, 4);
+    int32_t c2 = add_t(g, "c2", 4, 1, 4, 5, 4), c2n = add_t(g, "c2n", 4, 1, 4, 4, 5);
+    int32_t cc = add_t(g, "cc", 4, 1, 8, 4, 5), cch = add_t(g, "cch", 4, 1, 4, 5, 8);
+    int32_t w3 = add_c(g, "w3", 4, 8, 1, 1, 8, -0.03f), c3 = add_t(g, "c3", 4, 1, 4, 5, 8);
+    int32_t y = add_t(g, "y", 4, 1, 8, 4, 5);
+    add_n(g, KS_OP_TRANSPOSE, x, -1, xh, to_nhwc, 5);
+    int32_t ins[3] = {xh, w1, -1};
+    uint32_t idx;
+    assert_int_equal(ks__graph_add_node(g, KS_OP_CONV2D, "conv1", 2, ins, 1, &c1, &idx), 0);
+    memcpy(g->nodes[idx].ip, conv_ip, sizeof(conv_ip));
+    add_n(g, KS_OP_TRANSPOSE, c1, -1, c1n, to_nchw, 5);
+    add_n(g, KS_OP_RESHAPE, c1n, -1, s5, r5, 6);
+    add_n(g, KS_OP_TRANSPOSE, s5, -1, t5, swap12, 6);
+    add_n(g, KS_OP_RESHAPE, t5, -1, sh, r4, 5);
+    int32_t halves[2] = {a, b};
+    assert_int_equal(ks__graph_add_node(g, KS_OP_SPLIT, "split", 1, &sh, 2, halves, &idx), 0);
+    g->nodes[idx].ip[0] = 1;
+    add_n(g, KS_OP_TRANSPOSE, b, -1, bh, to_nhwc, 5);
+    ins[0] = bh;
+    ins[1] = w2;
+    assert_int_equal(ks__graph_add_node(g, KS_OP_CONV2D, "conv2", 2, ins, 1, &c2, &idx), 0);
+    memcpy(g->nodes[idx].ip, conv_ip, sizeof(conv_ip));
+    add_n(g, KS_OP_TRANSPOSE, c2, -1, c2n, to_nchw, 5);
+    add_n(g, KS_OP_CONCAT, a, c2n, cc, axis1, 1);
+    add_n(g, KS_OP_TRANSPOSE, cc, -1, cch, to_nhwc, 5);
+    ins[0] = cch;
+    ins[1] = w3;
+    assert_int_equal(ks__graph_add_node(g, KS_OP_CONV2D, "conv3", 2, ins, 1, &c3, &idx), 0);
+    memcpy(g->nodes[idx].ip, conv_ip, sizeof(conv_ip));
+    add_n(g, KS_OP_TRANSPOSE, c3, -1, y, to_nchw, 5);
+    assert_int_equal(ks__graph_set_io(g, 1, &x, 1, &y), 0);
+}
+
+static void test_optimize_channel_shuffle(void **state) {
+    (void)state;
+    const ks__kernel_table *kt = ks__ref_kernels();
+    if (!kt->k[KS_OP_CONV2D].run || !kt->k[KS_OP_SPLIT].run || !kt->k[KS_OP_TRANSPOSE].run) skip();
+    ks__graph g;
+    ks__graph_init(&g, NULL);
+    build_shuffle(&g);
+    char err[512] = "";
+    assert_int_equal(ks__graph_validate(&g, err, sizeof(err)), KS_STATUS_OK);
+    float in[160];
+    for (int i = 0; i < 160; i++)
+        in[i] = (float)((i * 13) % 17) * 0.1f - 0.8f;
+    int64_t n0, n1;
+    float *ref = run_graph(&g, in, &n0);
+    assert_int_equal(ks__graph_optimize(&g, err, sizeof(err)), KS_STATUS_OK);
+    int t4 = 0, t5 = 0, split_axis = -1;
+    for (uint32_t i = 0; i < g.num_nodes; i++) {
+        if (g.nodes[i].op == KS_OP_TRANSPOSE) {
+            if (g.nodes[i].ip[0] == 5) {
+                t5++;
+                assert_int_equal(g.nodes[i].ip[4], 4); /* the last two axes swapped */
+                assert_int_equal(g.nodes[i].ip[5], 3);
+            } else {
+                t4++;
+            }
+        }
+        if (g.nodes[i].op == KS_OP_SPLIT) split_axis = g.nodes[i].ip[0];
+    }
+    assert_int_equal(t4, 2); /* graph input and output keep NCHW */
+    assert_int_equal(t5, 1);
+    assert_int_equal(split_axis, 3);
+    float *opt = run_graph(&g, in, &n1);
+    assert_int_equal(n0, n1);
+    for (int64_t i = 0; i < n0; i++)
+        assert_float_equal(ref[i], opt[i], 1e-5f);
+    free(ref);
+    free(opt);
+    ks__graph_free(&g);
+}
+
 int main(void) {
     const struct CMUnitTest base[] = {
         cmocka_unit_test(test_tiny_model),
@@ -607,6 +701,7 @@ int main(void) {
         cmocka_unit_test(test_bad_varints_and_lengths),
         cmocka_unit_test(test_optimize_conv_chain),
         cmocka_unit_test(test_optimize_conv_before_resize),
+        cmocka_unit_test(test_optimize_channel_shuffle),
     };
     int fails = cmocka_run_group_tests_name("onnx_import", base, NULL, NULL);
     FILE *f = fopen(KS_SHARED_DATA "/MANIFEST.tsv", "rb");

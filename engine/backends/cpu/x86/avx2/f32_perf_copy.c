@@ -36,7 +36,8 @@ typedef struct gather_job {
     int64_t cols;         /* T2D: J, the input-contiguous axis */
     int64_t col_out;      /* T2D: output stride of J */
     int64_t col_block, num_col_blocks;
-    int64_t rows_per_task; /* ROWS/STRIDED */
+    int64_t outer_per_task; /* T2D: outer indices per task (small transposes) */
+    int64_t rows_per_task;  /* ROWS/STRIDED */
     const uint32_t *x;
     uint32_t *y;
 } gather_job;
@@ -55,6 +56,17 @@ static void outer_offsets(const gather_job *j, int64_t o, int64_t *in_off, int64
 
 #if defined(__aarch64__)
 #define TB 4 /* the register transpose's block */
+
+/* dst[2 * c + r] = row r's c for c < n: two rows interleaved (ShuffleNet's channel shuffle in
+ * NHWC: [pixels, 2, C/2] -> [pixels, C/2, 2]) */
+static inline int64_t interleave2(const uint32_t *x0, const uint32_t *x1, uint32_t *y, int64_t n) {
+    int64_t c = 0;
+    for (; c + 4 <= n; c += 4) {
+        uint32x4x2_t v = {{vld1q_u32(x0 + c), vld1q_u32(x1 + c)}};
+        vst2q_u32(y + 2 * c, v);
+    }
+    return c;
+}
 
 /* dst[c * ldd + r] = src[r * lds + c] for a 4x4 block */
 static inline void transpose_blk(const uint32_t *src, int64_t lds, uint32_t *dst, int64_t ldd) {
@@ -102,6 +114,19 @@ static inline void transpose8x8(const uint32_t *src, int64_t lds, uint32_t *dst,
 static inline void transpose_blk(const uint32_t *src, int64_t lds, uint32_t *dst, int64_t ldd) {
     transpose8x8(src, lds, dst, ldd);
 }
+
+/* dst[2 * c + r] = row r's c for c < n (see the NEON twin above) */
+static inline int64_t interleave2(const uint32_t *x0, const uint32_t *x1, uint32_t *y, int64_t n) {
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        __m256 a = _mm256_loadu_ps((const float *)(x0 + c));
+        __m256 b = _mm256_loadu_ps((const float *)(x1 + c));
+        __m256 lo = _mm256_unpacklo_ps(a, b), hi = _mm256_unpackhi_ps(a, b);
+        _mm256_storeu_ps((float *)(y + 2 * c), _mm256_permute2f128_ps(lo, hi, 0x20));
+        _mm256_storeu_ps((float *)(y + 2 * c + 8), _mm256_permute2f128_ps(lo, hi, 0x31));
+    }
+    return c;
+}
 #endif
 
 /* y[c * ldy + r] = x[r * ldx + c] for r < rows (output-contiguous), c < cols */
@@ -123,7 +148,8 @@ static void transpose_2d(const uint32_t *x, int64_t ldx, uint32_t *y, int64_t ld
             y[c * ldy + r] = x[r * ldx + c];
     } else if (rem == 2) {
         const uint32_t *x0 = x + r * ldx, *x1 = x0 + ldx;
-        for (int64_t c = 0; c < cols; c++) {
+        int64_t c = ldy == 2 ? interleave2(x0, x1, y + r, cols) : 0;
+        for (; c < cols; c++) {
             y[c * ldy + r] = x0[c];
             y[c * ldy + r + 1] = x1[c];
         }
@@ -146,13 +172,17 @@ static void gather_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     const gather_job *j = (const gather_job *)arg;
     for (size_t t = begin; t < end; t++) {
         if (j->kind == GATHER_T2D) {
-            int64_t o = (int64_t)t / j->num_col_blocks, cb = (int64_t)t % j->num_col_blocks;
-            int64_t in_off, out_off;
-            outer_offsets(j, o, &in_off, &out_off);
+            int64_t ob = (int64_t)t / j->num_col_blocks, cb = (int64_t)t % j->num_col_blocks;
             int64_t c0 = cb * j->col_block;
             int64_t c1 = c0 + j->col_block < j->cols ? c0 + j->col_block : j->cols;
-            transpose_2d(j->x + in_off + c0, j->inner_stride, j->y + out_off + c0 * j->col_out,
-                         j->col_out, j->inner, c1 - c0);
+            int64_t o0 = ob * j->outer_per_task, o1 = o0 + j->outer_per_task;
+            if (o1 > j->outer_count) o1 = j->outer_count;
+            for (int64_t o = o0; o < o1; o++) {
+                int64_t in_off, out_off;
+                outer_offsets(j, o, &in_off, &out_off);
+                transpose_2d(j->x + in_off + c0, j->inner_stride, j->y + out_off + c0 * j->col_out,
+                             j->col_out, j->inner, c1 - c0);
+            }
             continue;
         }
         int64_t r0 = (int64_t)t * j->rows_per_task;
@@ -209,7 +239,14 @@ static void gather_run(const ks__gather_geom *g, const void *x, void *y, ks__poo
         cb = cb < 8 ? 8 : cb / 8 * 8;
         j.col_block = cb < j.cols ? cb : j.cols;
         j.num_col_blocks = (j.cols + j.col_block - 1) / j.col_block;
-        tasks = (size_t)(j.outer_count * j.num_col_blocks);
+        /* a transpose of a few dozen elements per outer index (a channel shuffle per pixel):
+         * several outer indices per task */
+        int64_t per_outer = j.inner * j.col_block;
+        j.outer_per_task = j.num_col_blocks == 1 && per_outer < TASK_ELEMS
+                               ? TASK_ELEMS / (per_outer > 0 ? per_outer : 1)
+                               : 1;
+        tasks =
+            (size_t)((j.outer_count + j.outer_per_task - 1) / j.outer_per_task * j.num_col_blocks);
     } else {
         int64_t rpt = TASK_ELEMS / j.inner;
         j.rows_per_task = rpt < 1 ? 1 : rpt;
