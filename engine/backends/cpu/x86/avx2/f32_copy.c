@@ -18,7 +18,11 @@ static inline void copy_floats(float *dst, const float *src, size_t n) {
     size_t i = 0;
     for (; i + V_N <= n; i += V_N)
         v_store(dst + i, v_load(src + i));
-    if (i < n) v_storen(dst + i, v_loadn(src + i, n - i), n - i);
+    if (i == n) return;
+    if (n >= V_N) /* the last vector again, overlapping: masked stores are slow on AMD cores */
+        v_store(dst + n - V_N, v_load(src + n - V_N));
+    else
+        v_storen(dst + i, v_loadn(src + i, n - i), n - i);
 }
 
 static inline void fill_floats(float *dst, float value, size_t n) {
