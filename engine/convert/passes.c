@@ -1,7 +1,8 @@
 /* Graph passes run by ks-convert after import (see convert.h):
  *   1. shape propagation + constant folding with the reference kernels,
  *   2. layout cleanup: cancel inverse TRANSPOSE pairs and move NCHW->NHWC transposes up through
- *      elementwise ops, concat and pad (the "NHWC twin" of a tensor, below),
+ *      elementwise ops, concat, pad and ShuffleNet's channel shuffle (the "NHWC twin" of a
+ *      tensor, below),
  *   3. fusions: BatchNorm-style MUL/ADD into conv/fc weights, zero PAD into conv/avg-pool pads,
  *      space-to-depth written as four strided slice pairs + CONCAT (YOLOX "Focus") into one
  *      6-D TRANSPOSE between free reshapes,
