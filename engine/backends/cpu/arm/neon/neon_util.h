@@ -32,26 +32,27 @@ static inline float32x4_t neon_hard_swish(float32x4_t x) {
 }
 
 /* SiLU (KS_ACT_SILU), the same formula as the x86 ks_avx2_silu: x / (1 + e) for x >= 0 and
- * x * e / (1 + e) below, e = e^-|x| (so nothing overflows) by Cody-Waite reduction, Cephes'
- * degree-6 minimax polynomial and 2^n through the exponent bits; -|x| < -87.3 gives e = 0.
+ * x * e / (1 + e) below, e = e^-|x| (so nothing overflows) by Cody-Waite reduction (n rounded
+ * by adding 1.5 * 2^23 + 127, which leaves n + 127 in the low mantissa bits), the degree-5
+ * polynomial and 2^n through the exponent bits; -|x| < -87.3 gives e = 0.
  * < 1e-6 relative to the expf-based reference (test_silu.c). NaN stays NaN. */
 static inline float32x4_t neon_silu(float32x4_t x) {
     const float32x4_t min_t = vdupq_n_f32(-87.3f);
     float32x4_t t = vnegq_f32(vabsq_f32(x));
     uint32x4_t tiny = vcltq_f32(t, min_t);
     t = vmaxq_f32(t, min_t);
-    float32x4_t n = vrndnq_f32(vmulq_f32(t, vdupq_n_f32(1.44269504088896341f)));
+    const float32x4_t magic = vdupq_n_f32(12583039.0f); /* 1.5 * 2^23 + 127 */
+    float32x4_t j = vfmaq_f32(magic, t, vdupq_n_f32(1.44269504088896341f));
+    float32x4_t n = vsubq_f32(j, magic);
     float32x4_t r = vfmsq_f32(t, n, vdupq_n_f32(0.693359375f));
     r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
-    float32x4_t p = vdupq_n_f32(1.9875691500e-4f);
-    p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
-    p = vfmaq_f32(r, p, vmulq_f32(r, r));
-    p = vaddq_f32(p, vdupq_n_f32(1.0f));
-    int32x4_t bits = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
+    float32x4_t p = vdupq_n_f32(8.2902722061e-3f);
+    p = vfmaq_f32(vdupq_n_f32(4.1898161173e-2f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.6667638719e-1f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(4.9999147654e-1f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(9.9999970198e-1f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+    int32x4_t bits = vshlq_n_s32(vreinterpretq_s32_f32(j), 23);
     float32x4_t e = vmulq_f32(p, vreinterpretq_f32_s32(bits));
     e = vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(e), tiny));
     float32x4_t q = vdivq_f32(x, vaddq_f32(vdupq_n_f32(1.0f), e));
