@@ -12,7 +12,7 @@
  * left by 23), a degree-5 polynomial for e^r on [-ln2/2, ln2/2] (fitted here for minimal relative
  * error, 9.2e-8), 2^n through the exponent bits; t < -87.3 (2^n subnormal) gives 0. The sign bit
  * of x picks e or 1 as the numerator's factor (blendv reads only that bit). About 19 vector
- * operations against the 25 of Cephes' degree-6 form with a rounding instruction and a
+ * operations against the 26 of Cephes' degree-6 form with a rounding instruction and a
  * conversion. Measured max relative error vs the expf-based reference: test_fused_act.c
  * (< 1e-6). NaN stays NaN (x is a factor). */
 static inline __attribute__((always_inline)) __m256 ks_avx2_silu(__m256 x) {
