@@ -466,6 +466,30 @@ static void add_n(ks__graph *g, uint32_t op, int32_t a, int32_t b, int32_t out, 
         g->nodes[idx].ip[i] = ip[i];
 }
 
+/* The optimize tests' frame: fills `in` (n floats), validates g, runs it through the reference
+ * kernels, optimizes it and returns the unoptimized outputs (*n_ref floats). */
+static float *optimize_with_ref(ks__graph *g, float *in, int n, int64_t *n_ref) {
+    char err[512] = "";
+    for (int i = 0; i < n; i++)
+        in[i] = (float)((i * 13) % 17) * 0.1f - 0.8f;
+    assert_int_equal(ks__graph_validate(g, err, sizeof(err)), KS_STATUS_OK);
+    float *ref = run_graph(g, in, n_ref);
+    assert_int_equal(ks__graph_optimize(g, err, sizeof(err)), KS_STATUS_OK);
+    return ref;
+}
+
+/* Runs the optimized g on `in` and compares with ref (freed here) within tol. */
+static void expect_same_outputs(const ks__graph *g, const float *in, float *ref, int64_t n_ref,
+                                float tol) {
+    int64_t n;
+    float *opt = run_graph(g, in, &n);
+    assert_int_equal(n_ref, n);
+    for (int64_t i = 0; i < n; i++)
+        assert_float_equal(ref[i], opt[i], tol);
+    free(ref);
+    free(opt);
+}
+
 /* NCHW conv -> per-channel MUL/ADD (BatchNorm) -> RELU -> conv, with the importer's transpose
  * wrapping, plus a constant subexpression. */
 static void build_conv_chain(ks__graph *g) {
@@ -512,14 +536,9 @@ static void test_optimize_conv_chain(void **state) {
     ks__graph g;
     ks__graph_init(&g, NULL);
     build_conv_chain(&g);
-    char err[512] = "";
-    assert_int_equal(ks__graph_validate(&g, err, sizeof(err)), KS_STATUS_OK);
     float in[90];
-    for (int i = 0; i < 90; i++)
-        in[i] = (float)((i * 13) % 17) * 0.1f - 0.8f;
-    int64_t n0, n1;
-    float *ref = run_graph(&g, in, &n0);
-    assert_int_equal(ks__graph_optimize(&g, err, sizeof(err)), KS_STATUS_OK);
+    int64_t n0;
+    float *ref = optimize_with_ref(&g, in, 90, &n0);
     int transposes = 0, others = 0;
     for (uint32_t i = 0; i < g.num_nodes; i++) {
         if (g.nodes[i].op == KS_OP_TRANSPOSE)
@@ -531,12 +550,7 @@ static void test_optimize_conv_chain(void **state) {
     assert_int_equal(others, 0);     /* MUL/ADD folded into conv1, RELU fused */
     assert_string_equal(g.tensors[g.inputs[0]].name, "x");
     assert_string_equal(g.tensors[g.outputs[0]].name, "y");
-    float *opt = run_graph(&g, in, &n1);
-    assert_int_equal(n0, n1);
-    for (int64_t i = 0; i < n0; i++)
-        assert_float_equal(ref[i], opt[i], 1e-4f);
-    free(ref);
-    free(opt);
+    expect_same_outputs(&g, in, ref, n0, 1e-4f);
     ks__graph_free(&g);
 }
 
@@ -566,18 +580,13 @@ static void test_optimize_conv_before_resize(void **state) {
     const ks__kernel_table *kt = ks__ref_kernels();
     if (!kt->k[KS_OP_CONV2D].run || !kt->k[KS_OP_RESIZE].run) skip();
     float in[120];
-    for (int i = 0; i < 120; i++)
-        in[i] = (float)((i * 13) % 17) * 0.1f - 0.8f;
-    char err[512] = "";
     for (int c = 0; c < 4; c++) {
         int mode = c == 1 ? 0 : 1, act = c == 2 ? KS_ACT_RELU : KS_ACT_NONE, second = c == 3;
         ks__graph g;
         ks__graph_init(&g, NULL);
         build_resize_conv(&g, mode, act, second);
-        assert_int_equal(ks__graph_validate(&g, err, sizeof(err)), KS_STATUS_OK);
-        int64_t n0, n1;
-        float *ref = run_graph(&g, in, &n0);
-        assert_int_equal(ks__graph_optimize(&g, err, sizeof(err)), KS_STATUS_OK);
+        int64_t n0;
+        float *ref = optimize_with_ref(&g, in, 120, &n0);
         assert_int_equal(g.num_nodes, 2);
         int swapped = g.nodes[0].op == KS_OP_CONV2D;
         assert_int_equal(swapped, c < 2);
@@ -589,12 +598,7 @@ static void test_optimize_conv_before_resize(void **state) {
             assert_int_equal(g.nodes[1].op, KS_OP_RESIZE);
         }
         assert_string_equal(g.tensors[g.outputs[0]].name, "y");
-        float *opt = run_graph(&g, in, &n1);
-        assert_int_equal(n0, n1);
-        for (int64_t i = 0; i < n0; i++)
-            assert_float_equal(ref[i], opt[i], 1e-5f);
-        free(ref);
-        free(opt);
+        expect_same_outputs(&g, in, ref, n0, 1e-5f);
         ks__graph_free(&g);
     }
 }
@@ -660,14 +664,9 @@ static void test_optimize_channel_shuffle(void **state) {
     ks__graph g;
     ks__graph_init(&g, NULL);
     build_shuffle(&g);
-    char err[512] = "";
-    assert_int_equal(ks__graph_validate(&g, err, sizeof(err)), KS_STATUS_OK);
     float in[160];
-    for (int i = 0; i < 160; i++)
-        in[i] = (float)((i * 13) % 17) * 0.1f - 0.8f;
-    int64_t n0, n1;
-    float *ref = run_graph(&g, in, &n0);
-    assert_int_equal(ks__graph_optimize(&g, err, sizeof(err)), KS_STATUS_OK);
+    int64_t n0;
+    float *ref = optimize_with_ref(&g, in, 160, &n0);
     int t4 = 0, t5 = 0, split_axis = -1;
     for (uint32_t i = 0; i < g.num_nodes; i++) {
         if (g.nodes[i].op == KS_OP_TRANSPOSE) {
@@ -684,12 +683,7 @@ static void test_optimize_channel_shuffle(void **state) {
     assert_int_equal(t4, 2); /* graph input and output keep NCHW */
     assert_int_equal(t5, 1);
     assert_int_equal(split_axis, 3);
-    float *opt = run_graph(&g, in, &n1);
-    assert_int_equal(n0, n1);
-    for (int64_t i = 0; i < n0; i++)
-        assert_float_equal(ref[i], opt[i], 1e-5f);
-    free(ref);
-    free(opt);
+    expect_same_outputs(&g, in, ref, n0, 1e-5f);
     ks__graph_free(&g);
 }
 

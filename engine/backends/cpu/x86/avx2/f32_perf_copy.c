@@ -16,6 +16,8 @@
 #include <arm_neon.h>
 #else
 #include <immintrin.h>
+
+#include "interleave3.h"
 #endif
 #include <string.h>
 
@@ -126,39 +128,14 @@ static inline void transpose_blk(const uint32_t *src, int64_t lds, uint32_t *dst
     transpose8x8(src, lds, dst, ldd);
 }
 
-/* dst[3 * c + r] = row r's c for c < n (see the NEON twin above): each output vector takes its
- * lanes from the three rows by lane permutes and two blends */
+/* dst[3 * c + r] = row r's c for c < n (see the NEON twin above; interleave3.h) */
 static inline int64_t interleave3(const uint32_t *x0, const uint32_t *x1, const uint32_t *x2,
                                   uint32_t *y, int64_t n) {
-    const __m256i ir0 = _mm256_setr_epi32(0, 0, 0, 1, 0, 0, 2, 0);
-    const __m256i ig0 = _mm256_setr_epi32(0, 0, 0, 0, 1, 0, 0, 2);
-    const __m256i ib0 = _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 0, 0);
-    const __m256i ir1 = _mm256_setr_epi32(0, 3, 0, 0, 4, 0, 0, 5);
-    const __m256i ig1 = _mm256_setr_epi32(0, 0, 3, 0, 0, 4, 0, 0);
-    const __m256i ib1 = _mm256_setr_epi32(2, 0, 0, 3, 0, 0, 4, 0);
-    const __m256i ir2 = _mm256_setr_epi32(0, 0, 6, 0, 0, 7, 0, 0);
-    const __m256i ig2 = _mm256_setr_epi32(5, 0, 0, 6, 0, 0, 7, 0);
-    const __m256i ib2 = _mm256_setr_epi32(0, 5, 0, 0, 6, 0, 0, 7);
     int64_t c = 0;
-    for (; c + 8 <= n; c += 8) {
-        __m256 r = _mm256_loadu_ps((const float *)(x0 + c));
-        __m256 g = _mm256_loadu_ps((const float *)(x1 + c));
-        __m256 b = _mm256_loadu_ps((const float *)(x2 + c));
-        /* v0: lanes 0, 3, 6 row 0; 1, 4, 7 row 1 (blend 0x92); 2, 5 row 2 (0x24); v1, v2
-         * rotate the roles */
-        __m256 v0 = _mm256_blend_ps(_mm256_permutevar8x32_ps(r, ir0),
-                                    _mm256_permutevar8x32_ps(g, ig0), 0x92);
-        v0 = _mm256_blend_ps(v0, _mm256_permutevar8x32_ps(b, ib0), 0x24);
-        __m256 v1 = _mm256_blend_ps(_mm256_permutevar8x32_ps(b, ib1),
-                                    _mm256_permutevar8x32_ps(r, ir1), 0x92);
-        v1 = _mm256_blend_ps(v1, _mm256_permutevar8x32_ps(g, ig1), 0x24);
-        __m256 v2 = _mm256_blend_ps(_mm256_permutevar8x32_ps(g, ig2),
-                                    _mm256_permutevar8x32_ps(b, ib2), 0x92);
-        v2 = _mm256_blend_ps(v2, _mm256_permutevar8x32_ps(r, ir2), 0x24);
-        _mm256_storeu_ps((float *)(y + 3 * c), v0);
-        _mm256_storeu_ps((float *)(y + 3 * c + 8), v1);
-        _mm256_storeu_ps((float *)(y + 3 * c + 16), v2);
-    }
+    for (; c + 8 <= n; c += 8)
+        ks_avx2_interleave3((float *)(y + 3 * c), _mm256_loadu_ps((const float *)(x0 + c)),
+                            _mm256_loadu_ps((const float *)(x1 + c)),
+                            _mm256_loadu_ps((const float *)(x2 + c)));
     return c;
 }
 

@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include "../../imgproc_impl.h"
+#include "interleave3.h"
 
 typedef struct vec_rgb {
     __m256 r, g, b;
@@ -278,33 +279,9 @@ __attribute__((noinline)) static vec_rgb sample8_edge(const ks__imgproc *p, __m2
 }
 
 /* Normalized values of 3 channels (r, g, b order of the output) into 24 interleaved floats
- * r0 g0 b0 r1 ...: three vectors, each lane taken from one channel by a lane permute and two
- * blends. */
+ * r0 g0 b0 r1 ... (interleave3.h). */
 ALWAYS_INLINE void store_nhwc3_f32(float *dst, __m256 r, __m256 g, __m256 b) {
-    const __m256i ir0 = _mm256_setr_epi32(0, 0, 0, 1, 0, 0, 2, 0);
-    const __m256i ig0 = _mm256_setr_epi32(0, 0, 0, 0, 1, 0, 0, 2);
-    const __m256i ib0 = _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 0, 0);
-    const __m256i ir1 = _mm256_setr_epi32(0, 3, 0, 0, 4, 0, 0, 5);
-    const __m256i ig1 = _mm256_setr_epi32(0, 0, 3, 0, 0, 4, 0, 0);
-    const __m256i ib1 = _mm256_setr_epi32(2, 0, 0, 3, 0, 0, 4, 0);
-    const __m256i ir2 = _mm256_setr_epi32(0, 0, 6, 0, 0, 7, 0, 0);
-    const __m256i ig2 = _mm256_setr_epi32(5, 0, 0, 6, 0, 0, 7, 0);
-    const __m256i ib2 = _mm256_setr_epi32(0, 5, 0, 0, 6, 0, 0, 7);
-    /* v0: lanes 0, 3, 6 r; 1, 4, 7 g (blend mask 0x92); 2, 5 b (0x24) */
-    __m256 v0 =
-        _mm256_blend_ps(_mm256_permutevar8x32_ps(r, ir0), _mm256_permutevar8x32_ps(g, ig0), 0x92);
-    v0 = _mm256_blend_ps(v0, _mm256_permutevar8x32_ps(b, ib0), 0x24);
-    /* v1: lanes 0, 3, 6 b; 1, 4, 7 r; 2, 5 g */
-    __m256 v1 =
-        _mm256_blend_ps(_mm256_permutevar8x32_ps(b, ib1), _mm256_permutevar8x32_ps(r, ir1), 0x92);
-    v1 = _mm256_blend_ps(v1, _mm256_permutevar8x32_ps(g, ig1), 0x24);
-    /* v2: lanes 0, 3, 6 g; 1, 4, 7 b; 2, 5 r */
-    __m256 v2 =
-        _mm256_blend_ps(_mm256_permutevar8x32_ps(g, ig2), _mm256_permutevar8x32_ps(b, ib2), 0x92);
-    v2 = _mm256_blend_ps(v2, _mm256_permutevar8x32_ps(r, ir2), 0x24);
-    _mm256_storeu_ps(dst, v0);
-    _mm256_storeu_ps(dst + 8, v1);
-    _mm256_storeu_ps(dst + 16, v2);
+    ks_avx2_interleave3(dst, r, g, b);
 }
 
 /* Any output: u8 or f32, NHWC or NCHW, 1 or 3 channels. */
