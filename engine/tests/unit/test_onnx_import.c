@@ -466,6 +466,16 @@ static void add_n(ks__graph *g, uint32_t op, int32_t a, int32_t b, int32_t out, 
         g->nodes[idx].ip[i] = ip[i];
 }
 
+/* A CONV2D node reading x with weights w (and bias b >= 0), params ip[11]. */
+static void add_conv(ks__graph *g, const char *name, int32_t x, int32_t w, int32_t b, int32_t y,
+                     const int32_t *ip) {
+    int32_t ins[3] = {x, w, b};
+    uint32_t idx;
+    assert_int_equal(ks__graph_add_node(g, KS_OP_CONV2D, name, b >= 0 ? 3 : 2, ins, 1, &y, &idx),
+                     0);
+    memcpy(g->nodes[idx].ip, ip, 11 * sizeof(int32_t));
+}
+
 /* The optimize tests' frame: fills `in` (n floats), validates g, runs it through the reference
  * kernels, optimizes it and returns the unoptimized outputs (*n_ref floats). */
 static float *optimize_with_ref(ks__graph *g, float *in, int n, int64_t *n_ref) {
@@ -508,10 +518,7 @@ static void build_conv_chain(ks__graph *g) {
     int32_t rh = add_t(g, "rh", 4, 1, 6, 5, 4), c2 = add_t(g, "c2", 4, 1, 6, 5, 2);
     int32_t y = add_t(g, "y", 4, 1, 2, 6, 5);
     add_n(g, KS_OP_TRANSPOSE, x, -1, xh, to_nhwc, 5);
-    int32_t ins[3] = {xh, w1, b1};
-    uint32_t idx;
-    assert_int_equal(ks__graph_add_node(g, KS_OP_CONV2D, "conv1", 3, ins, 1, &c1, &idx), 0);
-    memcpy(g->nodes[idx].ip, conv_ip, sizeof(conv_ip));
+    add_conv(g, "conv1", xh, w1, b1, c1, conv_ip);
     add_n(g, KS_OP_TRANSPOSE, c1, -1, c1n, to_nchw, 5);
     add_n(g, KS_OP_MUL, c1n, sc, m, NULL, 0);
     add_n(g, KS_OP_ADD, k1, k2, kk, NULL, 0); /* constant: folds */
@@ -519,10 +526,7 @@ static void build_conv_chain(ks__graph *g) {
     add_n(g, KS_OP_ADD, m, sh2, a, NULL, 0);
     add_n(g, KS_OP_RELU, a, -1, r, NULL, 0);
     add_n(g, KS_OP_TRANSPOSE, r, -1, rh, to_nhwc, 5);
-    ins[0] = rh;
-    ins[1] = w2;
-    assert_int_equal(ks__graph_add_node(g, KS_OP_CONV2D, "conv2", 2, ins, 1, &c2, &idx), 0);
-    memcpy(g->nodes[idx].ip, conv_ip, sizeof(conv_ip));
+    add_conv(g, "conv2", rh, w2, -1, c2, conv_ip);
     add_n(g, KS_OP_TRANSPOSE, c2, -1, y, to_nchw, 5);
     assert_int_equal(ks__graph_set_io(g, 1, &x, 1, &y), 0);
 }
@@ -557,17 +561,13 @@ static void test_optimize_conv_chain(void **state) {
 /* x [1,4,5,6] -> RESIZE (mode, half-pixel) to [1,8,10,6] -> conv 1x1 6->3 (+bias, act) -> y; with
  * `second_reader` the resize output is also a graph output. */
 static void build_resize_conv(ks__graph *g, int mode, int act, int second_reader) {
-    static const int32_t conv_ip[11] = {1, 1, 1, 1, 0, 0, 0, 0, 3, 1, 0};
+    const int32_t conv_ip[11] = {1, 1, 1, 1, 0, 0, 0, 0, 3, 1, act};
     int32_t x = add_t(g, "x", 4, 1, 4, 5, 6), r = add_t(g, "r", 4, 1, 8, 10, 6);
     int32_t w = add_c(g, "w", 4, 3, 1, 1, 6, 0.05f), b = add_c(g, "b", 1, 3, 0, 0, 0, 0.3f);
     int32_t y = add_t(g, "y", 4, 1, 8, 10, 3);
     int32_t rip[5] = {mode, KS_RESIZE_HALF_PIXEL, 0, 8, 10};
     add_n(g, KS_OP_RESIZE, x, -1, r, rip, 5);
-    int32_t ins[3] = {r, w, b};
-    uint32_t idx;
-    assert_int_equal(ks__graph_add_node(g, KS_OP_CONV2D, "conv", 3, ins, 1, &y, &idx), 0);
-    memcpy(g->nodes[idx].ip, conv_ip, sizeof(conv_ip));
-    g->nodes[idx].ip[10] = act;
+    add_conv(g, "conv", r, w, b, y, conv_ip);
     int32_t outs[2] = {y, r};
     assert_int_equal(ks__graph_set_io(g, 1, &x, second_reader ? 2 : 1, outs), 0);
 }
@@ -630,29 +630,21 @@ static void build_shuffle(ks__graph *g) {
     int32_t w3 = add_c(g, "w3", 4, 8, 1, 1, 8, -0.03f), c3 = add_t(g, "c3", 4, 1, 4, 5, 8);
     int32_t y = add_t(g, "y", 4, 1, 8, 4, 5);
     add_n(g, KS_OP_TRANSPOSE, x, -1, xh, to_nhwc, 5);
-    int32_t ins[3] = {xh, w1, -1};
-    uint32_t idx;
-    assert_int_equal(ks__graph_add_node(g, KS_OP_CONV2D, "conv1", 2, ins, 1, &c1, &idx), 0);
-    memcpy(g->nodes[idx].ip, conv_ip, sizeof(conv_ip));
+    add_conv(g, "conv1", xh, w1, -1, c1, conv_ip);
     add_n(g, KS_OP_TRANSPOSE, c1, -1, c1n, to_nchw, 5);
     add_n(g, KS_OP_RESHAPE, c1n, -1, s5, r5, 6);
     add_n(g, KS_OP_TRANSPOSE, s5, -1, t5, swap12, 6);
     add_n(g, KS_OP_RESHAPE, t5, -1, sh, r4, 5);
     int32_t halves[2] = {a, b};
+    uint32_t idx;
     assert_int_equal(ks__graph_add_node(g, KS_OP_SPLIT, "split", 1, &sh, 2, halves, &idx), 0);
     g->nodes[idx].ip[0] = 1;
     add_n(g, KS_OP_TRANSPOSE, b, -1, bh, to_nhwc, 5);
-    ins[0] = bh;
-    ins[1] = w2;
-    assert_int_equal(ks__graph_add_node(g, KS_OP_CONV2D, "conv2", 2, ins, 1, &c2, &idx), 0);
-    memcpy(g->nodes[idx].ip, conv_ip, sizeof(conv_ip));
+    add_conv(g, "conv2", bh, w2, -1, c2, conv_ip);
     add_n(g, KS_OP_TRANSPOSE, c2, -1, c2n, to_nchw, 5);
     add_n(g, KS_OP_CONCAT, a, c2n, cc, axis1, 1);
     add_n(g, KS_OP_TRANSPOSE, cc, -1, cch, to_nhwc, 5);
-    ins[0] = cch;
-    ins[1] = w3;
-    assert_int_equal(ks__graph_add_node(g, KS_OP_CONV2D, "conv3", 2, ins, 1, &c3, &idx), 0);
-    memcpy(g->nodes[idx].ip, conv_ip, sizeof(conv_ip));
+    add_conv(g, "conv3", cch, w3, -1, c3, conv_ip);
     add_n(g, KS_OP_TRANSPOSE, c3, -1, y, to_nchw, 5);
     assert_int_equal(ks__graph_set_io(g, 1, &x, 1, &y), 0);
 }
