@@ -35,6 +35,19 @@ typedef struct ks__gemm_epilogue {
     const float *slope;
 } ks__gemm_epilogue;
 
+/* The activations that the ISA kernels' full tiles compile a copy for, X(act) each (TANH is
+ * applied by ks__gemm_act_scalar after the tile and takes the generic path). */
+#define KS_GEMM_TILE_ACTS(X)                                                                       \
+    X(KS_ACT_NONE)                                                                                 \
+    X(KS_ACT_RELU)                                                                                 \
+    X(KS_ACT_RELU6)                                                                                \
+    X(KS_ACT_RELU_N1_TO_1)                                                                         \
+    X(KS_ACT_PRELU)                                                                                \
+    X(KS_ACT_LEAKY_RELU)                                                                           \
+    X(KS_ACT_HARD_SWISH)                                                                           \
+    X(KS_ACT_SIGMOID)                                                                              \
+    X(KS_ACT_SILU)
+
 /* Computes rows [0, mr) x columns [0, nc) of one tile (mr <= MR, nc <= NR).
  *   a:       ks groups of MR pointers (a[t * MR + r]); rows >= mr are ignored. A pointer equal
  *            to `zero` is used as is; any other gets `a_offset` floats added (the group's first

@@ -221,15 +221,7 @@ static void ks_f32_igemm__avx2_6x16(size_t mr, size_t nc, size_t kc, size_t ks,
     case A:                                                                                        \
         tile_6x16(A, kc, ks, a, a_off, zero, w, c, cs, res, rs, ep);                               \
         return;
-            ACT_CASE(KS_ACT_NONE)
-            ACT_CASE(KS_ACT_RELU)
-            ACT_CASE(KS_ACT_RELU6)
-            ACT_CASE(KS_ACT_RELU_N1_TO_1)
-            ACT_CASE(KS_ACT_PRELU)
-            ACT_CASE(KS_ACT_LEAKY_RELU)
-            ACT_CASE(KS_ACT_HARD_SWISH)
-            ACT_CASE(KS_ACT_SIGMOID)
-            ACT_CASE(KS_ACT_SILU)
+            KS_GEMM_TILE_ACTS(ACT_CASE)
 #undef ACT_CASE
         default:
             break;
