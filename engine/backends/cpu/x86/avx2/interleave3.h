@@ -8,7 +8,7 @@
 #include <immintrin.h>
 
 static inline __attribute__((always_inline)) void ks_avx2_interleave3(float *dst, __m256 a,
-                                                                       __m256 b, __m256 c) {
+                                                                      __m256 b, __m256 c) {
     const __m256i ia0 = _mm256_setr_epi32(0, 0, 0, 1, 0, 0, 2, 0);
     const __m256i ib0 = _mm256_setr_epi32(0, 0, 0, 0, 1, 0, 0, 2);
     const __m256i ic0 = _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 0, 0);
