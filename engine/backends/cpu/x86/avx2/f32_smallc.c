@@ -192,7 +192,7 @@ KS_INLINE void core_body(const int64_t SX, const uint32_t NV, const uint32_t P, 
 #define CORE3(sx) core3_##sx
 #else
 #define DEFINE_CORE3(sx)
-#define CORE3(sx) NULL
+#define CORE3(sx) ((ks__smallc_core_fn)NULL)
 #endif
 SX_LIST(DEFINE_CORES)
 #undef DEFINE_CORES
