@@ -1005,19 +1005,30 @@ test("video_file_pause_seek_step_runs_on_the_shown_frame", async ({ page }) => {
     assert((await diffPixels(page, sought, paused)) > 0, "the sought frame differs from the paused one");
     let faces = await page.evaluate(() => window.__studio.faces());
     assert(faces.length >= 1 && (await page.evaluate(() => window.__studio.timings())).faces >= 1, "landmarks on the sought frame");
-    // one frame forward, then back
-    await page.click("#video-fwd");
-    const vf = await videoSettled(page, vs.resets + 1);
-    assert(Math.abs(vf.time - (vs.time + vs.frameDur)) < 0.002 && vf.paused, `one frame forward: ${vs.time} -> ${vf.time} (step ${vs.frameDur})`);
-    assert((await videoTimeText(page)).startsWith(vf.time.toFixed(3)), `time shown after the step: ${await videoTimeText(page)}`);
-    const fwd = await snapShown(page);
-    const dFwd = await diffPixels(page, fwd, sought);
-    assert(dFwd > 0, "the next frame differs");
+    // one frame forward, then back. The recording repeats a frame where the recorder's canvas
+    // was not redrawn in time (a loaded machine), so a step may show the same picture: step
+    // again, up to three times, until the picture changes; each step must move by one frame.
+    let vf = vs;
+    let dFwd = 0;
+    let steps = 0;
+    while (dFwd === 0 && steps < 3) {
+      const prev = vf;
+      await page.click("#video-fwd");
+      vf = await videoSettled(page, prev.resets + 1);
+      assert(Math.abs(vf.time - (prev.time + vs.frameDur)) < 0.002 && vf.paused, `one frame forward: ${prev.time} -> ${vf.time} (step ${vs.frameDur})`);
+      assert((await videoTimeText(page)).startsWith(vf.time.toFixed(3)), `time shown after the step: ${await videoTimeText(page)}`);
+      dFwd = await diffPixels(page, await snapShown(page), sought);
+      steps++;
+    }
+    assert(dFwd > 0, `a later frame differs (${steps} steps)`);
     faces = await page.evaluate(() => window.__studio.faces());
     assert(faces.length >= 1, "landmarks on the stepped frame");
-    await page.click("#video-back");
-    const vb = await videoSettled(page, vf.resets + 1);
-    assert(Math.abs(vb.time - vs.time) < 0.002, `one frame back: ${vf.time} -> ${vb.time}`);
+    let vb = vf;
+    for (let i = 0; i < steps; i++) {
+      await page.click("#video-back");
+      vb = await videoSettled(page, vb.resets + 1);
+    }
+    assert(Math.abs(vb.time - vs.time) < 0.002, `${steps} frame(s) back: ${vf.time} -> ${vb.time}`);
     const back = await snapShown(page);
     const dBack = await diffPixels(page, back, sought);
     assert(dBack < dFwd, `back on the sought frame: ${dBack} pixels differ from it (the next frame: ${dFwd})`);
@@ -1033,7 +1044,7 @@ test("video_file_pause_seek_step_runs_on_the_shown_frame", async ({ page }) => {
     await page.click("#video-play");
     const n1 = await page.evaluate(() => window.__studio.liveFrames());
     await page.waitForFunction((n) => window.__studio.liveFrames() >= n + 3, n1, { timeout: 30000 });
-    figures.push(`video controls: duration ${v0.duration.toFixed(3)} s, frame step ${(v0.frameDur * 1000).toFixed(1)} ms (measured), a step changed ${dFwd} pixels, back ${dBack}`);
+    figures.push(`video controls: duration ${v0.duration.toFixed(3)} s, frame step ${(v0.frameDur * 1000).toFixed(1)} ms (measured), a step changed ${dFwd} pixels (${steps} step(s)), back ${dBack}`);
   } finally {
     await page.click("#photo-btn");
     await page.waitForFunction(() => window.__studio.liveSource() === "", null, { timeout: 10000 });

@@ -143,7 +143,7 @@ static void vpad_range(void *arg, size_t begin, size_t end, uint32_t thread) {
         }
         return;
     }
-    if (rows_only) { /* a pad on both sides of the last dimension */
+    if (rows_only) { /* any other pad of the last dimension alone */
         for (size_t it = begin; it < end; it++) {
             float *dst = j->y + (int64_t)it * ow;
             fill_floats(dst, j->g.fill, (size_t)lo);
