@@ -977,7 +977,6 @@ static ks_status vk_identity(char *buf, size_t cap, char *err, size_t err_cap) {
     return st;
 }
 
-/* The pipeline of a shader family in variant v, made on first use. */
 /* Unpacks n bytes of LEB128 (cmake/vulkan.cmake) into exactly `words` 32-bit words; false when
  * they hold another count, a group past 32 bits or a truncated word. */
 static bool spv_unpack(const uint8_t *in, size_t n, uint32_t *out, size_t words) {
@@ -999,6 +998,7 @@ static bool spv_unpack(const uint8_t *in, size_t n, uint32_t *out, size_t words)
     return w == words;
 }
 
+/* The pipeline of a shader family in variant v, made on first use. */
 static ks_status ensure_pipe(vk_dev *d, int kind, int v, char *err, size_t cap) {
     vk_pipe *p = &d->pipes[kind];
     const kernel_info *ki = &k_kernels[kind];
