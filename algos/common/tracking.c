@@ -66,11 +66,20 @@ float ks__one_euro_apply(ks__one_euro *f, float value, float value_scale, int64_
 
 /* ---- landmark smoother ------------------------------------------------------------------ */
 
+/* The 3 * n filters of a smoother always see the same timestamps, so the rate, the timestamp
+ * state and the derivative's smoothing factor are kept once per smoother and computed once per
+ * frame; the per-value state is kept as arrays (x, y, z of landmark i at 3 * i + 0..2), so the
+ * per-value loop vectorizes. Each value gets exactly the operations of ks__one_euro_apply, in
+ * the same order: the results are bit-identical to 3 * n separate filters. */
 struct ks__landmark_smoother {
     ks_allocator alloc;
     bool has_alloc;
     size_t num_landmarks;
-    ks__one_euro *filters; /* 3 per landmark: x, y, z */
+    ks__one_euro_params p;
+    float frequency_hz;
+    int64_t last_timestamp_us;
+    bool has_timestamp, has_value;
+    float *raw_prev, *x_prev, *dx_prev, *value; /* 3 * num_landmarks each; value: scratch */
 };
 
 ks_status ks__landmark_smoother_create(const ks_allocator *alloc, size_t num_landmarks,
@@ -90,13 +99,18 @@ ks_status ks__landmark_smoother_create(const ks_allocator *alloc, size_t num_lan
     memset(s, 0, sizeof(*s));
     if (alloc) s->alloc = *alloc, s->has_alloc = true;
     s->num_landmarks = num_landmarks;
-    s->filters = ks__alloc(alloc, num_landmarks * 3 * sizeof(ks__one_euro));
-    if (!s->filters) {
+    s->raw_prev = ks__alloc(alloc, 4 * 3 * num_landmarks * sizeof(float));
+    if (!s->raw_prev) {
         status = KS_STATUS_OUT_OF_MEMORY;
         goto error;
     }
-    for (size_t i = 0; i < num_landmarks * 3; i++)
-        ks__one_euro_init(&s->filters[i], params);
+    s->x_prev = s->raw_prev + 3 * num_landmarks;
+    s->dx_prev = s->x_prev + 3 * num_landmarks;
+    s->value = s->dx_prev + 3 * num_landmarks;
+    ks__one_euro f; /* the single filter's defaults */
+    ks__one_euro_init(&f, params);
+    s->p = f.p;
+    ks__landmark_smoother_reset(s);
     *out = s;
     return KS_STATUS_OK;
 error:
@@ -109,14 +123,17 @@ void ks__landmark_smoother_destroy(ks__landmark_smoother *s) {
     const ks_allocator *a = s->has_alloc ? &s->alloc : NULL;
     ks_allocator copy;
     if (a) copy = *a, a = &copy; /* s is freed before the allocator copy is last used */
-    ks__free(a, s->filters);
+    ks__free(a, s->raw_prev);
     ks__free(a, s);
 }
 
 void ks__landmark_smoother_reset(ks__landmark_smoother *s) {
     if (!s) return;
-    for (size_t i = 0; i < s->num_landmarks * 3; i++)
-        ks__one_euro_reset(&s->filters[i]);
+    s->frequency_hz = s->p.frequency_hz;
+    s->has_timestamp = false;
+    s->has_value = false;
+    s->last_timestamp_us = 0;
+    memset(s->raw_prev, 0, 4 * 3 * s->num_landmarks * sizeof(float));
 }
 
 ks_status ks__landmark_smoother_apply(ks__landmark_smoother *s, ks__landmark *lm, size_t n,
@@ -126,11 +143,48 @@ ks_status ks__landmark_smoother_apply(ks__landmark_smoother *s, ks__landmark *lm
      * object size, we clamp instead so the filter stays continuous. */
     float value_scale = 1.0f / fmaxf(object_scale, 1e-6f);
     if (!isfinite(value_scale)) value_scale = 1.0f;
+    /* ks__one_euro_apply's steps, once for all values */
+    if (s->has_timestamp && timestamp_us <= s->last_timestamp_us) return KS_STATUS_OK;
+    if (s->has_timestamp) s->frequency_hz = 1e6f / (float)(timestamp_us - s->last_timestamp_us);
+    s->last_timestamp_us = timestamp_us;
+    s->has_timestamp = true;
+    const size_t nv = 3 * n;
+    float *restrict v = s->value;
     for (size_t i = 0; i < n; i++) {
-        ks__one_euro *f = &s->filters[3 * i];
-        lm[i].x = ks__one_euro_apply(&f[0], lm[i].x, value_scale, timestamp_us);
-        lm[i].y = ks__one_euro_apply(&f[1], lm[i].y, value_scale, timestamp_us);
-        lm[i].z = ks__one_euro_apply(&f[2], lm[i].z, value_scale, timestamp_us);
+        v[3 * i + 0] = lm[i].x;
+        v[3 * i + 1] = lm[i].y;
+        v[3 * i + 2] = lm[i].z;
+    }
+    if (!s->has_value) {
+        s->has_value = true;
+        memcpy(s->raw_prev, v, nv * sizeof(float));
+        memcpy(s->x_prev, v, nv * sizeof(float));
+        memset(s->dx_prev, 0, nv * sizeof(float));
+        return KS_STATUS_OK; /* the first values pass unchanged */
+    }
+    const float freq = s->frequency_hz;
+    const float a_d = alpha_for(s->p.d_cutoff, freq);
+    const float te = 1.0f / freq; /* alpha_for's, per value */
+    const float min_cutoff = s->p.min_cutoff, beta = s->p.beta;
+    float *restrict raw_prev = s->raw_prev, *restrict x_prev = s->x_prev,
+                    *restrict dx_prev = s->dx_prev;
+    for (size_t k = 0; k < nv; k++) {
+        float value = v[k];
+        float dx = (value - raw_prev[k]) * value_scale * freq;
+        float edx = a_d * dx + (1.0f - a_d) * dx_prev[k];
+        float cutoff = min_cutoff + beta * fabsf(edx);
+        float tau = 1.0f / (2.0f * (float)KS__PI * cutoff);
+        float a = 1.0f / (1.0f + tau / te);
+        float x = a * value + (1.0f - a) * x_prev[k];
+        dx_prev[k] = edx;
+        raw_prev[k] = value;
+        x_prev[k] = x;
+        v[k] = x;
+    }
+    for (size_t i = 0; i < n; i++) {
+        lm[i].x = v[3 * i + 0];
+        lm[i].y = v[3 * i + 1];
+        lm[i].z = v[3 * i + 2];
     }
     return KS_STATUS_OK;
 }

@@ -70,7 +70,8 @@ static size_t align64(size_t n) {
 }
 
 /* extra_bytes follow the payload (names); both are zeroed unless zero_payload is false (then
- * only the header and the extra bytes are). */
+ * the header, the payload's alignment pad and the extra bytes are: the caller writes every
+ * payload byte, so nothing is written twice). */
 static ks_status packet_new_ex(const ks_allocator *allocator, ks_packet_type type,
                                size_t payload_bytes, size_t extra_bytes, bool zero_payload,
                                ks_packet **out) {
@@ -91,7 +92,8 @@ static ks_status packet_new_ex(const ks_allocator *allocator, ks_packet_type typ
         memset(p, 0, total);
     } else {
         memset(p, 0, PACKET_HEADER_BYTES);
-        memset((uint8_t *)p + PACKET_HEADER_BYTES + align64(payload_bytes), 0, extra_bytes);
+        memset((uint8_t *)p + PACKET_HEADER_BYTES + payload_bytes, 0,
+               align64(payload_bytes) - payload_bytes + extra_bytes);
     }
     atomic_init(&p->refcount, 1u);
     p->type = type;
@@ -137,7 +139,7 @@ ks_status ks_packet_create_image(const ks_allocator *allocator, const ks_packet_
         return KS_STATUS_INVALID_ARGUMENT;
     }
     ks_packet *p = NULL;
-    ks_status st = packet_new(allocator, KS_PACKET_IMAGE, total, 0, &p);
+    ks_status st = packet_new_ex(allocator, KS_PACKET_IMAGE, total, 0, !image->data, &p);
     if (st) return st;
     if (image->data)
         for (int32_t y = 0; y < image->height_px; y++)
@@ -247,7 +249,8 @@ static ks_status create_tensor(const char *fn, const ks_allocator *allocator,
     size_t name_bytes = info->name ? strlen(info->name) + 1 : 0;
     ks_packet *p = NULL;
     ks_status st = packet_new_ex(allocator, KS_PACKET_TENSOR, mode == TENSOR_VIEW ? 0 : total,
-                                 name_bytes, mode == TENSOR_ZERO_OR_COPY, &p);
+                                 name_bytes, mode == TENSOR_ZERO_OR_COPY && !(data && total),
+                                 &p);
     if (st) return st;
     if (mode == TENSOR_ZERO_OR_COPY && data && total) memcpy(p->payload, data, total);
     p->u.tensor.info = *info;
@@ -323,7 +326,7 @@ static ks_status create_array(const ks_allocator *allocator, ks_packet_type type
     if (!packet_out || (num_items && !items)) return bad_arg(fn, "NULL argument");
     size_t total = 0;
     if (!mul_ok(num_items, item_bytes, &total)) return bad_arg(fn, "size overflows");
-    ks_status st = packet_new(allocator, type, total, 0, packet_out);
+    ks_status st = packet_new_ex(allocator, type, total, 0, total == 0, packet_out);
     if (st) return st;
     if (total) memcpy((*packet_out)->payload, items, total);
     return KS_STATUS_OK;
