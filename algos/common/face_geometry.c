@@ -451,7 +451,7 @@ static frustum make_frustum(const ks__perspective_camera *cam, int32_t w, int32_
 
 size_t ks__face_geometry_workspace_floats(const ks__face_geometry_metadata *md) {
     if (!md) return 0;
-    return 9 * (size_t)md->num_vertices + 7 * (size_t)md->num_basis;
+    return 6 * (size_t)md->num_vertices + 7 * (size_t)md->num_basis;
 }
 
 typedef struct basis_ws {
@@ -459,14 +459,42 @@ typedef struct basis_ws {
     float *src, *dst, *w;
 } basis_ws;
 
-/* Procrustes of the canonical basis points onto the same points of `pts`. */
-static ks_status fit_basis(const basis_ws *b, const float *pts, float m[16]) {
+/* z = (z - depth_offset + near) / scale; x, y unprojected at that depth; z flipped to the
+ * right-handed camera frame. */
+static inline void metric_point(const float *screen, float *out, const frustum *f,
+                                float depth_offset, float scale) {
+    float z = (screen[2] - depth_offset + f->near_plane) / scale;
+    out[0] = screen[0] * z / f->near_plane;
+    out[1] = screen[1] * z / f->near_plane;
+    out[2] = -z;
+}
+
+static void to_metric(const float *screen, float *out, size_t n, const frustum *f,
+                      float depth_offset, float scale) {
+    for (size_t i = 0; i < n; i++)
+        metric_point(screen + 3 * i, out + 3 * i, f, depth_offset, scale);
+}
+
+/* Procrustes of the canonical basis points onto the same points of the screen points mapped
+ * by `map`: MAP_FLIP negates z (pass 1), MAP_METRIC applies metric_point with depth_offset
+ * and scale (pass 2), MAP_NONE takes them as they are. Only the basis points are mapped. */
+enum basis_map { MAP_NONE, MAP_FLIP, MAP_METRIC };
+
+static ks_status fit_basis(const basis_ws *b, const float *pts, enum basis_map map,
+                           const frustum *f, float depth_offset, float scale, float m[16]) {
     for (uint32_t i = 0; i < b->md->num_basis; i++) {
         uint32_t id = b->md->basis_ids[i];
-        for (int k = 0; k < 3; k++) {
-            b->src[3 * i + k] = b->md->vertices[5 * (size_t)id + (size_t)k];
-            b->dst[3 * i + k] = pts[3 * (size_t)id + (size_t)k];
+        const float *q = pts + 3 * (size_t)id;
+        float *d = b->dst + 3 * (size_t)i;
+        if (map == MAP_METRIC) {
+            metric_point(q, d, f, depth_offset, scale);
+        } else {
+            d[0] = q[0];
+            d[1] = q[1];
+            d[2] = map == MAP_FLIP ? -q[2] : q[2];
         }
+        for (int k = 0; k < 3; k++)
+            b->src[3 * i + k] = b->md->vertices[5 * (size_t)id + (size_t)k];
         b->w[i] = b->md->basis_weights[i];
     }
     return ks__procrustes_solve(b->src, b->dst, b->w, b->md->num_basis, m);
@@ -474,18 +502,6 @@ static ks_status fit_basis(const basis_ws *b, const float *pts, float m[16]) {
 
 static float col0_norm(const float m[16]) {
     return sqrtf(m[0] * m[0] + m[1] * m[1] + m[2] * m[2]);
-}
-
-/* z = (z - depth_offset + near) / scale; x, y unprojected at that depth; z flipped to the
- * right-handed camera frame. */
-static void to_metric(const float *screen, float *out, size_t n, const frustum *f,
-                      float depth_offset, float scale) {
-    for (size_t i = 0; i < n; i++) {
-        float z = (screen[3 * i + 2] - depth_offset + f->near_plane) / scale;
-        out[3 * i + 0] = screen[3 * i + 0] * z / f->near_plane;
-        out[3 * i + 1] = screen[3 * i + 1] * z / f->near_plane;
-        out[3 * i + 2] = -z;
-    }
 }
 
 ks_status ks__face_geometry_estimate(const ks__face_geometry_metadata *md,
@@ -512,8 +528,7 @@ ks_status ks__face_geometry_estimate(const ks__face_geometry_metadata *md,
                                (double)cam.far_plane);
     frustum f = make_frustum(&cam, frame_width, frame_height);
     float *screen = workspace;
-    float *tmp = screen + 3 * nv;
-    float *metric = tmp + 3 * nv;
+    float *metric = screen + 3 * nv;
     basis_ws b = {md, metric + 3 * nv, metric + 3 * nv + 3 * (size_t)md->num_basis,
                   metric + 3 * nv + 6 * (size_t)md->num_basis};
 
@@ -532,23 +547,17 @@ ks_status ks__face_geometry_estimate(const ks__face_geometry_metadata *md,
 
     /* Pass 1: scale of the face as seen on the near plane (handedness flipped: z towards the
      * camera, like the canonical mesh). */
-    for (size_t i = 0; i < nv; i++) {
-        tmp[3 * i + 0] = screen[3 * i + 0];
-        tmp[3 * i + 1] = screen[3 * i + 1];
-        tmp[3 * i + 2] = -screen[3 * i + 2];
-    }
-    st = fit_basis(&b, tmp, m);
+    st = fit_basis(&b, screen, MAP_FLIP, &f, 0.0f, 0.0f, m);
     if (st != KS_STATUS_OK) goto degenerate;
     float first_scale = col0_norm(m);
     if (!(first_scale > 0.0f)) goto degenerate;
     /* Pass 2: unproject with the depth implied by pass 1, measure the residual scale. */
-    to_metric(screen, tmp, nv, &f, depth_offset, first_scale);
-    st = fit_basis(&b, tmp, m);
+    st = fit_basis(&b, screen, MAP_METRIC, &f, depth_offset, first_scale, m);
     if (st != KS_STATUS_OK) goto degenerate;
     float second_scale = col0_norm(m);
     if (!(second_scale > 0.0f)) goto degenerate;
     to_metric(screen, metric, nv, &f, depth_offset, first_scale * second_scale);
-    st = fit_basis(&b, metric, pose_out->pose_matrix);
+    st = fit_basis(&b, metric, MAP_NONE, &f, 0.0f, 0.0f, pose_out->pose_matrix);
     if (st != KS_STATUS_OK) goto degenerate;
 
     float *pm = pose_out->pose_matrix;
