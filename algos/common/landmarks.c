@@ -297,7 +297,8 @@ ks_status ks__roi_from_landmarks(const ks__roi_options *opt, const ks__landmark 
         for (size_t i = 0; i < n; i++) {
             float px = lm[i].x * iw, py = lm[i].y * ih;
             float rx = c * px + s * py, ry = -s * px + c * py;
-            x0 = fminf(x0, rx), x1 = fmaxf(x1, rx), y0 = fminf(y0, ry), y1 = fmaxf(y1, ry);
+            x0 = ks__min_acc(x0, rx), x1 = ks__max_acc(x1, rx), y0 = ks__min_acc(y0, ry),
+            y1 = ks__max_acc(y1, ry);
         }
         float cx = (x0 + x1) * 0.5f, cy = (y0 + y1) * 0.5f;
         r.x_center = (c * cx - s * cy) / iw;
@@ -307,8 +308,8 @@ ks_status ks__roi_from_landmarks(const ks__roi_options *opt, const ks__landmark 
     } else {
         float x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
         for (size_t i = 0; i < n; i++) {
-            x0 = fminf(x0, lm[i].x), x1 = fmaxf(x1, lm[i].x);
-            y0 = fminf(y0, lm[i].y), y1 = fmaxf(y1, lm[i].y);
+            x0 = ks__min_acc(x0, lm[i].x), x1 = ks__max_acc(x1, lm[i].x);
+            y0 = ks__min_acc(y0, lm[i].y), y1 = ks__max_acc(y1, lm[i].y);
         }
         r.x_center = (x0 + x1) * 0.5f;
         r.y_center = (y0 + y1) * 0.5f;

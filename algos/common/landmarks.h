@@ -56,6 +56,15 @@ typedef enum ks__activation {
     KS__ACTIVATION_COUNT
 } ks__activation;
 
+/* Running minimum / maximum over values that may be NaN (a NaN value leaves the running one,
+ * as fminf / fmaxf do); inline, where libm's fminf is a call per value. */
+static inline float ks__min_acc(float acc, float v) {
+    return v < acc ? v : acc;
+}
+static inline float ks__max_acc(float acc, float v) {
+    return v > acc ? v : acc;
+}
+
 typedef struct ks__landmarks_decode_options {
     int32_t num_landmarks;
     int32_t input_width, input_height; /* model input in pixels: raw x/y are divided by these */

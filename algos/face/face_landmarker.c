@@ -297,8 +297,8 @@ static void smooth(ks__landmark_smoother *sm, ks__landmark *p, size_t n, int32_t
     float x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
     for (size_t i = 0; i < n; i++) {
         p[i].x *= (float)iw, p[i].y *= (float)ih, p[i].z *= (float)iw;
-        x0 = fminf(x0, p[i].x), x1 = fmaxf(x1, p[i].x);
-        y0 = fminf(y0, p[i].y), y1 = fmaxf(y1, p[i].y);
+        x0 = ks__min_acc(x0, p[i].x), x1 = ks__max_acc(x1, p[i].x);
+        y0 = ks__min_acc(y0, p[i].y), y1 = ks__max_acc(y1, p[i].y);
     }
     float scale = 0.5f * ((x1 - x0) + (y1 - y0));
     if (!(scale > 1e-6f)) scale = 1e-6f;
@@ -400,8 +400,8 @@ static void fill_mesh(const ks_face_landmarker *lm, const face_work *w, uint32_t
         ks_point3f p = {w->lm[i].x * (float)iw + 0.5f, w->lm[i].y * (float)ih + 0.5f,
                         w->lm[i].z * (float)iw};
         f->landmarks[i] = p;
-        x0 = fminf(x0, p.x), x1 = fmaxf(x1, p.x);
-        y0 = fminf(y0, p.y), y1 = fmaxf(y1, p.y);
+        x0 = ks__min_acc(x0, p.x), x1 = ks__max_acc(x1, p.x);
+        y0 = ks__min_acc(y0, p.y), y1 = ks__max_acc(y1, p.y);
     }
     f->num_landmarks = w->num_landmarks;
     f->box = (ks_box){x0, y0, x1 - x0, y1 - y0};

@@ -635,8 +635,8 @@ ks_box ks__lmtask_pixel_box(const ks__landmark *lm, size_t n, int32_t iw, int32_
     float x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
     for (size_t k = 0; k < n; k++) {
         float x = lm[k].x * (float)iw, y = lm[k].y * (float)ih;
-        x0 = fminf(x0, x), y0 = fminf(y0, y);
-        x1 = fmaxf(x1, x), y1 = fmaxf(y1, y);
+        x0 = ks__min_acc(x0, x), y0 = ks__min_acc(y0, y);
+        x1 = ks__max_acc(x1, x), y1 = ks__max_acc(y1, y);
     }
     x0 = fmaxf(x0, 0.0f), y0 = fmaxf(y0, 0.0f);
     x1 = fminf(x1, (float)iw), y1 = fminf(y1, (float)ih);

@@ -629,6 +629,10 @@ ks_status ks__image_to_tensor_isa(const ks_image *src, const ks_image_to_tensor_
     ks_status st = setup(src, desc ? desc : &defaults, dst, &p);
     if (st) return st;
 #if defined(__x86_64__)
+    if ((isa & KS_ISA_AVX512) && p.interp == KS_INTERP_BILINEAR && p.offsets_fit_i32) {
+        ks__imgproc_rows_avx512(&p, 0, p.out_height_px);
+        return KS_STATUS_OK;
+    }
     if ((isa & KS_ISA_AVX2) && p.interp == KS_INTERP_BILINEAR && p.offsets_fit_i32) {
         ks__imgproc_rows_avx2(&p, 0, p.out_height_px);
         return KS_STATUS_OK;

@@ -49,6 +49,13 @@ void ks__imgproc_span_scalar(const ks__imgproc *p, int32_t y, int32_t x_begin, i
 #if defined(__x86_64__)
 /* Whole destination rows [y_begin, y_end); bilinear only (the caller checks). */
 void ks__imgproc_rows_avx2(const ks__imgproc *p, int32_t y_begin, int32_t y_end);
+/* Destination pixels [x_begin, x_end) of row y by the AVX2 sampler; f32 NHWC 3-channel output
+ * (else the reference does them). */
+void ks__imgproc_span_avx2(const ks__imgproc *p, int32_t y, int32_t x_begin, int32_t x_end);
+/* The same contract as rows_avx2, 16 pixels per step; AVX-512 F + DQ + BW. Takes the rotated
+ * and scaled maps of RGBA/BGRA, RGB/BGR, NV21/NV12 and I420 sources into f32 NHWC RGB/BGR (the
+ * models' input), hands everything else to rows_avx2. */
+void ks__imgproc_rows_avx512(const ks__imgproc *p, int32_t y_begin, int32_t y_end);
 #endif
 #if defined(__aarch64__)
 /* The same contract, 4 pixels per step (arm/neon/imgproc_neon.c). */

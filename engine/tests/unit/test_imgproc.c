@@ -565,13 +565,19 @@ static void test_invalid(void **state) {
 /* The SIMD path against the scalar reference: every format, random rotated/scaled ROIs partly
  * outside the image, all borders, layouts, dtypes and channel orders, output widths 1..19 and
  * 37 (every tail), sources with widths 1..40 (fast-region edge cases). Must be bit-identical. */
-static void test_simd_matches_scalar(void **state) {
-    (void)state;
-    uint32_t isa = ks__cpu_isa();
-    if (!isa) {
-        print_message("no SIMD ISA (or KS_FORCE_SCALAR): comparison skipped\n");
-        return;
+/* The SIMD paths this CPU runs: the widest, and on an AVX-512 machine the AVX2 one too. */
+static int isa_variants(uint32_t isa, uint32_t out[2]) {
+    out[0] = isa;
+#if defined(__x86_64__)
+    if (isa & KS_ISA_AVX512) {
+        out[1] = isa & ~(KS_ISA_AVX512 | KS_ISA_AVX512_VNNI | KS_ISA_AVX512_VBMI);
+        return 2;
     }
+#endif
+    return 1;
+}
+
+static void simd_matches_scalar(uint32_t isa) {
     int checked = 0;
     for (int iter = 0; iter < 400; iter++) {
         ks_pixel_format fmt = k_formats[iter % NUM_FORMATS];
@@ -684,6 +690,17 @@ static void test_simd_matches_scalar(void **state) {
     assert_true(checked == 400);
 }
 
+static void test_simd_matches_scalar(void **state) {
+    (void)state;
+    uint32_t isa = ks__cpu_isa(), v[2];
+    if (!isa) {
+        print_message("no SIMD ISA (or KS_FORCE_SCALAR): comparison skipped\n");
+        return;
+    }
+    for (int i = 0, n = isa_variants(isa, v); i < n; i++)
+        simd_matches_scalar(v[i]);
+}
+
 /* A tightly packed copy of an image whose every plane ends on a page boundary followed by an
  * inaccessible page, so a read past a plane's last byte faults (no padding hides it). */
 typedef struct guarded_image {
@@ -741,23 +758,15 @@ static void free_guarded(guarded_image *g) {
         if (g->map[i]) munmap(g->map[i], g->map_bytes[i]);
 }
 
-/* The SIMD path (NEON on AArch64, AVX2 on x86-64) against the scalar reference on a full grid:
+/* The SIMD paths (NEON on AArch64; AVX2, and AVX-512 where the CPU has it, on x86-64) against
+ * the scalar reference on a full grid:
  * every format x rotation x mirror x {whole frame, a crop 1 pixel inside every edge, a crop
  * reaching 1 pixel past every edge} x odd sizes (sources 1x1 .. 41x23, outputs 1..37 wide, so
  * every vector-width tail and the 1-pixel image borders are hit), both YUV ranges, and
  * layout / dtype / border / channel order cycling through the cases. Bit-identical. Every other
  * case reads a tightly packed copy with a guard page after each plane, so a fast path that reads
  * past a plane's end crashes here. */
-static void test_simd_grid(void **state) {
-    (void)state;
-    uint32_t isa = ks__cpu_isa();
-    if (!isa) {
-        print_message("no SIMD ISA (or KS_FORCE_SCALAR): grid comparison skipped\n");
-        return;
-    }
-#if defined(__aarch64__)
-    assert_true(isa & KS_ISA_NEON); /* the comparison below is NEON vs scalar */
-#endif
+static void simd_grid(uint32_t isa) {
     static const int32_t src_sizes[][2] = {{1, 1}, {2, 3}, {3, 2}, {5, 7}, {18, 9}, {41, 23}};
     static const int32_t out_sizes[][2] = {{1, 1}, {3, 5}, {7, 3}, {13, 11}, {37, 6}};
     enum { NUM_SRC = 6, NUM_OUT = 5 };
@@ -847,10 +856,17 @@ static void test_simd_grid(void **state) {
     assert_non_null(b);
     ks_tensor ta = make_tensor(a, bytes, KS_DTYPE_F32, 1, 256, 256, 3), tb = ta;
     tb.data = b;
-    for (int k = 0; k < 14; k++) {
+    for (int k = 0; k < 18; k++) {
         ks_image_to_tensor_desc d;
         memset(&d, 0, sizeof(d));
-        if (k < 2) {
+        if (k >= 14) {
+            /* a face landmarker's crop: a 210-px square turned 0.21 rad (and -1.3 rad, reaching
+             * past the top edge) into 256x256, from the frame turned 90 degrees */
+            d.rotation = KS_ROTATION_90;
+            ks_rotated_rect roi = {230.5f, k & 2 ? 60.0f : 330.0f, 210.0f, 210.0f,
+                                   k & 2 ? -1.3f : 0.21f};
+            assert_int_equal(ks_affine_from_rotated_rect(&roi, 256, 256, d.m), KS_STATUS_OK);
+        } else if (k < 2) {
             d.rotation = k ? KS_ROTATION_270 : KS_ROTATION_90;
             d.mirror = k;
         } else {
@@ -868,7 +884,7 @@ static void test_simd_grid(void **state) {
             d.scale[c] = 1.0f / 127.5f;
         }
         ks_image img = k & 1 ? gcam.img : cam.img;
-        if (k >= 8) img.format = KS_PIXEL_FORMAT_NV12;
+        if (k >= 8 && k < 16) img.format = KS_PIXEL_FORMAT_NV12;
         assert_int_equal(ks__image_to_tensor_isa(&img, &d, &ta, 0), KS_STATUS_OK);
         assert_int_equal(ks__image_to_tensor_isa(&img, &d, &tb, isa), KS_STATUS_OK);
         if (memcmp(a, b, bytes) != 0) fail_msg("camera frame case %d: SIMD differs from scalar", k);
@@ -877,6 +893,20 @@ static void test_simd_grid(void **state) {
     free(b);
     free_guarded(&gcam);
     free_image(&cam);
+}
+
+static void test_simd_grid(void **state) {
+    (void)state;
+    uint32_t isa = ks__cpu_isa(), v[2];
+    if (!isa) {
+        print_message("no SIMD ISA (or KS_FORCE_SCALAR): grid comparison skipped\n");
+        return;
+    }
+#if defined(__aarch64__)
+    assert_true(isa & KS_ISA_NEON); /* the comparison below is NEON vs scalar */
+#endif
+    for (int i = 0, n = isa_variants(isa, v); i < n; i++)
+        simd_grid(v[i]);
 }
 
 /* ---- image files (tools' image_io) ---- */

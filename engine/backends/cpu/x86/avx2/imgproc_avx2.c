@@ -628,6 +628,66 @@ ALWAYS_INLINE void rows_axis_nv(const ks__imgproc *p, int32_t y_begin, int32_t y
             ks__imgproc_span_scalar(p, y, groups * 8, out_w);
 }
 
+/* Destination pixels [x_begin, x_end) of row y, f32 NHWC RGB/BGR output (nhwc3) only: groups
+ * of 8 by group8, the rest by the reference. For the AVX-512 sampler's groups that touch the
+ * border (x86/avx512/imgproc_avx512.c); the same bits as rows_kind's groups. */
+ALWAYS_INLINE void span_kind(const ks__imgproc *p, int32_t y, int32_t x_begin, int32_t x_end,
+                             const enum sample_kind kind) {
+    const float *m = p->m;
+    call_consts k;
+    call_init(p, kind, &k);
+    float dy = (float)y + 0.5f;
+    float bx = m[1] * dy;
+    bx = bx + m[2];
+    float by = m[4] * dy;
+    by = by + m[5];
+    const __m256 bxv = _mm256_set1_ps(bx), byv = _mm256_set1_ps(by);
+    int32_t x = x_begin;
+    for (; x + 8 <= x_end; x += 8) {
+        /* x + 0.5 .. x + 7.5: exact in float, as rows_kind's running sum */
+        __m256 dx = _mm256_add_ps(_mm256_set1_ps((float)x),
+                                  _mm256_setr_ps(0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f));
+        __m256 sx = _mm256_mul_ps(k.m0, dx);
+        sx = _mm256_add_ps(sx, bxv);
+        __m256 sy = _mm256_mul_ps(k.m3, dx);
+        sy = _mm256_add_ps(sy, byv);
+        __m256i ix, iy;
+        __m256 ax, ay;
+        taps(&k, sx, k.lo, k.hi_x, &ix, &ax);
+        taps(&k, sy, k.lo, k.hi_y, &iy, &ay);
+        group8(p, &k, kind, 1, y, x, ix, iy, ax, ay);
+    }
+    if (x < x_end) ks__imgproc_span_scalar(p, y, x, x_end);
+}
+
+void ks__imgproc_span_avx2(const ks__imgproc *p, int32_t y, int32_t x_begin, int32_t x_end) {
+    const int nhwc3 = !p->out_u8 && !p->nchw && !p->gray_out && p->out_channels == 3;
+    if (!nhwc3) {
+        ks__imgproc_span_scalar(p, y, x_begin, x_end);
+        return;
+    }
+    switch (p->format) {
+    case KS_PIXEL_FORMAT_RGBA:
+    case KS_PIXEL_FORMAT_BGRA:
+        span_kind(p, y, x_begin, x_end, KIND_RGBA);
+        break;
+    case KS_PIXEL_FORMAT_RGB:
+    case KS_PIXEL_FORMAT_BGR:
+        span_kind(p, y, x_begin, x_end, KIND_RGB);
+        break;
+    case KS_PIXEL_FORMAT_NV21:
+    case KS_PIXEL_FORMAT_NV12:
+        span_kind(p, y, x_begin, x_end, KIND_NV);
+        break;
+    case KS_PIXEL_FORMAT_I420:
+        span_kind(p, y, x_begin, x_end, KIND_I420);
+        break;
+    default:
+        ks__imgproc_span_scalar(p, y, x_begin, x_end);
+        break;
+    }
+}
+
 #define ROWS_KIND(kind)                                                                            \
     do {                                                                                           \
         if (nhwc3)                                                                                 \
