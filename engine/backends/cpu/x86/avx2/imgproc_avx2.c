@@ -80,7 +80,7 @@ static int32_t fast_x_max(const ks__imgproc *p) {
 
 /* The fast sampler is instantiated once per source kind (rows_kind), so each copy keeps only
  * its format's work; BGR orders and NV21/NV12 differ only in byte shifts. */
-enum sample_kind { KIND_RGBA, KIND_RGB, KIND_GRAY, KIND_NV, KIND_I420 };
+enum sample_kind { KIND_RGBA, KIND_RGB, KIND_GRAY, KIND_NV21, KIND_NV12, KIND_I420 };
 
 /* Every helper of the row loop is forced inline, whatever gcc's inlining budget decides. */
 #define ALWAYS_INLINE __attribute__((always_inline)) static inline
@@ -143,7 +143,7 @@ ALWAYS_INLINE vec_rgb sample8(const ks__imgproc *p, const enum sample_kind kind,
         } else {
             __m256i uv = gather(p->plane[1], _mm256_add_epi32(crow, _mm256_add_epi32(cx0, cx0)));
             __m256i uv1 = _mm256_srlv_epi32(uv, _mm256_slli_epi32(odd, 4)); /* 16 bits when odd */
-            int nv21 = p->format == KS_PIXEL_FORMAT_NV21;
+            const int nv21 = kind == KIND_NV21;
             U[2 * r] = byte_f(uv, nv21 ? 8 : 0);
             V[2 * r] = byte_f(uv, nv21 ? 0 : 8);
             U[2 * r + 1] = byte_f(uv1, nv21 ? 8 : 0);
@@ -363,7 +363,7 @@ ALWAYS_INLINE void call_init(const ks__imgproc *p, const enum sample_kind kind, 
     int32_t bpp0 = kind == KIND_RGBA ? 4 : kind == KIND_RGB ? 3 : 1;
     int32_t cw = (p->width_px + 1) / 2, ch = (p->height_px + 1) / 2;
     int edge_ok = (size_t)(p->height_px - 1) * p->stride_bytes[0] + (size_t)p->width_px * bpp0 >= 4;
-    if (kind == KIND_NV)
+    if (kind == KIND_NV21 || kind == KIND_NV12)
         edge_ok = edge_ok && (size_t)(ch - 1) * p->stride_bytes[1] + 2 * (size_t)cw >= 4;
     if (kind == KIND_I420)
         edge_ok = edge_ok && (size_t)(ch - 1) * p->stride_bytes[1] + (size_t)cw >= 4 &&
@@ -540,13 +540,13 @@ static __m256i load_halves(const uint8_t *row, const int32_t *base) {
 }
 
 ALWAYS_INLINE void rows_axis_nv(const ks__imgproc *p, int32_t y_begin, int32_t y_end,
-                                const int nhwc3) {
+                                const enum sample_kind kind, const int nhwc3) {
     const float *m = p->m;
     call_consts k;
-    call_init(p, KIND_NV, &k);
+    call_init(p, kind, &k);
     const int32_t out_w = p->out_width_px, groups = out_w / 8;
     const int32_t w = p->width_px, chroma_row_bytes = 2 * ((w + 1) / 2);
-    const int nv21 = p->format == KS_PIXEL_FORMAT_NV21;
+    const int nv21 = kind == KIND_NV21;
     const __m256i ff = _mm256_set1_epi32(0xff);
     const size_t s0 = p->stride_bytes[0], s1 = p->stride_bytes[1];
     /* the row loop's bx of every row: m[1] == 0, so m[1] * dy is 0 */
@@ -599,7 +599,7 @@ ALWAYS_INLINE void rows_axis_nv(const ks__imgproc *p, int32_t y_begin, int32_t y
                 const axis_group *t = &tab[g];
                 const int32_t x = 8 * (g0 + g);
                 if (!row_in || !t->shuffled) {
-                    group8(p, &k, KIND_NV, nhwc3, y, x, t->ix, iy, t->ax, ay);
+                    group8(p, &k, kind, nhwc3, y, x, t->ix, iy, t->ax, ay);
                     continue;
                 }
                 __m256i l0 = _mm256_shuffle_epi8(load_halves(yr0, t->ybase), t->ymask);
@@ -676,8 +676,10 @@ void ks__imgproc_span_avx2(const ks__imgproc *p, int32_t y, int32_t x_begin, int
         span_kind(p, y, x_begin, x_end, KIND_RGB);
         break;
     case KS_PIXEL_FORMAT_NV21:
+        span_kind(p, y, x_begin, x_end, KIND_NV21);
+        break;
     case KS_PIXEL_FORMAT_NV12:
-        span_kind(p, y, x_begin, x_end, KIND_NV);
+        span_kind(p, y, x_begin, x_end, KIND_NV12);
         break;
     case KS_PIXEL_FORMAT_I420:
         span_kind(p, y, x_begin, x_end, KIND_I420);
@@ -696,6 +698,14 @@ void ks__imgproc_span_avx2(const ks__imgproc *p, int32_t y, int32_t x_begin, int
             rows_kind(p, y_begin, y_end, kind, 0);                                                 \
     } while (0)
 
+#define ROWS_AXIS(kind)                                                                            \
+    do {                                                                                           \
+        if (nhwc3)                                                                                 \
+            rows_axis_nv(p, y_begin, y_end, kind, 1);                                              \
+        else                                                                                       \
+            rows_axis_nv(p, y_begin, y_end, kind, 0);                                              \
+    } while (0)
+
 void ks__imgproc_rows_avx2(const ks__imgproc *p, int32_t y_begin, int32_t y_end) {
     const int nhwc3 = !p->out_u8 && !p->nchw && !p->gray_out && p->out_channels == 3;
     switch (p->format) {
@@ -711,16 +721,21 @@ void ks__imgproc_rows_avx2(const ks__imgproc *p, int32_t y_begin, int32_t y_end)
         ROWS_KIND(KIND_GRAY);
         break;
     case KS_PIXEL_FORMAT_NV21:
-    case KS_PIXEL_FORMAT_NV12:
+    case KS_PIXEL_FORMAT_NV12: {
+        /* each of NV21 and NV12 has its own copy: byte positions are constants */
+        const int nv21 = p->format == KS_PIXEL_FORMAT_NV21;
         if (p->m[1] == 0.0f && p->m[3] == 0.0f) {
-            if (nhwc3)
-                rows_axis_nv(p, y_begin, y_end, 1);
+            if (nv21)
+                ROWS_AXIS(KIND_NV21);
             else
-                rows_axis_nv(p, y_begin, y_end, 0);
+                ROWS_AXIS(KIND_NV12);
+        } else if (nv21) {
+            ROWS_KIND(KIND_NV21);
         } else {
-            ROWS_KIND(KIND_NV);
+            ROWS_KIND(KIND_NV12);
         }
         break;
+    }
     case KS_PIXEL_FORMAT_I420:
         ROWS_KIND(KIND_I420);
         break;

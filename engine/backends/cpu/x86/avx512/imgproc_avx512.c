@@ -16,7 +16,7 @@ typedef struct vec_rgb {
     __m512 r, g, b;
 } vec_rgb;
 
-enum sample_kind { KIND_RGBA, KIND_RGB, KIND_NV, KIND_I420 };
+enum sample_kind { KIND_RGBA, KIND_RGB, KIND_NV21, KIND_NV12, KIND_I420 };
 
 ALWAYS_INLINE __m512 byte_f(__m512i v, int shift) {
     __m512i b = _mm512_and_si512(_mm512_srli_epi32(v, (unsigned)shift), _mm512_set1_epi32(0xff));
@@ -134,7 +134,7 @@ ALWAYS_INLINE vec_rgb sample16(const ks__imgproc *p, const enum sample_kind kind
         } else {
             __m512i uv = gather(p->plane[1], _mm512_add_epi32(crow, _mm512_add_epi32(cx0, cx0)));
             __m512i uv1 = _mm512_srlv_epi32(uv, _mm512_slli_epi32(odd, 4)); /* 16 bits if odd */
-            int nv21 = p->format == KS_PIXEL_FORMAT_NV21;
+            const int nv21 = kind == KIND_NV21;
             U[2 * r] = byte_f(uv, nv21 ? 8 : 0);
             V[2 * r] = byte_f(uv, nv21 ? 0 : 8);
             U[2 * r + 1] = byte_f(uv1, nv21 ? 8 : 0);
@@ -235,8 +235,8 @@ ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_en
             c0 = _mm512_mul_ps(_mm512_sub_ps(c0, k.mean0), k.scale0);
             __m512 c1 = _mm512_mul_ps(_mm512_sub_ps(rgb.g, k.mean1), k.scale1);
             c2 = _mm512_mul_ps(_mm512_sub_ps(c2, k.mean2), k.scale2);
-            interleave3_store((float *)p->out + ((size_t)y * (size_t)out_w + (size_t)x) * 3, c0,
-                              c1, c2);
+            interleave3_store((float *)p->out + ((size_t)y * (size_t)out_w + (size_t)x) * 3, c0, c1,
+                              c2);
         }
         if (x < out_w) ks__imgproc_span_avx2(p, y, x, out_w);
     }
@@ -257,7 +257,10 @@ void ks__imgproc_rows_avx512(const ks__imgproc *p, int32_t y_begin, int32_t y_en
     case KS_PIXEL_FORMAT_NV21:
     case KS_PIXEL_FORMAT_NV12:
         if (axis) break; /* the AVX2 sampler's shuffle path for axis-aligned maps */
-        rows_kind(p, y_begin, y_end, KIND_NV);
+        if (p->format == KS_PIXEL_FORMAT_NV21)
+            rows_kind(p, y_begin, y_end, KIND_NV21); /* byte positions are constants */
+        else
+            rows_kind(p, y_begin, y_end, KIND_NV12);
         return;
     case KS_PIXEL_FORMAT_I420:
         rows_kind(p, y_begin, y_end, KIND_I420);
