@@ -1,158 +1,38 @@
 /* AVX2 fast path of ks_image_to_tensor (bilinear): 8 destination pixels per step, taps fetched
- * with 32-bit gathers. Groups whose taps touch the border or would read past a row end fall back
- * to the scalar reference, which also does the row tails. The arithmetic repeats the scalar
- * statements one by one with separate multiply and add (no FMA), so results are bit-identical
+ * with 32-bit gathers (the sampler shared with the AVX-512 path: ../imgproc_gather.h). Groups
+ * whose taps touch the border take a clamping edge sampler (the scalar reference on planes under
+ * 4 bytes), row tails the reference. The arithmetic repeats the scalar statements one by one with
+ * separate multiply and add (no FMA), so results are bit-identical
  * (engine/tests/unit/test_imgproc.c checks this). */
 #include <immintrin.h>
 
-#include "../../imgproc_impl.h"
 #include "interleave3.h"
 
-typedef struct vec_rgb {
-    __m256 r, g, b;
-} vec_rgb;
-
-static __m256 byte_f(__m256i v, int shift) {
-    __m256i b = _mm256_and_si256(_mm256_srli_epi32(v, shift), _mm256_set1_epi32(0xff));
-    return _mm256_cvtepi32_ps(b);
-}
+#define VF __m256
+#define VI __m256i
+#define VF_SET1 _mm256_set1_ps
+#define VF_ZERO _mm256_setzero_ps
+#define VF_ADD _mm256_add_ps
+#define VF_SUB _mm256_sub_ps
+#define VF_MUL _mm256_mul_ps
+#define VF_MIN _mm256_min_ps
+#define VF_MAX _mm256_max_ps
+#define VF_FLOOR _mm256_floor_ps
+#define VF_FROM_I _mm256_cvtepi32_ps
+#define VI_TRUNC _mm256_cvttps_epi32
+#define VI_SET1 _mm256_set1_epi32
+#define VI_ADD _mm256_add_epi32
+#define VI_AND _mm256_and_si256
+#define VI_MULLO _mm256_mullo_epi32
+#define VI_SRLI _mm256_srli_epi32
+#define VI_SLLI _mm256_slli_epi32
+#define VI_SRLV _mm256_srlv_epi32
+#define VI_GATHER(base, offsets)                                                                   \
+    _mm256_i32gather_epi32((const int *)(const void *)(base), (offsets), 1)
+#include "../imgproc_gather.h"
 
 static __m256i gather(const uint8_t *base, __m256i offsets) {
-    return _mm256_i32gather_epi32((const int *)(const void *)base, offsets, 1);
-}
-
-static __m256 clamp255(__m256 v) {
-    v = _mm256_max_ps(v, _mm256_setzero_ps());
-    return _mm256_min_ps(v, _mm256_set1_ps(255.0f));
-}
-
-static vec_rgb yuv_to_rgb(const ks__imgproc *p, __m256 Y, __m256 U, __m256 V) {
-    const __m256 c128 = _mm256_set1_ps(128.0f);
-    __m256 yy = _mm256_sub_ps(Y, _mm256_set1_ps(p->y_offset));
-    yy = _mm256_mul_ps(yy, _mm256_set1_ps(p->y_scale));
-    __m256 u = _mm256_sub_ps(U, c128), v = _mm256_sub_ps(V, c128);
-    __m256 t = _mm256_mul_ps(_mm256_set1_ps(p->kr_v), v);
-    __m256 r = _mm256_add_ps(yy, t);
-    t = _mm256_mul_ps(_mm256_set1_ps(p->kg_u), u);
-    __m256 g = _mm256_sub_ps(yy, t);
-    t = _mm256_mul_ps(_mm256_set1_ps(p->kg_v), v);
-    g = _mm256_sub_ps(g, t);
-    t = _mm256_mul_ps(_mm256_set1_ps(p->kb_u), u);
-    __m256 b = _mm256_add_ps(yy, t);
-    vec_rgb out = {clamp255(r), clamp255(g), clamp255(b)};
-    return out;
-}
-
-static __m256 lerp2(__m256 p00, __m256 p01, __m256 p10, __m256 p11, __m256 ax, __m256 ay) {
-    __m256 d = _mm256_sub_ps(p01, p00);
-    d = _mm256_mul_ps(d, ax);
-    __m256 top = _mm256_add_ps(p00, d);
-    d = _mm256_sub_ps(p11, p10);
-    d = _mm256_mul_ps(d, ax);
-    __m256 bot = _mm256_add_ps(p10, d);
-    d = _mm256_sub_ps(bot, top);
-    d = _mm256_mul_ps(d, ay);
-    return _mm256_add_ps(top, d);
-}
-
-/* Largest tap column ix (the left one of a pair) whose gathers stay inside the row. */
-static int32_t fast_x_max(const ks__imgproc *p) {
-    int32_t w = p->width_px, cw = (w + 1) / 2;
-    switch (p->format) {
-    case KS_PIXEL_FORMAT_RGBA:
-    case KS_PIXEL_FORMAT_BGRA:
-        return w - 2;
-    case KS_PIXEL_FORMAT_RGB:
-    case KS_PIXEL_FORMAT_BGR:
-        return w - 3; /* 4-byte read at 3 * (ix + 1) */
-    case KS_PIXEL_FORMAT_GRAY:
-    case KS_PIXEL_FORMAT_NV21:
-    case KS_PIXEL_FORMAT_NV12:
-        return w - 4; /* 4-byte read at ix; NV chroma then ends within 2 * cw */
-    case KS_PIXEL_FORMAT_I420: {
-        int32_t a = w - 4, b = 2 * cw - 8;
-        return a < b ? a : b;
-    }
-    default:
-        return -1;
-    }
-}
-
-/* The fast sampler is instantiated once per source kind (rows_kind), so each copy keeps only
- * its format's work; BGR orders and NV21/NV12 differ only in byte shifts. */
-enum sample_kind { KIND_RGBA, KIND_RGB, KIND_GRAY, KIND_NV21, KIND_NV12, KIND_I420 };
-
-/* Every helper of the row loop is forced inline, whatever gcc's inlining budget decides. */
-#define ALWAYS_INLINE __attribute__((always_inline)) static inline
-
-/* Bilinear RGB of 8 points whose 4 taps are all inside the fast region. */
-ALWAYS_INLINE vec_rgb sample8(const ks__imgproc *p, const enum sample_kind kind, __m256i ix,
-                              __m256i iy, __m256 ax, __m256 ay) {
-    const __m256i one = _mm256_set1_epi32(1);
-    __m256i s0 = _mm256_set1_epi32((int32_t)p->stride_bytes[0]);
-    __m256i row0 = _mm256_mullo_epi32(iy, s0);
-    __m256i row1 = _mm256_add_epi32(row0, s0);
-    const uint8_t *base = p->plane[0];
-    vec_rgb out;
-    if (kind == KIND_RGBA || kind == KIND_RGB) {
-        int bgr = p->format == KS_PIXEL_FORMAT_BGRA || p->format == KS_PIXEL_FORMAT_BGR;
-        __m256i bpp = _mm256_set1_epi32(kind == KIND_RGBA ? 4 : 3);
-        __m256i c0 = _mm256_mullo_epi32(ix, bpp);
-        __m256i c1 = _mm256_add_epi32(c0, bpp);
-        __m256i v00 = gather(base, _mm256_add_epi32(row0, c0));
-        __m256i v01 = gather(base, _mm256_add_epi32(row0, c1));
-        __m256i v10 = gather(base, _mm256_add_epi32(row1, c0));
-        __m256i v11 = gather(base, _mm256_add_epi32(row1, c1));
-        int rs = bgr ? 16 : 0, bs = bgr ? 0 : 16;
-        out.r = lerp2(byte_f(v00, rs), byte_f(v01, rs), byte_f(v10, rs), byte_f(v11, rs), ax, ay);
-        out.g = lerp2(byte_f(v00, 8), byte_f(v01, 8), byte_f(v10, 8), byte_f(v11, 8), ax, ay);
-        out.b = lerp2(byte_f(v00, bs), byte_f(v01, bs), byte_f(v10, bs), byte_f(v11, bs), ax, ay);
-        return out;
-    }
-    if (kind == KIND_GRAY) {
-        __m256i v0 = gather(base, _mm256_add_epi32(row0, ix));
-        __m256i v1 = gather(base, _mm256_add_epi32(row1, ix));
-        out.r = lerp2(byte_f(v0, 0), byte_f(v0, 8), byte_f(v1, 0), byte_f(v1, 8), ax, ay);
-        out.g = out.b = out.r;
-        return out;
-    }
-    /* YUV: luma pairs from one gather per row, chroma per tap. */
-    __m256i y0 = gather(base, _mm256_add_epi32(row0, ix));
-    __m256i y1 = gather(base, _mm256_add_epi32(row1, ix));
-    __m256 Y[4] = {byte_f(y0, 0), byte_f(y0, 8), byte_f(y1, 0), byte_f(y1, 8)};
-    /* Chroma: the taps' columns are cx0 = ix >> 1 and cx0 + (ix & 1), so one 4-byte gather per
-     * chroma row (and plane) at cx0 holds both; the right tap takes the next sample when ix is
-     * odd. In the fast region ix <= w - 4, so cx0 + 1 < ceil(w / 2) stays inside the row. */
-    __m256i cx0 = _mm256_srli_epi32(ix, 1);
-    __m256i odd = _mm256_and_si256(ix, one);
-    __m256i s1 = _mm256_set1_epi32((int32_t)p->stride_bytes[1]);
-    __m256i cy[2] = {_mm256_srli_epi32(iy, 1), _mm256_srli_epi32(_mm256_add_epi32(iy, one), 1)};
-    __m256 U[4], V[4];
-    for (int r = 0; r < 2; r++) {
-        __m256i crow = _mm256_mullo_epi32(cy[r], s1);
-        if (kind == KIND_I420) {
-            __m256i s2 = _mm256_set1_epi32((int32_t)p->stride_bytes[2]);
-            __m256i crow2 = _mm256_mullo_epi32(cy[r], s2);
-            __m256i u = gather(p->plane[1], _mm256_add_epi32(crow, cx0));
-            __m256i v = gather(p->plane[2], _mm256_add_epi32(crow2, cx0));
-            __m256i sh = _mm256_slli_epi32(odd, 3); /* 8 bits when odd */
-            U[2 * r] = byte_f(u, 0);
-            V[2 * r] = byte_f(v, 0);
-            U[2 * r + 1] = byte_f(_mm256_srlv_epi32(u, sh), 0);
-            V[2 * r + 1] = byte_f(_mm256_srlv_epi32(v, sh), 0);
-        } else {
-            __m256i uv = gather(p->plane[1], _mm256_add_epi32(crow, _mm256_add_epi32(cx0, cx0)));
-            __m256i uv1 = _mm256_srlv_epi32(uv, _mm256_slli_epi32(odd, 4)); /* 16 bits when odd */
-            const int nv21 = kind == KIND_NV21;
-            U[2 * r] = byte_f(uv, nv21 ? 8 : 0);
-            V[2 * r] = byte_f(uv, nv21 ? 0 : 8);
-            U[2 * r + 1] = byte_f(uv1, nv21 ? 8 : 0);
-            V[2 * r + 1] = byte_f(uv1, nv21 ? 0 : 8);
-        }
-    }
-    /* blend Y, U, V, then convert once (the reference's rule for taps inside the image) */
-    return yuv_to_rgb(p, lerp2(Y[0], Y[1], Y[2], Y[3], ax, ay),
-                      lerp2(U[0], U[1], U[2], U[3], ax, ay), lerp2(V[0], V[1], V[2], V[3], ax, ay));
+    return VI_GATHER(base, offsets);
 }
 
 /* 8 single-pixel reads of bpp (1..4) bytes at byte offsets off of a plane, as 32-bit lanes with
@@ -418,10 +298,7 @@ ALWAYS_INLINE void emit8(const ks__imgproc *p, const call_consts *k, const int n
  * ax (and the same for rows). */
 ALWAYS_INLINE void taps(const call_consts *k, __m256 s, __m256 lo_v, __m256 hi, __m256i *i_out,
                         __m256 *a_out) {
-    __m256 u = _mm256_min_ps(_mm256_max_ps(_mm256_sub_ps(s, k->half), lo_v), hi);
-    __m256 fu = _mm256_floor_ps(u);
-    *a_out = _mm256_sub_ps(u, fu);
-    *i_out = _mm256_cvttps_epi32(fu);
+    tap_coords(s, k->half, lo_v, hi, i_out, a_out);
 }
 
 /* One group of 8 destination pixels at (x, y) from their taps, any map: the gather sampler where
@@ -436,7 +313,7 @@ ALWAYS_INLINE void group8(const ks__imgproc *p, const call_consts *k, const enum
     ok = _mm256_and_si256(ok, _mm256_cmpgt_epi32(k->y_lim, iy));
     vec_rgb rgb;
     if (_mm256_movemask_ps(_mm256_castsi256_ps(ok)) == 0xff) {
-        rgb = sample8(p, kind, ix, iy, ax, ay);
+        rgb = sample_inside(p, kind, ix, iy, ax, ay);
     } else if (k->constant_border && all_outside(ix, iy, k->w_px, k->h_px)) {
         /* letterbox padding: the scalar lerp of four equal border taps is exact */
         rgb = k->border;
@@ -492,7 +369,7 @@ ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_en
  * chroma pairs from 16 bytes of an interleaved chroma row, those bytes are loaded once per half
  * and distributed by a byte shuffle computed per group, instead of 4 gathers per group. Other
  * groups, and rows whose taps leave the image, take group8's path. The arithmetic is
- * sample8's, statement by statement: the same bits. */
+ * sample_inside's, statement by statement: the same bits. */
 #define AXIS_GROUPS 32
 
 typedef struct axis_group {

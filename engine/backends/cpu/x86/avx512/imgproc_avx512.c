@@ -1,150 +1,34 @@
 /* AVX-512 fast path of ks_image_to_tensor (bilinear) for the crops that models take: rotated or
  * scaled maps of RGBA/BGRA, RGB/BGR, NV21/NV12 and I420 sources into f32 NHWC RGB/BGR, 16
- * destination pixels per step, taps fetched with 32-bit gathers. It is the AVX2 sampler
- * (x86/avx2/imgproc_avx2.c) at twice the width: the same statements in the same order, one
+ * destination pixels per step, taps fetched with 32-bit gathers. The sampler is the AVX2 path's,
+ * written once for both widths (../imgproc_gather.h): the same statements in the same order, one
  * operation each (no FMA), so results are bit-identical to the scalar reference
  * (engine/tests/unit/test_imgproc.c checks both paths against it). Groups whose taps touch the
  * border or would read past a row end, the row tails and every other form of call go to the
  * AVX2 sampler. */
 #include <immintrin.h>
 
-#include "../../imgproc_impl.h"
-
-#define ALWAYS_INLINE __attribute__((always_inline)) static inline
-
-typedef struct vec_rgb {
-    __m512 r, g, b;
-} vec_rgb;
-
-enum sample_kind { KIND_RGBA, KIND_RGB, KIND_NV21, KIND_NV12, KIND_I420 };
-
-ALWAYS_INLINE __m512 byte_f(__m512i v, int shift) {
-    __m512i b = _mm512_and_si512(_mm512_srli_epi32(v, (unsigned)shift), _mm512_set1_epi32(0xff));
-    return _mm512_cvtepi32_ps(b);
-}
-
-ALWAYS_INLINE __m512i gather(const uint8_t *base, __m512i offsets) {
-    return _mm512_i32gather_epi32(offsets, (const void *)base, 1);
-}
-
-ALWAYS_INLINE __m512 clamp255(__m512 v) {
-    v = _mm512_max_ps(v, _mm512_setzero_ps());
-    return _mm512_min_ps(v, _mm512_set1_ps(255.0f));
-}
-
-ALWAYS_INLINE vec_rgb yuv_to_rgb(const ks__imgproc *p, __m512 Y, __m512 U, __m512 V) {
-    const __m512 c128 = _mm512_set1_ps(128.0f);
-    __m512 yy = _mm512_sub_ps(Y, _mm512_set1_ps(p->y_offset));
-    yy = _mm512_mul_ps(yy, _mm512_set1_ps(p->y_scale));
-    __m512 u = _mm512_sub_ps(U, c128), v = _mm512_sub_ps(V, c128);
-    __m512 t = _mm512_mul_ps(_mm512_set1_ps(p->kr_v), v);
-    __m512 r = _mm512_add_ps(yy, t);
-    t = _mm512_mul_ps(_mm512_set1_ps(p->kg_u), u);
-    __m512 g = _mm512_sub_ps(yy, t);
-    t = _mm512_mul_ps(_mm512_set1_ps(p->kg_v), v);
-    g = _mm512_sub_ps(g, t);
-    t = _mm512_mul_ps(_mm512_set1_ps(p->kb_u), u);
-    __m512 b = _mm512_add_ps(yy, t);
-    vec_rgb out = {clamp255(r), clamp255(g), clamp255(b)};
-    return out;
-}
-
-ALWAYS_INLINE __m512 lerp2(__m512 p00, __m512 p01, __m512 p10, __m512 p11, __m512 ax, __m512 ay) {
-    __m512 d = _mm512_sub_ps(p01, p00);
-    d = _mm512_mul_ps(d, ax);
-    __m512 top = _mm512_add_ps(p00, d);
-    d = _mm512_sub_ps(p11, p10);
-    d = _mm512_mul_ps(d, ax);
-    __m512 bot = _mm512_add_ps(p10, d);
-    d = _mm512_sub_ps(bot, top);
-    d = _mm512_mul_ps(d, ay);
-    return _mm512_add_ps(top, d);
-}
-
-/* Largest tap column ix (the left one of a pair) whose gathers stay inside the row (the AVX2
- * sampler's fast_x_max). */
-static int32_t fast_x_max(const ks__imgproc *p) {
-    int32_t w = p->width_px, cw = (w + 1) / 2;
-    switch (p->format) {
-    case KS_PIXEL_FORMAT_RGBA:
-    case KS_PIXEL_FORMAT_BGRA:
-        return w - 2;
-    case KS_PIXEL_FORMAT_RGB:
-    case KS_PIXEL_FORMAT_BGR:
-        return w - 3; /* 4-byte read at 3 * (ix + 1) */
-    case KS_PIXEL_FORMAT_NV21:
-    case KS_PIXEL_FORMAT_NV12:
-        return w - 4; /* 4-byte read at ix; NV chroma then ends within 2 * cw */
-    case KS_PIXEL_FORMAT_I420: {
-        int32_t a = w - 4, b = 2 * cw - 8;
-        return a < b ? a : b;
-    }
-    default:
-        return -1;
-    }
-}
-
-/* Bilinear RGB of 16 points whose 4 taps are all inside the fast region. */
-ALWAYS_INLINE vec_rgb sample16(const ks__imgproc *p, const enum sample_kind kind, __m512i ix,
-                               __m512i iy, __m512 ax, __m512 ay) {
-    const __m512i one = _mm512_set1_epi32(1);
-    __m512i s0 = _mm512_set1_epi32((int32_t)p->stride_bytes[0]);
-    __m512i row0 = _mm512_mullo_epi32(iy, s0);
-    __m512i row1 = _mm512_add_epi32(row0, s0);
-    const uint8_t *base = p->plane[0];
-    vec_rgb out;
-    if (kind == KIND_RGBA || kind == KIND_RGB) {
-        int bgr = p->format == KS_PIXEL_FORMAT_BGRA || p->format == KS_PIXEL_FORMAT_BGR;
-        __m512i bpp = _mm512_set1_epi32(kind == KIND_RGBA ? 4 : 3);
-        __m512i c0 = _mm512_mullo_epi32(ix, bpp);
-        __m512i c1 = _mm512_add_epi32(c0, bpp);
-        __m512i v00 = gather(base, _mm512_add_epi32(row0, c0));
-        __m512i v01 = gather(base, _mm512_add_epi32(row0, c1));
-        __m512i v10 = gather(base, _mm512_add_epi32(row1, c0));
-        __m512i v11 = gather(base, _mm512_add_epi32(row1, c1));
-        int rs = bgr ? 16 : 0, bs = bgr ? 0 : 16;
-        out.r = lerp2(byte_f(v00, rs), byte_f(v01, rs), byte_f(v10, rs), byte_f(v11, rs), ax, ay);
-        out.g = lerp2(byte_f(v00, 8), byte_f(v01, 8), byte_f(v10, 8), byte_f(v11, 8), ax, ay);
-        out.b = lerp2(byte_f(v00, bs), byte_f(v01, bs), byte_f(v10, bs), byte_f(v11, bs), ax, ay);
-        return out;
-    }
-    /* YUV: luma pairs from one gather per row; chroma pairs (cx0 = ix >> 1 and cx0 + (ix & 1))
-     * from one 4-byte gather per chroma row and plane, the right tap shifted in when ix is odd
-     * (the AVX2 sampler's scheme). */
-    __m512i y0 = gather(base, _mm512_add_epi32(row0, ix));
-    __m512i y1 = gather(base, _mm512_add_epi32(row1, ix));
-    __m512 Y[4] = {byte_f(y0, 0), byte_f(y0, 8), byte_f(y1, 0), byte_f(y1, 8)};
-    __m512i cx0 = _mm512_srli_epi32(ix, 1);
-    __m512i odd = _mm512_and_si512(ix, one);
-    __m512i s1 = _mm512_set1_epi32((int32_t)p->stride_bytes[1]);
-    __m512i cy[2] = {_mm512_srli_epi32(iy, 1), _mm512_srli_epi32(_mm512_add_epi32(iy, one), 1)};
-    __m512 U[4], V[4];
-    for (int r = 0; r < 2; r++) {
-        __m512i crow = _mm512_mullo_epi32(cy[r], s1);
-        if (kind == KIND_I420) {
-            __m512i s2 = _mm512_set1_epi32((int32_t)p->stride_bytes[2]);
-            __m512i crow2 = _mm512_mullo_epi32(cy[r], s2);
-            __m512i u = gather(p->plane[1], _mm512_add_epi32(crow, cx0));
-            __m512i v = gather(p->plane[2], _mm512_add_epi32(crow2, cx0));
-            __m512i sh = _mm512_slli_epi32(odd, 3); /* 8 bits when odd */
-            U[2 * r] = byte_f(u, 0);
-            V[2 * r] = byte_f(v, 0);
-            U[2 * r + 1] = byte_f(_mm512_srlv_epi32(u, sh), 0);
-            V[2 * r + 1] = byte_f(_mm512_srlv_epi32(v, sh), 0);
-        } else {
-            __m512i uv = gather(p->plane[1], _mm512_add_epi32(crow, _mm512_add_epi32(cx0, cx0)));
-            __m512i uv1 = _mm512_srlv_epi32(uv, _mm512_slli_epi32(odd, 4)); /* 16 bits if odd */
-            const int nv21 = kind == KIND_NV21;
-            U[2 * r] = byte_f(uv, nv21 ? 8 : 0);
-            V[2 * r] = byte_f(uv, nv21 ? 0 : 8);
-            U[2 * r + 1] = byte_f(uv1, nv21 ? 8 : 0);
-            V[2 * r + 1] = byte_f(uv1, nv21 ? 0 : 8);
-        }
-    }
-    /* blend Y, U, V, then convert once (the reference's rule for taps inside the image) */
-    return yuv_to_rgb(p, lerp2(Y[0], Y[1], Y[2], Y[3], ax, ay),
-                      lerp2(U[0], U[1], U[2], U[3], ax, ay), lerp2(V[0], V[1], V[2], V[3], ax, ay));
-}
+#define VF __m512
+#define VI __m512i
+#define VF_SET1 _mm512_set1_ps
+#define VF_ZERO _mm512_setzero_ps
+#define VF_ADD _mm512_add_ps
+#define VF_SUB _mm512_sub_ps
+#define VF_MUL _mm512_mul_ps
+#define VF_MIN _mm512_min_ps
+#define VF_MAX _mm512_max_ps
+#define VF_FLOOR(v) _mm512_roundscale_ps((v), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+#define VF_FROM_I _mm512_cvtepi32_ps
+#define VI_TRUNC _mm512_cvttps_epi32
+#define VI_SET1 _mm512_set1_epi32
+#define VI_ADD _mm512_add_epi32
+#define VI_AND _mm512_and_si512
+#define VI_MULLO _mm512_mullo_epi32
+#define VI_SRLI(v, n) _mm512_srli_epi32((v), (unsigned)(n))
+#define VI_SLLI(v, n) _mm512_slli_epi32((v), (unsigned)(n))
+#define VI_SRLV _mm512_srlv_epi32
+#define VI_GATHER(base, offsets) _mm512_i32gather_epi32((offsets), (const void *)(base), 1)
+#include "../imgproc_gather.h"
 
 /* Three 16-float vectors interleaved into 48 floats a0 b0 c0 a1 ...: two two-source permutes
  * per output vector (a with b, then that with c). */
@@ -188,14 +72,6 @@ ALWAYS_INLINE void call_init(const ks__imgproc *p, call_consts *k) {
     k->scale2 = _mm512_set1_ps(p->scale[2]);
 }
 
-/* Source columns of 16 destination points: u clamped to [-4, w + 4], its floor and fraction. */
-ALWAYS_INLINE void taps(const call_consts *k, __m512 s, __m512 hi, __m512i *i_out, __m512 *a_out) {
-    __m512 u = _mm512_min_ps(_mm512_max_ps(_mm512_sub_ps(s, k->half), k->lo), hi);
-    __m512 fu = _mm512_roundscale_ps(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-    *a_out = _mm512_sub_ps(u, fu);
-    *i_out = _mm512_cvttps_epi32(fu);
-}
-
 ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_end,
                              const enum sample_kind kind) {
     const float *m = p->m;
@@ -220,8 +96,8 @@ ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_en
             sy = _mm512_add_ps(sy, byv);
             __m512i ix, iy;
             __m512 ax, ay;
-            taps(&k, sx, k.hi_x, &ix, &ax);
-            taps(&k, sy, k.hi_y, &iy, &ay);
+            tap_coords(sx, k.half, k.lo, k.hi_x, &ix, &ax);
+            tap_coords(sy, k.half, k.lo, k.hi_y, &iy, &ay);
             __mmask16 ok = _mm512_cmpgt_epi32_mask(ix, k.minus1);
             ok = _mm512_mask_cmpgt_epi32_mask(ok, k.x_lim, ix);
             ok = _mm512_mask_cmpgt_epi32_mask(ok, iy, k.minus1);
@@ -230,7 +106,7 @@ ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_en
                 ks__imgproc_span_avx2(p, y, x, x + 16);
                 continue;
             }
-            vec_rgb rgb = sample16(p, kind, ix, iy, ax, ay);
+            vec_rgb rgb = sample_inside(p, kind, ix, iy, ax, ay);
             __m512 c0 = k.bgr ? rgb.b : rgb.r, c2 = k.bgr ? rgb.r : rgb.b;
             c0 = _mm512_mul_ps(_mm512_sub_ps(c0, k.mean0), k.scale0);
             __m512 c1 = _mm512_mul_ps(_mm512_sub_ps(rgb.g, k.mean1), k.scale1);

@@ -1,0 +1,175 @@
+/* The gather sampler of ks_image_to_tensor's x86 paths, written once for both widths: AVX2, 8
+ * lanes (avx2/imgproc_avx2.c), and AVX-512, 16 lanes (avx512/imgproc_avx512.c). Each of those
+ * files defines the vector types and operations below as macros, then includes this header once;
+ * the header defines the per-kind sampler of the points whose taps lie inside the fast region,
+ * the YUV conversion, the blends and the tap coordinates. The row loops, the edge cases and the
+ * stores stay in each file.
+ *
+ * Types: VF (float lanes), VI (32-bit integer lanes). Operations:
+ *   VF_SET1(float), VF_ZERO(), VF_ADD, VF_SUB, VF_MUL, VF_MIN, VF_MAX (the vminps / vmaxps rule),
+ *   VF_FLOOR(v), VF_FROM_I(VI) (vcvtdq2ps), VI_TRUNC(VF) (vcvttps2dq),
+ *   VI_SET1(int32_t), VI_ADD, VI_AND, VI_MULLO, VI_SRLI(v, n) and VI_SLLI(v, n) (n a constant),
+ *   VI_SRLV(v, counts), VI_GATHER(base, offsets): 4 bytes at base + offset per lane.
+ *
+ * Exactness: the arithmetic repeats ks__imgproc_span_scalar statement by statement, one
+ * operation each, never fused (the build is C11 without GNU extensions: gcc does not contract
+ * across statements), so the results are bit-identical to the reference
+ * (engine/tests/unit/test_imgproc.c checks every path this CPU runs). Not a published API. */
+#ifndef KESTREL_X86_IMGPROC_GATHER_H
+#define KESTREL_X86_IMGPROC_GATHER_H
+
+#include "../imgproc_impl.h"
+
+/* Every helper of the row loops is forced inline, whatever gcc's inlining budget decides. */
+#define ALWAYS_INLINE __attribute__((always_inline)) static inline
+
+typedef struct vec_rgb {
+    VF r, g, b;
+} vec_rgb;
+
+/* The samplers are instantiated once per source kind, so each copy keeps only its format's
+ * work: BGR orders differ only in byte shifts, NV21 and NV12 in constant byte positions. */
+enum sample_kind { KIND_RGBA, KIND_RGB, KIND_GRAY, KIND_NV21, KIND_NV12, KIND_I420 };
+
+ALWAYS_INLINE VF byte_f(VI v, int shift) {
+    return VF_FROM_I(VI_AND(VI_SRLI(v, shift), VI_SET1(0xff)));
+}
+
+ALWAYS_INLINE VF clamp255(VF v) {
+    v = VF_MAX(v, VF_ZERO());
+    return VF_MIN(v, VF_SET1(255.0f));
+}
+
+ALWAYS_INLINE vec_rgb yuv_to_rgb(const ks__imgproc *p, VF Y, VF U, VF V) {
+    const VF c128 = VF_SET1(128.0f);
+    VF yy = VF_SUB(Y, VF_SET1(p->y_offset));
+    yy = VF_MUL(yy, VF_SET1(p->y_scale));
+    VF u = VF_SUB(U, c128), v = VF_SUB(V, c128);
+    VF t = VF_MUL(VF_SET1(p->kr_v), v);
+    VF r = VF_ADD(yy, t);
+    t = VF_MUL(VF_SET1(p->kg_u), u);
+    VF g = VF_SUB(yy, t);
+    t = VF_MUL(VF_SET1(p->kg_v), v);
+    g = VF_SUB(g, t);
+    t = VF_MUL(VF_SET1(p->kb_u), u);
+    VF b = VF_ADD(yy, t);
+    vec_rgb out = {clamp255(r), clamp255(g), clamp255(b)};
+    return out;
+}
+
+ALWAYS_INLINE VF lerp2(VF p00, VF p01, VF p10, VF p11, VF ax, VF ay) {
+    VF d = VF_SUB(p01, p00);
+    d = VF_MUL(d, ax);
+    VF top = VF_ADD(p00, d);
+    d = VF_SUB(p11, p10);
+    d = VF_MUL(d, ax);
+    VF bot = VF_ADD(p10, d);
+    d = VF_SUB(bot, top);
+    d = VF_MUL(d, ay);
+    return VF_ADD(top, d);
+}
+
+/* Largest tap column ix (the left one of a pair) whose 4-byte gathers stay inside the row. */
+static inline int32_t fast_x_max(const ks__imgproc *p) {
+    int32_t w = p->width_px, cw = (w + 1) / 2;
+    switch (p->format) {
+    case KS_PIXEL_FORMAT_RGBA:
+    case KS_PIXEL_FORMAT_BGRA:
+        return w - 2;
+    case KS_PIXEL_FORMAT_RGB:
+    case KS_PIXEL_FORMAT_BGR:
+        return w - 3; /* 4-byte read at 3 * (ix + 1) */
+    case KS_PIXEL_FORMAT_GRAY:
+    case KS_PIXEL_FORMAT_NV21:
+    case KS_PIXEL_FORMAT_NV12:
+        return w - 4; /* 4-byte read at ix; NV chroma then ends within 2 * cw */
+    case KS_PIXEL_FORMAT_I420: {
+        int32_t a = w - 4, b = 2 * cw - 8;
+        return a < b ? a : b;
+    }
+    default:
+        return -1;
+    }
+}
+
+/* Source columns (or rows) of the lanes' destination points: s - 0.5 clamped to [lo, hi], its
+ * floor (i_out) and fraction (a_out). */
+ALWAYS_INLINE void tap_coords(VF s, VF half, VF lo, VF hi, VI *i_out, VF *a_out) {
+    VF u = VF_MIN(VF_MAX(VF_SUB(s, half), lo), hi);
+    VF fu = VF_FLOOR(u);
+    *a_out = VF_SUB(u, fu);
+    *i_out = VI_TRUNC(fu);
+}
+
+/* Bilinear RGB of the lanes' points, whose 4 taps are all inside the fast region (ix in
+ * [0, fast_x_max], iy in [0, h - 2]). */
+ALWAYS_INLINE vec_rgb sample_inside(const ks__imgproc *p, const enum sample_kind kind, VI ix, VI iy,
+                                    VF ax, VF ay) {
+    const VI one = VI_SET1(1);
+    VI s0 = VI_SET1((int32_t)p->stride_bytes[0]);
+    VI row0 = VI_MULLO(iy, s0);
+    VI row1 = VI_ADD(row0, s0);
+    const uint8_t *base = p->plane[0];
+    vec_rgb out;
+    if (kind == KIND_RGBA || kind == KIND_RGB) {
+        int bgr = p->format == KS_PIXEL_FORMAT_BGRA || p->format == KS_PIXEL_FORMAT_BGR;
+        VI bpp = VI_SET1(kind == KIND_RGBA ? 4 : 3);
+        VI c0 = VI_MULLO(ix, bpp);
+        VI c1 = VI_ADD(c0, bpp);
+        VI v00 = VI_GATHER(base, VI_ADD(row0, c0));
+        VI v01 = VI_GATHER(base, VI_ADD(row0, c1));
+        VI v10 = VI_GATHER(base, VI_ADD(row1, c0));
+        VI v11 = VI_GATHER(base, VI_ADD(row1, c1));
+        int rs = bgr ? 16 : 0, bs = bgr ? 0 : 16;
+        out.r = lerp2(byte_f(v00, rs), byte_f(v01, rs), byte_f(v10, rs), byte_f(v11, rs), ax, ay);
+        out.g = lerp2(byte_f(v00, 8), byte_f(v01, 8), byte_f(v10, 8), byte_f(v11, 8), ax, ay);
+        out.b = lerp2(byte_f(v00, bs), byte_f(v01, bs), byte_f(v10, bs), byte_f(v11, bs), ax, ay);
+        return out;
+    }
+    if (kind == KIND_GRAY) {
+        VI v0 = VI_GATHER(base, VI_ADD(row0, ix));
+        VI v1 = VI_GATHER(base, VI_ADD(row1, ix));
+        out.r = lerp2(byte_f(v0, 0), byte_f(v0, 8), byte_f(v1, 0), byte_f(v1, 8), ax, ay);
+        out.g = out.b = out.r;
+        return out;
+    }
+    /* YUV: luma pairs from one gather per row, chroma per tap. */
+    VI y0 = VI_GATHER(base, VI_ADD(row0, ix));
+    VI y1 = VI_GATHER(base, VI_ADD(row1, ix));
+    VF Y[4] = {byte_f(y0, 0), byte_f(y0, 8), byte_f(y1, 0), byte_f(y1, 8)};
+    /* Chroma: the taps' columns are cx0 = ix >> 1 and cx0 + (ix & 1), so one 4-byte gather per
+     * chroma row (and plane) at cx0 holds both; the right tap takes the next sample when ix is
+     * odd. In the fast region ix <= w - 4, so cx0 + 1 < ceil(w / 2) stays inside the row. */
+    VI cx0 = VI_SRLI(ix, 1);
+    VI odd = VI_AND(ix, one);
+    VI s1 = VI_SET1((int32_t)p->stride_bytes[1]);
+    VI cy[2] = {VI_SRLI(iy, 1), VI_SRLI(VI_ADD(iy, one), 1)};
+    VF U[4], V[4];
+    for (int r = 0; r < 2; r++) {
+        VI crow = VI_MULLO(cy[r], s1);
+        if (kind == KIND_I420) {
+            VI s2 = VI_SET1((int32_t)p->stride_bytes[2]);
+            VI crow2 = VI_MULLO(cy[r], s2);
+            VI u = VI_GATHER(p->plane[1], VI_ADD(crow, cx0));
+            VI v = VI_GATHER(p->plane[2], VI_ADD(crow2, cx0));
+            VI sh = VI_SLLI(odd, 3); /* 8 bits when odd */
+            U[2 * r] = byte_f(u, 0);
+            V[2 * r] = byte_f(v, 0);
+            U[2 * r + 1] = byte_f(VI_SRLV(u, sh), 0);
+            V[2 * r + 1] = byte_f(VI_SRLV(v, sh), 0);
+        } else {
+            VI uv = VI_GATHER(p->plane[1], VI_ADD(crow, VI_ADD(cx0, cx0)));
+            VI uv1 = VI_SRLV(uv, VI_SLLI(odd, 4)); /* 16 bits when odd */
+            const int nv21 = kind == KIND_NV21;
+            U[2 * r] = byte_f(uv, nv21 ? 8 : 0);
+            V[2 * r] = byte_f(uv, nv21 ? 0 : 8);
+            U[2 * r + 1] = byte_f(uv1, nv21 ? 8 : 0);
+            V[2 * r + 1] = byte_f(uv1, nv21 ? 0 : 8);
+        }
+    }
+    /* blend Y, U, V, then convert once (the reference's rule for taps inside the image) */
+    return yuv_to_rgb(p, lerp2(Y[0], Y[1], Y[2], Y[3], ax, ay),
+                      lerp2(U[0], U[1], U[2], U[3], ax, ay), lerp2(V[0], V[1], V[2], V[3], ax, ay));
+}
+
+#endif /* KESTREL_X86_IMGPROC_GATHER_H */
