@@ -8,6 +8,8 @@
  *   face_crop  192x192 f32 NHWC [0,1], a 210-px square ROI rotated 0.21 rad (face landmarker)
  *   seg        256x256 f32 NHWC [0,1], the whole frame stretched (selfie segmenter)
  *   palm       192x192 f32 NHWC [0,1], the whole frame letterboxed, zero border (palm detector)
+ *   pose_crop  256x256 f32 NHWC [0,1], a 600-px square ROI rotated 0.12 rad reaching past every
+ *              edge of the frame, zero border (pose landmarker)
  * KS_FORCE_SCALAR=1 or KS_ISA_MAX=... select the path as for the engine. Not a test: no
  * timing assertions. */
 #include <math.h>
@@ -122,6 +124,7 @@ int main(int argc, char **argv) {
 
     const float a = 0.21f, s = 210.0f / 192.0f;
     const float lb = (float)W / 192.0f; /* letterbox: the frame's width fills the tensor */
+    const float ap = 0.12f, sp = 600.0f / 256.0f; /* a body's ROI, past the frame's edges */
     bench_case cases[] = {
         {"face_crop",
          192,
@@ -130,6 +133,11 @@ int main(int argc, char **argv) {
          KS_BORDER_REPLICATE},
         {"seg", 256, {0}, KS_BORDER_REPLICATE},
         {"palm", 192, {lb, 0, 0, 0, lb, -(192.0f * lb - (float)H) / 2.0f}, KS_BORDER_ZERO},
+        {"pose_crop",
+         256,
+         {sp * cosf(ap), -sp * sinf(ap), 330.0f - 128.0f * sp * cosf(ap) + 128.0f * sp * sinf(ap),
+          sp * sinf(ap), sp * cosf(ap), 250.0f - 128.0f * sp * sinf(ap) - 128.0f * sp * cosf(ap)},
+         KS_BORDER_ZERO},
     };
     struct {
         const char *name;

@@ -16,9 +16,9 @@ for t in test_imgproc test_vision_tracking; do
 done
 echo "=== 2. ks-imgbench (median ms of 3 rounds of 300 calls), face_crop and seg"
 for r in 1 2 3; do
-    echo "-- round $r new (AVX-512)"; taskset -c 3 $D/new/ks-imgbench --runs 300 --rounds 3 | grep -E "face_crop|seg "
-    echo "-- round $r new KS_ISA_MAX=avx2"; KS_ISA_MAX=avx2 taskset -c 3 $D/new/ks-imgbench --runs 300 --rounds 3 | grep -E "face_crop|seg "
-    echo "-- round $r old"; taskset -c 3 $D/old/ks-imgbench --runs 300 --rounds 3 | grep -E "face_crop|seg "
+    echo "-- round $r new (AVX-512)"; taskset -c 3 $D/new/ks-imgbench --runs 300 --rounds 3 | grep -E "face_crop|seg |pose_crop"
+    echo "-- round $r new KS_ISA_MAX=avx2"; KS_ISA_MAX=avx2 taskset -c 3 $D/new/ks-imgbench --runs 300 --rounds 3 | grep -E "face_crop|seg |pose_crop"
+    echo "-- round $r old"; taskset -c 3 $D/old/ks-imgbench --runs 300 --rounds 3 | grep -E "face_crop|seg |pose_crop"
 done
 echo "=== 3. tasks, interleaved rounds (old: previous main d5eeacd, new: this build), JSON per task and mode"
 for r in 1 2 3; do

@@ -866,6 +866,10 @@ static void simd_grid(uint32_t isa) {
             ks_rotated_rect roi = {230.5f, k & 2 ? 60.0f : 330.0f, 210.0f, 210.0f,
                                    k & 2 ? -1.3f : 0.21f};
             assert_int_equal(ks_affine_from_rotated_rect(&roi, 256, 256, d.m), KS_STATUS_OK);
+            if (k == 17) { /* a coloured constant border (the others: zero) */
+                d.border = KS_BORDER_CONSTANT;
+                d.border_value[0] = 10.0f, d.border_value[1] = 200.0f, d.border_value[2] = 90.0f;
+            }
         } else if (k < 2) {
             d.rotation = k ? KS_ROTATION_270 : KS_ROTATION_90;
             d.mirror = k;

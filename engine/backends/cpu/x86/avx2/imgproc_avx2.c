@@ -205,15 +205,15 @@ static void store8(const ks__imgproc *p, int32_t y, int32_t x, const __m256 *val
     store_nhwc3_f32((float *)p->out + pix * 3, o[0], o[1], o[2]);
 }
 
-/* Whether all 4 taps (ix..ix+1, iy..iy+1) of every lane lie outside the image: ix + 1 < 0,
- * ix > w - 1, iy + 1 < 0 or iy > h - 1. */
-static int all_outside(__m256i ix, __m256i iy, __m256i w_px, __m256i h_px) {
+/* Lanes whose 4 taps (ix..ix+1, iy..iy+1) all lie outside the image: ix + 1 < 0,
+ * ix > w - 1, iy + 1 < 0 or iy > h - 1 (all ones there). */
+static __m256i outside_lanes(__m256i ix, __m256i iy, __m256i w_px, __m256i h_px) {
     const __m256i minus1 = _mm256_set1_epi32(-1);
     __m256i out = _mm256_cmpgt_epi32(minus1, ix);
     out = _mm256_or_si256(out, _mm256_cmpgt_epi32(ix, _mm256_add_epi32(w_px, minus1)));
     out = _mm256_or_si256(out, _mm256_cmpgt_epi32(minus1, iy));
     out = _mm256_or_si256(out, _mm256_cmpgt_epi32(iy, _mm256_add_epi32(h_px, minus1)));
-    return _mm256_movemask_ps(_mm256_castsi256_ps(out)) == 0xff;
+    return out;
 }
 
 /* Per-call constants of the row loops, set once (call_init) and kept in registers. */
@@ -312,11 +312,29 @@ ALWAYS_INLINE void group8(const ks__imgproc *p, const call_consts *k, const enum
     ok = _mm256_and_si256(ok, _mm256_cmpgt_epi32(iy, k->minus1));
     ok = _mm256_and_si256(ok, _mm256_cmpgt_epi32(k->y_lim, iy));
     vec_rgb rgb;
-    if (_mm256_movemask_ps(_mm256_castsi256_ps(ok)) == 0xff) {
+    const int ok_bits = _mm256_movemask_ps(_mm256_castsi256_ps(ok));
+    __m256i out = _mm256_setzero_si256();
+    int out_bits = 0;
+    if (ok_bits != 0xff && k->constant_border) {
+        out = outside_lanes(ix, iy, k->w_px, k->h_px);
+        out_bits = _mm256_movemask_ps(_mm256_castsi256_ps(out));
+    }
+    if (ok_bits == 0xff) {
         rgb = sample_inside(p, kind, ix, iy, ax, ay);
-    } else if (k->constant_border && all_outside(ix, iy, k->w_px, k->h_px)) {
+    } else if (out_bits == 0xff) {
         /* letterbox padding: the scalar lerp of four equal border taps is exact */
         rgb = k->border;
+    } else if ((ok_bits | out_bits) == 0xff) {
+        /* Each lane is inside the fast region or has all its taps outside (a crop reaching past
+         * the image with a constant border, away from the 1-pixel band along the edge): the
+         * inside lanes as sample_inside gives them, the others the border colour. Outside lanes
+         * read at (0, 0), inside the region since an inside lane exists. */
+        rgb = sample_inside(p, kind, _mm256_andnot_si256(out, ix), _mm256_andnot_si256(out, iy), ax,
+                            ay);
+        const __m256 sel = _mm256_castsi256_ps(out);
+        rgb.r = _mm256_blendv_ps(rgb.r, k->border.r, sel);
+        rgb.g = _mm256_blendv_ps(rgb.g, k->border.g, sel);
+        rgb.b = _mm256_blendv_ps(rgb.b, k->border.b, sel);
     } else if (k->edge_ok) {
         rgb = sample8_edge(p, ix, iy, ax, ay);
     } else {

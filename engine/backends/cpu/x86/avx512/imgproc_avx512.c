@@ -48,8 +48,9 @@ ALWAYS_INLINE void interleave3_store(float *dst, __m512 a, __m512 b, __m512 c) {
 /* Per-call constants of the row loop, set once and kept in registers. */
 typedef struct call_consts {
     __m512 half, lo, hi_x, hi_y, m0, m3;
-    __m512i x_lim, y_lim, minus1;
-    int bgr;
+    __m512i x_lim, y_lim, minus1, w_last, h_last;
+    int bgr, constant_border;
+    __m512 border_r, border_g, border_b;
     __m512 mean0, mean1, mean2, scale0, scale1, scale2;
 } call_consts;
 
@@ -63,7 +64,13 @@ ALWAYS_INLINE void call_init(const ks__imgproc *p, call_consts *k) {
     k->x_lim = _mm512_set1_epi32(fast_x_max(p) + 1);
     k->y_lim = _mm512_set1_epi32(p->height_px - 1);
     k->minus1 = _mm512_set1_epi32(-1);
+    k->w_last = _mm512_set1_epi32(p->width_px - 1);
+    k->h_last = _mm512_set1_epi32(p->height_px - 1);
     k->bgr = p->bgr;
+    k->constant_border = p->border != KS_BORDER_REPLICATE;
+    k->border_r = _mm512_set1_ps(p->border_rgb[0]);
+    k->border_g = _mm512_set1_ps(p->border_rgb[1]);
+    k->border_b = _mm512_set1_ps(p->border_rgb[2]);
     k->mean0 = _mm512_set1_ps(p->mean[0]);
     k->mean1 = _mm512_set1_ps(p->mean[1]);
     k->mean2 = _mm512_set1_ps(p->mean[2]);
@@ -102,11 +109,32 @@ ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_en
             ok = _mm512_mask_cmpgt_epi32_mask(ok, k.x_lim, ix);
             ok = _mm512_mask_cmpgt_epi32_mask(ok, iy, k.minus1);
             ok = _mm512_mask_cmpgt_epi32_mask(ok, k.y_lim, iy);
-            if (ok != 0xffff) { /* a tap at or past the border: the AVX2 sampler's cases */
+            __mmask16 out = 0;
+            if (ok != 0xffff && k.constant_border) {
+                /* lanes whose 4 taps all lie outside the image: ix + 1 < 0, ix > w - 1,
+                 * iy + 1 < 0 or iy > h - 1 */
+                out = _mm512_cmpgt_epi32_mask(k.minus1, ix) |
+                      _mm512_cmpgt_epi32_mask(ix, k.w_last) |
+                      _mm512_cmpgt_epi32_mask(k.minus1, iy) | _mm512_cmpgt_epi32_mask(iy, k.h_last);
+            }
+            if ((__mmask16)(ok | out) != 0xffff) {
+                /* a tap on the 1-pixel band along the border: the AVX2 sampler's cases */
                 ks__imgproc_span_avx2(p, y, x, x + 16);
                 continue;
             }
-            vec_rgb rgb = sample_inside(p, kind, ix, iy, ax, ay);
+            vec_rgb rgb = {k.border_r, k.border_g, k.border_b}; /* all padding: exact */
+            if (out != 0xffff) {
+                /* Each lane inside the fast region, or (constant border) with all its taps
+                 * outside: those read at (0, 0), inside the region since an inside lane exists,
+                 * and take the border colour (the reference's lerp of four equal border taps is
+                 * exact). */
+                ix = _mm512_maskz_mov_epi32((__mmask16)~out, ix);
+                iy = _mm512_maskz_mov_epi32((__mmask16)~out, iy);
+                rgb = sample_inside(p, kind, ix, iy, ax, ay);
+                rgb.r = _mm512_mask_blend_ps(out, rgb.r, k.border_r);
+                rgb.g = _mm512_mask_blend_ps(out, rgb.g, k.border_g);
+                rgb.b = _mm512_mask_blend_ps(out, rgb.b, k.border_b);
+            }
             __m512 c0 = k.bgr ? rgb.b : rgb.r, c2 = k.bgr ? rgb.r : rgb.b;
             c0 = _mm512_mul_ps(_mm512_sub_ps(c0, k.mean0), k.scale0);
             __m512 c1 = _mm512_mul_ps(_mm512_sub_ps(rgb.g, k.mean1), k.scale1);
