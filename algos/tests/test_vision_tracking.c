@@ -133,8 +133,8 @@ static void test_landmark_smoother_matches_filters(void **state) {
         const float scale = 40.0f + (float)(frame % 5);
         for (int i = 0; i < N; i++) {
             lm[i] = (ks__landmark){100.0f + (float)i + 3.0f * noise(&seed),
-                                   50.0f + 0.1f * (float)frame + noise(&seed),
-                                   -2.0f + noise(&seed), 0.5f, 0.25f};
+                                   50.0f + 0.1f * (float)frame + noise(&seed), -2.0f + noise(&seed),
+                                   0.5f, 0.25f};
             want[3 * i + 0] = ks__one_euro_apply(&f[3 * i + 0], lm[i].x, 1.0f / scale, ts);
             want[3 * i + 1] = ks__one_euro_apply(&f[3 * i + 1], lm[i].y, 1.0f / scale, ts);
             want[3 * i + 2] = ks__one_euro_apply(&f[3 * i + 2], lm[i].z, 1.0f / scale, ts);

@@ -249,8 +249,7 @@ static ks_status create_tensor(const char *fn, const ks_allocator *allocator,
     size_t name_bytes = info->name ? strlen(info->name) + 1 : 0;
     ks_packet *p = NULL;
     ks_status st = packet_new_ex(allocator, KS_PACKET_TENSOR, mode == TENSOR_VIEW ? 0 : total,
-                                 name_bytes, mode == TENSOR_ZERO_OR_COPY && !(data && total),
-                                 &p);
+                                 name_bytes, mode == TENSOR_ZERO_OR_COPY && !(data && total), &p);
     if (st) return st;
     if (mode == TENSOR_ZERO_OR_COPY && data && total) memcpy(p->payload, data, total);
     p->u.tensor.info = *info;
