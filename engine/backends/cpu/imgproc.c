@@ -282,11 +282,8 @@ static float clamp_coord(float v, float hi) {
 
 void ks__imgproc_span_scalar(const ks__imgproc *p, int32_t y, int32_t x_begin, int32_t x_end) {
     const float *m = p->m;
-    float dy = (float)y + 0.5f;
-    float bx = m[1] * dy;
-    bx = bx + m[2];
-    float by = m[4] * dy;
-    by = by + m[5];
+    float bx, by;
+    ks__imgproc_row_base(p, y, &bx, &by);
     float hi_x = (float)p->width_px + 4.0f, hi_y = (float)p->height_px + 4.0f;
     size_t plane_px = (size_t)p->out_width_px * (size_t)p->out_height_px;
     for (int32_t x = x_begin; x < x_end; x++) {

@@ -38,6 +38,18 @@ typedef struct ks__imgproc {
     int offsets_fit_i32;
 } ks__imgproc;
 
+/* The source point of destination row y's x = 0 (before adding m[0] * (x + 0.5) and
+ * m[3] * (x + 0.5)): the reference's statements, which every path repeats for exact results. */
+static inline void ks__imgproc_row_base(const ks__imgproc *p, int32_t y, float *bx, float *by) {
+    float dy = (float)y + 0.5f;
+    float x = p->m[1] * dy;
+    x = x + p->m[2];
+    float v = p->m[4] * dy;
+    v = v + p->m[5];
+    *bx = x;
+    *by = v;
+}
+
 /* ks_image_to_tensor with an explicit ISA bit set (0: scalar reference only), so tests can
  * compare the fast paths with the reference in one process. */
 ks_status ks__image_to_tensor_isa(const ks_image *src, const ks_image_to_tensor_desc *desc,

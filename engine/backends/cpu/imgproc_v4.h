@@ -409,11 +409,8 @@ V4_INLINE void v4_rows_kind(const v4_ctx *cp, int32_t y_begin, int32_t y_end,
     const int gray_out = p->gray_out, gray_src = p->gray_src, bgr = p->bgr;
 
     for (int32_t y = y_begin; y < y_end; y++) {
-        float dy = (float)y + 0.5f;
-        float bx = m[1] * dy;
-        bx = bx + m[2];
-        float by = m[4] * dy;
-        by = by + m[5];
+        float bx, by;
+        ks__imgproc_row_base(p, y, &bx, &by);
         const v4f bxv = v4f_set1(bx), byv = v4f_set1(by);
         int32_t x = 0;
         for (; x + 4 <= out_w; x += 4) {

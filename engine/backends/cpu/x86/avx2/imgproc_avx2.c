@@ -344,37 +344,38 @@ ALWAYS_INLINE void group8(const ks__imgproc *p, const call_consts *k, const enum
     emit8(p, k, nhwc3, y, x, rgb);
 }
 
-/* The row loop for one source kind and output form (nhwc3 or store8); always inlined so that
- * each combination gets its own copy. */
+/* Destination pixels [x_begin, x_end) of row y for one source kind and output form (nhwc3 or
+ * store8): groups of 8 by group8, the rest by the reference; always inlined so that each
+ * combination gets its own copy. */
+ALWAYS_INLINE void span_kind(const ks__imgproc *p, const call_consts *k, int32_t y, int32_t x_begin,
+                             int32_t x_end, const enum sample_kind kind, const int nhwc3) {
+    float bx, by;
+    ks__imgproc_row_base(p, y, &bx, &by);
+    const __m256 bxv = _mm256_set1_ps(bx), byv = _mm256_set1_ps(by);
+    int32_t x = x_begin;
+    for (; x + 8 <= x_end; x += 8) {
+        /* destination x + 0.5 of the group's lanes: exact in float */
+        __m256 dx = _mm256_add_ps(_mm256_set1_ps((float)x),
+                                  _mm256_setr_ps(0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f));
+        __m256 sx = _mm256_mul_ps(k->m0, dx);
+        sx = _mm256_add_ps(sx, bxv);
+        __m256 sy = _mm256_mul_ps(k->m3, dx);
+        sy = _mm256_add_ps(sy, byv);
+        __m256i ix, iy;
+        __m256 ax, ay;
+        taps(k, sx, k->lo, k->hi_x, &ix, &ax);
+        taps(k, sy, k->lo, k->hi_y, &iy, &ay);
+        group8(p, k, kind, nhwc3, y, x, ix, iy, ax, ay);
+    }
+    if (x < x_end) ks__imgproc_span_scalar(p, y, x, x_end);
+}
+
 ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_end,
                              const enum sample_kind kind, const int nhwc3) {
-    const float *m = p->m;
     call_consts k;
     call_init(p, kind, &k);
-    const int32_t out_w = p->out_width_px;
-    for (int32_t y = y_begin; y < y_end; y++) {
-        float dy = (float)y + 0.5f;
-        float bx = m[1] * dy;
-        bx = bx + m[2];
-        float by = m[4] * dy;
-        by = by + m[5];
-        const __m256 bxv = _mm256_set1_ps(bx), byv = _mm256_set1_ps(by);
-        /* destination x + 0.5 of the group's lanes: exact in float, so stepping by 8 is too */
-        __m256 dx = _mm256_setr_ps(0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f);
-        int32_t x = 0;
-        for (; x + 8 <= out_w; x += 8, dx = _mm256_add_ps(dx, _mm256_set1_ps(8.0f))) {
-            __m256 sx = _mm256_mul_ps(k.m0, dx);
-            sx = _mm256_add_ps(sx, bxv);
-            __m256 sy = _mm256_mul_ps(k.m3, dx);
-            sy = _mm256_add_ps(sy, byv);
-            __m256i ix, iy;
-            __m256 ax, ay;
-            taps(&k, sx, k.lo, k.hi_x, &ix, &ax);
-            taps(&k, sy, k.lo, k.hi_y, &iy, &ay);
-            group8(p, &k, kind, nhwc3, y, x, ix, iy, ax, ay);
-        }
-        if (x < out_w) ks__imgproc_span_scalar(p, y, x, out_w);
-    }
+    for (int32_t y = y_begin; y < y_end; y++)
+        span_kind(p, &k, y, 0, p->out_width_px, kind, nhwc3);
 }
 
 /* ---- axis-aligned maps of NV21 / NV12 sources (no rotation by 90 degrees: the crops of
@@ -523,36 +524,12 @@ ALWAYS_INLINE void rows_axis_nv(const ks__imgproc *p, int32_t y_begin, int32_t y
             ks__imgproc_span_scalar(p, y, groups * 8, out_w);
 }
 
-/* Destination pixels [x_begin, x_end) of row y, f32 NHWC RGB/BGR output (nhwc3) only: groups
- * of 8 by group8, the rest by the reference. For the AVX-512 sampler's groups that touch the
- * border (x86/avx512/imgproc_avx512.c); the same bits as rows_kind's groups. */
-ALWAYS_INLINE void span_kind(const ks__imgproc *p, int32_t y, int32_t x_begin, int32_t x_end,
-                             const enum sample_kind kind) {
-    const float *m = p->m;
+/* One row's span with the nhwc3 output (the AVX-512 sampler's border groups and tails). */
+ALWAYS_INLINE void span_nhwc3(const ks__imgproc *p, int32_t y, int32_t x_begin, int32_t x_end,
+                              const enum sample_kind kind) {
     call_consts k;
     call_init(p, kind, &k);
-    float dy = (float)y + 0.5f;
-    float bx = m[1] * dy;
-    bx = bx + m[2];
-    float by = m[4] * dy;
-    by = by + m[5];
-    const __m256 bxv = _mm256_set1_ps(bx), byv = _mm256_set1_ps(by);
-    int32_t x = x_begin;
-    for (; x + 8 <= x_end; x += 8) {
-        /* x + 0.5 .. x + 7.5: exact in float, as rows_kind's running sum */
-        __m256 dx = _mm256_add_ps(_mm256_set1_ps((float)x),
-                                  _mm256_setr_ps(0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f));
-        __m256 sx = _mm256_mul_ps(k.m0, dx);
-        sx = _mm256_add_ps(sx, bxv);
-        __m256 sy = _mm256_mul_ps(k.m3, dx);
-        sy = _mm256_add_ps(sy, byv);
-        __m256i ix, iy;
-        __m256 ax, ay;
-        taps(&k, sx, k.lo, k.hi_x, &ix, &ax);
-        taps(&k, sy, k.lo, k.hi_y, &iy, &ay);
-        group8(p, &k, kind, 1, y, x, ix, iy, ax, ay);
-    }
-    if (x < x_end) ks__imgproc_span_scalar(p, y, x, x_end);
+    span_kind(p, &k, y, x_begin, x_end, kind, 1);
 }
 
 void ks__imgproc_span_avx2(const ks__imgproc *p, int32_t y, int32_t x_begin, int32_t x_end) {
@@ -564,20 +541,20 @@ void ks__imgproc_span_avx2(const ks__imgproc *p, int32_t y, int32_t x_begin, int
     switch (p->format) {
     case KS_PIXEL_FORMAT_RGBA:
     case KS_PIXEL_FORMAT_BGRA:
-        span_kind(p, y, x_begin, x_end, KIND_RGBA);
+        span_nhwc3(p, y, x_begin, x_end, KIND_RGBA);
         break;
     case KS_PIXEL_FORMAT_RGB:
     case KS_PIXEL_FORMAT_BGR:
-        span_kind(p, y, x_begin, x_end, KIND_RGB);
+        span_nhwc3(p, y, x_begin, x_end, KIND_RGB);
         break;
     case KS_PIXEL_FORMAT_NV21:
-        span_kind(p, y, x_begin, x_end, KIND_NV21);
+        span_nhwc3(p, y, x_begin, x_end, KIND_NV21);
         break;
     case KS_PIXEL_FORMAT_NV12:
-        span_kind(p, y, x_begin, x_end, KIND_NV12);
+        span_nhwc3(p, y, x_begin, x_end, KIND_NV12);
         break;
     case KS_PIXEL_FORMAT_I420:
-        span_kind(p, y, x_begin, x_end, KIND_I420);
+        span_nhwc3(p, y, x_begin, x_end, KIND_I420);
         break;
     default:
         ks__imgproc_span_scalar(p, y, x_begin, x_end);

@@ -81,16 +81,12 @@ ALWAYS_INLINE void call_init(const ks__imgproc *p, call_consts *k) {
 
 ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_end,
                              const enum sample_kind kind) {
-    const float *m = p->m;
     call_consts k;
     call_init(p, &k);
     const int32_t out_w = p->out_width_px;
     for (int32_t y = y_begin; y < y_end; y++) {
-        float dy = (float)y + 0.5f;
-        float bx = m[1] * dy;
-        bx = bx + m[2];
-        float by = m[4] * dy;
-        by = by + m[5];
+        float bx, by;
+        ks__imgproc_row_base(p, y, &bx, &by);
         const __m512 bxv = _mm512_set1_ps(bx), byv = _mm512_set1_ps(by);
         /* destination x + 0.5 of the group's lanes: exact in float */
         __m512 dx = _mm512_setr_ps(0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f, 8.5f, 9.5f,
