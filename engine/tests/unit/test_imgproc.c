@@ -620,9 +620,9 @@ static void simd_matches_scalar(uint32_t isa) {
         assert_int_equal(ks__image_to_tensor_isa(&t.img, &d, &tb, isa), KS_STATUS_OK);
         if (memcmp(a, b, bytes) != 0)
             fail_msg("iter %d: %s %dx%d -> %dx%d rot %d mirror %d border %d order %d layout %d "
-                     "u8 %d: SIMD differs from scalar",
+                     "u8 %d: SIMD (ISA bits %#x) differs from scalar",
                      iter, ks_pixel_format_string(fmt), sw, sh, ow, oh, d.rotation, d.mirror,
-                     d.border, d.channel_order, d.layout, u8);
+                     d.border, d.channel_order, d.layout, u8, (unsigned)isa);
         checked++;
         free(a);
         free(b);
@@ -826,10 +826,11 @@ static void simd_grid(uint32_t isa) {
                                              KS_STATUS_OK);
                             if (memcmp(a, b, bytes) != 0)
                                 fail_msg("%s %dx%d rot %d mirror %d crop %d -> %dx%d border %d "
-                                         "layout %d order %d u8 %d: SIMD differs from scalar",
+                                         "layout %d order %d u8 %d: SIMD (ISA bits %#x) differs "
+                                         "from scalar",
                                          ks_pixel_format_string(k_formats[f]), sw, sh, rot * 90,
                                          mirror, crop, ow, oh, d.border, d.layout, d.channel_order,
-                                         u8);
+                                         u8, (unsigned)isa);
                             checked++;
                         }
                     }
@@ -891,7 +892,9 @@ static void simd_grid(uint32_t isa) {
         if (k >= 8 && k < 16) img.format = KS_PIXEL_FORMAT_NV12;
         assert_int_equal(ks__image_to_tensor_isa(&img, &d, &ta, 0), KS_STATUS_OK);
         assert_int_equal(ks__image_to_tensor_isa(&img, &d, &tb, isa), KS_STATUS_OK);
-        if (memcmp(a, b, bytes) != 0) fail_msg("camera frame case %d: SIMD differs from scalar", k);
+        if (memcmp(a, b, bytes) != 0)
+            fail_msg("camera frame case %d: SIMD (ISA bits %#x) differs from scalar", k,
+                     (unsigned)isa);
     }
     free(a);
     free(b);
