@@ -19,14 +19,14 @@ tb() { taskset -c 3 $D/$1/ks-taskbench --json --task $2 --runs 200 --threads 1 -
       --image $D/skimage_astronaut.png 2>/dev/null | sed "s/^/$1 r$3 /"; }
 for r in 1 2 3; do for s in old new; do tb $s face_landmarks $r; done; done
 echo "=== 3. ks-imgbench (median ms of 3 rounds of 300 calls): AVX-512, KS_ISA_MAX=avx2, old"
-for r in 1 2; do
+for r in 1; do
     echo "-- round $r new (AVX-512)"; taskset -c 3 $D/new/ks-imgbench --runs 300 --rounds 3 | grep -E "face_crop|seg |pose_crop"
     echo "-- round $r new KS_ISA_MAX=avx2"; KS_ISA_MAX=avx2 taskset -c 3 $D/new/ks-imgbench --runs 300 --rounds 3 | grep -E "face_crop|seg |pose_crop"
     echo "-- round $r old"; taskset -c 3 $D/old/ks-imgbench --runs 300 --rounds 3 | grep -E "face_crop|seg |pose_crop"
 done
-echo "=== 3b. the other tasks, one round each, old then new"
-for t in face_detect pose segment; do for s in old new; do tb $s $t 1; done; done
 echo "=== 4. face mesh model alone (ks-bench, 1 thread), 3 rounds"
 for r in 1 2 3; do
   taskset -c 3 $D/new/ks-bench $D/facemesh.ksm --threads 1 --runs 300 --json 2>/dev/null | tail -1 | python3 -c 'import json,sys; d=json.load(sys.stdin); print("facemesh r'$r' median %.4f min %.4f" % (d["median_ms"], d["min_ms"]))'
 done
+echo "=== 3b. the other tasks, one round each, old then new"
+for t in face_detect pose segment; do for s in old new; do tb $s $t 1; done; done
