@@ -437,7 +437,6 @@ static __m256i load_halves(const uint8_t *row, const int32_t *base) {
 
 ALWAYS_INLINE void rows_axis_nv(const ks__imgproc *p, int32_t y_begin, int32_t y_end,
                                 const enum sample_kind kind, const int nhwc3) {
-    const float *m = p->m;
     call_consts k;
     call_init(p, kind, &k);
     const int32_t out_w = p->out_width_px, groups = out_w / 8;
@@ -445,9 +444,9 @@ ALWAYS_INLINE void rows_axis_nv(const ks__imgproc *p, int32_t y_begin, int32_t y
     const int nv21 = kind == KIND_NV21;
     const __m256i ff = _mm256_set1_epi32(0xff);
     const size_t s0 = p->stride_bytes[0], s1 = p->stride_bytes[1];
-    /* the row loop's bx of every row: m[1] == 0, so m[1] * dy is 0 */
-    float bx = m[1] * 0.5f;
-    bx = bx + m[2];
+    /* every row's bx is row 0's: m[1] == 0, so m[1] * dy is 0 */
+    float bx, by0;
+    ks__imgproc_row_base(p, 0, &bx, &by0);
     const __m256 bxv = _mm256_set1_ps(bx);
     const int32_t x_max = fast_x_max(p);
     axis_group tab[AXIS_GROUPS];
@@ -477,9 +476,8 @@ ALWAYS_INLINE void rows_axis_nv(const ks__imgproc *p, int32_t y_begin, int32_t y
             }
         }
         for (int32_t y = y_begin; y < y_end; y++) {
-            float dy = (float)y + 0.5f;
-            float by = m[4] * dy;
-            by = by + m[5];
+            float bx_row, by;
+            ks__imgproc_row_base(p, y, &bx_row, &by);
             /* sy = m[3] * dx + by with m[3] == 0 */
             __m256 sy =
                 _mm256_add_ps(_mm256_mul_ps(k.m3, _mm256_set1_ps(0.5f)), _mm256_set1_ps(by));

@@ -91,7 +91,7 @@ ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_en
         /* destination x + 0.5 of the group's lanes: exact in float */
         __m512 dx = _mm512_setr_ps(0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f, 8.5f, 9.5f,
                                    10.5f, 11.5f, 12.5f, 13.5f, 14.5f, 15.5f);
-        int32_t x = 0;
+        int32_t x = 0, pending = -1; /* pending: start of the groups left to the AVX2 sampler */
         for (; x + 16 <= out_w; x += 16, dx = _mm512_add_ps(dx, _mm512_set1_ps(16.0f))) {
             __m512 sx = _mm512_mul_ps(k.m0, dx);
             sx = _mm512_add_ps(sx, bxv);
@@ -114,9 +114,14 @@ ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_en
                       _mm512_cmpgt_epi32_mask(k.minus1, iy) | _mm512_cmpgt_epi32_mask(iy, k.h_last);
             }
             if ((__mmask16)(ok | out) != 0xffff) {
-                /* a tap on the 1-pixel band along the border: the AVX2 sampler's cases */
-                ks__imgproc_span_avx2(p, y, x, x + 16);
+                /* a tap on the 1-pixel band along the border: the AVX2 sampler's cases, for the
+                 * whole run of such groups at once (each span call sets up its constants) */
+                if (pending < 0) pending = x;
                 continue;
+            }
+            if (pending >= 0) {
+                ks__imgproc_span_avx2(p, y, pending, x);
+                pending = -1;
             }
             vec_rgb rgb = {k.border_r, k.border_g, k.border_b}; /* all padding: exact */
             if (out != 0xffff) {
@@ -138,7 +143,8 @@ ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_en
             interleave3_store((float *)p->out + ((size_t)y * (size_t)out_w + (size_t)x) * 3, c0, c1,
                               c2);
         }
-        if (x < out_w) ks__imgproc_span_avx2(p, y, x, out_w);
+        if (pending >= 0 || x < out_w)
+            ks__imgproc_span_avx2(p, y, pending >= 0 ? pending : x, out_w);
     }
 }
 
