@@ -61,7 +61,8 @@ float ks__one_euro_apply(ks__one_euro *f, float value, float value_scale, int64_
 
 typedef struct ks__landmark_smoother ks__landmark_smoother;
 
-/* Allocates 3 filters per landmark through `alloc` (NULL: malloc). */
+/* Allocates the state of 3 filters per landmark (one array per quantity) through `alloc`
+ * (NULL: malloc). */
 ks_status ks__landmark_smoother_create(const ks_allocator *alloc, size_t num_landmarks,
                                        const ks__one_euro_params *params,
                                        ks__landmark_smoother **out);
