@@ -384,6 +384,12 @@ interface VideoFile {
   userPaused: boolean; // paused by the controls (an end of the file then does not loop)
   resets: number; // landmarker/segmenter restarts so far (one per seek)
   processed: number; // media time (s) of the last frame processed, -1 before the first
+  // The position the controls last sought, in whole microseconds (-1 once it plays): steps count
+  // from it, so that a step forward and one back land on the very microsecond they left (from
+  // currentTime, a step and its reverse could come back a microsecond short and show the frame
+  // before when a frame starts exactly there).
+  pos: number;
+  shown: number; // media time (s) of the frame on show (requestVideoFrameCallback), -1 unknown
 }
 const DEFAULT_FRAME_S = 1 / 30;
 
@@ -425,6 +431,7 @@ async function startVideoFile(file: Blob, label: string): Promise<void> {
   video.src = url;
   const vf: VideoFile = {
     frameDur: DEFAULT_FRAME_S, measured: false, duration: 0, userPaused: false, resets: 0, processed: -1,
+    pos: -1, shown: -1,
   };
   let stopped = false;
   // a file without a known duration (a recording) does not loop by itself
@@ -446,6 +453,7 @@ async function startVideoFile(file: Blob, label: string): Promise<void> {
   let discontinuity = false;
   video.addEventListener("seeking", () => (discontinuity = true));
   for (const ev of ["seeked", "play", "pause"]) video.addEventListener(ev, () => !stopped && showVideoTime());
+  video.addEventListener("play", () => (vf.pos = -1));
   // the frame duration, from the media times of consecutive presented frames
   type FrameMeta = { mediaTime: number; presentedFrames: number };
   const v = video as HTMLVideoElement & { requestVideoFrameCallback?: (cb: (now: number, m: FrameMeta) => void) => number };
@@ -463,6 +471,7 @@ async function startVideoFile(file: Blob, label: string): Promise<void> {
         }
       }
       prev = { mediaTime: m.mediaTime, presentedFrames: m.presentedFrames };
+      vf.shown = m.mediaTime;
       v.requestVideoFrameCallback!(onFrame);
     };
     v.requestVideoFrameCallback(onFrame);
@@ -527,7 +536,11 @@ function videoSeek(t: number): void {
   const c = videoCtl();
   if (!c) return;
   const end = c.vf.duration > 0 ? Math.max(0, c.vf.duration - c.vf.frameDur / 2) : Infinity;
-  c.video.currentTime = Math.max(0, Math.min(t, end));
+  const us = Math.round(Math.max(0, Math.min(t, end)) * 1e6);
+  c.vf.pos = us;
+  // a quarter microsecond in: the browser's microsecond clock gets `us` whether it rounds or
+  // truncates the seconds it is given
+  c.video.currentTime = (us + 0.25) / 1e6;
   showVideoTime();
 }
 function videoStep(dir: 1 | -1): void {
@@ -535,7 +548,9 @@ function videoStep(dir: 1 | -1): void {
   if (!c) return;
   c.vf.userPaused = true;
   c.video.pause();
-  videoSeek(c.video.currentTime + dir * c.vf.frameDur);
+  const now = Math.round(c.video.currentTime * 1e6);
+  const from = c.vf.pos >= 0 && Math.abs(now - c.vf.pos) <= 1 ? c.vf.pos : now;
+  videoSeek((from + dir * Math.round(c.vf.frameDur * 1e6)) / 1e6);
 }
 function videoPlayPause(): void {
   const c = videoCtl();
@@ -1998,7 +2013,7 @@ async function main(): Promise<void> {
       const { video, vf } = c;
       return {
         time: video.currentTime, paused: video.paused, seeking: video.seeking, duration: vf.duration,
-        frameDur: vf.frameDur, measured: vf.measured, resets: vf.resets, processed: vf.processed,
+        frameDur: vf.frameDur, measured: vf.measured, resets: vf.resets, processed: vf.processed, shown: vf.shown,
       };
     },
     segmenterModel: () => segmenterModel,

@@ -1028,10 +1028,11 @@ test("video_file_pause_seek_step_runs_on_the_shown_frame", async ({ page }) => {
       await page.click("#video-back");
       vb = await videoSettled(page, vb.resets + 1);
     }
-    assert(Math.abs(vb.time - vs.time) < 0.002, `${steps} frame(s) back: ${vf.time} -> ${vb.time}`);
+    // steps count in whole microseconds from the sought position: back lands on it exactly
+    assert(Math.round(vb.time * 1e6) === Math.round(vs.time * 1e6), `${steps} frame(s) back: ${vf.time} -> ${vb.time} (sought ${vs.time})`);
     const back = await snapShown(page);
     const dBack = await diffPixels(page, back, sought);
-    assert(dBack < dFwd, `back on the sought frame: ${dBack} pixels differ from it (the next frame: ${dFwd})`);
+    assert(dBack === 0, `back on the sought frame: ${dBack} pixels differ from it (the next frame: ${dFwd}); sought ${JSON.stringify(vs)} fwd ${JSON.stringify(vf)} back ${JSON.stringify(vb)}`);
     assert((await page.evaluate(() => window.__studio.faces())).length >= 1, "landmarks after the step back");
     if (SHOTS) {
       await page.check("#show-landmarks");
