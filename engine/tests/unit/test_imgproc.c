@@ -900,6 +900,51 @@ static void simd_grid(uint32_t isa) {
     free(b);
     free_guarded(&gcam);
     free_image(&cam);
+
+    /* Rotated crops of upright NV21/NV12 frames (the AVX-512 sampler fetches their taps from
+     * one 64-byte window per row when a group's taps span few rows and columns): small and
+     * large angles either way, scales from 0.4 to 4.4 (the widest fit the window or not), ROIs
+     * inside and reaching the right and bottom edges, an odd width (chroma rows of ceil(w / 2)
+     * pairs), a guard page after each plane. */
+    static const float angles[] = {0.0f, 0.05f, -0.21f, 0.4f, -0.75f, 1.2f, 3.0f};
+    static const float scales[] = {0.4f, 1.1f, 2.3f, 3.7f, 4.4f};
+    test_image odd;
+    make_image(&odd, KS_PIXEL_FORMAT_NV21, 333, 211, 0);
+    guarded_image godd;
+    make_guarded(&odd.img, &godd);
+    enum { CW = 48, CH = 40 };
+    float ca[CW * CH * 3], cb[CW * CH * 3];
+    ks_tensor tca = make_tensor(ca, sizeof(ca), KS_DTYPE_F32, 1, CH, CW, 3), tcb = tca;
+    tcb.data = cb;
+    int windowed = 0;
+    for (int ai = 0; ai < 7; ai++)
+        for (int si = 0; si < 5; si++)
+            for (int at = 0; at < 3; at++, windowed++) {
+                /* at: 0 inside, 1 at the right edge, 2 at the bottom right corner */
+                float side = scales[si] * (float)CW;
+                ks_rotated_rect roi = {at ? 333.0f - side / 3.0f : 160.5f,
+                                       at == 2 ? 211.0f - side / 3.0f : 105.0f, side,
+                                       side * (float)CH / (float)CW, angles[ai]};
+                ks_image_to_tensor_desc d;
+                memset(&d, 0, sizeof(d));
+                assert_int_equal(ks_affine_from_rotated_rect(&roi, CW, CH, d.m), KS_STATUS_OK);
+                d.border = (ks_border)(windowed % 3);
+                d.border_value[0] = 10.0f, d.border_value[1] = 200.0f, d.border_value[2] = 90.0f;
+                d.channel_order = (ks_channel_order)(windowed / 3 % 2); /* RGB, BGR */
+                d.scale[0] = d.scale[1] = d.scale[2] = 1.0f / 255.0f;
+                ks_image img = godd.img;
+                if (windowed & 1) img.format = KS_PIXEL_FORMAT_NV12;
+                assert_int_equal(ks__image_to_tensor_isa(&img, &d, &tca, 0), KS_STATUS_OK);
+                assert_int_equal(ks__image_to_tensor_isa(&img, &d, &tcb, isa), KS_STATUS_OK);
+                if (memcmp(ca, cb, sizeof(ca)) != 0)
+                    fail_msg("%s 333x211 crop angle %.2f scale %.1f at %d border %d: SIMD (ISA "
+                             "bits %#x) differs from scalar",
+                             ks_pixel_format_string(img.format), (double)angles[ai],
+                             (double)scales[si], at, d.border, (unsigned)isa);
+            }
+    assert_int_equal(windowed, 7 * 5 * 3);
+    free_guarded(&godd);
+    free_image(&odd);
 }
 
 static void test_simd_grid(void **state) {

@@ -9,7 +9,8 @@
  *   VF_SET1(float), VF_ZERO(), VF_ADD, VF_SUB, VF_MUL, VF_MIN, VF_MAX (the vminps / vmaxps rule),
  *   VF_FLOOR(v), VF_FROM_I(VI) (vcvtdq2ps), VI_TRUNC(VF) (vcvttps2dq),
  *   VI_SET1(int32_t), VI_ADD, VI_AND, VI_MULLO, VI_SRLI(v, n) and VI_SLLI(v, n) (n a constant),
- *   VI_SRLV(v, counts), VI_GATHER(base, offsets): 4 bytes at base + offset per lane.
+ *   VI_SRLV(v, counts), VI_GATHER(base, offsets): 4 bytes at base + offset per lane,
+ *   VI_SHUFB(v, control) (vpshufb: bytes within each 128-bit lane), VI_BCAST128(__m128i).
  *
  * Exactness: the arithmetic repeats ks__imgproc_span_scalar statement by statement, one
  * operation each, never fused (the build is C11 without GNU extensions: gcc does not contract
@@ -31,8 +32,18 @@ typedef struct vec_rgb {
  * work: BGR orders differ only in byte shifts, NV21 and NV12 in constant byte positions. */
 enum sample_kind { KIND_RGBA, KIND_RGB, KIND_GRAY, KIND_NV21, KIND_NV12, KIND_I420 };
 
+/* VI_SHUFB control that moves byte k of each 32-bit lane to its low byte and zeroes the others;
+ * adding j to it (j + k < 4) takes byte k + j instead. */
+ALWAYS_INLINE VI byte_ctrl(int k) {
+    const int z = (int)0x80808000u; /* bytes 1..3 from nowhere: zero */
+    return VI_BCAST128(_mm_setr_epi32(k | z, (4 + k) | z, (8 + k) | z, (12 + k) | z));
+}
+
+/* Byte shift / 8 of each lane as a float: one AND for the low byte, one byte shuffle for the
+ * others (not a shift and an AND). */
 ALWAYS_INLINE VF byte_f(VI v, int shift) {
-    return VF_FROM_I(VI_AND(VI_SRLI(v, shift), VI_SET1(0xff)));
+    if (shift == 0) return VF_FROM_I(VI_AND(v, VI_SET1(0xff)));
+    return VF_FROM_I(VI_SHUFB(v, byte_ctrl(shift / 8)));
 }
 
 ALWAYS_INLINE VF clamp255(VF v) {
@@ -101,6 +112,45 @@ ALWAYS_INLINE void tap_coords(VF s, VF half, VF lo, VF hi, VI *i_out, VF *a_out)
     *i_out = VI_TRUNC(fu);
 }
 
+/* A YUV point's taps as fetched: y0 and y1 hold the luma bytes at (ix, iy) and (ix + 1, iy), and
+ * at (ix, iy + 1) and (ix + 1, iy + 1), in their two low bytes; c[r] the 4 chroma bytes from
+ * column 2 * (ix >> 1) of chroma row cy[r] (NV: U and V interleaved), or for I420 c[r] and c2[r]
+ * the U and V bytes from column ix >> 1 of the two planes. Each sampler fetches them its own
+ * way (gathers, or window loads and permutes); the arithmetic after is one. */
+typedef struct yuv_taps {
+    VI y0, y1, c[2], c2[2];
+} yuv_taps;
+
+/* Bilinear RGB from fetched YUV taps: the right chroma tap takes the next sample when ix is
+ * odd; Y, U, V are blended, then converted once (the reference's rule for taps inside). */
+ALWAYS_INLINE vec_rgb yuv_from_taps(const ks__imgproc *p, const enum sample_kind kind, VI ix,
+                                    const yuv_taps *t, VF ax, VF ay) {
+    VF Y[4] = {byte_f(t->y0, 0), byte_f(t->y0, 8), byte_f(t->y1, 0), byte_f(t->y1, 8)};
+    VI odd = VI_AND(ix, VI_SET1(1));
+    VF U[4], V[4];
+    if (kind == KIND_I420) {
+        const VI next = VI_ADD(byte_ctrl(0), odd); /* byte 1 when odd */
+        for (int r = 0; r < 2; r++) {
+            U[2 * r] = byte_f(t->c[r], 0);
+            V[2 * r] = byte_f(t->c2[r], 0);
+            U[2 * r + 1] = VF_FROM_I(VI_SHUFB(t->c[r], next));
+            V[2 * r + 1] = VF_FROM_I(VI_SHUFB(t->c2[r], next));
+        }
+    } else {
+        const int u_at = kind == KIND_NV21 ? 1 : 0; /* NV21 is V, U; NV12 U, V */
+        const VI odd2 = VI_ADD(odd, odd);           /* the next pair when odd */
+        const VI u_next = VI_ADD(byte_ctrl(u_at), odd2), v_next = VI_ADD(byte_ctrl(1 - u_at), odd2);
+        for (int r = 0; r < 2; r++) {
+            U[2 * r] = byte_f(t->c[r], 8 * u_at);
+            V[2 * r] = byte_f(t->c[r], 8 * (1 - u_at));
+            U[2 * r + 1] = VF_FROM_I(VI_SHUFB(t->c[r], u_next));
+            V[2 * r + 1] = VF_FROM_I(VI_SHUFB(t->c[r], v_next));
+        }
+    }
+    return yuv_to_rgb(p, lerp2(Y[0], Y[1], Y[2], Y[3], ax, ay),
+                      lerp2(U[0], U[1], U[2], U[3], ax, ay), lerp2(V[0], V[1], V[2], V[3], ax, ay));
+}
+
 /* Bilinear RGB of the lanes' points, whose 4 taps are all inside the fast region (ix in
  * [0, fast_x_max], iy in [0, h - 2]). */
 ALWAYS_INLINE vec_rgb sample_inside(const ks__imgproc *p, const enum sample_kind kind, VI ix, VI iy,
@@ -134,42 +184,27 @@ ALWAYS_INLINE vec_rgb sample_inside(const ks__imgproc *p, const enum sample_kind
         return out;
     }
     /* YUV: luma pairs from one gather per row, chroma per tap. */
-    VI y0 = VI_GATHER(base, VI_ADD(row0, ix));
-    VI y1 = VI_GATHER(base, VI_ADD(row1, ix));
-    VF Y[4] = {byte_f(y0, 0), byte_f(y0, 8), byte_f(y1, 0), byte_f(y1, 8)};
+    yuv_taps t;
+    t.y0 = VI_GATHER(base, VI_ADD(row0, ix));
+    t.y1 = VI_GATHER(base, VI_ADD(row1, ix));
     /* Chroma: the taps' columns are cx0 = ix >> 1 and cx0 + (ix & 1), so one 4-byte gather per
      * chroma row (and plane) at cx0 holds both; the right tap takes the next sample when ix is
      * odd. In the fast region ix <= w - 4, so cx0 + 1 < ceil(w / 2) stays inside the row. */
     VI cx0 = VI_SRLI(ix, 1);
-    VI odd = VI_AND(ix, one);
     VI s1 = VI_SET1((int32_t)p->stride_bytes[1]);
     VI cy[2] = {VI_SRLI(iy, 1), VI_SRLI(VI_ADD(iy, one), 1)};
-    VF U[4], V[4];
     for (int r = 0; r < 2; r++) {
         VI crow = VI_MULLO(cy[r], s1);
         if (kind == KIND_I420) {
             VI s2 = VI_SET1((int32_t)p->stride_bytes[2]);
             VI crow2 = VI_MULLO(cy[r], s2);
-            VI u = VI_GATHER(p->plane[1], VI_ADD(crow, cx0));
-            VI v = VI_GATHER(p->plane[2], VI_ADD(crow2, cx0));
-            VI sh = VI_SLLI(odd, 3); /* 8 bits when odd */
-            U[2 * r] = byte_f(u, 0);
-            V[2 * r] = byte_f(v, 0);
-            U[2 * r + 1] = byte_f(VI_SRLV(u, sh), 0);
-            V[2 * r + 1] = byte_f(VI_SRLV(v, sh), 0);
+            t.c[r] = VI_GATHER(p->plane[1], VI_ADD(crow, cx0));
+            t.c2[r] = VI_GATHER(p->plane[2], VI_ADD(crow2, cx0));
         } else {
-            VI uv = VI_GATHER(p->plane[1], VI_ADD(crow, VI_ADD(cx0, cx0)));
-            VI uv1 = VI_SRLV(uv, VI_SLLI(odd, 4)); /* 16 bits when odd */
-            const int nv21 = kind == KIND_NV21;
-            U[2 * r] = byte_f(uv, nv21 ? 8 : 0);
-            V[2 * r] = byte_f(uv, nv21 ? 0 : 8);
-            U[2 * r + 1] = byte_f(uv1, nv21 ? 8 : 0);
-            V[2 * r + 1] = byte_f(uv1, nv21 ? 0 : 8);
+            t.c[r] = VI_GATHER(p->plane[1], VI_ADD(crow, VI_ADD(cx0, cx0)));
         }
     }
-    /* blend Y, U, V, then convert once (the reference's rule for taps inside the image) */
-    return yuv_to_rgb(p, lerp2(Y[0], Y[1], Y[2], Y[3], ax, ay),
-                      lerp2(U[0], U[1], U[2], U[3], ax, ay), lerp2(V[0], V[1], V[2], V[3], ax, ay));
+    return yuv_from_taps(p, kind, ix, &t, ax, ay);
 }
 
 #endif /* KESTREL_X86_IMGPROC_GATHER_H */

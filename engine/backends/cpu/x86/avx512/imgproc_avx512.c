@@ -1,8 +1,9 @@
 /* AVX-512 fast path of ks_image_to_tensor (bilinear) for the crops that models take: rotated or
  * scaled maps of RGBA/BGRA, RGB/BGR, NV21/NV12 and I420 sources into f32 NHWC RGB/BGR, 16
- * destination pixels per step, taps fetched with 32-bit gathers. The sampler is the AVX2 path's,
- * written once for both widths (../imgproc_gather.h): the same statements in the same order, one
- * operation each (no FMA), so results are bit-identical to the scalar reference
+ * destination pixels per step, taps fetched with 32-bit gathers (NV21/NV12: from one 64-byte
+ * window per source row with word permutes where a group's taps fit). The sampler is the AVX2
+ * path's, written once for both widths (../imgproc_gather.h): the same statements in the same
+ * order, one operation each (no FMA), so results are bit-identical to the scalar reference
  * (engine/tests/unit/test_imgproc.c checks both paths against it). Groups whose taps touch the
  * border or would read past a row end, the row tails and every other form of call go to the
  * AVX2 sampler. */
@@ -27,6 +28,8 @@
 #define VI_SRLI(v, n) _mm512_srli_epi32((v), (unsigned)(n))
 #define VI_SLLI(v, n) _mm512_slli_epi32((v), (unsigned)(n))
 #define VI_SRLV _mm512_srlv_epi32
+#define VI_SHUFB _mm512_shuffle_epi8
+#define VI_BCAST128 _mm512_broadcast_i32x4
 #define VI_GATHER(base, offsets) _mm512_i32gather_epi32((offsets), (const void *)(base), 1)
 #include "../imgproc_gather.h"
 
@@ -43,6 +46,99 @@ ALWAYS_INLINE void interleave3_store(float *dst, __m512 a, __m512 b, __m512 c) {
     _mm512_storeu_ps(dst, _mm512_permutex2var_ps(_mm512_permutex2var_ps(a, ab0, b), c0, c));
     _mm512_storeu_ps(dst + 16, _mm512_permutex2var_ps(_mm512_permutex2var_ps(a, ab1, b), c1, c));
     _mm512_storeu_ps(dst + 32, _mm512_permutex2var_ps(_mm512_permutex2var_ps(a, ab2, b), c2, c));
+}
+
+/* Most luma rows one group's taps may span for the window fetch below (rows iy_min ..
+ * iy_max + 1); steeper lines (rotations near 90 degrees) take the gathers. */
+#define WINDOW_ROWS 8
+
+/* Lane 0 and lane 15 of v. */
+ALWAYS_INLINE void end_lanes(__m512i v, int32_t *first, int32_t *last) {
+    *first = _mm_cvtsi128_si32(_mm512_castsi512_si128(v));
+    *last = _mm_extract_epi32(_mm512_extracti32x4_epi32(v, 3), 3);
+}
+
+/* Byte mask of a plane row's window from byte `col`: the bytes before `row_bytes` (a masked
+ * load does not fault on the others and reads them as 0). */
+ALWAYS_INLINE __mmask64 window_mask(int32_t col, int32_t row_bytes) {
+    int32_t len = row_bytes - col;
+    return len >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << len) - 1);
+}
+
+/* Each lane's 4 bytes from one plane's windows (rows first .. first + n - 1, row masks m): the
+ * word pair `idx` (word indices below 32) of the window of row rel0 into out0 and of row rel1
+ * into out1, rel0 and rel1 relative to `first` and held in both 16-bit halves of each lane.
+ * Rows go two at a time through a two-table word permute (vpermt2w: index bit 5 picks the
+ * second row), each pair's result kept under the mask of its lanes and OR-ed in, so no permute
+ * waits for another. */
+ALWAYS_INLINE void window_rows(const uint8_t *first, size_t stride, int32_t n, __mmask64 m,
+                               __m512i idx, __m512i rel0, __m512i rel1, __m512i *out0,
+                               __m512i *out1) {
+    const __m512i one16 = _mm512_set1_epi16(1), bit5 = _mm512_set1_epi16(32);
+    /* the row within the pair picks the table: bit 5 of the word index */
+    const __m512i i0 = _mm512_or_si512(idx, _mm512_and_si512(_mm512_slli_epi16(rel0, 5), bit5));
+    const __m512i i1 = _mm512_or_si512(idx, _mm512_and_si512(_mm512_slli_epi16(rel1, 5), bit5));
+    const __m512i h0 = _mm512_srli_epi16(rel0, 1), h1 = _mm512_srli_epi16(rel1, 1);
+    __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
+    __m512i pair = _mm512_setzero_si512();
+    for (int32_t k = 0; k < n; k += 2) {
+        __m512i wa = _mm512_maskz_loadu_epi8(m, first + (size_t)k * stride);
+        __m512i wb = k + 1 < n ? _mm512_maskz_loadu_epi8(m, first + (size_t)(k + 1) * stride)
+                               : _mm512_setzero_si512();
+        a0 = _mm512_or_si512(
+            a0, _mm512_maskz_permutex2var_epi16(_mm512_cmpeq_epi16_mask(h0, pair), wa, i0, wb));
+        a1 = _mm512_or_si512(
+            a1, _mm512_maskz_permutex2var_epi16(_mm512_cmpeq_epi16_mask(h1, pair), wa, i1, wb));
+        pair = _mm512_add_epi16(pair, one16);
+    }
+    *out0 = a0;
+    *out1 = a1;
+}
+
+/* The NV taps of a group without gathers (16 gathered dwords cost about as much as the rest of
+ * a group on Zen 5): the lanes' points lie on one line, so their tap columns and rows are
+ * monotonic across the lanes and lanes 0 and 15 bound them. When the luma taps fit one 64-byte
+ * window per row (columns within 61 of an even start) over at most WINDOW_ROWS rows, each
+ * row's window is loaded once and word permutes put each lane's 4 bytes in place (luma from an
+ * even byte, so odd columns shift down by 8 bits after; the 4 chroma bytes start at an even
+ * column already). The taps are the bytes the gathers fetch, so the results stay
+ * bit-identical. Returns 0 (nothing written) when they do not fit. */
+ALWAYS_INLINE int nv_window_taps(const ks__imgproc *p, __m512i ix, __m512i iy, yuv_taps *t) {
+    int32_t i_a, i_b, j_a, j_b;
+    end_lanes(ix, &i_a, &i_b);
+    end_lanes(iy, &j_a, &j_b);
+    const int32_t i_min = i_a < i_b ? i_a : i_b, i_max = i_a < i_b ? i_b : i_a;
+    const int32_t j_min = j_a < j_b ? j_a : j_b, j_max = j_a < j_b ? j_b : j_a;
+    const int32_t x0 = i_min & ~1, c_min = i_min >> 1, c_max = i_max >> 1;
+    if (i_max - x0 > 61 || c_max - c_min > 30 || j_max - j_min > WINDOW_ROWS - 2) return 0;
+    const __m512i one = _mm512_set1_epi32(1);
+    /* luma: word index (ix - x0) >> 1 and the next one, per lane; rows iy and iy + 1 */
+    const __m512i d = _mm512_sub_epi32(ix, _mm512_set1_epi32(x0));
+    __m512i w = _mm512_srli_epi32(d, 1);
+    __m512i idx = _mm512_or_si512(w, _mm512_slli_epi32(_mm512_add_epi32(w, one), 16));
+    __m512i r0 = _mm512_sub_epi32(iy, _mm512_set1_epi32(j_min));
+    r0 = _mm512_or_si512(r0, _mm512_slli_epi32(r0, 16)); /* both words of a lane */
+    __m512i r1 = _mm512_add_epi16(r0, _mm512_set1_epi16(1));
+    __m512i y0, y1;
+    window_rows(p->plane[0] + (size_t)j_min * p->stride_bytes[0] + x0, p->stride_bytes[0],
+                j_max + 2 - j_min, window_mask(x0, p->width_px), idx, r0, r1, &y0, &y1);
+    const __m512i par = _mm512_slli_epi32(_mm512_and_si512(d, one), 3);
+    t->y0 = _mm512_srlv_epi32(y0, par);
+    t->y1 = _mm512_srlv_epi32(y1, par);
+    /* chroma: the word pair at 2 * (ix >> 1) of the window from 2 * c_min, rows iy >> 1 and
+     * (iy + 1) >> 1 */
+    w = _mm512_sub_epi32(_mm512_srli_epi32(ix, 1), _mm512_set1_epi32(c_min));
+    idx = _mm512_or_si512(w, _mm512_slli_epi32(_mm512_add_epi32(w, one), 16));
+    const int32_t cy_min = j_min >> 1, cy_max = (j_max + 1) >> 1;
+    const __m512i cy0 = _mm512_set1_epi32(cy_min);
+    r0 = _mm512_sub_epi32(_mm512_srli_epi32(iy, 1), cy0);
+    r1 = _mm512_sub_epi32(_mm512_srli_epi32(_mm512_add_epi32(iy, one), 1), cy0);
+    r0 = _mm512_or_si512(r0, _mm512_slli_epi32(r0, 16));
+    r1 = _mm512_or_si512(r1, _mm512_slli_epi32(r1, 16));
+    window_rows(p->plane[1] + (size_t)cy_min * p->stride_bytes[1] + 2 * c_min, p->stride_bytes[1],
+                cy_max + 1 - cy_min, window_mask(2 * c_min, 2 * ((p->width_px + 1) / 2)), idx, r0,
+                r1, &t->c[0], &t->c[1]);
+    return 1;
 }
 
 /* Per-call constants of the row loop, set once and kept in registers. */
@@ -131,7 +227,12 @@ ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_en
                  * exact). */
                 ix = _mm512_maskz_mov_epi32((__mmask16)~out, ix);
                 iy = _mm512_maskz_mov_epi32((__mmask16)~out, iy);
-                rgb = sample_inside(p, kind, ix, iy, ax, ay);
+                yuv_taps taps;
+                if ((kind == KIND_NV21 || kind == KIND_NV12) && out == 0 &&
+                    nv_window_taps(p, ix, iy, &taps))
+                    rgb = yuv_from_taps(p, kind, ix, &taps, ax, ay);
+                else
+                    rgb = sample_inside(p, kind, ix, iy, ax, ay);
                 rgb.r = _mm512_mask_blend_ps(out, rgb.r, k.border_r);
                 rgb.g = _mm512_mask_blend_ps(out, rgb.g, k.border_g);
                 rgb.b = _mm512_mask_blend_ps(out, rgb.b, k.border_b);
