@@ -90,6 +90,13 @@ typedef struct ks__perspective_camera {
 ks_status ks__procrustes_solve(const float *src_xyz, const float *dst_xyz, const float *weights,
                                size_t n, float transform_out[16]);
 
+/* Unit eigenvector of the largest eigenvalue of a symmetric 4x4 (Horn's quaternion matrix):
+ * ks__sym4_max_eigenvector by the characteristic polynomial and the adjugate, with cyclic
+ * Jacobi (ks__sym4_max_eigenvector_jacobi, which overwrites a) where that eigenvalue is nearly
+ * repeated. The sign is arbitrary. */
+void ks__sym4_max_eigenvector(const double a[4][4], double v_out[4]);
+void ks__sym4_max_eigenvector_jacobi(double a[4][4], double v_out[4]);
+
 typedef struct ks__face_pose {
     float pose_matrix[16]; /* canonical -> camera metric space, column-major */
     float scale;           /* uniform scale in the pose matrix (1 for a canonical-size face) */

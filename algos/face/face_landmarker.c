@@ -346,6 +346,14 @@ static ks_status step_finish(void *task, size_t index, const ks__track_item *ite
 static const ks__track_ops k_face_ops = {step_detect, step_landmarks, step_finish, step_new_track,
                                          NULL};
 
+_Static_assert(sizeof(ks__landmark) == sizeof(ks_landmark) &&
+                   offsetof(ks__landmark, x) == offsetof(ks_landmark, x) &&
+                   offsetof(ks__landmark, y) == offsetof(ks_landmark, y) &&
+                   offsetof(ks__landmark, z) == offsetof(ks_landmark, z) &&
+                   offsetof(ks__landmark, visibility) == offsetof(ks_landmark, visibility) &&
+                   offsetof(ks__landmark, presence) == offsetof(ks_landmark, presence),
+               "ks__landmark and ks_landmark share one layout");
+
 /* Geometry path over the kept faces' final landmarks (lm->outs gets its lists). */
 static ks_status run_geometry(ks_face_landmarker *lm, ks_packet *image, const ks__track_item *items,
                               size_t n, char *err, size_t err_cap) {
@@ -356,14 +364,12 @@ static ks_status run_geometry(ks_face_landmarker *lm, ks_packet *image, const ks
     for (size_t i = 0; i < n; i++) {
         if (!items[i].keep) continue;
         const face_work *w = &lm->work[i];
-        /* ks__landmark and ks_landmark have the same fields in the same order. */
-        ks_landmark pts[KS_FACE_MESH_NUM_LANDMARKS_WITH_IRIS];
-        for (uint32_t k = 0; k < w->num_landmarks; k++)
-            pts[k] = (ks_landmark){w->lm[k].x, w->lm[k].y, w->lm[k].z, w->lm[k].visibility,
-                                   w->lm[k].presence};
-        st = ks_packet_create_landmarks(ks_pipeline_packet_allocator(lm->pipeline),
-                                        &(ks_packet_landmarks){w->num_landmarks, pts},
-                                        &faces[num_faces]);
+        /* ks__landmark and ks_landmark have the same fields in the same order (asserted above):
+         * the packet copies the work array's bytes as they are, no per-point copy first. */
+        st = ks_packet_create_landmarks(
+            ks_pipeline_packet_allocator(lm->pipeline),
+            &(ks_packet_landmarks){w->num_landmarks, (const ks_landmark *)(const void *)w->lm},
+            &faces[num_faces]);
         if (st) goto oom;
         num_faces++;
     }
