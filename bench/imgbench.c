@@ -10,6 +10,7 @@
  *   palm       192x192 f32 NHWC [0,1], the whole frame letterboxed, zero border (palm detector)
  *   pose_crop  256x256 f32 NHWC [0,1], a 600-px square ROI rotated 0.12 rad reaching past every
  *              edge of the frame, zero border (pose landmarker)
+ *   pose_rep   the same with the REPLICATE border (the pose task's own crop)
  * KS_FORCE_SCALAR=1 or KS_ISA_MAX=... select the path as for the engine. Not a test: no
  * timing assertions. */
 #include <math.h>
@@ -138,6 +139,11 @@ int main(int argc, char **argv) {
          {sp * cosf(ap), -sp * sinf(ap), 330.0f - 128.0f * sp * cosf(ap) + 128.0f * sp * sinf(ap),
           sp * sinf(ap), sp * cosf(ap), 250.0f - 128.0f * sp * sinf(ap) - 128.0f * sp * cosf(ap)},
          KS_BORDER_ZERO},
+        {"pose_rep",
+         256,
+         {sp * cosf(ap), -sp * sinf(ap), 330.0f - 128.0f * sp * cosf(ap) + 128.0f * sp * sinf(ap),
+          sp * sinf(ap), sp * cosf(ap), 250.0f - 128.0f * sp * sinf(ap) - 128.0f * sp * cosf(ap)},
+         KS_BORDER_REPLICATE},
     };
     struct {
         const char *name;

@@ -10,7 +10,8 @@
  *   VF_FLOOR(v), VF_FROM_I(VI) (vcvtdq2ps), VI_TRUNC(VF) (vcvttps2dq),
  *   VI_SET1(int32_t), VI_ADD, VI_AND, VI_MULLO, VI_SRLI(v, n) and VI_SLLI(v, n) (n a constant),
  *   VI_SRLV(v, counts), VI_GATHER(base, offsets): 4 bytes at base + offset per lane,
- *   VI_SHUFB(v, control) (vpshufb: bytes within each 128-bit lane), VI_BCAST128(__m128i).
+ *   VI_SHUFB(v, control) (vpshufb: bytes within each 128-bit lane), VI_BCAST128(__m128i),
+ *   VI_MIN (signed), VI_SUB.
  *
  * Exactness: the arithmetic repeats ks__imgproc_span_scalar statement by statement, one
  * operation each, never fused (the build is C11 without GNU extensions: gcc does not contract
@@ -151,25 +152,40 @@ ALWAYS_INLINE vec_rgb yuv_from_taps(const ks__imgproc *p, const enum sample_kind
                       lerp2(U[0], U[1], U[2], U[3], ax, ay), lerp2(V[0], V[1], V[2], V[3], ax, ay));
 }
 
-/* Bilinear RGB of the lanes' points, whose 4 taps are all inside the fast region (ix in
- * [0, fast_x_max], iy in [0, h - 2]). */
-ALWAYS_INLINE vec_rgb sample_inside(const ks__imgproc *p, const enum sample_kind kind, VI ix, VI iy,
-                                    VF ax, VF ay) {
-    const VI one = VI_SET1(1);
+/* 4 bytes at base + row + col per lane. Safe: nothing past byte col_max + 3 of the row is read
+ * (the read starts at min(col, col_max) and the lane shifts down by the difference; the bytes
+ * shifted in are zero, and callers use at most the first col_max + 4 - col of them). */
+ALWAYS_INLINE VI fetch4(const uint8_t *base, VI row, VI col, const int safe, int32_t col_max) {
+    if (!safe) return VI_GATHER(base, VI_ADD(row, col));
+    VI c = VI_MIN(col, VI_SET1(col_max));
+    VI v = VI_GATHER(base, VI_ADD(row, c));
+    return VI_SRLV(v, VI_SLLI(VI_SUB(col, c), 3));
+}
+
+/* Bilinear RGB of the lanes' points from taps at columns ix and ix + 1 of rows iy0 and iy1.
+ * Unsafe (safe = 0): the 4 taps are inside the fast region (ix in [0, fast_x_max], iy0 in
+ * [0, h - 2], iy1 = iy0 + 1). Safe: ix in [0, w - 2], rows in [0, h - 1], w >= 8, and the reads
+ * back off at the row ends (the REPLICATE edge groups of the AVX-512 path). */
+ALWAYS_INLINE vec_rgb sample_rows(const ks__imgproc *p, const enum sample_kind kind, VI ix, VI iy0,
+                                  VI iy1, VF ax, VF ay, const int safe) {
     VI s0 = VI_SET1((int32_t)p->stride_bytes[0]);
-    VI row0 = VI_MULLO(iy, s0);
-    VI row1 = VI_ADD(row0, s0);
+    VI row0 = VI_MULLO(iy0, s0);
+    VI row1 = VI_MULLO(iy1, s0);
     const uint8_t *base = p->plane[0];
+    const int32_t w = p->width_px, cw = (w + 1) / 2;
     vec_rgb out;
     if (kind == KIND_RGBA || kind == KIND_RGB) {
         int bgr = p->format == KS_PIXEL_FORMAT_BGRA || p->format == KS_PIXEL_FORMAT_BGR;
-        VI bpp = VI_SET1(kind == KIND_RGBA ? 4 : 3);
+        const int32_t b = kind == KIND_RGBA ? 4 : 3;
+        VI bpp = VI_SET1(b);
         VI c0 = VI_MULLO(ix, bpp);
         VI c1 = VI_ADD(c0, bpp);
-        VI v00 = VI_GATHER(base, VI_ADD(row0, c0));
-        VI v01 = VI_GATHER(base, VI_ADD(row0, c1));
-        VI v10 = VI_GATHER(base, VI_ADD(row1, c0));
-        VI v11 = VI_GATHER(base, VI_ADD(row1, c1));
+        /* RGBA reads end at the pixel's last byte; RGB's 4th byte may pass the row's end */
+        const int s = safe && kind == KIND_RGB;
+        VI v00 = fetch4(base, row0, c0, s, b * w - 4);
+        VI v01 = fetch4(base, row0, c1, s, b * w - 4);
+        VI v10 = fetch4(base, row1, c0, s, b * w - 4);
+        VI v11 = fetch4(base, row1, c1, s, b * w - 4);
         int rs = bgr ? 16 : 0, bs = bgr ? 0 : 16;
         out.r = lerp2(byte_f(v00, rs), byte_f(v01, rs), byte_f(v10, rs), byte_f(v11, rs), ax, ay);
         out.g = lerp2(byte_f(v00, 8), byte_f(v01, 8), byte_f(v10, 8), byte_f(v11, 8), ax, ay);
@@ -177,34 +193,42 @@ ALWAYS_INLINE vec_rgb sample_inside(const ks__imgproc *p, const enum sample_kind
         return out;
     }
     if (kind == KIND_GRAY) {
-        VI v0 = VI_GATHER(base, VI_ADD(row0, ix));
-        VI v1 = VI_GATHER(base, VI_ADD(row1, ix));
+        VI v0 = fetch4(base, row0, ix, safe, w - 4);
+        VI v1 = fetch4(base, row1, ix, safe, w - 4);
         out.r = lerp2(byte_f(v0, 0), byte_f(v0, 8), byte_f(v1, 0), byte_f(v1, 8), ax, ay);
         out.g = out.b = out.r;
         return out;
     }
     /* YUV: luma pairs from one gather per row, chroma per tap. */
     yuv_taps t;
-    t.y0 = VI_GATHER(base, VI_ADD(row0, ix));
-    t.y1 = VI_GATHER(base, VI_ADD(row1, ix));
+    t.y0 = fetch4(base, row0, ix, safe, w - 4);
+    t.y1 = fetch4(base, row1, ix, safe, w - 4);
     /* Chroma: the taps' columns are cx0 = ix >> 1 and cx0 + (ix & 1), so one 4-byte gather per
      * chroma row (and plane) at cx0 holds both; the right tap takes the next sample when ix is
-     * odd. In the fast region ix <= w - 4, so cx0 + 1 < ceil(w / 2) stays inside the row. */
+     * odd. In the fast region ix <= w - 4, so cx0 + 1 < ceil(w / 2) stays inside the row; the
+     * safe reads back off instead. */
     VI cx0 = VI_SRLI(ix, 1);
     VI s1 = VI_SET1((int32_t)p->stride_bytes[1]);
-    VI cy[2] = {VI_SRLI(iy, 1), VI_SRLI(VI_ADD(iy, one), 1)};
+    VI cy[2] = {VI_SRLI(iy0, 1), VI_SRLI(iy1, 1)};
     for (int r = 0; r < 2; r++) {
         VI crow = VI_MULLO(cy[r], s1);
         if (kind == KIND_I420) {
             VI s2 = VI_SET1((int32_t)p->stride_bytes[2]);
             VI crow2 = VI_MULLO(cy[r], s2);
-            t.c[r] = VI_GATHER(p->plane[1], VI_ADD(crow, cx0));
-            t.c2[r] = VI_GATHER(p->plane[2], VI_ADD(crow2, cx0));
+            t.c[r] = fetch4(p->plane[1], crow, cx0, safe, cw - 4);
+            t.c2[r] = fetch4(p->plane[2], crow2, cx0, safe, cw - 4);
         } else {
-            t.c[r] = VI_GATHER(p->plane[1], VI_ADD(crow, VI_ADD(cx0, cx0)));
+            t.c[r] = fetch4(p->plane[1], crow, VI_ADD(cx0, cx0), safe, 2 * cw - 4);
         }
     }
     return yuv_from_taps(p, kind, ix, &t, ax, ay);
+}
+
+/* Bilinear RGB of the lanes' points, whose 4 taps are all inside the fast region (ix in
+ * [0, fast_x_max], iy in [0, h - 2]). */
+ALWAYS_INLINE vec_rgb sample_inside(const ks__imgproc *p, const enum sample_kind kind, VI ix, VI iy,
+                                    VF ax, VF ay) {
+    return sample_rows(p, kind, ix, iy, VI_ADD(iy, VI_SET1(1)), ax, ay, 0);
 }
 
 #endif /* KESTREL_X86_IMGPROC_GATHER_H */

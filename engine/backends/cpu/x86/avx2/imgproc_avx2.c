@@ -27,6 +27,8 @@
 #define VI_SRLI _mm256_srli_epi32
 #define VI_SLLI _mm256_slli_epi32
 #define VI_SRLV _mm256_srlv_epi32
+#define VI_MIN _mm256_min_epi32
+#define VI_SUB _mm256_sub_epi32
 #define VI_SHUFB _mm256_shuffle_epi8
 #define VI_BCAST128 _mm256_broadcastsi128_si256
 #define VI_GATHER(base, offsets)                                                                   \
