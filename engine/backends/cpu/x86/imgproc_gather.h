@@ -11,7 +11,8 @@
  *   VI_SET1(int32_t), VI_ADD, VI_AND, VI_MULLO, VI_SRLI(v, n) and VI_SLLI(v, n) (n a constant),
  *   VI_SRLV(v, counts), VI_GATHER(base, offsets): 4 bytes at base + offset per lane,
  *   VI_SHUFB(v, control) (vpshufb: bytes within each 128-bit lane), VI_BCAST128(__m128i),
- *   VI_MIN (signed), VI_SUB.
+ *   VI_MIN, VI_MAX (signed), VI_SUB, VF_SEL_GT(a, b, x, y) (x in the lanes where the integer a
+ *   is above b, else y).
  *
  * Exactness: the arithmetic repeats ks__imgproc_span_scalar statement by statement, one
  * operation each, never fused (the build is C11 without GNU extensions: gcc does not contract
@@ -165,7 +166,7 @@ ALWAYS_INLINE VI fetch4(const uint8_t *base, VI row, VI col, const int safe, int
 /* Bilinear RGB of the lanes' points from taps at columns ix and ix + 1 of rows iy0 and iy1.
  * Unsafe (safe = 0): the 4 taps are inside the fast region (ix in [0, fast_x_max], iy0 in
  * [0, h - 2], iy1 = iy0 + 1). Safe: ix in [0, w - 2], rows in [0, h - 1], w >= 8, and the reads
- * back off at the row ends (the REPLICATE edge groups of the AVX-512 path). */
+ * back off at the row ends (sample_replicate). */
 ALWAYS_INLINE vec_rgb sample_rows(const ks__imgproc *p, const enum sample_kind kind, VI ix, VI iy0,
                                   VI iy1, VF ax, VF ay, const int safe) {
     VI s0 = VI_SET1((int32_t)p->stride_bytes[0]);
@@ -222,6 +223,26 @@ ALWAYS_INLINE vec_rgb sample_rows(const ks__imgproc *p, const enum sample_kind k
         }
     }
     return yuv_from_taps(p, kind, ix, &t, ax, ay);
+}
+
+/* Bilinear RGB of the lanes' points with a REPLICATE border, taps anywhere (the groups on and
+ * past the image's edge): the reference clamps each tap into the image. Rows: each of the two
+ * clamped on its own (past the top or bottom both are the edge row, whose blend with itself is
+ * exact). Columns: left of the image the pair at 0 with weight 0 on its right tap, right of it
+ * the pair at w - 2 with weight 1; blends of whole sample values then give the edge sample
+ * exactly, as the reference's two equal taps do (for YUV the chroma tap of column w - 1 is the
+ * right one of that pair). Reads back off at row ends. Needs w >= 8 and h >= 2. */
+ALWAYS_INLINE vec_rgb sample_replicate(const ks__imgproc *p, const enum sample_kind kind, VI ix,
+                                       VI iy, VF ax, VF ay) {
+    const VI zero = VI_SET1(0), w_pair = VI_SET1(p->width_px - 2);
+    const VI h_last = VI_SET1(p->height_px - 1);
+    ax = VF_SEL_GT(zero, ix, VF_ZERO(), ax);
+    ix = VI_MAX(ix, zero);
+    ax = VF_SEL_GT(ix, w_pair, VF_SET1(1.0f), ax);
+    ix = VI_MIN(ix, w_pair);
+    VI iy0 = VI_MIN(VI_MAX(iy, zero), h_last);
+    VI iy1 = VI_MIN(VI_MAX(VI_ADD(iy, VI_SET1(1)), zero), h_last);
+    return sample_rows(p, kind, ix, iy0, iy1, ax, ay, 1);
 }
 
 /* Bilinear RGB of the lanes' points, whose 4 taps are all inside the fast region (ix in

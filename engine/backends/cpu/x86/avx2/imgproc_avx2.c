@@ -28,6 +28,9 @@
 #define VI_SLLI _mm256_slli_epi32
 #define VI_SRLV _mm256_srlv_epi32
 #define VI_MIN _mm256_min_epi32
+#define VI_MAX _mm256_max_epi32
+#define VF_SEL_GT(a, b, x, y)                                                                      \
+    _mm256_blendv_ps((y), (x), _mm256_castsi256_ps(_mm256_cmpgt_epi32((a), (b))))
 #define VI_SUB _mm256_sub_epi32
 #define VI_SHUFB _mm256_shuffle_epi8
 #define VI_BCAST128 _mm256_broadcastsi128_si256
@@ -224,7 +227,7 @@ static __m256i outside_lanes(__m256i ix, __m256i iy, __m256i w_px, __m256i h_px)
 typedef struct call_consts {
     __m256 half, lo, hi_x, hi_y, m0, m3;
     __m256i x_lim, y_lim, minus1, w_px, h_px;
-    int constant_border, edge_ok, bgr;
+    int constant_border, edge_ok, replicate, bgr;
     vec_rgb border;
     __m256 mean0, mean1, mean2, scale0, scale1, scale2;
 } call_consts;
@@ -253,6 +256,8 @@ ALWAYS_INLINE void call_init(const ks__imgproc *p, const enum sample_kind kind, 
         edge_ok = edge_ok && (size_t)(ch - 1) * p->stride_bytes[1] + (size_t)cw >= 4 &&
                   (size_t)(ch - 1) * p->stride_bytes[2] + (size_t)cw >= 4;
     k->edge_ok = edge_ok;
+    /* REPLICATE edge groups through sample_replicate (its reads need rows of 8 pixels) */
+    k->replicate = !k->constant_border && p->width_px >= 8 && p->height_px >= 2;
     k->border.r = _mm256_set1_ps(p->border_rgb[0]);
     k->border.g = _mm256_set1_ps(p->border_rgb[1]);
     k->border.b = _mm256_set1_ps(p->border_rgb[2]);
@@ -339,6 +344,8 @@ ALWAYS_INLINE void group8(const ks__imgproc *p, const call_consts *k, const enum
         rgb.r = _mm256_blendv_ps(rgb.r, k->border.r, sel);
         rgb.g = _mm256_blendv_ps(rgb.g, k->border.g, sel);
         rgb.b = _mm256_blendv_ps(rgb.b, k->border.b, sel);
+    } else if (k->replicate) {
+        rgb = sample_replicate(p, kind, ix, iy, ax, ay);
     } else if (k->edge_ok) {
         rgb = sample8_edge(p, ix, iy, ax, ay);
     } else {

@@ -29,6 +29,8 @@
 #define VI_SLLI(v, n) _mm512_slli_epi32((v), (unsigned)(n))
 #define VI_SRLV _mm512_srlv_epi32
 #define VI_MIN _mm512_min_epi32
+#define VI_MAX _mm512_max_epi32
+#define VF_SEL_GT(a, b, x, y) _mm512_mask_mov_ps((y), _mm512_cmpgt_epi32_mask((a), (b)), (x))
 #define VI_SUB _mm512_sub_epi32
 #define VI_SHUFB _mm512_shuffle_epi8
 #define VI_BCAST128 _mm512_broadcast_i32x4
@@ -146,7 +148,7 @@ ALWAYS_INLINE int nv_window_taps(const ks__imgproc *p, __m512i ix, __m512i iy, y
 /* Per-call constants of the row loop, set once and kept in registers. */
 typedef struct call_consts {
     __m512 half, lo, hi_x, hi_y, m0, m3;
-    __m512i x_lim, y_lim, minus1, w_last, h_last, w_pair;
+    __m512i x_lim, y_lim, minus1, w_last, h_last;
     int bgr, constant_border, replicate;
     __m512 border_r, border_g, border_b;
     __m512 mean0, mean1, mean2, scale0, scale1, scale2;
@@ -165,7 +167,6 @@ ALWAYS_INLINE void call_init(const ks__imgproc *p, call_consts *k) {
     k->w_last = _mm512_set1_epi32(p->width_px - 1);
     k->h_last = _mm512_set1_epi32(p->height_px - 1);
     k->bgr = p->bgr;
-    k->w_pair = _mm512_set1_epi32(p->width_px - 2);
     k->constant_border = p->border != KS_BORDER_REPLICATE;
     /* edge groups of a REPLICATE map in this sampler (its reads need rows of 8 pixels) */
     k->replicate = p->border == KS_BORDER_REPLICATE && p->width_px >= 8 && p->height_px >= 2;
@@ -226,25 +227,8 @@ ALWAYS_INLINE void rows_kind(const ks__imgproc *p, int32_t y_begin, int32_t y_en
             }
             vec_rgb rgb = {k.border_r, k.border_g, k.border_b}; /* all padding: exact */
             if (ok != 0xffff && k.replicate) {
-                /* REPLICATE, some lane's taps on or past the edge: the reference clamps each tap
-                 * into the image. Rows: each of the two clamped on its own (past the top or
-                 * bottom both are the edge row, whose blend with itself is exact). Columns:
-                 * left of the image the pair at 0 with weight 0 on its right tap, right of it
-                 * the pair at w - 2 with weight 1; the blends of whole sample values then give
-                 * the edge sample exactly, as the reference's two equal taps do (the chroma
-                 * tap of column w - 1 is the right one of that pair). Reads back off at row
-                 * ends. */
-                const __m512i zero = _mm512_setzero_si512();
-                __mmask16 left = _mm512_cmpgt_epi32_mask(zero, ix);
-                __mmask16 right = _mm512_cmpgt_epi32_mask(ix, k.w_pair);
-                ix = _mm512_mask_mov_epi32(ix, left, zero);
-                ix = _mm512_mask_mov_epi32(ix, right, k.w_pair);
-                ax = _mm512_mask_mov_ps(ax, left, _mm512_setzero_ps());
-                ax = _mm512_mask_mov_ps(ax, right, _mm512_set1_ps(1.0f));
-                __m512i iy0 = _mm512_min_epi32(_mm512_max_epi32(iy, zero), k.h_last);
-                __m512i iy1 = _mm512_add_epi32(iy, _mm512_set1_epi32(1));
-                iy1 = _mm512_min_epi32(_mm512_max_epi32(iy1, zero), k.h_last);
-                rgb = sample_rows(p, kind, ix, iy0, iy1, ax, ay, 1);
+                /* REPLICATE, some lane's taps on or past the edge */
+                rgb = sample_replicate(p, kind, ix, iy, ax, ay);
             } else if (out != 0xffff) {
                 /* Each lane inside the fast region, or (constant border) with all its taps
                  * outside: those read at (0, 0), inside the region since an inside lane exists,
