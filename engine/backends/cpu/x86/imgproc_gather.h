@@ -2,8 +2,8 @@
  * lanes (avx2/imgproc_avx2.c), and AVX-512, 16 lanes (avx512/imgproc_avx512.c). Each of those
  * files defines the vector types and operations below as macros, then includes this header once;
  * the header defines the per-kind sampler of the points whose taps lie inside the fast region,
- * the YUV conversion, the blends and the tap coordinates. The row loops, the edge cases and the
- * stores stay in each file.
+ * the REPLICATE edge sampler, the YUV conversion, the blends and the tap coordinates. The row
+ * loops, the other edge cases and the stores stay in each file.
  *
  * Types: VF (float lanes), VI (32-bit integer lanes). Operations:
  *   VF_SET1(float), VF_ZERO(), VF_ADD, VF_SUB, VF_MUL, VF_MIN, VF_MAX (the vminps / vmaxps rule),

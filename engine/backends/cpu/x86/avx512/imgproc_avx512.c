@@ -4,9 +4,10 @@
  * window per source row with word permutes where a group's taps fit). The sampler is the AVX2
  * path's, written once for both widths (../imgproc_gather.h): the same statements in the same
  * order, one operation each (no FMA), so results are bit-identical to the scalar reference
- * (engine/tests/unit/test_imgproc.c checks both paths against it). Groups whose taps touch the
- * border or would read past a row end, the row tails and every other form of call go to the
- * AVX2 sampler. */
+ * (engine/tests/unit/test_imgproc.c checks both paths against it). With the REPLICATE border,
+ * groups on or past the image's edge take the shared edge sampler (sample_replicate); with the
+ * others, groups whose taps touch the border band, the row tails and every other form of call go
+ * to the AVX2 sampler. */
 #include <immintrin.h>
 
 #define VF __m512
