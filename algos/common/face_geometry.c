@@ -535,54 +535,63 @@ typedef struct basis_ws {
     float *src, *dst, *w;
 } basis_ws;
 
-/* z = (z - depth_offset + near) / scale; x, y unprojected at that depth; z flipped to the
- * right-handed camera frame. */
-static inline void metric_point(const float *screen, float *out, const frustum *f,
-                                float depth_offset, float scale) {
-    float z = (screen[2] - depth_offset + f->near_plane) / scale;
-    out[0] = screen[0] * z / f->near_plane;
-    out[1] = screen[1] * z / f->near_plane;
+/* The unprojection of near-plane points: z = (z - depth_offset + near) / scale; x, y scaled
+ * to that depth (x * z / near); z flipped to the right-handed camera frame. By reciprocals (one
+ * rounding more than the divisions, a relative 1e-7), so that the loop over all points
+ * vectorizes without a division per coordinate; pass 2 maps its basis points the same way. */
+typedef struct unprojection {
+    float shift, inv_scale, inv_near;
+} unprojection;
+
+static unprojection make_unprojection(const frustum *f, float depth_offset, float scale) {
+    unprojection u = {f->near_plane - depth_offset, 1.0f / scale, 1.0f / f->near_plane};
+    return u;
+}
+
+static inline void metric_point(const float *screen, float *out, const unprojection *u) {
+    float z = (screen[2] + u->shift) * u->inv_scale;
+    float zn = z * u->inv_near;
+    out[0] = screen[0] * zn;
+    out[1] = screen[1] * zn;
     out[2] = -z;
 }
 
-/* metric_point over all points, by reciprocals (one rounding more than the divisions, a
- * relative 1e-7) so that the loop vectorizes without a division per coordinate. */
-static void to_metric(const float *screen, float *out, size_t n, const frustum *f,
-                      float depth_offset, float scale) {
-    const float inv_scale = 1.0f / scale, inv_near = 1.0f / f->near_plane;
-    const float shift = f->near_plane - depth_offset;
-    for (size_t i = 0; i < n; i++) {
-        float z = (screen[3 * i + 2] + shift) * inv_scale;
-        float zn = z * inv_near;
-        out[3 * i + 0] = screen[3 * i + 0] * zn;
-        out[3 * i + 1] = screen[3 * i + 1] * zn;
-        out[3 * i + 2] = -z;
-    }
+static void to_metric(const float *screen, float *out, size_t n, const unprojection *u) {
+    for (size_t i = 0; i < n; i++)
+        metric_point(screen + 3 * i, out + 3 * i, u);
 }
 
 /* Procrustes of the canonical basis points onto the same points of the screen points mapped
- * by `map`: MAP_FLIP negates z (pass 1), MAP_METRIC applies metric_point with depth_offset
- * and scale (pass 2), MAP_NONE takes them as they are. Only the basis points are mapped. */
+ * by `map`: MAP_FLIP negates z (pass 1), MAP_METRIC applies metric_point with `u` (pass 2),
+ * MAP_NONE takes them as they are. Only the basis points are mapped; the source points and
+ * weights are basis_fill_source's. */
 enum basis_map { MAP_NONE, MAP_FLIP, MAP_METRIC };
 
 static ks_status fit_basis(const basis_ws *b, const float *pts, enum basis_map map,
-                           const frustum *f, float depth_offset, float scale, float m[16]) {
+                           const unprojection *u, float m[16]) {
     for (uint32_t i = 0; i < b->md->num_basis; i++) {
         uint32_t id = b->md->basis_ids[i];
         const float *q = pts + 3 * (size_t)id;
         float *d = b->dst + 3 * (size_t)i;
         if (map == MAP_METRIC) {
-            metric_point(q, d, f, depth_offset, scale);
+            metric_point(q, d, u);
         } else {
             d[0] = q[0];
             d[1] = q[1];
             d[2] = map == MAP_FLIP ? -q[2] : q[2];
         }
+    }
+    return ks__procrustes_solve(b->src, b->dst, b->w, b->md->num_basis, m);
+}
+
+/* The canonical basis points and their weights: the same for every pass, filled once. */
+static void basis_fill_source(const basis_ws *b) {
+    for (uint32_t i = 0; i < b->md->num_basis; i++) {
+        uint32_t id = b->md->basis_ids[i];
         for (int k = 0; k < 3; k++)
             b->src[3 * i + k] = b->md->vertices[5 * (size_t)id + (size_t)k];
         b->w[i] = b->md->basis_weights[i];
     }
-    return ks__procrustes_solve(b->src, b->dst, b->w, b->md->num_basis, m);
 }
 
 static float col0_norm(const float m[16]) {
@@ -616,6 +625,7 @@ ks_status ks__face_geometry_estimate(const ks__face_geometry_metadata *md,
     float *metric = screen + 3 * nv;
     basis_ws b = {md, metric + 3 * nv, metric + 3 * nv + 3 * (size_t)md->num_basis,
                   metric + 3 * nv + 6 * (size_t)md->num_basis};
+    basis_fill_source(&b);
 
     /* Screen (image-normalized, y down) -> near-plane coordinates, y up. */
     float x_scale = f.right - f.left, y_scale = f.top - f.bottom;
@@ -639,17 +649,19 @@ ks_status ks__face_geometry_estimate(const ks__face_geometry_metadata *md,
 
     /* Pass 1: scale of the face as seen on the near plane (handedness flipped: z towards the
      * camera, like the canonical mesh). */
-    st = fit_basis(&b, screen, MAP_FLIP, &f, 0.0f, 0.0f, m);
+    st = fit_basis(&b, screen, MAP_FLIP, NULL, m);
     if (st != KS_STATUS_OK) goto degenerate;
     float first_scale = col0_norm(m);
     if (!(first_scale > 0.0f)) goto degenerate;
     /* Pass 2: unproject with the depth implied by pass 1, measure the residual scale. */
-    st = fit_basis(&b, screen, MAP_METRIC, &f, depth_offset, first_scale, m);
+    unprojection u = make_unprojection(&f, depth_offset, first_scale);
+    st = fit_basis(&b, screen, MAP_METRIC, &u, m);
     if (st != KS_STATUS_OK) goto degenerate;
     float second_scale = col0_norm(m);
     if (!(second_scale > 0.0f)) goto degenerate;
-    to_metric(screen, metric, nv, &f, depth_offset, first_scale * second_scale);
-    st = fit_basis(&b, metric, MAP_NONE, &f, 0.0f, 0.0f, pose_out->pose_matrix);
+    u = make_unprojection(&f, depth_offset, first_scale * second_scale);
+    to_metric(screen, metric, nv, &u);
+    st = fit_basis(&b, metric, MAP_NONE, NULL, pose_out->pose_matrix);
     if (st != KS_STATUS_OK) goto degenerate;
 
     float *pm = pose_out->pose_matrix;

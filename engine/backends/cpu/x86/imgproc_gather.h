@@ -171,7 +171,7 @@ ALWAYS_INLINE vec_rgb sample_rows(const ks__imgproc *p, const enum sample_kind k
                                   VI iy1, VF ax, VF ay, const int safe) {
     VI s0 = VI_SET1((int32_t)p->stride_bytes[0]);
     VI row0 = VI_MULLO(iy0, s0);
-    VI row1 = VI_MULLO(iy1, s0);
+    VI row1 = safe ? VI_MULLO(iy1, s0) : VI_ADD(row0, s0); /* unsafe: iy1 = iy0 + 1 */
     const uint8_t *base = p->plane[0];
     const int32_t w = p->width_px, cw = (w + 1) / 2;
     vec_rgb out;
