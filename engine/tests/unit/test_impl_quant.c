@@ -7,7 +7,8 @@
  * twice: the fused reference against the unfused reference chain, then every variant against it.
  * The AVX2 vpmaddubsw GEMM (signed A, qgemm.h) takes only weights with w - w_zp in [-127, 127]
  * (ks-quant's): test_signed_a makes such weights, also at +-127 with inputs at -128 / 127 (the
- * largest pair sums vpmaddubsw sees), and requires that it ran. */
+ * largest pair sums vpmaddubsw sees), and requires that it ran; so does test_avxvnni_ran for the
+ * AVX-VNNI GEMM where the CPU has AVX-VNNI. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,10 +30,17 @@ static int is_q8_variant(const ks__impl *im) {
     return strncmp(im->name, "ks_q8_", 6) == 0;
 }
 
+/* Cases the AVX-VNNI GEMM (x86/avx2/q8_gemm.c ks_q8_*__avxvnni_6x16) took: all, fused forms. */
+static int g_vnni_ran, g_vnni_fused, g_in_fused;
+
+static void count_vnni(const char *name) {
+    if (strstr(name, "avxvnni_6x16")) g_vnni_ran++, g_vnni_fused += g_in_fused;
+}
+
 /* Reference vs every selected variant, byte for byte (q8_variants.h). */
 static int check_variants(const ks__node *node, ks__rt_tensor **ins, uint32_t nin,
                           ks__rt_tensor *y) {
-    return q8v_check(node, ins, nin, y, is_q8_variant, NULL);
+    return q8v_check(node, ins, nin, y, is_q8_variant, count_vnni);
 }
 
 static int has_fast(void) {
@@ -381,6 +389,7 @@ static void run_fused_case(const conv_case *c, int fuse, int32_t act) {
 static void test_fused(void **state) {
     (void)state;
     int k = 0;
+    g_in_fused = 1;
     for (int64_t wdt = 1; wdt <= 17; wdt++, k++) { /* 1x1 GEMM tails */
         conv_case c = {.n = 1,
                        .ih = 1 + wdt % 3,
@@ -450,6 +459,22 @@ static void test_fused(void **state) {
             }
         }
     }
+    g_in_fused = 0;
+}
+
+/* Runs last: on a CPU with AVX-VNNI the VNNI GEMM must have taken plain and fused cases (with
+ * U8 weights' zero points: its row-sum term). */
+static void test_avxvnni_ran(void **state) {
+    (void)state;
+    int have = 0;
+    for (const ks__impl *const *it = ks__impl_list(); *it; it++)
+        if (strstr((*it)->name, "avxvnni_6x16") && ((*it)->isa & ~ks__cpu_isa()) == 0) have = 1;
+    if (!have) {
+        print_message("no AVX-VNNI here (or capped by KS_ISA_MAX): VNNI GEMM not run\n");
+        return;
+    }
+    assert_true(g_vnni_ran > 50);
+    assert_true(g_vnni_fused > 10);
 }
 
 int main(void) {
@@ -463,6 +488,7 @@ int main(void) {
         cmocka_unit_test(test_add),
         cmocka_unit_test(test_fused),
         cmocka_unit_test(test_signed_a),
+        cmocka_unit_test(test_avxvnni_ran),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

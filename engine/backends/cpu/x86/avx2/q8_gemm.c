@@ -189,6 +189,47 @@ KS_INLINE void store16(void *dst, __m128i v, size_t n) {
     memcpy(dst, tmp, n);
 }
 
+/* table[x] for 16 bytes (qgemm.h ks__q8_fused tscope): 8 shuffles per half of the table. */
+KS_INLINE __m128i table16(__m128i x, const uint8_t *ts) {
+    const __m128i x2 = _mm_xor_si128(x, _mm_set1_epi8((char)0x80));
+    __m128i r = _mm_setzero_si128();
+    KS_UNROLL for (int h = 0; h < 8; h++) {
+        const __m128i c = _mm_set1_epi8((char)(0x70 - 16 * h));
+        r = _mm_xor_si128(r, _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(ts + 16 * h)),
+                                              _mm_adds_epu8(x, c)));
+        r = _mm_xor_si128(r, _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(ts + 128 + 16 * h)),
+                                              _mm_adds_epu8(x2, c)));
+    }
+    return r;
+}
+
+/* The same for 32 bytes (two tile rows of the GEMM epilogues). */
+KS_INLINE __m256i table32(__m256i x, const uint8_t *ts) {
+    const __m256i x2 = _mm256_xor_si256(x, _mm256_set1_epi8((char)0x80));
+    __m256i r = _mm256_setzero_si256();
+    KS_UNROLL for (int h = 0; h < 8; h++) {
+        const __m256i c = _mm256_set1_epi8((char)(0x70 - 16 * h));
+        __m256i lo = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(ts + 16 * h)));
+        __m256i hi =
+            _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(ts + 128 + 16 * h)));
+        r = _mm256_xor_si256(r, _mm256_shuffle_epi8(lo, _mm256_adds_epu8(x, c)));
+        r = _mm256_xor_si256(r, _mm256_shuffle_epi8(hi, _mm256_adds_epu8(x2, c)));
+    }
+    return r;
+}
+
+static void fused_apply(const ks__q8_fused *f, uint8_t *y, const uint8_t *res, size_t n);
+
+/* A fused residual ADD over the tile's stored rows while they are in L1 (kernels that take the
+ * fused node themselves, arch fused_in_kernel: the TABLE runs in registers, this in place). */
+static void fused_residual_rows(const ks__q8_epilogue *ep, void *c, size_t c_stride, size_t mr,
+                                size_t nc) {
+    for (size_t r = 0; r < mr; r++) {
+        uint8_t *y = (uint8_t *)c + r * c_stride;
+        fused_apply(ep->fused, y, ep->res_base + (y - ep->y_base), nc);
+    }
+}
+
 /* acc[r] += the tile's dot products for rows r < rows (a constant after inlining). */
 KS_INLINE void mb_dot(__m256i (*acc)[2], const int rows, size_t kb, size_t ks, const void *const *a,
                       const int8_t *wp) {
@@ -218,6 +259,8 @@ KS_INLINE void mb_store(__m256i (*acc)[2], size_t mr, size_t nc, const int32_t *
     rqc_load(&q0, hdr, MB_NR);
     rqc_load(&q1, hdr + 8, MB_NR);
     const int two = nc > 8; /* the second half has columns to store */
+    const uint8_t *tab =
+        ep->fused && ep->fused->kind == KS_Q8_FUSED_TABLE ? ep->fused->tscope : NULL;
     KS_UNROLL for (int r = 0; r < MB_MR; r += 2) {
         if ((size_t)r >= mr) break;
         __m256i a0 = rqc_apply(acc[r][0], &q0, no_sign);
@@ -225,10 +268,13 @@ KS_INLINE void mb_store(__m256i (*acc)[2], size_t mr, size_t nc, const int32_t *
         __m256i a1 = two ? rqc_apply(acc[r][1], &q1, no_sign) : a0;
         __m256i b1 = two ? rqc_apply(acc[r + 1][1], &q1, no_sign) : b0;
         __m256i y = pack4_avx2(a0, a1, b0, b1, ep);
+        if (tab) y = table32(y, tab);
         char *cr = (char *)c + (size_t)r * c_stride;
         store16(cr, _mm256_castsi256_si128(y), nc);
         if ((size_t)r + 1 < mr) store16(cr + c_stride, _mm256_extracti128_si256(y, 1), nc);
     }
+    if (ep->fused && ep->fused->kind == KS_Q8_FUSED_RESIDUAL)
+        fused_residual_rows(ep, c, c_stride, mr, nc);
 }
 
 static void ks_q8_igemm__avx2_maddubs_4x16(size_t mr, size_t nc, size_t kb, size_t ks,
@@ -255,6 +301,90 @@ static void ks_q8_igemm__avx2_maddubs_4x16(size_t mr, size_t nc, size_t kb, size
         mb_store(acc, mr, nc, hdr, c, c_stride, ep, 1);
     else
         mb_store(acc, mr, nc, hdr, c, c_stride, ep, 0);
+}
+
+/* ---- the u8 x s8 GEMM with AVX-VNNI (vpdpbusd on ymm: Intel Alder Lake and later client
+ * cores, AMD Zen 5) ----
+ * The AVX-512 VNNI scheme (qgemm.h, KR == 4 with u8 A) in 32-byte vectors: A = x as u8 (I8
+ * inputs flipped by the driver's input pass), W = w as s8, zero points folded into the column
+ * terms (plus rowsum * rowmul when some w_zp' != 0, which ks-quant's symmetric weights never
+ * have). One vpdpbusd per 4 k and 8 columns: no sign transfer, and the sum is exact (it wraps
+ * like the reference's modulo 2^32 sum, which cost() keeps inside int32). 6 x 16: 12
+ * accumulators, 2 weight vectors and the broadcast = 15 registers; per 4 k 2 weight loads, 6
+ * broadcasts and 12 dot products, so the two vpdpbusd pipes of Zen 5 (or ports 0 and 1 of Intel
+ * cores) stay busy. The epilogue is the maddubs kernel's (rqc_apply, pack4_avx2, store16). */
+#define VN_MR 6
+#define VN_NR 16
+#define KS_VNNI __attribute__((target("avx2,fma,avxvnni")))
+#define KS_INLINE_VNNI static inline __attribute__((always_inline, target("avx2,fma,avxvnni")))
+
+KS_INLINE_VNNI void vn_dot(__m256i (*acc)[2], const int rows, size_t kb, size_t ks,
+                           const void *const *a, const int8_t *wp) {
+    for (size_t t = 0; t < ks; t++) {
+        const int32_t *ar[VN_MR];
+        KS_UNROLL for (int r = 0; r < rows; r++) ar[r] = (const int32_t *)a[t * VN_MR + r];
+        for (size_t k = 0; k < kb; k++) {
+            __m256i w0 = _mm256_loadu_si256((const __m256i *)wp);
+            __m256i w1 = _mm256_loadu_si256((const __m256i *)(wp + 32));
+            wp += 64;
+            KS_UNROLL for (int r = 0; r < rows; r++) {
+                __m256i x = _mm256_set1_epi32(ar[r][k]);
+                acc[r][0] = _mm256_dpbusd_avx_epi32(acc[r][0], x, w0);
+                acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], x, w1);
+            }
+        }
+    }
+}
+
+KS_VNNI static void ks_q8_igemm__avxvnni_6x16(size_t mr, size_t nc, size_t kb, size_t ks,
+                                              const void *const *a, const void *w, void *c,
+                                              size_t c_stride, const int32_t *rowsum,
+                                              const ks__q8_epilogue *ep) {
+    const int32_t *hdr = (const int32_t *)w;
+    const int8_t *wp = (const int8_t *)w + KS_Q8_HDR_ROWS * VN_NR * 4;
+    const __m256i bias0 = _mm256_loadu_si256((const __m256i *)(hdr + KS_Q8_HDR_BIAS * VN_NR));
+    const __m256i bias1 = _mm256_loadu_si256((const __m256i *)(hdr + KS_Q8_HDR_BIAS * VN_NR + 8));
+    __m256i acc[VN_MR][2];
+    KS_UNROLL for (int r = 0; r < VN_MR; r++) {
+        acc[r][0] = bias0;
+        acc[r][1] = bias1;
+    }
+    if (mr > 4)
+        vn_dot(acc, VN_MR, kb, ks, a, wp);
+    else if (mr > 2)
+        vn_dot(acc, 4, kb, ks, a, wp);
+    else
+        vn_dot(acc, 2, kb, ks, a, wp);
+    if (ep->use_rowsum) {
+        const __m256i m0 = _mm256_loadu_si256((const __m256i *)(hdr + KS_Q8_HDR_ROWMUL * VN_NR));
+        const __m256i m1 =
+            _mm256_loadu_si256((const __m256i *)(hdr + KS_Q8_HDR_ROWMUL * VN_NR + 8));
+        for (size_t r = 0; r < mr; r++) {
+            __m256i s = _mm256_set1_epi32(rowsum[r]);
+            acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_mullo_epi32(s, m0));
+            acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_mullo_epi32(s, m1));
+        }
+    }
+    rqc q0, q1;
+    rqc_load(&q0, hdr, VN_NR);
+    rqc_load(&q1, hdr + 8, VN_NR);
+    const int two = nc > 8, no_sign = ep->lo >= ep->out_zp;
+    const uint8_t *tab =
+        ep->fused && ep->fused->kind == KS_Q8_FUSED_TABLE ? ep->fused->tscope : NULL;
+    KS_UNROLL for (int r = 0; r < VN_MR; r += 2) {
+        if ((size_t)r >= mr) break;
+        __m256i a0 = rqc_apply(acc[r][0], &q0, no_sign);
+        __m256i b0 = rqc_apply(acc[r + 1][0], &q0, no_sign);
+        __m256i a1 = two ? rqc_apply(acc[r][1], &q1, no_sign) : a0;
+        __m256i b1 = two ? rqc_apply(acc[r + 1][1], &q1, no_sign) : b0;
+        __m256i y = pack4_avx2(a0, a1, b0, b1, ep);
+        if (tab) y = table32(y, tab);
+        char *cr = (char *)c + (size_t)r * c_stride;
+        store16(cr, _mm256_castsi256_si128(y), nc);
+        if ((size_t)r + 1 < mr) store16(cr + c_stride, _mm256_extracti128_si256(y, 1), nc);
+    }
+    if (ep->fused && ep->fused->kind == KS_Q8_FUSED_RESIDUAL)
+        fused_residual_rows(ep, c, c_stride, mr, nc);
 }
 
 /* 8 input bytes of channels [c0, c0 + n) of one pixel, flipped to u8 and widened to int32. */
@@ -342,10 +472,20 @@ KS_INLINE __m256i requant_b(__m256i v, const vqmul *q) {
     return _mm256_sub_epi32(res, _mm256_cmpgt_epi32(rem, thr));
 }
 
-/* The reference quantized ADD (ks__q8_fused_add_one) 8 lanes at a time; tables and the last
- * n % 8 bytes go through the scalar epilogue. */
+/* The reference quantized ADD (ks__q8_fused_add_one) 8 lanes at a time, the TABLE 16 bytes at a
+ * time; the last bytes go through the scalar epilogue. */
 static void fused_apply(const ks__q8_fused *f, uint8_t *y, const uint8_t *res, size_t n) {
     size_t i = 0;
+    if (f->kind == KS_Q8_FUSED_TABLE) {
+        for (; i + 16 <= n; i += 16)
+            _mm_storeu_si128((__m128i *)(y + i),
+                             table16(_mm_loadu_si128((const __m128i *)(y + i)), f->tscope));
+        if (i + 8 <= n) {
+            _mm_storel_epi64((__m128i *)(y + i),
+                             table16(_mm_loadl_epi64((const __m128i *)(y + i)), f->tscope));
+            i += 8;
+        }
+    }
     if (f->kind == KS_Q8_FUSED_RESIDUAL && n >= 8) {
         vqmul ma, mb, mo;
         vqmul_load(f->vq[0], &ma);
@@ -404,7 +544,10 @@ static const ks__q8_gemm_arch k_gemm = {ARCH_MR,     ARCH_NR, 2, 13.5, ks_q8_ige
                                         fused_apply, 0};
 static const ks__q8_dw_arch k_dw = {DW_CB, 2.2, ks_q8_dw__avx2_c8, fused_apply, 0, NULL};
 static const ks__q8_gemm_arch k_gemm_mb = {
-    MB_MR, MB_NR, 4, 14.5, ks_q8_igemm__avx2_maddubs_4x16, fused_apply, 0};
+    MB_MR, MB_NR, 4, 14.5, ks_q8_igemm__avx2_maddubs_4x16, fused_apply, 1};
+/* Measured on Zen 5 (1 thread, KS_ISA_MAX=avxvnni) against the f32 6x16 GEMM: docs/kernels.md. */
+static const ks__q8_gemm_arch k_gemm_vn = {
+    VN_MR, VN_NR, 4, 40.0, ks_q8_igemm__avxvnni_6x16, fused_apply, 1};
 
 static double gemm_cost(const ks__kernel_ctx *ctx) {
     return ks__q8_gemm_cost(ctx, &k_gemm);
@@ -429,6 +572,18 @@ static ks_status gemm_mb_pack(ks__kernel_ctx *ctx) {
 }
 static ks_status gemm_mb_run(ks__kernel_ctx *ctx) {
     return ks__q8_gemm_run_sa(ctx, &k_gemm_mb);
+}
+static double gemm_vn_cost(const ks__kernel_ctx *ctx) {
+    return ks__q8_gemm_cost(ctx, &k_gemm_vn);
+}
+static ks_status gemm_vn_plan(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
+    return ks__q8_gemm_plan(ctx, &k_gemm_vn, packed_bytes_out);
+}
+static ks_status gemm_vn_pack(ks__kernel_ctx *ctx) {
+    return ks__q8_gemm_pack(ctx, &k_gemm_vn);
+}
+static ks_status gemm_vn_run(ks__kernel_ctx *ctx) {
+    return ks__q8_gemm_run(ctx, &k_gemm_vn);
 }
 static double dw_cost(const ks__kernel_ctx *ctx) {
     return ks__q8_dw_cost(ctx, &k_dw);
@@ -473,3 +628,17 @@ const ks__impl ks_q8_fc__avx2_maddubs_4x16 = {"ks_q8_fc__avx2_maddubs_4x16",
                                               gemm_mb_plan,
                                               gemm_mb_pack,
                                               gemm_mb_run};
+const ks__impl ks_q8_conv2d__avxvnni_6x16 = {"ks_q8_conv2d__avxvnni_6x16",
+                                             KS_OP_CONV2D,
+                                             KS_ISA_AVX2 | KS_ISA_AVX_VNNI,
+                                             gemm_vn_cost,
+                                             gemm_vn_plan,
+                                             gemm_vn_pack,
+                                             gemm_vn_run};
+const ks__impl ks_q8_fc__avxvnni_6x16 = {"ks_q8_fc__avxvnni_6x16",
+                                         KS_OP_FULLY_CONNECTED,
+                                         KS_ISA_AVX2 | KS_ISA_AVX_VNNI,
+                                         gemm_vn_cost,
+                                         gemm_vn_plan,
+                                         gemm_vn_pack,
+                                         gemm_vn_run};
