@@ -132,7 +132,8 @@ void ks__q8_make_fused(const ks__q8_fused_desc *d, const ks__rt_tensor *y, ks__q
         for (int half = 0; half < 2; half++)
             for (int b = 0; b < 128; b++)
                 f->tscope[half * 128 + b] =
-                    (uint8_t)(f->table[half * 128 + b] ^ (b < 112 ? f->table[half * 128 + b + 16] : 0));
+                    (uint8_t)(f->table[half * 128 + b] ^
+                              (b < 112 ? f->table[half * 128 + b + 16] : 0));
     }
 }
 

@@ -546,8 +546,8 @@ static const ks__q8_dw_arch k_dw = {DW_CB, 2.2, ks_q8_dw__avx2_c8, fused_apply, 
 static const ks__q8_gemm_arch k_gemm_mb = {
     MB_MR, MB_NR, 4, 14.5, ks_q8_igemm__avx2_maddubs_4x16, fused_apply, 1};
 /* Measured on Zen 5 (1 thread, KS_ISA_MAX=avxvnni) against the f32 6x16 GEMM: docs/kernels.md. */
-static const ks__q8_gemm_arch k_gemm_vn = {
-    VN_MR, VN_NR, 4, 40.0, ks_q8_igemm__avxvnni_6x16, fused_apply, 1};
+static const ks__q8_gemm_arch k_gemm_vn = {VN_MR,       VN_NR, 4, 40.0, ks_q8_igemm__avxvnni_6x16,
+                                           fused_apply, 1};
 
 static double gemm_cost(const ks__kernel_ctx *ctx) {
     return ks__q8_gemm_cost(ctx, &k_gemm);
