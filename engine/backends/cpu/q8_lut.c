@@ -28,7 +28,8 @@
 enum {
     LUT_BYTES = 256 * sizeof(float), /* big enough for DEQUANTIZE's float table */
     LUT_IN_OFFSET = LUT_BYTES,       /* then the 256 input bytes the table is built from */
-    LUT_PACKED_BYTES = LUT_BYTES + 256
+    LUT_TS_OFFSET = LUT_BYTES + 256, /* then a byte table's telescoped form (ks__q8_tscope) */
+    LUT_PACKED_BYTES = LUT_BYTES + 512
 };
 
 static int q8_dtype(ks_dtype d) {
@@ -98,7 +99,10 @@ static ks_status lut_pack(ks__kernel_ctx *ctx) {
                                 "q8 lookup table: the reference wants scratch");
     if (y.dtype != ctx->out[0]->dtype || ks__rt_numel(&y) != 256)
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "q8 lookup table: unexpected shape");
-    return ref->run(&sub);
+    st = ref->run(&sub);
+    if (!st && lut_out_size(ctx) == 1)
+        ks__q8_tscope((const uint8_t *)ctx->packed, (uint8_t *)ctx->packed + LUT_TS_OFFSET);
+    return st;
 }
 
 typedef struct lut_job {
@@ -107,15 +111,21 @@ typedef struct lut_job {
     const void *table;
 } lut_job;
 
-/* y[i] = t[x[i]] for i in [0, n). */
-static void map_bytes(const uint8_t *restrict t, const uint8_t *restrict x, uint8_t *restrict y,
-                      size_t n) {
+/* y[i] = t[x[i]] for i in [0, n); ts: t's telescoped form (ks__q8_tscope). */
+static void map_bytes(const uint8_t *restrict t, const uint8_t *restrict ts,
+                      const uint8_t *restrict x, uint8_t *restrict y, size_t n) {
     size_t i = 0;
 #if defined(__x86_64__)
     if (n >= 16 && (ks__cpu_isa() & KS_ISA_AVX512_VBMI)) {
         ks__q8_map_bytes_avx512vbmi(t, x, y, n);
         return;
     }
+    if (n >= 16 && (ks__cpu_isa() & KS_ISA_AVX2)) {
+        ks__q8_map_bytes_avx2(t, ts, x, y, n);
+        return;
+    }
+#else
+    (void)ts;
 #endif
     for (; i + 8 <= n; i += 8) {
         uint8_t a0 = t[x[i]], a1 = t[x[i + 1]], a2 = t[x[i + 2]], a3 = t[x[i + 3]];
@@ -130,7 +140,8 @@ static void map_bytes(const uint8_t *restrict t, const uint8_t *restrict x, uint
 static void lut_bytes_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     const lut_job *j = (const lut_job *)arg;
     (void)thread;
-    map_bytes((const uint8_t *)j->table, j->x + begin, (uint8_t *)j->y + begin, end - begin);
+    map_bytes((const uint8_t *)j->table, (const uint8_t *)j->table + LUT_TS_OFFSET, j->x + begin,
+              (uint8_t *)j->y + begin, end - begin);
 }
 
 static void lut_floats_range(void *arg, size_t begin, size_t end, uint32_t thread) {
@@ -284,10 +295,11 @@ static int concat_describe(const ks__kernel_ctx *ctx, concat_geom *g) {
     return 0;
 }
 
-/* Packed: per input a 256-byte map, then one flag byte per input (1: identity), then the 256
- * input bytes the maps are built from. */
+/* Packed: per input a 256-byte map and its telescoped form (ks__q8_tscope), then one flag byte
+ * per input (1: identity), then the 256 input bytes the maps are built from. */
+enum { CONCAT_MAP_BYTES = 512 };
 static size_t concat_packed_bytes(uint32_t num_inputs) {
-    return (size_t)num_inputs * 256 + CONCAT_MAX_INPUTS + 256;
+    return (size_t)num_inputs * CONCAT_MAP_BYTES + CONCAT_MAX_INPUTS + 256;
 }
 
 static double concat_cost(const ks__kernel_ctx *ctx) {
@@ -311,7 +323,8 @@ static ks_status concat_pack(ks__kernel_ctx *ctx) {
     if (!ctx->packed || ctx->packed_bytes < concat_packed_bytes(g.num_inputs))
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "q8 concat: packed buffer missing");
     const ks__kernel *ref = &ks__ref_kernels()->k[KS_OP_CONCAT];
-    uint8_t *maps = (uint8_t *)ctx->packed, *identity = maps + (size_t)g.num_inputs * 256;
+    uint8_t *maps = (uint8_t *)ctx->packed;
+    uint8_t *identity = maps + (size_t)g.num_inputs * CONCAT_MAP_BYTES;
     uint8_t *in_bytes = identity + CONCAT_MAX_INPUTS;
     for (int i = 0; i < 256; i++)
         in_bytes[i] = (uint8_t)i;
@@ -320,7 +333,8 @@ static ks_status concat_pack(ks__kernel_ctx *ctx) {
     for (uint32_t i = 0; i < g.num_inputs; i++) {
         ks__rt_tensor x = *ctx->in[i], y = *ctx->out[0];
         x.rank = 1, x.dims[0] = 256, x.data = in_bytes, x.size_bytes = 256;
-        y.rank = 1, y.dims[0] = 256, y.data = maps + (size_t)i * 256, y.size_bytes = 256;
+        uint8_t *map = maps + (size_t)i * CONCAT_MAP_BYTES;
+        y.rank = 1, y.dims[0] = 256, y.data = map, y.size_bytes = 256;
         ks__rt_tensor *ins[1] = {&x}, *outs[1] = {&y};
         ks__kernel_ctx sub = *ctx;
         sub.node = &node;
@@ -332,7 +346,8 @@ static ks_status concat_pack(ks__kernel_ctx *ctx) {
             st = ks__kernel_error(ctx, KS_STATUS_INTERNAL, "q8 concat: unexpected table shape");
         if (!st) st = ref->run(&sub);
         if (st) return st;
-        identity[i] = memcmp(maps + (size_t)i * 256, in_bytes, 256) == 0;
+        identity[i] = memcmp(map, in_bytes, 256) == 0;
+        ks__q8_tscope(map, map + 256);
     }
     return KS_STATUS_OK;
 }
@@ -343,23 +358,51 @@ typedef struct concat_job {
     const uint8_t *maps, *identity;
 } concat_job;
 
+/* memcpy for the short runs of a channel concat (one pixel's channels of one input): fixed-size
+ * copies the compiler inlines as vector moves, instead of a library call per run. */
+static inline void copy_bytes(uint8_t *restrict dst, const uint8_t *restrict src, size_t n) {
+    if (n > 256) {
+        memcpy(dst, src, n);
+        return;
+    }
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        memcpy(dst + i, src + i, 32);
+    if (i + 16 <= n) memcpy(dst + i, src + i, 16), i += 16;
+    if (i + 8 <= n) memcpy(dst + i, src + i, 8), i += 8;
+    for (; i < n; i++)
+        dst[i] = src[i];
+}
+
+/* Input by input (so each map's setup is paid once per range, not per pixel), the rows of the
+ * range: input i's run of inner[i] bytes per outer index goes to its offset in the output row. */
 static void concat_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     const concat_job *j = (const concat_job *)arg;
     const concat_geom *g = j->g;
-    uint8_t *y = (uint8_t *)j->ctx->out[0]->data;
+    const size_t out_inner = (size_t)g->out_inner, rows = end - begin;
+    uint8_t *y = (uint8_t *)j->ctx->out[0]->data + begin * out_inner;
     (void)thread;
-    for (size_t o = begin; o < end; o++) {
-        uint8_t *dst = y + o * (size_t)g->out_inner;
-        for (uint32_t i = 0; i < g->num_inputs; i++) {
-            size_t len = (size_t)g->inner[i];
-            const uint8_t *src = (const uint8_t *)j->ctx->in[i]->data + o * len;
-            if (j->identity[i]) {
-                memcpy(dst, src, len);
-            } else {
-                map_bytes(j->maps + (size_t)i * 256, src, dst, len);
+    for (uint32_t i = 0; i < g->num_inputs; y += (size_t)g->inner[i], i++) {
+        size_t len = (size_t)g->inner[i];
+        const uint8_t *src = (const uint8_t *)j->ctx->in[i]->data + begin * len;
+        if (j->identity[i]) {
+            if (len == out_inner) {
+                memcpy(y, src, rows * len);
+                continue;
             }
-            dst += len;
+            for (size_t o = 0; o < rows; o++)
+                copy_bytes(y + o * out_inner, src + o * len, len);
+            continue;
         }
+        const uint8_t *map = j->maps + (size_t)i * CONCAT_MAP_BYTES;
+#if defined(__x86_64__)
+        if (len >= 16 && !(ks__cpu_isa() & KS_ISA_AVX512_VBMI) && (ks__cpu_isa() & KS_ISA_AVX2)) {
+            ks__q8_map_rows_avx2(map, map + 256, src, len, y, out_inner, len, rows);
+            continue;
+        }
+#endif
+        for (size_t o = 0; o < rows; o++)
+            map_bytes(map, map + 256, src + o * len, y + o * out_inner, len);
     }
 }
 
@@ -370,7 +413,7 @@ static ks_status concat_run(ks__kernel_ctx *ctx) {
     if (!ctx->packed || ctx->packed_bytes < concat_packed_bytes(g.num_inputs))
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "q8 concat: packed buffer missing");
     concat_job j = {&g, ctx, (const uint8_t *)ctx->packed,
-                    (const uint8_t *)ctx->packed + (size_t)g.num_inputs * 256};
+                    (const uint8_t *)ctx->packed + (size_t)g.num_inputs * CONCAT_MAP_BYTES};
     size_t grain = g.out_inner > 0 ? (size_t)(16384 / g.out_inner) + 1 : 1;
     ks__parallel_for(ctx->pool, (size_t)g.outer, grain, concat_range, &j);
     return KS_STATUS_OK;

@@ -17,6 +17,7 @@
  * the reference's rules (legacy float scale product for U8 convs and per-tensor FC).
  */
 #include "qgemm.h"
+#include "q8_lut.h"
 
 #include <math.h>
 #include <string.h>
@@ -129,11 +130,7 @@ void ks__q8_make_fused(const ks__q8_fused_desc *d, const ks__rt_tensor *y, ks__q
         const uint8_t *t = (const uint8_t *)d->table->data;
         for (int b = 0; b < 256; b++)
             f->table[b] = t[b ^ f->flip];
-        for (int half = 0; half < 2; half++)
-            for (int b = 0; b < 128; b++)
-                f->tscope[half * 128 + b] =
-                    (uint8_t)(f->table[half * 128 + b] ^
-                              (b < 112 ? f->table[half * 128 + b + 16] : 0));
+        ks__q8_tscope(f->table, f->tscope);
     }
 }
 
@@ -693,7 +690,10 @@ static void gemm_range(void *arg, size_t begin, size_t end, uint32_t thread) {
         size_t nc = (size_t)p->oc - n0 < NR ? (size_t)p->oc - n0 : NR;
         j->arch->ukernel(mr, nc, kb, (size_t)p->ks, a, j->w + pn * j->pb, j->y + m0 * ldc + n0, ldc,
                          rowsum, &j->ep);
-        if (j->fused.kind && !j->arch->fused_in_kernel) /* the tile is still in L1 */
+        if (j->fused.kind && !j->arch->fused_in_kernel && ldc == nc) { /* contiguous rows */
+            size_t at = m0 * ldc + n0;
+            j->arch->fused(&j->fused, (uint8_t *)j->y + at, j->res ? j->res + at : NULL, mr * nc);
+        } else if (j->fused.kind && !j->arch->fused_in_kernel) /* the tile is still in L1 */
             for (size_t r = 0; r < mr; r++) {
                 size_t at = (m0 + r) * ldc + n0;
                 j->arch->fused(&j->fused, (uint8_t *)j->y + at, j->res ? j->res + at : NULL, nc);

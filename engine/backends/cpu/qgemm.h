@@ -95,11 +95,7 @@ typedef struct ks__q8_fused {
     int32_t vq[3][5];
     /* TABLE: output byte indexed by the intermediate's raw byte (already flipped for I8). */
     uint8_t table[256];
-    /* TABLE, for 16-entry shuffle lookups (AVX2 vpshufb, NEON tbl): for each half of the table
-     * (bytes < 128, bytes >= 128 flipped by 0x80) eight 16-byte rows, row h = table row h XOR
-     * table row h + 1 (row 7 as it is). A lookup XORs shuffle(row h, adds_u8(x, 0x70 - 16 h))
-     * over h: rows below x's row see an index >= 0x80 (a zero), rows from x's up see x's low
-     * nibble, so the XORs telescope to table[x]. */
+    /* TABLE's telescoped form for 16-entry shuffle lookups (q8_lut.h ks__q8_tscope). */
     uint8_t tscope[256];
 } ks__q8_fused;
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../../qgemm.h"
+#include "q8_table.h"
 
 #define ARCH_MR 6
 #define ARCH_NR 16
@@ -189,41 +190,16 @@ KS_INLINE void store16(void *dst, __m128i v, size_t n) {
     memcpy(dst, tmp, n);
 }
 
-/* table[x] for 16 bytes (qgemm.h ks__q8_fused tscope): 8 shuffles per half of the table. */
-KS_INLINE __m128i table16(__m128i x, const uint8_t *ts) {
-    const __m128i x2 = _mm_xor_si128(x, _mm_set1_epi8((char)0x80));
-    __m128i r = _mm_setzero_si128();
-    KS_UNROLL for (int h = 0; h < 8; h++) {
-        const __m128i c = _mm_set1_epi8((char)(0x70 - 16 * h));
-        r = _mm_xor_si128(r, _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(ts + 16 * h)),
-                                              _mm_adds_epu8(x, c)));
-        r = _mm_xor_si128(r, _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(ts + 128 + 16 * h)),
-                                              _mm_adds_epu8(x2, c)));
-    }
-    return r;
-}
-
-/* The same for 32 bytes (two tile rows of the GEMM epilogues). */
-KS_INLINE __m256i table32(__m256i x, const uint8_t *ts) {
-    const __m256i x2 = _mm256_xor_si256(x, _mm256_set1_epi8((char)0x80));
-    __m256i r = _mm256_setzero_si256();
-    KS_UNROLL for (int h = 0; h < 8; h++) {
-        const __m256i c = _mm256_set1_epi8((char)(0x70 - 16 * h));
-        __m256i lo = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(ts + 16 * h)));
-        __m256i hi =
-            _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(ts + 128 + 16 * h)));
-        r = _mm256_xor_si256(r, _mm256_shuffle_epi8(lo, _mm256_adds_epu8(x, c)));
-        r = _mm256_xor_si256(r, _mm256_shuffle_epi8(hi, _mm256_adds_epu8(x2, c)));
-    }
-    return r;
-}
-
 static void fused_apply(const ks__q8_fused *f, uint8_t *y, const uint8_t *res, size_t n);
 
 /* A fused residual ADD over the tile's stored rows while they are in L1 (kernels that take the
  * fused node themselves, arch fused_in_kernel: the TABLE runs in registers, this in place). */
 static void fused_residual_rows(const ks__q8_epilogue *ep, void *c, size_t c_stride, size_t mr,
                                 size_t nc) {
+    if (c_stride == nc) { /* narrow outputs: the tile's rows are contiguous */
+        fused_apply(ep->fused, (uint8_t *)c, ep->res_base + ((uint8_t *)c - ep->y_base), mr * nc);
+        return;
+    }
     for (size_t r = 0; r < mr; r++) {
         uint8_t *y = (uint8_t *)c + r * c_stride;
         fused_apply(ep->fused, y, ep->res_base + (y - ep->y_base), nc);
