@@ -8,6 +8,7 @@
  * multiplier rule (ks__q8_channel_multiplier, q8_common.h).
  */
 #include "q8_dw.h"
+#include "q8_lut.h"
 
 #include <math.h>
 #include <string.h>
@@ -201,12 +202,12 @@ static size_t ibuf_bytes(const dwp *p) {
 }
 
 /* Packed data: a 64-byte header (int32 "some channel shifts left", int32 "float64 form"), the
- * zero-point row, the 256-byte output table (TABLE form; indexed by the raw byte), then the
- * pattern blocks. */
+ * zero-point row, the 256-byte output table (TABLE form; indexed by the raw byte) and its
+ * telescoped form (q8_lut.h ks__q8_tscope), then the pattern blocks. */
 enum { HDR_BYTES = 64 };
 
 static size_t zero_row_bytes(const dwp *p) {
-    return HDR_BYTES + phase_bytes(p) + 256;
+    return HDR_BYTES + phase_bytes(p) + 512;
 }
 
 /* Per thread: row tags, tap pointers, kh padded rows of sw phases, groups_h x sw I buffers. */
@@ -310,8 +311,8 @@ ks_status ks__q8dw_pack(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "q8 dwrow: packed buffer too small");
     uint8_t *base = (uint8_t *)ctx->packed;
     memset(base, 0, HDR_BYTES);
-    memset(base + HDR_BYTES, p.xzp, zb - 256 - HDR_BYTES);
-    uint8_t *table = base + zb - 256;
+    memset(base + HDR_BYTES, p.xzp, zb - 512 - HDR_BYTES);
+    uint8_t *table = base + zb - 512;
     int32_t any_left = 0;
     for (int64_t c = 0; c < p.c; c++) {
         int32_t mult, left, right;
@@ -327,6 +328,7 @@ ks_status ks__q8dw_pack(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
         table[i] =
             p.table ? ((const uint8_t *)p.table->data)[i ^ (p.y->dtype == KS_DTYPE_I8 ? 0x80 : 0)]
                     : (uint8_t)i;
+    ks__q8_tscope(table, table + 256);
     const int32_t *bias = p.bias ? (const int32_t *)p.bias->data : NULL;
     int64_t ks = p.kh * p.kw;
     int32_t yzp = p.yzp;
@@ -412,7 +414,7 @@ typedef struct dw_job {
     char *thread_mem;
     size_t per_thread;
     int32_t lo, hi, lshift, fp64;
-    const uint8_t *table;
+    const uint8_t *table, *tscope;
 } dw_job;
 
 /* Fixed sizes inline to a few vector moves; the rest is a libc call. */
@@ -653,6 +655,7 @@ static void dw_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     r.lo = j->lo, r.hi = j->hi;
     r.no_sign = j->lo >= p->yzp;
     r.table = j->table;
+    r.tscope = j->tscope;
     r.vbmi = (ks__cpu_isa() & KS_ISA_AVX512_VBMI) != 0;
     if (p->quad) {
         dw_range_quad(j, &r, begin, end, mem);
@@ -763,7 +766,8 @@ ks_status ks__q8dw_run(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
     j.thread_mem = (char *)ctx->scratch;
     j.per_thread = pt;
     ks__quant_act_range(p.act, p.ys, p.yzp, p.y->dtype, &j.lo, &j.hi);
-    j.table = p.table ? (const uint8_t *)ctx->packed + zero_row_bytes(&p) - 256 : NULL;
+    j.table = p.table ? (const uint8_t *)ctx->packed + zero_row_bytes(&p) - 512 : NULL;
+    j.tscope = j.table ? j.table + 256 : NULL;
     memcpy(&j.lshift, ctx->packed, sizeof(j.lshift));
     memcpy(&j.fp64, (const uint8_t *)ctx->packed + 4, sizeof(j.fp64));
     ks__parallel_for(ctx->pool, (size_t)(p.n * p.oh), 1, dw_range, &j);

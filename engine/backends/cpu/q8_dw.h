@@ -106,7 +106,8 @@ typedef struct ks__q8dw_row {
     /* Fused TABLE form: out[i] = table[out[i]] (256 entries indexed by the raw byte), applied by
      * the row kernel once the row is written; NULL otherwise. */
     const uint8_t *table;
-    int32_t vbmi; /* the CPU has AVX-512 VBMI (64-byte table permutes) */
+    const uint8_t *tscope; /* the table's telescoped form (q8_lut.h ks__q8_tscope) */
+    int32_t vbmi;          /* the CPU has AVX-512 VBMI (64-byte table permutes) */
 } ks__q8dw_row;
 
 /* Interleaves 4 flat u8 rows into dst: dst[f] = r0[f] | r1[f] << 8 | r2[f] << 16 | r3[f] << 24

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../../q8_dw.h"
+#include "../../q8_lut.h"
 
 #define KS_INLINE static inline __attribute__((always_inline))
 #define KS_VNNI __attribute__((target("avx2,fma,avxvnni")))
@@ -234,11 +235,9 @@ KS_VNNI static void ks_q8dw_row__avxvnni(const ks__q8dw_row *r) {
         KS_DISPATCH_ROWS(10);
     else
         KS_DISPATCH_ROWS(0);
-    if (r->table) { /* fused TABLE form: a pass over the rows while they are in L1 */
-        size_t n = ((r->num_blocks - 1) * BB + r->tail_bytes) * r->num_rows;
-        for (size_t i = 0; i < n; i++)
-            r->out[i] = r->table[r->out[i]];
-    }
+    if (r->table) /* fused TABLE form: a pass over the rows while they are in L1 */
+        ks__q8_map_bytes_avx2(r->table, r->tscope, r->out, r->out,
+                              ((r->num_blocks - 1) * BB + r->tail_bytes) * r->num_rows);
 }
 
 static void ks_q8dw_row__avx2(const ks__q8dw_row *r) {
@@ -255,11 +254,9 @@ static void ks_q8dw_row__avx2(const ks__q8dw_row *r) {
         row_loop_sx(r, i8, clamp, 0, 0, 2);
     else
         row_loop_sx(r, i8, clamp, 0, 0, 1);
-    if (r->table) { /* fused TABLE form: a pass over the rows while they are in L1 */
-        size_t n = ((r->num_blocks - 1) * BB + r->tail_bytes) * r->num_rows;
-        for (size_t i = 0; i < n; i++)
-            r->out[i] = r->table[r->out[i]];
-    }
+    if (r->table) /* fused TABLE form: a pass over the rows while they are in L1 */
+        ks__q8_map_bytes_avx2(r->table, r->tscope, r->out, r->out,
+                              ((r->num_blocks - 1) * BB + r->tail_bytes) * r->num_rows);
 }
 
 /* ks_q8dw_interleave__avx2 with every byte flipped by 0x80: x - 128 as s8 (KS_Q8DW_SIGNED_X). */

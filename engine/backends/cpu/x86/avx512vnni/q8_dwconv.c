@@ -18,6 +18,7 @@
 #include <immintrin.h>
 
 #include "../../q8_dw.h"
+#include "../../q8_lut.h"
 
 #define KS_INLINE static inline __attribute__((always_inline))
 /* A hint for gcc; clang unrolls the constant-count instances by itself (its "unroll" pragma
@@ -325,11 +326,9 @@ static void ks_q8dw_row__avx512vnni(const ks__q8dw_row *r) {
         return;
     }
     row_dispatch(r, NULL);
-    if (r->table) { /* without VBMI: a pass over the rows while they are in L1 */
-        size_t n = ((r->num_blocks - 1) * 64 + r->tail_bytes) * r->num_rows;
-        for (size_t i = 0; i < n; i++)
-            r->out[i] = r->table[r->out[i]];
-    }
+    if (r->table) /* without VBMI: a pass over the rows while they are in L1 (AVX2 shuffles) */
+        ks__q8_map_bytes_avx2(r->table, r->tscope, r->out, r->out,
+                              ((r->num_blocks - 1) * 64 + r->tail_bytes) * r->num_rows);
 }
 
 /* Stride-2 phase split (q8_dw.h) for 8, 16, 32 and multiple-of-64 byte pixels. */

@@ -23,6 +23,7 @@
  */
 #include <immintrin.h>
 
+#include "../../q8_lut.h"
 #include "../../qgemm.h"
 
 #define ARCH_MR 8
@@ -172,9 +173,7 @@ static void fused_tile(const ks__q8_epilogue *ep, const uint8_t *stage, size_t s
             fused_table_vbmi(f->table, stage, sstride, dst, dstride, rows, n);
             return;
         }
-        for (size_t r = 0; r < rows; r++)
-            for (size_t i = 0; i < n; i++)
-                dst[r * dstride + i] = f->table[stage[r * sstride + i]];
+        ks__q8_map_rows_avx2(f->table, f->tscope, stage, sstride, dst, dstride, n, rows);
         return;
     }
     vqmul ma, mb, mo;
