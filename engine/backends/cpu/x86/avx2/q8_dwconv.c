@@ -8,7 +8,9 @@
  * (q8_dw.h, C2 constants): h = SRDHM(x, m) = floor((x m + 2^30) / 2^31) from vpmuldq products
  * (bits 31..62 of the 64-bit sums), then h / 2^r rounded half away from zero plus the zero point
  * as (h + 2^(r-1) + zp 2^r - [h < 0]) >> r in 32 bits; q8_dw.c keeps |acc| < 2^30 so the sum
- * cannot wrap, and refuses left shifts. Only functions marked KS_VNNI use AVX-VNNI; the file is
+ * cannot wrap. Channels with left shifts (real multipliers above 1) shift each lane first
+ * (KS_Q8DW_LEFT_SHIFT, wrapping like the reference), in generic-tap instances of the row loops
+ * (BlazePose full has 20 such layers). Only functions marked KS_VNNI use AVX-VNNI; the file is
  * compiled for AVX2 and the impl's ISA bits gate it at run time.
  */
 #include <immintrin.h>
@@ -107,7 +109,7 @@ KS_INLINE __m256i finish(__m256i a0, __m256i a1, __m256i a2, __m256i a3, const u
 }
 
 KS_INLINE_VNNI void block(const ks__q8dw_row *r, size_t j, const uint8_t *w, int out_i8, int clamp,
-                          int no_sign, size_t fixed_taps, size_t nrows, const consts *k,
+                          int no_sign, int lshift, size_t fixed_taps, size_t nrows, const consts *k,
                           __m256i *y) {
     const size_t taps = fixed_taps ? fixed_taps : r->num_taps;
     const uint8_t *cst = w + r->cst_offset;
@@ -130,8 +132,8 @@ KS_INLINE_VNNI void block(const ks__q8dw_row *r, size_t j, const uint8_t *w, int
         }
     }
     for (size_t q = 0; q < nrows; q++)
-        y[q] =
-            finish(acc[q][0], acc[q][1], acc[q][2], acc[q][3], cst, out_i8, clamp, no_sign, 0, k);
+        y[q] = finish(acc[q][0], acc[q][1], acc[q][2], acc[q][3], cst, out_i8, clamp, no_sign,
+                      lshift, k);
 }
 
 /* Plain AVX2 (q8_dw.h KS_Q8DW_SIGNED_X): the interleaved bytes are x - 128 as s8 and the weights
@@ -180,8 +182,8 @@ KS_INLINE void store_block(uint8_t *out, size_t j, size_t nb, size_t tail, __m25
 }
 
 /* Pattern-major, as the AVX-512 kernel: a pattern's weights and constants stay in L1. */
-KS_INLINE_VNNI void row_loop(const ks__q8dw_row *r, int out_i8, int clamp, size_t fixed_taps,
-                             size_t nrows) {
+KS_INLINE_VNNI void row_loop(const ks__q8dw_row *r, int out_i8, int clamp, int lshift,
+                             size_t fixed_taps, size_t nrows) {
     const size_t nb = r->num_blocks, np = r->num_patterns;
     const size_t row_bytes = (nb - 1) * BB + r->tail_bytes;
     consts k;
@@ -191,7 +193,7 @@ KS_INLINE_VNNI void row_loop(const ks__q8dw_row *r, int out_i8, int clamp, size_
         const uint8_t *w = r->w + p * r->pattern_bytes;
         for (size_t j = p; j < nb; j += np) {
             __m256i y[4];
-            block(r, j, w, out_i8, clamp, r->no_sign, fixed_taps, nrows, &k, y);
+            block(r, j, w, out_i8, clamp, r->no_sign, lshift, fixed_taps, nrows, &k, y);
             for (size_t q = 0; q < nrows; q++)
                 store_block(r->out + q * row_bytes, j, nb, r->tail_bytes, y[q]);
         }
@@ -219,17 +221,24 @@ KS_INLINE void row_loop_sx(const ks__q8dw_row *r, int out_i8, int clamp, int lsh
 #define KS_DISPATCH_ROWS(TAPS)                                                                     \
     do {                                                                                           \
         if (r->num_rows == 4)                                                                      \
-            row_loop(r, i8, clamp, TAPS, 4);                                                       \
+            row_loop(r, i8, clamp, 0, TAPS, 4);                                                    \
         else if (r->num_rows == 2)                                                                 \
-            row_loop(r, i8, clamp, TAPS, 2);                                                       \
+            row_loop(r, i8, clamp, 0, TAPS, 2);                                                    \
         else                                                                                       \
-            row_loop(r, i8, clamp, TAPS, 1);                                                       \
+            row_loop(r, i8, clamp, 0, TAPS, 1);                                                    \
     } while (0)
 
 KS_VNNI static void ks_q8dw_row__avxvnni(const ks__q8dw_row *r) {
     const int i8 = r->out_i8;
     const int clamp = r->lo > (i8 ? -128 : 0) || r->hi < (i8 ? 127 : 255);
-    if (r->num_taps == 3)
+    if (r->lshift) { /* left shifts are rare (large real multipliers): generic instances */
+        if (r->num_rows == 4)
+            row_loop(r, i8, clamp, 1, 0, 4);
+        else if (r->num_rows == 2)
+            row_loop(r, i8, clamp, 1, 0, 2);
+        else
+            row_loop(r, i8, clamp, 1, 0, 1);
+    } else if (r->num_taps == 3)
         KS_DISPATCH_ROWS(3);
     else if (r->num_taps == 10)
         KS_DISPATCH_ROWS(10);
@@ -303,9 +312,14 @@ static size_t ks_q8dw_split2__avx2(const uint8_t *src, size_t pairs, size_t c, u
 }
 
 /* 2 rows per call at most: 4 would need 16 accumulators, all 16 ymm registers */
-static const ks__q8dw_arch k_arch = {
-    BB,  KS_Q8DW_TWO_STEP,     2,   ks_q8dw_interleave__avx2, ks_q8dw_row__avxvnni,
-    1.8, ks_q8dw_split2__avx2, NULL};
+static const ks__q8dw_arch k_arch = {BB,
+                                     KS_Q8DW_TWO_STEP | KS_Q8DW_LEFT_SHIFT,
+                                     2,
+                                     ks_q8dw_interleave__avx2,
+                                     ks_q8dw_row__avxvnni,
+                                     1.8,
+                                     ks_q8dw_split2__avx2,
+                                     NULL};
 static const ks__q8dw_arch k_arch_sx = {BB,
                                         KS_Q8DW_TWO_STEP | KS_Q8DW_SIGNED_X | KS_Q8DW_LEFT_SHIFT,
                                         2,
