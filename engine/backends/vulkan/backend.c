@@ -78,6 +78,7 @@ enum {
     K_UNARY,
     K_CONV,
     K_CONV_GEMM,
+    K_CONV_COOP, /* conv2d_gemm on cooperative matrices (fp16 arithmetic mode only) */
     K_DECONV,
     K_POOL,
     K_POOL_WIDE,
@@ -201,12 +202,21 @@ typedef struct kernel_info {
               {ks__vk_spv_##n##_words, ks__vk_spv_##n##_f16s_words, ks__vk_spv_##n##_f16_words },  \
                b, sizeof(pc)                                                                       \
     }
+/* A shader built only as its fp16-arithmetic variant (no fp32 or fp16-storage code). */
+#define KERNEL_F16(n, b, pc)                                                                       \
+    {                                                                                              \
+#n, "vk_" #n,                                                                              \
+            {NULL, NULL, ks__vk_spv_##n##_f16 },                                                   \
+             {0, 0, sizeof(ks__vk_spv_##n##_f16) },                                                \
+              {0, 0, ks__vk_spv_##n##_f16_words }, b, sizeof(pc)                                   \
+    }
 static const kernel_info k_kernels[K_COUNT] = {
     [K_BINARY] = KERNEL(binary, 3, pc_binary),
     [K_UNARY] = KERNEL(unary, 2, pc_unary),
     [K_CONV] = KERNEL(conv2d, 6, pc_conv),
     [K_DECONV] = KERNEL(deconv, 5, pc_conv),
     [K_CONV_GEMM] = KERNEL(conv2d_gemm, 6, pc_conv),
+    [K_CONV_COOP] = KERNEL_F16(conv2d_coop, 6, pc_conv),
     [K_POOL] = KERNEL(pool2d, 2, pc_pool),
     [K_POOL_WIDE] = KERNEL(pool2d_wide, 2, pc_pool),
     [K_PAD] = KERNEL(pad, 2, pc_pad),
@@ -218,6 +228,7 @@ static const kernel_info k_kernels[K_COUNT] = {
     [K_WIDEN] = KERNEL(widen, 2, pc_cast),
     [K_NARROW] = KERNEL(narrow, 2, pc_cast),
 };
+#undef KERNEL_F16
 #undef KERNEL
 
 /* One dispatch: its shader family, push constants, size and operands. */
@@ -281,7 +292,8 @@ typedef struct vk_dev {
     VkPipelineCache pcache;
     char *pcache_path; /* NULL: no file */
     uint8_t pcache_key[KEY_BYTES];
-    bool feedback;                /* VK_EXT_pipeline_creation_feedback: pipelines say if cached */
+    bool feedback; /* VK_EXT_pipeline_creation_feedback: pipelines say if cached */
+    bool coop;     /* one-group convolutions on cooperative matrices (conv2d_coop.comp) */
     uint32_t built, built_cached; /* pipelines made, and those found in the cache */
     ks_precision precision;       /* the session's (desc->precision at device_create) */
     ks_tune_mode tune;            /* the session's: OFF, or time the kernel candidates */
@@ -817,6 +829,45 @@ static void install_fault_hooks(ks__vk_fns *vk) {
     vk->vkWaitForFences = fault_wait;
 }
 
+/* Whether the device multiplies 16 x 16 by 16 x 8 fp16 matrices into fp32 in subgroups of 32
+ * (conv2d_coop.comp's shapes; NVIDIA's tensor cores list it) and KS_VK_COOP is not "0" (an
+ * escape hatch and the A/B switch of bench/gpu; docs/vulkan.md). */
+static bool coop_shape_ok(vk_dev *d) {
+    const char *env = getenv("KS_VK_COOP");
+    if (env && strcmp(env, "0") == 0) return false;
+    ks__vk_fns *vk = &d->vk;
+    PFN_vkGetPhysicalDeviceProperties2 props2 =
+        (PFN_vkGetPhysicalDeviceProperties2)vk->vkGetInstanceProcAddr(
+            d->instance, "vkGetPhysicalDeviceProperties2");
+    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV cm =
+        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vk->vkGetInstanceProcAddr(
+            d->instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+    if (!props2 || !cm) return false;
+    VkPhysicalDeviceSubgroupProperties sg = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+    };
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                      .pNext = &sg};
+    props2(d->phys, &p2);
+    if (sg.subgroupSize != 32 || !(sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT)) return false;
+    uint32_t n = 0;
+    if (cm(d->phys, &n, NULL) != VK_SUCCESS || n == 0 || n > 64) return false;
+    VkCooperativeMatrixPropertiesNV list[64];
+    for (uint32_t i = 0; i < n; i++)
+        list[i] = (VkCooperativeMatrixPropertiesNV){
+            .sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV};
+    if (cm(d->phys, &n, list) < 0) return false;
+    for (uint32_t i = 0; i < n; i++) {
+        const VkCooperativeMatrixPropertiesNV *q = &list[i];
+        if (q->MSize == 16 && q->NSize == 8 && q->KSize == 16 &&
+            q->AType == VK_COMPONENT_TYPE_FLOAT16_NV && q->BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+            q->CType == VK_COMPONENT_TYPE_FLOAT32_NV && q->DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+            q->scope == VK_SCOPE_SUBGROUP_NV)
+            return true;
+    }
+    return false;
+}
+
 static ks_status open_device(vk_dev *d, char *err, size_t cap) {
     ks__vk_fns *vk = &d->vk;
     ks_status st;
@@ -824,7 +875,7 @@ static ks_status open_device(vk_dev *d, char *err, size_t cap) {
     /* A portability driver's device must enable VK_KHR_portability_subset when it lists it. The
      * instance asks for Vulkan 1.1, so float16 arithmetic and creation feedback (core in 1.2 and
      * 1.3) come from their extensions. */
-    bool subset = false, has_f16 = false, has_feedback = false;
+    bool subset = false, has_f16 = false, has_feedback = false, has_coop = false, has_vmm = false;
     uint32_t next = 0;
     if (vk->vkEnumerateDeviceExtensionProperties(d->phys, NULL, &next, NULL) == VK_SUCCESS &&
         next) {
@@ -834,12 +885,23 @@ static ks_status open_device(vk_dev *d, char *err, size_t cap) {
             subset = has_extension(ex, next, "VK_KHR_portability_subset");
             has_f16 = has_extension(ex, next, "VK_KHR_shader_float16_int8");
             has_feedback = has_extension(ex, next, "VK_EXT_pipeline_creation_feedback");
+            has_coop = has_extension(ex, next, "VK_NV_cooperative_matrix");
+            has_vmm = has_extension(ex, next, "VK_KHR_vulkan_memory_model");
         }
         ks__free(&d->alloc, ex);
     }
     /* The precision the session asked for, as far as the device can. */
+    VkPhysicalDeviceVulkanMemoryModelFeaturesKHR fvm = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR,
+    };
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV fcm = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+        .pNext = &fvm,
+    };
+    has_coop = has_coop && has_vmm;
     VkPhysicalDeviceShaderFloat16Int8FeaturesKHR f16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR,
+        .pNext = has_coop ? &fcm : NULL,
     };
     VkPhysicalDevice16BitStorageFeatures s16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
@@ -873,8 +935,24 @@ static ks_status open_device(vk_dev *d, char *err, size_t cap) {
                 want == V_F16 ? "fp16" : "fp16-storage", d->props.deviceName, mode_name[want]);
     d->esize = d->fp16 == V_F32 ? 4u : 2u;
     g_info.fp16 = d->fp16;
+    d->coop = d->fp16 == V_F16 && has_f16 && has_coop && fcm.cooperativeMatrix &&
+              fvm.vulkanMemoryModel && coop_shape_ok(d);
+    g_info.coop_matrix = d->coop;
+    if (d->coop)
+        ks__log(KS_LOG_INFO, "Vulkan device '%s': convolutions on cooperative matrices",
+                d->props.deviceName);
+    VkPhysicalDeviceVulkanMemoryModelFeaturesKHR en_vm = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR,
+        .vulkanMemoryModel = VK_TRUE,
+    };
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV en_cm = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+        .pNext = &en_vm,
+        .cooperativeMatrix = VK_TRUE,
+    };
     VkPhysicalDeviceShaderFloat16Int8FeaturesKHR en_f16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR,
+        .pNext = d->coop ? &en_cm : NULL,
         .shaderFloat16 = VK_TRUE,
     };
     VkPhysicalDevice16BitStorageFeatures en_s16 = {
@@ -882,11 +960,15 @@ static ks_status open_device(vk_dev *d, char *err, size_t cap) {
         .pNext = d->fp16 == V_F16 ? &en_f16 : NULL,
         .storageBuffer16BitAccess = VK_TRUE,
     };
-    const char *ext[3];
+    const char *ext[5];
     uint32_t num_ext = 0;
     if (subset) ext[num_ext++] = "VK_KHR_portability_subset";
     if (d->fp16 == V_F16) ext[num_ext++] = "VK_KHR_shader_float16_int8";
     if (has_feedback) ext[num_ext++] = "VK_EXT_pipeline_creation_feedback";
+    if (d->coop) {
+        ext[num_ext++] = "VK_NV_cooperative_matrix";
+        ext[num_ext++] = "VK_KHR_vulkan_memory_model";
+    }
     d->feedback = has_feedback;
     float priority = 1.0f;
     VkDeviceQueueCreateInfo qci = {
@@ -1004,6 +1086,9 @@ static ks_status ensure_pipe(vk_dev *d, int kind, int v, char *err, size_t cap) 
     const kernel_info *ki = &k_kernels[kind];
     const ks__vk_fns *vk = &d->vk;
     if (p->pipeline[v]) return KS_STATUS_OK;
+    if (!ki->spv[v])
+        return ks__fail(err, cap, KS_STATUS_UNSUPPORTED, "Vulkan: shader %s has no %s variant",
+                        ki->name, v == V_F32 ? "fp32" : "fp16-storage");
     VkResult r = VK_SUCCESS;
     const char *step = "";
     if (!p->set_layout) {
@@ -1369,7 +1454,7 @@ static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, 
     if (gemm && tiles * GROUP_SIZE > (int64_t)UINT32_MAX) gemm = false;
     dispatch *sp = add_step(np,
                             deconv ? K_DECONV
-                            : gemm ? K_CONV_GEMM
+                            : gemm ? (d->coop ? K_CONV_COOP : K_CONV_GEMM)
                                    : K_CONV,
                             gemm ? tiles * GROUP_SIZE : count);
     pc_conv *pc = &sp->pc.conv;
@@ -2082,7 +2167,8 @@ static ks_status region_alias(build *b, int32_t id, const ks__rt_tensor *t, uint
  * the weights, bias and slopes of CONV2D and CONV2D_TRANSPOSE (their shaders declare them
  * float). plan_conv accepts only constant ones there. */
 static bool wide_binding(int kind, uint32_t i) {
-    return ((kind == K_CONV || kind == K_CONV_GEMM) && (i == 1 || i == 2 || i == 4)) ||
+    return ((kind == K_CONV || kind == K_CONV_GEMM || kind == K_CONV_COOP) &&
+            (i == 1 || i == 2 || i == 4)) ||
            (kind == K_DECONV && (i == 1 || i == 2));
 }
 
@@ -2385,11 +2471,28 @@ static void tune_steps(build *b) {
     size_t file_bytes = 0;
     for (uint32_t k = 0; k < b->num_steps; k++) {
         dispatch *sp = &b->steps[k];
-        if (sp->kind != K_CONV_GEMM) continue;
+        if (sp->kind != K_CONV_GEMM && sp->kind != K_CONV_COOP) continue;
+        /* the candidates: the cost model's pick, the tiled GEMM (under a cooperative-matrix
+         * pick), the direct shader */
+        dispatch cand[3];
+        const char *names[3];
+        int nc = 0;
+        cand[nc] = *sp;
+        names[nc++] = sp->kind == K_CONV_COOP ? "coop" : "gemm";
+        if (sp->kind == K_CONV_COOP &&
+            !ensure_pipe(d, K_CONV_GEMM, sp->variant, why, sizeof(why))) {
+            cand[nc] = *sp;
+            cand[nc].kind = K_CONV_GEMM;
+            names[nc++] = "gemm";
+        }
         dispatch alt = *sp;
         alt.kind = K_CONV;
         alt.count = sp->pc.conv.count;
-        if (!set_groups(d, &alt) || ensure_pipe(d, K_CONV, alt.variant, why, sizeof(why))) continue;
+        if (set_groups(d, &alt) && !ensure_pipe(d, K_CONV, alt.variant, why, sizeof(why))) {
+            cand[nc] = alt;
+            names[nc++] = "direct";
+        }
+        if (nc < 2) continue;
         tune_key(sp, key, sizeof(key));
         const char *bad = NULL;
         if (d->tune_path && stale) { /* read once, again only after a save */
@@ -2410,27 +2513,37 @@ static void tune_steps(build *b) {
             snprintf(g_info.cache_warning, sizeof(g_info.cache_warning), "tune cache: %s", bad);
             warned = true;
         }
-        bool direct;
-        if (r >= 1 && (strcmp(v, "gemm") == 0 || strcmp(v, "direct") == 0)) {
-            direct = strcmp(v, "direct") == 0;
+        int pick = -1;
+        for (int c = 0; r >= 1 && c < nc; c++)
+            if (strcmp(v, names[c]) == 0) pick = c;
+        if (pick >= 0) {
             g_info.tune_cached++;
-        } else {
-            uint64_t tg = UINT64_MAX, td = UINT64_MAX;
-            for (int rep = 0; rep < 2; rep++) { /* alternated: drift hits both */
-                uint64_t x = time_candidate(b, k, sp, qp), y = time_candidate(b, k, &alt, qp);
-                if (x < tg) tg = x;
-                if (y < td) td = y;
-            }
-            if (tg == UINT64_MAX || td == UINT64_MAX) continue; /* the cost model's pick */
-            direct = td < tg;
+        } else { /* not in the file, or a choice this device does not have now: time them */
+            uint64_t best[3] = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
+            for (int rep = 0; rep < 2; rep++) /* alternated: drift hits all */
+                for (int c = 0; c < nc; c++) {
+                    uint64_t t = time_candidate(b, k, &cand[c], qp);
+                    if (t < best[c]) best[c] = t;
+                }
+            bool timed = true;
+            for (int c = 0; c < nc; c++)
+                timed = timed && best[c] != UINT64_MAX;
+            if (!timed) continue; /* the cost model's pick */
+            pick = 0;
+            for (int c = 1; c < nc; c++)
+                if (best[c] < best[pick]) pick = c;
             g_info.tune_timed++;
             g_tune_trials++;
-            ks__log(KS_LOG_DEBUG, "Vulkan tune: %s: gemm %.1f us, direct %.1f us", key,
-                    (double)tg / 1e3, (double)td / 1e3);
+            char times[128];
+            size_t used = 0;
+            for (int c = 0; c < nc && used < sizeof(times); c++)
+                used += (size_t)snprintf(times + used, sizeof(times) - used, "%s%s %.1f us",
+                                         c ? ", " : "", names[c], (double)best[c] / 1e3);
+            ks__log(KS_LOG_DEBUG, "Vulkan tune: %s: %s", key, times);
             const char *wf = NULL;
             if (d->tune_path) {
-                if (ks__choice_save(d->tune_path, header, TUNE_MAX_ENTRIES, key,
-                                    direct ? "direct" : "gemm", &wf) == 0) {
+                if (ks__choice_save(d->tune_path, header, TUNE_MAX_ENTRIES, key, names[pick],
+                                    &wf) == 0) {
                     stale = true; /* a later convolution of the same shape finds it */
                 } else if (!warned) {
                     ks__log(KS_LOG_WARN, "Vulkan tune cache %s: %s; choices kept for this reshape",
@@ -2439,9 +2552,9 @@ static void tune_steps(build *b) {
                 }
             }
         }
-        if (direct) {
-            *sp = alt;
-            b->p->node_kernel[b->p->step_node[k]] = k_kernels[K_CONV].prof_name;
+        if (pick > 0) {
+            *sp = cand[pick];
+            b->p->node_kernel[b->p->step_node[k]] = k_kernels[cand[pick].kind].prof_name;
         }
     }
     ks__free(NULL, file);
