@@ -4,12 +4,11 @@
 // in subgroups of 32, else conv2d_gemm.comp runs).
 //
 // The tiling of conv2d_gemm.comp: a group of 64 invocations (two subgroups) per 32 x 32 output
-// tile (pixels x channels), K in chunks of 32 staged in shared memory (the next chunk loaded into
-// registers during the current one's products), the same operands, push constants and epilogue.
-// The chunk is staged as fp16: the im2col rows row-major (A, 32 x 32) and the weights
-// column-major (B, 32 x 32), both written by neighbouring invocations at neighbouring k. Each
-// subgroup then multiplies its 16 rows of A with the four 16 x 8 column blocks of B, 16 k at a
-// time, into four fp32 accumulators (coopMatMulAddNV). The products of fp16 values are exact in fp32 and
+// tile (pixels x channels), K in chunks of 16 staged in shared memory, the same operands, push
+// constants and epilogue. The chunk is staged as fp16: the im2col rows row-major (A, 32 x 16) and
+// the weights column-major (B, 16 x 32), both written by neighbouring invocations at neighbouring
+// k. Each subgroup then multiplies its 16 rows of A with the four 16 x 8 column blocks of B into
+// four fp32 accumulators (coopMatMulAddNV). The products of fp16 values are exact in fp32 and
 // every sum stays fp32 (docs/vulkan.md, "Precision"); the weights are rounded to fp16 on staging,
 // as the fp16 arithmetic mode allows. At the end the accumulators go through shared memory to the
 // per-element epilogue: bias, residual, fused activation, one store per element, neighbouring
@@ -44,9 +43,7 @@ layout(push_constant) uniform P {
 
 const int TM = 32; // pixels per tile
 const int TN = 32; // output channels per tile
-const int KC = 32; // k per chunk
-const int RS = 64 / KC; // staging rows per pass of the group
-const int SR = TM / RS; // rows each invocation stages
+const int KC = 16; // k per chunk
 shared float16_t xs[TM * KC]; // A: row m at m * KC
 shared float16_t ws[TN * KC]; // B column-major: column n at n * KC
 shared float cs[TM * TN];     // the tile's sums, row-major
@@ -59,11 +56,11 @@ void main() {
     int m0 = int(tile / uint(tiles_n)) * TM, n0 = int(tile % uint(tiles_n)) * TN;
     if (m0 >= m_total) return; // the dispatch's spare groups: the whole group leaves
 
-    // Staging: invocation tid loads k = k0 + kl of rows rl + RS s (s < SR) of both tiles.
+    // Staging: invocation tid loads k = k0 + kl of rows rl + 4s (s = 0..7) of both tiles.
     int kl = tid % KC, rl = tid / KC;
-    int oy0[SR], ox0[SR], nrow[SR]; // per staged pixel: its window's corner; nrow -1: past M
-    for (int s = 0; s < SR; s++) {
-        int m = m0 + rl + RS * s;
+    int oy0[8], ox0[8], nrow[8]; // per staged pixel: its window's corner; nrow -1: past M
+    for (int s = 0; s < 8; s++) {
+        int m = m0 + rl + 4 * s;
         nrow[s] = -1;
         if (m < m_total) {
             int ox = m % p.ow, r = m / p.ow;
@@ -78,43 +75,30 @@ void main() {
     for (int j = 0; j < 4; j++)
         acc[j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0.0);
 
-    // As conv2d_gemm.comp: the next chunk's loads are in flight during the current products.
-    float16_t px[SR], pw[SR];
-    for (int k0 = 0; k0 < k_total + KC; k0 += KC) {
-        if (k0 > 0) { // publish the chunk loaded in the last pass
-            for (int s = 0; s < SR; s++) {
-                xs[(rl + RS * s) * KC + kl] = px[s];
-                ws[(rl + RS * s) * KC + kl] = pw[s];
-            }
-            barrier();
+    for (int k0 = 0; k0 < k_total; k0 += KC) {
+        int k = k0 + kl;
+        bool kin = k < k_total;
+        int c = k % p.icg, t = k / p.icg;
+        int dy = (t / p.kw) * p.dh, dx = (t % p.kw) * p.dw;
+        for (int s = 0; s < 8; s++) {
+            float16_t v = float16_t(0.0);
+            int iy = oy0[s] + dy, ix = ox0[s] + dx;
+            if (kin && nrow[s] >= 0 && iy >= 0 && iy < p.ih && ix >= 0 && ix < p.iw)
+                v = float16_t(x[uint(((nrow[s] + iy) * p.iw + ix) * p.ic + c)]);
+            xs[(rl + 4 * s) * KC + kl] = v;
+            int co = n0 + rl + 4 * s;
+            ws[(rl + 4 * s) * KC + kl] =
+                kin && co < p.oc ? float16_t(w[uint(co * k_total + k)]) : float16_t(0.0);
         }
-        if (k0 < k_total) { // load chunk k0
-            int k = k0 + kl;
-            bool kin = k < k_total;
-            int c = k % p.icg, t = k / p.icg;
-            int dy = (t / p.kw) * p.dh, dx = (t % p.kw) * p.dw;
-            for (int s = 0; s < SR; s++) {
-                float16_t v = float16_t(0.0);
-                int iy = oy0[s] + dy, ix = ox0[s] + dx;
-                if (kin && nrow[s] >= 0 && iy >= 0 && iy < p.ih && ix >= 0 && ix < p.iw)
-                    v = float16_t(x[uint(((nrow[s] + iy) * p.iw + ix) * p.ic + c)]);
-                px[s] = v;
-                int co = n0 + rl + RS * s;
-                pw[s] = kin && co < p.oc ? float16_t(w[uint(co * k_total + k)]) : float16_t(0.0);
-            }
+        barrier();
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a;
+        coopMatLoadNV(a, xs, sg * 16u * uint(KC), uint(KC), false);
+        for (int j = 0; j < 4; j++) {
+            fcoopmatNV<16, gl_ScopeSubgroup, 16, 8> b;
+            coopMatLoadNV(b, ws, uint(j * 8 * KC), uint(KC), true);
+            acc[j] = coopMatMulAddNV(a, b, acc[j]);
         }
-        if (k0 > 0) { // the chunk's products: two 16-deep steps
-            for (int h = 0; h < KC / 16; h++) {
-                fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a;
-                coopMatLoadNV(a, xs, sg * 16u * uint(KC) + uint(16 * h), uint(KC), false);
-                for (int j = 0; j < 4; j++) {
-                    fcoopmatNV<16, gl_ScopeSubgroup, 16, 8> b;
-                    coopMatLoadNV(b, ws, uint(j * 8 * KC + 16 * h), uint(KC), true);
-                    acc[j] = coopMatMulAddNV(a, b, acc[j]);
-                }
-            }
-            barrier();
-        }
+        barrier();
     }
     for (int j = 0; j < 4; j++)
         coopMatStoreNV(acc[j], cs, sg * 16u * uint(TN) + uint(j * 8), uint(TN), false);

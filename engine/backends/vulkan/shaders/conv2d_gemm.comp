@@ -3,12 +3,10 @@
 // the im2col view of x (M x K, K = kh * kw * ic, never stored) and the OHWI weights (N x K).
 // Each work group computes a 32 x 32 tile of it; each of its 64 invocations a 4 x 4 block
 // (pixels tm + 8i, channels tn + 8j, strided so that neighbouring invocations write neighbouring
-// channels). K advances in chunks of 32: the group stages the chunk's 32 x 32 inputs and 32 x 32
+// channels). K advances in chunks of 16: the group stages the chunk's 32 x 16 inputs and 32 x 16
 // weights in shared memory (neighbouring invocations load neighbouring k: contiguous channels of
-// an NHWC pixel and of an OHWI weight row), then every invocation does its 32 x 16 products from
-// there, 4 + 4 loads for 16 multiply-adds instead of conv2d.comp's 2 loads for 1. The next
-// chunk's global loads are issued before the current chunk's products (kept in registers until
-// the barrier), so small layers, whose time is a chain of chunks, wait less on memory.
+// an NHWC pixel and of an OHWI weight row), then every invocation does its 16 x 16 products from
+// there, 4 + 4 loads for 16 multiply-adds instead of conv2d.comp's 2 loads for 1.
 //
 // Same operands, push constants and arithmetic as conv2d.comp (backend.c picks one per node):
 // taps outside the image add nothing, the sum runs over k in the same order in float, then
@@ -42,10 +40,8 @@ layout(push_constant) uniform P {
 
 const int TM = 32; // pixels per tile
 const int TN = 32; // output channels per tile
-const int KC = 32; // k per chunk
-const int RS = 64 / KC; // staging rows per pass of the group
-const int SR = TM / RS; // rows each invocation stages
-// one column of padding: the chunk is written k-major by KC invocations at once
+const int KC = 16; // k per chunk
+// one column of padding: the chunk is written k-major by 16 invocations at once
 shared float xs[KC][TM + 1];
 shared float ws[KC][TN + 1];
 
@@ -57,11 +53,11 @@ void main() {
     int m0 = int(tile / uint(tiles_n)) * TM, n0 = int(tile % uint(tiles_n)) * TN;
     if (m0 >= m_total) return; // the dispatch's spare groups: the whole group leaves
 
-    // Staging: invocation tid loads k = k0 + kl of rows rl + RS s (s < SR) of both tiles.
+    // Staging: invocation tid loads k = k0 + kl of rows rl + 4s (s = 0..7) of both tiles.
     int kl = tid % KC, rl = tid / KC;
-    int oy0[SR], ox0[SR], nrow[SR]; // per staged pixel: its window's corner; nrow -1: past M
-    for (int s = 0; s < SR; s++) {
-        int m = m0 + rl + RS * s;
+    int oy0[8], ox0[8], nrow[8]; // per staged pixel: its window's corner; nrow -1: past M
+    for (int s = 0; s < 8; s++) {
+        int m = m0 + rl + 4 * s;
         nrow[s] = -1;
         if (m < m_total) {
             int ox = m % p.ow, r = m / p.ow;
@@ -77,46 +73,32 @@ void main() {
         for (int j = 0; j < 4; j++)
             acc[i][j] = 0.0;
 
-    // The next chunk's values are loaded into registers while the group computes the current
-    // one from shared memory (software pipelining: the global loads' latency is hidden behind
-    // the products instead of paid once per chunk).
-    float px[SR], pw[SR];
-    for (int k0 = 0; k0 < k_total + KC; k0 += KC) {
-        if (k0 > 0) { // publish the chunk loaded in the last pass
-            for (int s = 0; s < SR; s++) {
-                xs[kl][rl + RS * s] = px[s];
-                ws[kl][rl + RS * s] = pw[s];
-            }
-            barrier();
+    for (int k0 = 0; k0 < k_total; k0 += KC) {
+        int k = k0 + kl;
+        bool kin = k < k_total;
+        int c = k % p.icg, t = k / p.icg;
+        int dy = (t / p.kw) * p.dh, dx = (t % p.kw) * p.dw;
+        for (int s = 0; s < 8; s++) {
+            float v = 0.0;
+            int iy = oy0[s] + dy, ix = ox0[s] + dx;
+            if (kin && nrow[s] >= 0 && iy >= 0 && iy < p.ih && ix >= 0 && ix < p.iw)
+                v = float(x[uint(((nrow[s] + iy) * p.iw + ix) * p.ic + c)]);
+            xs[kl][rl + 4 * s] = v;
+            int co = n0 + rl + 4 * s;
+            ws[kl][rl + 4 * s] = kin && co < p.oc ? w[uint(co * k_total + k)] : 0.0;
         }
-        if (k0 < k_total) { // load chunk k0
-            int k = k0 + kl;
-            bool kin = k < k_total;
-            int c = k % p.icg, t = k / p.icg;
-            int dy = (t / p.kw) * p.dh, dx = (t % p.kw) * p.dw;
-            for (int s = 0; s < SR; s++) {
-                float v = 0.0;
-                int iy = oy0[s] + dy, ix = ox0[s] + dx;
-                if (kin && nrow[s] >= 0 && iy >= 0 && iy < p.ih && ix >= 0 && ix < p.iw)
-                    v = float(x[uint(((nrow[s] + iy) * p.iw + ix) * p.ic + c)]);
-                px[s] = v;
-                int co = n0 + rl + RS * s;
-                pw[s] = kin && co < p.oc ? w[uint(co * k_total + k)] : 0.0;
-            }
-        }
-        if (k0 > 0) { // the products of the chunk in shared memory
-            for (int kk = 0; kk < KC; kk++) {
-                float a[4], b[4];
-                for (int i = 0; i < 4; i++)
-                    a[i] = xs[kk][tm + 8 * i];
+        barrier();
+        for (int kk = 0; kk < KC; kk++) {
+            float a[4], b[4];
+            for (int i = 0; i < 4; i++)
+                a[i] = xs[kk][tm + 8 * i];
+            for (int j = 0; j < 4; j++)
+                b[j] = ws[kk][tn + 8 * j];
+            for (int i = 0; i < 4; i++)
                 for (int j = 0; j < 4; j++)
-                    b[j] = ws[kk][tn + 8 * j];
-                for (int i = 0; i < 4; i++)
-                    for (int j = 0; j < 4; j++)
-                        acc[i][j] += a[i] * b[j];
-            }
-            barrier();
+                    acc[i][j] += a[i] * b[j];
         }
+        barrier();
     }
 
     for (int i = 0; i < 4; i++) {
