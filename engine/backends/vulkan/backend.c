@@ -293,7 +293,7 @@ typedef struct vk_dev {
     char *pcache_path; /* NULL: no file */
     uint8_t pcache_key[KEY_BYTES];
     bool feedback; /* VK_EXT_pipeline_creation_feedback: pipelines say if cached */
-    bool coop;     /* one-group convolutions on cooperative matrices (conv2d_coop.comp) */
+    bool coop;     /* tuning may run one-group convolutions on cooperative matrices */
     uint32_t built, built_cached; /* pipelines made, and those found in the cache */
     ks_precision precision;       /* the session's (desc->precision at device_create) */
     ks_tune_mode tune;            /* the session's: OFF, or time the kernel candidates */
@@ -939,7 +939,7 @@ static ks_status open_device(vk_dev *d, char *err, size_t cap) {
               fvm.vulkanMemoryModel && coop_shape_ok(d);
     g_info.coop_matrix = d->coop;
     if (d->coop)
-        ks__log(KS_LOG_INFO, "Vulkan device '%s': convolutions on cooperative matrices",
+        ks__log(KS_LOG_INFO, "Vulkan device '%s': cooperative matrices (a tuning candidate)",
                 d->props.deviceName);
     VkPhysicalDeviceVulkanMemoryModelFeaturesKHR en_vm = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR,
@@ -1454,7 +1454,7 @@ static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, 
     if (gemm && tiles * GROUP_SIZE > (int64_t)UINT32_MAX) gemm = false;
     dispatch *sp = add_step(np,
                             deconv ? K_DECONV
-                            : gemm ? (d->coop ? K_CONV_COOP : K_CONV_GEMM)
+                            : gemm ? K_CONV_GEMM
                                    : K_CONV,
                             gemm ? tiles * GROUP_SIZE : count);
     pc_conv *pc = &sp->pc.conv;
@@ -2471,19 +2471,19 @@ static void tune_steps(build *b) {
     size_t file_bytes = 0;
     for (uint32_t k = 0; k < b->num_steps; k++) {
         dispatch *sp = &b->steps[k];
-        if (sp->kind != K_CONV_GEMM && sp->kind != K_CONV_COOP) continue;
-        /* the candidates: the cost model's pick, the tiled GEMM (under a cooperative-matrix
-         * pick), the direct shader */
+        if (sp->kind != K_CONV_GEMM) continue;
+        /* the candidates: the cost model's pick (the tiled GEMM), the same on cooperative
+         * matrices where the device has them (d->coop: not the default, since on the H100 it
+         * measured no faster over whole models; docs/vulkan.md), the direct shader */
         dispatch cand[3];
         const char *names[3];
         int nc = 0;
         cand[nc] = *sp;
-        names[nc++] = sp->kind == K_CONV_COOP ? "coop" : "gemm";
-        if (sp->kind == K_CONV_COOP &&
-            !ensure_pipe(d, K_CONV_GEMM, sp->variant, why, sizeof(why))) {
+        names[nc++] = "gemm";
+        if (d->coop && !ensure_pipe(d, K_CONV_COOP, sp->variant, why, sizeof(why))) {
             cand[nc] = *sp;
-            cand[nc].kind = K_CONV_GEMM;
-            names[nc++] = "gemm";
+            cand[nc].kind = K_CONV_COOP;
+            names[nc++] = "coop";
         }
         dispatch alt = *sp;
         alt.kind = K_CONV;

@@ -47,7 +47,7 @@ typedef struct ks__vk_device_info {
     int32_t pipelines_from_cache;
     char cache_warning[200];
     uint32_t tune_timed, tune_cached; /* tuning: convolutions timed / choices read from the file */
-    bool coop_matrix; /* one-group convolutions run on cooperative matrices (conv2d_coop.comp) */
+    bool coop_matrix; /* tuning may pick cooperative matrices for convolutions (conv2d_coop) */
 } ks__vk_device_info;
 void ks__vk_last_device_info(ks__vk_device_info *info_out);
 /* Convolutions that tuning (ks_session_desc.tune) has timed on any device of the process. */

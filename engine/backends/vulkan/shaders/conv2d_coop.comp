@@ -1,7 +1,8 @@
 // CONV2D with one group as an implicit GEMM on cooperative matrices (VK_NV_cooperative_matrix:
 // the tensor cores of NVIDIA GPUs), for the fp16 arithmetic mode only (built only as the _f16
-// variant; backend.c picks it where the device reports 16 x 8 x 16 fp16 products with fp32 sums
-// in subgroups of 32, else conv2d_gemm.comp runs).
+// variant). A candidate of measured tuning (backend.c tune_steps) beside conv2d_gemm.comp and
+// conv2d.comp where the device reports 16 x 8 x 16 fp16 products with fp32 sums in subgroups of
+// 32; not the cost model's pick (docs/vulkan.md, "Cooperative matrices").
 //
 // The tiling of conv2d_gemm.comp: a group of 64 invocations (two subgroups) per 32 x 32 output
 // tile (pixels x channels), K in chunks of 16 staged in shared memory, the same operands, push
