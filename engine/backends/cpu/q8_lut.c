@@ -167,7 +167,8 @@ static ks_status lut_run(ks__kernel_ctx *ctx) {
 }
 
 #if defined(__x86_64__)
-/* ---- DEQUANTIZE U8/I8 -> F32 with AVX-512: the vector formula, checked against the table ----
+/* ---- DEQUANTIZE U8/I8 -> F32 with AVX-512 or AVX2: the vector formula, checked against the
+ * table ----
  * The float table above runs at about one element per cycle (a byte load, a float load and a
  * store each). scale * (float)(q - zp) gives the reference's value for every byte (see
  * x86/avx512/q8_elementwise.c); pack() builds the reference table as usual, evaluates the
@@ -197,7 +198,10 @@ static ks_status dq_plan(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
     return KS_STATUS_OK;
 }
 
-static ks_status dq_pack(ks__kernel_ctx *ctx) {
+/* The vector kernel of a variant (x86/avx512/q8_elementwise.c, x86/avx2/q8_map.c). */
+typedef void (*dq_fn)(const uint8_t *x, float *y, size_t n, int is_i8, int32_t zp, float scale);
+
+static ks_status dq_pack(ks__kernel_ctx *ctx, dq_fn fn) {
     if (!dq_describe(ctx))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 dequantize cannot run this node");
     if (!ctx->packed || ctx->packed_bytes < DQ_PACKED_BYTES)
@@ -206,14 +210,14 @@ static ks_status dq_pack(ks__kernel_ctx *ctx) {
     if (st) return st;
     uint8_t *p = (uint8_t *)ctx->packed;
     const ks__rt_tensor *x = ctx->in[0];
-    ks__q8_dequantize_avx512(p + LUT_IN_OFFSET, (float *)(void *)(p + DQ_GOT_OFFSET), 256,
-                             x->dtype == KS_DTYPE_I8, x->quant->zero_points[0],
-                             x->quant->scales[0]);
+    fn(p + LUT_IN_OFFSET, (float *)(void *)(p + DQ_GOT_OFFSET), 256, x->dtype == KS_DTYPE_I8,
+       x->quant->zero_points[0], x->quant->scales[0]);
     p[DQ_FLAG_OFFSET] = memcmp(p, p + DQ_GOT_OFFSET, LUT_BYTES) == 0;
     return KS_STATUS_OK;
 }
 
 typedef struct dq_job {
+    dq_fn fn;
     const uint8_t *x;
     float *y;
     int is_i8;
@@ -224,10 +228,10 @@ typedef struct dq_job {
 static void dq_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     const dq_job *j = (const dq_job *)arg;
     (void)thread;
-    ks__q8_dequantize_avx512(j->x + begin, j->y + begin, end - begin, j->is_i8, j->zp, j->scale);
+    j->fn(j->x + begin, j->y + begin, end - begin, j->is_i8, j->zp, j->scale);
 }
 
-static ks_status dq_run(ks__kernel_ctx *ctx) {
+static ks_status dq_run(ks__kernel_ctx *ctx, dq_fn fn) {
     if (!dq_describe(ctx))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "q8 dequantize cannot run this node");
     if (!ctx->packed || ctx->packed_bytes < DQ_PACKED_BYTES)
@@ -239,14 +243,43 @@ static ks_status dq_run(ks__kernel_ctx *ctx) {
         ks__parallel_for(ctx->pool, n, 16384, lut_floats_range, &j);
         return KS_STATUS_OK;
     }
-    dq_job j = {(const uint8_t *)x->data, (float *)ctx->out[0]->data, x->dtype == KS_DTYPE_I8,
-                x->quant->zero_points[0], x->quant->scales[0]};
+    dq_job j = {fn,
+                (const uint8_t *)x->data,
+                (float *)ctx->out[0]->data,
+                x->dtype == KS_DTYPE_I8,
+                x->quant->zero_points[0],
+                x->quant->scales[0]};
     ks__parallel_for(ctx->pool, n, 16384, dq_range, &j);
     return KS_STATUS_OK;
 }
 
-const ks__impl ks_q8_dequantize__avx512 = {
-    "ks_q8_dequantize__avx512", KS_OP_DEQUANTIZE, KS_ISA_AVX512, dq_cost, dq_plan, dq_pack, dq_run};
+static ks_status dq_pack_avx512(ks__kernel_ctx *ctx) {
+    return dq_pack(ctx, ks__q8_dequantize_avx512);
+}
+static ks_status dq_run_avx512(ks__kernel_ctx *ctx) {
+    return dq_run(ctx, ks__q8_dequantize_avx512);
+}
+static ks_status dq_pack_avx2(ks__kernel_ctx *ctx) {
+    return dq_pack(ctx, ks__q8_dequantize_avx2);
+}
+static ks_status dq_run_avx2(ks__kernel_ctx *ctx) {
+    return dq_run(ctx, ks__q8_dequantize_avx2);
+}
+
+const ks__impl ks_q8_dequantize__avx512 = {"ks_q8_dequantize__avx512",
+                                           KS_OP_DEQUANTIZE,
+                                           KS_ISA_AVX512,
+                                           dq_cost,
+                                           dq_plan,
+                                           dq_pack_avx512,
+                                           dq_run_avx512};
+const ks__impl ks_q8_dequantize__avx2 = {"ks_q8_dequantize__avx2",
+                                         KS_OP_DEQUANTIZE,
+                                         KS_ISA_AVX2,
+                                         dq_cost,
+                                         dq_plan,
+                                         dq_pack_avx2,
+                                         dq_run_avx2};
 #endif
 
 /* ---- CONCAT of U8/I8 tensors ----

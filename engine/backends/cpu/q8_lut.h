@@ -36,6 +36,9 @@ void ks__q8_map_bytes_avx512vbmi(const uint8_t *table, const uint8_t *x, uint8_t
  * (x86/avx512/q8_elementwise.c). */
 void ks__q8_dequantize_avx512(const uint8_t *x, float *y, size_t n, int is_i8, int32_t zp,
                               float scale);
+/* The same with AVX2 (x86/avx2/q8_map.c). */
+void ks__q8_dequantize_avx2(const uint8_t *x, float *y, size_t n, int is_i8, int32_t zp,
+                            float scale);
 #endif
 
 #ifdef __cplusplus

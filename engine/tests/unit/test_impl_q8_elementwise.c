@@ -687,13 +687,14 @@ static void test_binary_tables(void **state) {
     if (ks__cpu_isa() & KS_ISA_AVX512) assert_true(ran > 0);
 }
 
-/* The AVX-512 DEQUANTIZE formula on every byte value, for scales across the whole float range
- * (denormal products, overflow to infinity) and every zero point, bit for bit against the
- * reference's double product. */
+/* The AVX-512 and AVX2 DEQUANTIZE formulas on every byte value, for scales across the whole
+ * float range (denormal products, overflow to infinity) and every zero point, bit for bit against
+ * the reference's double product. */
 static void test_dequantize_formula(void **state) {
     (void)state;
 #if defined(__x86_64__)
-    if (!(ks__cpu_isa() & KS_ISA_AVX512)) skip();
+    const int has512 = (ks__cpu_isa() & KS_ISA_AVX512) != 0;
+    if (!(ks__cpu_isa() & KS_ISA_AVX2)) skip();
     uint8_t bytes[256 + 7];
     float got[256 + 7], want;
     for (int i = 0; i < 256 + 7; i++)
@@ -710,13 +711,19 @@ static void test_dequantize_formula(void **state) {
         const int is_i8 = round & 1;
         const int32_t zp = is_i8 ? (int32_t)(urand() % 256) - 128 : (int32_t)(urand() % 256);
         const size_t n = 256 + (size_t)(round % 8);
-        ks__q8_dequantize_avx512(bytes, got, n, is_i8, zp, scale);
-        for (size_t i = 0; i < n; i++) {
-            const int32_t q = is_i8 ? (int32_t)(int8_t)bytes[i] : (int32_t)bytes[i];
-            want = (float)((double)scale * (double)(q - zp));
-            if (memcmp(&got[i], &want, sizeof(want)) != 0)
-                fail_msg("scale %g zp %d byte %d: got %.9g want %.9g", (double)scale, zp,
-                         (int)bytes[i], (double)got[i], (double)want);
+        for (int isa = has512 ? 0 : 1; isa < 2; isa++) {
+            if (isa == 0)
+                ks__q8_dequantize_avx512(bytes, got, n, is_i8, zp, scale);
+            else
+                ks__q8_dequantize_avx2(bytes, got, n, is_i8, zp, scale);
+            for (size_t i = 0; i < n; i++) {
+                const int32_t q = is_i8 ? (int32_t)(int8_t)bytes[i] : (int32_t)bytes[i];
+                want = (float)((double)scale * (double)(q - zp));
+                if (memcmp(&got[i], &want, sizeof(want)) != 0)
+                    fail_msg("%s: scale %g zp %d byte %d: got %.9g want %.9g",
+                             isa ? "AVX2" : "AVX-512", (double)scale, zp, (int)bytes[i],
+                             (double)got[i], (double)want);
+            }
         }
     }
 #else
