@@ -228,16 +228,18 @@ KS_INLINE void mb_dot(__m256i (*acc)[2], const int rows, size_t kb, size_t ks, c
     }
 }
 
-/* Requantizes and stores rows r < mr, columns c < nc of the tile. */
-KS_INLINE void mb_store(__m256i (*acc)[2], size_t mr, size_t nc, const int32_t *hdr, void *c,
-                        size_t c_stride, const ks__q8_epilogue *ep, int no_sign) {
+/* Requantizes and stores rows r < mr (<= max_rows, even), columns c < nc of a 16-column tile,
+ * with a fused TABLE in registers or a fused residual over the stored rows. */
+KS_INLINE void mb_store(__m256i (*acc)[2], const int max_rows, size_t mr, size_t nc,
+                        const int32_t *hdr, void *c, size_t c_stride, const ks__q8_epilogue *ep,
+                        int no_sign) {
     rqc q0, q1;
     rqc_load(&q0, hdr, MB_NR);
     rqc_load(&q1, hdr + 8, MB_NR);
     const int two = nc > 8; /* the second half has columns to store */
     const uint8_t *tab =
         ep->fused && ep->fused->kind == KS_Q8_FUSED_TABLE ? ep->fused->tscope : NULL;
-    KS_UNROLL for (int r = 0; r < MB_MR; r += 2) {
+    KS_UNROLL for (int r = 0; r < max_rows; r += 2) {
         if ((size_t)r >= mr) break;
         __m256i a0 = rqc_apply(acc[r][0], &q0, no_sign);
         __m256i b0 = rqc_apply(acc[r + 1][0], &q0, no_sign);
@@ -274,9 +276,9 @@ static void ks_q8_igemm__avx2_maddubs_4x16(size_t mr, size_t nc, size_t kb, size
     else
         mb_dot(acc, 2, kb, ks, a, wp);
     if (ep->lo >= ep->out_zp)
-        mb_store(acc, mr, nc, hdr, c, c_stride, ep, 1);
+        mb_store(acc, MB_MR, mr, nc, hdr, c, c_stride, ep, 1);
     else
-        mb_store(acc, mr, nc, hdr, c, c_stride, ep, 0);
+        mb_store(acc, MB_MR, mr, nc, hdr, c, c_stride, ep, 0);
 }
 
 /* ---- the u8 x s8 GEMM with AVX-VNNI (vpdpbusd on ymm: Intel Alder Lake and later client
@@ -288,7 +290,7 @@ static void ks_q8_igemm__avx2_maddubs_4x16(size_t mr, size_t nc, size_t kb, size
  * like the reference's modulo 2^32 sum, which cost() keeps inside int32). 6 x 16: 12
  * accumulators, 2 weight vectors and the broadcast = 15 registers; per 4 k 2 weight loads, 6
  * broadcasts and 12 dot products, so the two vpdpbusd pipes of Zen 5 (or ports 0 and 1 of Intel
- * cores) stay busy. The epilogue is the maddubs kernel's (rqc_apply, pack4_avx2, store16). */
+ * cores) stay busy. The epilogue is the maddubs kernel's (mb_store). */
 #define VN_MR 6
 #define VN_NR 16
 #define KS_VNNI __attribute__((target("avx2,fma,avxvnni")))
@@ -341,26 +343,10 @@ KS_VNNI static void ks_q8_igemm__avxvnni_6x16(size_t mr, size_t nc, size_t kb, s
             acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_mullo_epi32(s, m1));
         }
     }
-    rqc q0, q1;
-    rqc_load(&q0, hdr, VN_NR);
-    rqc_load(&q1, hdr + 8, VN_NR);
-    const int two = nc > 8, no_sign = ep->lo >= ep->out_zp;
-    const uint8_t *tab =
-        ep->fused && ep->fused->kind == KS_Q8_FUSED_TABLE ? ep->fused->tscope : NULL;
-    KS_UNROLL for (int r = 0; r < VN_MR; r += 2) {
-        if ((size_t)r >= mr) break;
-        __m256i a0 = rqc_apply(acc[r][0], &q0, no_sign);
-        __m256i b0 = rqc_apply(acc[r + 1][0], &q0, no_sign);
-        __m256i a1 = two ? rqc_apply(acc[r][1], &q1, no_sign) : a0;
-        __m256i b1 = two ? rqc_apply(acc[r + 1][1], &q1, no_sign) : b0;
-        __m256i y = pack4_avx2(a0, a1, b0, b1, ep);
-        if (tab) y = table32(y, tab);
-        char *cr = (char *)c + (size_t)r * c_stride;
-        store16(cr, _mm256_castsi256_si128(y), nc);
-        if ((size_t)r + 1 < mr) store16(cr + c_stride, _mm256_extracti128_si256(y, 1), nc);
-    }
-    if (ep->fused && ep->fused->kind == KS_Q8_FUSED_RESIDUAL)
-        fused_residual_rows(ep, c, c_stride, mr, nc);
+    if (ep->lo >= ep->out_zp)
+        mb_store(acc, VN_MR, mr, nc, hdr, c, c_stride, ep, 1);
+    else
+        mb_store(acc, VN_MR, mr, nc, hdr, c, c_stride, ep, 0);
 }
 
 /* 8 input bytes of channels [c0, c0 + n) of one pixel, flipped to u8 and widened to int32. */
