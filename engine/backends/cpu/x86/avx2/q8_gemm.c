@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../../qgemm.h"
+#include "q8_rescale.h"
 #include "q8_table.h"
 
 #define ARCH_MR 6
@@ -434,21 +435,6 @@ KS_INLINE __m256i requant_b(__m256i v, const vqmul *q) {
     return _mm256_sub_epi32(res, _mm256_cmpgt_epi32(rem, thr));
 }
 
-/* requant_b(v << 20) for |v| <= 255 and no left shift (the ADD's input rescales: their real
- * multipliers are at most 1/2) in 32-bit lanes. SRDHM(v 2^20, m) = floor((v m 2^20 + 2^30) /
- * 2^31) = floor((v m + 2^10) / 2^11), and with m = mh 2^11 + ml (0 <= ml < 2^11) that is
- * v mh + floor((v ml + 2^10) / 2^11): |v mh| < 2^28 and |v ml + 2^10| < 2^20, so two 32-bit
- * multiplies and an arithmetic shift give it exactly, instead of two 64-bit products and their
- * shuffles. mh, ml: the multiplier's halves (vqmul_load). */
-KS_INLINE __m256i requant_in(__m256i v, __m256i mh, __m256i ml, const vqmul *q) {
-    __m256i lowp = _mm256_add_epi32(_mm256_mullo_epi32(v, ml), _mm256_set1_epi32(1 << 10));
-    __m256i high = _mm256_add_epi32(_mm256_mullo_epi32(v, mh), _mm256_srai_epi32(lowp, 11));
-    __m256i rem = _mm256_and_si256(high, q->mask);
-    __m256i thr = _mm256_sub_epi32(q->half, _mm256_srai_epi32(high, 31));
-    __m256i res = _mm256_srav_epi32(high, q->right);
-    return _mm256_sub_epi32(res, _mm256_cmpgt_epi32(rem, thr));
-}
-
 /* The reference quantized ADD (ks__q8_fused_add_one) 8 lanes at a time, the TABLE 16 bytes at a
  * time; the last bytes go through the scalar epilogue. */
 static void fused_apply(const ks__q8_fused *f, uint8_t *y, const uint8_t *res, size_t n) {
@@ -473,12 +459,10 @@ static void fused_apply(const ks__q8_fused *f, uint8_t *y, const uint8_t *res, s
         const __m256i zo = _mm256_set1_epi32(f->zo);
         const __m256i lo = _mm256_set1_epi32(f->lo), hi = _mm256_set1_epi32(f->hi);
         const __m256i byte = _mm256_set1_epi32(0xFF);
-        /* the inputs' rescales in 32 bits (requant_in) unless one shifts left */
+        /* the inputs' rescales in 32 bits (q8_rescale.h) unless one shifts left */
         const int narrow = f->vq[0][1] == 0 && f->vq[1][1] == 0;
-        const __m256i mha = _mm256_srli_epi32(ma.mult, 11),
-                      mla = _mm256_and_si256(ma.mult, _mm256_set1_epi32(2047));
-        const __m256i mhb = _mm256_srli_epi32(mb.mult, 11),
-                      mlb = _mm256_and_si256(mb.mult, _mm256_set1_epi32(2047));
+        const ks__q8_rescale ra = ks__q8_rescale_make(f->vq[0][0], f->vq[0][2]);
+        const ks__q8_rescale rb = ks__q8_rescale_make(f->vq[1][0], f->vq[1][2]);
         for (; i + 8 <= n; i += 8) {
             __m128i ba = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(y + i)), flip);
             __m128i bb = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(res + i)), flip);
@@ -487,7 +471,7 @@ static void fused_apply(const ks__q8_fused *f, uint8_t *y, const uint8_t *res, s
             __m256i raw;
             if (narrow)
                 raw =
-                    _mm256_add_epi32(requant_in(va, mha, mla, &ma), requant_in(vb, mhb, mlb, &mb));
+                    _mm256_add_epi32(ks__q8_rescale_apply(va, &ra), ks__q8_rescale_apply(vb, &rb));
             else
                 raw = _mm256_add_epi32(requant_b(_mm256_slli_epi32(va, 20), &ma),
                                        requant_b(_mm256_slli_epi32(vb, 20), &mb));

@@ -17,6 +17,7 @@
 
 #include "../../impl.h"
 #include "../../ref/quant_util.h"
+#include "q8_rescale.h"
 
 #define KS_INLINE static inline __attribute__((always_inline))
 
@@ -79,18 +80,6 @@ KS_INLINE __m256i requant(__m256i v, const vqmul *q) {
     return _mm256_sub_epi32(res, _mm256_cmpgt_epi32(rem, thr));
 }
 
-/* requant(v << LEFT_SHIFT) for |v| <= 255 and no left shift, in 32-bit lanes (the 64-bit
- * product split at bit 11 of the multiplier: x86/avx2/q8_gemm.c requant_in has the argument):
- * mh = mult >> 11, ml = mult & 2047. */
-KS_INLINE __m256i requant_in(__m256i v, __m256i mh, __m256i ml, const vqmul *q) {
-    __m256i lowp = _mm256_add_epi32(_mm256_mullo_epi32(v, ml), _mm256_set1_epi32(1 << 10));
-    __m256i high = _mm256_add_epi32(_mm256_mullo_epi32(v, mh), _mm256_srai_epi32(lowp, 11));
-    __m256i rem = _mm256_and_si256(high, q->mask);
-    __m256i thr = _mm256_sub_epi32(q->half_mask, _mm256_srai_epi32(high, 31));
-    __m256i res = _mm256_sra_epi32(high, q->right);
-    return _mm256_sub_epi32(res, _mm256_cmpgt_epi32(rem, thr));
-}
-
 static int32_t load_one(const uint8_t *p, int32_t flip) {
     return (int32_t)(uint8_t)(*p ^ (uint8_t)flip);
 }
@@ -135,10 +124,9 @@ static void vadd_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     vqmul_init(&j->mb, &mb);
     vqmul_init(&j->mo, &mo);
     const int mul = j->mul, sub = j->sub;
-    const int narrow = !mul && j->ma.left == 0 && j->mb.left == 0; /* requant_in applies */
-    const __m256i m11 = _mm256_set1_epi32(2047);
-    const __m256i mha = _mm256_set1_epi32(j->ma.mult >> 11), mla = _mm256_and_si256(ma.mult, m11);
-    const __m256i mhb = _mm256_set1_epi32(j->mb.mult >> 11), mlb = _mm256_and_si256(mb.mult, m11);
+    const int narrow = !mul && j->ma.left == 0 && j->mb.left == 0; /* q8_rescale.h applies */
+    const ks__q8_rescale ra = ks__q8_rescale_make(j->ma.mult, j->ma.right);
+    const ks__q8_rescale rb = ks__q8_rescale_make(j->mb.mult, j->mb.right);
     size_t i = begin;
     for (; i + 8 <= end; i += 8) {
         __m128i ba = _mm_xor_si128(load8(&j->a, i), flip);
@@ -149,8 +137,8 @@ static void vadd_range(void *arg, size_t begin, size_t end, uint32_t thread) {
         if (mul) {
             raw = _mm256_mullo_epi32(va, vb);
         } else if (narrow) {
-            va = requant_in(va, mha, mla, &ma);
-            vb = requant_in(vb, mhb, mlb, &mb);
+            va = ks__q8_rescale_apply(va, &ra);
+            vb = ks__q8_rescale_apply(vb, &rb);
             raw = sub ? _mm256_sub_epi32(va, vb) : _mm256_add_epi32(va, vb);
         } else {
             va = requant(_mm256_slli_epi32(va, LEFT_SHIFT), &ma);
