@@ -4,6 +4,8 @@
  *      elementwise ops, concat, pad and ShuffleNet's channel shuffle (the "NHWC twin" of a
  *      tensor, below),
  *   3. fusions: BatchNorm-style MUL/ADD into conv/fc weights, zero PAD into conv/avg-pool pads,
+ *      SPACE_TO_BATCH_ND + CONV2D + BATCH_TO_SPACE_ND (TensorFlow's atrous convolution) into one
+ *      dilated CONV2D,
  *      space-to-depth written as four strided slice pairs + CONCAT (YOLOX "Focus") into one
  *      6-D TRANSPOSE between free reshapes,
  *      a 1x1 conv after an upsampling RESIZE moved before it (conv_before_resize),
@@ -1437,6 +1439,86 @@ static uint32_t fold_pads(pass_ctx *p) {
     return changes;
 }
 
+/* The four values of a constant [2, 2] integer tensor (paddings or crops of two spatial dims). */
+static int const_pairs(const ks__graph *g, int32_t id, int64_t v[4]) {
+    if (!is_const_t(g, id)) return 0;
+    const ks__tensor *t = &g->tensors[id];
+    if (t->rank != 2 || t->dims[0] != 2 || t->dims[1] != 2 || !t->data) return 0;
+    for (int i = 0; i < 4; i++) {
+        if (t->dtype == KS_DTYPE_I32 && t->size_bytes >= 16)
+            v[i] = ((const int32_t *)t->data)[i];
+        else if (t->dtype == KS_DTYPE_I64 && t->size_bytes >= 32)
+            v[i] = ((const int64_t *)t->data)[i];
+        else
+            return 0;
+    }
+    return 1;
+}
+
+/* SPACE_TO_BATCH_ND -> CONV2D -> BATCH_TO_SPACE_ND with one block: how TensorFlow writes a dilated
+ * (atrous) convolution in TFLite. With block b, paddings p and crops c, the phases of the padded
+ * input each get a VALID stride-1 convolution, and B2S interleaves them back: output pixel
+ * (y b + i, x b + j) of the result sums padded[(y + u) b + i][(x + v) b + j] w[u][v], which is the
+ * convolution with dilation b of the padded input, cropped. So the three are one CONV2D with
+ * dilation b and explicit pads p - c (when no crop exceeds its pad), which the CPU and the GPU run
+ * directly, and which the later passes can fuse further (the PAD before it, a BatchNorm after).
+ * Float only (quantized tensors would have to keep equal parameters across the three). */
+static uint32_t fold_atrous(pass_ctx *p) {
+    ks__graph *g = p->g;
+    uint32_t changes = 0;
+    for (uint32_t n = 0; n < g->num_nodes; n++) {
+        ks__node *sb = &g->nodes[n];
+        if (sb->op != KS_OP_SPACE_TO_BATCH_ND || sb->num_inputs != 3 || sb->num_outputs != 1)
+            continue;
+        int32_t x = sb->inputs[0], t1 = sb->outputs[0];
+        int64_t bh, bw, pads[4], crops[4], bh2, bw2;
+        if (!const_i64(g, sb->inputs[1], 0, &bh) || !const_i64(g, sb->inputs[1], 1, &bw) ||
+            g->tensors[sb->inputs[1]].dims[0] != 2 || !const_pairs(g, sb->inputs[2], pads))
+            continue;
+        if (bh < 1 || bw < 1 || bh > 4096 || bw > 4096 || !is_float_plain(g, x) ||
+            !single_internal_use(p, t1))
+            continue;
+        int32_t ci = sole_consumer(p, t1);
+        if (ci < 0) continue;
+        ks__node *cn = &g->nodes[ci];
+        if (cn->op != KS_OP_CONV2D || cn->inputs[0] != t1 || cn->num_outputs != 1 ||
+            (cn->num_inputs > 3 && cn->inputs[3] >= 0) || cn->ip[0] != 1 || cn->ip[1] != 1 ||
+            cn->ip[2] > 1 || cn->ip[3] > 1)
+            continue;
+        int zero_pads = cn->ip[4] == 0 && cn->ip[5] == 0 && cn->ip[6] == 0 && cn->ip[7] == 0;
+        if (!(cn->ip[8] == KS_PAD_VALID || (cn->ip[8] == KS_PAD_EXPLICIT && zero_pads))) continue;
+        int32_t t2 = cn->outputs[0];
+        if (!is_float_plain(g, t2) || !single_internal_use(p, t2)) continue;
+        int32_t bi = sole_consumer(p, t2);
+        if (bi < 0) continue;
+        ks__node *bs = &g->nodes[bi];
+        if (bs->op != KS_OP_BATCH_TO_SPACE_ND || bs->inputs[0] != t2 || bs->num_inputs != 3 ||
+            bs->num_outputs != 1 || !const_i64(g, bs->inputs[1], 0, &bh2) ||
+            !const_i64(g, bs->inputs[1], 1, &bw2) || g->tensors[bs->inputs[1]].dims[0] != 2 ||
+            bh2 != bh || bw2 != bw || !const_pairs(g, bs->inputs[2], crops) ||
+            !is_float_plain(g, bs->outputs[0]))
+            continue;
+        /* pads and crops rows: [H, W] x (before, after) */
+        int64_t top = pads[0] - crops[0], bottom = pads[1] - crops[1];
+        int64_t left = pads[2] - crops[2], right = pads[3] - crops[3];
+        if (top < 0 || bottom < 0 || left < 0 || right < 0 || top > 65536 || bottom > 65536 ||
+            left > 65536 || right > 65536)
+            continue;
+        cn->inputs[0] = x;
+        cn->outputs[0] = bs->outputs[0];
+        cn->ip[2] = (int32_t)bh, cn->ip[3] = (int32_t)bw;
+        cn->ip[8] = KS_PAD_EXPLICIT;
+        cn->ip[4] = (int32_t)top, cn->ip[5] = (int32_t)left;
+        cn->ip[6] = (int32_t)bottom, cn->ip[7] = (int32_t)right;
+        sb->op = 0;
+        bs->op = 0;
+        p->uses[t1] = 0;
+        p->uses[t2] = 0;
+        changes++;
+    }
+    return changes;
+}
+
 /* ---------------------------------------------------------------- order, DCE, compaction */
 
 static void free_tensor_contents(ks__graph *g, ks__tensor *t) {
@@ -1635,6 +1717,7 @@ ks_status ks__graph_optimize(ks__graph *g, char *err, size_t err_cap) {
         if (!st) st = compact(&p);
         if (st) break;
         changes += remove_noop_reshapes(&p);
+        changes += fold_atrous(&p);
         changes += fold_pads(&p);
         st = fold_affine(&p, &c);
         changes += c;

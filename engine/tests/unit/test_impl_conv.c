@@ -642,6 +642,122 @@ static void test_fuse_residual(void **state) {
     ks__graph_free(&g);
 }
 
+/* ---- SPACE_TO_BATCH_ND + CONV2D + BATCH_TO_SPACE_ND -> dilated CONV2D (graph pass) ---- */
+
+/* Runs `node` with the reference kernel: y gets its inferred shape and a new buffer. */
+static void ref_node(const ks__node *node, ks__rt_tensor **ins, uint32_t nin, ks__rt_tensor *y) {
+    mk(y, KS_DTYPE_F32, NULL, 0, NULL);
+    ks__rt_tensor *outs[1] = {y};
+    ks__kernel_ctx ctx = make_ctx(node, ins, nin, outs);
+    assert_int_equal(ks__ref_prepare(&ctx), KS_STATUS_OK);
+    y->size_bytes = (size_t)ks__rt_numel(y) * sizeof(float);
+    y->data = aligned(y->size_bytes);
+    ctx.scratch = aligned(ctx.scratch_bytes);
+    assert_int_equal(ks__ref_kernels()->k[node->op].run(&ctx), KS_STATUS_OK);
+    free(ctx.scratch);
+}
+
+/* x -> S2B(block, pads) -> conv 3x3 VALID (+ bias, ReLU) -> t -> B2S(block, crops) -> y, run by
+ * the reference kernels node by node, then the optimized graph: one dilated CONV2D whose output
+ * must be the same values (`crop_over`: a crop beyond its pad, which must not fold). */
+static void atrous_case(int64_t bh, int64_t bw, const int32_t pads[4], const int32_t crops[4],
+                        int crop_over) {
+    ks__graph g;
+    ks__graph_init(&g, NULL);
+    const int64_t n = 2, h = 9, w = 11, ci = 3, co = 4;
+    int64_t xd[4] = {n, h, w, ci}, wd[4] = {co, 3, 3, ci}, bd[1] = {co}, two[1] = {2};
+    int64_t pd[2] = {2, 2};
+    int64_t hp = h + pads[0] + pads[1], wp = w + pads[2] + pads[3];
+    int64_t sd[4] = {n * bh * bw, hp / bh, wp / bw, ci};
+    int64_t td[4] = {n * bh * bw, hp / bh - 2, wp / bw - 2, co};
+    int64_t yd[4] = {n, td[1] * bh - crops[0] - crops[1], td[2] * bw - crops[2] - crops[3], co};
+    int32_t x = add_t(&g, "x", 4, xd), wt = add_t(&g, "w", 4, wd), b = add_t(&g, "b", 1, bd);
+    int32_t blk, pads_t, crops_t, blk2;
+    assert_int_equal(ks__graph_add_tensor(&g, "block", KS_DTYPE_I32, 1, two, &blk), 0);
+    assert_int_equal(ks__graph_add_tensor(&g, "block2", KS_DTYPE_I32, 1, two, &blk2), 0);
+    assert_int_equal(ks__graph_add_tensor(&g, "pads", KS_DTYPE_I32, 2, pd, &pads_t), 0);
+    assert_int_equal(ks__graph_add_tensor(&g, "crops", KS_DTYPE_I32, 2, pd, &crops_t), 0);
+    int32_t sb = add_t(&g, "s", 4, sd), t = add_t(&g, "t", 4, td), y = add_t(&g, "y", 4, yd);
+    float *wv = rand_buf(co * 9 * ci), *bv = rand_buf(co), *xv = rand_buf(n * h * w * ci);
+    int32_t bk[2] = {(int32_t)bh, (int32_t)bw};
+    assert_int_equal(ks__graph_set_const(&g, wt, wv, (size_t)(co * 9 * ci) * 4, true), 0);
+    assert_int_equal(ks__graph_set_const(&g, b, bv, (size_t)co * 4, true), 0);
+    assert_int_equal(ks__graph_set_const(&g, blk, bk, sizeof(bk), true), 0);
+    assert_int_equal(ks__graph_set_const(&g, blk2, bk, sizeof(bk), true), 0);
+    assert_int_equal(ks__graph_set_const(&g, pads_t, pads, 16, true), 0);
+    assert_int_equal(ks__graph_set_const(&g, crops_t, crops, 16, true), 0);
+    int32_t in_s[3] = {x, blk, pads_t}, in_c[3] = {sb, wt, b}, in_b[3] = {t, blk2, crops_t};
+    uint32_t i_s, i_c, i_b;
+    assert_int_equal(ks__graph_add_node(&g, KS_OP_SPACE_TO_BATCH_ND, "s2b", 3, in_s, 1, &sb, &i_s),
+                     0);
+    assert_int_equal(ks__graph_add_node(&g, KS_OP_CONV2D, "conv", 3, in_c, 1, &t, &i_c), 0);
+    assert_int_equal(ks__graph_add_node(&g, KS_OP_BATCH_TO_SPACE_ND, "b2s", 3, in_b, 1, &y, &i_b),
+                     0);
+    g.nodes[i_c].ip[0] = g.nodes[i_c].ip[1] = 1;
+    g.nodes[i_c].ip[8] = KS_PAD_VALID;
+    g.nodes[i_c].ip[10] = KS_ACT_RELU;
+    assert_int_equal(ks__graph_set_io(&g, 1, &x, 1, &y), KS_STATUS_OK);
+
+    /* the reference chain */
+    ks__rt_tensor tx, tw, tb, tblk, tpads, tcrops, ts, tt, ty;
+    mk(&tx, KS_DTYPE_F32, xv, 4, xd);
+    mk(&tw, KS_DTYPE_F32, wv, 4, wd);
+    mk(&tb, KS_DTYPE_F32, bv, 1, bd);
+    mk(&tblk, KS_DTYPE_I32, bk, 1, two);
+    mk(&tpads, KS_DTYPE_I32, (void *)pads, 2, pd);
+    mk(&tcrops, KS_DTYPE_I32, (void *)crops, 2, pd);
+    ks__rt_tensor *a1[3] = {&tx, &tblk, &tpads};
+    ref_node(&g.nodes[i_s], a1, 3, &ts);
+    ks__rt_tensor *a2[3] = {&ts, &tw, &tb};
+    ref_node(&g.nodes[i_c], a2, 3, &tt);
+    ks__rt_tensor *a3[3] = {&tt, &tblk, &tcrops};
+    ref_node(&g.nodes[i_b], a3, 3, &ty);
+    for (int d = 0; d < 4; d++)
+        assert_int_equal(ty.dims[d], yd[d]);
+
+    char err[256];
+    assert_int_equal(ks__graph_optimize(&g, err, sizeof(err)), KS_STATUS_OK);
+    if (crop_over) {
+        assert_int_equal(g.num_nodes, 3);
+    } else {
+        assert_int_equal(g.num_nodes, 1);
+        const ks__node *c = &g.nodes[0];
+        assert_int_equal(c->op, KS_OP_CONV2D);
+        assert_int_equal(c->ip[2], bh);
+        assert_int_equal(c->ip[3], bw);
+        ks__rt_tensor tz;
+        ks__rt_tensor *a4[3] = {&tx, &tw, &tb};
+        ref_node(c, a4, 3, &tz);
+        for (int d = 0; d < 4; d++)
+            assert_int_equal(tz.dims[d], yd[d]);
+        const float *want = ty.data, *got = tz.data;
+        for (int64_t k = 0; k < ks__rt_numel(&ty); k++)
+            if (fabsf(want[k] - got[k]) > 1e-5f * (1.0f + fabsf(want[k])))
+                fail_msg("element %lld: %g vs %g", (long long)k, (double)want[k], (double)got[k]);
+        free(tz.data);
+    }
+    free(ts.data);
+    free(tt.data);
+    free(ty.data);
+    free(wv);
+    free(bv);
+    free(xv);
+    ks__graph_free(&g);
+}
+
+static void test_fold_atrous(void **state) {
+    (void)state;
+    /* block 2x2: pads fill to multiples of the block; crops within the pads */
+    static const int32_t p1[4] = {1, 2, 3, 2}, c1[4] = {0, 1, 1, 0};
+    atrous_case(2, 2, p1, c1, 0);
+    /* block 3x2, no crops (the RFB-320 model's form has block 5 and zero pads and crops) */
+    static const int32_t p2[4] = {3, 3, 2, 3}, c2[4] = {0, 0, 0, 0};
+    atrous_case(3, 2, p2, c2, 0);
+    /* a crop beyond its pad: not a plain padding, left as it is */
+    static const int32_t p3[4] = {0, 1, 1, 0}, c3[4] = {1, 0, 0, 0};
+    atrous_case(2, 2, p3, c3, 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_1x1_tails),
@@ -653,6 +769,7 @@ int main(void) {
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_ref_residual),
         cmocka_unit_test(test_fuse_residual),
+        cmocka_unit_test(test_fold_atrous),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
