@@ -52,6 +52,7 @@
 #include "src/shape_elementwise.h"
 #include "pcache_file.h"
 #include "vk_loader.h"
+#include "src/shape_mediapipe.h"
 #include "vk_shaders.h" /* generated at build time from shaders/ (cmake/vulkan.cmake) */
 
 #define GROUP_SIZE 64u /* local_size_x of every shader */
@@ -88,8 +89,11 @@ enum {
     K_SOFTMAX,
     K_MATMUL,
     K_REDUCE,
-    K_WIDEN,  /* fp16 -> fp32 copy of a tensor (per-node precision in the fp16 modes) */
-    K_NARROW, /* fp32 -> fp16 */
+    K_WIDEN,        /* fp16 -> fp32 copy of a tensor (per-node precision in the fp16 modes) */
+    K_NARROW,       /* fp32 -> fp16 */
+    K_MP_LANDMARKS, /* MediaPipe's transforms (fp32 mode only) */
+    K_MP_TRANSFORM,
+    K_MP_MATRIX,
     K_COUNT
 };
 
@@ -180,6 +184,22 @@ typedef struct pc_cast {
     uint32_t count;
 } pc_cast;
 
+/* MP_TRANSFORM_LANDMARKS (count landmarks of d values) and MP_TRANSFORM_TENSOR_BILINEAR (count
+ * output elements; the geometry) */
+typedef struct pc_mp {
+    uint32_t count;
+    int32_t d, ih, iw, c, oh, ow, half_pixel;
+    float scale;
+} pc_mp;
+
+#define MP_MATRIX_WORDS 20 /* subset bitmask words in the push constants (640 landmarks) */
+typedef struct pc_mp_matrix {
+    uint32_t count;
+    int32_t left, right, oh, ow, words;
+    float target_rotation, scale_x, scale_y;
+    uint32_t bits[MP_MATRIX_WORDS];
+} pc_mp_matrix;
+
 /* Precision variants of every shader (shaders/prec.glsl): the device's mode picks one. */
 enum { V_F32, V_F16_STORAGE, V_F16, V_COUNT };
 
@@ -201,6 +221,13 @@ typedef struct kernel_info {
               sizeof(ks__vk_spv_##n##_f16) },                                                      \
               {ks__vk_spv_##n##_words, ks__vk_spv_##n##_f16s_words, ks__vk_spv_##n##_f16_words },  \
                b, sizeof(pc)                                                                       \
+    }
+/* A shader built only as its fp32 variant (the fp16 modes refuse its op). */
+#define KERNEL_F32(n, b, pc)                                                                       \
+    {                                                                                              \
+#n, "vk_" #n,                                                                              \
+            {ks__vk_spv_##n, NULL, NULL },                                                         \
+             {sizeof(ks__vk_spv_##n), 0, 0 }, {ks__vk_spv_##n##_words, 0, 0 }, b, sizeof(pc)       \
     }
 /* A shader built only as its fp16-arithmetic variant (no fp32 or fp16-storage code). */
 #define KERNEL_F16(n, b, pc)                                                                       \
@@ -227,7 +254,11 @@ static const kernel_info k_kernels[K_COUNT] = {
     [K_REDUCE] = KERNEL(reduce, 2, pc_reduce),
     [K_WIDEN] = KERNEL(widen, 2, pc_cast),
     [K_NARROW] = KERNEL(narrow, 2, pc_cast),
+    [K_MP_LANDMARKS] = KERNEL_F32(mp_landmarks, 3, pc_mp),
+    [K_MP_TRANSFORM] = KERNEL_F32(mp_transform, 3, pc_mp),
+    [K_MP_MATRIX] = KERNEL_F32(mp_matrix, 2, pc_mp_matrix),
 };
+#undef KERNEL_F32
 #undef KERNEL_F16
 #undef KERNEL
 
@@ -246,6 +277,8 @@ typedef struct dispatch {
         pc_matmul matmul;
         pc_reduce reduce;
         pc_cast cast;
+        pc_mp mp;
+        pc_mp_matrix mp_matrix;
     } pc;
     uint32_t count; /* invocations */
     uint32_t groups_x, groups_y;
@@ -1708,6 +1741,69 @@ static ks_status plan_resize(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np
     return KS_STATUS_OK;
 }
 
+/* MediaPipe's TransformLandmarks, TransformTensorBilinear and Landmarks2TransformMatrix (the face
+ * mesh with attention), as the CPU reference defines them (engine/backends/cpu/ref/mediapipe.c).
+ * fp32 mode only: a crop matrix's translation in fp16 would lose its fraction. */
+static ks_status plan_mp(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
+                         size_t cap) {
+    if (d->fp16 != V_F32) return refuse(why, cap, "MediaPipe transforms: fp32 mode only");
+    const ks__node *nd = ctx->node;
+    for (uint32_t k = 0; k < ctx->num_inputs; k++)
+        if (!plain_f32(d, ctx->in[k])) return refuse(why, cap, "an input is not plain F32");
+    if (ctx->num_outputs != 1 || !plain_f32(d, ctx->out[0]))
+        return refuse(why, cap, "the output is not plain F32");
+    const ks__rt_tensor *x = ctx->in[0], *y = ctx->out[0];
+    int64_t n = ks__rt_numel(x);
+    if (nd->op == KS_OP_MP_LANDMARKS_TO_MATRIX) {
+        int64_t points = n / 3;
+        int32_t words = nd->ip[4];
+        if (words < 1 || words > MP_MATRIX_WORDS || ks__rt_numel(y) != 16)
+            return refuse(why, cap, "landmark subset beyond the push constants");
+        if (nd->ip[0] < 0 || nd->ip[0] >= points || nd->ip[1] < 0 || nd->ip[1] >= points ||
+            nd->ip[2] < 1 || nd->ip[3] < 1)
+            return refuse(why, cap, "landmark indices or output size");
+        dispatch *sp = add_step(np, K_MP_MATRIX, 1);
+        pc_mp_matrix *pc = &sp->pc.mp_matrix;
+        pc->count = 1;
+        pc->left = nd->ip[0], pc->right = nd->ip[1], pc->oh = nd->ip[2], pc->ow = nd->ip[3];
+        pc->words = words;
+        pc->target_rotation = nd->fp[0], pc->scale_x = nd->fp[1], pc->scale_y = nd->fp[2];
+        for (int32_t w = 0; w < words; w++) {
+            pc->bits[w] = (uint32_t)nd->ip[5 + w];
+            for (int b = 0; b < 32; b++)
+                if ((pc->bits[w] >> b & 1u) && 32 * (int64_t)w + b >= points)
+                    return refuse(why, cap, "a subset landmark past the input");
+        }
+        return KS_STATUS_OK;
+    }
+    if (ctx->num_inputs != 2 || ks__rt_numel(ctx->in[1]) < 16)
+        return refuse(why, cap, "the matrix is not 16 values");
+    if (nd->op == KS_OP_MP_TRANSFORM_LANDMARKS) {
+        int32_t dims = ks__mp_landmark_dims(ctx);
+        if ((dims != 2 && dims != 3) || n % dims != 0 || ks__rt_numel(y) != n)
+            return refuse(why, cap, "landmark dims");
+        dispatch *sp = add_step(np, K_MP_LANDMARKS, n / dims);
+        sp->pc.mp = (pc_mp){
+            (uint32_t)(n / dims), dims, 0, 0, 0, 0, 0, 0, nd->fp[0] != 0.0f ? nd->fp[0] : 1.0f};
+        return KS_STATUS_OK;
+    }
+    if (x->rank != 4 || x->dims[0] != 1 || !small(x->dims[1]) || !small(x->dims[2]) ||
+        !small(x->dims[3]) || !small(nd->ip[0]) || !small(nd->ip[1]) ||
+        ks__rt_numel(y) != (int64_t)nd->ip[0] * nd->ip[1] * x->dims[3])
+        return refuse(why, cap, "geometry");
+    dispatch *sp = add_step(np, K_MP_TRANSFORM, ks__rt_numel(y));
+    sp->pc.mp = (pc_mp){(uint32_t)ks__rt_numel(y),
+                        0,
+                        (int32_t)x->dims[1],
+                        (int32_t)x->dims[2],
+                        (int32_t)x->dims[3],
+                        nd->ip[0],
+                        nd->ip[1],
+                        nd->ip[2] != 0,
+                        0.0f};
+    return KS_STATUS_OK;
+}
+
 static ks_status plan_softmax(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
                               size_t cap) {
     const ks__rt_tensor *x = ctx->in[0];
@@ -1904,6 +2000,11 @@ static ks_status plan_node(const vk_dev *d, const ks__kernel_ctx *ctx, node_plan
         break;
     case KS_OP_REDUCE:
         st = plan_reduce(d, &c, np, why, cap);
+        break;
+    case KS_OP_MP_TRANSFORM_LANDMARKS:
+    case KS_OP_MP_TRANSFORM_TENSOR_BILINEAR:
+    case KS_OP_MP_LANDMARKS_TO_MATRIX:
+        st = plan_mp(d, &c, np, why, cap);
         break;
     default:
         st = plan_unary(d, &c, np, why, cap);

@@ -807,6 +807,43 @@ static void test_resize(void **state) {
                 outs, r, 1);
 }
 
+/* MediaPipe's transforms (the face mesh with attention): Landmarks2TransformMatrix from random
+ * landmarks, TransformTensorBilinear of an image through that matrix (v2 pixel centres, and v1),
+ * TransformLandmarks with 3 and 2 values per landmark (and v1's translation scale), one partition
+ * against the CPU reference. */
+static void test_mediapipe(void **state) {
+    (void)state;
+    need_vulkan();
+    ks__graph g;
+    ks__graph_init(&g, NULL);
+    g_seed = 31;
+    int64_t lmd[4] = {1, 1, 1, 150}, xd[4] = {1, 33, 29, 5}, l3[3] = {1, 7, 3}, l2[3] = {1, 9, 2};
+    int32_t lm = tensor(&g, "lm", 4, lmd), x = tensor(&g, "x", 4, xd);
+    int32_t p3 = tensor(&g, "p3", 3, l3), p2 = tensor(&g, "p2", 3, l2);
+    int32_t mat = unknown(&g, "matrix", 3), outs[5];
+    ks__node *n = add(&g, KS_OP_MP_LANDMARKS_TO_MATRIX, "l2m", 1, &lm, mat);
+    n->ip[0] = 3, n->ip[1] = 17, n->ip[2] = 24, n->ip[3] = 20, n->ip[4] = 2;
+    n->ip[5] = (int32_t)0x8421f0f3u, n->ip[6] = 0x0003c00f; /* landmarks 0..49: two words */
+    n->fp[0] = 0.3f, n->fp[1] = 1.5f, n->fp[2] = 1.7f;
+    for (int k = 0; k < 2; k++) {
+        outs[k] = unknown(&g, k ? "crop_v1" : "crop", 4);
+        int32_t in[2] = {x, mat};
+        n = add(&g, KS_OP_MP_TRANSFORM_TENSOR_BILINEAR, k ? "crop_v1" : "crop", 2, in, outs[k]);
+        n->ip[0] = 24 - 3 * k, n->ip[1] = 20 + k, n->ip[2] = !k;
+    }
+    int32_t in3[2] = {p3, mat}, in2[2] = {p2, mat};
+    outs[2] = unknown(&g, "lm3", 3);
+    add(&g, KS_OP_MP_TRANSFORM_LANDMARKS, "lm3", 2, in3, outs[2]);
+    outs[3] = unknown(&g, "lm2", 3);
+    n = add(&g, KS_OP_MP_TRANSFORM_LANDMARKS, "lm2", 2, in2, outs[3]);
+    n->ip[0] = 2, n->fp[0] = 0.5f;
+    outs[4] = mat;
+    int32_t ins[4] = {lm, x, p3, p2};
+    const range r[4] = {{2.0f, 30.0f}, {-1.0f, 1.0f}, {-1.0f, 1.0f}, {-1.0f, 1.0f}};
+    check_graph("MediaPipe transforms: matrix, bilinear crop (v2, v1), landmarks (3, 2 values)", &g,
+                4, ins, 5, outs, r, 4);
+}
+
 static void test_softmax(void **state) {
     (void)state;
     need_vulkan();
@@ -2039,6 +2076,7 @@ int main(void) {
         cmocka_unit_test(test_pool),
         cmocka_unit_test(test_layout),
         cmocka_unit_test(test_resize),
+        cmocka_unit_test(test_mediapipe),
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_deconv),
