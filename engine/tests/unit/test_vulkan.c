@@ -1131,8 +1131,8 @@ static void test_models(void **state) {
         {"face_landmarks/face_landmark.tflite", 1, 1, KS__KSM_WEIGHTS_FP32},
         {"segmentation/selfie_segmentation_landscape.tflite", 1, 1, KS__KSM_WEIGHTS_FP32},
         {"face_detection/version-slim-320.onnx", 1, 1, KS__KSM_WEIGHTS_FP32},
-        /* MediaPipe's three transform ops stay on the CPU */
-        {"face_landmarks/face_landmark_with_attention.tflite", 4, 1, KS__KSM_WEIGHTS_FP32},
+        /* MediaPipe's three transform ops on the device too (4 partitions before) */
+        {"face_landmarks/face_landmark_with_attention.tflite", 1, 1, KS__KSM_WEIGHTS_FP32},
     };
     int ran = 0;
     for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
