@@ -8,6 +8,7 @@
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 D=.dev/s26d
+export LD_LIBRARY_PATH=$PWD/.dev/s26d/old
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 med() { "$@" --json 2>/dev/null | tail -1 | python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.4f" % d["median_ms"])'; }
 for r in 1 2 3; do
