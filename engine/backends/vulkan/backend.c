@@ -1119,9 +1119,11 @@ static ks_status ensure_pipe(vk_dev *d, int kind, int v, char *err, size_t cap) 
     const kernel_info *ki = &k_kernels[kind];
     const ks__vk_fns *vk = &d->vk;
     if (p->pipeline[v]) return KS_STATUS_OK;
-    if (!ki->spv[v])
+    if (!ki->spv[v]) {
+        static const char *const variant_name[V_COUNT] = {"fp32", "fp16-storage", "fp16"};
         return ks__fail(err, cap, KS_STATUS_UNSUPPORTED, "Vulkan: shader %s has no %s variant",
-                        ki->name, v == V_F32 ? "fp32" : "fp16-storage");
+                        ki->name, variant_name[v]);
+    }
     VkResult r = VK_SUCCESS;
     const char *step = "";
     if (!p->set_layout) {
