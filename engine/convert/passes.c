@@ -1377,6 +1377,24 @@ static ks_status fold_affine(pass_ctx *p, uint32_t *changes) {
 }
 
 /* PAD(constant 0, only H/W) -> CONV2D / average POOL2D that counts padding: explicit pads. */
+/* The n values of a constant I32 / I64 tensor of shape [rows, cols] (rows * cols == n): the
+ * paddings of PAD, SPACE_TO_BATCH_ND and the crops of BATCH_TO_SPACE_ND. */
+static int const_grid(const ks__graph *g, int32_t id, int64_t rows, int64_t cols, int64_t *v) {
+    if (!is_const_t(g, id)) return 0;
+    const ks__tensor *t = &g->tensors[id];
+    size_t n = (size_t)(rows * cols);
+    if (t->rank != 2 || t->dims[0] != rows || t->dims[1] != cols || !t->data) return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (t->dtype == KS_DTYPE_I32 && t->size_bytes >= n * 4)
+            v[i] = ((const int32_t *)t->data)[i];
+        else if (t->dtype == KS_DTYPE_I64 && t->size_bytes >= n * 8)
+            v[i] = ((const int64_t *)t->data)[i];
+        else
+            return 0;
+    }
+    return 1;
+}
+
 static uint32_t fold_pads(pass_ctx *p) {
     ks__graph *g = p->g;
     uint32_t changes = 0;
@@ -1392,18 +1410,8 @@ static uint32_t fold_pads(pass_ctx *p) {
                 continue;
             value = *(const float *)g->tensors[v].data;
         }
-        if (value != 0.0f || !is_const_t(g, pads) || !single_internal_use(p, y)) continue;
-        const ks__tensor *pt = &g->tensors[pads];
-        if (pt->rank != 2 || pt->dims[0] != 4 || pt->dims[1] != 2) continue;
         int64_t pv[8];
-        for (int i = 0; i < 8; i++) {
-            if (pt->dtype == KS_DTYPE_I64)
-                pv[i] = ((const int64_t *)pt->data)[i];
-            else if (pt->dtype == KS_DTYPE_I32)
-                pv[i] = ((const int32_t *)pt->data)[i];
-            else
-                pv[i] = -1;
-        }
+        if (value != 0.0f || !const_grid(g, pads, 4, 2, pv) || !single_internal_use(p, y)) continue;
         if (pv[0] || pv[1] || pv[6] || pv[7]) continue;
         int bad = 0;
         for (int i = 2; i < 6; i++)
@@ -1439,22 +1447,6 @@ static uint32_t fold_pads(pass_ctx *p) {
     return changes;
 }
 
-/* The four values of a constant [2, 2] integer tensor (paddings or crops of two spatial dims). */
-static int const_pairs(const ks__graph *g, int32_t id, int64_t v[4]) {
-    if (!is_const_t(g, id)) return 0;
-    const ks__tensor *t = &g->tensors[id];
-    if (t->rank != 2 || t->dims[0] != 2 || t->dims[1] != 2 || !t->data) return 0;
-    for (int i = 0; i < 4; i++) {
-        if (t->dtype == KS_DTYPE_I32 && t->size_bytes >= 16)
-            v[i] = ((const int32_t *)t->data)[i];
-        else if (t->dtype == KS_DTYPE_I64 && t->size_bytes >= 32)
-            v[i] = ((const int64_t *)t->data)[i];
-        else
-            return 0;
-    }
-    return 1;
-}
-
 /* SPACE_TO_BATCH_ND -> CONV2D -> BATCH_TO_SPACE_ND with one block: how TensorFlow writes a dilated
  * (atrous) convolution in TFLite. With block b, paddings p and crops c, the phases of the padded
  * input each get a VALID stride-1 convolution, and B2S interleaves them back: output pixel
@@ -1473,7 +1465,7 @@ static uint32_t fold_atrous(pass_ctx *p) {
         int32_t x = sb->inputs[0], t1 = sb->outputs[0];
         int64_t bh, bw, pads[4], crops[4], bh2, bw2;
         if (!const_i64(g, sb->inputs[1], 0, &bh) || !const_i64(g, sb->inputs[1], 1, &bw) ||
-            g->tensors[sb->inputs[1]].dims[0] != 2 || !const_pairs(g, sb->inputs[2], pads))
+            g->tensors[sb->inputs[1]].dims[0] != 2 || !const_grid(g, sb->inputs[2], 2, 2, pads))
             continue;
         if (bh < 1 || bw < 1 || bh > 4096 || bw > 4096 || !is_float_plain(g, x) ||
             !single_internal_use(p, t1))
@@ -1495,7 +1487,7 @@ static uint32_t fold_atrous(pass_ctx *p) {
         if (bs->op != KS_OP_BATCH_TO_SPACE_ND || bs->inputs[0] != t2 || bs->num_inputs != 3 ||
             bs->num_outputs != 1 || !const_i64(g, bs->inputs[1], 0, &bh2) ||
             !const_i64(g, bs->inputs[1], 1, &bw2) || g->tensors[bs->inputs[1]].dims[0] != 2 ||
-            bh2 != bh || bw2 != bw || !const_pairs(g, bs->inputs[2], crops) ||
+            bh2 != bh || bw2 != bw || !const_grid(g, bs->inputs[2], 2, 2, crops) ||
             !is_float_plain(g, bs->outputs[0]))
             continue;
         /* pads and crops rows: [H, W] x (before, after) */

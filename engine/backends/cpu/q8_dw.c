@@ -417,33 +417,6 @@ typedef struct dw_job {
     const uint8_t *table, *tscope;
 } dw_job;
 
-/* Fixed sizes inline to a few vector moves; the rest is a libc call. */
-static void copy_pixel(uint8_t *o, const uint8_t *s, size_t c) {
-    switch (c) {
-    case 8:
-        memcpy(o, s, 8);
-        break;
-    case 16:
-        memcpy(o, s, 16);
-        break;
-    case 24:
-        memcpy(o, s, 24);
-        break;
-    case 32:
-        memcpy(o, s, 32);
-        break;
-    case 48:
-        memcpy(o, s, 48);
-        break;
-    case 64:
-        memcpy(o, s, 64);
-        break;
-    default:
-        memcpy(o, s, c);
-        break;
-    }
-}
-
 /* Stride 2 with the ISA's split: padding first, then the input pixels in pairs. Padded pixel
  * X = ix + pl goes to phase X % 2 at X / 2. */
 static void split2_row(const dw_job *j, const uint8_t *src, uint8_t *dst) {
@@ -505,7 +478,7 @@ static void fill_row(const dw_job *j, int64_t b, int64_t iy, uint8_t *dst) {
             if (ix < 0 || ix >= p->iw)
                 memset(o, zp ^ flip, c);
             else
-                copy_pixel(o, src + (size_t)ix * c, c);
+                ks__q8_copy_run(o, src + (size_t)ix * c, c);
         }
         const size_t flat = (size_t)p->pm * c; /* a local: d[] may alias *p */
         if (flip)

@@ -391,22 +391,6 @@ typedef struct concat_job {
     const uint8_t *maps, *identity;
 } concat_job;
 
-/* memcpy for the short runs of a channel concat (one pixel's channels of one input): fixed-size
- * copies the compiler inlines as vector moves, instead of a library call per run. */
-static inline void copy_bytes(uint8_t *restrict dst, const uint8_t *restrict src, size_t n) {
-    if (n > 256) {
-        memcpy(dst, src, n);
-        return;
-    }
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        memcpy(dst + i, src + i, 32);
-    if (i + 16 <= n) memcpy(dst + i, src + i, 16), i += 16;
-    if (i + 8 <= n) memcpy(dst + i, src + i, 8), i += 8;
-    for (; i < n; i++)
-        dst[i] = src[i];
-}
-
 /* Input by input (so each map's setup is paid once per range, not per pixel), the rows of the
  * range: input i's run of inner[i] bytes per outer index goes to its offset in the output row. */
 static void concat_range(void *arg, size_t begin, size_t end, uint32_t thread) {
@@ -424,7 +408,7 @@ static void concat_range(void *arg, size_t begin, size_t end, uint32_t thread) {
                 continue;
             }
             for (size_t o = 0; o < rows; o++)
-                copy_bytes(y + o * out_inner, src + o * len, len);
+                ks__q8_copy_run(y + o * out_inner, src + o * len, len);
             continue;
         }
         const uint8_t *map = j->maps + (size_t)i * CONCAT_MAP_BYTES;

@@ -5,10 +5,40 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* memcpy of one pixel's or one run's bytes (a depthwise row's pixels, a CONCAT input's channels):
+ * the common sizes are fixed-size copies the compiler inlines as a few vector moves, the rest a
+ * libc call. */
+static inline void ks__q8_copy_run(uint8_t *dst, const uint8_t *src, size_t n) {
+    switch (n) {
+    case 8:
+        memcpy(dst, src, 8);
+        break;
+    case 16:
+        memcpy(dst, src, 16);
+        break;
+    case 24:
+        memcpy(dst, src, 24);
+        break;
+    case 32:
+        memcpy(dst, src, 32);
+        break;
+    case 48:
+        memcpy(dst, src, 48);
+        break;
+    case 64:
+        memcpy(dst, src, 64);
+        break;
+    default:
+        memcpy(dst, src, n);
+        break;
+    }
+}
 
 /* The telescoped form of a 256-byte table for 16-entry shuffle lookups (AVX2 vpshufb): for each
  * half of the table (bytes < 128; bytes >= 128 flipped by 0x80) eight 16-byte rows, row h =
