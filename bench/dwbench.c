@@ -37,6 +37,7 @@ static const layer k_layers[] = {
     {"dw3x3 s1 320x320x16", KS_OP_CONV2D, 320, 320, 16, 16, 3, 3, 1, KS_PAD_SAME_UPPER, 0, 1},
     {"dw3x3 s2 320x320x16", KS_OP_CONV2D, 320, 320, 16, 16, 3, 3, 2, KS_PAD_SAME_UPPER, 0, 1},
     {"dw3x3 s1 160x160x32", KS_OP_CONV2D, 160, 160, 32, 32, 3, 3, 1, KS_PAD_SAME_UPPER, 0, 1},
+    {"dw3x3 s1 160x160x64", KS_OP_CONV2D, 160, 160, 64, 64, 3, 3, 1, KS_PAD_SAME_UPPER, 0, 1},
     {"dw3x3 s1 96x96x16", KS_OP_CONV2D, 96, 96, 16, 16, 3, 3, 1, KS_PAD_SAME_UPPER, 0, 0},
     /* BlazeBlock depthwise of palm_detection_full (5x5 at 96x96x32, the model's slowest) */
     {"dw5x5 s1 96x96x32", KS_OP_CONV2D, 96, 96, 32, 32, 5, 5, 1, KS_PAD_SAME_UPPER, 0, 0},

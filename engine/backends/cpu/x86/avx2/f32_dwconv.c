@@ -44,6 +44,15 @@
 #ifndef DW_ROW_NPX5S1
 #define DW_ROW_NPX5S1 4
 #endif
+/* DW_ROW_C16: a copy of the row kernels for exactly 16 channels, with constant addresses. One
+ * channel block on AVX-512, two on AVX2; on NEON it would be four more inlined copies of every
+ * row kernel (about 50 KB of the AArch64 library, docs/size.md) for a few address additions per
+ * tile, so NEON takes the general loop. */
+#if defined(__aarch64__)
+#define DW_ROW_C16 0
+#else
+#define DW_ROW_C16 1
+#endif
 
 /* First epilogue step, inlined per pixel: + bias, + residual, clamp to [lo, hi] (all the RELU
  * family needs; +-inf otherwise). The other activations (and PRELU, which has no clamp) follow
@@ -252,7 +261,7 @@ KS_INLINE void row_all(int KH, int KW, int SW, int NPX, size_t num_px, size_t ch
     const ks__f32_act a = *act_in, *act = &a; /* see dw_all */
     vf lo = v_set1(act->lo), hi = v_set1(act->hi);
     const size_t block = KS__F32_DW_BLOCK_FLOATS(LANES, KH * KW);
-    if (channels == 16) {
+    if (DW_ROW_C16 && channels == 16) {
         /* the common small-channel case with constant addresses */
         KS_DW_UNROLL(4)
         for (size_t c0 = 0; c0 < 16; c0 += LANES)
