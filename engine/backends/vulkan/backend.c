@@ -79,7 +79,8 @@ enum {
     K_UNARY,
     K_CONV,
     K_CONV_GEMM,
-    K_CONV_COOP, /* conv2d_gemm on cooperative matrices (fp16 arithmetic mode only) */
+    K_CONV_GEMM4, /* conv2d_gemm with vector loads (input channels a multiple of 4) */
+    K_CONV_COOP,  /* conv2d_gemm on cooperative matrices (fp16 arithmetic mode only) */
     K_DECONV,
     K_POOL,
     K_POOL_WIDE,
@@ -243,6 +244,7 @@ static const kernel_info k_kernels[K_COUNT] = {
     [K_CONV] = KERNEL(conv2d, 6, pc_conv),
     [K_DECONV] = KERNEL(deconv, 5, pc_conv),
     [K_CONV_GEMM] = KERNEL(conv2d_gemm, 6, pc_conv),
+    [K_CONV_GEMM4] = KERNEL(conv2d_gemm4, 6, pc_conv),
     [K_CONV_COOP] = KERNEL_F16(conv2d_coop, 6, pc_conv),
     [K_POOL] = KERNEL(pool2d, 2, pc_pool),
     [K_POOL_WIDE] = KERNEL(pool2d_wide, 2, pc_pool),
@@ -327,6 +329,7 @@ typedef struct vk_dev {
     uint8_t pcache_key[KEY_BYTES];
     bool feedback; /* VK_EXT_pipeline_creation_feedback: pipelines say if cached */
     bool coop;     /* tuning may run one-group convolutions on cooperative matrices */
+    bool vec4;     /* conv2d_gemm4 where ic % 4 == 0 (KS_VK_VEC4=0: conv2d_gemm everywhere) */
     uint32_t built, built_cached; /* pipelines made, and those found in the cache */
     ks_precision precision;       /* the session's (desc->precision at device_create) */
     ks_tune_mode tune;            /* the session's: OFF, or time the kernel candidates */
@@ -968,6 +971,8 @@ static ks_status open_device(vk_dev *d, char *err, size_t cap) {
                 want == V_F16 ? "fp16" : "fp16-storage", d->props.deviceName, mode_name[want]);
     d->esize = d->fp16 == V_F32 ? 4u : 2u;
     g_info.fp16 = d->fp16;
+    const char *vec4_env = getenv("KS_VK_VEC4"); /* the A/B switch of bench/gpu */
+    d->vec4 = !(vec4_env && strcmp(vec4_env, "0") == 0);
     d->coop = d->fp16 == V_F16 && has_f16 && has_coop && fcm.cooperativeMatrix &&
               fvm.vulkanMemoryModel && coop_shape_ok(d);
     g_info.coop_matrix = d->coop;
@@ -1487,9 +1492,12 @@ static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, 
     bool gemm = !deconv && g.icg == g.ic && g.ocg == g.oc;
     int64_t tiles = ((g.n * g.oh * g.ow + 31) / 32) * ((g.oc + 31) / 32);
     if (gemm && tiles * GROUP_SIZE > (int64_t)UINT32_MAX) gemm = false;
+    /* vector loads where a pixel's channels and a weight row's taps come in fours (every
+     * region starts d->align >= 16 bytes into the device buffer) */
+    int gemm_kind = d->vec4 && g.ic % 4 == 0 ? K_CONV_GEMM4 : K_CONV_GEMM;
     dispatch *sp = add_step(np,
                             deconv ? K_DECONV
-                            : gemm ? K_CONV_GEMM
+                            : gemm ? gemm_kind
                                    : K_CONV,
                             gemm ? tiles * GROUP_SIZE : count);
     pc_conv *pc = &sp->pc.conv;
@@ -2270,7 +2278,8 @@ static ks_status region_alias(build *b, int32_t id, const ks__rt_tensor *t, uint
  * the weights, bias and slopes of CONV2D and CONV2D_TRANSPOSE (their shaders declare them
  * float). plan_conv accepts only constant ones there. */
 static bool wide_binding(int kind, uint32_t i) {
-    return ((kind == K_CONV || kind == K_CONV_GEMM || kind == K_CONV_COOP) &&
+    return ((kind == K_CONV || kind == K_CONV_GEMM || kind == K_CONV_GEMM4 ||
+             kind == K_CONV_COOP) &&
             (i == 1 || i == 2 || i == 4)) ||
            (kind == K_DECONV && (i == 1 || i == 2));
 }
@@ -2574,7 +2583,7 @@ static void tune_steps(build *b) {
     size_t file_bytes = 0;
     for (uint32_t k = 0; k < b->num_steps; k++) {
         dispatch *sp = &b->steps[k];
-        if (sp->kind != K_CONV_GEMM) continue;
+        if (sp->kind != K_CONV_GEMM && sp->kind != K_CONV_GEMM4) continue;
         /* the candidates: the cost model's pick (the tiled GEMM), the same on cooperative
          * matrices where the device has them (d->coop: not the default, since on the H100 it
          * measured no faster over whole models; docs/vulkan.md), the direct shader */

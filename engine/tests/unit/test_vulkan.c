@@ -551,6 +551,15 @@ static void test_conv(void **state) {
          true,
          true,
          false},
+        /* conv2d_gemm4 (vector loads: input channels a multiple of 4) with a tail in every
+         * dimension: 30 pixels x 2 images, 45 channels, k = 3 * 3 * 36 = 324 */
+        {"conv 3x3 stride 2 over several tiles, 36 channels, residual RELU6",
+         {2, 11, 9, 36},
+         {45, 3, 3, 36},
+         {2, 2, 1, 1, 0, 0, 0, 0, KS_PAD_SAME_UPPER, 0, KS_ACT_RELU6},
+         true,
+         true,
+         false},
         {"conv 1x1 stride 2 batch 2, 33 channels",
          {2, 10, 12, 16},
          {33, 1, 1, 16},

@@ -8,6 +8,13 @@
 // an NHWC pixel and of an OHWI weight row), then every invocation does its 16 x 16 products from
 // there, 4 + 4 loads for 16 multiply-adds instead of conv2d.comp's 2 loads for 1.
 //
+// Built twice (engine/CMakeLists.txt): conv2d_gemm, and conv2d_gemm4 with -DKS_VEC4 for
+// convolutions whose input channels are a multiple of 4 (backend.c checks; tensors start 16-byte
+// aligned on the device). There each staging load is a vector: four channels of one tap of x and
+// four consecutive k of a weight row, 2 + 2 loads per invocation and chunk instead of 8 + 8, and
+// the tap's index arithmetic once per four channels. The products and their order are the same,
+// so both give the same bits.
+//
 // Same operands, push constants and arithmetic as conv2d.comp (backend.c picks one per node):
 // taps outside the image add nothing, the sum runs over k in the same order in float, then
 // bias, residual and the fused activation. p.count is the element count n * oh * ow * oc; the
@@ -18,8 +25,13 @@
 
 layout(local_size_x = 64) in;
 
+#ifdef KS_VEC4
+layout(std430, set = 0, binding = 0) readonly buffer X { STORE4 x4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer W { vec4 w4[]; };
+#else
 layout(std430, set = 0, binding = 0) readonly buffer X { STORE x[]; };
 layout(std430, set = 0, binding = 1) readonly buffer W { float w[]; };
+#endif
 layout(std430, set = 0, binding = 2) readonly buffer Bias { float bias[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Res { STORE res[]; };
 layout(std430, set = 0, binding = 4) readonly buffer Slope { float slope[]; };
@@ -53,11 +65,19 @@ void main() {
     int m0 = int(tile / uint(tiles_n)) * TM, n0 = int(tile % uint(tiles_n)) * TN;
     if (m0 >= m_total) return; // the dispatch's spare groups: the whole group leaves
 
+#ifdef KS_VEC4
+    // Staging: invocation tid loads k = k0 + 4 kq .. k0 + 4 kq + 3 (four channels of one tap)
+    // of rows rl + 16s (s = 0, 1) of both tiles.
+    const int SR = 2;
+    int kq = tid % 4, rl = tid / 4;
+#else
     // Staging: invocation tid loads k = k0 + kl of rows rl + 4s (s = 0..7) of both tiles.
+    const int SR = 8;
     int kl = tid % KC, rl = tid / KC;
-    int oy0[8], ox0[8], nrow[8]; // per staged pixel: its window's corner; nrow -1: past M
-    for (int s = 0; s < 8; s++) {
-        int m = m0 + rl + 4 * s;
+#endif
+    int oy0[SR], ox0[SR], nrow[SR]; // per staged pixel: its window's corner; nrow -1: past M
+    for (int s = 0; s < SR; s++) {
+        int m = m0 + rl + (TM / SR) * s;
         nrow[s] = -1;
         if (m < m_total) {
             int ox = m % p.ow, r = m / p.ow;
@@ -74,6 +94,25 @@ void main() {
             acc[i][j] = 0.0;
 
     for (int k0 = 0; k0 < k_total; k0 += KC) {
+#ifdef KS_VEC4
+        int k = k0 + 4 * kq; // k_total is a multiple of 4: a vector is wholly in or out
+        bool kin = k < k_total;
+        int c = k % p.icg, t = k / p.icg;
+        int dy = (t / p.kw) * p.dh, dx = (t % p.kw) * p.dw;
+        for (int s = 0; s < SR; s++) {
+            int row = rl + (TM / SR) * s;
+            vec4 v = vec4(0.0);
+            int iy = oy0[s] + dy, ix = ox0[s] + dx;
+            if (kin && nrow[s] >= 0 && iy >= 0 && iy < p.ih && ix >= 0 && ix < p.iw)
+                v = vec4(x4[uint(((nrow[s] + iy) * p.iw + ix) * (p.ic / 4) + c / 4)]);
+            int co = n0 + row;
+            vec4 wv = kin && co < p.oc ? w4[uint(co * (k_total / 4) + k / 4)] : vec4(0.0);
+            for (int e = 0; e < 4; e++) {
+                xs[4 * kq + e][row] = v[e];
+                ws[4 * kq + e][row] = wv[e];
+            }
+        }
+#else
         int k = k0 + kl;
         bool kin = k < k_total;
         int c = k % p.icg, t = k / p.icg;
@@ -87,6 +126,7 @@ void main() {
             int co = n0 + rl + 4 * s;
             ws[kl][rl + 4 * s] = kin && co < p.oc ? w[uint(co * k_total + k)] : 0.0;
         }
+#endif
         barrier();
         for (int kk = 0; kk < KC; kk++) {
             float a[4], b[4];
