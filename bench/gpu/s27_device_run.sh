@@ -1,8 +1,9 @@
 #!/bin/bash
-# Twenty-seventh session, one device call: the tiled GEMM convolution with vector loads
-# (conv2d_gemm4: conv2d_gemm.comp built with -DKS_VEC4, picked where ic % 4 == 0) against the
-# scalar-load shader (KS_VK_VEC4=0), same binary: (1) both give the same bits (ks-run outputs
-# compared exactly, fp32 and fp16), (2) speed: ks-bench --backend vulkan medians of 100 runs,
+# Twenty-seventh session, one device call: the convolutions with vector loads (conv2d_gemm4:
+# conv2d_gemm.comp built with -DKS_VEC4, where ic % 4 == 0; conv2d_dw4: conv2d.comp built so,
+# depthwise with four channels per invocation where channels % 4 == 0) against the scalar-load
+# shaders (KS_VK_VEC4=0), same binary: (1) whether both give the same bits (ks-run outputs compared
+# exactly, fp32 and fp16), (2) speed: ks-bench --backend vulkan medians of 100 runs,
 # alternated in 3 rounds, fp32 and fp16, (3) per-op profile of the heavy models.
 # Carried (git-ignored): .gl (the Vulkan loader package) and .dev/s27: ks-bench and ks-run of this
 # build, m/KEY.ksm (the GPU set, ks-convert --weights int8 to fit the transfer), in/KEY.npy.

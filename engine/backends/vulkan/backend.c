@@ -80,6 +80,7 @@ enum {
     K_CONV,
     K_CONV_GEMM,
     K_CONV_GEMM4, /* conv2d_gemm with vector loads (input channels a multiple of 4) */
+    K_CONV_DW4,   /* conv2d for depthwise, four channels per invocation (channels % 4 == 0) */
     K_CONV_COOP,  /* conv2d_gemm on cooperative matrices (fp16 arithmetic mode only) */
     K_DECONV,
     K_POOL,
@@ -245,6 +246,7 @@ static const kernel_info k_kernels[K_COUNT] = {
     [K_DECONV] = KERNEL(deconv, 5, pc_conv),
     [K_CONV_GEMM] = KERNEL(conv2d_gemm, 6, pc_conv),
     [K_CONV_GEMM4] = KERNEL(conv2d_gemm4, 6, pc_conv),
+    [K_CONV_DW4] = KERNEL(conv2d_dw4, 6, pc_conv),
     [K_CONV_COOP] = KERNEL_F16(conv2d_coop, 6, pc_conv),
     [K_POOL] = KERNEL(pool2d, 2, pc_pool),
     [K_POOL_WIDE] = KERNEL(pool2d_wide, 2, pc_pool),
@@ -329,7 +331,7 @@ typedef struct vk_dev {
     uint8_t pcache_key[KEY_BYTES];
     bool feedback; /* VK_EXT_pipeline_creation_feedback: pipelines say if cached */
     bool coop;     /* tuning may run one-group convolutions on cooperative matrices */
-    bool vec4;     /* conv2d_gemm4 where ic % 4 == 0 (KS_VK_VEC4=0: conv2d_gemm everywhere) */
+    bool vec4;     /* conv2d_gemm4 / conv2d_dw4 where channels come in fours (KS_VK_VEC4=0: off) */
     uint32_t built, built_cached; /* pipelines made, and those found in the cache */
     ks_precision precision;       /* the session's (desc->precision at device_create) */
     ks_tune_mode tune;            /* the session's: OFF, or time the kernel candidates */
@@ -1495,11 +1497,16 @@ static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, 
     /* vector loads where a pixel's channels and a weight row's taps come in fours (every
      * region starts d->align >= 16 bytes into the device buffer) */
     int gemm_kind = d->vec4 && g.ic % 4 == 0 ? K_CONV_GEMM4 : K_CONV_GEMM;
+    /* depthwise (one channel per group) in fours: four channels of a pixel per invocation */
+    bool dw4 = !deconv && !gemm && d->vec4 && g.icg == 1 && g.ocg == 1 && g.oc % 4 == 0;
     dispatch *sp = add_step(np,
                             deconv ? K_DECONV
                             : gemm ? gemm_kind
+                            : dw4  ? K_CONV_DW4
                                    : K_CONV,
-                            gemm ? tiles * GROUP_SIZE : count);
+                            gemm  ? tiles * GROUP_SIZE
+                            : dw4 ? count / 4
+                                  : count);
     pc_conv *pc = &sp->pc.conv;
     pc->count = (uint32_t)count;
     pc->ih = (int32_t)g.ih, pc->iw = (int32_t)g.iw, pc->ic = (int32_t)g.ic;
@@ -2278,7 +2285,7 @@ static ks_status region_alias(build *b, int32_t id, const ks__rt_tensor *t, uint
  * the weights, bias and slopes of CONV2D and CONV2D_TRANSPOSE (their shaders declare them
  * float). plan_conv accepts only constant ones there. */
 static bool wide_binding(int kind, uint32_t i) {
-    return ((kind == K_CONV || kind == K_CONV_GEMM || kind == K_CONV_GEMM4 ||
+    return ((kind == K_CONV || kind == K_CONV_GEMM || kind == K_CONV_GEMM4 || kind == K_CONV_DW4 ||
              kind == K_CONV_COOP) &&
             (i == 1 || i == 2 || i == 4)) ||
            (kind == K_DECONV && (i == 1 || i == 2));

@@ -12,12 +12,24 @@
 
 layout(local_size_x = 64) in;
 
+#ifdef KS_VEC4
+layout(std430, set = 0, binding = 0) readonly buffer X { STORE4 x4[]; };
+#else
 layout(std430, set = 0, binding = 0) readonly buffer X { STORE x[]; };
+#endif
 layout(std430, set = 0, binding = 1) readonly buffer W { float w[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Bias { float bias[]; };
+#ifdef KS_VEC4
+layout(std430, set = 0, binding = 3) readonly buffer Res { STORE4 res4[]; };
+#else
 layout(std430, set = 0, binding = 3) readonly buffer Res { STORE res[]; };
+#endif
 layout(std430, set = 0, binding = 4) readonly buffer Slope { float slope[]; };
+#ifdef KS_VEC4
+layout(std430, set = 0, binding = 5) writeonly buffer Y { STORE4 y4[]; };
+#else
 layout(std430, set = 0, binding = 5) writeonly buffer Y { STORE y[]; };
+#endif
 
 // Must match pc_conv in backend.c.
 layout(push_constant) uniform P {
@@ -32,6 +44,47 @@ layout(push_constant) uniform P {
 
 #include "act.glsl"
 
+#ifdef KS_VEC4
+// conv2d_dw4 (this file with -DKS_VEC4): depthwise with one channel per group (icg = ocg = 1) and
+// channels a multiple of 4 (backend.c checks; tensors start 16-byte aligned on the device). One
+// invocation computes four neighbouring channels of one output pixel: one vector load of x per
+// tap instead of four, and the pixel's index arithmetic once for the four. The same taps in the
+// same order per channel.
+void main() {
+    uint i = ks_index(); // (pixel, group of four channels)
+    int c4 = p.oc / 4;
+    if (i >= p.count / 4u) return;
+    int cq = int(i % uint(c4));
+    uint r = i / uint(c4);
+    int ox = int(r % uint(p.ow));
+    r /= uint(p.ow);
+    int oy = int(r % uint(p.oh));
+    int n = int(r / uint(p.oh));
+    int co = 4 * cq, taps = p.kh * p.kw;
+    vec4 acc = vec4(0.0);
+    for (int ky = 0; ky < p.kh; ky++) {
+        int iy = oy * p.sh - p.pt + ky * p.dh;
+        if (iy < 0 || iy >= p.ih) continue;
+        for (int kx = 0; kx < p.kw; kx++) {
+            int ix = ox * p.sw - p.pl + kx * p.dw;
+            if (ix < 0 || ix >= p.iw) continue;
+            vec4 v = vec4(x4[uint(((n * p.ih + iy) * p.iw + ix) * c4 + cq)]);
+            int t = ky * p.kw + kx;
+            acc += v * vec4(w[co * taps + t], w[(co + 1) * taps + t], w[(co + 2) * taps + t],
+                            w[(co + 3) * taps + t]);
+        }
+    }
+    if ((p.flags & 1u) != 0u) acc += vec4(bias[co], bias[co + 1], bias[co + 2], bias[co + 3]);
+    if ((p.flags & 2u) != 0u) acc += vec4(res4[i]);
+    vec4 al = (p.flags & 4u) != 0u
+                  ? vec4(slope[co], slope[co + 1], slope[co + 2], slope[co + 3])
+                  : vec4(p.alpha);
+    vec4 o;
+    for (int e = 0; e < 4; e++) // as ks_act_store per channel (fp16 vectors take only vectors)
+        o[e] = float(ks_act(AF(acc[e]), p.act, AF(al[e])));
+    y4[i] = STORE4(o);
+}
+#else
 void main() {
     uint i = ks_index();
     if (i >= p.count) return;
@@ -60,3 +113,4 @@ void main() {
     float al = (p.flags & 4u) != 0u ? slope[co] : p.alpha;
     y[i] = ks_act_store(acc, p.act, al);
 }
+#endif
