@@ -64,7 +64,21 @@ endif()
 list(APPEND KS_SDK_DEPS m)
 list(APPEND KS_SDK_PC_LIBS -lm -pthread)
 
-add_library(kestrel_sdk_static STATIC ${KS_SDK_OBJECTS})
+# The Vulkan backend (engine/CMakeLists.txt): linked into the static library; the shared one
+# opens libkestrel_vulkan.so beside it when built with KS_VULKAN_MODULE (docs/vulkan.md, "The
+# Vulkan module"), else links it in too.
+set(KS_SDK_STATIC_OBJECTS ${KS_SDK_OBJECTS})
+set(KS_SDK_SHARED_OBJECTS ${KS_SDK_OBJECTS})
+if(TARGET kestrel_vk_obj)
+  list(APPEND KS_SDK_STATIC_OBJECTS $<TARGET_OBJECTS:kestrel_vk_obj>)
+  if(TARGET kestrel_vkload_obj)
+    list(APPEND KS_SDK_SHARED_OBJECTS $<TARGET_OBJECTS:kestrel_vkload_obj>)
+  else()
+    list(APPEND KS_SDK_SHARED_OBJECTS $<TARGET_OBJECTS:kestrel_vk_obj>)
+  endif()
+endif()
+
+add_library(kestrel_sdk_static STATIC ${KS_SDK_STATIC_OBJECTS})
 target_include_directories(kestrel_sdk_static INTERFACE ${KS_SDK_INCLUDES}
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 target_link_libraries(kestrel_sdk_static INTERFACE ${KS_SDK_DEPS})
@@ -74,7 +88,15 @@ set_target_properties(kestrel_sdk_static PROPERTIES OUTPUT_NAME kestrel EXPORT_N
 set(KS_SDK_TARGETS kestrel_sdk_static)
 
 if(KS_BUILD_SHARED)
-  add_library(kestrel_sdk SHARED ${KS_SDK_OBJECTS})
+  add_library(kestrel_sdk SHARED ${KS_SDK_SHARED_OBJECTS})
+  if(TARGET kestrel_vulkan)
+    # the module beside the build tree's copy (sdk/), as it is installed beside the library
+    add_custom_command(TARGET kestrel_sdk POST_BUILD
+      COMMAND ${CMAKE_COMMAND} -E copy_if_different $<TARGET_FILE:kestrel_vulkan>
+        ${CMAKE_BINARY_DIR}/sdk/
+      VERBATIM)
+    add_dependencies(kestrel_sdk kestrel_vulkan)
+  endif()
   target_include_directories(kestrel_sdk INTERFACE ${KS_SDK_INCLUDES}
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(kestrel_sdk PRIVATE ${KS_SDK_DEPS})
@@ -93,6 +115,9 @@ endif()
 install(TARGETS ${KS_SDK_TARGETS} EXPORT KestrelTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_COMPONENT Development
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Development)
+if(TARGET kestrel_vulkan AND KS_BUILD_SHARED)
+  install(TARGETS kestrel_vulkan LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 
 # Default task bundles, when they were built (scripts/setup fetched the models): installed into
 # share/kestrel/bundles. The library's compiled-in default models dir is the build tree, so

@@ -96,4 +96,20 @@ else()
     "glslangValidator come with: apt install libvulkan-dev glslang-tools)")
 endif()
 
+# KS_VULKAN_MODULE: in the shared library the backend is a module of its own,
+# libkestrel_vulkan.so, opened at run time when a session asks for Vulkan (docs/vulkan.md, "The
+# Vulkan module"), so an app that runs on the CPU does not carry it; the static libraries link it
+# in. Default ON on Linux and Android (dlopen of an app's own libraries); OFF links it into the
+# shared library too.
+if(KS_VULKAN_ENABLED AND CMAKE_SYSTEM_NAME MATCHES "Linux|Android")
+  set(ks_vk_module_default ON)
+else()
+  set(ks_vk_module_default OFF)
+endif()
+option(KS_VULKAN_MODULE "Vulkan backend of the shared library as libkestrel_vulkan.so"
+  ${ks_vk_module_default})
+if(NOT KS_VULKAN_ENABLED)
+  set(KS_VULKAN_MODULE OFF)
+endif()
+
 set(KS_VULKAN_CMAKE_SCRIPT ${CMAKE_CURRENT_LIST_FILE})

@@ -6,7 +6,8 @@ bench/peers/convert.py (ks-convert and pnnx) and copies, per model of the GPU se
 the ncnn .param/.bin (when ncnn can run the model) into OUT/KEY/, and OUT/manifest.json with
 the source model's input shapes and dtypes (run.py makes the same seeded inputs from them as
 bench/peers/run.py does from the source model). Packing into an existing OUT adds models. It also
-copies libkestrel.so (and the ncnn wheel when --wheel is given).
+copies libkestrel.so and its Vulkan module libkestrel_vulkan.so (and the ncnn wheel when --wheel
+is given).
 
 usage: pack.py OUT [--models KEYS] [--wheel NCNN.whl] [--seed S] [--weights fp16|int8]
 
@@ -85,6 +86,10 @@ def main():
         print(f"{model.key:18s} ksm {'+ ncnn' if nc else '(no ncnn: ' + entry['ncnn_note'] + ')'}")
     lib = common.build_dir() / "engine" / "libkestrel.so"
     shutil.copy(lib, out / "libkestrel.so")
+    # the Vulkan backend: a module the library opens from its own folder (docs/vulkan.md)
+    module = lib.parent / "libkestrel_vulkan.so"
+    if module.exists():
+        shutil.copy(module, out / "libkestrel_vulkan.so")
     if args.wheel:
         shutil.copy(args.wheel, out / pathlib.Path(args.wheel).name)
     mpath.write_text(json.dumps(manifest, indent=1))

@@ -18,7 +18,7 @@
 #include "src/model.h"
 #include "src/precision.h"
 #if defined(KS_HAVE_VULKAN)
-#include "backends/vulkan/vk_backend.h"
+#include "backends/vulkan/vk_host.h" /* ks__vulkan_backend_get: linked in, or the module */
 #endif
 
 const char *ks_backend_string(ks_backend b) {
@@ -48,7 +48,7 @@ int ks_backend_parse(const char *name, ks_backend *out) {
 /* The device backend of a GPU ks_backend in this build, or NULL with the reason in err. */
 static const ks__backend *device_backend(ks_backend b, char *err, size_t err_cap) {
 #if defined(KS_HAVE_VULKAN)
-    if (b == KS_BACKEND_VULKAN) return ks__vulkan_backend();
+    if (b == KS_BACKEND_VULKAN) return ks__vulkan_backend_get(err, err_cap);
 #endif
     if (b == KS_BACKEND_VULKAN)
         snprintf(err, err_cap,
@@ -98,7 +98,7 @@ static ks_status create_on(const ks_model *model, const ks__graph *graph,
                            const ks_session_desc *desc, ks_backend b, ks_session **session_out) {
     if (b == KS_BACKEND_CPU)
         return ks__session_create_with(model, graph, desc, ks__cpu_backend(), session_out);
-    char err[200];
+    char err[600];
     const ks__backend *dev = device_backend(b, err, sizeof(err));
     if (!dev) {
         ks__object_error(NULL, "ks_session_create: %s", err);

@@ -53,7 +53,8 @@
 #include "pcache_file.h"
 #include "vk_loader.h"
 #include "src/shape_mediapipe.h"
-#include "vk_shaders.h" /* generated at build time from shaders/ (cmake/vulkan.cmake) */
+#include "vk_shaders.h"       /* generated at build time from shaders/ (cmake/vulkan.cmake) */
+#include "vk_host_redirect.h" /* last: the module calls the core through a table */
 
 #define GROUP_SIZE 64u /* local_size_x of every shader */
 

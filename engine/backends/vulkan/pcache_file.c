@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "base/crc32.h"
-#include "kestrel/kestrel.h" /* KS_VERSION_HEX */
+#include "kestrel/kestrel.h"  /* KS_VERSION_HEX */
+#include "vk_host_redirect.h" /* last: the module calls the core through a table */
 
 #define MAGIC "kestrel-vkpipe1"
 

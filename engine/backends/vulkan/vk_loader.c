@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "base/once.h"
+#include "vk_host_redirect.h" /* last: the module calls the core through a table */
 
 static ks__once_flag g_once = KS__ONCE_INIT;
 static PFN_vkGetInstanceProcAddr g_gipa;
