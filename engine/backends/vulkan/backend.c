@@ -80,7 +80,7 @@ enum {
     K_UNARY,
     K_CONV,
     K_CONV_GEMM,
-    K_CONV_GEMM4, /* conv2d_gemm with vector loads (input channels a multiple of 4) */
+    K_CONV_GEMM4, /* conv2d_gemm with vector loads (input channels a multiple of 4; fp32) */
     K_CONV_DW4,   /* conv2d for depthwise, four channels per invocation (channels % 4 == 0) */
     K_CONV_COOP,  /* conv2d_gemm on cooperative matrices (fp16 arithmetic mode only) */
     K_DECONV,
@@ -246,7 +246,7 @@ static const kernel_info k_kernels[K_COUNT] = {
     [K_CONV] = KERNEL(conv2d, 6, pc_conv),
     [K_DECONV] = KERNEL(deconv, 5, pc_conv),
     [K_CONV_GEMM] = KERNEL(conv2d_gemm, 6, pc_conv),
-    [K_CONV_GEMM4] = KERNEL(conv2d_gemm4, 6, pc_conv),
+    [K_CONV_GEMM4] = KERNEL_F32(conv2d_gemm4, 6, pc_conv),
     [K_CONV_DW4] = KERNEL(conv2d_dw4, 6, pc_conv),
     [K_CONV_COOP] = KERNEL_F16(conv2d_coop, 6, pc_conv),
     [K_POOL] = KERNEL(pool2d, 2, pc_pool),
@@ -332,7 +332,9 @@ typedef struct vk_dev {
     uint8_t pcache_key[KEY_BYTES];
     bool feedback; /* VK_EXT_pipeline_creation_feedback: pipelines say if cached */
     bool coop;     /* tuning may run one-group convolutions on cooperative matrices */
-    bool vec4;     /* conv2d_gemm4 / conv2d_dw4 where channels come in fours (KS_VK_VEC4=0: off) */
+    /* conv2d_gemm4 / conv2d_dw4 where channels come in fours; KS_VK_VEC4=0 neither, =gemm or
+     * =dw only that one (the A/B switches of bench/gpu) */
+    bool gemm4, dw4;
     uint32_t built, built_cached; /* pipelines made, and those found in the cache */
     ks_precision precision;       /* the session's (desc->precision at device_create) */
     ks_tune_mode tune;            /* the session's: OFF, or time the kernel candidates */
@@ -975,7 +977,8 @@ static ks_status open_device(vk_dev *d, char *err, size_t cap) {
     d->esize = d->fp16 == V_F32 ? 4u : 2u;
     g_info.fp16 = d->fp16;
     const char *vec4_env = getenv("KS_VK_VEC4"); /* the A/B switch of bench/gpu */
-    d->vec4 = !(vec4_env && strcmp(vec4_env, "0") == 0);
+    d->gemm4 = !vec4_env || (strcmp(vec4_env, "0") != 0 && strcmp(vec4_env, "dw") != 0);
+    d->dw4 = !vec4_env || (strcmp(vec4_env, "0") != 0 && strcmp(vec4_env, "gemm") != 0);
     d->coop = d->fp16 == V_F16 && has_f16 && has_coop && fcm.cooperativeMatrix &&
               fvm.vulkanMemoryModel && coop_shape_ok(d);
     g_info.coop_matrix = d->coop;
@@ -1496,10 +1499,12 @@ static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, 
     int64_t tiles = ((g.n * g.oh * g.ow + 31) / 32) * ((g.oc + 31) / 32);
     if (gemm && tiles * GROUP_SIZE > (int64_t)UINT32_MAX) gemm = false;
     /* vector loads where a pixel's channels and a weight row's taps come in fours (every
-     * region starts d->align >= 16 bytes into the device buffer) */
-    int gemm_kind = d->vec4 && g.ic % 4 == 0 ? K_CONV_GEMM4 : K_CONV_GEMM;
+     * region starts d->align >= 16 bytes into the device buffer); fp32 tensors only: with fp16
+     * tensors the H100 ran BlazePose heavy's GEMM convolutions in 5.13 ms with them against
+     * 4.01 without (docs/vulkan.md, "Vector loads") */
+    int gemm_kind = d->gemm4 && d->fp16 == V_F32 && g.ic % 4 == 0 ? K_CONV_GEMM4 : K_CONV_GEMM;
     /* depthwise (one channel per group) in fours: four channels of a pixel per invocation */
-    bool dw4 = !deconv && !gemm && d->vec4 && g.icg == 1 && g.ocg == 1 && g.oc % 4 == 0;
+    bool dw4 = !deconv && !gemm && d->dw4 && g.icg == 1 && g.ocg == 1 && g.oc % 4 == 0;
     dispatch *sp = add_step(np,
                             deconv ? K_DECONV
                             : gemm ? gemm_kind

@@ -84,7 +84,7 @@ typedef struct ks__vk_host {
  * keeps the table and returns ks__vulkan_backend(); NULL on a mismatch. */
 #define KS__VK_MODULE_ENTRY "ks_vulkan_module_entry"
 typedef const ks__backend *(*ks__vk_module_entry_fn)(const ks__vk_host *host, size_t host_size,
-                                                      const char *token);
+                                                     const char *token);
 
 /* The Vulkan backend of this build, or NULL with the reason in err: linked in (vk_link.c, the
  * static library) or loaded from libkestrel_vulkan.so (vk_module_load.c, the shared library

@@ -32,8 +32,8 @@ static void beside_self(char *out, size_t cap) {
     if (!dladdr((void *)&ks__vulkan_backend_get, &info) || !info.dli_fname) return;
     const char *slash = strrchr(info.dli_fname, '/');
     if (!slash) return;
-    int n = snprintf(out, cap, "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname,
-                     MODULE_NAME);
+    int n =
+        snprintf(out, cap, "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname, MODULE_NAME);
     if (n < 0 || (size_t)n >= cap) out[0] = '\0';
 }
 

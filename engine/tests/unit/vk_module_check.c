@@ -15,7 +15,7 @@
 
 static int fail(const char *what, ks_status st) {
     fprintf(stderr, "vk_module_check: %s: %s: %s\n", what, ks_status_string(st),
-                   ks_last_error(NULL));
+            ks_last_error(NULL));
     return 1;
 }
 
@@ -82,8 +82,7 @@ int main(int argc, char **argv) {
         printf("vulkan without the module: %s: %s\n", ks_status_string(st), msg);
         if (st != KS_STATUS_UNSUPPORTED || !strstr(msg, "Vulkan module")) rc = 1;
         st = run(m, KS_BACKEND_AUTO, dev, CAP, &n_dev, &on);
-        printf("auto without the module: %s, on %s\n", ks_status_string(st),
-               ks_backend_string(on));
+        printf("auto without the module: %s, on %s\n", ks_status_string(st), ks_backend_string(on));
         if (st || on != KS_BACKEND_CPU || n_dev != n_cpu || memcmp(dev, cpu, n_cpu * sizeof(float)))
             rc = 1;
     } else {
