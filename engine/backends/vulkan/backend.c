@@ -267,6 +267,21 @@ static const kernel_info k_kernels[K_COUNT] = {
 #undef KERNEL_F16
 #undef KERNEL
 
+/* KS_VK_VEC4 (the A/B switch of bench/gpu): unset, every vector-load shader; "0" none; else only
+ * those named in a comma list ("gemm", "dw"). */
+static bool vec4_allowed(const char *what) {
+    const char *env = getenv("KS_VK_VEC4");
+    if (!env) return true;
+    size_t n = strlen(what);
+    for (const char *p = env; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, what, n) == 0) return true;
+        p = end ? end + 1 : p + len;
+    }
+    return false;
+}
+
 /* One dispatch: its shader family, push constants, size and operands. */
 typedef struct dispatch {
     int kind;
@@ -332,8 +347,7 @@ typedef struct vk_dev {
     uint8_t pcache_key[KEY_BYTES];
     bool feedback; /* VK_EXT_pipeline_creation_feedback: pipelines say if cached */
     bool coop;     /* tuning may run one-group convolutions on cooperative matrices */
-    /* conv2d_gemm4 / conv2d_dw4 where channels come in fours; KS_VK_VEC4=0 neither, =gemm or
-     * =dw only that one (the A/B switches of bench/gpu) */
+    /* conv2d_gemm4 / conv2d_dw4 where channels come in fours (vec4_allowed) */
     bool gemm4, dw4;
     uint32_t built, built_cached; /* pipelines made, and those found in the cache */
     ks_precision precision;       /* the session's (desc->precision at device_create) */
@@ -976,9 +990,8 @@ static ks_status open_device(vk_dev *d, char *err, size_t cap) {
                 want == V_F16 ? "fp16" : "fp16-storage", d->props.deviceName, mode_name[want]);
     d->esize = d->fp16 == V_F32 ? 4u : 2u;
     g_info.fp16 = d->fp16;
-    const char *vec4_env = getenv("KS_VK_VEC4"); /* the A/B switch of bench/gpu */
-    d->gemm4 = !vec4_env || (strcmp(vec4_env, "0") != 0 && strcmp(vec4_env, "dw") != 0);
-    d->dw4 = !vec4_env || (strcmp(vec4_env, "0") != 0 && strcmp(vec4_env, "gemm") != 0);
+    d->gemm4 = vec4_allowed("gemm");
+    d->dw4 = vec4_allowed("dw");
     d->coop = d->fp16 == V_F16 && has_f16 && has_coop && fcm.cooperativeMatrix &&
               fvm.vulkanMemoryModel && coop_shape_ok(d);
     g_info.coop_matrix = d->coop;

@@ -776,6 +776,27 @@ static void test_layout(void **state) {
     const range r[1] = {{-1.0f, 1.0f}};
     check_graph("CONCAT, SPLIT, TRANSPOSE, SLICE, PACK, UNPACK", &g, 2, ins, no, outs, r, 1);
 
+    /* channel concats (8 + 4 with RELU6, 6 + 2) and a channel split (4, 8) of NHWC tensors */
+    ks__graph_init(&g, NULL);
+    int64_t a8[4] = {1, 5, 7, 8}, a4[4] = {1, 5, 7, 4}, a6[4] = {1, 5, 7, 6}, a2[4] = {1, 5, 7, 2};
+    int32_t f8 = tensor(&g, "f8", 4, a8), f4 = tensor(&g, "f4", 4, a4);
+    int32_t f6 = tensor(&g, "f6", 4, a6), f2 = tensor(&g, "f2", 4, a2);
+    int32_t o4[4] = {unknown(&g, "cat12", 4), unknown(&g, "cat8", 4), unknown(&g, "split4", 4),
+                     unknown(&g, "split8", 4)};
+    int32_t c12[2] = {f8, f4}, c8[2] = {f6, f2};
+    n = add(&g, KS_OP_CONCAT, "cat12", 2, c12, o4[0]);
+    n->ip[0] = 3;
+    n->ip[1] = KS_ACT_RELU6;
+    n = add(&g, KS_OP_CONCAT, "cat8", 2, c8, o4[1]);
+    n->ip[0] = 3;
+    const int64_t sizes48[2] = {4, 8};
+    int32_t s12in[2] = {o4[0], ivec(&g, "sizes48", 2, sizes48)};
+    assert_int_equal(ks__graph_add_node(&g, KS_OP_SPLIT, "split48", 2, s12in, 2, o4 + 2, &idx), 0);
+    g.nodes[idx].ip[0] = 3;
+    int32_t in4[4] = {f8, f4, f6, f2};
+    const range r4[1] = {{-8.0f, 8.0f}};
+    check_graph("CONCAT and SPLIT on channels in fours", &g, 4, in4, 4, o4, r4, 1);
+
     /* DEPTH_TO_SPACE (DCR, CRD) and SPACE_TO_DEPTH */
     ks__graph_init(&g, NULL);
     int64_t dd[4] = {1, 3, 5, 12}, sd[4] = {1, 4, 6, 3};
