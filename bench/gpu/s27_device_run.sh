@@ -17,11 +17,7 @@ for m in $MODELS; do
   for pr in f32 fp16; do
     $D/ks-run $D/m/$m.ksm --input $D/in/$m.npy --output-dir /tmp/o/$m/$pr/v4 --backend vulkan --precision $pr > /dev/null 2>&1
     KS_VK_VEC4=0 $D/ks-run $D/m/$m.ksm --input $D/in/$m.npy --output-dir /tmp/o/$m/$pr/v1 --backend vulkan --precision $pr > /dev/null 2>&1
-    python3 -c '
-import sys, glob, os, numpy as np
-a, b = sys.argv[1], sys.argv[2]
-fs = sorted(glob.glob(a + "/*.npy")); same = all(np.array_equal(np.load(f), np.load(os.path.join(b, os.path.basename(f))), equal_nan=True) for f in fs)
-print(sys.argv[3], sys.argv[4], len(fs), "outputs", "identical" if same and fs else "DIFFER")' /tmp/o/$m/$pr/v4 /tmp/o/$m/$pr/v1 $m $pr
+    python3 bench/gpu/same_outputs.py /tmp/o/$m/$pr/v4 /tmp/o/$m/$pr/v1 $m $pr
   done
 done
 echo "=== 2. speed: median ms of 100 runs: [vec4 f32] [scalar f32] [vec4 fp16] [scalar fp16], 3 rounds"
