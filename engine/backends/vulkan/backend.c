@@ -1782,7 +1782,6 @@ static ks_status plan_resize(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np
  * fp32 mode only: a crop matrix's translation in fp16 would lose its fraction. */
 static ks_status plan_mp(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
                          size_t cap) {
-    if (d->fp16 != V_F32) return refuse(why, cap, "MediaPipe transforms: fp32 mode only");
     const ks__node *nd = ctx->node;
     for (uint32_t k = 0; k < ctx->num_inputs; k++)
         if (!plain_f32(d, ctx->in[k])) return refuse(why, cap, "an input is not plain F32");
@@ -2914,6 +2913,10 @@ static ks_status compile_into(build *b) {
                                 "Vulkan: node %u '%s' was accepted but cannot be planned: %s",
                                 c->node_index, c->node->name, why);
             if (pass == 0) {
+                /* a node whose shader exists in fp32 only (MediaPipe's transforms) runs in fp32
+                 * in the fp16 modes, with casts around it ("Nodes kept in fp32") */
+                for (uint32_t j = 0; d->esize == 2 && j < np->num_steps; j++)
+                    if (!k_kernels[np->steps[j].kind].spv[d->fp16]) b->fp32[k] = 1;
                 total += np->num_steps;
                 continue;
             }
