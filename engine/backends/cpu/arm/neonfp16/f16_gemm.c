@@ -60,7 +60,7 @@ static size_t round_up(size_t v, size_t m) {
  * panel's k rows of 8 weights; bias: its 8 fp32 biases; c: row r at c + r * c_stride. */
 static void ks_f16_gemm__neonfp16_8x8(size_t mr, size_t nc, size_t k, const float16_t *a,
                                       const float16_t *w, const float *bias, float *c,
-                                      size_t c_stride, const neon_act *act) {
+                                      size_t c_stride, const neon_act *act, const float *slope) {
 #define INIT_SUM(r) float32x4_t s##r##0 = vdupq_n_f32(0.0f), s##r##1 = vdupq_n_f32(0.0f);
     ROWS(INIT_SUM)
 #undef INIT_SUM
@@ -136,6 +136,20 @@ static void ks_f16_gemm__neonfp16_8x8(size_t mr, size_t nc, size_t k, const floa
     else if (act->post == KS_ACT_LEAKY_RELU)
         POST_ROWS(LEAKY)
 #undef LEAKY
+    if (slope) { /* PRELU: the panel's slopes (nc of them), x >= 0 ? x : slope * x */
+        float sl[NR] = {0};
+        memcpy(sl, slope, nc * sizeof(float));
+        const float32x4_t s0 = vld1q_f32(sl), s1 = vld1q_f32(sl + 4);
+        for (size_t r = 0; r < mr; r++) {
+            float *cr = c + r * c_stride, tmp[NR];
+            if (nc != NR) memcpy(tmp, cr, nc * sizeof(float));
+            float *v = nc == NR ? cr : tmp;
+            float32x4_t x0 = vld1q_f32(v), x1 = vld1q_f32(v + 4);
+            vst1q_f32(v, vbslq_f32(vcgeq_f32(x0, zero), x0, vmulq_f32(s0, x0)));
+            vst1q_f32(v + 4, vbslq_f32(vcgeq_f32(x1, zero), x1, vmulq_f32(s1, x1)));
+            if (nc != NR) memcpy(cr, tmp, nc * sizeof(float));
+        }
+    }
 #undef POST_ROWS
 }
 
@@ -314,7 +328,7 @@ typedef struct f16_job {
     float *y;
     char *scratch;
     size_t scratch_stride, panel_bytes, num_panels, num_chunks, num_pixels;
-    bool rows_pass; /* a scalar activation or PRELU slopes left for a pass over stored rows */
+    bool rows_pass; /* a scalar activation left for a pass over stored rows */
 } f16_job;
 
 /* Packs the A tile of output pixels [p0, p0 + mr) into a. The pixels' coordinates are found
@@ -384,15 +398,11 @@ static void f16_range(void *arg, size_t begin, size_t end, uint32_t thread) {
             float *c = j->y + p0 * g->oc + c0;
             ks_f16_gemm__neonfp16_8x8(mr, nc, k, a,
                                       (const float16_t *)(const void *)(panel + NR * sizeof(float)),
-                                      (const float *)(const void *)panel, c, g->oc, &j->vact);
-            if (!j->rows_pass) continue; /* the epilogue's vector activation did it all */
-            for (size_t r = 0; r < mr; r++) {
-                float *row = c + r * g->oc;
-                ks__arm_act_scalar(row, nc, &j->act);
-                if (g->slope)
-                    for (size_t i = 0; i < nc; i++)
-                        row[i] = row[i] >= 0.0f ? row[i] : g->slope[c0 + i] * row[i];
-            }
+                                      (const float *)(const void *)panel, c, g->oc, &j->vact,
+                                      g->slope ? g->slope + c0 : NULL);
+            if (!j->rows_pass) continue; /* the epilogue did the whole activation */
+            for (size_t r = 0; r < mr; r++)
+                ks__arm_act_scalar(c + r * g->oc, nc, &j->act);
         }
     }
 }
@@ -407,7 +417,7 @@ static ks_status f16_run(ks__kernel_ctx *ctx) {
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "fp16 GEMM run: scratch too small");
     ks__arm_act_init(&j.act, j.g.slope ? KS_ACT_NONE : j.g.act, j.g.alpha);
     j.vact = neon_act_load(&j.act);
-    j.rows_pass = j.act.scalar_act != KS_ACT_NONE || j.g.slope;
+    j.rows_pass = j.act.scalar_act != KS_ACT_NONE;
     j.x = (const float *)ctx->in[0]->data;
     j.y = (float *)ctx->out[0]->data;
     j.packed = (const char *)ctx->packed;
