@@ -6,9 +6,13 @@
  *   vk_module_check MODEL.ksm missing   KS_VULKAN_MODULE names no file: KS_BACKEND_VULKAN is
  *                                      refused with KS_STATUS_UNSUPPORTED and a message naming
  *                                      the module; KS_BACKEND_AUTO runs on the CPU
+ *   vk_module_check MODEL.ksm foreign   KS_VULKAN_MODULE names a library that is not this
+ *                                      build's module (libkestrel.so itself): refused the same
+ *                                      way, the message saying so; AUTO runs on the CPU
  * Exit 0 passes, 77 skips (no model file), anything else fails. */
 #include <kestrel/engine.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,11 +80,15 @@ int main(int argc, char **argv) {
         printf("vulkan through the module: backend %s, %zu outputs, rel L2 %.3g to the CPU\n",
                ks_backend_string(on), n_dev, rel);
         rc = on == KS_BACKEND_VULKAN && n_dev == n_cpu && rel <= 1e-3 ? 0 : 1;
-    } else if (strcmp(argv[2], "missing") == 0) {
+    } else if (strcmp(argv[2], "missing") == 0 || strcmp(argv[2], "foreign") == 0) {
+        bool foreign = strcmp(argv[2], "foreign") == 0;
         st = run(m, KS_BACKEND_VULKAN, dev, CAP, &n_dev, &on);
         const char *msg = ks_last_error(NULL);
-        printf("vulkan without the module: %s: %s\n", ks_status_string(st), msg);
-        if (st != KS_STATUS_UNSUPPORTED || !strstr(msg, "Vulkan module")) rc = 1;
+        printf("vulkan with the module %s: %s: %s\n", foreign ? "of another build" : "missing",
+               ks_status_string(st), msg);
+        if (st != KS_STATUS_UNSUPPORTED ||
+            !strstr(msg, foreign ? "is not the Vulkan module" : "Vulkan module"))
+            rc = 1;
         st = run(m, KS_BACKEND_AUTO, dev, CAP, &n_dev, &on);
         printf("auto without the module: %s, on %s\n", ks_status_string(st), ks_backend_string(on));
         if (st || on != KS_BACKEND_CPU || n_dev != n_cpu || memcmp(dev, cpu, n_cpu * sizeof(float)))
