@@ -59,8 +59,11 @@ static inline float32x4_t neon_silu(float32x4_t x) {
     return vbslq_f32(vcgeq_f32(x, vdupq_n_f32(0.0f)), q, vmulq_f32(q, e));
 }
 
-/* The activation after the clamp (LEAKY_RELU, HARD_SWISH, SILU; x for the others). */
-static inline float32x4_t neon_act_post(float32x4_t x, const neon_act *a) {
+static inline float32x4_t neon_act_apply(float32x4_t x, const neon_act *a) {
+    if (a->nan_to_lo)
+        x = vbslq_f32(vcgtq_f32(x, a->lo), x, a->lo);
+    else
+        x = vminq_f32(vmaxq_f32(x, a->lo), a->hi);
     if (a->post == KS_ACT_LEAKY_RELU)
         x = vbslq_f32(vcgeq_f32(x, vdupq_n_f32(0.0f)), x, vmulq_f32(x, a->alpha));
     else if (a->post == KS_ACT_HARD_SWISH)
@@ -68,14 +71,6 @@ static inline float32x4_t neon_act_post(float32x4_t x, const neon_act *a) {
     else if (a->post == KS_ACT_SILU)
         x = neon_silu(x);
     return x;
-}
-
-static inline float32x4_t neon_act_apply(float32x4_t x, const neon_act *a) {
-    if (a->nan_to_lo)
-        x = vbslq_f32(vcgtq_f32(x, a->lo), x, a->lo);
-    else
-        x = vminq_f32(vmaxq_f32(x, a->lo), a->hi);
-    return neon_act_post(x, a);
 }
 
 static inline float neon_act_scalar(float x, const ks__arm_act *a) {

@@ -106,7 +106,7 @@ static void ks_f16_gemm__neonfp16_8x8(size_t mr, size_t nc, size_t k, const floa
      * 16-sum unrolling gcc 12 reloaded SiLU's from memory for every vector: a third of YOLOX's
      * fp16 GEMM instructions). Same operations in the same order. */
     neon_act clamp = *act;
-    clamp.post = KS_ACT_NONE;
+    clamp.post = KS_ACT_NONE; /* the post activation follows below */
 #define STORE(r)                                                                                   \
     if (r < mr) {                                                                                  \
         float tmp[NR];                                                                             \
@@ -117,39 +117,38 @@ static void ks_f16_gemm__neonfp16_8x8(size_t mr, size_t nc, size_t k, const floa
     }
     ROWS(STORE)
 #undef STORE
-    /* one loop per activation, so that nothing is tested inside it */
-#define POST_ROWS(f)                                                                               \
+    /* one loop per activation (PRELU's slopes are one too), so that nothing is tested inside
+     * it; F0 and F1 take columns 0-3 and 4-7 */
+#define POST_ROWS(F0, F1)                                                                          \
     for (size_t r = 0; r < mr; r++) {                                                              \
         float *cr = c + r * c_stride, tmp[NR];                                                     \
         if (nc != NR) memcpy(tmp, cr, nc * sizeof(float));                                         \
         float *v = nc == NR ? cr : tmp;                                                            \
-        vst1q_f32(v, f(vld1q_f32(v)));                                                             \
-        vst1q_f32(v + 4, f(vld1q_f32(v + 4)));                                                     \
+        vst1q_f32(v, F0(vld1q_f32(v)));                                                            \
+        vst1q_f32(v + 4, F1(vld1q_f32(v + 4)));                                                    \
         if (nc != NR) memcpy(cr, tmp, nc * sizeof(float));                                         \
     }
-    const float32x4_t alpha = act->alpha, zero = vdupq_n_f32(0.0f);
-#define LEAKY(x) vbslq_f32(vcgeq_f32(x, zero), x, vmulq_f32(x, alpha))
-    if (act->post == KS_ACT_SILU)
-        POST_ROWS(neon_silu)
-    else if (act->post == KS_ACT_HARD_SWISH)
-        POST_ROWS(neon_hard_swish)
-    else if (act->post == KS_ACT_LEAKY_RELU)
-        POST_ROWS(LEAKY)
-#undef LEAKY
-    if (slope) { /* PRELU: the panel's slopes (nc of them), x >= 0 ? x : slope * x */
+    const float32x4_t zero = vdupq_n_f32(0.0f);
+    if (slope) { /* PRELU (no other activation then): x >= 0 ? x : slope * x */
         float sl[NR] = {0};
         memcpy(sl, slope, nc * sizeof(float));
         const float32x4_t s0 = vld1q_f32(sl), s1 = vld1q_f32(sl + 4);
-        for (size_t r = 0; r < mr; r++) {
-            float *cr = c + r * c_stride, tmp[NR];
-            if (nc != NR) memcpy(tmp, cr, nc * sizeof(float));
-            float *v = nc == NR ? cr : tmp;
-            float32x4_t x0 = vld1q_f32(v), x1 = vld1q_f32(v + 4);
-            vst1q_f32(v, vbslq_f32(vcgeq_f32(x0, zero), x0, vmulq_f32(s0, x0)));
-            vst1q_f32(v + 4, vbslq_f32(vcgeq_f32(x1, zero), x1, vmulq_f32(s1, x1)));
-            if (nc != NR) memcpy(cr, tmp, nc * sizeof(float));
-        }
+#define PRELU0(x) vbslq_f32(vcgeq_f32(x, zero), x, vmulq_f32(s0, x))
+#define PRELU1(x) vbslq_f32(vcgeq_f32(x, zero), x, vmulq_f32(s1, x))
+        POST_ROWS(PRELU0, PRELU1)
+#undef PRELU0
+#undef PRELU1
+        return;
     }
+    const float32x4_t alpha = act->alpha;
+#define LEAKY(x) vbslq_f32(vcgeq_f32(x, zero), x, vmulq_f32(x, alpha))
+    if (act->post == KS_ACT_SILU)
+        POST_ROWS(neon_silu, neon_silu)
+    else if (act->post == KS_ACT_HARD_SWISH)
+        POST_ROWS(neon_hard_swish, neon_hard_swish)
+    else if (act->post == KS_ACT_LEAKY_RELU)
+        POST_ROWS(LEAKY, LEAKY)
+#undef LEAKY
 #undef POST_ROWS
 }
 
