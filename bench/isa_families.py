@@ -25,6 +25,8 @@ import statistics
 import subprocess
 import sys
 
+from ksm_nodes import parse_nodes
+
 COMPUTE = ("dense conv", "int8 dense conv", "winograd", "fully connected",
            "transcendental (sigmoid, tanh, exp, softmax)")
 
@@ -57,39 +59,13 @@ def family(op, kernel):
 
 
 def inspect_bytes(inspect, model):
-    """Per node index: bytes of activations read and written (weights excluded)."""
-    out = subprocess.run([inspect, model, "--nodes"], capture_output=True, text=True,
-                         check=True).stdout
-    shape, produced, rows = {}, set(), []
-    graph_in = None
-    for line in out.splitlines():
-        m = re.match(r"input \d+: \S+ (\w+) \[([\d,]+)\]", line)
-        if m and graph_in is None:
-            graph_in = (m.group(1), [int(x) for x in m.group(2).split(",")])
-        if not line.startswith("#"):
-            continue
-        idx = int(line[1:].split()[0])
-        dm = re.search(r"\[([\d,]*)\]", line)
-        om = re.search(r" out=([\d,]+)", line)
-        im = re.search(r" in=([\d,-]+)", line)
-        dims = [int(x) for x in dm.group(1).split(",") if x] if dm else []
-        outs = [int(x) for x in om.group(1).split(",")] if om else []
-        ins = [int(x) for x in im.group(1).split(",") if x and x != "-1"] if im else []
-        for t in outs:
-            shape[t] = dims  # ks-inspect prints the first output's dims
-            produced.add(t)
-        rows.append((idx, ins, outs))
+    """Per node index: elements of activations read and written (weights excluded)."""
     res = {}
-    for idx, ins, outs in rows:
-        n = 0
-        for t in ins:
-            if t in shape:
-                n += math.prod(shape[t])
-            elif graph_in and t == ins[0]:  # a first operand no node makes: the graph input
-                n += math.prod(graph_in[1])
-        for t in outs:
-            n += math.prod(shape[t])
-        res[idx] = n  # elements; times the element size by kernel below
+    for idx, n in parse_nodes(inspect, model).items():
+        e = sum(math.prod(n["shape"][t]) for t in n["ins"] if t in n["shape"])
+        if n["ins"] and n["ins"][0] not in n["shape"] and n["in0"]:
+            e += math.prod(n["in0"])  # the graph input
+        res[idx] = e + sum(math.prod(n["shape"][t]) for t in n["outs"])
     return res
 
 

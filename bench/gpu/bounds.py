@@ -17,39 +17,12 @@ import glob
 import math
 import os
 import re
-import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from ksm_nodes import parse_nodes  # noqa: E402
 
 ROW = re.compile(r"^\s*(\d+)\s+(\S+)\s+(\S+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)")
-
-
-def shapes(inspect, model):
-    out = subprocess.run([inspect, model, "--nodes"], capture_output=True, text=True,
-                         check=True).stdout
-    shape, nodes, graph_in = {}, {}, None
-    for line in out.splitlines():
-        m = re.match(r"input \d+: \S+ \w+ \[([\d,]+)\]", line)
-        if m and graph_in is None:
-            graph_in = [int(x) for x in m.group(1).split(",")]
-        if not line.startswith("#"):
-            continue
-        idx = int(line[1:].split()[0])
-        dm = re.search(r"\[([\d,]*)\]", line)
-        om = re.search(r" out=([\d,]+)", line)
-        im = re.search(r" in=([\d,-]+)", line)
-        ipm = re.search(r" ip=([-\d,]+)", line)
-        fm = re.search(r"flops=(\d+)", line)
-        dims = [int(x) for x in dm.group(1).split(",") if x] if dm else []
-        outs = [int(x) for x in om.group(1).split(",")] if om else []
-        ins = [int(x) for x in im.group(1).split(",") if x and x != "-1"] if im else []
-        for t in outs:
-            shape[t] = dims
-        nodes[idx] = dict(dims=dims, ins=ins, outs=outs,
-                          ip=[int(x) for x in ipm.group(1).split(",")] if ipm else [],
-                          flops=int(fm.group(1)) if fm else 0)
-    for n in nodes.values():
-        n["in_dims"] = [shape.get(t, graph_in if i == 0 else None) for i, t in
-                        enumerate(n["ins"][:1])]
-    return nodes
 
 
 def main():
@@ -66,7 +39,7 @@ def main():
         model = os.path.join(a.models, name + ".ksm")
         if not os.path.exists(model):
             continue
-        nodes = shapes(a.inspect, model)
+        nodes = parse_nodes(a.inspect, model)
         text = open(f).read()
         lat = re.search(r"median ([\d.]+) ms", text)
         dev = re.search(r"^device\s+(.*)$", text, re.M)
@@ -90,7 +63,7 @@ def main():
             if not n:
                 continue
             d = n["dims"]
-            x = n["in_dims"][0] if n["in_dims"] else None
+            x = n["in0"]
             if op == "conv2d" and x and len(x) == 4 and len(d) == 4 and n["ip"][:4] == [1, 1, 1, 1] \
                     and len(n["ip"]) > 9 and n["ip"][9] == 1 and n["flops"]:
                 kk = n["flops"] / (2 * math.prod(d) * x[3])
