@@ -6,6 +6,13 @@
  * cost() refuses nodes whose exact sum may leave int32 (where the reference saturates), so the
  * wrapped value is the reference's accumulator. The requantization constants use the reference's
  * multiplier rule (ks__q8_channel_multiplier, q8_common.h).
+ *
+ * Outlier channels: the kernels take w - w_zp as an s8 ([-127, 127] with signed x). TFLite's
+ * per-tensor asymmetric uint8 weights put one to five weights of a layer beyond that (MobileNetV2
+ * uint8: 50 of its 52 convolutions, e.g. [-164, 90] with w_zp 165), which used to send the whole
+ * layer to the per-pixel kernel. Up to KS_Q8DW_FIX_MAX such channels are now packed with clamped
+ * weights and their outputs recomputed exactly after each kernel call (fix_rows: the reference's
+ * sum and requantization, scalar), as long as cost() still finds the layer cheaper this way.
  */
 #include "q8_dw.h"
 #include "q8_lut.h"
@@ -21,6 +28,9 @@
  * on BlazePose's 3x3 stride-2 layers, measured); 5x5 gains ~30 % at 32 rows, ~5 % at 8. */
 #define KS_Q8DW_QUAD_MIN_KH 5
 #define KS_Q8DW_QUAD_MIN_OH 4
+/* Most channels whose weights leave the kernels' s8 range that a node may have (recomputed by
+ * fix_rows; listed in the packed header). */
+#define KS_Q8DW_FIX_MAX 48
 
 typedef struct dwp {
     int64_t n, ih, iw, c, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
@@ -43,6 +53,7 @@ typedef struct dwp {
     int32_t act;
     int32_t xzp; /* input zero point as the kernels see it (I8 flipped to u8) */
     uint8_t flip;
+    int64_t nfix; /* channels with a w - w_zp outside [d_min, 127] (full describe only) */
 } dwp;
 
 static size_t round_up(size_t v, size_t a) {
@@ -54,6 +65,23 @@ static void channel_multiplier(const dwp *p, int64_t c, int32_t *mult, int32_t *
     ks__q8_channel_multiplier(p->x->quant->scales[0],
                               p->w->quant->scales[p->w->quant->count == 1 ? 0 : c], p->ys,
                               p->x->dtype == KS_DTYPE_U8, mult, left, right);
+}
+
+/* The smallest w - w_zp the arch's dot products take (the largest is 127). */
+static int32_t d_min(const ks__q8dw_arch *arch) {
+    return (arch->mode & KS_Q8DW_SIGNED_X) ? -127 : -128;
+}
+
+/* 1 when some w - w_zp of channel c lies outside [d_min, 127]: the kernels then run it with
+ * clamped weights and fix_rows recomputes its outputs. */
+static int outlier_channel(const dwp *p, const ks__q8dw_arch *arch, int64_t c) {
+    const int64_t ks = p->kh * p->kw;
+    const int32_t z = ks__q8_wzp(p->w, c), dmin = d_min(arch);
+    for (int64_t t = 0; t < ks; t++) {
+        int32_t d = ks__q8_load(p->w, c * ks + t) - z;
+        if (d < dmin || d > 127) return 1;
+    }
+    return 0;
 }
 
 /* 0 when the node is a quantized depthwise CONV2D this variant runs exactly. `full` adds the
@@ -104,20 +132,18 @@ static int describe(const ks__kernel_ctx *ctx, const ks__q8dw_arch *arch, dwp *p
     if (yzp < ks__q8_lo(y->dtype) || yzp > ks__q8_hi(y->dtype)) return -1;
     if (b && (b->dtype != KS_DTYPE_I32 || !b->data || ks__rt_numel(b) != p->c)) return -1;
     if (ks__rt_numel(w) != p->c * p->kh * p->kw) return -1;
-    /* w - w_zp must be an s8 (the dot products are u8 x s8; with signed x one that can change
-     * sign: [-127, 127]); bound the exact sum as qgemm.c */
-    const int32_t dmin = (arch->mode & KS_Q8DW_SIGNED_X) ? -127 : -128;
+    /* the kernels take w - w_zp as an s8 (the dot products are u8 x s8; with signed x one that
+     * can change sign: [-127, 127]); channels beyond are fixed up (outlier_channel); bound the
+     * exact sum as qgemm.c */
     int64_t ks = p->kh * p->kw, wdev = 0;
     for (int64_t c = 0; c < p->c && full; c++) {
         int32_t z = ks__q8_wzp(w, c);
         if (z < ks__q8_lo(w->dtype) || z > ks__q8_hi(w->dtype)) return -1;
-        for (int64_t t = 0; t < ks; t++) {
-            int32_t d = ks__q8_load(w, c * ks + t) - z;
-            if (d < dmin || d > 127) return -1;
-        }
+        p->nfix += outlier_channel(p, arch, c);
         int64_t dev = ks__q8_max_dev(w->dtype, z);
         if (dev > wdev) wdev = dev;
     }
+    if (p->nfix > KS_Q8DW_FIX_MAX) return -1;
     int64_t bmax = 0;
     for (int64_t c = 0; b && full && c < p->c; c++) {
         int64_t v = ((const int32_t *)b->data)[c];
@@ -201,10 +227,12 @@ static size_t ibuf_bytes(const dwp *p) {
     return (phase_bytes(p) + 64) * 4;
 }
 
-/* Packed data: a 64-byte header (int32 "some channel shifts left", int32 "float64 form"), the
- * zero-point row, the 256-byte output table (TABLE form; indexed by the raw byte) and its
- * telescoped form (q8_lut.h ks__q8_tscope), then the pattern blocks. */
-enum { HDR_BYTES = 64 };
+/* Packed data: a 256-byte header (int32 "some channel shifts left", int32 "float64 form", int32
+ * the number of outlier channels, then their indices as int32), the zero-point row, the 256-byte
+ * output table (TABLE form; indexed by the raw byte) and its telescoped form (q8_lut.h
+ * ks__q8_tscope), then the pattern blocks. */
+enum { HDR_BYTES = 256, HDR_NFIX = 8, HDR_FIX = 12 };
+_Static_assert(HDR_FIX + 4 * KS_Q8DW_FIX_MAX <= HDR_BYTES, "the outlier list fits the header");
 
 static size_t zero_row_bytes(const dwp *p) {
     return HDR_BYTES + phase_bytes(p) + 512;
@@ -242,6 +270,9 @@ double ks__q8dw_cost(const ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
      * call), the new padded rows (about sh per output row) and a fixed overhead */
     double ib = (double)(phase_bytes(&p) / (size_t)p.bb);
     row_ops += ib * 16.0 * groups * (double)p.sw + ib * 3.0 * (double)p.sh * (double)p.sw + 300.0;
+    /* fix_rows: per outlier channel and output pixel, ~4 scalar ops per tap and ~30 to
+     * requantize and store */
+    row_ops += (double)p.ow * (double)p.nfix * ((double)(p.kh * p.kw) * 4.0 + 30.0);
     return rows * row_ops / arch->ops_per_cycle;
 }
 
@@ -324,6 +355,14 @@ ks_status ks__q8dw_pack(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
     for (int64_t c = 0; c < p.c && fp64; c++)
         fp64 = fp64_exact(&p, arch, c);
     memcpy(base + 4, &fp64, sizeof(fp64));
+    int32_t nfix = 0;
+    for (int64_t c = 0; c < p.c; c++) {
+        if (!outlier_channel(&p, arch, c)) continue;
+        int32_t ci = (int32_t)c;
+        memcpy(base + HDR_FIX + 4 * (size_t)nfix++, &ci, sizeof(ci));
+    }
+    memcpy(base + HDR_NFIX, &nfix, sizeof(nfix));
+    const int32_t dmin = d_min(arch);
     for (int i = 0; i < 256; i++) /* the reference indexes by value + 128 for I8 */
         table[i] =
             p.table ? ((const uint8_t *)p.table->data)[i ^ (p.y->dtype == KS_DTYPE_I8 ? 0x80 : 0)]
@@ -345,6 +384,7 @@ ks_status ks__q8dw_pack(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
             for (int64_t ky = 0; ky < p.kh; ky++) {
                 for (int64_t kx = 0; kx < p.kw; kx++) {
                     int32_t d = ks__q8_load(p.w, c * ks + ky * p.kw + kx) - wzp;
+                    d = d < dmin ? dmin : (d > 127 ? 127 : d); /* an outlier channel: fix_rows */
                     size_t t = (size_t)((ky / 4) * p.kw + kx);
                     blk[(t * 4 + v) * bb + l * 4 + (size_t)(ky % 4)] = (uint8_t)(int8_t)d;
                     for (int64_t q = 1; q < p.sets; q++) { /* set q: kernel row ky at ky + q */
@@ -415,7 +455,51 @@ typedef struct dw_job {
     size_t per_thread;
     int32_t lo, hi, lshift, fp64;
     const uint8_t *table, *tscope;
+    int32_t nfix;       /* outlier channels (fix_rows) */
+    const uint8_t *fix; /* their indices, int32 each (read with memcpy) */
 } dw_job;
+
+/* Output rows oy0 .. oy0 + nr - 1 of image b, channels listed in j->fix: the kernel ran them with
+ * clamped weights; recomputed here as the reference computes them (the exact sum, which cost()
+ * keeps inside int32, TFLite's MultiplyByQuantizedMultiplier, the clamp, the TABLE lookup). */
+static void fix_rows(const dw_job *j, int64_t b, int64_t oy0, int64_t nr) {
+    const dwp *p = j->p;
+    const int64_t c = p->c, ks = p->kh * p->kw;
+    const int32_t xzp = p->x->quant->zero_points[0];
+    const int i8 = p->x->dtype == KS_DTYPE_I8;
+    for (int32_t f = 0; f < j->nfix; f++) {
+        int32_t ch;
+        memcpy(&ch, j->fix + 4 * (size_t)f, sizeof(ch));
+        const int32_t wzp = ks__q8_wzp(p->w, ch);
+        const int32_t bias = p->bias ? ((const int32_t *)p->bias->data)[ch] : 0;
+        int32_t mult, left, right;
+        channel_multiplier(p, ch, &mult, &left, &right);
+        const int32_t shift = left > 0 ? left : -right;
+        for (int64_t oy = oy0; oy < oy0 + nr; oy++) {
+            uint8_t *out = j->y + (size_t)((b * p->oh + oy) * p->ow) * (size_t)c + (size_t)ch;
+            for (int64_t ox = 0; ox < p->ow; ox++) {
+                int64_t acc = bias;
+                for (int64_t ky = 0; ky < p->kh; ky++) {
+                    int64_t iy = oy * p->sh - p->pt + ky * p->dh;
+                    if (iy < 0 || iy >= p->ih) continue;
+                    const uint8_t *row = j->x + (size_t)((b * p->ih + iy) * p->iw) * (size_t)c;
+                    for (int64_t kx = 0; kx < p->kw; kx++) {
+                        int64_t ix = ox * p->sw - p->pl + kx * p->dw;
+                        if (ix < 0 || ix >= p->iw) continue;
+                        uint8_t raw = row[(size_t)ix * (size_t)c + (size_t)ch];
+                        int32_t xv = i8 ? (int32_t)(int8_t)raw : (int32_t)raw;
+                        acc += (int64_t)(xv - xzp) *
+                               (ks__q8_load(p->w, ch * ks + ky * p->kw + kx) - wzp);
+                    }
+                }
+                int32_t v = ks__quant_mul((int32_t)acc, mult, shift) + p->yzp;
+                v = v < j->lo ? j->lo : (v > j->hi ? j->hi : v);
+                uint8_t byte = (uint8_t)v;
+                out[(size_t)ox * (size_t)c] = j->table ? j->table[byte] : byte;
+            }
+        }
+    }
+}
 
 /* Stride 2 with the ISA's split: padding first, then the input pixels in pairs. Padded pixel
  * X = ix + pl goes to phase X % 2 at X / 2. */
@@ -592,6 +676,7 @@ static void dw_range_quad(const dw_job *j, ks__q8dw_row *r, size_t begin, size_t
         r->out = j->y + row * (size_t)p->ow * c;
         r->num_rows = (size_t)nr;
         j->arch->row(r);
+        if (j->nfix) fix_rows(j, b, oy, nr);
         row += (size_t)nr - 1;
     }
 }
@@ -663,6 +748,7 @@ static void dw_range(void *arg, size_t begin, size_t end, uint32_t thread) {
             r.out = j->y + row * (size_t)p->ow * c;
             r.num_rows = (size_t)nr;
             j->arch->row(&r);
+            if (j->nfix) fix_rows(j, b, oy, nr);
             row += (size_t)nr - 1;
             continue;
         }
@@ -712,6 +798,7 @@ static void dw_range(void *arg, size_t begin, size_t end, uint32_t thread) {
         r.out = j->y + row * (size_t)p->ow * c;
         r.num_rows = (size_t)nr;
         j->arch->row(&r);
+        if (j->nfix) fix_rows(j, b, oy, nr);
         row += (size_t)nr - 1;
     }
 }
@@ -743,6 +830,10 @@ ks_status ks__q8dw_run(ks__kernel_ctx *ctx, const ks__q8dw_arch *arch) {
     j.tscope = j.table ? j.table + 256 : NULL;
     memcpy(&j.lshift, ctx->packed, sizeof(j.lshift));
     memcpy(&j.fp64, (const uint8_t *)ctx->packed + 4, sizeof(j.fp64));
+    memcpy(&j.nfix, (const uint8_t *)ctx->packed + HDR_NFIX, sizeof(j.nfix));
+    if (j.nfix < 0 || j.nfix > KS_Q8DW_FIX_MAX)
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "q8 dwrow: bad packed header");
+    j.fix = (const uint8_t *)ctx->packed + HDR_FIX;
     ks__parallel_for(ctx->pool, (size_t)(p.n * p.oh), 1, dw_range, &j);
     return KS_STATUS_OK;
 }

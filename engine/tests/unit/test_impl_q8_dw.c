@@ -4,8 +4,9 @@
  * heights that fill 1 or 2 interleaved row groups, batches, U8 and I8 activations with zero
  * points, U8 per-tensor and I8 per-channel weights, left-shift multipliers, every quantized
  * activation, at 1 and 3 threads; stride-2 quads, rows read in place and each requantization
- * form (test_quad_and_forms); and nodes it must refuse (fused forms, weights whose w - w_zp
- * leaves s8, or is -128 for the plain AVX2 variant). */
+ * form (test_quad_and_forms); weights whose w - w_zp leaves the kernels' s8 range, recomputed
+ * per channel (test_outliers); and nodes it must refuse (the residual form, too many such
+ * channels). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -61,11 +62,12 @@ static int have_impl(const char *name) {
 }
 
 /* Whether the last run_case must have been taken by some dwrow variant this CPU runs: the
- * AVX-512 VNNI one takes every case these tests make (except the refused forms); the AVX-VNNI
- * one refuses left shifts, and the plain AVX2 one a w - w_zp of -128. */
+ * AVX-512 VNNI one and the plain AVX2 one take every case these tests make (except the refused
+ * forms; a w - w_zp outside their s8 range is an outlier channel); the AVX-VNNI one refuses left
+ * shifts. */
 static int g_must;
 
-enum { W_U8_TENSOR = 0, W_I8_SYM = 1, W_I8_ZP = 2, W_U8_WIDE = 3 };
+enum { W_U8_TENSOR = 0, W_I8_SYM = 1, W_I8_ZP = 2 };
 
 typedef struct dw_case {
     int64_t n, ih, iw, c, kh, kw;
@@ -74,6 +76,7 @@ typedef struct dw_case {
     ks_dtype xdt;
     float yscale_mul; /* 0: 1 */
     int w128;         /* weights may have w - w_zp == -128 (else they stay in [-127, 127]) */
+    int outliers;     /* u8 weights: every outliers-th channel gets a w - w_zp of 135 (0: none) */
 } dw_case;
 
 static int run_case(const dw_case *k) {
@@ -86,10 +89,9 @@ static int run_case(const dw_case *k) {
     mkq(x, k->xdt, 4, xd, 1);
     x->scales[0] = 0.03f;
     x->zps[0] = k->xdt == KS_DTYPE_U8 ? (int32_t)(urand() % 256) : (int32_t)(urand() % 256) - 128;
-    int u8w = k->wkind == W_U8_TENSOR || k->wkind == W_U8_WIDE;
+    int u8w = k->wkind == W_U8_TENSOR;
     mkq(w, u8w ? KS_DTYPE_U8 : KS_DTYPE_I8, 4, wd, u8w ? 1 : (uint32_t)k->c);
     int64_t ks = k->kh * k->kw;
-    int has128 = 0;
     for (int64_t c = 0; c < k->c; c++) {
         int32_t zp = u8w ? 120 : (k->wkind == W_I8_SYM ? 0 : (int32_t)(c % 9) - 4);
         if (!u8w || c == 0) w->zps[u8w ? 0 : c] = zp;
@@ -97,15 +99,13 @@ static int run_case(const dw_case *k) {
         for (int64_t t = 0; t < ks; t++) {
             int32_t d = (int32_t)(urand() % 256) - 128, v = zp + d;
             int32_t lo = u8w ? 0 : -128, hi = u8w ? 255 : 127;
-            if (k->wkind != W_U8_WIDE) { /* keep w - zp inside s8 ([-127, 127] unless w128) */
-                int32_t dmin = k->w128 ? -128 : -127;
-                lo = lo > zp + dmin ? lo : zp + dmin;
-                hi = hi < zp + 127 ? hi : zp + 127;
-            } else if (c == 0 && t == 0) {
-                v = 255; /* 255 - 120 leaves s8: refused */
-            }
+            /* keep w - zp inside s8 ([-127, 127] unless w128); outliers below */
+            int32_t dmin = k->w128 ? -128 : -127;
+            lo = lo > zp + dmin ? lo : zp + dmin;
+            hi = hi < zp + 127 ? hi : zp + 127;
             v = v < lo ? lo : (v > hi ? hi : v);
-            has128 |= v - zp == -128;
+            if (u8w && k->outliers && c % k->outliers == 0 && t == c % ks)
+                v = 255; /* 255 - 120 = 135: the kernels run the channel clamped, then fix it */
             if (u8w)
                 ((uint8_t *)w->t.data)[c * ks + t] = (uint8_t)v;
             else
@@ -138,7 +138,7 @@ static int run_case(const dw_case *k) {
         left |= x->scales[0] * w->scales[c] / ys >= 0.999f;
     g_must = have_impl("ks_q8_dwconv__avx512vnni_dwrow") ||
              (!left && have_impl("ks_q8_dwconv__avxvnni_dwrow")) ||
-             (!has128 && have_impl("ks_q8_dwconv__avx2_dwrow"));
+             have_impl("ks_q8_dwconv__avx2_dwrow");
     if (k->fused == 2) {
         /* output TABLE form (e.g. SiLU): requantize to the intermediate, then look up */
         node.ip[10] = KS_ACT_TABLE;
@@ -452,24 +452,64 @@ static void test_refused(void **state) {
     dw_case k = {.n = 1,
                  .ih = 6,
                  .iw = 7,
-                 .c = 16,
+                 .c = 100,
                  .kh = 3,
                  .kw = 3,
                  .mode = KS_PAD_SAME_UPPER,
                  .bias = 1,
                  .xdt = KS_DTYPE_U8};
-    k.wkind = W_U8_WIDE;
+    /* more outlier channels than the fix-up takes (every one of 100 > KS_Q8DW_FIX_MAX) */
+    k.outliers = 1;
     assert_int_equal(run_case(&k), 0);
+    k.outliers = 0;
+    k.c = 16;
     k.wkind = W_I8_SYM;
     k.fused = 1;
     assert_int_equal(run_case(&k), 0);
-    /* a w - w_zp of -128: the signed-x AVX2 variant must refuse it, the others take it */
-    k.fused = 0;
-    k.w128 = 1;
-    k.c = 200; /* enough weights that one of them is -128 */
+}
+
+/* Weights whose w - w_zp leaves the kernels' s8 range (TFLite's asymmetric uint8 weights): the
+ * channels run clamped and are recomputed (q8_dw.c fix_rows), byte-exact in every schedule: in
+ * place (stride 1), stride-2 phases, the quad mode, dilation, two images, the TABLE form. */
+static void test_outliers(void **state) {
+    (void)state;
+    const struct {
+        int64_t c, ih, iw, kh, kw;
+        int32_t sh, sw, dh, dw;
+    } geo[] = {
+        {16, 9, 11, 3, 3, 1, 1, 1, 1},  {24, 12, 10, 3, 3, 2, 2, 1, 1},
+        {40, 17, 9, 5, 5, 2, 2, 1, 1},  {96, 7, 7, 3, 3, 1, 1, 1, 1},
+        {32, 10, 12, 3, 3, 1, 1, 2, 2}, {17, 8, 13, 5, 5, 1, 1, 1, 1},
+    };
+    for (int i = 0; i < 24; i++) {
+        dw_case k = {.n = 1 + i % 2, .bias = 1, .wkind = W_U8_TENSOR};
+        int g = i % (int)(sizeof(geo) / sizeof(geo[0]));
+        k.c = geo[g].c, k.ih = geo[g].ih, k.iw = geo[g].iw, k.kh = geo[g].kh, k.kw = geo[g].kw;
+        k.sh = geo[g].sh, k.sw = geo[g].sw, k.dh = geo[g].dh, k.dw = geo[g].dw;
+        k.mode = i % 3 == 0 ? KS_PAD_VALID : KS_PAD_SAME_UPPER;
+        k.act = i % 4 == 1 ? KS_ACT_RELU6 : KS_ACT_NONE;
+        k.xdt = (i / 6) % 2 ? KS_DTYPE_I8 : KS_DTYPE_U8;
+        k.fused = i % 5 == 4 ? 2 : 0;
+        k.outliers = 3 + i % 5; /* every 3rd .. 7th channel */
+        k.w128 = i % 2;
+        int ran = run_case(&k);
+        if (g_impls[0] && g_must) assert_true(ran >= 1);
+    }
+    /* a w - w_zp of -128: the signed-x AVX2 variant takes it as an outlier channel now */
+    dw_case k = {.n = 1,
+                 .ih = 6,
+                 .iw = 7,
+                 .c = 200, /* enough weights that one of them is -128 */
+                 .kh = 3,
+                 .kw = 3,
+                 .mode = KS_PAD_SAME_UPPER,
+                 .bias = 1,
+                 .wkind = W_I8_SYM,
+                 .w128 = 1,
+                 .xdt = KS_DTYPE_U8};
     int before = g_avx2_ran;
     run_case(&k);
-    assert_int_equal(g_avx2_ran, before);
+    if (have_impl("ks_q8_dwconv__avx2_dwrow")) assert_true(g_avx2_ran > before);
 }
 
 /* The plain AVX2 variant is the only dwrow one without VNNI: where it exists it must have taken
@@ -489,6 +529,7 @@ int main(void) {
         cmocka_unit_test_setup(test_random, setup),
         cmocka_unit_test_setup(test_quad_and_forms, setup),
         cmocka_unit_test_setup(test_refused, setup),
+        cmocka_unit_test_setup(test_outliers, setup),
         cmocka_unit_test_setup(test_avx2_ran, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
