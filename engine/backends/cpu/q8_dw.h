@@ -15,8 +15,10 @@
  * inputs are flipped to u8 (x ^ 0x80 = x + 128) when the padded rows are copied; the zero point
  * (flipped alike) is folded into the starting accumulator at pack time, as is the padding value
  * (padding is the zero point, which then contributes nothing). Weights are stored as w - w_zp,
- * which must fit s8 (else the variant refuses the node). With stride 1 and no vertical dilation,
- * the groups hold the rows of 2 or 4 consecutive output rows when they fit (3x3: 2, 5x5: 4), and
+ * clamped to s8: the driver recomputes the outputs of channels it clamped (q8_dw.c fix_rows, at
+ * most KS_Q8DW_FIX_MAX of them, else the variant refuses the node). With stride 1 and no vertical
+ * dilation, the groups hold the rows of 2 or 4 consecutive output rows when they fit (3x3: 2, 5x5:
+ * 4), and
  * one interleave and one set of loads serve them all (weight set q shifted by q rows). With
  * stride 1 the ISA's interleave_src reads the input rows in place (masked at the padding, the
  * I8 flip included), so no padded copy is made. With vertical stride 2 and kh >= 5 ("quad
@@ -137,7 +139,7 @@ typedef void (*ks__q8dw_interleave_src_fn)(const ks__q8dw_src rows[4], size_t nu
  * KS_Q8DW_TWO_STEP: the two-step requantization (C2 constants).
  * KS_Q8DW_SIGNED_X: the ISA's interleave stores each byte flipped by 0x80 (x - 128 as s8: I8
  * inputs as they are, U8 shifted), so the starting accumulator is packed as bias - x_zp' * sum(w)
- * with x_zp' the zero point as s8, and every w - w_zp must lie in [-127, 127]: the AVX2 kernel
+ * with x_zp' the zero point as s8, and the packed w - w_zp lie in [-127, 127]: the AVX2 kernel
  * multiplies |x| by w with x's sign (vpsignb, vpmaddubsw), whose pair sums then stay below 2^15
  * (x86/avx2/q8_dwconv.c).
  * KS_Q8DW_LEFT_SHIFT: the two-step kernel shifts each lane left by its KS_Q8DW_C_LSHIFT first
