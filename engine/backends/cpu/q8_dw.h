@@ -19,8 +19,8 @@
  * most KS_Q8DW_FIX_MAX of them, else the variant refuses the node). With stride 1 and no vertical
  * dilation, the groups hold the rows of 2 or 4 consecutive output rows when they fit (3x3: 2,
  * 5x5: 4), and one interleave and one set of loads serve them all (weight set q shifted by q
- * rows). With
- * stride 1 the ISA's interleave_src reads the input rows in place (masked at the padding, the
+ * rows).
+ * With stride 1 the ISA's interleave_src reads the input rows in place (masked at the padding, the
  * I8 flip included), so no padded copy is made. With vertical stride 2 and kh >= 5 ("quad
  * mode", q8_dw.c) the groups are the aligned input rows 4t..4t+3, interleaved once and shared by
  * the ~3 output rows that read them, each row using the weight set of its offset in the quad.
