@@ -163,13 +163,18 @@ static size_t per_thread_scratch(const wino_problem *p, const ks__wino_arch *arc
  *   - the transforms, ~6 vector ops per channel, position and tile.
  * Gates: transformed weights above 64 MB (memory), fewer than 2 * MR tiles leave the microkernel
  * starved of rows (measured slower than F(2) or the indirect GEMM at 7x7x512), and fewer than 16
- * channels make the transforms dominate. */
+ * channels (8 with 8-float vectors) make the transforms dominate. */
 double ks__wino_cost(const ks__kernel_ctx *ctx, const ks__wino_arch *arch) {
     wino_problem p;
     if (describe(ctx, arch->m, &p)) return -1.0;
     /* F(6x6) accumulates too much rounding error over a deep network (file comment). */
     if (arch->m >= 6) return -1.0;
-    if (p.ic < 16 || p.oc < 16 || p.num_tiles < 2 * (int64_t)arch->mr) return -1.0;
+    /* The channel gate: 16 with 16-float vectors; with 8-float ones (AVX2) 8, where the
+     * small-channel direct kernels lag more: YOLOX-nano's 12 -> 16 stem at 208x208 1.48-1.59 ->
+     * 0.98-1.20 ms, UltraFace's four 8..16-channel 30x40 layers 0.112 -> 0.085 ms, while on
+     * AVX-512 the same layers were 0.90 -> 0.83 and 0.084 -> 0.088 ms (docs/kernels.md). */
+    const int64_t min_c = arch->vl >= 16 ? 16 : 8;
+    if (p.ic < min_c || p.oc < min_c || p.num_tiles < 2 * (int64_t)arch->mr) return -1.0;
     double a2 = (double)alpha2(arch);
     double tiles = (double)round_up((size_t)p.num_tiles, arch->mr);
     double cout_pad = (double)(num_panels(&p, arch) * arch->nr);
