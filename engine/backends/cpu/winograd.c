@@ -169,11 +169,11 @@ double ks__wino_cost(const ks__kernel_ctx *ctx, const ks__wino_arch *arch) {
     if (describe(ctx, arch->m, &p)) return -1.0;
     /* F(6x6) accumulates too much rounding error over a deep network (file comment). */
     if (arch->m >= 6) return -1.0;
-    /* The channel gate: 16 with 16-float vectors; with 8-float ones (AVX2) 8, where the
+    /* The channel gate: 16, but 8 with 8-float vectors (AVX2), where the
      * small-channel direct kernels lag more: YOLOX-nano's 12 -> 16 stem at 208x208 1.48-1.59 ->
      * 0.98-1.20 ms, UltraFace's four 8..16-channel 30x40 layers 0.112 -> 0.085 ms, while on
      * AVX-512 the same layers were 0.90 -> 0.83 and 0.084 -> 0.088 ms (docs/kernels.md). */
-    const int64_t min_c = arch->vl >= 16 ? 16 : 8;
+    const int64_t min_c = arch->vl == 8 ? 8 : 16; /* vl 8: AVX2 only (NEON: not measured) */
     if (p.ic < min_c || p.oc < min_c || p.num_tiles < 2 * (int64_t)arch->mr) return -1.0;
     double a2 = (double)alpha2(arch);
     double tiles = (double)round_up((size_t)p.num_tiles, arch->mr);
