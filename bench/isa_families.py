@@ -3,12 +3,14 @@
 
 Runs `ks-bench --profile-nodes` on every model at each dispatch level (`KS_ISA_MAX`), in
 alternated rounds, and sums the per-node medians by kernel family. Compute-bound families (dense
-and small-channel convolutions, Winograd, FC) are rated in GFLOP/s against the measured
-single-core FMA peak of each level (`ks-kbench` prints it); memory-bound families (depthwise,
-pooling, element-wise, copies, resize, softmax) in GB/s of activations read and written (from the
+and small-channel convolutions, Winograd, FC, the transcendental activations and softmax) are
+rated in GFLOP/s against the measured single-core FMA peak of each level (`ks-kbench` prints
+it); memory-bound families (depthwise, pooling, element-wise arithmetic, copies, resize) in GB/s
+of activations read and written (from the
 node shapes `ks-inspect --nodes` prints; weights not counted), whose roof is the same memory at
 every level. Efficiency of a family = achieved / roof; the table gives AVX2's efficiency as a
-fraction of its AVX-512 twin's. Also every model's AVX2 / AVX-512 latency ratio.
+fraction of its AVX-512 twin's (int8 families: the raw rate ratio, as their roofs differ by
+instruction, not by width). Also every model's AVX2 / AVX-512 latency ratio.
 
     bench/isa_families.py --bin build/release/engine/tools --cpu 0 --rounds 3 \
         --peak avx2=134 --peak full=267 --out /tmp/isa.json [MODEL.ksm ...]
