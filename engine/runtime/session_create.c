@@ -94,10 +94,41 @@ static ks_status create_dequantized(const ks_model *model, const ks__graph *grap
     return st;
 }
 
+/* A CPU session. KS_PRECISION_FP16 on a CPU with fp16 arithmetic runs the fp16 pass's copy of
+ * the graph (precision.h: activations between fp16-capable nodes stored in fp16); elsewhere the
+ * graph as given. */
+static ks_status create_cpu(const ks_model *model, const ks__graph *graph,
+                            const ks_session_desc *desc, ks_session **session_out) {
+    const ks__backend *cpu = ks__cpu_backend();
+    if (!desc || desc->precision != KS_PRECISION_FP16 || !(cpu->features() & KS_ISA_NEON_FP16))
+        return ks__session_create_with(model, graph, desc, cpu, session_out);
+    ks_allocator a = ks__allocator_or_default(desc->allocator ? desc->allocator : &model->alloc);
+    ks__graph *g = ks__alloc(&a, sizeof(*g));
+    if (!g) {
+        ks__object_error(NULL, "out of memory creating a session");
+        return KS_STATUS_OUT_OF_MEMORY;
+    }
+    char err[256] = "";
+    uint32_t n16 = 0;
+    ks_status st = ks__prec_build_f16(graph, g, &n16, err, sizeof(err));
+    if (st) {
+        ks__object_error(NULL, "ks_session_create: cannot store the activations in fp16: %s", err);
+    } else if (n16 == 0) {
+        ks__graph_free(g);
+        st = ks__session_create_with(model, graph, desc, cpu, session_out);
+    } else if ((st = ks__session_create_with(model, g, desc, cpu, session_out))) {
+        ks__graph_free(g);
+    } else {
+        ks__session_adopt_graph(*session_out, g);
+        g = NULL;
+    }
+    ks__free(&a, g);
+    return st;
+}
+
 static ks_status create_on(const ks_model *model, const ks__graph *graph,
                            const ks_session_desc *desc, ks_backend b, ks_session **session_out) {
-    if (b == KS_BACKEND_CPU)
-        return ks__session_create_with(model, graph, desc, ks__cpu_backend(), session_out);
+    if (b == KS_BACKEND_CPU) return create_cpu(model, graph, desc, session_out);
     char err[600];
     const ks__backend *dev = device_backend(b, err, sizeof(err));
     if (!dev) {

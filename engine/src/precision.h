@@ -52,6 +52,21 @@ uint32_t ks__prec_count_demotable(const ks__graph *g);
 ks_status ks__prec_build(const ks__graph *g, const uint8_t *fp32, ks__graph *out,
                          int32_t **src_node_out, char *err, size_t err_cap);
 
+/* KS_PRECISION_FP16 on a CPU with fp16 arithmetic (precision_f16.c): builds *out (initialised
+ * here with g's allocator), a copy of g whose float activations between fp16-capable nodes are
+ * F16. fp16-capable: float CONV2D with groups 1 or depthwise (not act TABLE), POOL2D, ADD and MUL
+ * of two activations of one known shape; data movement (RESHAPE, SQUEEZE, UNSQUEEZE, TRANSPOSE,
+ * SPLIT, SLICE, PAD without a value tensor, nearest RESIZE, CONCAT, DEPTH_TO_SPACE,
+ * SPACE_TO_DEPTH) follows its first input's producer. CAST nodes ("precision:f16" /
+ * "precision:f32") convert where an fp16 node and another meet, one per tensor and direction; an
+ * fp16 node that writes a graph output writes "<name>:f16" and a CAST writes the output, so the
+ * graph's inputs and outputs keep their dtypes and names. Tensor ids of g keep their meaning; new
+ * tensors are appended; constants are borrowed from g, which must outlive the copy.
+ * *num_f16_out: nodes in fp16 (0: the caller may use g itself). On failure *out is freed and a
+ * message is in err. */
+ks_status ks__prec_build_f16(const ks__graph *g, ks__graph *out, uint32_t *num_f16_out, char *err,
+                             size_t err_cap);
+
 /* Minimum s-t cut labelling of n binary variables (0 = int8, 1 = fp32). cost0[i] / cost1[i]:
  * the cost of label 0 / 1 (use KS__PREC_INF to forbid a label). For each of the m pairs,
  * (a[k], b[k]) costs ab[k] when a is 0 and b is 1, and ba[k] when a is 1 and b is 0.

@@ -339,9 +339,10 @@ ks_status ks__infer_conv2d(ks__kernel_ctx *ctx) {
         int same = res->rank == 4;
         for (int i = 0; same && i < 4; i++)
             same = res->dims[i] == dims[i];
-        if (!same || (!quant && (res->dtype != KS_DTYPE_F32 || res->quant->count != 0)))
+        if (!same || (!quant && (res->dtype != x->dtype || res->quant->count != 0)))
             return ks__kernel_error(ctx, KS_STATUS_INVALID_SHAPE,
-                                    "residual must have the output's shape (F32 if float) "
+                                    "residual must have the output's shape (the input's dtype "
+                                    "if float) "
                                     "[%lld,%lld,%lld,%lld] (dtype %d, rank %d)",
                                     (long long)dims[0], (long long)dims[1], (long long)dims[2],
                                     (long long)dims[3], (int)res->dtype, (int)res->rank);
@@ -353,12 +354,13 @@ ks_status ks__infer_conv2d(ks__kernel_ctx *ctx) {
         ks__rt_set_shape(ctx->out[0], ctx->out[0]->dtype, 4, dims);
         return KS_STATUS_OK;
     }
-    if (x->dtype != KS_DTYPE_F32)
+    /* F16 activations: the graphs the fp16 pass writes (precision.h, KS_PRECISION_FP16) */
+    if (x->dtype != KS_DTYPE_F32 && x->dtype != KS_DTYPE_F16)
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED,
-                                "input 0 dtype %d is not supported (F32 or quantized U8/I8)",
+                                "input 0 dtype %d is not supported (F32, F16 or quantized U8/I8)",
                                 (int)x->dtype);
     if ((st = check_float_weights(ctx, w))) return st;
-    ks__rt_set_shape(ctx->out[0], KS_DTYPE_F32, 4, dims);
+    ks__rt_set_shape(ctx->out[0], x->dtype, 4, dims);
     return KS_STATUS_OK;
 }
 
@@ -519,10 +521,10 @@ ks_status ks__infer_pool2d(ks__kernel_ctx *ctx) {
         ks__rt_set_shape(ctx->out[0], x->dtype, 4, dims);
         return KS_STATUS_OK;
     }
-    if (x->dtype != KS_DTYPE_F32)
+    if (x->dtype != KS_DTYPE_F32 && x->dtype != KS_DTYPE_F16)
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "input 0 dtype %d is not supported",
                                 (int)x->dtype);
-    ks__rt_set_shape(ctx->out[0], KS_DTYPE_F32, 4, dims);
+    ks__rt_set_shape(ctx->out[0], x->dtype, 4, dims);
     return KS_STATUS_OK;
 }
 

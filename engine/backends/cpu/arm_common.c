@@ -127,7 +127,9 @@ static size_t leading_pad(int32_t mode, int32_t explicit_pad, size_t in, size_t 
 
 /* 0 on success; -1 when the node is not a float conv/FC this file handles. `groups_out` gets
  * the conv's group count (1 for FC). */
-static int conv_geometry(const ks__kernel_ctx *ctx, arm_conv *g, size_t *groups_out) {
+/* act: the dtype of x, y and the residual (F32; F16 for the fp16 variants' probe). */
+static int conv_geometry_dt(const ks__kernel_ctx *ctx, arm_conv *g, size_t *groups_out,
+                            ks_dtype act) {
     memset(g, 0, sizeof(*g));
     if (ctx->num_inputs < 2 || !ctx->in[0] || !ctx->in[1] || ctx->num_outputs < 1) return -1;
     const ks__rt_tensor *x = ctx->in[0], *w = ctx->in[1], *y = ctx->out[0];
@@ -155,7 +157,9 @@ static int conv_geometry(const ks__kernel_ctx *ctx, arm_conv *g, size_t *groups_
      * float kernels. */
     const ks__rt_tensor *res = opt_input(ctx, 3);
     if (res) {
-        if (!is_plain_f32(res) || ks__rt_numel(res) != ks__rt_numel(y) || ip[12] != 0) return -1;
+        if (!res || res->dtype != act || (res->quant && res->quant->count) ||
+            ks__rt_numel(res) != ks__rt_numel(y) || ip[12] != 0)
+            return -1;
         g->has_res = 1;
     }
     /* PRELU slopes (5th input): the GEMM applies them after the microkernel; depthwise refuses */
@@ -200,16 +204,34 @@ static const float *tap_pointer(const arm_conv *g, const float *x, const float *
 /* ------------------------------------------------------------------------------------------ */
 /* GEMM: CONV2D (groups 1) and FULLY_CONNECTED                                                 */
 
-static int gemm_supported(const ks__kernel_ctx *ctx, arm_conv *g) {
+static int conv_geometry(const ks__kernel_ctx *ctx, arm_conv *g, size_t *groups_out) {
+    return conv_geometry_dt(ctx, g, groups_out, KS_DTYPE_F32);
+}
+
+/* A plain float activation of dtype act. */
+static int is_plain_act(const ks__rt_tensor *t, ks_dtype act) {
+    return t && t->dtype == act && (!t->quant || t->quant->count == 0);
+}
+
+static int gemm_supported_dt(const ks__kernel_ctx *ctx, arm_conv *g, ks_dtype act) {
     size_t groups = 0;
-    if (conv_geometry(ctx, g, &groups) != 0 || groups != 1) return 0;
-    if (!is_plain_f32(ctx->in[0]) || !is_plain_f32(ctx->out[0])) return 0;
+    if (conv_geometry_dt(ctx, g, &groups, act) != 0 || groups != 1) return 0;
+    if (!is_plain_act(ctx->in[0], act) || !is_plain_act(ctx->out[0], act)) return 0;
     if (!is_const_float_weights(ctx->in[1])) return 0;
     const ks__rt_tensor *b = opt_input(ctx, 2);
     if (b && (!is_graph_const(b) || (b->dtype != KS_DTYPE_F32 && b->dtype != KS_DTYPE_F16) ||
               ks__rt_numel(b) != (int64_t)g->oc))
         return 0;
     return 1;
+}
+
+static int gemm_supported(const ks__kernel_ctx *ctx, arm_conv *g) {
+    return gemm_supported_dt(ctx, g, KS_DTYPE_F32);
+}
+
+int ks__arm_gemm_accepts(const ks__kernel_ctx *ctx, ks_dtype act) {
+    arm_conv g;
+    return gemm_supported_dt(ctx, &g, act);
 }
 
 /* Floats of the packed buffer: panels, then the zero vector. 0 when too large. */

@@ -71,6 +71,9 @@ typedef struct ks__arm_gemm_config {
 /* Negative when the node is not a float CONV2D (groups 1) / FULLY_CONNECTED with constant
  * weights (and constant bias, if any). */
 double ks__arm_gemm_cost(const ks__kernel_ctx *ctx, const ks__arm_gemm_config *cfg);
+/* Whether the NEON GEMM's node test passes with activations (x, y, residual) of dtype act (F32
+ * or F16): a groups-1 CONV2D or a FULLY_CONNECTED with constant float weights and bias. */
+int ks__arm_gemm_accepts(const ks__kernel_ctx *ctx, ks_dtype act);
 ks_status ks__arm_gemm_plan(ks__kernel_ctx *ctx, const ks__arm_gemm_config *cfg,
                             size_t *packed_bytes_out);
 ks_status ks__arm_gemm_pack(ks__kernel_ctx *ctx, const ks__arm_gemm_config *cfg);

@@ -31,6 +31,11 @@ const ks__impl *const *ks__impl_list(void);
 /* The CPU backend (backend.c): what the runtime gives the sessions it creates. */
 const ks__backend *ks__cpu_backend(void);
 
+/* im's cost for the node (impl.h's ks__impl.cost), or negative when it is for another op,
+ * needs an ISA bit outside `isa`, or cannot take the node's dtypes (F16 activations: ks_f16_*
+ * variants only). Selection and tuning ask through this. */
+double ks__impl_cost(const ks__impl *im, const ks__kernel_ctx *ctx, uint32_t isa);
+
 /* The cheapest supported variant for the node, or NULL (then the reference kernel runs).
  * `isa` is usually ks__cpu_isa(). */
 const ks__impl *ks__impl_select(const ks__kernel_ctx *ctx, uint32_t isa);

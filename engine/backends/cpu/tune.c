@@ -398,8 +398,7 @@ const ks__impl *ks__tune_select(ks__tuner *t, const ks__kernel_ctx *ctx, uint32_
     uint32_t num = 0;
     for (const ks__impl *const *it = ks__impl_list(); *it; it++) {
         const ks__impl *im = *it;
-        if (im->op != ctx->node->op || (im->isa & ~isa) != 0) continue;
-        double c = im->cost(ctx);
+        double c = ks__impl_cost(im, ctx, isa);
         if (c < 0) continue;
         /* insertion by cost, stable (list order breaks ties, as ks__impl_select) */
         uint32_t j = num < TUNE_MAX_CANDIDATES ? num : TUNE_MAX_CANDIDATES - 1;

@@ -521,7 +521,11 @@ static void check_model(const char *rel, float mean, float scale) {
         assert_true(lgot.f16_nodes > 0);
     else /* the fallback: the fp32 NEON GEMM, the same numbers */
         assert_true(lgot.f16_nodes == 0 && lgot.f32_gemm_nodes > 0);
-    assert_int_equal(lgot.nodes, lref.nodes);
+    /* the fp16 pass adds CASTs where fp16 and fp32 nodes meet; the fallback runs the graph as is */
+    if (cpu_has_fp16())
+        assert_true(lgot.nodes >= lref.nodes);
+    else
+        assert_int_equal(lgot.nodes, lref.nodes);
     for (uint32_t o = 0; o < ks_model_num_outputs(m); o++) {
         assert_int_equal(ngot[o], nref[o]);
         if (!ref[o]) continue;

@@ -69,6 +69,19 @@ void ks__conv_store_q(ks__rt_tensor *t, int64_t i, int32_t v) {
     }
 }
 
+/* A float activation: F32, or F16 in the graphs of the fp16 pass (precision.h). */
+static inline float act_load(const ks__rt_tensor *t, int64_t i) {
+    return t->dtype == KS_DTYPE_F16 ? ks__f16_to_f32(((const uint16_t *)t->data)[i])
+                                    : ((const float *)t->data)[i];
+}
+
+static inline void act_store(ks__rt_tensor *t, int64_t i, float v) {
+    if (t->dtype == KS_DTYPE_F16)
+        ((uint16_t *)t->data)[i] = ks__f32_to_f16(v);
+    else
+        ((float *)t->data)[i] = v;
+}
+
 float ks__conv_load_f(const ks__rt_tensor *t, int64_t i, int64_t c) {
     switch (t->dtype) {
     case KS_DTYPE_F32:
@@ -135,7 +148,7 @@ static ks_status conv_run(ks__kernel_ctx *ctx) {
     const float *slope = g.act == KS_ACT_PRELU ? (const float *)ctx->in[4]->data : NULL;
     const int fused = quant && ctx->node->ip[12] == 1;
     if ((st = ks__conv_check_fused(ctx, quant, g.act))) return st;
-    if (res && (ks__rt_numel(res) != ks__rt_numel(y) || (!quant && res->dtype != KS_DTYPE_F32)))
+    if (res && (ks__rt_numel(res) != ks__rt_numel(y) || (!quant && res->dtype != y->dtype)))
         return ks__kernel_error(ctx, KS_STATUS_UNSUPPORTED, "residual does not match the output");
     const ks__rt_tensor *tab = fused && g.act == KS_ACT_TABLE ? ctx->in[4] : NULL;
     ks__q8_fused fz;
@@ -179,7 +192,7 @@ static ks_status conv_run(ks__kernel_ctx *ctx) {
                                     qacc += (int64_t)(ks__conv_load_q(x, xi + ci) - xzp) *
                                             (ks__conv_load_q(w, wi + ci) - wzp);
                                 else
-                                    facc += (double)((const float *)x->data)[xi + ci] *
+                                    facc += (double)act_load(x, xi + ci) *
                                             ks__conv_load_f(w, wi + ci, co);
                             }
                         }
@@ -194,9 +207,9 @@ static ks_status conv_run(ks__kernel_ctx *ctx) {
                         ks__conv_store_q(y, yi + co, v);
                     } else {
                         if (b) facc += ks__conv_load_f(b, co, co);
-                        if (res) facc += ((const float *)res->data)[yi + co];
-                        ((float *)y->data)[yi + co] =
-                            ks__act_apply((float)facc, g.act, slope ? slope[co] : g.alpha);
+                        if (res) facc += act_load(res, yi + co);
+                        act_store(y, yi + co,
+                                  ks__act_apply((float)facc, g.act, slope ? slope[co] : g.alpha));
                     }
                 }
             }
@@ -257,7 +270,7 @@ static ks_status tconv_run(ks__kernel_ctx *ctx) {
                                     qacc += (int64_t)(ks__conv_load_q(x, xi + ci) - xzp) *
                                             (ks__conv_load_q(w, wi + ci) - wzp);
                                 else
-                                    facc += (double)((const float *)x->data)[xi + ci] *
+                                    facc += (double)act_load(x, xi + ci) *
                                             ks__conv_load_f(w, wi + ci, co);
                             }
                         }
@@ -269,8 +282,8 @@ static ks_status tconv_run(ks__kernel_ctx *ctx) {
                         ks__conv_store_q(y, yi + co, v);
                     } else {
                         if (b) facc += ks__conv_load_f(b, co, co);
-                        if (res) facc += ((const float *)res->data)[yi + co];
-                        ((float *)y->data)[yi + co] = ks__act_apply((float)facc, g.act, g.alpha);
+                        if (res) facc += act_load(res, yi + co);
+                        act_store(y, yi + co, ks__act_apply((float)facc, g.act, g.alpha));
                     }
                 }
             }
@@ -326,7 +339,7 @@ static ks_status pool_run(ks__kernel_ctx *ctx) {
                                 qsum += v;
                                 if (v > qmax) qmax = v;
                             } else {
-                                float v = ((const float *)x->data)[xi];
+                                float v = act_load(x, xi);
                                 fsum += v;
                                 if (v > fmax) fmax = v;
                             }
@@ -339,7 +352,7 @@ static ks_status pool_run(ks__kernel_ctx *ctx) {
                             r = 0.0f;
                         else
                             r = g.kind == 0 ? (float)fmax : (float)(fsum / (double)count);
-                        ((float *)y->data)[yi + c] = ks__act_apply(r, g.act, ctx->node->fp[0]);
+                        act_store(y, yi + c, ks__act_apply(r, g.act, ctx->node->fp[0]));
                         continue;
                     }
                     int32_t r;

@@ -7,16 +7,20 @@
  * Numbers: weights are rounded to fp16 once, at pack time; activations are rounded to fp16 while
  * a tile of A is packed; products and sums are fp16 FMLAs (8 lanes, twice the fp32 rate) over a
  * block of at most KS_F16_KBLOCK k-steps, after which the fp16 partial sums are widened and added
- * into fp32 accumulators. Bias, the fused activation and the store are fp32, and the tensors
- * between nodes stay fp32. The block bounds both the growth of the fp16 sums (the rounding error
- * of a running sum grows with its magnitude; fp16 has an 11-bit significand) and the risk of
- * overflowing fp16's 65504. Measured on real images under qemu -cpu max (rel L2 of the fp16
- * session against the fp32 one, all groups-1 convs in fp16): with no block (fp16 sums over the
- * whole K, as MNN's fp16 GEMM does) BlazeFace's scores were off by 8.8e-3; blocks of 32 / 16 / 8
- * k-steps gave 1.8e-3 / 1.8e-3 / 1.5e-3 there and 2.2e-3 / 1.7e-3 / 1.3e-3 on selfie
- * segmentation (0.9e-3 with one k-step per block, i.e. rounding the operands alone). 16 costs
- * a flush of 4 instructions per accumulator every 16 FMLAs into it (docs/kernels.md). The world
- * landmarks of hand_landmark_lite stay at 4-6e-3 whatever the block: operand rounding.
+ * into fp32 accumulators. Bias and the fused activation are fp32. The activations are F32, or
+ * F16 in the graphs of the fp16 pass (precision.h: KS_PRECISION_FP16 stores the tensors between
+ * fp16 nodes in fp16): then the tile is packed without conversion, and the microkernel adds the
+ * bias and the residual (F16, which the F32 form refuses) to its fp32 sums, clamps and rounds them
+ * once to fp16; the other activations follow in a pass over the output (f16_post.h). The block
+ * bounds both the growth of the fp16 sums (the rounding error of a running sum grows with its
+ * magnitude; fp16 has an 11-bit significand) and the risk of overflowing fp16's 65504. Measured on
+ * real images under qemu -cpu max (rel L2 of the fp16 session against the fp32 one, all groups-1
+ * convs in fp16): with no block (fp16 sums over the whole K, as MNN's fp16 GEMM does) BlazeFace's
+ * scores were off by 8.8e-3; blocks of 32 / 16 / 8 k-steps gave 1.8e-3 / 1.8e-3 / 1.5e-3 there
+ * and 2.2e-3 / 1.7e-3 / 1.3e-3 on selfie segmentation (0.9e-3 with one k-step per block, i.e.
+ * rounding the operands alone). 16 costs a flush of 4 instructions per accumulator every 16 FMLAs
+ * into it (docs/kernels.md). The world landmarks of hand_landmark_lite stay at 4-6e-3 whatever the
+ * block: operand rounding.
  *
  * Layouts:
  *   packed weights: per 8-channel panel, 8 fp32 biases (32 bytes), then K rows of 8 fp16
@@ -35,6 +39,7 @@
 
 #include "../../ref/conv_internal.h"
 #include "../neon/neon_util.h"
+#include "f16_post.h"
 
 #define MR 8
 #define NR 8
@@ -59,8 +64,9 @@ static size_t round_up(size_t v, size_t m) {
 /* Rows [0, mr) x columns [0, nc) of one tile. a: the tile's packed A (k rows of 8); w: the
  * panel's k rows of 8 weights; bias: its 8 fp32 biases; c: row r at c + r * c_stride. */
 static void ks_f16_gemm__neonfp16_8x8(size_t mr, size_t nc, size_t k, const float16_t *a,
-                                      const float16_t *w, const float *bias, float *c,
-                                      size_t c_stride, const neon_act *act, const float *slope) {
+                                      const float16_t *w, const float *bias, void *cv,
+                                      size_t c_stride, const neon_act *act, const float *slope,
+                                      bool out16, const float16_t *res) {
 #define INIT_SUM(r) float32x4_t s##r##0 = vdupq_n_f32(0.0f), s##r##1 = vdupq_n_f32(0.0f);
     ROWS(INIT_SUM)
 #undef INIT_SUM
@@ -107,6 +113,40 @@ static void ks_f16_gemm__neonfp16_8x8(size_t mr, size_t nc, size_t k, const floa
      * fp16 GEMM instructions). Same operations in the same order. */
     neon_act clamp = *act;
     clamp.post = KS_ACT_NONE; /* the post activation follows below */
+    if (out16) {
+        /* F16 output (row stride c_stride halves): + bias, + the F16 residual, the clamp, rounded
+         * once to fp16; anything else is the driver's pass over the whole output (f16_post.h) */
+        float16_t *c16 = (float16_t *)cv;
+#define STORE16(r)                                                                                 \
+    if (r < mr) {                                                                                  \
+        float32x4_t v0 = vaddq_f32(s##r##0, b0), v1 = vaddq_f32(s##r##1, b1);                      \
+        float16_t t[NR] = {0};                                                                     \
+        if (res) {                                                                                 \
+            const float16_t *rr = res + (size_t)(r)*c_stride;                                      \
+            float16x8_t h;                                                                         \
+            if (nc == NR) {                                                                        \
+                h = vld1q_f16(rr);                                                                 \
+            } else {                                                                               \
+                memcpy(t, rr, nc * sizeof(float16_t));                                             \
+                h = vld1q_f16(t);                                                                  \
+            }                                                                                      \
+            v0 = vaddq_f32(v0, vcvt_f32_f16(vget_low_f16(h)));                                     \
+            v1 = vaddq_f32(v1, vcvt_high_f32_f16(h));                                              \
+        }                                                                                          \
+        float16x8_t o = vcombine_f16(vcvt_f16_f32(neon_act_apply(v0, &clamp)),                     \
+                                     vcvt_f16_f32(neon_act_apply(v1, &clamp)));                    \
+        if (nc == NR) {                                                                            \
+            vst1q_f16(c16 + (size_t)(r)*c_stride, o);                                              \
+        } else {                                                                                   \
+            vst1q_f16(t, o);                                                                       \
+            memcpy(c16 + (size_t)(r)*c_stride, t, nc * sizeof(float16_t));                         \
+        }                                                                                          \
+    }
+        ROWS(STORE16)
+#undef STORE16
+        return;
+    }
+    float *c = (float *)cv;
 #define STORE(r)                                                                                   \
     if (r < mr) {                                                                                  \
         float tmp[NR];                                                                             \
@@ -160,14 +200,23 @@ static float16x8_t load_row8(const float *p) {
     return vcombine_f16(vcvt_f16_f32(vld1q_f32(p)), vcvt_f16_f32(vld1q_f32(p + 4)));
 }
 
-/* One tap: rows[r] points at channel 0 of pixel r's input (NULL: zero), ic channels each.
- * Writes ic rows of 8 to dst. */
-static void pack_tap(const float *const *rows, size_t ic, float16_t *dst) {
+static float16x8_t load_row8_f16(const float16_t *p) {
+    if (!p) return vdupq_n_f16(0);
+    return vld1q_f16(p);
+}
+
+/* One tap: rows[r] points at channel 0 of pixel r's input (NULL: zero), ic channels each, F32
+ * or (io16) F16. Writes ic rows of 8 to dst. */
+static void pack_tap(const void *const *rows, size_t ic, bool io16, float16_t *dst) {
     size_t c = 0;
     for (; c + 8 <= ic; c += 8) {
         float16x8_t v[8];
-        for (int r = 0; r < 8; r++)
-            v[r] = load_row8(rows[r] ? rows[r] + c : NULL);
+        if (io16)
+            for (int r = 0; r < 8; r++)
+                v[r] = load_row8_f16(rows[r] ? (const float16_t *)rows[r] + c : NULL);
+        else
+            for (int r = 0; r < 8; r++)
+                v[r] = load_row8(rows[r] ? (const float *)rows[r] + c : NULL);
         /* 8x8 transpose of 16-bit lanes: pairs, then 32-bit pairs, then 64-bit halves. */
         float16x8_t a01 = vtrn1q_f16(v[0], v[1]), b01 = vtrn2q_f16(v[0], v[1]);
         float16x8_t a23 = vtrn1q_f16(v[2], v[3]), b23 = vtrn2q_f16(v[2], v[3]);
@@ -195,7 +244,9 @@ static void pack_tap(const float *const *rows, size_t ic, float16_t *dst) {
     }
     for (; c < ic; c++)
         for (int r = 0; r < 8; r++)
-            dst[c * 8 + r] = rows[r] ? (float16_t)rows[r][c] : (float16_t)0;
+            dst[c * 8 + r] = !rows[r] ? (float16_t)0
+                             : io16   ? ((const float16_t *)rows[r])[c]
+                                      : (float16_t)((const float *)rows[r])[c];
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -206,6 +257,8 @@ typedef struct f16_conv {
     int32_t act;
     float alpha;
     const float *slope; /* KS_ACT_PRELU: per output channel, applied after the microkernel */
+    bool io16;          /* x, y (and the residual) are F16 */
+    bool res;           /* a fused residual add (F16 only) */
 } f16_conv;
 
 /* Probe of the fp32 NEON GEMM's acceptance test (arm_common.c): the fp16 variant runs the nodes
@@ -266,9 +319,14 @@ static size_t scratch_stride(const f16_conv *g) {
 }
 
 static int f16_supported(const ks__kernel_ctx *ctx, f16_conv *g) {
-    if (ctx->num_inputs > 3 && ctx->in[3]) return 0; /* a fused residual add */
-    if (ks__arm_gemm_cost(ctx, &k_probe) < 0) return 0;
+    const bool io16 = ctx->num_inputs > 0 && ctx->in[0] && ctx->in[0]->dtype == KS_DTYPE_F16;
+    const bool res = ctx->num_inputs > 3 && ctx->in[3];
+    if (io16 ? !ks__arm_gemm_accepts(ctx, KS_DTYPE_F16) : ks__arm_gemm_cost(ctx, &k_probe) < 0)
+        return 0;
+    if (res && !io16) return 0; /* F32: the fp32 NEON GEMM takes a fused residual add */
     f16_geometry(ctx, g);
+    g->io16 = io16;
+    g->res = res;
     return packed_bytes(g) != 0;
 }
 
@@ -322,9 +380,10 @@ typedef struct f16_job {
     f16_conv g;
     ks__arm_act act;
     neon_act vact;
-    const float *x;
+    const char *x; /* F32 or F16 */
     const char *packed;
-    float *y;
+    char *y;
+    const float16_t *res; /* F16 residual, y's layout */
     char *scratch;
     size_t scratch_stride, panel_bytes, num_panels, num_chunks, num_pixels;
     bool rows_pass; /* a scalar activation left for a pass over stored rows */
@@ -336,10 +395,11 @@ typedef struct f16_job {
  * pointers as a series, base + r * sw * ic; the others are tested pixel by pixel. A division
  * per pixel and tap was a fifth of UltraFace's fp16 instructions, the bounds tests per pixel
  * another. */
-static void pack_a_tile(const f16_job *j, size_t p0, size_t mr, float16_t *a, const float **rows) {
+static void pack_a_tile(const f16_job *j, size_t p0, size_t mr, float16_t *a, const void **rows) {
     const f16_conv *g = &j->g;
-    const size_t ih = g->ih, iw = g->iw, ic = g->ic, pt = g->pt, pl = g->pl;
-    const float *x = j->x;
+    const size_t ih = g->ih, iw = g->iw, pt = g->pt, pl = g->pl;
+    const size_t es = g->io16 ? sizeof(float16_t) : sizeof(float), ic = g->ic * es; /* bytes */
+    const char *x = j->x;
     size_t img[MR], y0[MR], x0[MR]; /* image, top-left input coordinates (+ pt, pl) */
     size_t ox = p0 % g->ow, rest = p0 / g->ow, oy = rest % g->oh, n = rest / g->oh;
     for (size_t r = 0; r < mr; r++) {
@@ -352,14 +412,14 @@ static void pack_a_tile(const f16_job *j, size_t p0, size_t mr, float16_t *a, co
     for (size_t r = mr; r < MR; r++)
         rows[r] = NULL;
     const bool one_row = mr == MR && y0[MR - 1] == y0[0] && img[MR - 1] == img[0];
-    const size_t step = g->sw * ic; /* floats from one pixel's window to the next's */
+    const size_t step = g->sw * ic; /* bytes from one pixel's window to the next's */
     for (size_t ky = 0; ky < g->kh; ky++)
         for (size_t kx = 0; kx < g->kw; kx++) {
-            float16_t *dst = a + (ky * g->kw + kx) * ic * MR;
+            float16_t *dst = a + (ky * g->kw + kx) * g->ic * MR;
             size_t iy = y0[0] + ky * g->dh, ix = x0[0] + kx * g->dw;
             if (one_row && iy >= pt && iy - pt < ih && ix >= pl &&
                 x0[MR - 1] + kx * g->dw - pl < iw) {
-                const float *base = x + ((img[0] * ih + iy - pt) * iw + ix - pl) * ic;
+                const char *base = x + ((img[0] * ih + iy - pt) * iw + ix - pl) * ic;
                 for (size_t r = 0; r < MR; r++)
                     rows[r] = base + r * step;
             } else {
@@ -370,7 +430,7 @@ static void pack_a_tile(const f16_job *j, size_t p0, size_t mr, float16_t *a, co
                                   : x + ((img[r] * ih + yy - pt) * iw + xx - pl) * ic;
                 }
             }
-            pack_tap(rows, ic, dst);
+            pack_tap(rows, g->ic, g->io16, dst);
         }
 }
 
@@ -379,7 +439,7 @@ static void f16_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     const f16_conv *g = &j->g;
     char *mine = j->scratch + (size_t)thread * j->scratch_stride;
     float16_t *a = (float16_t *)(void *)mine;
-    const float **rows = (const float **)(void *)(mine + j->scratch_stride - 64);
+    const void **rows = (const void **)(void *)(mine + j->scratch_stride - 64);
     const size_t k = g->kh * g->kw * g->ic;
     size_t built_tile = (size_t)-1;
     for (size_t item = begin; item < end; item++) {
@@ -394,11 +454,18 @@ static void f16_range(void *arg, size_t begin, size_t end, uint32_t thread) {
         for (size_t pan = pan0; pan < pan1; pan++) {
             size_t c0 = pan * NR, nc = g->oc - c0 < NR ? g->oc - c0 : NR;
             const char *panel = j->packed + pan * j->panel_bytes;
-            float *c = j->y + p0 * g->oc + c0;
-            ks_f16_gemm__neonfp16_8x8(mr, nc, k, a,
-                                      (const float16_t *)(const void *)(panel + NR * sizeof(float)),
-                                      (const float *)(const void *)panel, c, g->oc, &j->vact,
-                                      g->slope ? g->slope + c0 : NULL);
+            const float16_t *wp = (const float16_t *)(const void *)(panel + NR * sizeof(float));
+            if (g->io16) {
+                ks_f16_gemm__neonfp16_8x8(mr, nc, k, a, wp, (const float *)(const void *)panel,
+                                          (float16_t *)(void *)j->y + p0 * g->oc + c0, g->oc,
+                                          &j->vact, NULL, true,
+                                          j->res ? j->res + p0 * g->oc + c0 : NULL);
+                continue;
+            }
+            float *c = (float *)(void *)j->y + p0 * g->oc + c0;
+            ks_f16_gemm__neonfp16_8x8(mr, nc, k, a, wp, (const float *)(const void *)panel, c,
+                                      g->oc, &j->vact, g->slope ? g->slope + c0 : NULL, false,
+                                      NULL);
             if (!j->rows_pass) continue; /* the epilogue did the whole activation */
             for (size_t r = 0; r < mr; r++)
                 ks__arm_act_scalar(c + r * g->oc, nc, &j->act);
@@ -417,8 +484,9 @@ static ks_status f16_run(ks__kernel_ctx *ctx) {
     ks__arm_act_init(&j.act, j.g.slope ? KS_ACT_NONE : j.g.act, j.g.alpha);
     j.vact = neon_act_load(&j.act);
     j.rows_pass = j.act.scalar_act != KS_ACT_NONE;
-    j.x = (const float *)ctx->in[0]->data;
-    j.y = (float *)ctx->out[0]->data;
+    j.x = (const char *)ctx->in[0]->data;
+    j.y = (char *)ctx->out[0]->data;
+    j.res = j.g.res ? (const float16_t *)ctx->in[3]->data : NULL;
     j.packed = (const char *)ctx->packed;
     j.scratch = (char *)ctx->scratch;
     j.panel_bytes = panel_bytes(&j.g);
@@ -427,6 +495,9 @@ static ks_status f16_run(ks__kernel_ctx *ctx) {
     j.num_pixels = j.g.n * j.g.oh * j.g.ow;
     size_t num_tiles = (j.num_pixels + MR - 1) / MR;
     ks__parallel_for(ctx->pool, num_tiles * j.num_chunks, 1, f16_range, &j);
+    if (j.g.io16) /* what the F16 store does not fuse: SILU, HARD_SWISH, LEAKY_RELU, PRELU... */
+        f16_post_run(ctx->pool, &j.act, j.g.slope, j.g.oc, (float16_t *)(void *)j.y,
+                     j.num_pixels * j.g.oc);
     return KS_STATUS_OK;
 }
 
