@@ -137,8 +137,7 @@ static ks_status emit(f16_builder *b, uint32_t i) {
         if (t < 0 || is_const(&g->tensors[t])) continue;
         /* fp16 nodes read every float activation in fp16, the others in fp32 */
         bool want16 = f16 && is_f32_act(g, t);
-        if (want16 != (b->retyped[t] != 0) && (st = converted(b, t, &in[k])))
-            return st;
+        if (want16 != (b->retyped[t] != 0) && (st = converted(b, t, &in[k]))) return st;
     }
     /* an fp16 node writing a graph output writes an F16 copy, cast back below */
     for (uint32_t k = 0; k < n->num_outputs; k++) {
@@ -211,9 +210,8 @@ ks_status ks__prec_build_f16(const ks__graph *g, ks__graph *out, uint32_t *num_f
             d->size_bytes = s->size_bytes;
             d->flags = s->flags | KS__TENSOR_CONST | KS__TENSOR_BORROWED;
         }
-        if (s->quant.count &&
-            (st = ks__graph_set_quant(out, id, s->quant.count, s->quant.axis, s->quant.scales,
-                                      s->quant.zero_points)))
+        if (s->quant.count && (st = ks__graph_set_quant(out, id, s->quant.count, s->quant.axis,
+                                                        s->quant.scales, s->quant.zero_points)))
             goto done;
     }
     for (uint32_t i = 0; i < g->num_nodes; i++)

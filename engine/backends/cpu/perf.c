@@ -8,6 +8,13 @@ bool ks__perf_is_x32(const ks__rt_tensor *t) {
     return t->dtype == KS_DTYPE_F32 || t->dtype == KS_DTYPE_I32;
 }
 
+/* The element size the gathers take for t: 4 (ks__perf_is_x32) or 2 (F16); 0 otherwise. */
+static size_t elem_bytes(const ks__rt_tensor *t) {
+    if (ks__perf_is_x32(t)) return 4;
+    if (t && t->dtype == KS_DTYPE_F16 && (!t->quant || t->quant->count == 0)) return 2;
+    return 0;
+}
+
 void ks__gather_collapse(ks__gather_geom *g) {
     int32_t r = 0;
     int64_t dims[KS_MAX_RANK], st[KS_MAX_RANK];
@@ -40,10 +47,10 @@ static void contiguous_strides(int32_t rank, const int64_t *dims, int64_t *strid
     }
 }
 
-bool ks__gather_geom_transpose(const ks__kernel_ctx *ctx, ks__gather_geom *g) {
+bool ks__gather_geom_transpose_es(const ks__kernel_ctx *ctx, ks__gather_geom *g, size_t es) {
     if (ctx->num_inputs != 1 || ctx->num_outputs != 1) return false;
     const ks__rt_tensor *x = ctx->in[0], *y = ctx->out[0];
-    if (!ks__perf_is_x32(x) || x->dtype != y->dtype || x->rank != y->rank || x->rank < 1 ||
+    if (elem_bytes(x) != es || x->dtype != y->dtype || x->rank != y->rank || x->rank < 1 ||
         x->rank > KS_MAX_RANK)
         return false;
     const int32_t *ip = ctx->node->ip;
@@ -68,10 +75,15 @@ bool ks__gather_geom_transpose(const ks__kernel_ctx *ctx, ks__gather_geom *g) {
     return true;
 }
 
-bool ks__gather_geom_split(const ks__kernel_ctx *ctx, uint32_t k, ks__gather_geom *g) {
+bool ks__gather_geom_transpose(const ks__kernel_ctx *ctx, ks__gather_geom *g) {
+    return ks__gather_geom_transpose_es(ctx, g, 4);
+}
+
+bool ks__gather_geom_split_es(const ks__kernel_ctx *ctx, uint32_t k, ks__gather_geom *g,
+                              size_t es) {
     if (ctx->num_inputs < 1 || k >= ctx->num_outputs) return false;
     const ks__rt_tensor *x = ctx->in[0], *y = ctx->out[k];
-    if (!ks__perf_is_x32(x) || x->rank < 1 || x->rank > KS_MAX_RANK) return false;
+    if (elem_bytes(x) != es || x->rank < 1 || x->rank > KS_MAX_RANK) return false;
     int32_t axis = ctx->node->ip[0];
     if (axis < 0) axis += x->rank;
     if (axis < 0 || axis >= x->rank) return false;
@@ -94,6 +106,10 @@ bool ks__gather_geom_split(const ks__kernel_ctx *ctx, uint32_t k, ks__gather_geo
     }
     ks__gather_collapse(g);
     return true;
+}
+
+bool ks__gather_geom_split(const ks__kernel_ctx *ctx, uint32_t k, ks__gather_geom *g) {
+    return ks__gather_geom_split_es(ctx, k, g, 4);
 }
 
 static bool conv_geom_make(const ks__kernel_ctx *ctx, ks__smallconv_geom *g, bool depthwise) {

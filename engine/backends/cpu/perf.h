@@ -36,6 +36,11 @@ bool ks__gather_geom_transpose(const ks__kernel_ctx *ctx, ks__gather_geom *g);
 /* Output `k` of SPLIT as a gather from ctx->in[0]. False if unsupported. */
 bool ks__gather_geom_split(const ks__kernel_ctx *ctx, uint32_t k, ks__gather_geom *g);
 
+/* The same for elements of es bytes: 4 as above, or 2 (F16 activations, the fp16 pass's graphs:
+ * arm/neonfp16/f16_copy.c). */
+bool ks__gather_geom_transpose_es(const ks__kernel_ctx *ctx, ks__gather_geom *g, size_t es);
+bool ks__gather_geom_split_es(const ks__kernel_ctx *ctx, uint32_t k, ks__gather_geom *g, size_t es);
+
 /* ---- small-output-channel CONV2D (see x86/avx512/f32_perf_conv.c) ---- */
 typedef struct ks__smallconv_geom {
     int64_t n, ih, iw, ic, oh, ow, oc, kh, kw;

@@ -43,6 +43,8 @@ extern const ks__impl ks_f16_cast__neonfp16;
 extern const ks__impl ks_f16_add__neonfp16;
 extern const ks__impl ks_f16_mul__neonfp16;
 extern const ks__impl ks_f16_pool2d__neonfp16;
+extern const ks__impl ks_f16_transpose__neonfp16;
+extern const ks__impl ks_f16_split__neonfp16;
 
 static ks__pool *g_pool;
 static char g_err[512];
@@ -206,8 +208,8 @@ static void check_dw(const dw_case *dc) {
     node.ip[10] = dc->prelu ? KS_ACT_PRELU : dc->act;
     tens tx, tw, tb, ts, out, tax, taw, tab, aout;
     mk(&tx, KS_DTYPE_F16, x, 4, xd, false);
-    mk(&tw, dc->f16_weights ? KS_DTYPE_F16 : KS_DTYPE_F32, dc->f16_weights ? (void *)wh : w, 4,
-       wd, true);
+    mk(&tw, dc->f16_weights ? KS_DTYPE_F16 : KS_DTYPE_F32, dc->f16_weights ? (void *)wh : w, 4, wd,
+       true);
     mk(&tb, KS_DTYPE_F32, b, 1, bd, true);
     mk(&ts, KS_DTYPE_F32, slope, 1, bd, true);
     mk(&out, KS_DTYPE_F16, NULL, 0, NULL, false);
@@ -222,8 +224,7 @@ static void check_dw(const dw_case *dc) {
     uint16_t *res = rand16((size_t)n, 2.0f, ares);
     tens tr;
     mk(&tr, KS_DTYPE_F16, res, 4, out.t.dims, false);
-    ks__rt_tensor *in[5] = {&tx.t, &tw.t, &tb.t, dc->res ? &tr.t : NULL,
-                            dc->prelu ? &ts.t : NULL};
+    ks__rt_tensor *in[5] = {&tx.t, &tw.t, &tb.t, dc->res ? &tr.t : NULL, dc->prelu ? &ts.t : NULL};
     uint32_t nin = dc->prelu ? 5 : (dc->res ? 4 : 3);
     assert_int_equal(run_ref(&node, in, nin, &out, want), n);
     /* S: the reference on |x|, |w|, |b| (fp32 output), + |res| */
@@ -256,18 +257,27 @@ static void check_dw(const dw_case *dc) {
 static void test_dwconv(void **state) {
     (void)state;
     require_fp16();
-    static const int32_t acts[] = {KS_ACT_NONE,       KS_ACT_RELU,       KS_ACT_RELU6,
-                                   KS_ACT_LEAKY_RELU, KS_ACT_HARD_SWISH, KS_ACT_SILU,
+    static const int32_t acts[] = {KS_ACT_NONE,       KS_ACT_RELU,        KS_ACT_RELU6,
+                                   KS_ACT_LEAKY_RELU, KS_ACT_HARD_SWISH,  KS_ACT_SILU,
                                    KS_ACT_SIGMOID,    KS_ACT_RELU_N1_TO_1};
     static const int64_t ks_[][2] = {{3, 3}, {5, 5}, {3, 3}, {1, 3}, {7, 7}};
     int count = 0;
     for (int64_t c = 1; c <= 20; c++)
         for (int v = 0; v < 5; v++, count++) {
-            dw_case dc = {1 + count % 2, 3 + (count * 5) % 11, 2 + (count * 7) % 19, c,
-                          ks_[v][0], ks_[v][1], 1 + (v == 2 || count % 7 == 3), 1,
-                          count % 3 == 0 ? KS_PAD_SAME_UPPER : (count % 3 == 1 ? KS_PAD_EXPLICIT
-                                                                                : KS_PAD_VALID),
-                          acts[count % 8], count % 4 == 1, count % 11 == 5, count % 5 == 2};
+            dw_case dc = {1 + count % 2,
+                          3 + (count * 5) % 11,
+                          2 + (count * 7) % 19,
+                          c,
+                          ks_[v][0],
+                          ks_[v][1],
+                          1 + (v == 2 || count % 7 == 3),
+                          1,
+                          count % 3 == 0 ? KS_PAD_SAME_UPPER
+                                         : (count % 3 == 1 ? KS_PAD_EXPLICIT : KS_PAD_VALID),
+                          acts[count % 8],
+                          count % 4 == 1,
+                          count % 11 == 5,
+                          count % 5 == 2};
             if (count % 13 == 4) dc.d = 2;
             /* VALID and the explicit pads (1 + 0 rows, 2 + 1 columns) need the kernel's extent */
             int64_t eh = (dc.kh - 1) * dc.d + 1, ew = (dc.kw - 1) * dc.d + 1;
@@ -518,15 +528,14 @@ static void test_pool(void **state) {
         node.ip[0] = node.ip[1] = global ? 0 : 2 + c % 2;
         node.ip[2] = node.ip[3] = global ? 1 : 1 + c % 2;
         node.ip[8] = c % 3 == 0 ? KS_PAD_VALID : KS_PAD_SAME_UPPER;
-        node.ip[9] = c % 2;           /* max, avg */
-        node.ip[10] = (c / 2) % 2;    /* count_include_pad */
+        node.ip[9] = c % 2;        /* max, avg */
+        node.ip[10] = (c / 2) % 2; /* count_include_pad */
         node.ip[11] = c % 4 == 3 ? KS_ACT_RELU6 : KS_ACT_NONE;
         tens tx, out;
         mk(&tx, KS_DTYPE_F16, x, 4, d, false);
         mk(&out, KS_DTYPE_F16, NULL, 0, NULL, false);
         ks__rt_tensor *in[1] = {&tx.t};
-        uint16_t *want = malloc(n * 2 + 64), *got1 = malloc(n * 2 + 64),
-                 *gotn = malloc(n * 2 + 64);
+        uint16_t *want = malloc(n * 2 + 64), *got1 = malloc(n * 2 + 64), *gotn = malloc(n * 2 + 64);
         int64_t m = run_ref(&node, in, 1, &out, want);
         run_impl(&ks_f16_pool2d__neonfp16, &node, in, 1, &out, got1, NULL);
         run_impl(&ks_f16_pool2d__neonfp16, &node, in, 1, &out, gotn, g_pool);
@@ -536,6 +545,92 @@ static void test_pool(void **state) {
         compare16(what, m, want, got1, gotn, NULL, 0.0, 2.0 * U);
         if (node.ip[9] == 0) assert_memory_equal(want, got1, (size_t)m * 2);
         free(ax), free(x), free(want), free(got1), free(gotn);
+    }
+}
+
+/* ---- TRANSPOSE, SPLIT: bitwise equal to the reference ---- */
+
+static void test_transpose_split(void **state) {
+    (void)state;
+    require_fp16();
+    /* perms of the forms rows / interleave (channel shuffles) / strided */
+    static const struct {
+        int32_t rank;
+        int64_t dims[5];
+        int32_t perm[5];
+    } tc[] = {
+        {4, {1, 6, 5, 40}, {0, 2, 1, 3}},      /* rows */
+        {4, {1, 7, 2, 29}, {0, 1, 3, 2}},      /* interleave 2 (shuffle of 58) */
+        {4, {2, 5, 3, 17}, {0, 1, 3, 2}},      /* interleave 3 */
+        {4, {1, 3, 4, 9}, {0, 1, 3, 2}},       /* interleave 4 */
+        {3, {13, 11, 7}, {2, 0, 1}},           /* strided */
+        {5, {1, 9, 2, 2, 3}, {0, 3, 1, 4, 2}}, /* strided, rank 5 */
+    };
+    for (size_t c = 0; c < sizeof(tc) / sizeof(tc[0]); c++) {
+        int64_t n = 1, od[5];
+        for (int32_t d = 0; d < tc[c].rank; d++)
+            n *= tc[c].dims[d], od[d] = tc[c].dims[tc[c].perm[d]];
+        uint16_t *x = rand16((size_t)n, 4.0f, NULL), *want = malloc((size_t)n * 2),
+                 *got1 = malloc((size_t)n * 2), *gotn = malloc((size_t)n * 2);
+        ks__node node;
+        memset(&node, 0, sizeof(node));
+        node.op = KS_OP_TRANSPOSE;
+        node.name = (char *)"t";
+        node.ip[0] = tc[c].rank;
+        for (int32_t d = 0; d < tc[c].rank; d++)
+            node.ip[1 + d] = tc[c].perm[d];
+        tens tx, out;
+        mk(&tx, KS_DTYPE_F16, x, tc[c].rank, tc[c].dims, false);
+        mk(&out, KS_DTYPE_F16, NULL, tc[c].rank, od, false);
+        ks__rt_tensor *in[1] = {&tx.t};
+        assert_int_equal(run_ref(&node, in, 1, &out, want), n);
+        run_impl(&ks_f16_transpose__neonfp16, &node, in, 1, &out, got1, NULL);
+        run_impl(&ks_f16_transpose__neonfp16, &node, in, 1, &out, gotn, g_pool);
+        if (memcmp(want, got1, (size_t)n * 2) || memcmp(want, gotn, (size_t)n * 2))
+            fail_msg("transpose case %zu differs from the reference", c);
+        free(x), free(want), free(got1), free(gotn);
+    }
+    /* SPLIT along the channels (rows) and along H, three outputs of unequal sizes */
+    for (int axis = 1; axis <= 3; axis += 2) {
+        int64_t d[4] = {2, 6, 5, 24}, sizes[3] = {1, 2, 3};
+        if (axis == 3) sizes[0] = 5, sizes[1] = 8, sizes[2] = 11;
+        uint16_t *x = rand16(2 * 6 * 5 * 24, 4.0f, NULL);
+        ks__node node;
+        memset(&node, 0, sizeof(node));
+        node.op = KS_OP_SPLIT;
+        node.name = (char *)"s";
+        node.ip[0] = axis;
+        tens tx, ts, o[3], r[3];
+        mk(&tx, KS_DTYPE_F16, x, 4, d, false);
+        int64_t sd[1] = {3};
+        int32_t sz32[3] = {(int32_t)sizes[0], (int32_t)sizes[1], (int32_t)sizes[2]};
+        mk(&ts, KS_DTYPE_I32, sz32, 1, sd, true);
+        uint16_t *want[3], *got[3];
+        ks__rt_tensor *outs[3], *routs[3];
+        for (int k = 0; k < 3; k++) {
+            int64_t od[4] = {d[0], d[1], d[2], d[3]};
+            od[axis] = sizes[k];
+            size_t n = (size_t)(od[0] * od[1] * od[2] * od[3]);
+            want[k] = malloc(n * 2), got[k] = malloc(n * 2);
+            mk(&r[k], KS_DTYPE_F16, want[k], 4, od, false);
+            mk(&o[k], KS_DTYPE_F16, got[k], 4, od, false);
+            routs[k] = &r[k].t, outs[k] = &o[k].t;
+        }
+        ks__rt_tensor *in[2] = {&tx.t, &ts.t};
+        ks__kernel_ctx rc = make_ctx(&node, in, 2, routs);
+        rc.num_outputs = 3;
+        assert_int_equal(ks__ref_kernels()->k[KS_OP_SPLIT].run(&rc), KS_STATUS_OK);
+        ks__kernel_ctx fc = make_ctx(&node, in, 2, outs);
+        fc.num_outputs = 3;
+        fc.pool = g_pool;
+        assert_true(ks_f16_split__neonfp16.cost(&fc) >= 0);
+        assert_int_equal(ks_f16_split__neonfp16.run(&fc), KS_STATUS_OK);
+        for (int k = 0; k < 3; k++) {
+            if (memcmp(want[k], got[k], (size_t)ks__rt_numel(&o[k].t) * 2) != 0)
+                fail_msg("split axis %d output %d differs from the reference", axis, k);
+            free(want[k]), free(got[k]);
+        }
+        free(x);
     }
 }
 
@@ -594,8 +689,8 @@ static void test_pass(void **state) {
     for (uint32_t i = 0; i < out.num_nodes; i++)
         casts += out.nodes[i].op == KS_OP_CAST;
     for (uint32_t t = 0; t < out.num_tensors; t++)
-        f16_tensors += out.tensors[t].dtype == KS_DTYPE_F16 &&
-                       !(out.tensors[t].flags & KS__TENSOR_CONST);
+        f16_tensors +=
+            out.tensors[t].dtype == KS_DTYPE_F16 && !(out.tensors[t].flags & KS__TENSOR_CONST);
     assert_true(casts >= 1 + g.num_outputs);
     assert_true(f16_tensors > g.num_nodes / 2);
     assert_int_equal(ks__graph_validate(&out, err, sizeof(err)), KS_STATUS_OK);
@@ -618,10 +713,10 @@ static int teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dwconv),   cmocka_unit_test(test_dw_refusals),
-        cmocka_unit_test(test_gemm16),   cmocka_unit_test(test_cast),
-        cmocka_unit_test(test_add_mul),  cmocka_unit_test(test_pool),
-        cmocka_unit_test(test_pass),
+        cmocka_unit_test(test_dwconv),          cmocka_unit_test(test_dw_refusals),
+        cmocka_unit_test(test_gemm16),          cmocka_unit_test(test_cast),
+        cmocka_unit_test(test_add_mul),         cmocka_unit_test(test_pool),
+        cmocka_unit_test(test_transpose_split), cmocka_unit_test(test_pass),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

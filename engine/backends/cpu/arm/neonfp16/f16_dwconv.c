@@ -4,16 +4,17 @@
  * in registers (3x3 and 5x5 are unrolled) and each output pixel takes one fp16 FMLA per tap.
  *
  * Numbers: weights and bias are rounded to fp16 at pack time; the KH x KW products are summed
- * in fp16 in two chains (even and odd taps) from zero, then the bias is added (at most KS_F16_DW_MAX_TAPS taps: 25 for 5x5, against the
- * GEMM's blocks of 16 k-steps); the residual add and the clamping activations (NONE, RELU,
- * RELU6, RELU_N1_TO_1) are fp16 too; the others (LEAKY_RELU, HARD_SWISH, SILU, PRELU and the
- * scalar ones) follow in a pass over the output that widens to fp32 (f16_post.h).
+ * in fp16 in two chains (even and odd taps) from zero, then the bias is added (at most
+ * KS_F16_DW_MAX_TAPS taps: 25 for 5x5, against the GEMM's blocks of 16 k-steps); the residual add
+ * and the clamping activations (NONE, RELU, RELU6, RELU_N1_TO_1) and LEAKY_RELU are fp16 too; the
+ * others (HARD_SWISH, SILU, PRELU and the scalar ones) follow in a pass over the output that widens
+ * to fp32 (f16_post.h).
  *
  * Layout: the input is first copied into a padded buffer (the scratch: zeros around it and past
  * the last channel up to a multiple of 8), so that every output pixel reads its taps at fixed
  * offsets from its window's corner, with no edge tests: a copy costs about 2 instructions per 8
- * input values, a tap 2 (a load and an FMLA) per 8 outputs. Packed: per 8-channel block, KH*KW vectors of 8 fp16 weights,
- * then 8 fp16 biases (zero past the last channel).
+ * input values, a tap 2 (a load and an FMLA) per 8 outputs. Packed: per 8-channel block, KH*KW
+ * vectors of 8 fp16 weights, then 8 fp16 biases (zero past the last channel).
  */
 #include <arm_neon.h>
 #include <math.h>
@@ -153,7 +154,8 @@ static ks_status dw_pack(ks__kernel_ctx *ctx) {
     for (size_t c = 0; c < g.c; c++) {
         float16_t *blk = p + (c / CB) * block_halves(&g);
         for (size_t t = 0; t < taps; t++)
-            blk[t * CB + c % CB] = (float16_t)ks__conv_load_f(w, (int64_t)(c * taps + t), (int64_t)c);
+            blk[t * CB + c % CB] =
+                (float16_t)ks__conv_load_f(w, (int64_t)(c * taps + t), (int64_t)c);
         blk[taps * CB + c % CB] = b ? (float16_t)ks__conv_load_f(b, (int64_t)c, (int64_t)c) : 0;
     }
     return KS_STATUS_OK;
@@ -163,6 +165,8 @@ typedef struct dw_job {
     dw16 g;
     ks__arm_act act;
     float16x8_t lo, hi; /* the activation's clamp (NONE, RELU, RELU6, RELU_N1_TO_1; else none) */
+    bool leaky;         /* LEAKY_RELU, in fp16 in the store */
+    float16x8_t alpha;
     const float16_t *x, *w, *res;
     float16_t *y, *pad; /* pad: the padded input (pad_bytes) */
     size_t ph, pw, cp;  /* its rows, columns, channels */
@@ -212,6 +216,7 @@ static inline void finish8(const dw_job *j, float16x8_t acc, const float16_t *re
         }
     }
     acc = vminq_f16(vmaxq_f16(acc, j->lo), j->hi);
+    if (j->leaky) acc = vbslq_f16(vcgeq_f16(acc, vdupq_n_f16(0)), acc, vmulq_f16(acc, j->alpha));
     if (nc == CB) {
         vst1q_f16(y, acc);
     } else {
@@ -223,41 +228,41 @@ static inline void finish8(const dw_job *j, float16x8_t acc, const float16_t *re
 
 /* The products of each output pixel sum in two fp16 chains (even and odd taps) from zero, then
  * the bias: shorter fp16 sums than one chain from the bias, and two FMLA dependency chains. */
-#define LD(ky, kx) vld1q_f16(r##ky + (kx) * tap)
-#define W(t) const float16x8_t w##t = vld1q_f16(w + (t) * CB);
+#define LD(ky, kx) vld1q_f16(r##ky + (kx)*tap)
+#define W(t) const float16x8_t w##t = vld1q_f16(w + (t)*CB);
 #define FMA(acc, t, ky, kx) acc = vfmaq_f16(acc, LD(ky, kx), w##t);
 
 /* One output row of one block: 3x3 taps, the weights in registers. */
-static void row3x3(const dw_job *j, const float16_t *r0, const float16_t *r1,
-                   const float16_t *r2, const float16_t *w, float16_t *y, const float16_t *res,
-                   size_t nc) {
+static void row3x3(const dw_job *j, const float16_t *r0, const float16_t *r1, const float16_t *r2,
+                   const float16_t *w, float16_t *y, const float16_t *res, size_t nc) {
     const size_t step = j->g.sw * j->cp, tap = j->g.dw * j->cp, c = j->g.c, ow = j->g.ow;
-    W(0) W(1) W(2) W(3) W(4) W(5) W(6) W(7) W(8)
-    const float16x8_t bias = vld1q_f16(w + 9 * CB);
+    W(0) W(1) W(2) W(3) W(4) W(5) W(6) W(7) W(8) const float16x8_t bias = vld1q_f16(w + 9 * CB);
     for (size_t ox = 0; ox < ow; ox++) {
         float16x8_t a = vmulq_f16(LD(0, 0), w0), b = vmulq_f16(LD(0, 1), w1);
-        FMA(a, 2, 0, 2) FMA(b, 3, 1, 0) FMA(a, 4, 1, 1) FMA(b, 5, 1, 2)
-        FMA(a, 6, 2, 0) FMA(b, 7, 2, 1) FMA(a, 8, 2, 2)
-        finish8(j, vaddq_f16(vaddq_f16(a, b), bias), res ? res + ox * c : NULL, y + ox * c, nc);
+        FMA(a, 2, 0, 2)
+        FMA(b, 3, 1, 0) FMA(a, 4, 1, 1) FMA(b, 5, 1, 2) FMA(a, 6, 2, 0) FMA(b, 7, 2, 1)
+            FMA(a, 8, 2, 2) finish8(j, vaddq_f16(vaddq_f16(a, b), bias), res ? res + ox * c : NULL,
+                                    y + ox * c, nc);
         r0 += step, r1 += step, r2 += step;
     }
 }
 
 /* The same for 5x5 (25 weights and 2 sums in registers). */
-static void row5x5(const dw_job *j, const float16_t *const *rows, const float16_t *w,
-                   float16_t *y, const float16_t *res, size_t nc) {
+static void row5x5(const dw_job *j, const float16_t *const *rows, const float16_t *w, float16_t *y,
+                   const float16_t *res, size_t nc) {
     const size_t step = j->g.sw * j->cp, tap = j->g.dw * j->cp, c = j->g.c, ow = j->g.ow;
     const float16_t *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3], *r4 = rows[4];
-    W(0) W(1) W(2) W(3) W(4) W(5) W(6) W(7) W(8) W(9) W(10) W(11) W(12)
-    W(13) W(14) W(15) W(16) W(17) W(18) W(19) W(20) W(21) W(22) W(23) W(24)
-    for (size_t ox = 0; ox < ow; ox++) {
+    W(0)
+    W(1) W(2) W(3) W(4) W(5) W(6) W(7) W(8) W(9) W(10) W(11) W(12) W(13) W(14) W(15) W(16) W(17)
+        W(18) W(19) W(20) W(21) W(22) W(23) W(24) for (size_t ox = 0; ox < ow; ox++) {
         float16x8_t a = vmulq_f16(LD(0, 0), w0), b = vmulq_f16(LD(0, 1), w1);
-        FMA(a, 2, 0, 2) FMA(b, 3, 0, 3) FMA(a, 4, 0, 4)
-        FMA(b, 5, 1, 0) FMA(a, 6, 1, 1) FMA(b, 7, 1, 2) FMA(a, 8, 1, 3) FMA(b, 9, 1, 4)
-        FMA(a, 10, 2, 0) FMA(b, 11, 2, 1) FMA(a, 12, 2, 2) FMA(b, 13, 2, 3) FMA(a, 14, 2, 4)
-        FMA(b, 15, 3, 0) FMA(a, 16, 3, 1) FMA(b, 17, 3, 2) FMA(a, 18, 3, 3) FMA(b, 19, 3, 4)
-        FMA(a, 20, 4, 0) FMA(b, 21, 4, 1) FMA(a, 22, 4, 2) FMA(b, 23, 4, 3) FMA(a, 24, 4, 4)
-        const float16x8_t bias = vld1q_f16(w + 25 * CB);
+        FMA(a, 2, 0, 2)
+        FMA(b, 3, 0, 3) FMA(a, 4, 0, 4) FMA(b, 5, 1, 0) FMA(a, 6, 1, 1) FMA(b, 7, 1, 2)
+            FMA(a, 8, 1, 3) FMA(b, 9, 1, 4) FMA(a, 10, 2, 0) FMA(b, 11, 2, 1) FMA(a, 12, 2, 2)
+                FMA(b, 13, 2, 3) FMA(a, 14, 2, 4) FMA(b, 15, 3, 0) FMA(a, 16, 3, 1) FMA(b, 17, 3, 2)
+                    FMA(a, 18, 3, 3) FMA(b, 19, 3, 4) FMA(a, 20, 4, 0) FMA(b, 21, 4, 1)
+                        FMA(a, 22, 4, 2) FMA(b, 23, 4, 3) FMA(a, 24, 4, 4) const float16x8_t bias =
+                            vld1q_f16(w + 25 * CB);
         finish8(j, vaddq_f16(vaddq_f16(a, b), bias), res ? res + ox * c : NULL, y + ox * c, nc);
         r0 += step, r1 += step, r2 += step, r3 += step, r4 += step;
     }
@@ -267,8 +272,8 @@ static void row5x5(const dw_job *j, const float16_t *const *rows, const float16_
 #undef FMA
 
 /* Any KH x KW: the weights from memory. */
-static void row_any(const dw_job *j, const float16_t *const *rows, const float16_t *w,
-                    float16_t *y, const float16_t *res, size_t nc) {
+static void row_any(const dw_job *j, const float16_t *const *rows, const float16_t *w, float16_t *y,
+                    const float16_t *res, size_t nc) {
     const dw16 *g = &j->g;
     const size_t step = g->sw * j->cp, tap = g->dw * j->cp, taps = g->kh * g->kw;
     const float16x8_t bias = vld1q_f16(w + taps * CB);
@@ -281,8 +286,8 @@ static void row_any(const dw_job *j, const float16_t *const *rows, const float16
             else
                 b = vfmaq_f16(b, v, vld1q_f16(w + t * CB));
         }
-        finish8(j, vaddq_f16(vaddq_f16(a, b), bias), res ? res + ox * g->c : NULL,
-                y + ox * g->c, nc);
+        finish8(j, vaddq_f16(vaddq_f16(a, b), bias), res ? res + ox * g->c : NULL, y + ox * g->c,
+                nc);
     }
 }
 
@@ -322,6 +327,8 @@ static ks_status dw_run(ks__kernel_ctx *ctx) {
     ks__arm_act_init(&j.act, g->slope ? KS_ACT_NONE : g->act, g->alpha);
     j.lo = vdupq_n_f16((float16_t)(j.act.lo < -65504.0f ? -INFINITY : j.act.lo));
     j.hi = vdupq_n_f16((float16_t)(j.act.hi > 65504.0f ? INFINITY : j.act.hi));
+    j.leaky = j.act.post == KS_ACT_LEAKY_RELU;
+    j.alpha = vdupq_n_f16((float16_t)j.act.alpha);
     j.x = (const float16_t *)ctx->in[0]->data;
     j.y = (float16_t *)ctx->out[0]->data;
     j.res = g->res ? (const float16_t *)ctx->in[3]->data : NULL;
@@ -330,7 +337,9 @@ static ks_status dw_run(ks__kernel_ctx *ctx) {
     j.ph = pad_h(g), j.pw = pad_w(g), j.cp = blocks(g) * CB;
     ks__parallel_for(ctx->pool, g->n * j.ph, 1, pad_range, &j);
     ks__parallel_for(ctx->pool, g->n * g->oh, 1, dw_range, &j);
-    f16_post_run(ctx->pool, &j.act, g->slope, g->c, j.y, g->n * g->oh * g->ow * g->c);
+    ks__arm_act rest = j.act;
+    if (j.leaky) rest.post = KS_ACT_NONE;
+    f16_post_run(ctx->pool, &rest, g->slope, g->c, j.y, g->n * g->oh * g->ow * g->c);
     return KS_STATUS_OK;
 }
 

@@ -197,8 +197,8 @@ static void pool_range(void *arg, size_t begin, size_t end, uint32_t thread) {
             int64_t valid = (vy1 > vy0 ? vy1 - vy0 : 0) * (vx1 > vx0 ? vx1 - vx0 : 0);
             int64_t count = g->count_include_pad ? (py1 - py0) * (px1 - px0) : valid;
             const float scale = count > 0 ? 1.0f / (float)count : 0.0f;
-            float16_t *out = j->y + (((size_t)n * (size_t)g->oh + (size_t)oy) * (size_t)g->ow +
-                                     (size_t)ox) * c;
+            float16_t *out =
+                j->y + (((size_t)n * (size_t)g->oh + (size_t)oy) * (size_t)g->ow + (size_t)ox) * c;
             for (size_t c0 = 0; c0 < c; c0 += CB) {
                 size_t nc = c - c0 < CB ? c - c0 : CB;
                 float16x8_t mx = vdupq_n_f16(-INFINITY);
@@ -206,8 +206,11 @@ static void pool_range(void *arg, size_t begin, size_t end, uint32_t thread) {
                 for (int64_t iy = vy0; iy < vy1; iy++)
                     for (int64_t ix = vx0; ix < vx1; ix++) {
                         const float16_t *p =
-                            j->x + (((size_t)n * (size_t)g->ih + (size_t)iy) * (size_t)g->iw +
-                                    (size_t)ix) * c + c0;
+                            j->x +
+                            (((size_t)n * (size_t)g->ih + (size_t)iy) * (size_t)g->iw +
+                             (size_t)ix) *
+                                c +
+                            c0;
                         float16x8_t v;
                         if (nc == CB) {
                             v = vld1q_f16(p);

@@ -114,9 +114,11 @@ static void ks_f16_gemm__neonfp16_8x8(size_t mr, size_t nc, size_t k, const floa
     neon_act clamp = *act;
     clamp.post = KS_ACT_NONE; /* the post activation follows below */
     if (out16) {
-        /* F16 output (row stride c_stride halves): + bias, + the F16 residual, the clamp, rounded
-         * once to fp16; anything else is the driver's pass over the whole output (f16_post.h) */
+        /* F16 output (row stride c_stride halves): + bias, + the F16 residual, the clamp (and
+         * LEAKY_RELU), rounded once to fp16; anything else is the driver's pass over the whole
+         * output (f16_post.h) */
         float16_t *c16 = (float16_t *)cv;
+        if (act->post == KS_ACT_LEAKY_RELU) clamp.post = KS_ACT_LEAKY_RELU; /* 3 operations */
 #define STORE16(r)                                                                                 \
     if (r < mr) {                                                                                  \
         float32x4_t v0 = vaddq_f32(s##r##0, b0), v1 = vaddq_f32(s##r##1, b1);                      \
@@ -495,9 +497,12 @@ static ks_status f16_run(ks__kernel_ctx *ctx) {
     j.num_pixels = j.g.n * j.g.oh * j.g.ow;
     size_t num_tiles = (j.num_pixels + MR - 1) / MR;
     ks__parallel_for(ctx->pool, num_tiles * j.num_chunks, 1, f16_range, &j);
-    if (j.g.io16) /* what the F16 store does not fuse: SILU, HARD_SWISH, LEAKY_RELU, PRELU... */
-        f16_post_run(ctx->pool, &j.act, j.g.slope, j.g.oc, (float16_t *)(void *)j.y,
+    if (j.g.io16) { /* what the F16 store does not fuse: SILU, HARD_SWISH, PRELU... */
+        ks__arm_act rest = j.act;
+        if (rest.post == KS_ACT_LEAKY_RELU) rest.post = KS_ACT_NONE; /* fused */
+        f16_post_run(ctx->pool, &rest, j.g.slope, j.g.oc, (float16_t *)(void *)j.y,
                      j.num_pixels * j.g.oc);
+    }
     return KS_STATUS_OK;
 }
 

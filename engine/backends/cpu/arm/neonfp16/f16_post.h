@@ -13,7 +13,7 @@
 #include "../neon/neon_util.h"
 
 typedef struct f16_post {
-    ks__arm_act act;   /* lo / hi already applied by the kernel */
+    ks__arm_act act;    /* lo / hi already applied by the kernel */
     const float *slope; /* PRELU: one per channel */
     size_t channels;
     float16_t *y;
@@ -41,7 +41,8 @@ static void f16_post_range(void *arg, size_t begin, size_t end, uint32_t thread)
     (void)thread;
     const f16_post *p = (const f16_post *)arg;
     float16_t *y = p->y;
-    size_t i = begin * F16_POST_CHUNK, e = end * F16_POST_CHUNK < p->n ? end * F16_POST_CHUNK : p->n;
+    size_t i = begin * F16_POST_CHUNK,
+           e = end * F16_POST_CHUNK < p->n ? end * F16_POST_CHUNK : p->n;
     const size_t i0 = i;
     const float32x4_t zero = vdupq_n_f32(0.0f), alpha = vdupq_n_f32(p->act.alpha);
     if (p->slope) { /* x >= 0 ? x : slope[c] * x; 8 channels at a time inside a pixel */
@@ -52,8 +53,7 @@ static void f16_post_range(void *arg, size_t begin, size_t end, uint32_t thread)
                 float16x8_t h = vld1q_f16(y + i);
                 float32x4_t v0 = vcvt_f32_f16(vget_low_f16(h)), v1 = vcvt_high_f32_f16(h);
                 v0 = vbslq_f32(vcgeq_f32(v0, zero), v0, vmulq_f32(vld1q_f32(p->slope + c), v0));
-                v1 = vbslq_f32(vcgeq_f32(v1, zero), v1,
-                               vmulq_f32(vld1q_f32(p->slope + c + 4), v1));
+                v1 = vbslq_f32(vcgeq_f32(v1, zero), v1, vmulq_f32(vld1q_f32(p->slope + c + 4), v1));
                 vst1q_f16(y + i, vcombine_f16(vcvt_f16_f32(v0), vcvt_f16_f32(v1)));
                 i += 8;
             } else {
