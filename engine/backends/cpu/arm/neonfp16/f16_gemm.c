@@ -18,9 +18,12 @@
  * convs in fp16): with no block (fp16 sums over the whole K, as MNN's fp16 GEMM does) BlazeFace's
  * scores were off by 8.8e-3; blocks of 32 / 16 / 8 k-steps gave 1.8e-3 / 1.8e-3 / 1.5e-3 there
  * and 2.2e-3 / 1.7e-3 / 1.3e-3 on selfie segmentation (0.9e-3 with one k-step per block, i.e.
- * rounding the operands alone). 16 costs a flush of 4 instructions per accumulator every 16 FMLAs
- * into it (docs/kernels.md). The world landmarks of hand_landmark_lite stay at 4-6e-3 whatever the
- * block: operand rounding.
+ * rounding the operands alone). With the activations stored in fp16 between nodes as well (the
+ * fp16 pass) the errors add up over the whole depth: on the same photo BlazeFace's scores were
+ * 5.0e-3 from fp32 with blocks of 16 and 3.9e-3 with blocks of 8 (selfie segmentation 0.9e-3 /
+ * 0.7e-3), hence 8: a flush of 4 instructions per accumulator every 8 FMLAs into it
+ * (docs/kernels.md). The world landmarks of hand_landmark_lite stay at 4-6e-3 whatever the block:
+ * operand rounding.
  *
  * Layouts:
  *   packed weights: per 8-channel panel, 8 fp32 biases (32 bytes), then K rows of 8 fp16
@@ -45,7 +48,7 @@
 #define NR 8
 /* fp16 k-steps summed before the partial sums are added into fp32. */
 #ifndef KS_F16_KBLOCK
-#define KS_F16_KBLOCK 16
+#define KS_F16_KBLOCK 8
 #endif
 /* Output channels per work item, in panels (as the fp32 driver: bounds streamed weights). */
 #define F16_PANELS_PER_ITEM 8
