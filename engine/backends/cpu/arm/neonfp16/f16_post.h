@@ -1,8 +1,10 @@
 /* The activations that fp16 kernels do not fuse into their stores (LEAKY_RELU, HARD_SWISH, SILU,
  * PRELU and the scalar ones of ks__arm_act), applied afterwards in one pass over the node's F16
  * output: widened to fp32, the same vector functions as the fp32 NEON kernels, narrowed again.
- * One loop per activation, so the functions' constants stay in registers (inside a kernel's
- * store, one call per 8 values, gcc 12 reloaded SiLU's from memory for every vector).
+ * SILU, HARD_SWISH, SIGMOID and TANH go through a 65536-entry table of their correctly rounded
+ * fp16 results (f16_act_table.c); the others loop per activation, so the functions' constants
+ * stay in registers (inside a kernel's store, one call per 8 values, gcc 12 reloaded SiLU's from
+ * memory for every vector).
  * Include only from fp16 sources (-march=armv8.2-a+fp16). */
 #ifndef KESTREL_F16_POST_H
 #define KESTREL_F16_POST_H
@@ -12,9 +14,14 @@
 
 #include "../neon/neon_util.h"
 
+/* The 65536-entry table of act (SILU, HARD_SWISH, SIGMOID, TANH) on fp16 values, built once per
+ * process (f16_act_table.c); NULL for other activations or when out of memory. */
+const uint16_t *ks__f16_act_table(int32_t act);
+
 typedef struct f16_post {
-    ks__arm_act act;    /* lo / hi already applied by the kernel */
-    const float *slope; /* PRELU: one per channel */
+    ks__arm_act act;       /* lo / hi already applied by the kernel */
+    const uint16_t *table; /* the activation by table, if any */
+    const float *slope;    /* PRELU: one per channel */
     size_t channels;
     float16_t *y;
     size_t n; /* elements */
@@ -44,6 +51,17 @@ static void f16_post_range(void *arg, size_t begin, size_t end, uint32_t thread)
     size_t i = begin * F16_POST_CHUNK,
            e = end * F16_POST_CHUNK < p->n ? end * F16_POST_CHUNK : p->n;
     const size_t i0 = i;
+    if (p->table) {
+        uint16_t *u = (uint16_t *)(void *)y;
+        const uint16_t *t = p->table;
+        for (; i + 4 <= e; i += 4) {
+            uint16_t a = u[i], b = u[i + 1], c = u[i + 2], d = u[i + 3];
+            u[i] = t[a], u[i + 1] = t[b], u[i + 2] = t[c], u[i + 3] = t[d];
+        }
+        for (; i < e; i++)
+            u[i] = t[u[i]];
+        return;
+    }
     const float32x4_t zero = vdupq_n_f32(0.0f), alpha = vdupq_n_f32(p->act.alpha);
     if (p->slope) { /* x >= 0 ? x : slope[c] * x; 8 channels at a time inside a pixel */
         const size_t ch = p->channels;
@@ -91,7 +109,11 @@ static void f16_post_range(void *arg, size_t begin, size_t end, uint32_t thread)
 static inline void f16_post_run(ks__pool *pool, const ks__arm_act *act, const float *slope,
                                 size_t channels, float16_t *y, size_t n) {
     if (!f16_post_needed(act, slope)) return;
-    f16_post p = {*act, slope, channels ? channels : 1, y, n};
+    const int32_t one = act->post != KS_ACT_NONE ? act->post : act->scalar_act;
+    const bool single = act->post == KS_ACT_NONE || act->scalar_act == KS_ACT_NONE;
+    f16_post p = {*act,  slope || !single ? NULL : ks__f16_act_table(one),
+                  slope, channels ? channels : 1,
+                  y,     n};
     ks__parallel_for(pool, (n + F16_POST_CHUNK - 1) / F16_POST_CHUNK, 1, f16_post_range, &p);
 }
 
