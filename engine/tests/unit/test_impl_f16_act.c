@@ -400,6 +400,10 @@ static void test_gemm16(void **state) {
     check_gemm16(3, 19, 40, 19, 3, 1, KS_ACT_NONE, 1, 1);
     check_gemm16(1, 1, 64, 12, 1, 1, KS_ACT_SIGMOID, 0, 0);
     check_gemm16(7, 5, 9, 40, 5, 1, KS_ACT_RELU6, 1, 0);
+    /* 1x1 over a multiple of 8 channels: the direct 7-row microkernel (no packing), pixels not a
+     * multiple of 7, columns not of 8, several panel chunks */
+    check_gemm16(9, 13, 24, 70, 1, 1, KS_ACT_SILU, 1, 0);
+    check_gemm16(2, 3, 8, 5, 1, 1, KS_ACT_LEAKY_RELU, 0, 1);
     /* F32 activations with a residual stay with the fp32 NEON GEMM */
     uint16_t x16[16] = {0};
     float w[16] = {0}, res[16] = {0};

@@ -198,6 +198,88 @@ static void ks_f16_gemm__neonfp16_8x8(size_t mr, size_t nc, size_t k, const floa
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Direct microkernel: 1x1 convolutions on F16 rows, no packing                                 */
+
+#define DR 7 /* rows: 7 A vectors (v0-v15) + 7 fp16 accumulators + 14 fp32 sums + 1 weight */
+#define DROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6)
+
+/* Rows [0, mr) (mr <= 7) x columns [0, nc) of C += A * W for a 1x1 convolution whose A rows are
+ * the input pixels themselves (row r at a + r * lda halves, k a multiple of 8): per 8 k-steps one
+ * load of 8 consecutive values of each row and 8 of the panel's weight rows, then 56 lane-indexed
+ * FMLAs, so A is never packed (packing is an 8 x 8 transpose per 64 values, a fifth of BlazePose
+ * lite's fp16 instructions). Each group of 8 k-steps is one fp16 block (KS_F16_KBLOCK 8), added
+ * into fp32. Rows past mr read row 0 and are not stored. */
+static void ks_f16_gemm_direct__neonfp16_7x8(size_t mr, size_t nc, size_t k, const float16_t *a,
+                                             size_t lda, const float16_t *w, const float *bias,
+                                             float16_t *c, size_t c_stride, const neon_act *act,
+                                             const float16_t *res) {
+#define DINIT(r)                                                                                   \
+    float32x4_t s##r##0 = vdupq_n_f32(0.0f), s##r##1 = vdupq_n_f32(0.0f);                          \
+    const float16_t *a##r = a + (r < mr ? (size_t)(r)*lda : 0);
+    DROWS(DINIT)
+#undef DINIT
+    for (size_t k0 = 0; k0 < k; k0 += 8) {
+#define DLOAD(r) const float16x8_t v##r = vld1q_f16(a##r + k0);
+        DROWS(DLOAD)
+#undef DLOAD
+#define DZERO(r) float16x8_t acc##r = vdupq_n_f16(0);
+        DROWS(DZERO)
+#undef DZERO
+#define DFMLA(r, l) "fmla %[c" #r "].8h, %[w0].8h, %[v" #r "].h[" #l "]\n\t"
+#define DSTEP(l)                                                                                   \
+    {                                                                                              \
+        const float16x8_t w0 = vld1q_f16(w);                                                       \
+        w += NR;                                                                                   \
+        __asm__(DFMLA(0, l) DFMLA(1, l) DFMLA(2, l) DFMLA(3, l) DFMLA(4, l) DFMLA(5, l)            \
+                    DFMLA(6, l)                                                                    \
+                : [c0] "+w"(acc0), [c1] "+w"(acc1), [c2] "+w"(acc2), [c3] "+w"(acc3),              \
+                  [c4] "+w"(acc4), [c5] "+w"(acc5), [c6] "+w"(acc6)                                \
+                : [v0] "x"(v0), [v1] "x"(v1), [v2] "x"(v2), [v3] "x"(v3), [v4] "x"(v4),            \
+                  [v5] "x"(v5), [v6] "x"(v6), [w0] "w"(w0));                                       \
+    }
+        DSTEP(0)
+        DSTEP(1) DSTEP(2) DSTEP(3) DSTEP(4) DSTEP(5) DSTEP(6) DSTEP(7)
+#undef DSTEP
+#undef DFMLA
+#define DFLUSH(r)                                                                                  \
+    s##r##0 = vaddq_f32(s##r##0, vcvt_f32_f16(vget_low_f16(acc##r)));                              \
+    s##r##1 = vaddq_f32(s##r##1, vcvt_high_f32_f16(acc##r));
+            DROWS(DFLUSH)
+#undef DFLUSH
+    }
+    const float32x4_t b0 = vld1q_f32(bias), b1 = vld1q_f32(bias + 4);
+    neon_act clamp = *act;
+    clamp.post = act->post == KS_ACT_LEAKY_RELU ? KS_ACT_LEAKY_RELU : KS_ACT_NONE;
+#define DSTORE(r)                                                                                  \
+    if (r < mr) {                                                                                  \
+        float32x4_t o0 = vaddq_f32(s##r##0, b0), o1 = vaddq_f32(s##r##1, b1);                      \
+        float16_t t[NR] = {0};                                                                     \
+        if (res) {                                                                                 \
+            const float16_t *rr = res + (size_t)(r)*c_stride;                                      \
+            float16x8_t h;                                                                         \
+            if (nc == NR) {                                                                        \
+                h = vld1q_f16(rr);                                                                 \
+            } else {                                                                               \
+                memcpy(t, rr, nc * sizeof(float16_t));                                             \
+                h = vld1q_f16(t);                                                                  \
+            }                                                                                      \
+            o0 = vaddq_f32(o0, vcvt_f32_f16(vget_low_f16(h)));                                     \
+            o1 = vaddq_f32(o1, vcvt_high_f32_f16(h));                                              \
+        }                                                                                          \
+        float16x8_t o = vcombine_f16(vcvt_f16_f32(neon_act_apply(o0, &clamp)),                     \
+                                     vcvt_f16_f32(neon_act_apply(o1, &clamp)));                    \
+        if (nc == NR) {                                                                            \
+            vst1q_f16(c + (size_t)(r)*c_stride, o);                                                \
+        } else {                                                                                   \
+            vst1q_f16(t, o);                                                                       \
+            memcpy(c + (size_t)(r)*c_stride, t, nc * sizeof(float16_t));                           \
+        }                                                                                          \
+    }
+    DROWS(DSTORE)
+#undef DSTORE
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* A packing: fp32 NHWC pixels -> fp16, transposed to k-major rows of 8 pixels                 */
 
 static float16x8_t load_row8(const float *p) {
@@ -263,6 +345,7 @@ typedef struct f16_conv {
     float alpha;
     const float *slope; /* KS_ACT_PRELU: per output channel, applied after the microkernel */
     bool io16;          /* x, y (and the residual) are F16 */
+    bool direct;        /* io16 1x1, stride 1, no padding, Cin a multiple of 8: no packing */
     bool res;           /* a fused residual add (F16 only) */
 } f16_conv;
 
@@ -332,6 +415,9 @@ static int f16_supported(const ks__kernel_ctx *ctx, f16_conv *g) {
     f16_geometry(ctx, g);
     g->io16 = io16;
     g->res = res;
+    g->direct = io16 && g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 &&
+                g->pl == 0 && g->ih == g->oh && g->iw == g->ow && g->ic % 8 == 0 &&
+                KS_F16_KBLOCK == 8;
     return packed_bytes(g) != 0;
 }
 
@@ -449,6 +535,21 @@ static void f16_range(void *arg, size_t begin, size_t end, uint32_t thread) {
     size_t built_tile = (size_t)-1;
     for (size_t item = begin; item < end; item++) {
         size_t tile = item / j->num_chunks, chunk = item % j->num_chunks;
+        if (g->direct) { /* tiles of DR pixels straight from the input rows */
+            size_t p0 = tile * DR, mr = j->num_pixels - p0 < DR ? j->num_pixels - p0 : DR;
+            size_t pan0 = chunk * F16_PANELS_PER_ITEM, pan1 = pan0 + F16_PANELS_PER_ITEM;
+            if (pan1 > j->num_panels) pan1 = j->num_panels;
+            for (size_t pan = pan0; pan < pan1; pan++) {
+                size_t c0 = pan * NR, nc = g->oc - c0 < NR ? g->oc - c0 : NR;
+                const char *panel = j->packed + pan * j->panel_bytes;
+                ks_f16_gemm_direct__neonfp16_7x8(
+                    mr, nc, k, (const float16_t *)(const void *)j->x + p0 * g->ic, g->ic,
+                    (const float16_t *)(const void *)(panel + NR * sizeof(float)),
+                    (const float *)(const void *)panel, (float16_t *)(void *)j->y + p0 * g->oc + c0,
+                    g->oc, &j->vact, j->res ? j->res + p0 * g->oc + c0 : NULL);
+            }
+            continue;
+        }
         size_t p0 = tile * MR, mr = j->num_pixels - p0 < MR ? j->num_pixels - p0 : MR;
         if (tile != built_tile) {
             pack_a_tile(j, p0, mr, a, rows);
@@ -498,7 +599,8 @@ static ks_status f16_run(ks__kernel_ctx *ctx) {
     j.num_panels = (j.g.oc + NR - 1) / NR;
     j.num_chunks = (j.num_panels + F16_PANELS_PER_ITEM - 1) / F16_PANELS_PER_ITEM;
     j.num_pixels = j.g.n * j.g.oh * j.g.ow;
-    size_t num_tiles = (j.num_pixels + MR - 1) / MR;
+    size_t tile_rows = j.g.direct ? DR : MR;
+    size_t num_tiles = (j.num_pixels + tile_rows - 1) / tile_rows;
     ks__parallel_for(ctx->pool, num_tiles * j.num_chunks, 1, f16_range, &j);
     if (j.g.io16) { /* what the F16 store does not fuse: SILU, HARD_SWISH, PRELU... */
         ks__arm_act rest = j.act;
