@@ -237,7 +237,34 @@ static void row3x3(const dw_job *j, const float16_t *r0, const float16_t *r1, co
                    const float16_t *w, float16_t *y, const float16_t *res, size_t nc) {
     const size_t step = j->g.sw * j->cp, tap = j->g.dw * j->cp, c = j->g.c, ow = j->g.ow;
     W(0) W(1) W(2) W(3) W(4) W(5) W(6) W(7) W(8) const float16x8_t bias = vld1q_f16(w + 9 * CB);
-    for (size_t ox = 0; ox < ow; ox++) {
+    size_t ox = 0;
+    if (step == tap && step == j->cp) {
+        /* stride 1, no dilation: two pixels share 2 of the 3 columns of each kernel row, 12
+         * loads for both instead of 18; each pixel's sums as below */
+        for (; ox + 2 <= ow; ox += 2) {
+            float16x8_t a, b, p, q, v0, v1, v2, v3;
+#define PAIR_ROW(R, W0, W1, W2, FIRST)                                                             \
+    v0 = vld1q_f16(R), v1 = vld1q_f16(R + tap), v2 = vld1q_f16(R + 2 * tap),                      \
+    v3 = vld1q_f16(R + 3 * tap);                                                                   \
+    if (FIRST) {                                                                                   \
+        a = vmulq_f16(v0, W0), b = vmulq_f16(v1, W1), a = vfmaq_f16(a, v2, W2);                    \
+        p = vmulq_f16(v1, W0), q = vmulq_f16(v2, W1), p = vfmaq_f16(p, v3, W2);                    \
+    } else {                                                                                       \
+        a = vfmaq_f16(a, v0, W0), b = vfmaq_f16(b, v1, W1), a = vfmaq_f16(a, v2, W2);              \
+        p = vfmaq_f16(p, v1, W0), q = vfmaq_f16(q, v2, W1), p = vfmaq_f16(p, v3, W2);              \
+    }
+            PAIR_ROW(r0, w0, w1, w2, 1)
+            PAIR_ROW(r1, w3, w4, w5, 0)
+            PAIR_ROW(r2, w6, w7, w8, 0)
+#undef PAIR_ROW
+            finish8(j, vaddq_f16(vaddq_f16(a, b), bias), res ? res + ox * c : NULL, y + ox * c,
+                    nc);
+            finish8(j, vaddq_f16(vaddq_f16(p, q), bias), res ? res + (ox + 1) * c : NULL,
+                    y + (ox + 1) * c, nc);
+            r0 += 2 * step, r1 += 2 * step, r2 += 2 * step;
+        }
+    }
+    for (; ox < ow; ox++) {
         float16x8_t a = vmulq_f16(LD(0, 0), w0), b = vmulq_f16(LD(0, 1), w1);
         FMA(a, 2, 0, 2)
         FMA(b, 3, 1, 0)
