@@ -295,10 +295,17 @@ bool ks__vconcat_geom_make(const ks__kernel_ctx *ctx, ks__vconcat_geom *g) {
 }
 
 bool ks__vpad_geom_make(const ks__kernel_ctx *ctx, ks__vpad_geom *g, bool with_fill) {
+    return ks__vpad_geom_make_dt(ctx, g, with_fill, KS_DTYPE_F32);
+}
+
+bool ks__vpad_geom_make_dt(const ks__kernel_ctx *ctx, ks__vpad_geom *g, bool with_fill,
+                           ks_dtype dt) {
     memset(g, 0, sizeof(*g));
     if (ctx->num_inputs < 2 || ctx->num_outputs != 1 || ctx->node->ip[0] != 0) return false;
     const ks__rt_tensor *x = ctx->in[0], *pads = ctx->in[1], *y = ctx->out[0];
-    if (!ks__vec_is_f32(x) || !ks__vec_is_f32(y) || x->rank < 1 || y->rank != x->rank) return false;
+    if (!x || !y || x->dtype != dt || y->dtype != dt || (x->quant && x->quant->count) ||
+        (y->quant && y->quant->count) || x->rank < 1 || y->rank != x->rank)
+        return false;
     if (!pads || !pads->data || (pads->dtype != KS_DTYPE_I32 && pads->dtype != KS_DTYPE_I64) ||
         ks__rt_numel(pads) != 2 * (int64_t)x->rank)
         return false;

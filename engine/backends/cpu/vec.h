@@ -87,6 +87,9 @@ typedef struct ks__vpad_geom {
 
 /* Constant-mode F32 PAD with pads readable now; fill read too when `with_fill`. */
 bool ks__vpad_geom_make(const ks__kernel_ctx *ctx, ks__vpad_geom *g, bool with_fill);
+/* The same for activations of dtype dt (F32 as above, or F16: arm/neonfp16/f16_copy.c). */
+bool ks__vpad_geom_make_dt(const ks__kernel_ctx *ctx, ks__vpad_geom *g, bool with_fill,
+                           ks_dtype dt);
 
 #ifdef __cplusplus
 }

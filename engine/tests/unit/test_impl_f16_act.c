@@ -45,6 +45,7 @@ extern const ks__impl ks_f16_mul__neonfp16;
 extern const ks__impl ks_f16_pool2d__neonfp16;
 extern const ks__impl ks_f16_transpose__neonfp16;
 extern const ks__impl ks_f16_split__neonfp16;
+extern const ks__impl ks_f16_pad__neonfp16;
 
 static ks__pool *g_pool;
 static char g_err[512];
@@ -638,6 +639,42 @@ static void test_transpose_split(void **state) {
     }
 }
 
+/* ---- PAD (constant): bitwise equal to the reference ---- */
+
+static void test_pad(void **state) {
+    (void)state;
+    require_fp16();
+    static const int32_t pads[][8] = {
+        {0, 0, 0, 0, 0, 0, 0, 4},   /* BlazeFace's channel pad 24 -> 28 */
+        {0, 0, 1, 2, 2, 1, 3, 0},   /* spatial and channels, before and after */
+        {0, 0, -1, 0, 0, -2, 0, 9}, /* crops */
+    };
+    for (size_t c = 0; c < sizeof(pads) / sizeof(pads[0]); c++) {
+        int64_t d[4] = {2, 5, 6, 24}, od[4], pd[2] = {4, 2};
+        for (int k = 0; k < 4; k++)
+            od[k] = d[k] + pads[c][2 * k] + pads[c][2 * k + 1];
+        size_t n = 2 * 5 * 6 * 24, m = (size_t)(od[0] * od[1] * od[2] * od[3]);
+        uint16_t *x = rand16(n, 4.0f, NULL), *want = malloc(m * 2), *got1 = malloc(m * 2),
+                 *gotn = malloc(m * 2);
+        ks__node node;
+        memset(&node, 0, sizeof(node));
+        node.op = KS_OP_PAD;
+        node.name = (char *)"pad";
+        node.fp[0] = c == 1 ? -1.5f : 0.0f;
+        tens tx, tp, out;
+        mk(&tx, KS_DTYPE_F16, x, 4, d, false);
+        mk(&tp, KS_DTYPE_I32, (void *)pads[c], 2, pd, true);
+        mk(&out, KS_DTYPE_F16, NULL, 4, od, false);
+        ks__rt_tensor *in[2] = {&tx.t, &tp.t};
+        assert_int_equal(run_ref(&node, in, 2, &out, want), (int64_t)m);
+        run_impl(&ks_f16_pad__neonfp16, &node, in, 2, &out, got1, NULL);
+        run_impl(&ks_f16_pad__neonfp16, &node, in, 2, &out, gotn, g_pool);
+        if (memcmp(want, got1, m * 2) || memcmp(want, gotn, m * 2))
+            fail_msg("pad case %zu differs from the reference", c);
+        free(x), free(want), free(got1), free(gotn);
+    }
+}
+
 /* ---- the pass on a real model ---- */
 
 static uint8_t *read_file(const char *path, size_t *size_out) {
@@ -717,10 +754,15 @@ static int teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dwconv),          cmocka_unit_test(test_dw_refusals),
-        cmocka_unit_test(test_gemm16),          cmocka_unit_test(test_cast),
-        cmocka_unit_test(test_add_mul),         cmocka_unit_test(test_pool),
-        cmocka_unit_test(test_transpose_split), cmocka_unit_test(test_pass),
+        cmocka_unit_test(test_dwconv),
+        cmocka_unit_test(test_dw_refusals),
+        cmocka_unit_test(test_gemm16),
+        cmocka_unit_test(test_cast),
+        cmocka_unit_test(test_add_mul),
+        cmocka_unit_test(test_pool),
+        cmocka_unit_test(test_transpose_split),
+        cmocka_unit_test(test_pad),
+        cmocka_unit_test(test_pass),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -7,11 +7,13 @@
  *               VST2/VST3/VST4 of 8 input columns at a time (the NHWC channel shuffles of
  *               ShuffleNet: [P, g, C/g] -> [P, C/g, g]);
  *   strided     anything else: element by element.
+ * And constant PAD of F16 tensors (BlazeFace's channel pads on its residual paths), row by row.
  * Bitwise copies: no arithmetic, so every result equals the reference kernel's. */
 #include <arm_neon.h>
 #include <string.h>
 
 #include "../../perf.h"
+#include "../../vec.h"
 
 #define TASK_ELEMS 16384
 
@@ -175,3 +177,102 @@ const ks__impl ks_f16_split__neonfp16 = {"ks_f16_split__neonfp16",
                                          noplan,
                                          NULL,
                                          split_run};
+
+/* ---- PAD (constant) ---- */
+
+static void copy16(uint16_t *d, const uint16_t *s, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        vst1q_u16(d + i, vld1q_u16(s + i));
+    for (; i < n; i++)
+        d[i] = s[i];
+}
+
+static void fill16(uint16_t *d, uint16_t v, int64_t n) {
+    const uint16x8_t vv = vdupq_n_u16(v);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        vst1q_u16(d + i, vv);
+    for (; i < n; i++)
+        d[i] = v;
+}
+
+typedef struct pad16_job {
+    ks__vpad_geom g;
+    int64_t in_stride[KS_MAX_RANK];
+    const uint16_t *x;
+    uint16_t *y;
+    uint16_t fill;
+} pad16_job;
+
+/* Output rows [begin, end) (every dimension but the last): the input row's overlap, the fill
+ * around it; the row's input offset stepped like an odometer. */
+static void pad16_range(void *arg, size_t begin, size_t end, uint32_t thread) {
+    (void)thread;
+    const pad16_job *j = (const pad16_job *)arg;
+    const int32_t last = j->g.rank - 1;
+    const int64_t ow = j->g.out_dims[last], iw = j->g.in_dims[last], b = j->g.before[last];
+    const int64_t lo = b > 0 ? (b < ow ? b : ow) : 0;
+    int64_t hi = b + iw < ow ? b + iw : ow;
+    if (hi < lo) hi = lo;
+    int64_t idx[KS_MAX_RANK] = {0}, row = (int64_t)begin;
+    for (int32_t d = last - 1; d >= 0; d--) {
+        idx[d] = row % j->g.out_dims[d];
+        row /= j->g.out_dims[d];
+    }
+    for (size_t it = begin; it < end; it++) {
+        if (it > begin)
+            for (int32_t d = last - 1; d >= 0; d--) {
+                if (++idx[d] < j->g.out_dims[d]) break;
+                idx[d] = 0;
+            }
+        uint16_t *dst = j->y + (int64_t)it * ow;
+        int64_t src = 0;
+        bool inside = true;
+        for (int32_t d = last - 1; d >= 0 && inside; d--) {
+            int64_t k = idx[d] - j->g.before[d];
+            inside = k >= 0 && k < j->g.in_dims[d];
+            src += k * j->in_stride[d];
+        }
+        if (!inside || hi == lo) {
+            fill16(dst, j->fill, ow);
+            continue;
+        }
+        fill16(dst, j->fill, lo);
+        copy16(dst + lo, j->x + src + (lo - b), hi - lo);
+        fill16(dst + hi, j->fill, ow - hi);
+    }
+}
+
+static double pad_cost(const ks__kernel_ctx *ctx) {
+    ks__vpad_geom g;
+    if (!ks__vpad_geom_make_dt(ctx, &g, false, KS_DTYPE_F16)) return -1.0;
+    return 1.0 + (double)ks__rt_numel(ctx->out[0]) / 8.0;
+}
+
+static ks_status pad_run(ks__kernel_ctx *ctx) {
+    pad16_job j;
+    if (!ks__vpad_geom_make_dt(ctx, &j.g, true, KS_DTYPE_F16))
+        return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "shapes changed after planning");
+    int64_t s = 1, rows = 1;
+    for (int32_t d = j.g.rank - 1; d >= 0; d--) {
+        j.in_stride[d] = s;
+        s *= j.g.in_dims[d];
+        if (d < j.g.rank - 1) rows *= j.g.out_dims[d];
+    }
+    j.x = (const uint16_t *)ctx->in[0]->data;
+    j.y = (uint16_t *)ctx->out[0]->data;
+    j.fill = ks__f32_to_f16(j.g.fill);
+    int64_t ow = j.g.out_dims[j.g.rank - 1];
+    if (rows == 0 || ow == 0) return KS_STATUS_OK;
+    ks__parallel_for(ctx->pool, (size_t)rows, (size_t)(TASK_ELEMS / ow) + 1, pad16_range, &j);
+    return KS_STATUS_OK;
+}
+
+const ks__impl ks_f16_pad__neonfp16 = {"ks_f16_pad__neonfp16",
+                                       KS_OP_PAD,
+                                       KS_ISA_NEON | KS_ISA_NEON_FP16,
+                                       pad_cost,
+                                       noplan,
+                                       NULL,
+                                       pad_run};

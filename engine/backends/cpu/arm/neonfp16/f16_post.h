@@ -65,20 +65,21 @@ static void f16_post_range(void *arg, size_t begin, size_t end, uint32_t thread)
     const float32x4_t zero = vdupq_n_f32(0.0f), alpha = vdupq_n_f32(p->act.alpha);
     if (p->slope) { /* x >= 0 ? x : slope[c] * x; 8 channels at a time inside a pixel */
         const size_t ch = p->channels;
+        size_t c = i % ch; /* one division per work item, then stepped */
         while (i < e) {
-            size_t c = i % ch;
             if (c + 8 <= ch && i + 8 <= e) {
                 float16x8_t h = vld1q_f16(y + i);
                 float32x4_t v0 = vcvt_f32_f16(vget_low_f16(h)), v1 = vcvt_high_f32_f16(h);
                 v0 = vbslq_f32(vcgeq_f32(v0, zero), v0, vmulq_f32(vld1q_f32(p->slope + c), v0));
                 v1 = vbslq_f32(vcgeq_f32(v1, zero), v1, vmulq_f32(vld1q_f32(p->slope + c + 4), v1));
                 vst1q_f16(y + i, vcombine_f16(vcvt_f16_f32(v0), vcvt_f16_f32(v1)));
-                i += 8;
+                i += 8, c += 8;
             } else {
                 float x = (float)y[i];
                 y[i] = (float16_t)(x >= 0.0f ? x : p->slope[c] * x);
-                i++;
+                i++, c++;
             }
+            if (c == ch) c = 0;
         }
         return;
     }
