@@ -35,7 +35,10 @@ def main():
           "| subgroup reductions (softmax, reduce, global pool) | channels not in fours |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for f in sorted(glob.glob(os.path.join(a.profiles, "*.txt"))):
-        name, mode = os.path.basename(f)[:-4].rsplit(".", 1)
+        stem = os.path.basename(f)[:-4]
+        if "." not in stem:  # not a MODEL.MODE profile (a summary)
+            continue
+        name, mode = stem.rsplit(".", 1)
         model = os.path.join(a.models, name + ".ksm")
         if not os.path.exists(model):
             continue

@@ -83,6 +83,7 @@ enum {
     K_CONV_GEMM4, /* conv2d_gemm with vector loads (input channels a multiple of 4; fp32) */
     K_CONV_DW4,   /* conv2d for depthwise, four channels per invocation (channels % 4 == 0) */
     K_CONV_COOP,  /* conv2d_gemm on cooperative matrices (fp16 arithmetic mode only) */
+    K_CONV_WIDE,  /* few outputs, long K: one group of 64 per output element (conv2d_wide) */
     K_DECONV,
     K_POOL,
     K_POOL_WIDE,
@@ -249,6 +250,7 @@ static const kernel_info k_kernels[K_COUNT] = {
     [K_CONV_GEMM4] = KERNEL_F32(conv2d_gemm4, 6, pc_conv),
     [K_CONV_DW4] = KERNEL(conv2d_dw4, 6, pc_conv),
     [K_CONV_COOP] = KERNEL_F16(conv2d_coop, 6, pc_conv),
+    [K_CONV_WIDE] = KERNEL(conv2d_wide, 6, pc_conv),
     [K_POOL] = KERNEL(pool2d, 2, pc_pool),
     [K_POOL_WIDE] = KERNEL(pool2d_wide, 2, pc_pool),
     [K_PAD] = KERNEL(pad, 2, pc_pad),
@@ -1518,14 +1520,21 @@ static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, 
     int gemm_kind = d->gemm4 && d->fp16 == V_F32 && g.ic % 4 == 0 ? K_CONV_GEMM4 : K_CONV_GEMM;
     /* depthwise (one channel per group) in fours: four channels of a pixel per invocation */
     bool dw4 = !deconv && !gemm && d->dw4 && g.icg == 1 && g.ocg == 1 && g.oc % 4 == 0;
+    /* Few outputs and a long reduction: one group of 64 per output element, K split among them
+     * (conv2d_wide.comp). The tiled GEMM gives such a node one or two groups that walk K alone
+     * (UltraFace's 4x5 heads over 256 channels, K = 2304: 0.107 ms each on an H100); 1024
+     * outputs are one GEMM tile, one group of 64 invocations for the whole node. */
+    bool wide = !deconv && count <= 1024 && g.kh * g.kw * g.icg >= 512;
     dispatch *sp = add_step(np,
                             deconv ? K_DECONV
+                            : wide ? K_CONV_WIDE
                             : gemm ? gemm_kind
                             : dw4  ? K_CONV_DW4
                                    : K_CONV,
-                            gemm  ? tiles * GROUP_SIZE
-                            : dw4 ? count / 4
-                                  : count);
+                            wide   ? count * GROUP_SIZE
+                            : gemm ? tiles * GROUP_SIZE
+                            : dw4  ? count / 4
+                                   : count);
     pc_conv *pc = &sp->pc.conv;
     pc->count = (uint32_t)count;
     pc->ih = (int32_t)g.ih, pc->iw = (int32_t)g.iw, pc->ic = (int32_t)g.ic;
@@ -2304,7 +2313,7 @@ static ks_status region_alias(build *b, int32_t id, const ks__rt_tensor *t, uint
  * float). plan_conv accepts only constant ones there. */
 static bool wide_binding(int kind, uint32_t i) {
     return ((kind == K_CONV || kind == K_CONV_GEMM || kind == K_CONV_GEMM4 || kind == K_CONV_DW4 ||
-             kind == K_CONV_COOP) &&
+             kind == K_CONV_COOP || kind == K_CONV_WIDE) &&
             (i == 1 || i == 2 || i == 4)) ||
            (kind == K_DECONV && (i == 1 || i == 2));
 }

@@ -162,8 +162,17 @@ static void bad_dispatch_row(prof_log *l, const ks_op_profile *p) {
                  p->op_name, p->node_name ? p->node_name : "", p->kernel_name, p->dispatches);
 }
 
+/* The device kernels that ran since the last reset, each once, space-separated (test_conv checks
+ * which shader a case reached). */
+static char g_kernels_seen[1024];
+
 static void on_prof(void *user, const ks_op_profile *p) {
     prof_log *l = user;
+    if (strncmp(p->kernel_name, "vk_", 3) == 0 && !strstr(g_kernels_seen, p->kernel_name) &&
+        strlen(g_kernels_seen) + strlen(p->kernel_name) + 2 < sizeof(g_kernels_seen)) {
+        strcat(g_kernels_seen, p->kernel_name);
+        strcat(g_kernels_seen, " ");
+    }
     l->dispatches += p->dispatches;
     if (strcmp(p->kernel_name, "vulkan") == 0) {
         bool part = strcmp(p->op_name, "partition") == 0;
@@ -520,7 +529,11 @@ static void conv_case(const conv_spec *c) {
     uint8_t *img = NULL;
     ks_model *m = finish(&g, c->residual ? 2 : 1, ins, 1, &y, &img);
     const range r[2] = {{-1.0f, 1.0f}, {-2.0f, 2.0f}};
+    g_kernels_seen[0] = '\0';
     compare(c->what, m, r, 2, 1, true);
+    /* the "long K" cases are conv2d_wide's, the others never */
+    if ((strstr(c->what, "long K") != NULL) != (strstr(g_kernels_seen, "vk_conv2d_wide ") != NULL))
+        fail_msg("%s: kernels %s", c->what, g_kernels_seen);
     ks_model_destroy(m);
     free(img);
 }
@@ -611,6 +624,22 @@ static void test_conv(void **state) {
          true,
          true,
          true},
+        /* conv2d_wide (at most 1024 outputs, K >= 512: one group of 64 per output element):
+         * UltraFace's heads in small, K = 3 * 3 * 64 = 576 and 120 outputs; grouped, stride 2 */
+        {"conv 3x3 few outputs long K, residual PRELU",
+         {1, 4, 5, 64},
+         {6, 3, 3, 64},
+         {1, 1, 1, 1, 0, 0, 0, 0, KS_PAD_SAME_UPPER, 0, KS_ACT_PRELU},
+         true,
+         true,
+         true},
+        {"grouped 3x3 stride 2 few outputs long K, SIGMOID",
+         {1, 7, 6, 140},
+         {10, 3, 3, 70},
+         {2, 2, 1, 1, 0, 0, 0, 0, KS_PAD_SAME_UPPER, 2, KS_ACT_SIGMOID},
+         false,
+         false,
+         false},
     };
     for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
         conv_case(&specs[i]);

@@ -239,7 +239,8 @@ static void ks_f16_gemm_direct__neonfp16_7x8(size_t mr, size_t nc, size_t k, con
     }
         DSTEP(0)
         DSTEP(1)
-        DSTEP(2) DSTEP(3) DSTEP(4) DSTEP(5) DSTEP(6) DSTEP(7)
+        DSTEP(2)
+        DSTEP(3) DSTEP(4) DSTEP(5) DSTEP(6) DSTEP(7)
 #undef DSTEP
 #undef DFMLA
 #define DFLUSH(r)                                                                                  \
