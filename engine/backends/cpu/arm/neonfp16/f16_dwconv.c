@@ -230,13 +230,22 @@ static inline void finish8(const dw_job *j, float16x8_t acc, const float16_t *re
  * the bias: shorter fp16 sums than one chain from the bias, and two FMLA dependency chains. */
 #define LD(ky, kx) vld1q_f16(r##ky + (kx)*tap)
 #define W(t) const float16x8_t w##t = vld1q_f16(w + (t)*CB);
-#define FMA(acc, t, ky, kx) acc = vfmaq_f16(acc, LD(ky, kx), w##t);
+#define FMA(acc, t, ky, kx) acc = vfmaq_f16(acc, LD(ky, kx), w##t)
 
 /* One output row of one block: 3x3 taps, the weights in registers. */
 static void row3x3(const dw_job *j, const float16_t *r0, const float16_t *r1, const float16_t *r2,
                    const float16_t *w, float16_t *y, const float16_t *res, size_t nc) {
     const size_t step = j->g.sw * j->cp, tap = j->g.dw * j->cp, c = j->g.c, ow = j->g.ow;
-    W(0) W(1) W(2) W(3) W(4) W(5) W(6) W(7) W(8) const float16x8_t bias = vld1q_f16(w + 9 * CB);
+    W(0);
+    W(1);
+    W(2);
+    W(3);
+    W(4);
+    W(5);
+    W(6);
+    W(7);
+    W(8);
+    const float16x8_t bias = vld1q_f16(w + 9 * CB);
     size_t ox = 0;
     if (step == tap && step == j->cp) {
         /* stride 1, no dilation: two pixels share 2 of the 3 columns of each kernel row, 12
@@ -265,13 +274,14 @@ static void row3x3(const dw_job *j, const float16_t *r0, const float16_t *r1, co
     }
     for (; ox < ow; ox++) {
         float16x8_t a = vmulq_f16(LD(0, 0), w0), b = vmulq_f16(LD(0, 1), w1);
-        FMA(a, 2, 0, 2)
-        FMA(b, 3, 1, 0)
-        FMA(a, 4, 1, 1)
-        FMA(b, 5, 1, 2)
-        FMA(a, 6, 2, 0)
-        FMA(b, 7, 2, 1) FMA(a, 8, 2, 2)
-            finish8(j, vaddq_f16(vaddq_f16(a, b), bias), res ? res + ox * c : NULL, y + ox * c, nc);
+        FMA(a, 2, 0, 2);
+        FMA(b, 3, 1, 0);
+        FMA(a, 4, 1, 1);
+        FMA(b, 5, 1, 2);
+        FMA(a, 6, 2, 0);
+        FMA(b, 7, 2, 1);
+        FMA(a, 8, 2, 2);
+        finish8(j, vaddq_f16(vaddq_f16(a, b), bias), res ? res + ox * c : NULL, y + ox * c, nc);
         r0 += step, r1 += step, r2 += step;
     }
 }
@@ -281,24 +291,57 @@ static void row5x5(const dw_job *j, const float16_t *const *rows, const float16_
                    const float16_t *res, size_t nc) {
     const size_t step = j->g.sw * j->cp, tap = j->g.dw * j->cp, c = j->g.c, ow = j->g.ow;
     const float16_t *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3], *r4 = rows[4];
-    W(0)
-    W(1)
-    W(2)
-    W(3)
-    W(4)
-    W(5) W(6) W(7) W(8) W(9) W(10) W(11) W(12) W(13) W(14) W(15) W(16) W(17) W(18) W(19) W(20) W(21)
-        W(22) W(23) W(24) for (size_t ox = 0; ox < ow; ox++) {
+    W(0);
+    W(1);
+    W(2);
+    W(3);
+    W(4);
+    W(5);
+    W(6);
+    W(7);
+    W(8);
+    W(9);
+    W(10);
+    W(11);
+    W(12);
+    W(13);
+    W(14);
+    W(15);
+    W(16);
+    W(17);
+    W(18);
+    W(19);
+    W(20);
+    W(21);
+    W(22);
+    W(23);
+    W(24);
+    for (size_t ox = 0; ox < ow; ox++) {
         float16x8_t a = vmulq_f16(LD(0, 0), w0), b = vmulq_f16(LD(0, 1), w1);
-        FMA(a, 2, 0, 2)
-        FMA(b, 3, 0, 3)
-        FMA(a, 4, 0, 4)
-        FMA(b, 5, 1, 0)
-        FMA(a, 6, 1, 1)
-        FMA(b, 7, 1, 2) FMA(a, 8, 1, 3) FMA(b, 9, 1, 4) FMA(a, 10, 2, 0) FMA(b, 11, 2, 1)
-            FMA(a, 12, 2, 2) FMA(b, 13, 2, 3) FMA(a, 14, 2, 4) FMA(b, 15, 3, 0) FMA(a, 16, 3, 1)
-                FMA(b, 17, 3, 2) FMA(a, 18, 3, 3) FMA(b, 19, 3, 4) FMA(a, 20, 4, 0) FMA(b, 21, 4, 1)
-                    FMA(a, 22, 4, 2) FMA(b, 23, 4, 3) FMA(a, 24, 4, 4) const float16x8_t bias =
-                        vld1q_f16(w + 25 * CB);
+        FMA(a, 2, 0, 2);
+        FMA(b, 3, 0, 3);
+        FMA(a, 4, 0, 4);
+        FMA(b, 5, 1, 0);
+        FMA(a, 6, 1, 1);
+        FMA(b, 7, 1, 2);
+        FMA(a, 8, 1, 3);
+        FMA(b, 9, 1, 4);
+        FMA(a, 10, 2, 0);
+        FMA(b, 11, 2, 1);
+        FMA(a, 12, 2, 2);
+        FMA(b, 13, 2, 3);
+        FMA(a, 14, 2, 4);
+        FMA(b, 15, 3, 0);
+        FMA(a, 16, 3, 1);
+        FMA(b, 17, 3, 2);
+        FMA(a, 18, 3, 3);
+        FMA(b, 19, 3, 4);
+        FMA(a, 20, 4, 0);
+        FMA(b, 21, 4, 1);
+        FMA(a, 22, 4, 2);
+        FMA(b, 23, 4, 3);
+        FMA(a, 24, 4, 4);
+        const float16x8_t bias = vld1q_f16(w + 25 * CB);
         finish8(j, vaddq_f16(vaddq_f16(a, b), bias), res ? res + ox * c : NULL, y + ox * c, nc);
         r0 += step, r1 += step, r2 += step, r3 += step, r4 += step;
     }

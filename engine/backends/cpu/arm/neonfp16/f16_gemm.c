@@ -227,7 +227,7 @@ static void ks_f16_gemm_direct__neonfp16_7x8(size_t mr, size_t nc, size_t k, con
 #undef DZERO
 #define DFMLA(r, l) "fmla %[c" #r "].8h, %[w0].8h, %[v" #r "].h[" #l "]\n\t"
 #define DSTEP(l)                                                                                   \
-    {                                                                                              \
+    do {                                                                                           \
         const float16x8_t w0 = vld1q_f16(w);                                                       \
         w += NR;                                                                                   \
         __asm__(DFMLA(0, l) DFMLA(1, l) DFMLA(2, l) DFMLA(3, l) DFMLA(4, l) DFMLA(5, l)            \
@@ -236,17 +236,21 @@ static void ks_f16_gemm_direct__neonfp16_7x8(size_t mr, size_t nc, size_t k, con
                   [c4] "+w"(acc4), [c5] "+w"(acc5), [c6] "+w"(acc6)                                \
                 : [v0] "x"(v0), [v1] "x"(v1), [v2] "x"(v2), [v3] "x"(v3), [v4] "x"(v4),            \
                   [v5] "x"(v5), [v6] "x"(v6), [w0] "w"(w0));                                       \
-    }
-        DSTEP(0)
-        DSTEP(1)
-        DSTEP(2)
-        DSTEP(3) DSTEP(4) DSTEP(5) DSTEP(6) DSTEP(7)
+    } while (0)
+        DSTEP(0);
+        DSTEP(1);
+        DSTEP(2);
+        DSTEP(3);
+        DSTEP(4);
+        DSTEP(5);
+        DSTEP(6);
+        DSTEP(7);
 #undef DSTEP
 #undef DFMLA
 #define DFLUSH(r)                                                                                  \
     s##r##0 = vaddq_f32(s##r##0, vcvt_f32_f16(vget_low_f16(acc##r)));                              \
     s##r##1 = vaddq_f32(s##r##1, vcvt_high_f32_f16(acc##r));
-            DROWS(DFLUSH)
+        DROWS(DFLUSH)
 #undef DFLUSH
     }
     const float32x4_t b0 = vld1q_f32(bias), b1 = vld1q_f32(bias + 4);
