@@ -61,6 +61,32 @@ static size_t round_up(size_t v, size_t m) {
     return (v + m - 1) / m * m;
 }
 
+/* One F16 output row of a tile: fp32 sums (bias added) + the F16 residual row (NULL: none), the
+ * clamp (and LEAKY_RELU) of `clamp`, rounded once to fp16; nc of 8 columns stored. */
+static inline void store_row16(float16_t *dst, float32x4_t v0, float32x4_t v1, const float16_t *res,
+                               size_t nc, const neon_act *clamp) {
+    float16_t t[NR] = {0};
+    if (res) {
+        float16x8_t h;
+        if (nc == NR) {
+            h = vld1q_f16(res);
+        } else {
+            memcpy(t, res, nc * sizeof(float16_t));
+            h = vld1q_f16(t);
+        }
+        v0 = vaddq_f32(v0, vcvt_f32_f16(vget_low_f16(h)));
+        v1 = vaddq_f32(v1, vcvt_high_f32_f16(h));
+    }
+    float16x8_t o = vcombine_f16(vcvt_f16_f32(neon_act_apply(v0, clamp)),
+                                 vcvt_f16_f32(neon_act_apply(v1, clamp)));
+    if (nc == NR) {
+        vst1q_f16(dst, o);
+    } else {
+        vst1q_f16(t, o);
+        memcpy(dst, t, nc * sizeof(float16_t));
+    }
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Microkernel                                                                                 */
 
@@ -125,27 +151,8 @@ static void ks_f16_gemm__neonfp16_8x8(size_t mr, size_t nc, size_t k, const floa
 #define STORE16(r)                                                                                 \
     if (r < mr) {                                                                                  \
         float32x4_t v0 = vaddq_f32(s##r##0, b0), v1 = vaddq_f32(s##r##1, b1);                      \
-        float16_t t[NR] = {0};                                                                     \
-        if (res) {                                                                                 \
-            const float16_t *rr = res + (size_t)(r)*c_stride;                                      \
-            float16x8_t h;                                                                         \
-            if (nc == NR) {                                                                        \
-                h = vld1q_f16(rr);                                                                 \
-            } else {                                                                               \
-                memcpy(t, rr, nc * sizeof(float16_t));                                             \
-                h = vld1q_f16(t);                                                                  \
-            }                                                                                      \
-            v0 = vaddq_f32(v0, vcvt_f32_f16(vget_low_f16(h)));                                     \
-            v1 = vaddq_f32(v1, vcvt_high_f32_f16(h));                                              \
-        }                                                                                          \
-        float16x8_t o = vcombine_f16(vcvt_f16_f32(neon_act_apply(v0, &clamp)),                     \
-                                     vcvt_f16_f32(neon_act_apply(v1, &clamp)));                    \
-        if (nc == NR) {                                                                            \
-            vst1q_f16(c16 + (size_t)(r)*c_stride, o);                                              \
-        } else {                                                                                   \
-            vst1q_f16(t, o);                                                                       \
-            memcpy(c16 + (size_t)(r)*c_stride, t, nc * sizeof(float16_t));                         \
-        }                                                                                          \
+        store_row16(c16 + (size_t)(r)*c_stride, v0, v1, res ? res + (size_t)(r)*c_stride : NULL,   \
+                    nc, &clamp);                                                                   \
     }
         ROWS(STORE16)
 #undef STORE16
@@ -257,30 +264,9 @@ static void ks_f16_gemm_direct__neonfp16_7x8(size_t mr, size_t nc, size_t k, con
     neon_act clamp = *act;
     clamp.post = act->post == KS_ACT_LEAKY_RELU ? KS_ACT_LEAKY_RELU : KS_ACT_NONE;
 #define DSTORE(r)                                                                                  \
-    if (r < mr) {                                                                                  \
-        float32x4_t o0 = vaddq_f32(s##r##0, b0), o1 = vaddq_f32(s##r##1, b1);                      \
-        float16_t t[NR] = {0};                                                                     \
-        if (res) {                                                                                 \
-            const float16_t *rr = res + (size_t)(r)*c_stride;                                      \
-            float16x8_t h;                                                                         \
-            if (nc == NR) {                                                                        \
-                h = vld1q_f16(rr);                                                                 \
-            } else {                                                                               \
-                memcpy(t, rr, nc * sizeof(float16_t));                                             \
-                h = vld1q_f16(t);                                                                  \
-            }                                                                                      \
-            o0 = vaddq_f32(o0, vcvt_f32_f16(vget_low_f16(h)));                                     \
-            o1 = vaddq_f32(o1, vcvt_high_f32_f16(h));                                              \
-        }                                                                                          \
-        float16x8_t o = vcombine_f16(vcvt_f16_f32(neon_act_apply(o0, &clamp)),                     \
-                                     vcvt_f16_f32(neon_act_apply(o1, &clamp)));                    \
-        if (nc == NR) {                                                                            \
-            vst1q_f16(c + (size_t)(r)*c_stride, o);                                                \
-        } else {                                                                                   \
-            vst1q_f16(t, o);                                                                       \
-            memcpy(c + (size_t)(r)*c_stride, t, nc * sizeof(float16_t));                           \
-        }                                                                                          \
-    }
+    if (r < mr)                                                                                    \
+        store_row16(c + (size_t)(r)*c_stride, vaddq_f32(s##r##0, b0), vaddq_f32(s##r##1, b1),      \
+                    res ? res + (size_t)(r)*c_stride : NULL, nc, &clamp);
     DROWS(DSTORE)
 #undef DSTORE
 }
