@@ -418,7 +418,7 @@ static ks_status dw_run(ks__kernel_ctx *ctx) {
     ks__parallel_for(ctx->pool, g->n * g->oh, 1, dw_range, &j);
     ks__arm_act rest = j.act;
     if (j.leaky) rest.post = KS_ACT_NONE;
-    f16_post_run(ctx->pool, &rest, g->slope, g->c, j.y, g->n * g->oh * g->ow * g->c);
+    ks__f16_post_run(ctx->pool, &rest, g->slope, g->c, j.y, g->n * g->oh * g->ow * g->c);
     return KS_STATUS_OK;
 }
 

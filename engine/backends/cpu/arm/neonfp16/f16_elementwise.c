@@ -3,9 +3,9 @@
  * ADD and MUL of two tensors of one shape, and max / average POOL2D.
  *
  * Numbers: ADD and MUL round once, as fp16 hardware does; their clamping activations are fp16,
- * the others widen to fp32 first. Max pooling is exact; average pooling sums the window in fp32
- * and rounds the mean once. CAST rounds to nearest even (FCVTN), as the reference's
- * ks__f32_to_f16.
+ * the others follow in f16_post.h's pass (a table or a widening to fp32). Max pooling is exact;
+ * average pooling sums the window in fp32 and rounds the mean once. CAST rounds to nearest even
+ * (FCVTN), as the reference's ks__f32_to_f16.
  */
 #include <arm_neon.h>
 #include <math.h>
@@ -13,6 +13,7 @@
 
 #include "../../ref/conv_internal.h"
 #include "../neon/neon_util.h"
+#include "f16_post.h"
 
 #define CB 8
 
@@ -84,26 +85,15 @@ typedef struct bin_job {
     const float16_t *a, *b;
     float16_t *y;
     size_t n;
-    bool mul, f16_act;
+    bool mul;
     float16x8_t lo, hi;
     ks__arm_act act;
-    neon_act vact;
 } bin_job;
 
-/* The activation of 8 values (fp16 clamp, or through fp32). */
-static inline float16x8_t act8(const ks__arm_act *act, const neon_act *vact, bool f16_act,
-                               float16x8_t lo, float16x8_t hi, float16x8_t v) {
-    if (f16_act) return vminq_f16(vmaxq_f16(v, lo), hi);
-    float32x4_t v0 = neon_act_apply(vcvt_f32_f16(vget_low_f16(v)), vact);
-    float32x4_t v1 = neon_act_apply(vcvt_high_f32_f16(v), vact);
-    if (act->scalar_act != KS_ACT_NONE) {
-        float t[8];
-        vst1q_f32(t, v0);
-        vst1q_f32(t + 4, v1);
-        ks__arm_act_scalar(t, 8, act);
-        v0 = vld1q_f32(t), v1 = vld1q_f32(t + 4);
-    }
-    return vcombine_f16(vcvt_f16_f32(v0), vcvt_f16_f32(v1));
+/* The clamp of the activation in fp16 (NONE, RELU, RELU6, RELU_N1_TO_1; no-op for the others,
+ * which f16_post.h's pass applies after the node). */
+static inline float16x8_t clamp8(float16x8_t lo, float16x8_t hi, float16x8_t v) {
+    return vminq_f16(vmaxq_f16(v, lo), hi);
 }
 
 static void bin_range(void *arg, size_t begin, size_t end, uint32_t thread) {
@@ -122,7 +112,7 @@ static void bin_range(void *arg, size_t begin, size_t end, uint32_t thread) {
             a = vld1q_f16(ta), b = vld1q_f16(tb);
         }
         float16x8_t v = j->mul ? vmulq_f16(a, b) : vaddq_f16(a, b);
-        v = act8(&j->act, &j->vact, j->f16_act, j->lo, j->hi, v);
+        v = clamp8(j->lo, j->hi, v);
         if (nc == 8) {
             vst1q_f16(j->y + i, v);
         } else {
@@ -144,11 +134,8 @@ static double bin_cost(const ks__kernel_ctx *ctx) {
     return (double)n / 8.0;
 }
 
-static void init_act(int32_t act, float alpha, ks__arm_act *a, neon_act *va, bool *f16_act,
-                     float16x8_t *lo, float16x8_t *hi) {
+static void init_act(int32_t act, float alpha, ks__arm_act *a, float16x8_t *lo, float16x8_t *hi) {
     ks__arm_act_init(a, act, alpha);
-    *va = neon_act_load(a);
-    *f16_act = a->post == KS_ACT_NONE && a->scalar_act == KS_ACT_NONE;
     *lo = vdupq_n_f16((float16_t)(a->lo < -65504.0f ? -INFINITY : a->lo));
     *hi = vdupq_n_f16((float16_t)(a->hi > 65504.0f ? INFINITY : a->hi));
 }
@@ -161,8 +148,9 @@ static ks_status bin_run(ks__kernel_ctx *ctx) {
     j.y = (float16_t *)ctx->out[0]->data;
     j.n = (size_t)ks__rt_numel(ctx->out[0]);
     j.mul = ctx->node->op == KS_OP_MUL;
-    init_act(ctx->node->ip[0], ctx->node->fp[0], &j.act, &j.vact, &j.f16_act, &j.lo, &j.hi);
+    init_act(ctx->node->ip[0], ctx->node->fp[0], &j.act, &j.lo, &j.hi);
     ks__parallel_for(ctx->pool, (j.n + CHUNK - 1) / CHUNK, 1, bin_range, &j);
+    ks__f16_post_run(ctx->pool, &j.act, NULL, 1, j.y, j.n);
     return KS_STATUS_OK;
 }
 
@@ -172,10 +160,8 @@ typedef struct pool_job {
     ks__pool_geom g;
     const float16_t *x;
     float16_t *y;
-    bool f16_act;
     float16x8_t lo, hi;
     ks__arm_act act;
-    neon_act vact;
 } pool_job;
 
 static void pool_range(void *arg, size_t begin, size_t end, uint32_t thread) {
@@ -237,7 +223,7 @@ static void pool_range(void *arg, size_t begin, size_t end, uint32_t thread) {
                     r = vcombine_f16(vcvt_f16_f32(vmulq_f32(s0, vs)),
                                      vcvt_f16_f32(vmulq_f32(s1, vs)));
                 }
-                r = act8(&j->act, &j->vact, j->f16_act, j->lo, j->hi, r);
+                r = clamp8(j->lo, j->hi, r);
                 if (nc == CB) {
                     vst1q_f16(out + c0, r);
                 } else {
@@ -267,8 +253,10 @@ static ks_status pool_run(ks__kernel_ctx *ctx) {
     if (st) return st;
     j.x = (const float16_t *)ctx->in[0]->data;
     j.y = (float16_t *)ctx->out[0]->data;
-    init_act(j.g.act, ctx->node->fp[0], &j.act, &j.vact, &j.f16_act, &j.lo, &j.hi);
+    init_act(j.g.act, ctx->node->fp[0], &j.act, &j.lo, &j.hi);
     ks__parallel_for(ctx->pool, (size_t)(j.g.n * j.g.oh), 1, pool_range, &j);
+    ks__f16_post_run(ctx->pool, &j.act, NULL, (size_t)j.g.c, j.y,
+                     (size_t)(j.g.n * j.g.oh * j.g.ow * j.g.c));
     return KS_STATUS_OK;
 }
 

@@ -597,8 +597,8 @@ static ks_status f16_run(ks__kernel_ctx *ctx) {
     if (j.g.io16) { /* what the F16 store does not fuse: SILU, HARD_SWISH, PRELU... */
         ks__arm_act rest = j.act;
         if (rest.post == KS_ACT_LEAKY_RELU) rest.post = KS_ACT_NONE; /* fused */
-        f16_post_run(ctx->pool, &rest, j.g.slope, j.g.oc, (float16_t *)(void *)j.y,
-                     j.num_pixels * j.g.oc);
+        ks__f16_post_run(ctx->pool, &rest, j.g.slope, j.g.oc, (float16_t *)(void *)j.y,
+                         j.num_pixels * j.g.oc);
     }
     return KS_STATUS_OK;
 }
