@@ -7,4 +7,8 @@
  * driver for every pixel, 8 channels per step) executed 1.5 instructions per multiply-add under
  * qemu, and its driver's pointer tables another 12 % of BlazeFace's instructions
  * (docs/benchmarks-arm.md); the row schedule reads interior pixels from the input rows. */
+/* The pixels the row schedule leaves to tap pointers (each layer's borders) run the generic
+ * kernel, weights loaded per tap, instead of 3x3 and 5x5 copies with the weights in registers:
+ * the copies were 17 KB of the library (docs/size.md, twenty-ninth session). */
+#define KS_DW_NO_TAP_KERNELS 1
 #include "../../x86/avx2/f32_dwconv.c"

@@ -1,8 +1,8 @@
 /* The fp16 kernels' pass over their outputs for the activations their stores do not fuse
- * (f16_post.h), and those activations by table: an F16 value has 65536 encodings, so a parameterless
- * activation of fp16 data is exactly a 65536-entry table of its correctly rounded results, built
- * once per process from the reference function (ks__act_apply, in float) the first time a
- * session needs it: 128 KB of heap per activation, never freed (reachable from the static
+ * (f16_post.h), and those activations by table: an F16 value has 65536 encodings, so a
+ * parameterless activation of fp16 data is exactly a 65536-entry table of its correctly rounded
+ * results, built once per process from the reference function (ks__act_apply, in float) the first
+ * time a session needs it: 128 KB of heap per activation, never freed (reachable from the static
  * pointers). A lookup is two loads and a store per value, about half the instructions of SiLU's
  * widen, vector exp, divide and narrow, and its results are the reference's rounded once. */
 #include <stdlib.h>
@@ -125,7 +125,7 @@ void ks__f16_post_run(ks__pool *pool, const ks__arm_act *act, const float *slope
     const int32_t one = act->post != KS_ACT_NONE ? act->post : act->scalar_act;
     const bool single = act->post == KS_ACT_NONE || act->scalar_act == KS_ACT_NONE;
     f16_post_job p = {*act,  slope || !single ? NULL : ks__f16_act_table(one),
-                  slope, channels ? channels : 1,
-                  y,     n};
+                      slope, channels ? channels : 1,
+                      y,     n};
     ks__parallel_for(pool, (n + F16_POST_CHUNK - 1) / F16_POST_CHUNK, 1, f16_post_range, &p);
 }

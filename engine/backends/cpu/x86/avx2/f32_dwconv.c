@@ -159,6 +159,12 @@ static void dw_generic(size_t num_px, size_t channels, size_t num_taps, const fl
     dw_all(num_px, channels, num_taps, 0, taps, packed, out, res, act);
 }
 
+#if defined(KS_DW_NO_TAP_KERNELS)
+/* (arm/neon/f32_dwconv.c) the tap-pointer pixels (the borders of the row schedule's layers) take
+ * the generic kernel: 17 KB less of the AArch64 library for one weight load per tap and 4 pixels */
+#define dw_3x3 dw_generic
+#define dw_5x5 dw_generic
+#else
 static void dw_3x3(size_t num_px, size_t channels, size_t num_taps, const float *const *taps,
                    const float *packed, float *out, const float *res, const ks__f32_act *act) {
     (void)num_taps;
@@ -170,6 +176,7 @@ static void dw_5x5(size_t num_px, size_t channels, size_t num_taps, const float 
     (void)num_taps;
     dw_all(num_px, channels, 25, DW_WREG_TAPS >= 25, taps, packed, out, res, act);
 }
+#endif
 
 /* ---- row schedule ---- */
 
