@@ -124,11 +124,11 @@ static bool is_graph_output(const ks__graph *g, int32_t t) {
     return false;
 }
 
-static ks_status emit(f16_builder *b, uint32_t i) {
+/* Node i of src into dst; io: scratch for num_inputs + num_outputs ids. */
+static ks_status emit_with(f16_builder *b, uint32_t i, int32_t *io) {
     const ks__graph *g = b->src;
     const ks__node *n = &g->nodes[i];
-    int32_t in[64], out[64];
-    if (n->num_inputs > 64 || n->num_outputs > 64) return KS_STATUS_INVALID_MODEL;
+    int32_t *in = io, *out = io + n->num_inputs;
     ks_status st;
     bool f16 = b->f16[i] != 0;
     for (uint32_t k = 0; k < n->num_inputs; k++) {
@@ -161,6 +161,17 @@ static ks_status emit(f16_builder *b, uint32_t i) {
                                      &n->outputs[k], &idx)))
             return st;
     return KS_STATUS_OK;
+}
+
+static ks_status emit(f16_builder *b, uint32_t i) {
+    const ks__node *n = &b->src->nodes[i];
+    size_t count = (size_t)n->num_inputs + n->num_outputs;
+    int32_t local[64],
+        *io = count <= 64 ? local : ks__alloc(&b->src->alloc, count * sizeof(int32_t));
+    if (!io) return KS_STATUS_OUT_OF_MEMORY;
+    ks_status st = emit_with(b, i, io);
+    if (io != local) ks__free(&b->src->alloc, io);
+    return st;
 }
 
 ks_status ks__prec_build_f16(const ks__graph *g, ks__graph *out, uint32_t *num_f16_out, char *err,
