@@ -136,6 +136,7 @@ static ks_status dw_plan(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
     dw16 g;
     if (!dw_supported(ctx, &g))
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "fp16 depthwise cannot run this node");
+    f16_post_plan(g.act);
     ctx->scratch_bytes = pad_bytes(&g);
     if (!ctx->scratch_bytes)
         return ks__kernel_error(ctx, KS_STATUS_LIMIT_EXCEEDED, "fp16 depthwise: input too large");

@@ -66,8 +66,12 @@ static double cast_cost(const ks__kernel_ctx *ctx) {
     return ok ? (double)ks__rt_numel(y) / 8.0 : -1.0;
 }
 
-static ks_status no_plan(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
-    (void)ctx;
+/* No packed data; the activation's table (ADD / MUL ip 0, POOL2D ip 11) built now, not in run. */
+static ks_status act_plan(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
+    uint32_t op = ctx->node->op;
+    f16_post_plan(op == KS_OP_POOL2D ? ctx->node->ip[11]
+                  : op == KS_OP_CAST ? KS_ACT_NONE
+                                     : ctx->node->ip[0]);
     *packed_bytes_out = 0;
     return KS_STATUS_OK;
 }
@@ -261,7 +265,7 @@ static ks_status pool_run(ks__kernel_ctx *ctx) {
 }
 
 #define F16_IMPL(sym, op, cost, run)                                                               \
-    const ks__impl sym = {#sym, op, KS_ISA_NEON | KS_ISA_NEON_FP16, cost, no_plan, NULL, run};
+    const ks__impl sym = {#sym, op, KS_ISA_NEON | KS_ISA_NEON_FP16, cost, act_plan, NULL, run};
 F16_IMPL(ks_f16_cast__neonfp16, KS_OP_CAST, cast_cost, cast_run)
 F16_IMPL(ks_f16_add__neonfp16, KS_OP_ADD, bin_cost, bin_run)
 F16_IMPL(ks_f16_mul__neonfp16, KS_OP_MUL, bin_cost, bin_run)

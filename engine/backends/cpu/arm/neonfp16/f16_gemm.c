@@ -428,6 +428,7 @@ static ks_status f16_plan(ks__kernel_ctx *ctx, size_t *packed_bytes_out) {
     f16_conv g;
     if (!f16_supported(ctx, &g))
         return ks__kernel_error(ctx, KS_STATUS_INTERNAL, "fp16 GEMM cannot run this node");
+    if (g.io16) f16_post_plan(g.act);
     ctx->scratch_bytes = scratch_stride(&g) * (ctx->num_threads > 0 ? ctx->num_threads : 1);
     *packed_bytes_out = packed_bytes(&g);
     return KS_STATUS_OK;

@@ -33,6 +33,12 @@ static inline bool f16_post_needed(const ks__arm_act *act, const float *slope) {
     return slope || act->post != KS_ACT_NONE || act->scalar_act != KS_ACT_NONE;
 }
 
+/* At plan time: builds the table ks__f16_post_run will read for act, if it has one, so that run
+ * never allocates (the first use of a table mallocs its 128 KB). */
+static inline void f16_post_plan(int32_t act) {
+    (void)ks__f16_act_table(act);
+}
+
 /* Applies what the kernel left (see f16_post_needed) to the n values of y (channels innermost),
  * on the pool (f16_post.c). */
 void ks__f16_post_run(ks__pool *pool, const ks__arm_act *act, const float *slope, size_t channels,
