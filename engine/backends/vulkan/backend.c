@@ -35,6 +35,7 @@
 #include "vk_backend.h"
 
 #include <pthread.h>
+#include <stddef.h> /* offsetof */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,7 @@ enum {
     K_DECONV,
     K_POOL,
     K_POOL_WIDE,
+    K_POOL_WIDE_SG, /* pool2d_wide combining in subgroups (subgroup arithmetic) */
     K_PAD,
     K_COPY,
     K_RESIZE,
@@ -253,6 +255,7 @@ static const kernel_info k_kernels[K_COUNT] = {
     [K_CONV_WIDE] = KERNEL(conv2d_wide, 6, pc_conv),
     [K_POOL] = KERNEL(pool2d, 2, pc_pool),
     [K_POOL_WIDE] = KERNEL(pool2d_wide, 2, pc_pool),
+    [K_POOL_WIDE_SG] = KERNEL(pool2d_wide_sg, 2, pc_pool),
     [K_PAD] = KERNEL(pad, 2, pc_pad),
     [K_COPY] = KERNEL(copy, 2, pc_copy),
     [K_RESIZE] = KERNEL(resize, 2, pc_resize),
@@ -284,6 +287,47 @@ static bool vec4_allowed(const char *what) {
     return false;
 }
 
+/* The tiles of conv2d_gemm.comp (its specialization constants 0 and 1: pixels x output channels
+ * per group of 64 invocations); T32X32 is the shader's default. plan_conv picks one per node
+ * (gemm_tile), tuning times the others; KS_VK_TILE=MxN forces one (the A/B switch of
+ * bench/gpu). */
+enum { T32X32, T16X32, T32X16, T16X16, T64X32, T32X64, T_COUNT };
+static const struct {
+    int32_t m, n;
+    const char *choice;       /* its value in the tune file */
+    const char *prof_name[2]; /* the profiler's kernel name: conv2d_gemm, conv2d_gemm4 */
+} k_tiles[T_COUNT] = {
+    [T32X32] = {32, 32, "gemm", {"vk_conv2d_gemm", "vk_conv2d_gemm4"}},
+    [T16X32] = {16, 32, "gemm_16x32", {"vk_conv2d_gemm_16x32", "vk_conv2d_gemm4_16x32"}},
+    [T32X16] = {32, 16, "gemm_32x16", {"vk_conv2d_gemm_32x16", "vk_conv2d_gemm4_32x16"}},
+    [T16X16] = {16, 16, "gemm_16x16", {"vk_conv2d_gemm_16x16", "vk_conv2d_gemm4_16x16"}},
+    [T64X32] = {64, 32, "gemm_64x32", {"vk_conv2d_gemm_64x32", "vk_conv2d_gemm4_64x32"}},
+    [T32X64] = {32, 64, "gemm_32x64", {"vk_conv2d_gemm_32x64", "vk_conv2d_gemm4_32x64"}},
+};
+
+/* conv2d_gemm.comp's specialization constants, in constant_id order. */
+typedef struct gemm_spec {
+    int32_t tm, tn;
+    VkBool32 prefetch;
+} gemm_spec;
+
+/* The tile KS_VK_TILE names ("16x16"...), or -1: unset or not one of k_tiles. */
+static int forced_tile(void) {
+    const char *env = getenv("KS_VK_TILE");
+    if (!env) return -1;
+    for (int t = 0; t < T_COUNT; t++) {
+        char name[16];
+        snprintf(name, sizeof(name), "%dx%d", k_tiles[t].m, k_tiles[t].n);
+        if (strcmp(env, name) == 0) return t;
+    }
+    return -1;
+}
+
+/* Whether a shader family is conv2d_gemm.comp (tiles by specialization constants). */
+static bool tiled_kind(int kind) {
+    return kind == K_CONV_GEMM || kind == K_CONV_GEMM4;
+}
+
 /* One dispatch: its shader family, push constants, size and operands. */
 typedef struct dispatch {
     int kind;
@@ -305,6 +349,7 @@ typedef struct dispatch {
     uint32_t count; /* invocations */
     uint32_t groups_x, groups_y;
     int variant; /* V_*: the shader variant; the device's, or V_F32 for a node kept in fp32 */
+    int tile;    /* T_*: conv2d_gemm's tile (tiled_kind), else T32X32 */
     /* per binding, the node's operand: input i (>= 0; absent: the output's region, never read)
      * or output -1 - i */
     int8_t ref[MAX_BINDINGS];
@@ -325,7 +370,9 @@ typedef struct node_plan {
 typedef struct vk_pipe {
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout layout;
-    VkPipeline pipeline[V_COUNT]; /* per variant: the device's, and V_F32 in the fp16 modes */
+    /* per variant (the device's, and V_F32 in the fp16 modes) and tile (tiled_kind; else
+     * T32X32 only) */
+    VkPipeline pipeline[V_COUNT][T_COUNT];
 } vk_pipe;
 
 typedef struct vk_dev {
@@ -351,6 +398,9 @@ typedef struct vk_dev {
     bool coop;     /* tuning may run one-group convolutions on cooperative matrices */
     /* conv2d_gemm4 / conv2d_dw4 where channels come in fours (vec4_allowed) */
     bool gemm4, dw4;
+    bool subgroup; /* subgroup arithmetic in compute shaders (KS_VK_SUBGROUP=0: not used) */
+    bool prefetch; /* conv2d_gemm's PREFETCH (KS_VK_PREFETCH=0: off, the A/B switch) */
+    int tile;      /* KS_VK_TILE's tile for every tiled convolution, or -1: gemm_tile picks */
     uint32_t built, built_cached; /* pipelines made, and those found in the cache */
     ks_precision precision;       /* the session's (desc->precision at device_create) */
     ks_tune_mode tune;            /* the session's: OFF, or time the kernel candidates */
@@ -571,7 +621,9 @@ static void vk_device_destroy(void *dev_) {
         for (int k = 0; k < K_COUNT; k++) {
             vk_pipe *p = &d->pipes[k];
             for (int v = 0; v < V_COUNT; v++)
-                if (p->pipeline[v]) vk->vkDestroyPipeline(d->device, p->pipeline[v], NULL);
+                for (int t = 0; t < T_COUNT; t++)
+                    if (p->pipeline[v][t])
+                        vk->vkDestroyPipeline(d->device, p->pipeline[v][t], NULL);
             if (p->layout) vk->vkDestroyPipelineLayout(d->device, p->layout, NULL);
             if (p->set_layout) vk->vkDestroyDescriptorSetLayout(d->device, p->set_layout, NULL);
         }
@@ -886,6 +938,28 @@ static void install_fault_hooks(ks__vk_fns *vk) {
     vk->vkWaitForFences = fault_wait;
 }
 
+/* Whether the device's compute shaders have subgroup arithmetic (subgroupAdd, subgroupMax:
+ * pool2d_wide_sg) and KS_VK_SUBGROUP is not "0" (the A/B switch of bench/gpu). Vulkan 1.1 (the
+ * least the backend takes) reports it in VkPhysicalDeviceSubgroupProperties. */
+static bool subgroup_arith(vk_dev *d) {
+    const char *env = getenv("KS_VK_SUBGROUP");
+    if (env && strcmp(env, "0") == 0) return false;
+    PFN_vkGetPhysicalDeviceProperties2 props2 =
+        (PFN_vkGetPhysicalDeviceProperties2)d->vk.vkGetInstanceProcAddr(
+            d->instance, "vkGetPhysicalDeviceProperties2");
+    if (!props2) return false;
+    VkPhysicalDeviceSubgroupProperties sg = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+    };
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                      .pNext = &sg};
+    props2(d->phys, &p2);
+    const VkSubgroupFeatureFlags need =
+        VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+    return (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+           (sg.supportedOperations & need) == need && sg.subgroupSize >= 1;
+}
+
 /* Whether the device multiplies 16 x 16 by 16 x 8 fp16 matrices into fp32 in subgroups of 32
  * (conv2d_coop.comp's shapes; NVIDIA's tensor cores list it) and KS_VK_COOP is not "0" (an
  * escape hatch and the A/B switch of bench/gpu; docs/vulkan.md). */
@@ -994,6 +1068,11 @@ static ks_status open_device(vk_dev *d, char *err, size_t cap) {
     g_info.fp16 = d->fp16;
     d->gemm4 = vec4_allowed("gemm");
     d->dw4 = vec4_allowed("dw");
+    const char *pf = getenv("KS_VK_PREFETCH");
+    d->prefetch = !(pf && strcmp(pf, "0") == 0);
+    d->tile = forced_tile();
+    d->subgroup = subgroup_arith(d);
+    g_info.subgroup_arith = d->subgroup;
     d->coop = d->fp16 == V_F16 && has_f16 && has_coop && fcm.cooperativeMatrix &&
               fvm.vulkanMemoryModel && coop_shape_ok(d);
     g_info.coop_matrix = d->coop;
@@ -1140,11 +1219,12 @@ static bool spv_unpack(const uint8_t *in, size_t n, uint32_t *out, size_t words)
 }
 
 /* The pipeline of a shader family in variant v, made on first use. */
-static ks_status ensure_pipe(vk_dev *d, int kind, int v, char *err, size_t cap) {
+static ks_status ensure_pipe(vk_dev *d, int kind, int v, int tile, char *err, size_t cap) {
     vk_pipe *p = &d->pipes[kind];
     const kernel_info *ki = &k_kernels[kind];
     const ks__vk_fns *vk = &d->vk;
-    if (p->pipeline[v]) return KS_STATUS_OK;
+    if (!tiled_kind(kind)) tile = T32X32;
+    if (p->pipeline[v][tile]) return KS_STATUS_OK;
     if (!ki->spv[v]) {
         static const char *const variant_name[V_COUNT] = {"fp32", "fp16-storage", "fp16"};
         return ks__fail(err, cap, KS_STATUS_UNSUPPORTED, "Vulkan: shader %s has no %s variant",
@@ -1219,6 +1299,15 @@ static ks_status ensure_pipe(vk_dev *d, int kind, int v, char *err, size_t cap) 
             },
         .layout = p->layout,
     };
+    /* conv2d_gemm.comp: TM, TN, PREFETCH (constant_id 0, 1, 2) */
+    gemm_spec spec = {k_tiles[tile].m, k_tiles[tile].n, d->prefetch ? VK_TRUE : VK_FALSE};
+    const VkSpecializationMapEntry spec_map[3] = {
+        {0, offsetof(gemm_spec, tm), sizeof(int32_t)},
+        {1, offsetof(gemm_spec, tn), sizeof(int32_t)},
+        {2, offsetof(gemm_spec, prefetch), sizeof(VkBool32)},
+    };
+    const VkSpecializationInfo spec_info = {3, spec_map, sizeof(spec), &spec};
+    if (tiled_kind(kind)) ci.stage.pSpecializationInfo = &spec_info;
     VkPipelineCreationFeedbackEXT fb = {0}, fb_stage = {0};
     VkPipelineCreationFeedbackCreateInfoEXT fci = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO_EXT,
@@ -1228,7 +1317,7 @@ static ks_status ensure_pipe(vk_dev *d, int kind, int v, char *err, size_t cap) 
     };
     if (d->feedback) ci.pNext = &fci;
     step = "vkCreateComputePipelines";
-    r = vk->vkCreateComputePipelines(d->device, d->pcache, 1, &ci, NULL, &p->pipeline[v]);
+    r = vk->vkCreateComputePipelines(d->device, d->pcache, 1, &ci, NULL, &p->pipeline[v][tile]);
     vk->vkDestroyShaderModule(d->device, sm, NULL);
     if (r == VK_SUCCESS) {
         d->built++;
@@ -1240,7 +1329,7 @@ static ks_status ensure_pipe(vk_dev *d, int kind, int v, char *err, size_t cap) 
         g_info.pipelines_from_cache = d->feedback ? (int32_t)d->built_cached : -1;
         return KS_STATUS_OK;
     }
-    p->pipeline[v] = VK_NULL_HANDLE;
+    p->pipeline[v][tile] = VK_NULL_HANDLE;
 error:;
     ks_status st = ks__vk_status(r);
     return ks__fail(err, cap, st == KS_STATUS_OUT_OF_MEMORY ? st : KS_STATUS_UNSUPPORTED,
@@ -1283,6 +1372,26 @@ static bool set_groups(const vk_dev *d, dispatch *sp) {
     sp->groups_x = groups < max_x ? groups : max_x;
     sp->groups_y = (groups + sp->groups_x - 1) / sp->groups_x;
     return sp->groups_y <= d->props.limits.maxComputeWorkGroupCount[1];
+}
+
+/* A tiled convolution's dispatch on another tile of conv2d_gemm.comp (or, for conv2d_coop.comp,
+ * its own 32 x 32): one group of 64 per tile. False: too many groups for the device. */
+static bool retile(const vk_dev *d, dispatch *sp, int tile) {
+    const pc_conv *c = &sp->pc.conv;
+    uint64_t m = c->count / (uint32_t)c->oc;
+    uint64_t tiles =
+        ((m + (uint64_t)k_tiles[tile].m - 1) / (uint64_t)k_tiles[tile].m) *
+        (((uint64_t)c->oc + (uint64_t)k_tiles[tile].n - 1) / (uint64_t)k_tiles[tile].n);
+    if (tiles * GROUP_SIZE > UINT32_MAX) return false;
+    sp->tile = tile;
+    sp->count = (uint32_t)(tiles * GROUP_SIZE);
+    return set_groups(d, sp);
+}
+
+/* The profiler's name of a dispatch's kernel: the shader's, with the tile where not 32 x 32. */
+static const char *kernel_name(const dispatch *sp) {
+    if (tiled_kind(sp->kind)) return k_tiles[sp->tile].prof_name[sp->kind == K_CONV_GEMM4];
+    return k_kernels[sp->kind].prof_name;
 }
 
 static ks_status refuse(char *why, size_t cap, const char *what) {
@@ -1476,6 +1585,15 @@ static ks_status plan_unary(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np,
 }
 
 /* CONV2D (deconv false) and CONV2D_TRANSPOSE: the core's geometry, as for the CPU reference. */
+/* conv2d_gemm's tile for an M x N output (M pixels, N channels): KS_VK_TILE's, else the cost
+ * model's. */
+static int gemm_tile(const vk_dev *d, int64_t m, int64_t n) {
+    if (d->tile >= 0) return d->tile;
+    (void)m;
+    (void)n;
+    return T32X32;
+}
+
 static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
                            size_t cap, bool deconv) {
     ks__conv_geom g;
@@ -1511,7 +1629,9 @@ static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, 
     /* One group (not depthwise or grouped): the tiled implicit GEMM, one group of 64 invocations
      * per 32 x 32 output tile (conv2d_gemm.comp); else one invocation per output element. */
     bool gemm = !deconv && g.icg == g.ic && g.ocg == g.oc;
-    int64_t tiles = ((g.n * g.oh * g.ow + 31) / 32) * ((g.oc + 31) / 32);
+    int tile = gemm_tile(d, g.n * g.oh * g.ow, g.oc);
+    int64_t tiles = ((g.n * g.oh * g.ow + k_tiles[tile].m - 1) / k_tiles[tile].m) *
+                    ((g.oc + k_tiles[tile].n - 1) / k_tiles[tile].n);
     if (gemm && tiles * GROUP_SIZE > (int64_t)UINT32_MAX) gemm = false;
     /* vector loads where a pixel's channels and a weight row's taps come in fours (every
      * region starts d->align >= 16 bytes into the device buffer); fp32 tensors only: with fp16
@@ -1535,6 +1655,7 @@ static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, 
                             : gemm ? tiles * GROUP_SIZE
                             : dw4  ? count / 4
                                    : count);
+    if (tiled_kind(sp->kind)) sp->tile = tile;
     pc_conv *pc = &sp->pc.conv;
     pc->count = (uint32_t)count;
     pc->ih = (int32_t)g.ih, pc->iw = (int32_t)g.iw, pc->ic = (int32_t)g.ic;
@@ -1562,10 +1683,16 @@ static ks_status plan_pool(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, 
         !small(g.sw) || !small(g.pt) || !small(g.pl) || !small(g.pb) || !small(g.pr) ||
         !small(g.oh) || !small(g.ow))
         return refuse(why, cap, "geometry too large");
-    /* A window of 256 pixels or more (global pooling): one group of 64 per output
-     * (pool2d_wide.comp) instead of one invocation walking the whole window. */
+    /* A window of 256 pixels or more (global pooling): one group of 256 per output
+     * (pool2d_wide.comp; its partials combined in subgroups where the device can) instead of
+     * one invocation walking the whole window. The step's count is GROUP_SIZE per output, so
+     * that set_groups makes one group per output whatever the shader's group size. */
     bool wide = g.kh * g.kw >= 256 && count * GROUP_SIZE <= (int64_t)UINT32_MAX;
-    dispatch *sp = add_step(np, wide ? K_POOL_WIDE : K_POOL, wide ? count * GROUP_SIZE : count);
+    dispatch *sp = add_step(np,
+                            !wide         ? K_POOL
+                            : d->subgroup ? K_POOL_WIDE_SG
+                                          : K_POOL_WIDE,
+                            wide ? count * GROUP_SIZE : count);
     sp->pc.pool = (pc_pool){
         (uint32_t)count,     (int32_t)g.ih, (int32_t)g.iw,    (int32_t)g.c,  (int32_t)g.oh,
         (int32_t)g.ow,       (int32_t)g.kh, (int32_t)g.kw,    (int32_t)g.sh, (int32_t)g.sw,
@@ -2547,7 +2674,8 @@ static uint64_t time_candidate(build *b, uint32_t k, const dispatch *cand, VkQue
             .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
             .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
         };
-        vk->vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe->pipeline[cand->variant]);
+        vk->vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
+                              pipe->pipeline[cand->variant][cand->tile]);
         vk->vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe->layout, 0, 1,
                                     &b->sets[k], 0, NULL);
         vk->vkCmdPushConstants(cmd, pipe->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
@@ -2618,23 +2746,34 @@ static void tune_steps(build *b) {
     for (uint32_t k = 0; k < b->num_steps; k++) {
         dispatch *sp = &b->steps[k];
         if (sp->kind != K_CONV_GEMM && sp->kind != K_CONV_GEMM4) continue;
-        /* the candidates: the cost model's pick (the tiled GEMM), the same on cooperative
-         * matrices where the device has them (d->coop: not the default, since on the H100 it
-         * measured no faster over whole models; docs/vulkan.md), the direct shader */
-        dispatch cand[3];
-        const char *names[3];
+        /* the candidates: the cost model's pick (the tiled GEMM with its tile), the other
+         * tiles, the same on cooperative matrices where the device has them (d->coop: not the
+         * default, since on the H100 it measured no faster over whole models; docs/vulkan.md),
+         * the direct shader */
+        dispatch cand[T_COUNT + 2];
+        const char *names[T_COUNT + 2];
         int nc = 0;
         cand[nc] = *sp;
-        names[nc++] = "gemm";
-        if (d->coop && !ensure_pipe(d, K_CONV_COOP, sp->variant, why, sizeof(why))) {
+        names[nc++] = k_tiles[sp->tile].choice;
+        for (int t = 0; t < T_COUNT; t++) {
+            if (t == sp->tile) continue;
             cand[nc] = *sp;
-            cand[nc].kind = K_CONV_COOP;
-            names[nc++] = "coop";
+            if (retile(d, &cand[nc], t) &&
+                !ensure_pipe(d, sp->kind, sp->variant, t, why, sizeof(why)))
+                names[nc++] = k_tiles[t].choice;
+        }
+        if (d->coop && !ensure_pipe(d, K_CONV_COOP, sp->variant, T32X32, why, sizeof(why))) {
+            cand[nc] = *sp;
+            if (retile(d, &cand[nc], T32X32)) { /* conv2d_coop.comp's tile */
+                cand[nc].kind = K_CONV_COOP;
+                names[nc++] = "coop";
+            }
         }
         dispatch alt = *sp;
         alt.kind = K_CONV;
+        alt.tile = T32X32;
         alt.count = sp->pc.conv.count;
-        if (set_groups(d, &alt) && !ensure_pipe(d, K_CONV, alt.variant, why, sizeof(why))) {
+        if (set_groups(d, &alt) && !ensure_pipe(d, K_CONV, alt.variant, T32X32, why, sizeof(why))) {
             cand[nc] = alt;
             names[nc++] = "direct";
         }
@@ -2665,7 +2804,9 @@ static void tune_steps(build *b) {
         if (pick >= 0) {
             g_info.tune_cached++;
         } else { /* not in the file, or a choice this device does not have now: time them */
-            uint64_t best[3] = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
+            uint64_t best[T_COUNT + 2];
+            for (int c = 0; c < nc; c++)
+                best[c] = UINT64_MAX;
             for (int rep = 0; rep < 2; rep++) /* alternated: drift hits all */
                 for (int c = 0; c < nc; c++) {
                     uint64_t t = time_candidate(b, k, &cand[c], qp);
@@ -2680,7 +2821,7 @@ static void tune_steps(build *b) {
                 if (best[c] < best[pick]) pick = c;
             g_info.tune_timed++;
             g_tune_trials++;
-            char times[128];
+            char times[512];
             size_t used = 0;
             for (int c = 0; c < nc && used < sizeof(times); c++)
                 used += (size_t)snprintf(times + used, sizeof(times) - used, "%s%s %.1f us",
@@ -2700,7 +2841,7 @@ static void tune_steps(build *b) {
         }
         if (pick > 0) {
             *sp = cand[pick];
-            b->p->node_kernel[b->p->step_node[k]] = k_kernels[cand[pick].kind].prof_name;
+            b->p->node_kernel[b->p->step_node[k]] = kernel_name(&cand[pick]);
         }
     }
     ks__free(NULL, file);
@@ -2837,9 +2978,11 @@ static ks_status record(build *b, bool timed) {
         const dispatch *np = &b->steps[k];
         const kernel_info *ki = &k_kernels[np->kind];
         const vk_pipe *pipe = &d->pipes[np->kind];
-        if (bound != np->kind * V_COUNT + np->variant)
-            vk->vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe->pipeline[np->variant]);
-        bound = np->kind * V_COUNT + np->variant;
+        int key = (np->kind * V_COUNT + np->variant) * T_COUNT + np->tile;
+        if (bound != key)
+            vk->vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
+                                  pipe->pipeline[np->variant][np->tile]);
+        bound = key;
         vk->vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe->layout, 0, 1,
                                     &b->sets[k], 0, NULL);
         vk->vkCmdPushConstants(cmd, pipe->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, ki->pc_bytes,
@@ -2961,7 +3104,7 @@ static ks_status compile_into(build *b) {
                 b->steps[b->num_steps] = cur;
                 memcpy(&b->bind[b->num_steps * MAX_BINDINGS], cb, nb * sizeof(cb[0]));
                 p->step_node[b->num_steps] = k;
-                if (j == 0) p->node_kernel[k] = k_kernels[cur.kind].prof_name;
+                if (j == 0) p->node_kernel[k] = kernel_name(&cur);
                 b->num_steps++;
             }
         }
@@ -3064,7 +3207,9 @@ static ks_status compile_into(build *b) {
     }
     if (const_bytes && (st = upload_constants(b, const_bytes))) return st;
     for (uint32_t k = 0; k < b->num_steps; k++)
-        if ((st = ensure_pipe(d, b->steps[k].kind, b->steps[k].variant, err, cap))) return st;
+        if ((st =
+                 ensure_pipe(d, b->steps[k].kind, b->steps[k].variant, b->steps[k].tile, err, cap)))
+            return st;
     if ((st = make_descriptors(b))) return st;
     tune_steps(b);
     if ((st = record(b, false))) return st;

@@ -47,7 +47,8 @@ typedef struct ks__vk_device_info {
     int32_t pipelines_from_cache;
     char cache_warning[200];
     uint32_t tune_timed, tune_cached; /* tuning: convolutions timed / choices read from the file */
-    bool coop_matrix; /* tuning may pick cooperative matrices for convolutions (conv2d_coop) */
+    bool coop_matrix;    /* tuning may pick cooperative matrices for convolutions (conv2d_coop) */
+    bool subgroup_arith; /* the shaders' subgroup reductions run (pool2d_wide_sg) */
 } ks__vk_device_info;
 void ks__vk_last_device_info(ks__vk_device_info *info_out);
 /* Convolutions that tuning (ks_session_desc.tune) has timed on any device of the process. */

@@ -645,6 +645,52 @@ static void test_conv(void **state) {
         conv_case(&specs[i]);
 }
 
+/* conv2d_gemm.comp on every tile its specialization constants offer (KS_VK_TILE forces one) and
+ * without the prefetch of the next chunk (KS_VK_PREFETCH=0): the same cases reach the tile's
+ * pipeline (its profiler name) and agree with the CPU, tails in every dimension included. */
+static void test_conv_tiles(void **state) {
+    (void)state;
+    const conv_spec specs[] = {
+        /* 99 pixels, 45 channels, k = 3 * 3 * 37 = 333: scalar loads */
+        {"tiles: conv 3x3, residual RELU",
+         {1, 11, 9, 37},
+         {45, 3, 3, 37},
+         {1, 1, 1, 1, 0, 0, 0, 0, KS_PAD_SAME_UPPER, 0, KS_ACT_RELU},
+         true,
+         true,
+         false},
+        /* 2 x 30 pixels, 70 channels, k = 3 * 3 * 36 = 324: vector loads (fp32) */
+        {"tiles: conv 3x3 stride 2, 36 channels, PRELU",
+         {2, 11, 9, 36},
+         {70, 3, 3, 36},
+         {2, 2, 1, 1, 0, 0, 0, 0, KS_PAD_SAME_UPPER, 0, KS_ACT_PRELU},
+         true,
+         false,
+         true},
+    };
+    static const char *const tiles[] = {"16x32", "32x16", "16x16", "64x32", "32x64", "32x32"};
+    for (size_t t = 0; t <= sizeof(tiles) / sizeof(tiles[0]); t++) {
+        bool last = t == sizeof(tiles) / sizeof(tiles[0]); /* 32x32 without the prefetch */
+        setenv("KS_VK_TILE", last ? "32x32" : tiles[t], 1);
+        if (last) setenv("KS_VK_PREFETCH", "0", 1);
+        for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+            conv_case(&specs[i]);
+            char want[64];
+            bool vec = specs[i].x[3] % 4 == 0 && g_prec == KS_PRECISION_DEFAULT;
+            if (last || strcmp(tiles[t], "32x32") == 0)
+                snprintf(want, sizeof(want), "vk_conv2d_gemm%s ", vec ? "4" : "");
+            else
+                snprintf(want, sizeof(want), "vk_conv2d_gemm%s_%s ", vec ? "4" : "", tiles[t]);
+            if (!strstr(g_kernels_seen, want))
+                fail_msg("%s, KS_VK_TILE=%s%s: kernels %s, expected %s", specs[i].what,
+                         last ? "32x32" : tiles[t], last ? " KS_VK_PREFETCH=0" : "", g_kernels_seen,
+                         want);
+        }
+    }
+    unsetenv("KS_VK_TILE");
+    unsetenv("KS_VK_PREFETCH");
+}
+
 /* ---------------------------------------------------------------------------------------------
  * the other families (step 2): one graph per family, every node in one partition
  * ------------------------------------------------------------------------------------------- */
@@ -719,16 +765,18 @@ static void test_pad(void **state) {
                 r, 1);
 }
 
-static void test_pool(void **state) {
-    (void)state;
-    need_vulkan();
+/* POOL2D's cases in one graph; then checks which wide-window shader ran: the subgroup one where
+ * the device has subgroup arithmetic and KS_VK_SUBGROUP is not "0". */
+static void pool_case(void) {
     ks__graph g;
     ks__graph_init(&g, NULL);
-    int64_t xd[4] = {1, 9, 11, 5}, wd[4] = {1, 23, 19, 6};
-    int32_t ins[2] = {tensor(&g, "x", 4, xd), tensor(&g, "xw", 4, wd)}, outs[10];
-    /* ip: kh kw sh sw pt pl pb pr mode kind count_include_pad act ceil_mode; the last three on
-     * the 23 x 19 input have windows of 256 pixels or more (pool2d_wide.comp) */
-    static const int32_t ip[10][13] = {
+    int64_t xd[4] = {1, 9, 11, 5}, wd[4] = {1, 23, 19, 6}, gd[4] = {1, 40, 37, 3};
+    int32_t ins[3] = {tensor(&g, "x", 4, xd), tensor(&g, "xw", 4, wd), tensor(&g, "xg", 4, gd)};
+    int32_t outs[12];
+    /* ip: kh kw sh sw pt pl pb pr mode kind count_include_pad act ceil_mode; the last five (on
+     * the 23 x 19 and 40 x 37 inputs) have windows of 256 pixels or more (pool2d_wide.comp), the
+     * last two more than its 4 x 256 pixels per pass */
+    static const int32_t ip[12][13] = {
         {3, 3, 2, 2, 0, 0, 0, 0, KS_PAD_SAME_UPPER, 0, 0, KS_ACT_NONE, 0},
         {3, 3, 2, 2, 0, 0, 0, 0, KS_PAD_SAME_UPPER, 1, 0, KS_ACT_NONE, 0},
         {2, 3, 1, 1, 1, 0, 1, 2, KS_PAD_EXPLICIT, 1, 1, KS_ACT_RELU6, 0},
@@ -739,18 +787,39 @@ static void test_pool(void **state) {
         {0, 0, 0, 0, 0, 0, 0, 0, KS_PAD_VALID, 1, 0, KS_ACT_NONE, 0},
         {0, 0, 0, 0, 0, 0, 0, 0, KS_PAD_VALID, 0, 0, KS_ACT_RELU, 0},
         {17, 16, 3, 2, 2, 1, 1, 3, KS_PAD_EXPLICIT, 1, 1, KS_ACT_NONE, 0},
+        {0, 0, 0, 0, 0, 0, 0, 0, KS_PAD_VALID, 1, 0, KS_ACT_NONE, 0},
+        {0, 0, 0, 0, 0, 0, 0, 0, KS_PAD_VALID, 0, 0, KS_ACT_NONE, 0},
     };
     char name[32];
-    for (int k = 0; k < 10; k++) {
+    for (int k = 0; k < 12; k++) {
         snprintf(name, sizeof(name), "pool%d", k);
         outs[k] = unknown(&g, name, 4);
-        ks__node *n = add(&g, KS_OP_POOL2D, name, 1, &ins[k < 7 ? 0 : 1], outs[k]);
+        ks__node *n = add(&g, KS_OP_POOL2D, name, 1, &ins[k < 7 ? 0 : k < 10 ? 1 : 2], outs[k]);
         memcpy(n->ip, ip[k], sizeof(ip[k]));
     }
     const range r[1] = {{-1.0f, 1.0f}};
+    g_kernels_seen[0] = '\0';
     check_graph("POOL2D: max and average, SAME, explicit, global, ceil mode, count_include_pad, "
                 "windows of 256+ pixels",
-                &g, 2, ins, 10, outs, r, 1);
+                &g, 3, ins, 12, outs, r, 1);
+    ks__vk_device_info info;
+    ks__vk_last_device_info(&info);
+    const char *env = getenv("KS_VK_SUBGROUP");
+    if (env && strcmp(env, "0") == 0 && info.subgroup_arith)
+        fail_msg("KS_VK_SUBGROUP=%s, yet the device uses subgroup arithmetic", env);
+    const char *want = info.subgroup_arith ? "vk_pool2d_wide_sg " : "vk_pool2d_wide ";
+    if (!strstr(g_kernels_seen, want))
+        fail_msg("POOL2D: kernels %s, expected %s", g_kernels_seen, want);
+    print_message("POOL2D: subgroup arithmetic %s: %s\n", info.subgroup_arith ? "yes" : "no", want);
+}
+
+static void test_pool(void **state) {
+    (void)state;
+    need_vulkan();
+    pool_case();
+    setenv("KS_VK_SUBGROUP", "0", 1); /* the portable combination in shared memory */
+    pool_case();
+    unsetenv("KS_VK_SUBGROUP");
 }
 
 static void test_layout(void **state) {
@@ -1413,6 +1482,7 @@ static void test_fp16_families(void **state) {
     test_unary(state);
     test_unary_more(state);
     test_conv(state);
+    test_conv_tiles(state);
     test_pool(state);
     test_pad(state);
     test_layout(state);
@@ -2156,6 +2226,7 @@ int main(void) {
         cmocka_unit_test(test_binary_per_channel),
         cmocka_unit_test(test_unary),
         cmocka_unit_test(test_conv),
+        cmocka_unit_test(test_conv_tiles),
         cmocka_unit_test(test_mixed),
         cmocka_unit_test(test_pad),
         cmocka_unit_test(test_pool),

@@ -1,15 +1,27 @@
 // POOL2D with a large window (global pooling, e.g. the squeeze-and-excitation blocks of
-// MobileNetV3-style models): pool2d.comp's geometry and arithmetic, but one work group of 64 per
-// output element instead of one invocation, its window's pixels split among the 64 and the
-// partial sums and maxima combined in shared memory. pool2d.comp walks the whole window in one
-// invocation: on an H100 selfie segmentation's ten global poolings took 1.38 of its 2.26 ms
-// (0.80 ms for one of them; `ks-bench --profile-nodes`); this shader is not timed on a GPU yet.
+// MobileNetV3-style models): pool2d.comp's geometry and arithmetic, but one work group of 256
+// per output element instead of one invocation, its window's pixels split among the 256 (each
+// with four independent partial sums, so that four loads are in flight at once) and the
+// partials combined. pool2d.comp walks the whole window in one invocation: on an H100 selfie
+// segmentation's ten global poolings took 1.38 of its 2.26 ms; with a group of 64 and one
+// partial per invocation, 0.104 ms, 0.038 of it the 128x128 window, a chain of 256 loads per
+// invocation (docs/vulkan.md, "Subgroup reductions").
+//
+// Built twice (engine/CMakeLists.txt): pool2d_wide combines the partials in shared memory (a
+// tree of 8 steps), pool2d_wide_sg (-DKS_SUBGROUP) within each subgroup first
+// (subgroupAdd / subgroupMax: GL_KHR_shader_subgroup_arithmetic), then the subgroups' results in
+// shared memory; backend.c takes it where the device lists subgroup arithmetic for compute
+// shaders. The sums' order differs between the two, not their arithmetic (fp32 in every mode).
 // p.count is the number of outputs; backend.c dispatches that many groups.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "prec.glsl"
+#ifdef KS_SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 
-layout(local_size_x = 64) in;
+const uint WG = 256u;
+layout(local_size_x = 256) in;
 
 layout(std430, set = 0, binding = 0) readonly buffer X { STORE x[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Y { STORE y[]; };
@@ -26,8 +38,8 @@ layout(push_constant) uniform P {
 
 #include "act.glsl"
 
-shared float part_sum[64];
-shared float part_max[64];
+shared float part_sum[WG]; // per invocation, or (KS_SUBGROUP) per subgroup
+shared float part_max[WG];
 
 void main() {
     uint i = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
@@ -47,27 +59,55 @@ void main() {
     int vw = max(vx1 - vx0, 0);
     int valid = max(vy1 - vy0, 0) * vw;
     int padded = (py1 - py0) * (px1 - px0);
-    float sum = 0.0, mx = uintBitsToFloat(0xff800000u); // -inf
-    for (int k = int(t); k < valid; k += 64) {
-        int iy = vy0 + k / vw, ix = vx0 + k % vw;
-        float v = float(x[uint(((n * p.ih + iy) * p.iw + ix) * p.c + ch)]);
+    const float NEG_INF = uintBitsToFloat(0xff800000u);
+    vec4 sum = vec4(0.0), mx = vec4(NEG_INF);
+    // pixel k of the window, or (past its end) nothing: 0 to the sum, -inf to the maximum
+    for (int k = int(t); k < valid; k += 4 * int(WG)) {
+        vec4 v = vec4(0.0), m = vec4(NEG_INF);
+        for (int j = 0; j < 4; j++) {
+            int kj = k + j * int(WG);
+            if (kj < valid) {
+                int iy = vy0 + kj / vw, ix = vx0 + kj % vw;
+                v[j] = float(x[uint(((n * p.ih + iy) * p.iw + ix) * p.c + ch)]);
+                m[j] = v[j];
+            }
+        }
         sum += v;
-        if (v > mx) mx = v; // a NaN never wins, as on the CPU
+        // a NaN never wins, as on the CPU: max() of a NaN operand is not defined in GLSL
+        for (int j = 0; j < 4; j++)
+            if (m[j] > mx[j]) mx[j] = m[j];
     }
-    part_sum[t] = sum;
-    part_max[t] = mx;
+    float s = (sum.x + sum.y) + (sum.z + sum.w);
+    float mm = max(max(mx.x, mx.y), max(mx.z, mx.w)); // no NaN here
+#ifdef KS_SUBGROUP
+    s = subgroupAdd(s);
+    mm = subgroupMax(mm);
+    if (subgroupElect()) {
+        part_sum[gl_SubgroupID] = s;
+        part_max[gl_SubgroupID] = mm;
+    }
     barrier();
-    for (uint s = 32u; s > 0u; s >>= 1) {
-        if (t < s) {
-            part_sum[t] += part_sum[t + s];
-            if (part_max[t + s] > part_max[t]) part_max[t] = part_max[t + s];
+    if (t != 0u) return;
+    for (uint g = 1u; g < gl_NumSubgroups; g++) {
+        s += part_sum[g];
+        mm = max(mm, part_max[g]);
+    }
+#else
+    part_sum[t] = s;
+    part_max[t] = mm;
+    barrier();
+    for (uint h = WG / 2u; h > 0u; h >>= 1) {
+        if (t < h) {
+            part_sum[t] += part_sum[t + h];
+            part_max[t] = max(part_max[t], part_max[t + h]);
         }
         barrier();
     }
     if (t != 0u) return;
+    s = part_sum[0];
+    mm = part_max[0];
+#endif
     float res = 0.0;
-    if (valid > 0)
-        res = p.kind == 0 ? part_max[0]
-                          : part_sum[0] / float(p.count_include_pad != 0 ? padded : valid);
+    if (valid > 0) res = p.kind == 0 ? mm : s / float(p.count_include_pad != 0 ? padded : valid);
     y[i] = ks_act_store(res, p.act, p.alpha);
 }
