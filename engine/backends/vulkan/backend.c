@@ -290,8 +290,10 @@ static bool vec4_allowed(const char *what) {
 /* The tiles of conv2d_gemm.comp (its specialization constants 0 and 1: pixels x output channels
  * per group of 64 invocations); T32X32 is the shader's default. plan_conv picks one per node
  * (gemm_tile), tuning times the others; KS_VK_TILE=MxN forces one (the A/B switch of
- * bench/gpu). */
-enum { T32X32, T16X32, T32X16, T16X16, T64X32, T32X64, T_COUNT };
+ * bench/gpu). The shader takes 64 too, but 64x32 and 32x64 ran every model's GEMM convolutions
+ * 2.5-3x slower than 32x32 on an H100 (docs/vulkan.md, "GEMM tiles by specialization
+ * constants"): not offered. */
+enum { T32X32, T16X32, T32X16, T16X16, T_COUNT };
 static const struct {
     int32_t m, n;
     const char *choice;       /* its value in the tune file */
@@ -301,8 +303,6 @@ static const struct {
     [T16X32] = {16, 32, "gemm_16x32", {"vk_conv2d_gemm_16x32", "vk_conv2d_gemm4_16x32"}},
     [T32X16] = {32, 16, "gemm_32x16", {"vk_conv2d_gemm_32x16", "vk_conv2d_gemm4_32x16"}},
     [T16X16] = {16, 16, "gemm_16x16", {"vk_conv2d_gemm_16x16", "vk_conv2d_gemm4_16x16"}},
-    [T64X32] = {64, 32, "gemm_64x32", {"vk_conv2d_gemm_64x32", "vk_conv2d_gemm4_64x32"}},
-    [T32X64] = {32, 64, "gemm_32x64", {"vk_conv2d_gemm_32x64", "vk_conv2d_gemm4_32x64"}},
 };
 
 /* conv2d_gemm.comp's specialization constants, in constant_id order. */
@@ -1585,13 +1585,14 @@ static ks_status plan_unary(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np,
 }
 
 /* CONV2D (deconv false) and CONV2D_TRANSPOSE: the core's geometry, as for the CPU reference. */
-/* conv2d_gemm's tile for an M x N output (M pixels, N channels): KS_VK_TILE's, else the cost
- * model's. */
-static int gemm_tile(const vk_dev *d, int64_t m, int64_t n) {
-    if (d->tile >= 0) return d->tile;
-    (void)m;
-    (void)n;
-    return T32X32;
+/* conv2d_gemm's tile: KS_VK_TILE's, else the cost model's: 32 pixels x 16 channels for every
+ * shape. On an H100 (fp32, per-node profiles of the ten benchmark models with each tile forced,
+ * bench/gpu/tiles.py) it ran the GEMM convolutions in 6.66 ms in all against 7.87 with 32x32,
+ * and within 2.2 % of the best tile chosen per node (6.52 ms); no rule on the groups' count did
+ * better than the constant (docs/vulkan.md, "GEMM tiles by specialization constants"). Tuning
+ * times the others per shape. */
+static int gemm_tile(const vk_dev *d) {
+    return d->tile >= 0 ? d->tile : T32X16;
 }
 
 static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
@@ -1629,7 +1630,7 @@ static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, 
     /* One group (not depthwise or grouped): the tiled implicit GEMM, one group of 64 invocations
      * per 32 x 32 output tile (conv2d_gemm.comp); else one invocation per output element. */
     bool gemm = !deconv && g.icg == g.ic && g.ocg == g.oc;
-    int tile = gemm_tile(d, g.n * g.oh * g.ow, g.oc);
+    int tile = gemm_tile(d);
     int64_t tiles = ((g.n * g.oh * g.ow + k_tiles[tile].m - 1) / k_tiles[tile].m) *
                     ((g.oc + k_tiles[tile].n - 1) / k_tiles[tile].n);
     if (gemm && tiles * GROUP_SIZE > (int64_t)UINT32_MAX) gemm = false;
