@@ -1584,7 +1584,6 @@ static ks_status plan_unary(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np,
     return refuse(why, cap, "op not implemented");
 }
 
-/* CONV2D (deconv false) and CONV2D_TRANSPOSE: the core's geometry, as for the CPU reference. */
 /* conv2d_gemm's tile: KS_VK_TILE's, else the cost model's: 32 pixels x 16 channels for every
  * shape. On an H100 (fp32, per-node profiles of the ten benchmark models with each tile forced,
  * bench/gpu/tiles.py) it ran the GEMM convolutions in 6.66 ms in all against 7.87 with 32x32,
@@ -1595,6 +1594,7 @@ static int gemm_tile(const vk_dev *d) {
     return d->tile >= 0 ? d->tile : T32X16;
 }
 
+/* CONV2D (deconv false) and CONV2D_TRANSPOSE: the core's geometry, as for the CPU reference. */
 static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, char *why,
                            size_t cap, bool deconv) {
     ks__conv_geom g;
@@ -1628,7 +1628,8 @@ static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, 
         return refuse(why, cap, "geometry too large");
     if (count > (int64_t)UINT32_MAX) return refuse(why, cap, "more than 2^32 outputs");
     /* One group (not depthwise or grouped): the tiled implicit GEMM, one group of 64 invocations
-     * per 32 x 32 output tile (conv2d_gemm.comp); else one invocation per output element. */
+     * per output tile (conv2d_gemm.comp, the tile gemm_tile's); else one invocation per output
+     * element. */
     bool gemm = !deconv && g.icg == g.ic && g.ocg == g.oc;
     int tile = gemm_tile(d);
     int64_t tiles = ((g.n * g.oh * g.ow + k_tiles[tile].m - 1) / k_tiles[tile].m) *
