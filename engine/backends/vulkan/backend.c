@@ -1374,15 +1374,18 @@ static bool set_groups(const vk_dev *d, dispatch *sp) {
     return sp->groups_y <= d->props.limits.maxComputeWorkGroupCount[1];
 }
 
+/* conv2d_gemm's work groups for an output of m pixels x n channels on `tile`: one per tile. */
+static int64_t tiles_of(int64_t m, int64_t n, int tile) {
+    return ((m + k_tiles[tile].m - 1) / k_tiles[tile].m) *
+           ((n + k_tiles[tile].n - 1) / k_tiles[tile].n);
+}
+
 /* A tiled convolution's dispatch on another tile of conv2d_gemm.comp (or, for conv2d_coop.comp,
  * its own 32 x 32): one group of 64 per tile. False: too many groups for the device. */
 static bool retile(const vk_dev *d, dispatch *sp, int tile) {
     const pc_conv *c = &sp->pc.conv;
-    uint64_t m = c->count / (uint32_t)c->oc;
-    uint64_t tiles =
-        ((m + (uint64_t)k_tiles[tile].m - 1) / (uint64_t)k_tiles[tile].m) *
-        (((uint64_t)c->oc + (uint64_t)k_tiles[tile].n - 1) / (uint64_t)k_tiles[tile].n);
-    if (tiles * GROUP_SIZE > UINT32_MAX) return false;
+    int64_t tiles = tiles_of(c->count / (uint32_t)c->oc, c->oc, tile);
+    if (tiles * GROUP_SIZE > (int64_t)UINT32_MAX) return false;
     sp->tile = tile;
     sp->count = (uint32_t)(tiles * GROUP_SIZE);
     return set_groups(d, sp);
@@ -1632,8 +1635,7 @@ static ks_status plan_conv(const vk_dev *d, ks__kernel_ctx *ctx, node_plan *np, 
      * element. */
     bool gemm = !deconv && g.icg == g.ic && g.ocg == g.oc;
     int tile = gemm_tile(d);
-    int64_t tiles = ((g.n * g.oh * g.ow + k_tiles[tile].m - 1) / k_tiles[tile].m) *
-                    ((g.oc + k_tiles[tile].n - 1) / k_tiles[tile].n);
+    int64_t tiles = tiles_of(g.n * g.oh * g.ow, g.oc, tile);
     if (gemm && tiles * GROUP_SIZE > (int64_t)UINT32_MAX) gemm = false;
     /* vector loads where a pixel's channels and a weight row's taps come in fours (every
      * region starts d->align >= 16 bytes into the device buffer); fp32 tensors only: with fp16
